@@ -1,0 +1,191 @@
+"""Batched matches between two pilots on the vector engine, with sides swapped.
+
+`play_match(a, b, games, seed)` plays `games` games from seeded starts: the first half with `a` as
+ship 0, the second half from the same starts with the sides swapped, all in one engine batch.
+Results are aggregated per pilot (wins by torpedo, other wins, losses, draws, death causes, shots,
+hits, game length), never as per-step dicts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import engine
+from .bots import make_pilot
+from .config import GameConfig, RewardConfig
+from .engine import DeathCause, GameBatch
+
+
+@dataclass
+class GameRecord:
+    """One finished game, from the point of view of the two pilots (A and B)."""
+
+    seed: int
+    a_side: int  # which ship A flew
+    winner: str | None  # "a", "b" or None (draw)
+    real_winner: str | None  # torpedo kills only
+    cause_a: str  # DeathCause name or "NONE"
+    cause_b: str
+    frames: int
+    shots_a: int
+    shots_b: int
+    hits_a: int
+    hits_b: int
+
+
+@dataclass
+class MatchResult:
+    """Aggregated outcome of a match between pilot A and pilot B."""
+
+    name_a: str
+    name_b: str
+    games: list[GameRecord] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        return len(self.games)
+
+    def count(self, who: str, torpedo_only: bool = True) -> int:
+        key = "real_winner" if torpedo_only else "winner"
+        return sum(1 for g in self.games if getattr(g, key) == who)
+
+    @property
+    def wins_a(self) -> int:
+        """Games A won by a torpedo kill (the win rate used everywhere)."""
+        return self.count("a")
+
+    @property
+    def wins_b(self) -> int:
+        return self.count("b")
+
+    @property
+    def draws(self) -> int:
+        return self.n - self.wins_a - self.wins_b
+
+    def win_rate_a(self) -> float:
+        return self.wins_a / max(self.n, 1)
+
+    def score_a(self) -> float:
+        """Torpedo wins plus half of every other game, in [0, 1]."""
+        return (self.wins_a + 0.5 * self.draws) / max(self.n, 1)
+
+    def causes(self, who: str) -> dict[str, int]:
+        out = {c.name: 0 for c in DeathCause if c != DeathCause.NONE}
+        for g in self.games:
+            c = g.cause_a if who == "a" else g.cause_b
+            if c != "NONE":
+                out[c] += 1
+        return out
+
+    def mean_frames(self) -> float:
+        return float(np.mean([g.frames for g in self.games])) if self.games else 0.0
+
+    def accuracy(self, who: str) -> float:
+        shots = sum(g.shots_a if who == "a" else g.shots_b for g in self.games)
+        hits = sum(g.hits_a if who == "a" else g.hits_b for g in self.games)
+        return hits / shots if shots else 0.0
+
+
+def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
+               config: GameConfig | None = None, reward_config: RewardConfig | None = None,
+               swap_sides: bool = True) -> MatchResult:
+    """Play `games` games (an even number when swapping sides) and return the aggregate."""
+    config = config if config is not None else GameConfig()
+    if games < 1:
+        raise ValueError(f"games={games} is invalid: must be >= 1")
+    if swap_sides and games % 2:
+        raise ValueError(f"games={games} is invalid with swap_sides: must be even (pairs of games "
+                         "from one start with sides swapped)")
+    a = make_pilot(pilot_a, config, seed)
+    b = make_pilot(pilot_b, config, seed + 1)
+    n = games
+    half = n // 2 if swap_sides else n
+    starts = seed + np.arange(half, dtype=np.int64)
+    seeds = np.concatenate([starts, starts]) if swap_sides else starts
+    a_side = np.zeros(n, dtype=np.int64)
+    if swap_sides:
+        a_side[half:] = 1
+    batch = GameBatch(n, config, reward_config)
+    batch.reset(seeds=seeds)
+    rows = np.arange(n)
+    # Pilots see the games in the order "A's view, B's view" whatever side they fly.
+    a.reset(np.ones(n, dtype=bool), batch.rng.copy())
+    b.reset(np.ones(n, dtype=bool), batch.rng.copy() ^ np.uint64(0x5A5A5A5A))
+    active = np.ones(n, dtype=bool)
+    actions = np.zeros((n, 2), dtype=np.int64)
+    obs = batch.observe()
+    while active.any():
+        act_a = a.act(obs[rows, a_side])
+        act_b = b.act(obs[rows, 1 - a_side])
+        actions[rows, a_side] = act_a
+        actions[rows, 1 - a_side] = act_b
+        batch.step(actions)
+        obs = batch.observe()
+        active &= ~(batch.terminated | batch.truncated)
+        active &= batch.game_i[:, engine.OVER] == 0
+    result = MatchResult(getattr(a, "name", str(pilot_a)), getattr(b, "name", str(pilot_b)))
+    gi, si = batch.game_i, batch.ship_i
+    for g in range(n):
+        sa, sb = a_side[g], 1 - a_side[g]
+
+        def who(ship: int):
+            return None if ship < 0 else ("a" if ship == sa else "b")
+
+        result.games.append(GameRecord(
+            seed=int(seeds[g]), a_side=int(sa), winner=who(gi[g, engine.WINNER]),
+            real_winner=who(gi[g, engine.REAL_WINNER]),
+            cause_a=DeathCause(si[g, sa, engine.CAUSE]).name,
+            cause_b=DeathCause(si[g, sb, engine.CAUSE]).name, frames=int(gi[g, engine.FRAME]),
+            shots_a=int(si[g, sa, engine.SHOTS]), shots_b=int(si[g, sb, engine.SHOTS]),
+            hits_a=int(si[g, sa, engine.HITS]), hits_b=int(si[g, sb, engine.HITS])))
+    return result
+
+
+def format_result(r: MatchResult) -> str:
+    """A short human summary of a match."""
+    lines = [f"{r.name_a} vs {r.name_b}: {r.n} games (sides swapped)",
+             f"  {r.name_a}: {r.wins_a} torpedo wins ({r.win_rate_a():.0%}), accuracy "
+             f"{r.accuracy('a'):.0%}, deaths {_nonzero(r.causes('a'))}",
+             f"  {r.name_b}: {r.wins_b} torpedo wins ({r.wins_b / max(r.n, 1):.0%}), accuracy "
+             f"{r.accuracy('b'):.0%}, deaths {_nonzero(r.causes('b'))}",
+             f"  draws or suicides: {r.draws}; mean game length {r.mean_frames():.0f} frames"]
+    return "\n".join(lines)
+
+
+def _nonzero(causes: dict[str, int]) -> str:
+    items = [f"{k.lower()} {v}" for k, v in causes.items() if v]
+    return ", ".join(items) if items else "none"
+
+
+def watch_games(pilot_a, pilot_b, games: int = 1, seed: int = 0,
+                config: GameConfig | None = None, render_mode: str | None = "human",
+                frames: list | None = None) -> list[dict]:
+    """Play games one at a time in a SpacewarEnv (A flies ship 0), drawing them as they go.
+
+    With render_mode "rgb_array", each drawn frame is appended to `frames`. Returns the final info
+    of each game.
+    """
+    from .environment import SpacewarEnv
+
+    config = config if config is not None else GameConfig()
+    a = make_pilot(pilot_a, config, seed)
+    env = SpacewarEnv(config, opponent=make_pilot(pilot_b, config, seed + 1),
+                      render_mode=render_mode)
+    results = []
+    try:
+        for k in range(games):
+            obs, info = env.reset(seed=seed + k)
+            a.reset(np.ones(1, dtype=bool), env.batch.rng.copy())
+            done = False
+            while not done:
+                action = int(a.act(obs[None])[0])
+                obs, _, term, trunc, info = env.step(action)
+                done = term or trunc
+                if render_mode == "rgb_array" and frames is not None:
+                    frames.append(env.render())
+            results.append(info)
+    finally:
+        env.close()
+    return results

@@ -1,0 +1,109 @@
+"""`spacewar-ai --benchmark`: engine and pilot throughput, printed as a table of medians.
+
+Every figure is the median of `repeats` timed runs after a warm-up (JIT compilation excluded), all
+measured in one process on one core, so ratios between rows are meaningful on a noisy machine.
+A "game-step" is one decision of both ships (frame_skip frames); frames/s is given beside it.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+from .bots import HeuristicPilot
+from .config import GameConfig
+from .environment import SpacewarEnv, SpacewarVectorEnv
+
+
+def _median_rate(fn, work: int, repeats: int) -> float:
+    rates = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        rates.append(work / (time.perf_counter() - t0))
+    return statistics.median(rates)
+
+
+def random_valid_actions(obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Uniform valid actions for observations (..., D), from their masks."""
+    mask = obs[..., 30:] > 0.5
+    scores = rng.random(mask.shape) * mask
+    return scores.argmax(axis=-1)
+
+
+def bench_single(steps: int, repeats: int, seed: int) -> float:
+    env = SpacewarEnv(opponent=None)
+    rng = np.random.default_rng(seed)
+    acts = rng.integers(0, 6, size=(steps, 2))
+    env.reset(seed=seed)
+    state = {"env": env}
+
+    def run():
+        e = state["env"]
+        for i in range(steps):
+            _, _, term, trunc, _ = e.step_both(acts[i, 0], acts[i, 1])
+            if term or trunc:
+                e.reset()
+
+    run()  # warm-up
+    return _median_rate(run, steps, repeats)
+
+
+def bench_vector(num_games: int, steps: int, repeats: int, seed: int) -> float:
+    env = SpacewarVectorEnv(num_games, opponent=None)
+    env.reset_both(seed=seed)
+    rng = np.random.default_rng(seed)
+    acts = rng.integers(0, 6, size=(16, num_games, 2))
+
+    def run():
+        for i in range(steps):
+            env.step_both(acts[i % 16])
+
+    run()
+    return _median_rate(run, steps * num_games, repeats)
+
+
+def bench_pilot(num_games: int, calls: int, repeats: int, seed: int) -> float:
+    env = SpacewarVectorEnv(num_games, opponent=None)
+    obs, _ = env.reset_both(seed=seed)
+    rng = np.random.default_rng(seed)
+    # Observations from games in progress (torpedoes in flight), not just start positions.
+    for _ in range(30):
+        obs, *_ = env.step_both(random_valid_actions(obs, rng))
+    views = np.ascontiguousarray(obs[:, 0])
+    pilot = HeuristicPilot("hard")
+
+    def run():
+        for _ in range(calls):
+            pilot.act(views)
+
+    run()
+    return _median_rate(run, calls * num_games, repeats)
+
+
+def run_benchmark(repeats: int = 5, seed: int = 0, quick: bool = False) -> dict[str, float]:
+    """Measure and print; returns the figures (game-steps/s, decisions/s)."""
+    skip = GameConfig().frame_skip
+    scale = 0.1 if quick else 1.0
+    rows: list[tuple[str, float, str]] = []
+    figures: dict[str, float] = {}
+    print(f"Spacewar! AI benchmark: medians of {repeats} runs, one process, frame_skip={skip}")
+    v = bench_single(int(20000 * scale), repeats, seed)
+    figures["single_step_both"] = v
+    rows.append(("single env step_both", v, "steps/s"))
+    for n, steps in ((1, 20000), (64, 2000), (1024, 200), (4096, 60)):
+        v = bench_vector(n, max(5, int(steps * scale)), repeats, seed)
+        figures[f"vector_{n}"] = v
+        rows.append((f"vector env, {n} games, random actions", v, "game-steps/s"))
+    v = bench_pilot(4096, max(2, int(50 * scale)), repeats, seed)
+    figures["hard_pilot"] = v
+    rows.append(("hard pilot, batch of 4096", v, "decisions/s"))
+    width = max(len(r[0]) for r in rows)
+    for name, value, unit in rows:
+        extra = ""
+        if unit == "game-steps/s":
+            extra = f"   ({value * skip:,.0f} frames/s)"
+        print(f"  {name:<{width}}  {value:>14,.0f} {unit}{extra}")
+    return figures

@@ -1,0 +1,456 @@
+"""Gymnasium and PettingZoo environments over the batch engine (engine.py).
+
+`SpacewarEnv` is a batch of one, `SpacewarVectorEnv` a batch of N; both drive `engine.GameBatch`,
+the game's only implementation, so a single env and game 0 of a vector env seeded alike play the
+same game bit for bit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+
+from . import engine
+from .bots import make_pilot
+from .config import GameConfig, RewardConfig
+from .engine import DeathCause, GameBatch
+
+OBSERVATION_DOC = """
+    ## Observation: 36 float32 (37 with hyperspace), from the observing ship's point of view
+
+    | index | meaning | scaling / range |
+    |---|---|---|
+    | 0-1 | own position x, y | / width, / height, in [0, 1) |
+    | 2-3 | own velocity | / max_speed, clipped to [-1, 1] |
+    | 4-5 | sin, cos of own heading | heading 0 points along +x; forward = (cos, sin) in screen coordinates (y grows downward) |
+    | 6 | fuel | / max_fuel, [0, 1] |
+    | 7 | torpedoes left | / max_ammo, [0, 1] |
+    | 8 | reload frames left | / fire_cooldown, [0, 1] (0 = ready) |
+    | 9-10 | opponent position minus own, shortest way round the torus | / (width/2), / (height/2), [-1, 1]; zeros while the opponent is in hyperspace |
+    | 11-12 | opponent velocity minus own | / (2 max_speed), clipped to [-1, 1] |
+    | 13-14 | sin, cos of opponent heading | [-1, 1] |
+    | 15-16 | star position minus own, shortest way round | / (width/2), / (height/2); zeros with no star |
+    | 17 | star proximity | star_radius / max(distance, star_radius), (0, 1] |
+    | 18-29 | the 3 nearest live enemy torpedoes, nearest first: relative position (2), relative velocity (2) | as 9-12; all zeros where fewer |
+    | 30-35 | action mask (30-36 with hyperspace) | 1.0 valid, 0.0 invalid |
+"""
+
+ACTION_DOC = """
+    ## Actions: Discrete(6) (Discrete(7) with hyperspace)
+
+    | action | meaning |
+    |---|---|
+    | 0 | none (drift) |
+    | 1 | rotate left (heading decreases: counter-clockwise on screen) |
+    | 2 | rotate right (heading increases: clockwise on screen) |
+    | 3 | thrust |
+    | 4 | fire |
+    | 5 | thrust + fire |
+    | 6 | hyperspace (only with `GameConfig(hyperspace=True)`) |
+
+    Masking: no fuel masks 3 and 5; no torpedoes or reloading masks 4 and 5; a dead ship, or one in
+    hyperspace, may only take 0. A masked action is played as 0 (drift) and counted in
+    `info["masked_actions"]`; `info["action_mask"]` carries the same mask as obs[30:].
+"""
+
+
+def _obs_space(cfg: GameConfig) -> spaces.Box:
+    low = np.full(cfg.obs_dim, -1.0, dtype=np.float32)
+    high = np.ones(cfg.obs_dim, dtype=np.float32)
+    low[[0, 1, 6, 7, 8, 17]] = 0.0
+    low[30:] = 0.0
+    return spaces.Box(low, high, dtype=np.float32)
+
+
+_INT_TYPES = (int, np.int64, np.int32)
+
+
+def check_action(action: Any, num_actions: int) -> int:
+    """Validate one action; return it as an int or raise ValueError naming it and the range."""
+    if type(action) in _INT_TYPES and 0 <= action < num_actions:
+        return int(action)  # the common case, checked first: this runs every step
+    if isinstance(action, np.ndarray) and action.ndim == 0:
+        action = action[()]
+    if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
+        raise ValueError(
+            f"action {action!r} (type {type(action).__name__}) is invalid: expected an integer "
+            f"in [0, {num_actions - 1}]")
+    a = int(action)
+    if not 0 <= a < num_actions:
+        raise ValueError(f"action {a} is out of range: expected an integer in [0, {num_actions - 1}]")
+    return a
+
+
+def check_actions(actions: Any, shape: tuple[int, ...], num_actions: int) -> np.ndarray:
+    """Validate a batch of actions; return them as int64 or raise ValueError."""
+    arr = np.asarray(actions)
+    if arr.shape != shape:
+        raise ValueError(f"actions have shape {arr.shape}: expected {shape}")
+    if arr.dtype.kind not in "iu":
+        bad = arr.reshape(-1)[0] if arr.size else arr
+        raise ValueError(
+            f"actions have dtype {arr.dtype} (e.g. {bad!r}): expected integers in "
+            f"[0, {num_actions - 1}]")
+    if arr.size and (arr.min() < 0 or arr.max() >= num_actions):
+        bad = arr[(arr < 0) | (arr >= num_actions)].reshape(-1)[0]
+        raise ValueError(f"action {int(bad)} is out of range: expected integers in "
+                         f"[0, {num_actions - 1}]")
+    return arr.astype(np.int64, copy=False)
+
+
+_CAUSES = (None,) + tuple(c for c in DeathCause if c != DeathCause.NONE)
+_SHIPS = (None, 0, 1)  # indexed by engine winner code + 1 (-1 = none)
+
+
+def _check_configs(config, reward_config):
+    config = GameConfig() if config is None else config
+    reward_config = RewardConfig() if reward_config is None else reward_config
+    if isinstance(config, dict):
+        config = GameConfig.from_dict(config)
+    if isinstance(reward_config, dict):
+        reward_config = RewardConfig.from_dict(reward_config)
+    return config, reward_config
+
+
+class SpacewarEnv(gym.Env):
+    """Spacewar! (1962): two ships, a star, torpedoes, on a wrapping 1024 x 1024 screen.
+
+    `step(action)` flies ship 0 against `opponent` (a pilot spec such as "heuristic:hard", a pilot
+    object, or a function obs -> action); `step_both(a0, a1)` flies both ships.
+    """
+
+    metadata = {"render_modes": ["human", "rgb_array"], "render_fps": 50}
+
+    def __init__(self, config: GameConfig | dict | None = None,
+                 reward_config: RewardConfig | dict | None = None,
+                 opponent: Any = "heuristic:medium", render_mode: str | None = None,
+                 render_size: int = 640):
+        config, reward_config = _check_configs(config, reward_config)
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode={render_mode!r} is invalid: use one of "
+                             f"{self.metadata['render_modes']} or None")
+        self.config = config
+        self.reward_config = reward_config
+        self.render_mode = render_mode
+        self.render_size = int(render_size)
+        self.metadata = dict(self.metadata, render_fps=config.fps)
+        self.batch = GameBatch(1, config, reward_config)
+        self.observation_space = _obs_space(config)
+        self.action_space = spaces.Discrete(config.num_actions)
+        self.opponent = make_pilot(opponent, config) if opponent is not None else None
+        self._actions = np.zeros((1, 2), dtype=np.int64)
+        self._needs_reset = True
+        self._episode_return = np.zeros(2)
+        self._episode_steps = 0
+        self._renderer = None
+
+    # The docstring is the documentation (Gymnasium style): tables appended here.
+    __doc__ += OBSERVATION_DOC + ACTION_DOC + """
+    ## Rewards (RewardConfig, per ship)
+    -0.01 per step; torpedo kill +100 to the shooter and -100 to the victim; flying into the star
+    -50; ship-ship collision -30 each; hyperspace death -50. At the end: +50 win and -50 loss only
+    for torpedo kills; draws (timeout, both out of torpedoes, collision, mutual kill) -10 each; the
+    survivor of an opponent's suicide gets nothing extra. Torpedo winners also get
+    20 x fuel left / max_fuel + 15 x torpedoes left / max_ammo.
+
+    ## Episode end
+    Terminated when a ship is destroyed (torpedo, star, collision, hyperspace) or both ships are
+    out of torpedoes with none in flight; truncated after `max_episode_steps` frames. info carries
+    `ship_0_death_cause`, `ship_1_death_cause` (DeathCause or None), `winner` (the surviving ship
+    when exactly one survived, else None) and `real_winner` (the ship that killed the other with a
+    torpedo, else None).
+    """
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        b = self.batch
+        if seed is not None:
+            b.reset(seeds=np.array([seed], dtype=np.int64))
+        else:
+            b.reset()
+        if self.opponent is not None:
+            self.opponent.reset(np.ones(1, dtype=bool), b.rng.copy())
+        self._needs_reset = False
+        self._episode_return[:] = 0.0
+        self._episode_steps = 0
+        obs = b.observe()
+        if self.render_mode == "human":
+            self.render()
+        return obs[0, 0].copy(), self._info()
+
+    def _info(self) -> dict:
+        b = self.batch
+        si = b.ship_i[0].tolist()
+        gi = b.game_i[0].tolist()
+        return {
+            "action_mask": b.obs[0, 0, 30:].copy(),
+            "ship_0_death_cause": _CAUSES[si[0][engine.CAUSE]],
+            "ship_1_death_cause": _CAUSES[si[1][engine.CAUSE]],
+            "winner": _SHIPS[gi[engine.WINNER] + 1],
+            "real_winner": _SHIPS[gi[engine.REAL_WINNER] + 1],
+            "masked_actions": si[0][engine.MASKED],
+            "frame": gi[engine.FRAME],
+        }
+
+    def _advance(self, a0: int, a1: int):
+        if self._needs_reset:
+            raise RuntimeError("the episode has ended (or never started): call reset() before step()")
+        b = self.batch
+        self._actions[0, 0] = a0
+        self._actions[0, 1] = a1
+        b.step(self._actions)
+        obs = b.observe()
+        terminated = bool(b.terminated[0])
+        truncated = bool(b.truncated[0])
+        if terminated or truncated:
+            self._needs_reset = True
+        self._episode_return += b.reward[0]
+        self._episode_steps += 1
+        if self.render_mode == "human":
+            self.render()
+        return obs, terminated, truncated
+
+    def step(self, action):
+        a0 = check_action(action, self.config.num_actions)
+        if self._needs_reset:
+            raise RuntimeError("the episode has ended (or never started): call reset() before step()")
+        if self.opponent is None:
+            raise RuntimeError("this SpacewarEnv has no opponent: use step_both(a0, a1)")
+        a1 = int(self.opponent.act(self.batch.obs[:, 1])[0])
+        obs, terminated, truncated = self._advance(a0, a1)
+        return obs[0, 0].copy(), float(self.batch.reward[0, 0]), terminated, truncated, self._info()
+
+    def step_both(self, action_0, action_1):
+        """Fly both ships. Returns obs (2, D), rewards (2,), terminated, truncated, info."""
+        n = self.config.num_actions
+        a0 = check_action(action_0, n)
+        a1 = check_action(action_1, n)
+        obs, terminated, truncated = self._advance(a0, a1)
+        info = self._info()
+        info["action_masks"] = obs[0, :, 30:].copy()
+        info["masked_actions_both"] = self.batch.ship_i[0, :, engine.MASKED].copy()
+        return obs[0].copy(), self.batch.reward[0].copy(), terminated, truncated, info
+
+    def render(self):
+        if self.render_mode is None:
+            gym.logger.warn("render() called without a render_mode; pass render_mode='human' or "
+                            "'rgb_array' to SpacewarEnv")
+            return None
+        if self._renderer is None:
+            from .rendering import Renderer
+            self._renderer = Renderer(self.config, self.render_size, self.render_mode)
+        return self._renderer.draw(self.batch, 0)
+
+    def close(self):
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+
+
+class SpacewarVectorEnv(VectorEnv):
+    """N Spacewar! games in one engine batch, ship 0 of each controlled by the caller.
+
+    Same-step autoreset: when a game ends, `step` returns the first observation of its next game and
+    puts the last one in `info["final_obs"]` (rows where `info["_final_obs"]` is true), alongside
+    per-episode statistics for those rows: `episode_return`, `episode_length`, `winner`,
+    `real_winner` (-1 for none), `death_cause` (N, 2) DeathCause codes, `shots`, `hits`.
+
+    The two-ship API (`reset_both`, `step_both`) returns observations (N, 2, D) and rewards (N, 2)
+    and takes actions (N, 2): self-play training uses it.
+
+    Seeding: `reset(seed=s)` seeds game i with s + i, so game i is the same game as
+    `SpacewarEnv().reset(seed=s + i)` whatever the number of games.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 50,
+                "autoreset_mode": AutoresetMode.SAME_STEP}
+
+    def __init__(self, num_envs: int = 1, config: GameConfig | dict | None = None,
+                 reward_config: RewardConfig | dict | None = None,
+                 opponent: Any = "heuristic:medium", render_mode: str | None = None,
+                 render_size: int = 640):
+        config, reward_config = _check_configs(config, reward_config)
+        self.config = config
+        self.reward_config = reward_config
+        self.num_envs = int(num_envs)
+        self.batch = GameBatch(self.num_envs, config, reward_config)
+        self.single_observation_space = _obs_space(config)
+        self.single_action_space = spaces.Discrete(config.num_actions)
+        self.observation_space = gym.vector.utils.batch_space(self.single_observation_space,
+                                                              self.num_envs)
+        self.action_space = gym.vector.utils.batch_space(self.single_action_space, self.num_envs)
+        self.opponent = make_pilot(opponent, config) if opponent is not None else None
+        self.render_mode = render_mode
+        self.render_size = int(render_size)
+        self._renderer = None
+        n = self.num_envs
+        self._actions = np.zeros((n, 2), dtype=np.int64)
+        self._ep_return = np.zeros((n, 2))
+        self._ep_len = np.zeros(n, dtype=np.int64)
+        self._started = False
+
+    def _reset_impl(self, seed, mask=None):
+        b = self.batch
+        n = self.num_envs
+        if seed is None:
+            b.reset(mask)
+        else:
+            if isinstance(seed, (int, np.integer)):
+                seeds = int(seed) + np.arange(n, dtype=np.int64)
+            else:
+                seeds = np.asarray(seed, dtype=np.int64)
+                if seeds.shape != (n,):
+                    raise ValueError(f"seed has shape {seeds.shape}: give one int, or one per game "
+                                     f"({n})")
+            b.reset(mask, seeds)
+        m = np.ones(n, dtype=bool) if mask is None else mask
+        if self.opponent is not None:
+            self.opponent.reset(m, b.rng.copy())
+        self._ep_return[m] = 0.0
+        self._ep_len[m] = 0
+        self._started = True
+        return b.observe()
+
+    def reset(self, *, seed=None, options=None):
+        obs = self._reset_impl(seed)
+        return obs[:, 0].copy(), {"action_mask": obs[:, 0, 30:].copy()}
+
+    def reset_both(self, *, seed=None):
+        obs = self._reset_impl(seed)
+        return obs.copy(), {"action_mask": obs[:, :, 30:].copy()}
+
+    def _step_impl(self, actions01: np.ndarray):
+        if not self._started:
+            raise RuntimeError("call reset() before step()")
+        b = self.batch
+        b.step(actions01)
+        obs = b.observe()
+        rewards = b.reward.copy()
+        self._ep_return += rewards
+        self._ep_len += 1
+        done = b.terminated | b.truncated
+        terminated = b.terminated.copy()
+        truncated = b.truncated.copy()
+        info: dict[str, Any] = {}
+        if done.any():
+            info["final_obs"] = obs.copy()
+            info["_final_obs"] = done.copy()
+            info["episode_return"] = self._ep_return.copy()
+            info["episode_length"] = self._ep_len.copy()
+            info["winner"] = b.game_i[:, engine.WINNER].copy()
+            info["real_winner"] = b.game_i[:, engine.REAL_WINNER].copy()
+            info["death_cause"] = b.ship_i[:, :, engine.CAUSE].copy()
+            info["shots"] = b.ship_i[:, :, engine.SHOTS].copy()
+            info["hits"] = b.ship_i[:, :, engine.HITS].copy()
+            info["masked_actions"] = b.ship_i[:, :, engine.MASKED].copy()
+            obs = self._reset_impl(None, done)
+        return obs, rewards, terminated, truncated, info
+
+    def step(self, actions):
+        a0 = check_actions(actions, (self.num_envs,), self.config.num_actions)
+        if self.opponent is None:
+            raise RuntimeError("this SpacewarVectorEnv has no opponent: use step_both(actions)")
+        if not self._started:
+            raise RuntimeError("call reset() before step()")
+        self._actions[:, 0] = a0
+        self._actions[:, 1] = self.opponent.act(self.batch.obs[:, 1])
+        obs, rewards, terminated, truncated, info = self._step_impl(self._actions)
+        if "final_obs" in info:
+            info["final_obs"] = info["final_obs"][:, 0]
+            info["episode_return"] = info["episode_return"][:, 0]
+        info["action_mask"] = obs[:, 0, 30:].copy()
+        return obs[:, 0].copy(), rewards[:, 0].copy(), terminated, truncated, info
+
+    def step_both(self, actions):
+        """actions (N, 2) -> obs (N, 2, D), rewards (N, 2), terminated (N,), truncated (N,), info."""
+        a = check_actions(actions, (self.num_envs, 2), self.config.num_actions)
+        obs, rewards, terminated, truncated, info = self._step_impl(a)
+        info["action_mask"] = obs[:, :, 30:].copy()
+        return obs.copy(), rewards, terminated, truncated, info
+
+    def render(self):
+        if self.render_mode is None:
+            return None
+        if self._renderer is None:
+            from .rendering import Renderer
+            self._renderer = Renderer(self.config, self.render_size, "rgb_array")
+        return self._renderer.draw(self.batch, 0)
+
+    def close_extras(self, **kwargs):
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+
+
+try:  # PettingZoo is an optional (dev) dependency.
+    from pettingzoo import ParallelEnv as _ParallelBase
+except ImportError:  # pragma: no cover - exercised only without pettingzoo
+    _ParallelBase = object
+
+
+class SpacewarParallelEnv(_ParallelBase):
+    """PettingZoo ParallelEnv: agents "ship_0" and "ship_1", each with its own 36-float view;
+    `infos[agent]["action_mask"]` carries the agent's action mask (also obs[30:])."""
+
+    metadata = {"render_modes": ["human", "rgb_array"], "name": "spacewar_v0", "render_fps": 50,
+                "is_parallelizable": True}
+
+    def __init__(self, config: GameConfig | dict | None = None,
+                 reward_config: RewardConfig | dict | None = None, render_mode: str | None = None):
+        self._env = SpacewarEnv(config, reward_config, opponent=None, render_mode=render_mode)
+        self.possible_agents = ["ship_0", "ship_1"]
+        self.agents: list[str] = []
+        self.render_mode = render_mode
+        self._obs_space = self._env.observation_space
+        self._act_space = self._env.action_space
+
+    def observation_space(self, agent):
+        return self._obs_space
+
+    def action_space(self, agent):
+        return self._act_space
+
+    def reset(self, seed=None, options=None):
+        self._env.reset(seed=seed, options=options)
+        self.agents = list(self.possible_agents)
+        obs = self._env.batch.obs[0]
+        return self._split(obs), self._infos(obs, {})
+
+    def _split(self, obs):
+        return {a: obs[i].copy() for i, a in enumerate(self.possible_agents)}
+
+    def _infos(self, obs, shared):
+        return {a: dict(shared, action_mask=obs[i, 30:].copy())
+                for i, a in enumerate(self.possible_agents)}
+
+    def step(self, actions):
+        missing = [a for a in self.agents if a not in actions]
+        if missing:
+            raise ValueError(f"actions are missing for agent(s) {missing}")
+        obs, rew, term, trunc, info = self._env.step_both(actions["ship_0"], actions["ship_1"])
+        shared = {k: info[k] for k in ("ship_0_death_cause", "ship_1_death_cause", "winner",
+                                       "real_winner")}
+        agents = self.possible_agents
+        out = (self._split(obs), {a: float(rew[i]) for i, a in enumerate(agents)},
+               {a: term for a in agents}, {a: trunc for a in agents}, self._infos(obs, shared))
+        if term or trunc:
+            self.agents = []
+        return out
+
+    def render(self):
+        return self._env.render()
+
+    def close(self):
+        self._env.close()
+
+
+def parallel_env(**kwargs) -> SpacewarParallelEnv:
+    """The PettingZoo parallel environment (needs `pip install pettingzoo`, in the dev extra)."""
+    if _ParallelBase is object:
+        raise ImportError("parallel_env() needs PettingZoo: pip install pettingzoo "
+                          "(or pip install -e '.[dev]')")
+    return SpacewarParallelEnv(**kwargs)
