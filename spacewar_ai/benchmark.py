@@ -107,3 +107,63 @@ def run_benchmark(repeats: int = 5, seed: int = 0, quick: bool = False) -> dict[
             extra = f"   ({value * skip:,.0f} frames/s)"
         print(f"  {name:<{width}}  {value:>14,.0f} {unit}{extra}")
     return figures
+
+
+def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = False,
+                           opponent: str = "heuristic:medium") -> dict[str, float]:
+    """PPO training throughput end to end (rollouts + updates), ours and Stable-Baselines3's, on
+    the same environment with the same network (actor and critic MLPs 256-256, tanh), each for
+    about `seconds`, one after the other in this process, both with torch on every core."""
+    import os
+
+    import torch
+
+    from .training import RunConfig, Trainer
+    from .config import LeagueConfig, TrainConfig
+
+    if quick:
+        seconds = 8.0
+    torch.set_num_threads(os.cpu_count() or 1)
+    figures: dict[str, float] = {}
+    print(f"PPO training throughput, {seconds:.0f} s each, torch threads "
+          f"{torch.get_num_threads()}, opponent {opponent}")
+
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = RunConfig(train=TrainConfig(checkpoint_dir=tmp, log_dir=tmp, run_name="bench",
+                                          eval_interval=10**6, save_interval=10**6, seed=seed),
+                        league=LeagueConfig(curriculum=(opponent,), scripted_share=1.0))
+        trainer = Trainer(cfg, quiet=True)
+        start = time.perf_counter()
+        base = trainer._done
+        trainer._done = lambda: base() or time.perf_counter() - start > seconds
+        trainer.run()
+        ours = trainer.counters["global_step"] / (time.perf_counter() - start)
+    figures["ours"] = ours
+    print(f"  spacewar-ai PPO (defaults: 256 games x 64 steps, 2 epochs)   {ours:>10,.0f} steps/s")
+
+    try:
+        from stable_baselines3 import PPO
+        from stable_baselines3.common.callbacks import BaseCallback
+        from stable_baselines3.common.env_util import make_vec_env
+    except ImportError:
+        print("  Stable-Baselines3 is not installed (pip install -e '.[dev]'): no comparison")
+        return figures
+    from .environment import SpacewarEnv
+
+    class _StopAfter(BaseCallback):
+        def _on_step(self) -> bool:
+            return time.perf_counter() - t0 < seconds
+
+    venv = make_vec_env(lambda: SpacewarEnv(opponent=opponent), n_envs=8, seed=seed)
+    model = PPO("MlpPolicy", venv, seed=seed, device="cpu", verbose=0,
+                policy_kwargs={"net_arch": {"pi": [256, 256], "vf": [256, 256]},
+                               "activation_fn": torch.nn.Tanh})
+    t0 = time.perf_counter()
+    model.learn(total_timesteps=10**9, callback=_StopAfter())
+    sb3 = model.num_timesteps / (time.perf_counter() - t0)
+    figures["sb3"] = sb3
+    print(f"  Stable-Baselines3 PPO (its defaults, 8 envs, same network)  {sb3:>10,.0f} steps/s")
+    print(f"  ratio: {ours / sb3:.1f}x")
+    return figures

@@ -1,12 +1,13 @@
 """Command line: parse flags and dispatch to a mode. No game or learning logic lives here.
 
 Reached three ways with the same flags: `spacewar-ai`, `python -m spacewar_ai`,
-`python spacewar_ai/main.py`.
+`python spacewar_ai/main.py`. Without a mode flag it trains (`--algorithm ppo` by default).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 
@@ -18,64 +19,204 @@ if __package__ in (None, ""):
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="spacewar-ai",
-        description="Train, rate and play against Spacewar! (1962) agents.")
-    modes = p.add_argument_group("modes (default: a demo game between two scripted pilots)")
+        description="Train, rate and play against Spacewar! (1962) agents. "
+                    "Without a mode flag: train (--algorithm ppo).")
+    modes = p.add_argument_group("modes (default: training)")
+    modes.add_argument("--evaluate", action="store_true",
+                       help="play --eval-episodes games of --checkpoint against --opponent")
+    modes.add_argument("--champion-train", action="store_true",
+                       help="continue training --checkpoint against the strongest past models")
     modes.add_argument("--demo", action="store_true",
                        help="two pilots play (--players A,B); --render shows the window")
     modes.add_argument("--benchmark", action="store_true",
                        help="print engine, vector env and pilot throughput")
-    common = p.add_argument_group("common options")
-    common.add_argument("--players", default="heuristic:hard,heuristic:medium",
-                        help="pilot specs, comma separated: idle, random, "
-                             "heuristic:easy|medium|hard")
-    common.add_argument("--episodes", type=int, default=None,
-                        help="games to play (demo: 1 with --render, else 200)")
-    common.add_argument("--render", action="store_true", help="show the game in a window")
-    common.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    modes.add_argument("--benchmark-training", action="store_true",
+                       help="print PPO training throughput, ours and Stable-Baselines3's")
+    modes.add_argument("--export", default=None, metavar="DST",
+                       help="write a play-only copy of --checkpoint (no optimizer state) to DST")
+
+    tr = p.add_argument_group("training")
+    tr.add_argument("--algorithm", choices=("ppo", "dqn"), default=None,
+                    help="learning algorithm (default ppo)")
+    tr.add_argument("--episodes", type=int, default=None,
+                    help="training: stop after this many games; demo: games to play")
+    tr.add_argument("--timesteps", type=int, default=None,
+                    help="training: stop after this many learner decisions")
+    tr.add_argument("--num-envs", type=int, default=None, help="games played at once")
+    tr.add_argument("--learning-rate", type=float, default=None)
+    tr.add_argument("--device", choices=("cpu", "cuda", "auto"), default=None)
+    tr.add_argument("--torch-threads", type=int, default=None,
+                    help="torch threads (0 = one per core)")
+    tr.add_argument("--config", default=None,
+                    help="TOML or JSON file with [train] [ppo] [dqn] [league] [game] [reward] "
+                         "sections; flags override it")
+    tr.add_argument("--checkpoint-dir", default=None, help="where runs are saved (checkpoints/)")
+    tr.add_argument("--run-name", default=None, help="name of the run folder")
+    tr.add_argument("--resume", default=None, metavar="PATH",
+                    help="continue a run from its checkpoint (latest.pt)")
+    tr.add_argument("--quiet", action="store_true", help="no live progress line")
+
+    ev = p.add_argument_group("evaluation and players")
+    ev.add_argument("--checkpoint", default=None, metavar="PATH",
+                    help="a checkpoint file, or 'pretrained' for the shipped model")
+    ev.add_argument("--opponent", default="heuristic:hard",
+                    help="player spec: idle, random, heuristic:easy|medium|hard, pretrained, "
+                         "ppo:PATH, dqn:PATH or a checkpoint path")
+    ev.add_argument("--eval-episodes", type=int, default=None,
+                    help="games per evaluation (default 200; during training 100)")
+    ev.add_argument("--stochastic", action="store_true",
+                    help="evaluate the sampling policy instead of the greedy one")
+    ev.add_argument("--players", default="heuristic:hard,heuristic:medium",
+                    help="demo: two player specs, comma separated")
+
+    common = p.add_argument_group("common")
+    common.add_argument("--render", action="store_true", help="show a game in a window")
+    common.add_argument("--seed", type=int, default=None, help="random seed (default 0)")
     common.add_argument("--quick", action="store_true",
-                        help="benchmark: a tenth of the work, for a smoke test")
+                        help="benchmarks: a tenth of the work, for a smoke test")
     return p
-
-
-def _positive(parser: argparse.ArgumentParser, name: str, value):
-    if value is not None and value < 1:
-        parser.error(f"{name} must be >= 1 (got {value})")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    _positive(parser, "--episodes", args.episodes)
-    if args.benchmark:
-        from spacewar_ai.benchmark import run_benchmark
+    for name in ("episodes", "timesteps", "num_envs", "eval_episodes"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1 (got {value})")
+    if args.learning_rate is not None and not args.learning_rate > 0:
+        parser.error(f"--learning-rate must be > 0 (got {args.learning_rate})")
+    chosen = [m for m in ("evaluate", "champion_train", "demo", "benchmark", "benchmark_training",
+                          "export") if getattr(args, m)]
+    if len(chosen) > 1:
+        parser.error("choose one mode: " + ", ".join("--" + m.replace("_", "-") for m in chosen))
+    mode = chosen[0] if chosen else "train"
+    try:
+        return {"evaluate": _evaluate, "champion_train": _train, "demo": _demo,
+                "benchmark": _benchmark, "benchmark_training": _benchmark_training,
+                "export": _export, "train": _train}[mode](parser, args)
+    except KeyboardInterrupt:
+        print("\ninterrupted: the last checkpoint written is intact", file=sys.stderr)
+        return 130
 
-        run_benchmark(seed=args.seed, quick=args.quick)
-        return 0
-    return _demo(parser, args)
+
+def _benchmark(parser, args) -> int:
+    from spacewar_ai.benchmark import run_benchmark
+
+    run_benchmark(seed=args.seed or 0, quick=args.quick)
+    return 0
 
 
-def _demo(parser: argparse.ArgumentParser, args) -> int:
+def _benchmark_training(parser, args) -> int:
+    from spacewar_ai.benchmark import run_training_benchmark
+
+    run_training_benchmark(seed=args.seed or 0, quick=args.quick)
+    return 0
+
+
+def _run_config(parser, args):
+    """The resolved run config: defaults, then --config FILE, then flags."""
+    from spacewar_ai.training import RunConfig, load_run_config
+
+    try:
+        cfg = load_run_config(args.config) if args.config else RunConfig()
+        train = {}
+        for flag, field in (("algorithm", "algorithm"), ("num_envs", "num_envs"),
+                            ("timesteps", "total_timesteps"), ("episodes", "episodes"),
+                            ("seed", "seed"), ("device", "device"),
+                            ("torch_threads", "torch_threads"),
+                            ("checkpoint_dir", "checkpoint_dir"), ("run_name", "run_name"),
+                            ("eval_episodes", "eval_episodes")):
+            if getattr(args, flag) is not None:
+                train[field] = getattr(args, flag)
+        if args.episodes is not None and args.timesteps is None:
+            train["total_timesteps"] = 10**12  # --episodes alone sets the budget
+        cfg.train = dataclasses.replace(cfg.train, **train)
+        if args.learning_rate is not None:
+            if cfg.train.algorithm == "ppo":
+                cfg.ppo = dataclasses.replace(cfg.ppo, learning_rate=args.learning_rate)
+            else:
+                cfg.dqn = dataclasses.replace(cfg.dqn, learning_rate=args.learning_rate)
+    except ValueError as exc:
+        parser.error(str(exc))
+    return cfg
+
+
+def _train(parser, args) -> int:
+    from spacewar_ai.checkpoints import CheckpointError
+    from spacewar_ai.players import PRETRAINED_PATH
+    from spacewar_ai.training import Trainer, champion_paths
+
+    cfg = _run_config(parser, args)
+    init, champions = None, None
+    if args.champion_train:
+        if not args.checkpoint:
+            parser.error("--champion-train needs --checkpoint PATH (the model to train further)")
+        init = str(PRETRAINED_PATH) if args.checkpoint == "pretrained" else args.checkpoint
+        champions = champion_paths(cfg.train.checkpoint_dir, exclude=init)
+        if not champions:
+            champions = [init]  # no other models yet: the model trains against itself first
+        print("champions: " + ", ".join(champions))
+        cfg.league = dataclasses.replace(cfg.league, curriculum=("heuristic:hard",),
+                                         scripted_share=0.3, past_share=0.8)
+    try:
+        trainer = Trainer(cfg, resume=args.resume, init_weights=init, champions=champions,
+                          render=args.render, quiet=args.quiet)
+    except (CheckpointError, ValueError) as exc:
+        parser.error(str(exc))
+    summary = trainer.run()
+    print(f"checkpoints: {summary['run_dir']}  tensorboard --logdir {summary['log_dir']}")
+    return 0
+
+
+def _export(parser, args) -> int:
+    from spacewar_ai.checkpoints import CheckpointError, export_for_play
+
+    if not args.checkpoint:
+        parser.error("--export needs --checkpoint PATH (the checkpoint to copy)")
+    try:
+        size = export_for_play(args.checkpoint, args.export)
+    except CheckpointError as exc:
+        parser.error(str(exc))
+    print(f"wrote {args.export} ({size / 1e6:.2f} MB)")
+    return 0
+
+
+def _evaluate(parser, args) -> int:
+    from spacewar_ai.training import evaluate
+
+    if not args.checkpoint:
+        parser.error("--evaluate needs --checkpoint PATH (or --checkpoint pretrained)")
+    try:
+        evaluate(args.checkpoint, args.opponent, args.eval_episodes or (1 if args.render else 200),
+                 args.seed or 0, deterministic=not args.stochastic, render=args.render)
+    except ValueError as exc:
+        parser.error(str(exc))
+    return 0
+
+
+def _demo(parser, args) -> int:
     from spacewar_ai.arena import format_result, play_match, watch_games
-    from spacewar_ai.bots import make_pilot
+    from spacewar_ai.players import resolve_player
 
     specs = [s.strip() for s in args.players.split(",") if s.strip()]
     if len(specs) != 2:
         parser.error(f"--players needs exactly two specs for a demo (got {args.players!r})")
+    seed = args.seed or 0
     try:
-        for s in specs:
-            make_pilot(s)
+        pilots = [resolve_player(s, seed=seed + i) for i, s in enumerate(specs)]
     except ValueError as exc:
         parser.error(str(exc))
     if args.render:
         games = args.episodes or 1
-        for k, info in enumerate(watch_games(specs[0], specs[1], games, args.seed)):
+        for k, info in enumerate(watch_games(pilots[0], pilots[1], games, seed)):
             print(f"game {k + 1}: winner {_side(info['winner'], specs)}, "
                   f"deaths: ship 0 {_cause(info['ship_0_death_cause'])}, "
                   f"ship 1 {_cause(info['ship_1_death_cause'])}")
         return 0
     games = args.episodes or 200
     games += games % 2
-    print(format_result(play_match(specs[0], specs[1], games, args.seed)))
+    print(format_result(play_match(pilots[0], pilots[1], games, seed)))
     return 0
 
 

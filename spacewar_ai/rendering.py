@@ -66,7 +66,9 @@ class Renderer:
         return [self._pt(x + (px * c - py * s) * k / self.scale, y + (px * s + py * c) * k / self.scale)
                 for px, py in shape]
 
-    def draw(self, batch, g: int = 0, hud_lines: tuple[str, ...] = ()):
+    def draw(self, batch, g: int = 0, hud_lines: tuple[str, ...] = (), wait: bool = True):
+        """Draw game g; in a window, wait for the next frame at the game's fps unless wait=False
+        (training draws without waiting so the other games do not slow down)."""
         pg = self.pg
         if self.mode == "human":
             for event in pg.event.get(pg.QUIT):
@@ -109,7 +111,8 @@ class Renderer:
             surf.blit(self.font.render(text, True, color), (6, 4 + i * (self.font.get_height() + 2)))
         if self.mode == "human":
             pg.display.flip()
-            self.clock.tick(cfg.fps)
+            if wait:
+                self.clock.tick(cfg.fps)
             return None
         return np.transpose(pg.surfarray.array3d(surf), (1, 0, 2)).copy()
 

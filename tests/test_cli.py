@@ -41,5 +41,12 @@ def test_benchmark_prints_figures():
 def test_bad_spec_is_one_clear_line():
     out = _run(["spacewar-ai", "--demo", "--players", "idle,grandmaster"])
     assert out.returncode == 2
-    assert "unknown pilot spec 'grandmaster'" in out.stderr
+    assert "player 'grandmaster'" in out.stderr and "heuristic:hard" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_training_benchmark_prints_ours_and_sb3_side_by_side():
+    out = _run(["spacewar-ai", "--benchmark-training", "--quick"], timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "spacewar-ai PPO" in out.stdout and "Stable-Baselines3 PPO" in out.stdout
+    assert "ratio:" in out.stdout

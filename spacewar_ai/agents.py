@@ -1,0 +1,495 @@
+"""Learning agents: PPO and DQN over batches of observations. No game rules here.
+
+Both agents take observations shaped (D,) or (N, D) and an action mask (the observation's last
+`action_dim` entries unless given). Invalid actions are never chosen: PPO sets their logits to
+-inf before the softmax, DQN takes a masked argmax and masked targets.
+
+An agent's whole learnable state (networks, optimizer, observation statistics, counters) is a
+`state_dict()` of tensors and plain values, so checkpoints load with `torch.load(weights_only=True)`.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .config import DQNConfig, PPOConfig
+
+NEG_INF = -1e9  # a finite "minus infinity": keeps softmax and log-probs free of NaN
+
+
+class RunningNorm(nn.Module):
+    """Running mean and variance of observations (Welford, batched), saved with the model."""
+
+    def __init__(self, dim: int, clip: float = 10.0):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(dim, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(dim, dtype=torch.float64))
+        self.register_buffer("count", torch.tensor(1e-4, dtype=torch.float64))
+        self.clip = clip
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor) -> None:
+        x = x.reshape(-1, x.shape[-1]).to(torch.float64)
+        n = x.shape[0]
+        if n == 0:
+            return
+        b_mean = x.mean(0)
+        b_var = x.var(0, unbiased=False)
+        delta = b_mean - self.mean
+        total = self.count + n
+        self.mean += delta * n / total
+        m2 = self.var * self.count + b_var * n + delta.pow(2) * self.count * n / total
+        self.var.copy_(m2 / total)
+        self.count.copy_(total)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        z = (x - self.mean.float()) / torch.sqrt(self.var.float() + 1e-8)
+        return z.clamp(-self.clip, self.clip)
+
+
+def _mlp(sizes, out: int, out_std: float) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        layers += [_init(nn.Linear(a, b)), nn.Tanh()]
+    layers.append(_init(nn.Linear(sizes[-1], out), out_std))
+    return nn.Sequential(*layers)
+
+
+def _init(layer: nn.Linear, std: float = math.sqrt(2)) -> nn.Linear:
+    nn.init.orthogonal_(layer.weight, std)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' was asked for but no CUDA GPU is available: use "
+                         "--device cpu (or auto)")
+    return dev
+
+
+class BaseAgent(abc.ABC):
+    """What training, evaluation, tournaments and human play need of a learned pilot."""
+
+    algorithm = "base"
+
+    def __init__(self, state_dim: int, action_dim: int, config: Any = None,
+                 device: str | torch.device = "cpu"):
+        if not isinstance(state_dim, int) or state_dim <= action_dim:
+            raise ValueError(f"state_dim={state_dim!r} is invalid: must be an int larger than "
+                             f"action_dim ({action_dim}); Spacewar! observations have 36")
+        if not isinstance(action_dim, int) or action_dim < 2:
+            raise ValueError(f"action_dim={action_dim!r} is invalid: must be an int >= 2")
+        self.state_dim = state_dim
+        self.action_dim = action_dim
+        self.device = resolve_device(device)
+        self.obs_norm = RunningNorm(state_dim).to(self.device)
+        self.update_obs_stats = True
+
+    # --- helpers ------------------------------------------------------------------------------
+    def _batch(self, state, mask=None):
+        """(D,) or (N, D) array -> float tensor (N, D), bool mask (N, A), was_single."""
+        arr = np.asarray(state, dtype=np.float32)
+        single = arr.ndim == 1
+        if single:
+            arr = arr[None]
+        if arr.ndim != 2 or arr.shape[1] != self.state_dim:
+            raise ValueError(f"state has shape {np.shape(state)}: expected ({self.state_dim},) or "
+                             f"(N, {self.state_dim})")
+        if mask is None:
+            m = arr[:, -self.action_dim:] > 0.5
+        else:
+            m = np.asarray(mask).reshape(arr.shape[0], self.action_dim) > 0.5
+        m = m.copy()
+        m[~m.any(axis=1), 0] = True  # a row with no valid action may still drift
+        obs = torch.from_numpy(arr).to(self.device)
+        return obs, torch.from_numpy(m).to(self.device), single
+
+    @abc.abstractmethod
+    def select_action(self, state, mask=None, deterministic: bool = False):
+        """Actions for one observation (an int) or a batch (an int64 array)."""
+
+    @abc.abstractmethod
+    def store_transition(self, *args, **kwargs) -> None:
+        """Record experience for the next update."""
+
+    @abc.abstractmethod
+    def update(self, **kwargs) -> dict[str, float]:
+        """Learn from stored experience; returns the losses to log."""
+
+    @abc.abstractmethod
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume learning, as tensors and plain values."""
+
+    @abc.abstractmethod
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+    def save(self, path, metadata: dict[str, Any] | None = None) -> None:
+        from .checkpoints import save_checkpoint
+
+        save_checkpoint(path, self, metadata or {})
+
+    def load(self, path) -> dict[str, Any]:
+        """Load weights and learning state from a checkpoint; returns its metadata."""
+        from .checkpoints import load_checkpoint
+
+        ckpt = load_checkpoint(path, expect_algorithm=self.algorithm,
+                               expect_obs_dim=self.state_dim)
+        self.load_state_dict(ckpt["agent"])
+        return ckpt
+
+
+class ActorCritic(nn.Module):
+    def __init__(self, state_dim: int, action_dim: int, hidden: tuple):
+        super().__init__()
+        sizes = (state_dim, *hidden)
+        self.actor = _mlp(sizes, action_dim, 0.01)
+        self.critic = _mlp(sizes, 1, 1.0)
+
+    def logits(self, x, mask):
+        return self.actor(x).masked_fill(~mask, NEG_INF)
+
+    def value(self, x):
+        return self.critic(x).squeeze(-1)
+
+
+class PPOAgent(BaseAgent):
+    """Proximal Policy Optimization: clipped surrogate, GAE(lambda), masked logits.
+
+    Experience is collected into preallocated (n_steps, num_envs) buffers with
+    `store_transition`; `update(next_obs, next_done)` runs the epochs of minibatch updates.
+    """
+
+    algorithm = "ppo"
+
+    def __init__(self, state_dim: int = 36, action_dim: int = 6, config: PPOConfig | None = None,
+                 device: str | torch.device = "cpu", num_envs: int = 1):
+        super().__init__(state_dim, action_dim, config, device)
+        self.config = config if config is not None else PPOConfig()
+        if not isinstance(self.config, PPOConfig):
+            raise ValueError(f"config must be a PPOConfig, got {type(self.config).__name__}")
+        c = self.config
+        self.net = ActorCritic(state_dim, action_dim, tuple(c.hidden_sizes)).to(self.device)
+        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=c.learning_rate, eps=1e-5,
+                                          foreach=True)
+        self.num_envs = int(num_envs)
+        self.updates = 0
+        self._alloc(self.num_envs)
+        self._last_value: torch.Tensor | None = None
+        self._last_logprob: torch.Tensor | None = None
+
+    def _alloc(self, n: int) -> None:
+        t, d, a = self.config.n_steps, self.state_dim, self.action_dim
+        dev = self.device
+        self.num_envs = n
+        self.buf_obs = torch.zeros((t, n, d), device=dev)  # normalized, as the policy saw them
+        self.buf_raw = torch.zeros((t, n, d), device=dev)  # raw, for the running statistics
+        self.buf_mask = torch.zeros((t, n, a), dtype=torch.bool, device=dev)
+        self.buf_actions = torch.zeros((t, n), dtype=torch.long, device=dev)
+        self.buf_logprobs = torch.zeros((t, n), device=dev)
+        self.buf_rewards = torch.zeros((t, n), device=dev)
+        self.buf_dones = torch.zeros((t, n), device=dev)
+        self.buf_values = torch.zeros((t, n), device=dev)
+        self.step = 0
+
+    @torch.no_grad()
+    def select_action(self, state, mask=None, deterministic: bool = False):
+        obs, m, single = self._batch(state, mask)
+        x = self.obs_norm(obs)
+        logits = self.net.logits(x, m)
+        if deterministic:
+            action = logits.argmax(-1)
+        else:
+            # Gumbel-max: an exact sample, cheaper than torch.distributions.Categorical.
+            u = torch.rand_like(logits).clamp_(1e-12, 1.0)
+            action = (logits - torch.log(-torch.log(u))).argmax(-1)
+        self._last_raw, self._last_x, self._last_mask = obs, x, m
+        self._last_logprob = torch.log_softmax(logits, -1).gather(1, action[:, None]).squeeze(1)
+        self._last_value = self.net.value(x)
+        out = action.cpu().numpy()
+        return int(out[0]) if single else out
+
+    def store_transition(self, reward, done, obs=None, action=None, mask=None) -> None:
+        """Record the step just taken by `select_action` (its obs, action, log-prob and value)
+        with its reward and whether the game ended. `done` ends the episode for GAE."""
+        if self.step >= self.config.n_steps:
+            raise RuntimeError("the rollout buffer is full: call update() first")
+        if self._last_value is None:
+            raise RuntimeError("store_transition() needs a select_action() call before it")
+        t = self.step
+        if action is None:
+            raise ValueError("store_transition needs the action that was taken")
+        self.buf_obs[t] = self._last_x
+        self.buf_raw[t] = self._last_raw
+        self.buf_mask[t] = self._last_mask
+        self.buf_actions[t] = torch.as_tensor(np.asarray(action), device=self.device)
+        self.buf_logprobs[t] = self._last_logprob
+        self.buf_values[t] = self._last_value
+        self.buf_rewards[t] = torch.as_tensor(
+            np.asarray(reward, dtype=np.float32) * self.config.reward_scale, device=self.device)
+        self.buf_dones[t] = torch.as_tensor(np.asarray(done, dtype=np.float32), device=self.device)
+        self.step += 1
+
+    @torch.no_grad()
+    def value_of(self, state) -> np.ndarray:
+        obs, _, _ = self._batch(state)
+        return self.net.value(self.obs_norm(obs)).cpu().numpy()
+
+    @staticmethod
+    def compute_gae(rewards, values, dones, next_value, gamma, lam):
+        """Generalized advantage estimation over (T, N) tensors.
+
+        dones[t] = 1 when the episode ended at step t (so values after it are not bootstrapped).
+        Returns advantages and returns, both (T, N).
+        """
+        t_max = rewards.shape[0]
+        adv = torch.zeros_like(rewards)
+        last = torch.zeros_like(next_value)
+        for t in reversed(range(t_max)):
+            nxt = next_value if t == t_max - 1 else values[t + 1]
+            nonterminal = 1.0 - dones[t]
+            delta = rewards[t] + gamma * nxt * nonterminal - values[t]
+            last = delta + gamma * lam * nonterminal * last
+            adv[t] = last
+        return adv, adv + values
+
+    def update(self, next_obs=None, progress: float | None = None, **kwargs) -> dict[str, float]:
+        c = self.config
+        if self.step < c.n_steps:
+            raise RuntimeError(f"update() needs a full rollout: {self.step}/{c.n_steps} steps stored")
+        if next_obs is None:
+            raise ValueError("PPOAgent.update needs next_obs (the observations after the rollout)")
+        if c.anneal_lr and progress is not None:
+            for g in self.optimizer.param_groups:
+                g["lr"] = c.learning_rate * max(0.0, 1.0 - progress)
+        with torch.no_grad():
+            # Observation statistics change only after the epochs, so the stored inputs, values and
+            # log-probs all belong to the policy that collected the rollout.
+            next_value = torch.as_tensor(self.value_of(next_obs), device=self.device)
+            values = self.buf_values
+            adv, returns = self.compute_gae(self.buf_rewards, values, self.buf_dones, next_value,
+                                            c.gamma, c.gae_lambda)
+        b = c.n_steps * self.num_envs
+        obs = self.buf_obs.reshape(b, -1)
+        masks = self.buf_mask.reshape(b, -1)
+        actions = self.buf_actions.reshape(b)
+        old_logp = self.buf_logprobs.reshape(b)
+        adv, returns, values = adv.reshape(b), returns.reshape(b), values.reshape(b)
+        mb = max(1, b // c.num_minibatches)
+        stats = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "approx_kl": 0.0,
+                 "clip_fraction": 0.0}
+        n_mb = 0
+        for _ in range(c.update_epochs):
+            perm = torch.randperm(b, device=self.device)
+            for start in range(0, b, mb):
+                idx = perm[start:start + mb]
+                logits = self.net.logits(obs[idx], masks[idx])
+                logp_all = torch.log_softmax(logits, -1)
+                logp = logp_all.gather(1, actions[idx, None]).squeeze(1)
+                probs = logp_all.exp()
+                entropy = -(probs * logp_all).masked_fill(~masks[idx], 0.0).sum(-1).mean()
+                ratio = (logp - old_logp[idx]).exp()
+                with torch.no_grad():
+                    approx_kl = ((ratio - 1) - (logp - old_logp[idx])).mean()
+                    clipfrac = ((ratio - 1.0).abs() > c.clip_coef).float().mean()
+                a = adv[idx]
+                if c.norm_adv and a.numel() > 1:
+                    a = (a - a.mean()) / (a.std() + 1e-8)
+                pg_loss = torch.max(-a * ratio,
+                                    -a * ratio.clamp(1 - c.clip_coef, 1 + c.clip_coef)).mean()
+                v_loss = 0.5 * (self.net.value(obs[idx]) - returns[idx]).pow(2).mean()
+                loss = pg_loss - c.ent_coef * entropy + c.vf_coef * v_loss
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                # Clipped separately: one network's large gradient must not shrink the other's.
+                nn.utils.clip_grad_norm_(self.net.actor.parameters(), c.max_grad_norm)
+                nn.utils.clip_grad_norm_(self.net.critic.parameters(), c.max_grad_norm)
+                self.optimizer.step()
+                stats["policy_loss"] += pg_loss.item()
+                stats["value_loss"] += v_loss.item()
+                stats["entropy"] += entropy.item()
+                stats["approx_kl"] += approx_kl.item()
+                stats["clip_fraction"] += clipfrac.item()
+                n_mb += 1
+            if c.target_kl and stats["approx_kl"] / n_mb > c.target_kl:
+                break
+        if self.update_obs_stats:
+            self.obs_norm.update(self.buf_raw)
+        self.step = 0
+        self.updates += 1
+        out = {k: v / max(n_mb, 1) for k, v in stats.items()}
+        var_y = returns.var()
+        out["explained_variance"] = float(1 - (returns - values).var() / var_y) if var_y > 0 else 0.0
+        out["learning_rate"] = self.optimizer.param_groups[0]["lr"]
+        return out
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"net": self.net.state_dict(), "obs_norm": self.obs_norm.state_dict(),
+                "optimizer": self.optimizer.state_dict(), "updates": self.updates,
+                "config": self.config.to_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.net.load_state_dict(state["net"])
+        self.obs_norm.load_state_dict(state["obs_norm"])
+        if "optimizer" in state:
+            self.optimizer.load_state_dict(state["optimizer"])
+        self.updates = int(state.get("updates", 0))
+
+
+class DuelingQNetwork(nn.Module):
+    def __init__(self, state_dim: int, action_dim: int, hidden: tuple, stream: int):
+        super().__init__()
+        layers: list[nn.Module] = []
+        sizes = (state_dim, *hidden)
+        for a, b in zip(sizes[:-1], sizes[1:]):
+            layers += [nn.Linear(a, b), nn.ReLU()]
+        self.trunk = nn.Sequential(*layers)
+        self.value = nn.Sequential(nn.Linear(sizes[-1], stream), nn.ReLU(), nn.Linear(stream, 1))
+        self.advantage = nn.Sequential(nn.Linear(sizes[-1], stream), nn.ReLU(),
+                                       nn.Linear(stream, action_dim))
+
+    def forward(self, x):
+        h = self.trunk(x)
+        adv = self.advantage(h)
+        return self.value(h) + adv - adv.mean(-1, keepdim=True)
+
+
+class DQNAgent(BaseAgent):
+    """Dueling double DQN: target network, preallocated replay, epsilon schedule, masked argmax
+    and masked targets, bootstrapping through truncation (only true terminations stop it)."""
+
+    algorithm = "dqn"
+
+    def __init__(self, state_dim: int = 36, action_dim: int = 6, config: DQNConfig | None = None,
+                 device: str | torch.device = "cpu", seed: int = 0):
+        super().__init__(state_dim, action_dim, config, device)
+        self.config = config if config is not None else DQNConfig()
+        if not isinstance(self.config, DQNConfig):
+            raise ValueError(f"config must be a DQNConfig, got {type(self.config).__name__}")
+        c = self.config
+        args = (state_dim, action_dim, tuple(c.hidden_sizes), c.stream_size)
+        self.q = DuelingQNetwork(*args).to(self.device)
+        self.q_target = DuelingQNetwork(*args).to(self.device)
+        self.q_target.load_state_dict(self.q.state_dict())
+        self.optimizer = torch.optim.Adam(self.q.parameters(), lr=c.learning_rate, foreach=True)
+        self.epsilon = c.start_epsilon
+        self.updates = 0
+        self.rng = np.random.default_rng(seed)
+        n = c.buffer_size
+        self.buf_obs = np.zeros((n, state_dim), dtype=np.float32)
+        self.buf_next = np.zeros((n, state_dim), dtype=np.float32)
+        self.buf_actions = np.zeros(n, dtype=np.int64)
+        self.buf_rewards = np.zeros(n, dtype=np.float32)
+        self.buf_terminated = np.zeros(n, dtype=np.float32)
+        self.buf_pos = 0
+        self.buf_full = False
+
+    def set_progress(self, progress: float) -> None:
+        """Linear epsilon decay over the first exploration_fraction of the run."""
+        c = self.config
+        frac = min(1.0, progress / max(c.exploration_fraction, 1e-9))
+        self.epsilon = c.start_epsilon + frac * (c.end_epsilon - c.start_epsilon)
+
+    @torch.no_grad()
+    def select_action(self, state, mask=None, deterministic: bool = False):
+        obs, m, single = self._batch(state, mask)
+        q = self.q(self.obs_norm(obs)).masked_fill(~m, -math.inf)
+        action = q.argmax(-1).cpu().numpy()
+        if not deterministic and self.epsilon > 0:
+            explore = self.rng.random(action.shape[0]) < self.epsilon
+            if explore.any():
+                valid = m.cpu().numpy()[explore]
+                scores = self.rng.random(valid.shape) * valid
+                action[explore] = scores.argmax(-1)
+        return int(action[0]) if single else action
+
+    def store_transition(self, obs, action, reward, next_obs, terminated, **kwargs) -> None:
+        """Add a batch (or one) of transitions. next_obs of a finished game is its final
+        observation; `terminated` is true only for real ends (not truncation)."""
+        obs = np.asarray(obs, dtype=np.float32).reshape(-1, self.state_dim)
+        nxt = np.asarray(next_obs, dtype=np.float32).reshape(-1, self.state_dim)
+        k = obs.shape[0]
+        idx = (self.buf_pos + np.arange(k)) % self.config.buffer_size
+        self.buf_obs[idx] = obs
+        self.buf_next[idx] = nxt
+        self.buf_actions[idx] = np.asarray(action).reshape(-1)
+        self.buf_rewards[idx] = np.asarray(reward, dtype=np.float32).reshape(-1) * \
+            self.config.reward_scale
+        self.buf_terminated[idx] = np.asarray(terminated, dtype=np.float32).reshape(-1)
+        if self.buf_pos + k >= self.config.buffer_size:
+            self.buf_full = True
+        self.buf_pos = int((self.buf_pos + k) % self.config.buffer_size)
+        if self.update_obs_stats:
+            self.obs_norm.update(torch.from_numpy(obs).to(self.device))
+
+    def __len__(self) -> int:
+        return self.config.buffer_size if self.buf_full else self.buf_pos
+
+    def update(self, **kwargs) -> dict[str, float]:
+        c = self.config
+        size = len(self)
+        if size < max(c.batch_size, 1):
+            raise RuntimeError(f"update() needs at least batch_size={c.batch_size} transitions, "
+                               f"the buffer has {size}")
+        losses = []
+        qs = []
+        for _ in range(c.gradient_steps):
+            idx = self.rng.integers(0, size, c.batch_size)
+            to = lambda a: torch.from_numpy(a[idx]).to(self.device)  # noqa: E731
+            obs, nxt = to(self.buf_obs), to(self.buf_next)
+            actions, rewards, term = to(self.buf_actions), to(self.buf_rewards), to(
+                self.buf_terminated)
+            next_mask = nxt[:, -self.action_dim:] > 0.5
+            next_mask[~next_mask.any(1), 0] = True
+            with torch.no_grad():
+                xn = self.obs_norm(nxt)
+                best = self.q(xn).masked_fill(~next_mask, -math.inf).argmax(-1, keepdim=True)
+                target_q = self.q_target(xn).gather(1, best).squeeze(1)
+                target = rewards + c.gamma * (1.0 - term) * target_q
+            q = self.q(self.obs_norm(obs)).gather(1, actions[:, None]).squeeze(1)
+            loss = F.smooth_l1_loss(q, target)
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(self.q.parameters(), c.max_grad_norm)
+            self.optimizer.step()
+            self.updates += 1
+            if self.updates % c.target_update_interval == 0:
+                self.q_target.load_state_dict(self.q.state_dict())
+            losses.append(loss.item())
+            qs.append(q.mean().item())
+        return {"q_loss": float(np.mean(losses)), "q_values": float(np.mean(qs)),
+                "epsilon": float(self.epsilon)}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"q": self.q.state_dict(), "q_target": self.q_target.state_dict(),
+                "obs_norm": self.obs_norm.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "updates": self.updates, "epsilon": float(self.epsilon),
+                "config": self.config.to_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.q.load_state_dict(state["q"])
+        self.q_target.load_state_dict(state.get("q_target", state["q"]))
+        self.obs_norm.load_state_dict(state["obs_norm"])
+        if "optimizer" in state:
+            self.optimizer.load_state_dict(state["optimizer"])
+        self.updates = int(state.get("updates", 0))
+        self.epsilon = float(state.get("epsilon", self.epsilon))
+
+
+def make_agent(algorithm: str, state_dim: int, action_dim: int, config=None, device="cpu",
+               num_envs: int = 1, seed: int = 0) -> BaseAgent:
+    if algorithm == "ppo":
+        return PPOAgent(state_dim, action_dim, config, device, num_envs=num_envs)
+    if algorithm == "dqn":
+        return DQNAgent(state_dim, action_dim, config, device, seed=seed)
+    raise ValueError(f"algorithm {algorithm!r} is unknown: use 'ppo' or 'dqn'")

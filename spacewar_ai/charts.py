@@ -1,0 +1,56 @@
+"""PNG line charts drawn with pygame (a dependency already), so reports need no matplotlib."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PALETTE = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189)]
+
+
+def line_chart(path: str | Path, series: dict[str, list[tuple[float, float]]], title: str,
+               x_label: str, y_label: str, y_range: tuple[float, float] = (0.0, 1.0),
+               size: tuple[int, int] = (800, 480)) -> None:
+    """Draw named (x, y) series on shared axes and save a PNG."""
+    import os
+
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    import pygame
+
+    pygame.init()
+    w, h = size
+    left, right, top, bottom = 70, 20, 40, 60
+    surf = pygame.Surface(size)
+    surf.fill((255, 255, 255))
+    font = pygame.font.Font(None, 22)
+    xs = [x for pts in series.values() for x, _ in pts] or [0.0, 1.0]
+    x0, x1 = min(0.0, min(xs)), max(xs) if max(xs) > 0 else 1.0
+    y0, y1 = y_range
+
+    def px(x, y):
+        return (left + (x - x0) / (x1 - x0 or 1) * (w - left - right),
+                h - bottom - (y - y0) / (y1 - y0 or 1) * (h - top - bottom))
+
+    grey = (200, 200, 200)
+    for k in range(6):
+        y = y0 + (y1 - y0) * k / 5
+        pygame.draw.line(surf, grey, px(x0, y), px(x1, y))
+        surf.blit(font.render(f"{y:.0%}" if y1 <= 1 else f"{y:g}", True, (0, 0, 0)),
+                  (8, px(x0, y)[1] - 8))
+    for k in range(6):
+        x = x0 + (x1 - x0) * k / 5
+        surf.blit(font.render(f"{x:.1f}", True, (0, 0, 0)), (px(x, y0)[0] - 10, h - bottom + 8))
+    pygame.draw.line(surf, (0, 0, 0), px(x0, y0), px(x1, y0), 2)
+    pygame.draw.line(surf, (0, 0, 0), px(x0, y0), px(x0, y1), 2)
+    surf.blit(font.render(title, True, (0, 0, 0)), (left, 10))
+    surf.blit(font.render(x_label, True, (0, 0, 0)), (w // 2 - 60, h - 25))
+    surf.blit(pygame.transform.rotate(font.render(y_label, True, (0, 0, 0)), 90), (10, top + 60))
+    for i, (name, pts) in enumerate(series.items()):
+        color = PALETTE[i % len(PALETTE)]
+        pts = sorted(pts)
+        if len(pts) >= 2:
+            pygame.draw.lines(surf, color, False, [px(x, y) for x, y in pts], 3)
+        for x, y in pts:
+            pygame.draw.circle(surf, color, [int(v) for v in px(x, y)], 3)
+        surf.blit(font.render(name, True, color), (w - right - 330, top + 10 + 22 * i))
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    pygame.image.save(surf, str(path))

@@ -1,0 +1,141 @@
+"""Checkpoint files: tensors and plain values only, written atomically, read with one clear error.
+
+A checkpoint is a dict saved with torch.save and read with `torch.load(weights_only=True)`:
+
+    format           "spacewar-ai-checkpoint"
+    format_version   1
+    algorithm        "ppo" or "dqn"
+    obs_dim, action_dim
+    agent            the agent's state_dict (networks, optimizer, observation statistics, counters)
+    metadata_json    JSON text: resolved configs, training counters, league identities, RNG states
+
+Writes go to a temporary file in the same folder, are flushed to disk, then renamed over the
+target, so a run killed at any moment leaves the previous checkpoint intact.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+FORMAT = "spacewar-ai-checkpoint"
+FORMAT_VERSION = 1
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used, with the file and the reason in the message."""
+
+
+def atomic_write_bytes(path: str | os.PathLike, write) -> None:
+    """Call write(file_object) on a temporary file beside `path`, fsync it, then rename it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a saved file should look like any other
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def save_checkpoint(path, agent, metadata: dict[str, Any]) -> None:
+    payload = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "algorithm": agent.algorithm,
+        "obs_dim": agent.state_dim,
+        "action_dim": agent.action_dim,
+        "agent": agent.state_dict(),
+        "metadata_json": json.dumps(metadata, sort_keys=True),
+    }
+    atomic_write_bytes(path, lambda f: torch.save(payload, f))
+
+
+def load_checkpoint(path, expect_algorithm: str | None = None,
+                    expect_obs_dim: int | None = None) -> dict[str, Any]:
+    """Read and check a checkpoint; returns the payload with `metadata` parsed."""
+    p = Path(path)
+    if not p.is_file():
+        raise CheckpointError(f"checkpoint {p}: no such file")
+    try:
+        payload = torch.load(p, map_location="cpu", weights_only=True)
+    except (RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, OSError,
+            ValueError, KeyError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CheckpointError(f"checkpoint {p}: not a readable checkpoint (truncated or corrupt "
+                              f"file: {first[:200]})") from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise CheckpointError(f"checkpoint {p}: not a Spacewar! AI checkpoint (no "
+                              f"'{FORMAT}' header)")
+    version = payload.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise CheckpointError(f"checkpoint {p}: format version {version} is newer than this "
+                              f"spacewar-ai reads ({FORMAT_VERSION}); upgrade spacewar-ai")
+    algo = payload.get("algorithm")
+    if expect_algorithm is not None and algo != expect_algorithm:
+        raise CheckpointError(f"checkpoint {p}: holds a {str(algo).upper()} model, not "
+                              f"{expect_algorithm.upper()}; load it as {algo} (for example "
+                              f"--algorithm {algo}, or the spec {algo}:{p})")
+    obs_dim = payload.get("obs_dim")
+    if expect_obs_dim is not None and obs_dim != expect_obs_dim:
+        raise CheckpointError(f"checkpoint {p}: trained on {obs_dim}-float observations but this "
+                              f"game gives {expect_obs_dim}; use the GameConfig it was trained "
+                              f"with (hyperspace adds one)")
+    try:
+        payload["metadata"] = json.loads(payload.get("metadata_json", "{}"))
+    except json.JSONDecodeError:
+        raise CheckpointError(f"checkpoint {p}: its metadata is not valid JSON") from None
+    return payload
+
+
+def load_agent(path, device: str = "cpu", expect_algorithm: str | None = None,
+               expect_obs_dim: int | None = None):
+    """Build the agent a checkpoint holds (algorithm read from the file) and load it."""
+    from .agents import make_agent
+    from .config import DQNConfig, PPOConfig
+
+    ckpt = load_checkpoint(path, expect_algorithm, expect_obs_dim)
+    algo = ckpt["algorithm"]
+    cfg_cls = {"ppo": PPOConfig, "dqn": DQNConfig}.get(algo)
+    if cfg_cls is None:
+        raise CheckpointError(f"checkpoint {path}: unknown algorithm {algo!r}")
+    try:
+        config = cfg_cls.from_dict(ckpt["agent"]["config"])
+        agent = make_agent(algo, ckpt["obs_dim"], ckpt["action_dim"], config, device)
+        agent.load_state_dict(ckpt["agent"])
+    except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+        raise CheckpointError(f"checkpoint {path}: its {algo} model does not load "
+                              f"({str(exc).splitlines()[0][:200]})") from None
+    return agent, ckpt
+
+
+def export_for_play(src, dst) -> int:
+    """Write a play-only copy of a checkpoint (weights, observation statistics, config and
+    metadata; no optimizer state or target network), atomically. Returns its size in bytes."""
+    ckpt = load_checkpoint(src)
+    agent_state = {k: v for k, v in ckpt["agent"].items()
+                   if k not in ("optimizer", "q_target")}
+    meta = ckpt["metadata"]
+    meta = {"exported_from": str(src), "run_name": meta.get("run_name"),
+            "counters": meta.get("counters", {}), "config": meta.get("config", {})}
+    payload = {k: ckpt[k] for k in ("format", "format_version", "algorithm", "obs_dim",
+                                    "action_dim")}
+    payload["agent"] = agent_state
+    payload["metadata_json"] = json.dumps(meta, sort_keys=True)
+    atomic_write_bytes(dst, lambda f: torch.save(payload, f))
+    return Path(dst).stat().st_size

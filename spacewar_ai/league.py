@@ -1,0 +1,184 @@
+"""The self-play league: who flies ship 1 in each of the learner's games.
+
+Each game's opponent is drawn when the game starts:
+- with probability `scripted_share`, the current curriculum stage (idle -> easy -> medium -> hard;
+  the learner moves on when its torpedo-win rate against the stage reaches the threshold);
+- otherwise self-play: a past snapshot of the learner (`past_share`, weighted by how often it beats
+  the learner when `pfsp` is on) or the current learner itself (frozen for the rollout).
+Fixed opponents (champions) can be added; they are drawn like snapshots.
+
+Snapshots are files under the run folder (atomic writes), so a resumed run gets its league back.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .bots import make_pilot
+from .checkpoints import load_agent
+from .config import GameConfig, LeagueConfig
+from .players import AgentPilot
+
+SELF = "self"
+
+
+class SelfPlayManager:
+    def __init__(self, config: LeagueConfig, game_config: GameConfig, num_envs: int,
+                 seed: int = 0, snapshot_dir: str | Path | None = None):
+        self.config = config
+        self.game_config = game_config
+        self.num_envs = num_envs
+        self.rng = np.random.default_rng(seed + 7)
+        self.snapshot_dir = Path(snapshot_dir) if snapshot_dir else None
+        self.stage = 0
+        self.stage_results: collections.deque = collections.deque(maxlen=config.curriculum_window)
+        self.scripted = {spec: make_pilot(spec, game_config, seed) for spec in config.curriculum}
+        self.pilots: dict[str, Any] = {}  # key -> pilot (network opponents)
+        self.snapshot_keys: list[str] = []  # in age order
+        self.fixed_keys: list[str] = []  # champions: never evicted
+        self.files: dict[str, str] = {}
+        self.results: dict[str, collections.deque] = collections.defaultdict(
+            lambda: collections.deque(maxlen=200))
+        self.assignment = np.array([self.stage_spec] * num_envs, dtype=object)
+        self._self_pilot: AgentPilot | None = None
+
+    # --- opponents ----------------------------------------------------------------------------
+    @property
+    def stage_spec(self) -> str:
+        return self.config.curriculum[self.stage]
+
+    def set_learner(self, agent) -> None:
+        """The current learner, played (without learning) in self-play games."""
+        if self._self_pilot is None:
+            self._self_pilot = AgentPilot(copy.deepcopy(agent), SELF, deterministic=False)
+        else:
+            self._self_pilot.agent.load_state_dict(agent.state_dict())
+        self.pilots[SELF] = self._self_pilot
+
+    def add_snapshot(self, agent, tag: str) -> str:
+        key = f"snapshot:{tag}"
+        pilot = AgentPilot(copy.deepcopy(agent), key, deterministic=False)
+        self.pilots[key] = pilot
+        self.snapshot_keys.append(key)
+        if self.snapshot_dir is not None:
+            path = self.snapshot_dir / f"{tag}.pt"
+            agent.save(path, {"league_snapshot": tag})
+            self.files[key] = str(path)
+        while len(self.snapshot_keys) > self.config.pool_size:
+            old = self.snapshot_keys.pop(0)
+            self.pilots.pop(old, None)
+            self.files.pop(old, None)
+            # Games in progress against the evicted snapshot get a new opponent now.
+            self.assign(self.assignment == old)
+        return key
+
+    def add_fixed(self, path: str | Path, device: str = "cpu") -> str:
+        agent, _ = load_agent(path, device, expect_obs_dim=self.game_config.obs_dim)
+        key = f"champion:{Path(path).stem}"
+        self.pilots[key] = AgentPilot(agent, key, deterministic=False)
+        self.fixed_keys.append(key)
+        self.files[key] = str(path)
+        return key
+
+    def _draw(self, k: int) -> np.ndarray:
+        c = self.config
+        out = np.empty(k, dtype=object)
+        pool = self.snapshot_keys + self.fixed_keys
+        for i in range(k):
+            u = self.rng.random()
+            if u < c.scripted_share or SELF not in self.pilots:
+                out[i] = self.stage_spec
+            elif pool and self.rng.random() < c.past_share:
+                out[i] = pool[self._pick(pool)]
+            else:
+                out[i] = SELF
+        return out
+
+    def _pick(self, pool: list[str]) -> int:
+        if not self.config.pfsp:
+            return int(self.rng.integers(len(pool)))
+        # Prioritized fictitious self-play: favour opponents the learner does not yet beat.
+        w = np.array([(1.0 - self.win_rate(k, default=0.5)) ** 2 + 0.05 for k in pool])
+        return int(self.rng.choice(len(pool), p=w / w.sum()))
+
+    def assign(self, mask: np.ndarray | None = None) -> None:
+        """Draw opponents for the games in mask (all games by default)."""
+        idx = np.arange(self.num_envs) if mask is None else np.flatnonzero(mask)
+        if len(idx):
+            self.assignment[idx] = self._draw(len(idx))
+
+    def reset_pilots(self, mask: np.ndarray, seeds: np.ndarray) -> None:
+        for pilot in self.scripted.values():
+            pilot.reset(mask, seeds)
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """Ship 1's actions for every game, each from its game's opponent."""
+        n = obs.shape[0]
+        out = np.zeros(n, dtype=np.int64)
+        for key in set(self.assignment.tolist()):
+            rows = np.flatnonzero(self.assignment == key)
+            if key in self.scripted:
+                # Scripted pilots see the whole batch every step: some keep per-game history.
+                out[rows] = self.scripted[key].act(obs)[rows]
+            else:
+                out[rows] = self.pilots[key].act(obs[rows])
+        for key, pilot in self.scripted.items():
+            if getattr(pilot, "delay", 0) and key not in self.assignment:
+                pilot.act(obs)  # keep its reaction-delay history current
+        return out
+
+    # --- results ------------------------------------------------------------------------------
+    def record(self, rows: np.ndarray, learner_score: np.ndarray) -> bool:
+        """Record finished games (score 1 win, 0.5 draw, 0 loss for the learner); returns True
+        when the curriculum moved to the next stage."""
+        advanced = False
+        for g, score in zip(rows, learner_score):
+            key = self.assignment[g]
+            self.results[key].append(float(score))
+            if key == self.stage_spec:
+                self.stage_results.append(1.0 if score == 1.0 else 0.0)
+        c = self.config
+        if (self.stage + 1 < len(c.curriculum) and len(self.stage_results) >= c.curriculum_window
+                and np.mean(self.stage_results) >= c.curriculum_threshold):
+            self.stage += 1
+            self.stage_results.clear()
+            advanced = True
+        return advanced
+
+    def win_rate(self, key: str, default: float = 0.0) -> float:
+        r = self.results.get(key)
+        return float(np.mean([1.0 if s == 1.0 else 0.0 for s in r])) if r else default
+
+    def mix(self) -> dict[str, float]:
+        keys, counts = np.unique(self.assignment.astype(str), return_counts=True)
+        return {k: c / self.num_envs for k, c in zip(keys, counts)}
+
+    # --- persistence --------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        return {"stage": self.stage, "stage_results": list(self.stage_results),
+                "snapshots": [[k, self.files.get(k, "")] for k in self.snapshot_keys],
+                "fixed": [[k, self.files.get(k, "")] for k in self.fixed_keys],
+                "results": {k: list(v) for k, v in self.results.items()}}
+
+    def load_state(self, state: dict[str, Any], device: str = "cpu") -> None:
+        self.stage = int(state.get("stage", 0))
+        self.stage_results.extend(state.get("stage_results", []))
+        for key, path in state.get("snapshots", []):
+            if path and Path(path).is_file():
+                agent, _ = load_agent(path, device)
+                self.pilots[key] = AgentPilot(agent, key, deterministic=False)
+                self.snapshot_keys.append(key)
+                self.files[key] = path
+        for key, path in state.get("fixed", []):
+            if path and Path(path).is_file() and key not in self.fixed_keys:
+                agent, _ = load_agent(path, device)
+                self.pilots[key] = AgentPilot(agent, key, deterministic=False)
+                self.fixed_keys.append(key)
+                self.files[key] = path
+        for k, v in state.get("results", {}).items():
+            self.results[k].extend(v)

@@ -1,0 +1,75 @@
+"""One spec language for every player: scripted pilots and learned models.
+
+Specs: `idle`, `random`, `heuristic:easy|medium|hard`, `pretrained` (the model shipped in the
+package), `ppo:PATH`, `dqn:PATH`, or a bare checkpoint path (algorithm read from the file).
+Every player is a pilot: `act(obs (N, D)) -> (N,)`, `reset(mask, seeds)`, `name`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+from .bots import PILOT_SPECS, make_pilot
+from .checkpoints import CheckpointError, load_agent
+from .config import GameConfig
+
+PRETRAINED_PATH = Path(__file__).resolve().parent / "pretrained" / "ppo_spacewar.pt"
+
+
+class AgentPilot:
+    """A learned agent flying as a pilot. Sampling by default, greedy with deterministic=True."""
+
+    def __init__(self, agent, name: str, deterministic: bool = False, identity: str = ""):
+        self.agent = agent
+        self.name = name
+        self.deterministic = deterministic
+        self.identity = identity or name
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        if obs.shape[0] == 0:
+            return np.zeros(0, dtype=np.int64)
+        return np.asarray(self.agent.select_action(obs, deterministic=self.deterministic),
+                          dtype=np.int64).reshape(-1)
+
+    def reset(self, mask=None, seeds=None) -> None:
+        return None
+
+
+def file_identity(path: Path) -> str:
+    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+    return f"{Path(path).stem}@{digest}"
+
+
+def resolve_player(spec, config: GameConfig | None = None, seed: int = 0,
+                   deterministic: bool = True, device: str = "cpu"):
+    """Turn a spec into a pilot; raises ValueError naming the spec and the reason."""
+    if not isinstance(spec, str):
+        return make_pilot(spec, config, seed)
+    config = config if config is not None else GameConfig()
+    s = spec.strip()
+    low = s.lower()
+    if low in PILOT_SPECS or low == "heuristic" or low.startswith("heuristic:"):
+        return make_pilot(low, config, seed)
+    expect = None
+    path_text = s
+    if low == "pretrained":
+        path_text = str(PRETRAINED_PATH)
+        if not PRETRAINED_PATH.is_file():
+            raise ValueError(f"player 'pretrained': the shipped model {PRETRAINED_PATH} is "
+                             "missing; reinstall spacewar-ai or train one (see README)")
+    elif low.startswith(("ppo:", "dqn:")):
+        expect, path_text = low[:3], s[4:]
+    path = Path(path_text)
+    if not path.is_file():
+        raise ValueError(f"player {spec!r}: not a pilot spec and no such checkpoint file; use "
+                         f"one of {', '.join(PILOT_SPECS)}, pretrained, ppo:PATH, dqn:PATH or a "
+                         "checkpoint path")
+    try:
+        agent, _ = load_agent(path, device, expect, config.obs_dim)
+    except CheckpointError as exc:
+        raise ValueError(f"player {spec!r}: {exc}") from None
+    name = "pretrained" if low == "pretrained" else f"{agent.algorithm}:{path.name}"
+    return AgentPilot(agent, name, deterministic, file_identity(path))

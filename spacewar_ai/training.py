@@ -1,0 +1,447 @@
+"""Training, evaluation and champion training. Reads top to bottom like CleanRL's ppo.py.
+
+The learner flies ship 0 in `num_envs` games at once (one engine batch); `SelfPlayManager`
+chooses who flies ship 1 in each game. TensorBoard logs go to runs/<run>/, checkpoints to
+checkpoints/<run>/ (latest.pt, best.pt, ckpt_<update>.pt, league/ snapshots).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+import os
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from . import engine
+from .agents import make_agent
+from .arena import play_match
+from .checkpoints import CheckpointError, load_checkpoint
+from .config import DQNConfig, GameConfig, LeagueConfig, PPOConfig, RewardConfig, TrainConfig
+from .engine import DeathCause
+from .environment import SpacewarVectorEnv
+from .league import SelfPlayManager
+from .players import AgentPilot, resolve_player
+
+DQN_ITERATION_STEPS = 64  # DQN vector steps per "update" for logging, evaluation and saving
+
+
+@dataclass
+class RunConfig:
+    """Everything a run is made of; its dict is the resolved config saved in checkpoints."""
+
+    train: TrainConfig = field(default_factory=TrainConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    dqn: DQNConfig = field(default_factory=DQNConfig)
+    league: LeagueConfig = field(default_factory=LeagueConfig)
+    game: GameConfig = field(default_factory=GameConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k).to_dict() for k in
+                ("train", "ppo", "dqn", "league", "game", "reward")}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunConfig":
+        parts = {"train": TrainConfig, "ppo": PPOConfig, "dqn": DQNConfig, "league": LeagueConfig,
+                 "game": GameConfig, "reward": RewardConfig}
+        unknown = sorted(set(data) - set(parts))
+        if unknown:
+            raise ValueError(f"config sections {unknown} are unknown; valid sections are "
+                             f"{sorted(parts)}")
+        return cls(**{k: parts[k].from_dict(data.get(k, {})) for k in parts})
+
+
+def load_run_config(path: str | Path) -> RunConfig:
+    """Read a TOML or JSON file with sections [train], [ppo], [dqn], [league], [game], [reward]."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"config file {p}: no such file")
+    text = p.read_text()
+    try:
+        if p.suffix.lower() == ".toml":
+            import tomllib
+
+            data = tomllib.loads(text)
+        else:
+            data = json.loads(text)
+    except Exception as exc:  # noqa: BLE001 - any parse error becomes one clear line
+        raise ValueError(f"config file {p}: cannot be parsed ({exc})") from None
+    try:
+        return RunConfig.from_dict(data)
+    except ValueError as exc:
+        raise ValueError(f"config file {p}: {exc}") from None
+
+
+def wilson_interval(wins: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% confidence interval of a proportion (Wilson score)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = wins / n
+    d = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / d
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def _hparams_table(cfg: RunConfig) -> str:
+    rows = ["|section|param|value|", "|-|-|-|"]
+    for section, values in cfg.to_dict().items():
+        for k, v in values.items():
+            rows.append(f"|{section}|{k}|{v}|")
+    return "\n".join(rows)
+
+
+class _Progress:
+    """A live line on a terminal (at most once a second); on a pipe, one line per evaluation;
+    with quiet, nothing but the final summary."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+        self.live = sys.stdout.isatty() and not quiet
+        self.last = 0.0
+
+    def show(self, text: str, milestone: bool = False, final: bool = False) -> None:
+        if final:
+            print(("\n" if self.live else "") + text, flush=True)
+        elif self.live and time.time() - self.last > 1.0:
+            self.last = time.time()
+            print("\r" + text[:150].ljust(150), end="", flush=True)
+        elif milestone and not self.quiet and not self.live:
+            print(text, flush=True)
+
+
+class Trainer:
+    """One training run (new or resumed)."""
+
+    def __init__(self, cfg: RunConfig, resume: str | Path | None = None,
+                 init_weights: str | Path | None = None, champions: list[str] | None = None,
+                 render: bool = False, quiet: bool = False):
+        self.cfg = cfg
+        t = cfg.train
+        torch.set_num_threads(t.torch_threads or os.cpu_count() or 1)
+        self.device = "cuda" if t.device == "auto" and torch.cuda.is_available() else (
+            "cpu" if t.device == "auto" else t.device)
+        self.counters = {"global_step": 0, "episodes": 0, "updates": 0, "best_eval": -1.0,
+                         "wall_seconds": 0.0}
+        resume_ckpt = None
+        if resume is not None:
+            resume_ckpt = load_checkpoint(resume, expect_algorithm=t.algorithm,
+                                          expect_obs_dim=cfg.game.obs_dim)
+            meta = resume_ckpt["metadata"]
+            self.run_name = meta.get("run_name") or t.run_name
+            self.counters.update(meta.get("counters", {}))
+        else:
+            self.run_name = t.run_name or f"{t.algorithm}-s{t.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+        self.run_dir = Path(t.checkpoint_dir) / self.run_name
+        self.log_dir = Path(t.log_dir) / self.run_name
+        _seed_everything(t.seed + self.counters["updates"])
+        self.env = SpacewarVectorEnv(t.num_envs, cfg.game, cfg.reward, opponent=None)
+        algo_cfg = cfg.ppo if t.algorithm == "ppo" else cfg.dqn
+        self.agent = make_agent(t.algorithm, cfg.game.obs_dim, cfg.game.num_actions, algo_cfg,
+                                self.device, num_envs=t.num_envs, seed=t.seed)
+        self.league = SelfPlayManager(cfg.league, cfg.game, t.num_envs, t.seed,
+                                      snapshot_dir=self.run_dir / "league")
+        if resume_ckpt is not None:
+            self.agent.load_state_dict(resume_ckpt["agent"])
+            meta = resume_ckpt["metadata"]
+            self.league.load_state(meta.get("league", {}), self.device)
+            rng = meta.get("rng", {})
+            if "torch" in rng:
+                torch.set_rng_state(torch.tensor(rng["torch"], dtype=torch.uint8))
+            if "numpy" in rng:
+                np.random.set_state(tuple(rng["numpy"]))
+        elif init_weights is not None:
+            ckpt = load_checkpoint(init_weights, expect_algorithm=t.algorithm,
+                                   expect_obs_dim=cfg.game.obs_dim)
+            state = dict(ckpt["agent"])
+            state.pop("optimizer", None)  # a fresh optimizer for a new run
+            self.agent.load_state_dict(state)
+        for path in champions or []:
+            if not any(k.endswith(Path(path).stem) for k in self.league.fixed_keys):
+                self.league.add_fixed(path, self.device)
+        self.league.set_learner(self.agent)
+        self.league.assign()
+        self.render = render
+        self.progress = _Progress(quiet)
+        self.recent = collections.deque(maxlen=100)  # learner outcomes: 1 win, 0.5 draw, 0 loss
+        self.recent_wins = collections.deque(maxlen=100)
+        self.writer = None
+
+    # --- helpers ------------------------------------------------------------------------------
+    def _open_writer(self):
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.writer = SummaryWriter(str(self.log_dir))
+        if self.counters["updates"] == 0:
+            self.writer.add_text("hyperparameters", _hparams_table(self.cfg))
+
+    def _reset_games(self):
+        seed = self.cfg.train.seed * 1_000_003 + self.counters["updates"] * 7919
+        obs, _ = self.env.reset_both(seed=seed)
+        self.league.reset_pilots(np.ones(self.env.num_envs, bool), self.env.batch.rng.copy())
+        return obs
+
+    def _finished(self, info: dict, done: np.ndarray) -> None:
+        rows = np.flatnonzero(done)
+        real = info["real_winner"][rows]
+        winner = info["winner"][rows]
+        score = np.where(real == 0, 1.0, np.where((winner == -1) | (real == -1) & (winner == 0),
+                                                  0.5, 0.0))
+        score = np.where(real == 1, 0.0, score)
+        self.league.record(rows, score)
+        step = self.counters["global_step"]
+        w = self.writer
+        for i, g in enumerate(rows):
+            self.recent.append(score[i])
+            self.recent_wins.append(1.0 if real[i] == 0 else 0.0)
+            w.add_scalar("charts/episodic_return", float(info["episode_return"][g, 0]), step)
+            w.add_scalar("charts/episodic_length", float(info["episode_length"][g]), step)
+            cause = int(info["death_cause"][g, 0])
+            for c in (DeathCause.TORPEDO, DeathCause.STAR, DeathCause.COLLISION,
+                      DeathCause.TIMEOUT):
+                w.add_scalar(f"charts/death_cause/{c.name.lower()}", float(cause == c), step)
+        self.counters["episodes"] += len(rows)
+        self.league.assign(done)
+        self.league.reset_pilots(done, self.env.batch.rng.copy())
+
+    def _log_iteration(self, losses: dict[str, float], sps: float) -> None:
+        w, step = self.writer, self.counters["global_step"]
+        for k, v in losses.items():
+            w.add_scalar(f"losses/{k}", v, step)
+        w.add_scalar("charts/SPS", sps, step)
+        if self.recent_wins:
+            w.add_scalar("charts/win_rate", float(np.mean(self.recent_wins)), step)
+        w.add_scalar("league/pool_size", len(self.league.snapshot_keys), step)
+        w.add_scalar("league/curriculum_stage", self.league.stage, step)
+        for key in list(self.league.results):
+            name = key.replace(":", "_")
+            w.add_scalar(f"league/win_rate/{name}", self.league.win_rate(key), step)
+
+    def _metadata(self) -> dict[str, Any]:
+        return {"run_name": self.run_name, "config": self.cfg.to_dict(),
+                "counters": dict(self.counters), "league": self.league.state(),
+                "rng": {"torch": torch.get_rng_state().tolist(),
+                        "numpy": _np_state_json(np.random.get_state())}}
+
+    def save(self, name: str) -> Path:
+        path = self.run_dir / name
+        self.agent.save(path, self._metadata())
+        return path
+
+    def evaluate_now(self) -> float:
+        t = self.cfg.train
+        pilot = AgentPilot(_frozen_copy(self.agent), "learner", deterministic=True)
+        games = t.eval_episodes + t.eval_episodes % 2
+        r = play_match(pilot, resolve_player(t.eval_opponent, self.cfg.game), games,
+                       seed=10_000 + self.counters["updates"], config=self.cfg.game,
+                       reward_config=self.cfg.reward)
+        step = self.counters["global_step"]
+        self.writer.add_scalar("eval/win_rate", r.win_rate_a(), step)
+        self.writer.add_scalar("eval/draw_rate", r.draws / r.n, step)
+        self.writer.add_scalar("eval/wall_minutes", self.counters["wall_seconds"] / 60, step)
+        if r.win_rate_a() > self.counters["best_eval"]:
+            self.counters["best_eval"] = r.win_rate_a()
+            self.save("best.pt")
+        return r.win_rate_a()
+
+    def _done(self) -> bool:
+        t = self.cfg.train
+        if self.counters["global_step"] >= t.total_timesteps:
+            return True
+        return bool(t.episodes) and self.counters["episodes"] >= t.episodes
+
+    def _after_update(self, losses: dict[str, float], sps: float) -> None:
+        t, c = self.cfg.train, self.counters
+        c["updates"] += 1
+        c["wall_seconds"] = self._wall_base + time.time() - self._t_start
+        self.league.set_learner(self.agent)
+        if c["updates"] % self.cfg.league.snapshot_interval == 0:
+            self.league.add_snapshot(self.agent, f"u{c['updates']:06d}")
+        self._log_iteration(losses, sps)
+        eval_text = ""
+        if c["updates"] % t.eval_interval == 0:
+            eval_text = f"eval vs {t.eval_opponent} {self.evaluate_now():.0%}"
+        if c["updates"] % t.save_interval == 0:
+            self.save("latest.pt")
+        if c["updates"] % (t.save_interval * 10) == 0:
+            self.save(f"ckpt_{c['updates']:06d}.pt")
+        mix = ", ".join(f"{k} {v:.0%}" for k, v in sorted(self.league.mix().items()))
+        win = np.mean(self.recent_wins) if self.recent_wins else 0.0
+        self.progress.show(
+            f"upd {c['updates']} | steps {c['global_step']:,} | episodes {c['episodes']:,} | "
+            f"{sps:,.0f} steps/s | win {win:.0%} | stage {self.league.stage_spec} | {eval_text}"
+            f" | vs {mix}", milestone=bool(eval_text))
+
+    def _draw(self) -> None:
+        if not self.render:
+            return
+        if not hasattr(self, "_renderer"):
+            from .rendering import Renderer
+
+            self._renderer = Renderer(self.cfg.game, 512, "human", "Spacewar! AI: training")
+            self._last_draw = 0.0
+        # Draw at most at the game's fps and never wait: the other games must not slow down.
+        now = time.time()
+        if now - self._last_draw >= 1.0 / self.cfg.game.fps:
+            self._last_draw = now
+            self._renderer.draw(self.env.batch, 0, wait=False)
+
+    # --- the loops ----------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        self._open_writer()
+        # Wall-clock time of the whole run (evaluations and saves included), across resumes.
+        self._wall_base = self.counters["wall_seconds"]
+        self._t_start = time.time()
+        try:
+            if self.cfg.train.algorithm == "ppo":
+                self._run_ppo()
+            else:
+                self._run_dqn()
+            self.save("latest.pt")
+        finally:
+            self.writer.close()
+            if hasattr(self, "_renderer"):
+                self._renderer.close()
+        self.progress.show(f"done: {self.counters['updates']} updates, "
+                           f"{self.counters['global_step']:,} steps, "
+                           f"{self.counters['episodes']:,} episodes -> {self.run_dir}", final=True)
+        return {"run_dir": str(self.run_dir), "log_dir": str(self.log_dir), **self.counters}
+
+    def _run_ppo(self) -> None:
+        agent, env, league = self.agent, self.env, self.league
+        gamma = self.cfg.ppo.gamma
+        n = env.num_envs
+        actions = np.zeros((n, 2), dtype=np.int64)
+        obs = self._reset_games()
+        while not self._done():
+            t0 = time.time()
+            for _ in range(self.cfg.ppo.n_steps):
+                actions[:, 0] = agent.select_action(obs[:, 0])
+                actions[:, 1] = league.act(obs[:, 1])
+                next_obs, rewards, term, trunc, info = env.step_both(actions)
+                reward = rewards[:, 0].astype(np.float32)
+                if trunc.any():
+                    # A timeout is not the end of the world: bootstrap from the last state.
+                    rows = np.flatnonzero(trunc)
+                    # Values are in scaled reward units; the reward is scaled when stored.
+                    reward[rows] += (gamma * agent.value_of(info["final_obs"][rows, 0])
+                                     / self.cfg.ppo.reward_scale)
+                done = term | trunc
+                agent.store_transition(reward, done, action=actions[:, 0])
+                self.counters["global_step"] += n
+                if done.any():
+                    self._finished(info, done)
+                obs = next_obs
+                self._draw()
+            progress = self.counters["global_step"] / self.cfg.train.total_timesteps
+            losses = agent.update(next_obs=obs[:, 0], progress=progress)
+            dt = time.time() - t0
+            self._after_update(losses, self.cfg.ppo.n_steps * n / dt)
+
+    def _run_dqn(self) -> None:
+        agent, env, league, c = self.agent, self.env, self.league, self.cfg.dqn
+        n = env.num_envs
+        actions = np.zeros((n, 2), dtype=np.int64)
+        obs = self._reset_games()
+        vector_steps = 0
+        while not self._done():
+            t0 = time.time()
+            losses: dict[str, list[float]] = collections.defaultdict(list)
+            for _ in range(DQN_ITERATION_STEPS):
+                agent.set_progress(self.counters["global_step"] / self.cfg.train.total_timesteps)
+                actions[:, 0] = agent.select_action(obs[:, 0])
+                actions[:, 1] = league.act(obs[:, 1])
+                next_obs, rewards, term, trunc, info = env.step_both(actions)
+                done = term | trunc
+                stored_next = next_obs[:, 0].copy()
+                if done.any():
+                    stored_next[done] = info["final_obs"][done, 0]
+                agent.store_transition(obs[:, 0], actions[:, 0], rewards[:, 0], stored_next, term)
+                self.counters["global_step"] += n
+                vector_steps += 1
+                if len(agent) >= max(c.learning_starts, c.batch_size) and \
+                        vector_steps % c.train_frequency == 0:
+                    for k, v in agent.update().items():
+                        losses[k].append(v)
+                if done.any():
+                    self._finished(info, done)
+                obs = next_obs
+                self._draw()
+            dt = time.time() - t0
+            mean = {k: float(np.mean(v)) for k, v in losses.items()}
+            mean.setdefault("epsilon", float(agent.epsilon))
+            self._after_update(mean, DQN_ITERATION_STEPS * n / dt)
+
+
+def _frozen_copy(agent):
+    import copy
+
+    return copy.deepcopy(agent)
+
+
+def _np_state_json(state) -> list:
+    name, keys, pos, has_gauss, cached = state
+    return [name, keys.tolist(), int(pos), int(has_gauss), float(cached)]
+
+
+def evaluate(checkpoint: str, opponent: str = "heuristic:hard", episodes: int = 200,
+             seed: int = 0, config: GameConfig | None = None, deterministic: bool = True,
+             render: bool = False) -> dict[str, Any]:
+    """Play `episodes` games (sides swapped) and print the outcome with a 95% interval."""
+    from .arena import watch_games
+
+    config = config if config is not None else GameConfig()
+    player = resolve_player(checkpoint, config, seed, deterministic)
+    opp = resolve_player(opponent, config, seed + 1)
+    if render:
+        for k, info in enumerate(watch_games(player, opp, episodes, seed, config)):
+            print(f"game {k + 1}: real winner {info['real_winner']}, "
+                  f"deaths {info['ship_0_death_cause']} / {info['ship_1_death_cause']}")
+        return {}
+    games = episodes + episodes % 2
+    r = play_match(player, opp, games, seed, config)
+    lo, hi = wilson_interval(r.wins_a, r.n)
+    losses = r.wins_b
+    print(f"{player.name} vs {opp.name}: {r.n} games, sides swapped")
+    print(f"  wins {r.wins_a} ({r.win_rate_a():.1%}, 95% CI {lo:.1%}-{hi:.1%}), "
+          f"losses {losses}, draws {r.draws}")
+    for who, name in (("a", player.name), ("b", opp.name)):
+        causes = ", ".join(f"{k.lower()} {v}" for k, v in r.causes(who).items())
+        print(f"  deaths of {name}: {causes}; accuracy {r.accuracy(who):.1%}")
+    print(f"  mean game length {r.mean_frames():.0f} frames")
+    return {"wins": r.wins_a, "losses": losses, "draws": r.draws, "games": r.n,
+            "win_rate": r.win_rate_a(), "ci": (lo, hi), "causes_a": r.causes("a"),
+            "causes_b": r.causes("b"), "mean_frames": r.mean_frames()}
+
+
+def champion_paths(checkpoint_dir: str | Path, exclude: str | Path | None = None,
+                   top: int = 3) -> list[str]:
+    """The strongest past models: `best.pt` of each run under checkpoint_dir, ranked by the
+    evaluation win rate recorded in them (a ratings file, when tournaments write one, comes
+    first)."""
+    ranked = []
+    for path in Path(checkpoint_dir).glob("*/best.pt"):
+        if exclude is not None and Path(path).resolve() == Path(exclude).resolve():
+            continue
+        try:
+            meta = load_checkpoint(path)["metadata"]
+        except CheckpointError:
+            continue
+        ranked.append((meta.get("counters", {}).get("best_eval", 0.0), str(path)))
+    ranked.sort(reverse=True)
+    return [p for _, p in ranked[:top]]
