@@ -133,6 +133,18 @@ def _steer(err, rot_step):
     return 0
 
 
+@nb.njit(cache=True, inline="always")
+def _coast(px, py, ux, uy, gm, dt):
+    """One symplectic Euler step of dt frames under the star's gravity (position relative to the
+    star): the engine's integrator at a coarser step, for predicting orbits."""
+    r2 = px * px + py * py
+    rr = math.sqrt(r2)
+    inv = dt * gm / (r2 * rr) if rr > 1.0 else 0.0
+    ux -= px * inv
+    uy -= py * inv
+    return px + ux * dt, py + uy * dt, ux, uy
+
+
 # Indices into the constants array given to the heuristic kernel.
 (K_W, K_H, K_MAXV, K_TSPEED, K_GM, K_STAR_R, K_HIT_R, K_TLIFE, K_ROT, K_SKIP, K_THRUST,
  K_AMMO) = range(12)
@@ -202,13 +214,7 @@ def _heuristic_kernel(obs, level, k, out):
                 uy = vy
                 min_r2 = px * px + py * py
                 for _ in range(120 // ORBIT_DT):
-                    r2 = px * px + py * py
-                    rr = math.sqrt(r2)
-                    inv = ORBIT_DT * gm / (r2 * rr) if rr > 1.0 else 0.0
-                    ux -= px * inv
-                    uy -= py * inv
-                    px += ux * ORBIT_DT
-                    py += uy * ORBIT_DT
+                    px, py, ux, uy = _coast(px, py, ux, uy, gm, ORBIT_DT)
                     r2 = px * px + py * py
                     if r2 < min_r2:
                         min_r2 = r2
@@ -293,13 +299,7 @@ def _heuristic_kernel(obs, level, k, out):
             oy = -star_dy
             t = -1.0
             for f in range(LEAD_DT, int(tlife), LEAD_DT):
-                r2 = tpx * tpx + tpy * tpy
-                rr = math.sqrt(r2)
-                inv = LEAD_DT * gm / (r2 * rr) if rr > 1.0 else 0.0
-                tvx -= tpx * inv
-                tvy -= tpy * inv
-                tpx += tvx * LEAD_DT
-                tpy += tvy * LEAD_DT
+                tpx, tpy, tvx, tvy = _coast(tpx, tpy, tvx, tvy, gm, LEAD_DT)
                 ddx = tpx - ox - vx * f
                 ddy = tpy - oy - vy * f
                 if ddx * ddx + ddy * ddy <= (SPAWN + tspeed * f) ** 2:

@@ -18,7 +18,7 @@ def line_chart(path: str | Path, series: dict[str, list[tuple[float, float]]], t
 
     pygame.init()
     w, h = size
-    left, right, top, bottom = 70, 20, 40, 60
+    left, right, top, bottom = 100, 20, 40, 60
     surf = pygame.Surface(size)
     surf.fill((255, 255, 255))
     font = pygame.font.Font(None, 22)
@@ -35,7 +35,7 @@ def line_chart(path: str | Path, series: dict[str, list[tuple[float, float]]], t
         y = y0 + (y1 - y0) * k / 5
         pygame.draw.line(surf, grey, px(x0, y), px(x1, y))
         surf.blit(font.render(f"{y:.0%}" if y1 <= 1 else f"{y:g}", True, (0, 0, 0)),
-                  (8, px(x0, y)[1] - 8))
+                  (45, px(x0, y)[1] - 8))
     for k in range(6):
         x = x0 + (x1 - x0) * k / 5
         surf.blit(font.render(f"{x:.1f}", True, (0, 0, 0)), (px(x, y0)[0] - 10, h - bottom + 8))
@@ -43,7 +43,7 @@ def line_chart(path: str | Path, series: dict[str, list[tuple[float, float]]], t
     pygame.draw.line(surf, (0, 0, 0), px(x0, y0), px(x0, y1), 2)
     surf.blit(font.render(title, True, (0, 0, 0)), (left, 10))
     surf.blit(font.render(x_label, True, (0, 0, 0)), (w // 2 - 60, h - 25))
-    surf.blit(pygame.transform.rotate(font.render(y_label, True, (0, 0, 0)), 90), (10, top + 60))
+    surf.blit(pygame.transform.rotate(font.render(y_label, True, (0, 0, 0)), 90), (12, top + 120))
     for i, (name, pts) in enumerate(series.items()):
         color = PALETTE[i % len(PALETTE)]
         pts = sorted(pts)

@@ -26,6 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="play --eval-episodes games of --checkpoint against --opponent")
     modes.add_argument("--champion-train", action="store_true",
                        help="continue training --checkpoint against the strongest past models")
+    modes.add_argument("--tournament", action="store_true",
+                       help="round robin between --players; ratings with 95%% intervals, "
+                            "crosstable, ratings file")
     modes.add_argument("--demo", action="store_true",
                        help="two pilots play (--players A,B); --render shows the window")
     modes.add_argument("--benchmark", action="store_true",
@@ -66,8 +69,21 @@ def build_parser() -> argparse.ArgumentParser:
                     help="games per evaluation (default 200; during training 100)")
     ev.add_argument("--stochastic", action="store_true",
                     help="evaluate the sampling policy instead of the greedy one")
-    ev.add_argument("--players", default="heuristic:hard,heuristic:medium",
-                    help="demo: two player specs, comma separated")
+    ev.add_argument("--players", default=None,
+                    help="player specs, comma separated (demo: two, default heuristic:hard,"
+                         "heuristic:medium; tournament: default every run's best.pt under "
+                         "--checkpoint-dir, pretrained and the scripted pilots)")
+    to = p.add_argument_group("tournaments")
+    to.add_argument("--tournament-mode", choices=("round_robin",), default="round_robin",
+                    help="pairing scheme (swiss and elimination are not built yet)")
+    to.add_argument("--matches-per-pairing", type=int, default=100,
+                    help="games per pair of players, an even number (sides swapped)")
+    to.add_argument("--workers", type=int, default=0,
+                    help="processes playing pairings (0 = one per core); results do not "
+                         "depend on it")
+    to.add_argument("--ratings-file", default=None,
+                    help="ratings accumulated across tournaments (default "
+                         "<checkpoint-dir>/ratings.json)")
 
     common = p.add_argument_group("common")
     common.add_argument("--render", action="store_true", help="show a game in a window")
@@ -87,14 +103,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.learning_rate is not None and not args.learning_rate > 0:
         parser.error(f"--learning-rate must be > 0 (got {args.learning_rate})")
     chosen = [m for m in ("evaluate", "champion_train", "demo", "benchmark", "benchmark_training",
-                          "export") if getattr(args, m)]
+                          "export", "tournament") if getattr(args, m)]
     if len(chosen) > 1:
         parser.error("choose one mode: " + ", ".join("--" + m.replace("_", "-") for m in chosen))
     mode = chosen[0] if chosen else "train"
     try:
         return {"evaluate": _evaluate, "champion_train": _train, "demo": _demo,
                 "benchmark": _benchmark, "benchmark_training": _benchmark_training,
-                "export": _export, "train": _train}[mode](parser, args)
+                "export": _export, "tournament": _tournament,
+                "train": _train}[mode](parser, args)
     except KeyboardInterrupt:
         print("\ninterrupted: the last checkpoint written is intact", file=sys.stderr)
         return 130
@@ -199,7 +216,8 @@ def _demo(parser, args) -> int:
     from spacewar_ai.arena import format_result, play_match, watch_games
     from spacewar_ai.players import resolve_player
 
-    specs = [s.strip() for s in args.players.split(",") if s.strip()]
+    specs = [s.strip() for s in (args.players or "heuristic:hard,heuristic:medium").split(",")
+             if s.strip()]
     if len(specs) != 2:
         parser.error(f"--players needs exactly two specs for a demo (got {args.players!r})")
     seed = args.seed or 0
@@ -217,6 +235,51 @@ def _demo(parser, args) -> int:
     games = args.episodes or 200
     games += games % 2
     print(format_result(play_match(pilots[0], pilots[1], games, seed)))
+    return 0
+
+
+def _tournament(parser, args) -> int:
+    import json
+    import time
+    from pathlib import Path
+
+    from spacewar_ai.players import PRETRAINED_PATH
+    from spacewar_ai.tournament import (RatingsFile, crosstable_markdown, play_round_robin,
+                                        resolve_entrants, standings)
+
+    ck_dir = Path(args.checkpoint_dir or "checkpoints")
+    if args.players:
+        specs = [s.strip() for s in args.players.split(",") if s.strip()]
+    else:
+        specs = sorted(str(p) for p in ck_dir.glob("*/best.pt"))
+        if PRETRAINED_PATH.is_file():
+            specs.append("pretrained")
+        specs += ["idle", "random", "heuristic:easy", "heuristic:medium", "heuristic:hard"]
+    if len(specs) < 2:
+        parser.error("a tournament needs at least two players (--players A,B,...)")
+    if args.workers < 0:
+        parser.error(f"--workers must be >= 0 (got {args.workers})")
+    try:
+        entrants = resolve_entrants(specs)
+        result = play_round_robin(entrants, args.matches_per_pairing, args.seed or 0,
+                                  workers=args.workers or (os.cpu_count() or 1))
+    except ValueError as exc:
+        parser.error(str(exc))
+    rows = standings(result)
+    table = crosstable_markdown(result, rows)
+    print(f"round robin: {len(entrants)} players, {args.matches_per_pairing} games per pairing, "
+          f"{sum(r.n for _, _, r in result.matches)} games in {result.seconds:.1f} s\n")
+    print(table)
+    out_dir = Path("runs") / "tournaments" / time.strftime("%Y%m%d-%H%M%S")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "crosstable.md").write_text(table + "\n")
+    (out_dir / "standings.json").write_text(json.dumps(rows, indent=1))
+    ratings_path = Path(args.ratings_file) if args.ratings_file else ck_dir / "ratings.json"
+    try:
+        RatingsFile(ratings_path).add(result, rows, f"round robin of {len(entrants)}")
+    except ValueError as exc:
+        parser.error(str(exc))
+    print(f"\nwrote {out_dir}/crosstable.md, {out_dir}/standings.json; ratings: {ratings_path}")
     return 0
 
 

@@ -1,0 +1,269 @@
+"""Tournaments and ratings: any player against any player, rated from a results matrix.
+
+- Games are played in pairs from the same seeded start with sides swapped (arena.play_match).
+- Ratings: incremental Elo as in the original design (start 1500, K=32, in game order), and a
+  Bradley-Terry maximum-likelihood fit over all games with 95% intervals (draws count half). The
+  fit depends only on the results matrix, never on the order games were played; players are
+  ranked by it.
+- A ratings file (JSON, atomic writes) accumulates results across tournaments, keyed by player
+  identity (name plus a hash of its file), with a history of every tournament.
+- Pairings run in worker processes when asked; each pairing's games depend only on the tournament
+  seed and the pairing, so results are identical whatever the worker count.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .arena import MatchResult, play_match
+from .checkpoints import atomic_write_bytes
+from .config import GameConfig
+from .players import resolve_player
+
+ELO_START = 1500.0
+ELO_K = 32.0
+ELO_SCALE = 400.0 / math.log(10.0)  # Bradley-Terry strength -> Elo points
+
+
+@dataclass
+class Entrant:
+    spec: str
+    name: str
+    identity: str
+
+
+def resolve_entrants(specs: list[str], config: GameConfig | None = None) -> list[Entrant]:
+    """Check every spec before anything is played; one ValueError names the first bad player."""
+    out = []
+    seen = set()
+    for spec in specs:
+        pilot = resolve_player(spec, config)  # raises ValueError naming the spec
+        identity = getattr(pilot, "identity", None) or pilot.name
+        if identity in seen:
+            raise ValueError(f"player {spec!r} appears twice in the tournament")
+        seen.add(identity)
+        out.append(Entrant(spec, pilot.name, identity))
+    return out
+
+
+def _pairing_seed(seed: int, i: int, j: int) -> int:
+    return (seed * 1_000_003 + i * 7919 + j * 104_729) % (2**31)
+
+
+def _worker_init() -> None:
+    # One torch thread per worker process: several processes each using every core would
+    # oversubscribe them (measured 3x slower on 2 cores).
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def _play_pairing(args) -> tuple[int, int, MatchResult]:
+    i, j, spec_i, spec_j, games, seed, config_dict = args
+    config = GameConfig.from_dict(config_dict)
+    a = resolve_player(spec_i, config)
+    b = resolve_player(spec_j, config)
+    return i, j, play_match(a, b, games, _pairing_seed(seed, i, j), config)
+
+
+@dataclass
+class TournamentResult:
+    entrants: list[Entrant]
+    matches: list[tuple[int, int, MatchResult]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def score_matrix(self) -> tuple[np.ndarray, np.ndarray]:
+        """S[i, j]: points of i against j (torpedo win 1, anything else but a loss 0.5);
+        N[i, j]: games between them."""
+        n = len(self.entrants)
+        s = np.zeros((n, n))
+        g = np.zeros((n, n))
+        for i, j, r in self.matches:
+            s[i, j] += r.wins_a + 0.5 * r.draws
+            s[j, i] += r.wins_b + 0.5 * r.draws
+            g[i, j] += r.n
+            g[j, i] += r.n
+        return s, g
+
+    def game_sequence(self) -> list[tuple[int, int, float]]:
+        """Every game as (player, opponent, score of player), in the order played."""
+        seq = []
+        for i, j, r in self.matches:
+            for game in r.games:
+                score = 1.0 if game.real_winner == "a" else 0.0 if game.real_winner == "b" else 0.5
+                seq.append((i, j, score))
+        return seq
+
+
+def play_round_robin(entrants: list[Entrant], games_per_pairing: int = 100, seed: int = 0,
+                     config: GameConfig | None = None, workers: int = 1) -> TournamentResult:
+    """Every pair plays `games_per_pairing` games (an even number: pairs with sides swapped)."""
+    if games_per_pairing < 2 or games_per_pairing % 2:
+        raise ValueError(f"--matches-per-pairing {games_per_pairing} is invalid: use an even "
+                         "number >= 2 (games are played in pairs with sides swapped)")
+    config = config if config is not None else GameConfig()
+    jobs = [(i, j, entrants[i].spec, entrants[j].spec, games_per_pairing, seed,
+             config.to_dict()) for i in range(len(entrants)) for j in range(i + 1, len(entrants))]
+    start = time.time()
+    if workers > 1:
+        # spawn, not fork: a forked child inherits torch's OpenMP state and can spin forever.
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                 initializer=_worker_init) as pool:
+            matches = list(pool.map(_play_pairing, jobs))
+    else:
+        matches = [_play_pairing(job) for job in jobs]
+    return TournamentResult(entrants, matches, time.time() - start)
+
+
+def elo_incremental(n_players: int, games: list[tuple[int, int, float]], k: float = ELO_K,
+                    start: float = ELO_START) -> np.ndarray:
+    """The original design's Elo: expected = 1 / (1 + 10^((Rb - Ra) / 400)), R += K (S - E),
+    applied game by game in order."""
+    r = np.full(n_players, start, dtype=np.float64)
+    for a, b, score in games:
+        expected = 1.0 / (1.0 + 10.0 ** ((r[b] - r[a]) / 400.0))
+        delta = k * (score - expected)
+        r[a] += delta
+        r[b] -= delta
+    return r
+
+
+def bradley_terry(scores: np.ndarray, games: np.ndarray, prior_games: float = 1.0,
+                  iterations: int = 10_000, tol: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
+    """Maximum-likelihood Bradley-Terry ratings on the Elo scale (mean 1500) and their standard
+    errors, from a score matrix (draws as half points) and a games matrix.
+
+    A weak prior (`prior_games` virtual draws against a 1500-rated reference) keeps the fit finite
+    when a player wins or loses everything. Standard errors come from the inverse of the observed
+    Fisher information; a 95% interval is +- 1.96 se.
+    """
+    n = scores.shape[0]
+    wins = scores.sum(axis=1) + 0.5 * prior_games
+    gamma = np.ones(n)
+    for _ in range(iterations):
+        # Minorization-maximization (Hunter 2004), the reference counted as a player of gamma 1.
+        denom = (games / (gamma[:, None] + gamma[None, :])).sum(axis=1) + prior_games / (gamma + 1)
+        new = wins / denom
+        new /= np.exp(np.mean(np.log(new)))
+        if np.max(np.abs(np.log(new) - np.log(gamma))) < tol:
+            gamma = new
+            break
+        gamma = new
+    theta = np.log(gamma)
+    # Observed information of the games for theta. Ratings are relative (their mean is fixed), so
+    # the covariance is taken in the mean-zero subspace: the pseudo-inverse of this Laplacian-like
+    # matrix. (The prior only keeps the estimate finite; it must not set the interval widths.)
+    p = gamma[:, None] / (gamma[:, None] + gamma[None, :])
+    w = games * p * (1 - p)
+    info = -w
+    np.fill_diagonal(info, w.sum(axis=1))
+    cov = np.linalg.pinv(info)
+    se = np.sqrt(np.clip(np.diag(cov), 0, None))
+    return ELO_START + ELO_SCALE * theta, ELO_SCALE * se
+
+
+def standings(result: TournamentResult) -> list[dict[str, Any]]:
+    """One row per player, ranked by the fitted rating."""
+    s, g = result.score_matrix()
+    bt, se = bradley_terry(s, g)
+    elo = elo_incremental(len(result.entrants), result.game_sequence())
+    causes: dict[int, dict[str, int]] = {i: {} for i in range(len(result.entrants))}
+    shots = np.zeros(len(result.entrants))
+    hits = np.zeros(len(result.entrants))
+    for i, j, r in result.matches:
+        for who, idx in (("a", i), ("b", j)):
+            for c, v in r.causes(who).items():
+                causes[idx][c] = causes[idx].get(c, 0) + v
+        for game in r.games:
+            shots[i] += game.shots_a
+            shots[j] += game.shots_b
+            hits[i] += game.hits_a
+            hits[j] += game.hits_b
+    rows = []
+    for i, e in enumerate(result.entrants):
+        rows.append({"name": e.name, "spec": e.spec, "identity": e.identity,
+                     "rating": float(bt[i]), "ci95": float(1.96 * se[i]), "elo": float(elo[i]),
+                     "score": float(s[i].sum()), "games": int(g[i].sum()),
+                     "deaths": causes[i],
+                     "accuracy": float(hits[i] / shots[i]) if shots[i] else 0.0})
+    rows.sort(key=lambda r: -r["rating"])
+    return rows
+
+
+def crosstable_markdown(result: TournamentResult, rows: list[dict[str, Any]]) -> str:
+    s, g = result.score_matrix()
+    order = [next(i for i, e in enumerate(result.entrants) if e.identity == r["identity"])
+             for r in rows]
+    lines = ["| # | player | rating (95% CI) | Elo | score | accuracy | " +
+             " | ".join(str(k + 1) for k in range(len(order))) + " |",
+             "|---|---|---|---|---|---|" + "---|" * len(order)]
+    for rank, (i, r) in enumerate(zip(order, rows), start=1):
+        cells = []
+        for j in order:
+            cells.append("-" if i == j else f"{s[i, j]:g}/{g[i, j]:g}")
+        lines.append(f"| {rank} | {r['name']} | {r['rating']:.0f} +- {r['ci95']:.0f} | "
+                     f"{r['elo']:.0f} | {r['score']:g}/{r['games']} | {r['accuracy']:.1%} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+class RatingsFile:
+    """Accumulated results keyed by player identity, with a history; written atomically."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.data: dict[str, Any] = {"version": 1, "players": {}, "history": []}
+        if self.path.exists():
+            try:
+                self.data = json.loads(self.path.read_text())
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"ratings file {self.path}: not valid JSON ({exc}); move it "
+                                 "away to start a new one") from None
+
+    def add(self, result: TournamentResult, rows: list[dict[str, Any]], label: str) -> None:
+        players = self.data["players"]
+        s, g = result.score_matrix()
+        ids = [e.identity for e in result.entrants]
+        for i, e in enumerate(result.entrants):
+            p = players.setdefault(e.identity, {"name": e.name, "spec": e.spec, "results": {}})
+            for j, other in enumerate(ids):
+                if i != j and g[i, j]:
+                    rec = p["results"].setdefault(other, [0.0, 0.0])
+                    rec[0] += float(s[i, j])
+                    rec[1] += float(g[i, j])
+        self._refit()
+        self.data["history"].append({"time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                                     "label": label, "standings": rows})
+        payload = json.dumps(self.data, indent=1, sort_keys=True).encode()
+        atomic_write_bytes(self.path, lambda f: f.write(payload))
+
+    def _refit(self) -> None:
+        players = self.data["players"]
+        ids = sorted(players)
+        index = {k: i for i, k in enumerate(ids)}
+        n = len(ids)
+        s = np.zeros((n, n))
+        g = np.zeros((n, n))
+        for k, p in players.items():
+            for other, (pts, games) in p["results"].items():
+                if other in index:
+                    s[index[k], index[other]] = pts
+                    g[index[k], index[other]] = games
+        rating, se = bradley_terry(s, g)
+        for k in ids:
+            players[k]["rating"] = float(rating[index[k]])
+            players[k]["ci95"] = float(1.96 * se[index[k]])
+
+    def top(self, n: int = 1) -> list[dict[str, Any]]:
+        ranked = sorted(self.data["players"].values(), key=lambda p: -p.get("rating", 0.0))
+        return ranked[:n]

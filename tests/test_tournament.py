@@ -1,0 +1,148 @@
+"""Tournaments and ratings: Bradley-Terry and Elo, paired games, determinism across workers,
+the ratings file."""
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from spacewar_ai.tournament import (RatingsFile, TournamentResult, bradley_terry,
+                                    crosstable_markdown, elo_incremental, play_round_robin,
+                                    resolve_entrants, standings)
+
+
+def _synthetic(strengths, games_per_pair, seed):
+    """Score and games matrices from Bradley-Terry players with the given Elo strengths."""
+    rng = np.random.default_rng(seed)
+    n = len(strengths)
+    s = np.zeros((n, n))
+    g = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i + 1, n):
+            p = 1 / (1 + 10 ** ((strengths[j] - strengths[i]) / 400))
+            wins = rng.binomial(games_per_pair, p)
+            s[i, j], s[j, i] = wins, games_per_pair - wins
+            g[i, j] = g[j, i] = games_per_pair
+    return s, g
+
+
+def test_bradley_terry_recovers_known_strengths_and_intervals_shrink():
+    true = np.array([1300.0, 1450.0, 1500.0, 1600.0, 1650.0])
+    true_c = true - true.mean() + 1500
+    widths = []
+    for games in (50, 800):
+        s, g = _synthetic(true, games, seed=1)
+        rating, se = bradley_terry(s, g)
+        assert np.all(np.abs(rating - true_c) < 3.5 * se + 5), (rating, true_c, se)
+        assert list(np.argsort(rating)) == list(np.argsort(true))
+        widths.append(se.mean())
+    assert widths[1] < widths[0] / 3  # 16x the games: intervals about 4x narrower
+
+
+def test_bradley_terry_ignores_match_order_but_elo_does_not():
+    s, g = _synthetic([1400, 1500, 1600], 40, seed=2)
+    games = []
+    for i in range(3):
+        for j in range(3):
+            if i < j:
+                games += [(i, j, 1.0)] * int(s[i, j]) + [(i, j, 0.0)] * int(s[j, i])
+    shuffled = games[:]
+    random.Random(0).shuffle(shuffled)
+    # The fit only sees the matrix; the incremental Elo sees the order.
+    assert not np.allclose(elo_incremental(3, games), elo_incremental(3, shuffled))
+    rating, _ = bradley_terry(s, g)
+    assert np.allclose(rating, bradley_terry(s.copy(), g.copy())[0])
+
+
+def test_elo_update_matches_the_original_formula():
+    r = elo_incremental(2, [(0, 1, 1.0)])
+    assert r == pytest.approx([1516.0, 1484.0])
+    r = elo_incremental(2, [(0, 1, 1.0), (0, 1, 0.5)])
+    expected = 1 / (1 + 10 ** ((1484 - 1516) / 400))
+    assert r[0] == pytest.approx(1516 + 32 * (0.5 - expected))
+
+
+def test_a_perfect_record_still_gets_a_finite_rating():
+    s = np.array([[0, 20], [0, 0]], dtype=float)
+    g = np.array([[0, 20], [20, 0]], dtype=float)
+    rating, se = bradley_terry(s, g)
+    assert np.all(np.isfinite(rating)) and rating[0] > rating[1] + 200
+
+
+def test_every_spec_resolves_and_bad_ones_are_named(tmp_path):
+    entrants = resolve_entrants(["idle", "random", "heuristic:easy", "heuristic:medium",
+                                 "heuristic:hard", "pretrained"])
+    assert [e.name for e in entrants][-1] == "pretrained"
+    with pytest.raises(ValueError, match="'nonsense'"):
+        resolve_entrants(["idle", "nonsense"])
+    with pytest.raises(ValueError, match="twice"):
+        resolve_entrants(["idle", "idle"])
+
+
+def test_round_robin_pairs_swap_sides_and_is_identical_with_1_or_2_workers():
+    entrants = resolve_entrants(["random", "heuristic:easy", "heuristic:hard"])
+    one = play_round_robin(entrants, 10, seed=5, workers=1)
+    two = play_round_robin(entrants, 10, seed=5, workers=2)
+    assert len(one.matches) == 3
+    for (i, j, a), (k, l, b) in zip(one.matches, two.matches):
+        assert (i, j) == (k, l)
+        assert [g.a_side for g in a.games] == [0] * 5 + [1] * 5
+        assert [g.seed for g in a.games[:5]] == [g.seed for g in a.games[5:]]
+        assert [(g.winner, g.real_winner, g.frames) for g in a.games] == \
+               [(g.winner, g.real_winner, g.frames) for g in b.games]
+    rows = standings(one)
+    assert rows[0]["name"] == "heuristic:hard"
+    table = crosstable_markdown(one, rows)
+    assert table.count("\n") == 4 and "heuristic:hard" in table.splitlines()[2]
+
+
+def test_ratings_file_accumulates_and_survives_a_failed_write(tmp_path, monkeypatch):
+    entrants = resolve_entrants(["idle", "heuristic:hard"])
+    result = play_round_robin(entrants, 4, seed=1)
+    path = tmp_path / "ratings.json"
+    ratings = RatingsFile(path)
+    ratings.add(result, standings(result), "first")
+    before = path.read_bytes()
+    assert RatingsFile(path).top(1)[0]["name"] == "heuristic:hard"
+
+    import spacewar_ai.tournament as t
+
+    def dies(path_, write):
+        raise KeyboardInterrupt  # a kill during the write
+
+    monkeypatch.setattr(t, "atomic_write_bytes", dies)
+    with pytest.raises(KeyboardInterrupt):
+        RatingsFile(path).add(result, standings(result), "second")
+    assert path.read_bytes() == before
+    monkeypatch.undo()
+    again = RatingsFile(path)
+    again.add(result, standings(result), "second")
+    data = json.loads(path.read_text())
+    assert len(data["history"]) == 2
+    hard = next(p for p in data["players"].values() if p["name"] == "heuristic:hard")
+    assert sum(g for _, g in hard["results"].values()) == 8
+
+
+def test_cli_tournament_writes_crosstable_standings_and_ratings(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    ratings = tmp_path / "ratings.json"
+    cmd = [sys.executable, "-m", "spacewar_ai", "--tournament", "--players",
+           "random,heuristic:easy,heuristic:hard", "--matches-per-pairing", "6",
+           "--ratings-file", str(ratings), "--workers", "1"]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                         env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    assert out.returncode == 0, out.stderr
+    assert "18 games" in out.stdout and "| 1 | heuristic:hard |" in out.stdout
+    assert list((tmp_path / "runs" / "tournaments").glob("*/crosstable.md"))
+    data = json.loads(ratings.read_text())
+    assert len(data["players"]) == 3 and len(data["history"]) == 1
+    bad = subprocess.run(cmd[:4] + ["idle,ppo:/no/such.pt"], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=120,
+                         env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    assert bad.returncode == 2 and "ppo:/no/such.pt" in bad.stderr
+    assert "Traceback" not in bad.stderr
