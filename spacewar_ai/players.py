@@ -38,6 +38,18 @@ class AgentPilot:
         return None
 
 
+def spec_path(spec: str) -> Path | None:
+    """The checkpoint file a spec names (pretrained, ppo:PATH, dqn:PATH, a path), else None."""
+    low = spec.strip().lower()
+    if low == "pretrained":
+        return PRETRAINED_PATH
+    if low.startswith(("ppo:", "dqn:")):
+        return Path(spec.strip()[4:])
+    if low in PILOT_SPECS or low.startswith("heuristic"):
+        return None
+    return Path(spec.strip())
+
+
 def file_identity(path: Path) -> str:
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
     return f"{Path(path).stem}@{digest}"

@@ -430,13 +430,30 @@ def evaluate(checkpoint: str, opponent: str = "heuristic:hard", episodes: int = 
 
 
 def champion_paths(checkpoint_dir: str | Path, exclude: str | Path | None = None,
-                   top: int = 3) -> list[str]:
-    """The strongest past models: `best.pt` of each run under checkpoint_dir, ranked by the
-    evaluation win rate recorded in them (a ratings file, when tournaments write one, comes
-    first)."""
+                   top: int = 3, ratings_file: str | Path | None = None) -> list[str]:
+    """The strongest past models: the top-rated checkpoints of the ratings file when there is one
+    (`<checkpoint_dir>/ratings.json` by default), then each run's `best.pt` under checkpoint_dir,
+    ranked by the evaluation win rate recorded in it."""
+    from .players import spec_path
+    from .tournament import RatingsFile
+
+    def same(p) -> bool:
+        return exclude is not None and Path(p).resolve() == Path(exclude).resolve()
+
+    chosen: list[str] = []
+    rpath = Path(ratings_file) if ratings_file else Path(checkpoint_dir) / "ratings.json"
+    if rpath.is_file():
+        try:
+            for player in RatingsFile(rpath).top(len(RatingsFile(rpath).data["players"])):
+                path = spec_path(player.get("spec", ""))
+                if path is not None and path.is_file() and not same(path) \
+                        and str(path) not in chosen:
+                    chosen.append(str(path))
+        except ValueError:
+            pass  # an unreadable ratings file: fall back to the runs' own evaluations
     ranked = []
     for path in Path(checkpoint_dir).glob("*/best.pt"):
-        if exclude is not None and Path(path).resolve() == Path(exclude).resolve():
+        if same(path) or str(path) in chosen:
             continue
         try:
             meta = load_checkpoint(path)["metadata"]
@@ -444,4 +461,4 @@ def champion_paths(checkpoint_dir: str | Path, exclude: str | Path | None = None
             continue
         ranked.append((meta.get("counters", {}).get("best_eval", 0.0), str(path)))
     ranked.sort(reverse=True)
-    return [p for _, p in ranked[:top]]
+    return (chosen + [p for _, p in ranked])[:top]

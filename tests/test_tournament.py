@@ -146,3 +146,21 @@ def test_cli_tournament_writes_crosstable_standings_and_ratings(tmp_path):
                          env={**__import__("os").environ, "PYTHONPATH": str(root)})
     assert bad.returncode == 2 and "ppo:/no/such.pt" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_champions_come_from_the_top_of_the_ratings_file(tmp_path):
+    from spacewar_ai.agents import PPOAgent
+    from spacewar_ai.config import PPOConfig
+    from spacewar_ai.training import champion_paths
+
+    paths = []
+    for k in range(2):
+        p = tmp_path / f"m{k}.pt"
+        PPOAgent(36, 6, PPOConfig(hidden_sizes=(8,))).save(p)
+        paths.append(p)
+    entrants = resolve_entrants([f"ppo:{paths[0]}", f"ppo:{paths[1]}", "heuristic:hard"])
+    result = TournamentResult(entrants)
+    result.matches = play_round_robin(entrants, 4, seed=0).matches
+    RatingsFile(tmp_path / "ratings.json").add(result, standings(result), "t")
+    got = champion_paths(tmp_path, exclude=paths[1])
+    assert got == [str(paths[0])]
