@@ -135,12 +135,15 @@ def test_resume_after_sigkill_continues_the_counters(tmp_path):
     proc.wait()
     assert updates >= 3, proc.stderr.read()
     killed_at = load_checkpoint(latest)["metadata"]["counters"]
-    assert not list((tmp_path / "killed").glob(".*.tmp")) or True  # temp files may remain
     resumed = _cli(common + ["--resume", str(latest), "--timesteps",
                              str(killed_at["global_step"] + 16 * 16 * 2)])
     out, err = resumed.communicate(timeout=180)
     assert resumed.returncode == 0, err
     after = load_checkpoint(latest)["metadata"]["counters"]
+    # A kill mid-write may leave a temp file from the first run; the resumed run leaves none of
+    # its own, and never a half-written checkpoint under a real name.
+    for p in (tmp_path / "killed").glob("*.pt"):
+        load_checkpoint(p)
     assert after["updates"] == killed_at["updates"] + 2
     assert after["global_step"] == killed_at["global_step"] + 16 * 16 * 2
     assert after["episodes"] >= killed_at["episodes"]
@@ -197,12 +200,19 @@ def test_cli_refuses_bad_values_in_one_line(tmp_path):
 
 def test_training_with_render_draws_without_slowing_to_fps(tmp_path, monkeypatch):
     monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
-    trainer = Trainer(tiny(tmp_path, total_timesteps=16 * 16 * 2), render=True, quiet=True)
-    start = time.time()
-    trainer.run()
-    # 32 decisions drawn at 50 fps with waiting would take at least 0.6 s per update.
-    assert hasattr(trainer, "_renderer")
-    assert time.time() - start < 30
+    from spacewar_ai.rendering import Renderer
+
+    calls = []
+    original = Renderer.draw
+
+    def spy(self, batch, g=0, hud_lines=(), wait=True):
+        calls.append(wait)
+        return original(self, batch, g, hud_lines, wait)
+
+    monkeypatch.setattr(Renderer, "draw", spy)
+    Trainer(tiny(tmp_path, total_timesteps=16 * 16 * 2), render=True, quiet=True).run()
+    # Frames were drawn, and never by waiting for the display's frame rate.
+    assert calls and not any(calls)
 
 
 def test_toml_config_file_with_flag_overrides(tmp_path):
