@@ -74,8 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "heuristic:medium; tournament: default every run's best.pt under "
                          "--checkpoint-dir, pretrained and the scripted pilots)")
     to = p.add_argument_group("tournaments")
-    to.add_argument("--tournament-mode", choices=("round_robin",), default="round_robin",
-                    help="pairing scheme (swiss and elimination are not built yet)")
+    to.add_argument("--tournament-mode", choices=("round_robin", "swiss", "elimination"),
+                    default="round_robin",
+                    help="round_robin: every pair; swiss: pairs by score, no repeats; "
+                         "elimination: single elimination seeded by rating")
     to.add_argument("--matches-per-pairing", type=int, default=100,
                     help="games per pair of players, an even number (sides swapped)")
     to.add_argument("--workers", type=int, default=0,
@@ -115,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted: the last checkpoint written is intact", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # Output piped into `head` or similar: stop quietly, like other command-line tools.
+        sys.stdout = open(os.devnull, "w")
+        return 0
 
 
 def _benchmark(parser, args) -> int:
@@ -244,8 +250,9 @@ def _tournament(parser, args) -> int:
     from pathlib import Path
 
     from spacewar_ai.players import PRETRAINED_PATH
-    from spacewar_ai.tournament import (RatingsFile, crosstable_markdown, play_round_robin,
-                                        resolve_entrants, standings)
+    from spacewar_ai.tournament import (RatingsFile, crosstable_markdown, play_elimination,
+                                        play_round_robin, play_swiss, resolve_entrants,
+                                        standings)
 
     ck_dir = Path(args.checkpoint_dir or "checkpoints")
     if args.players:
@@ -259,26 +266,34 @@ def _tournament(parser, args) -> int:
         parser.error("a tournament needs at least two players (--players A,B,...)")
     if args.workers < 0:
         parser.error(f"--workers must be >= 0 (got {args.workers})")
+    ratings_path = Path(args.ratings_file) if args.ratings_file else ck_dir / "ratings.json"
+    workers = args.workers or (os.cpu_count() or 1)
     try:
+        ratings = RatingsFile(ratings_path)
         entrants = resolve_entrants(specs)
-        result = play_round_robin(entrants, args.matches_per_pairing, args.seed or 0,
-                                  workers=args.workers or (os.cpu_count() or 1))
+        games, seed = args.matches_per_pairing, args.seed or 0
+        if args.tournament_mode == "swiss":
+            result = play_swiss(entrants, games, seed, workers=workers)
+        elif args.tournament_mode == "elimination":
+            known = ratings.data["players"]
+            seeding = [known.get(e.identity, {}).get("rating", 1500.0 - k)
+                       for k, e in enumerate(entrants)]
+            result = play_elimination(entrants, games, seed, seeding, workers=workers)
+        else:
+            result = play_round_robin(entrants, games, seed, workers=workers)
     except ValueError as exc:
         parser.error(str(exc))
     rows = standings(result)
     table = crosstable_markdown(result, rows)
-    print(f"round robin: {len(entrants)} players, {args.matches_per_pairing} games per pairing, "
+    print(f"{args.tournament_mode}: {len(entrants)} players, {args.matches_per_pairing} games "
+          f"per pairing, "
           f"{sum(r.n for _, _, r in result.matches)} games in {result.seconds:.1f} s\n")
     print(table)
     out_dir = Path("runs") / "tournaments" / time.strftime("%Y%m%d-%H%M%S")
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "crosstable.md").write_text(table + "\n")
     (out_dir / "standings.json").write_text(json.dumps(rows, indent=1))
-    ratings_path = Path(args.ratings_file) if args.ratings_file else ck_dir / "ratings.json"
-    try:
-        RatingsFile(ratings_path).add(result, rows, f"round robin of {len(entrants)}")
-    except ValueError as exc:
-        parser.error(str(exc))
+    ratings.add(result, rows, f"{args.tournament_mode} of {len(entrants)}")
     print(f"\nwrote {out_dir}/crosstable.md, {out_dir}/standings.json; ratings: {ratings_path}")
     return 0
 

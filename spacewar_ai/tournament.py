@@ -1,5 +1,7 @@
 """Tournaments and ratings: any player against any player, rated from a results matrix.
 
+Modes: round robin (every pair), Swiss (pairs by score, no repeats), single elimination (seeded).
+
 - Games are played in pairs from the same seeded start with sides swapped (arena.play_match).
 - Ratings: incremental Elo as in the original design (start 1500, K=32, in game order), and a
   Bradley-Terry maximum-likelihood fit over all games with 95% intervals (draws count half). The
@@ -107,22 +109,148 @@ class TournamentResult:
 def play_round_robin(entrants: list[Entrant], games_per_pairing: int = 100, seed: int = 0,
                      config: GameConfig | None = None, workers: int = 1) -> TournamentResult:
     """Every pair plays `games_per_pairing` games (an even number: pairs with sides swapped)."""
-    if games_per_pairing < 2 or games_per_pairing % 2:
-        raise ValueError(f"--matches-per-pairing {games_per_pairing} is invalid: use an even "
-                         "number >= 2 (games are played in pairs with sides swapped)")
+    _check_games(games_per_pairing)
     config = config if config is not None else GameConfig()
-    jobs = [(i, j, entrants[i].spec, entrants[j].spec, games_per_pairing, seed,
-             config.to_dict()) for i in range(len(entrants)) for j in range(i + 1, len(entrants))]
+    n = len(entrants)
     start = time.time()
-    if workers > 1:
+    matches = _play_pairs(entrants, [(i, j) for i in range(n) for j in range(i + 1, n)],
+                          games_per_pairing, seed, config, workers)
+    return TournamentResult(entrants, matches, time.time() - start)
+
+
+def _play_pairs(entrants, pairs, games, seed, config, workers):
+    jobs = [(i, j, entrants[i].spec, entrants[j].spec, games, seed, config.to_dict())
+            for i, j in pairs]
+    if workers > 1 and len(jobs) > 1:
         # spawn, not fork: a forked child inherits torch's OpenMP state and can spin forever.
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
                                  initializer=_worker_init) as pool:
-            matches = list(pool.map(_play_pairing, jobs))
-    else:
-        matches = [_play_pairing(job) for job in jobs]
+            return list(pool.map(_play_pairing, jobs))
+    return [_play_pairing(job) for job in jobs]
+
+
+def play_swiss(entrants: list[Entrant], games_per_pairing: int = 100, seed: int = 0,
+               rounds: int | None = None, config: GameConfig | None = None,
+               workers: int = 1) -> TournamentResult:
+    """Swiss system: each round pairs players of similar score who have not met yet (the
+    highest-scored unpaired player meets the next highest it has not played); an odd player out
+    sits the round out. Default rounds: ceil(log2(n)) + 1, at most n - 1."""
+    _check_games(games_per_pairing)
+    config = config if config is not None else GameConfig()
+    n = len(entrants)
+    rounds = rounds if rounds is not None else min(n - 1, math.ceil(math.log2(max(n, 2))) + 1)
+    met: set[tuple[int, int]] = set()
+    byes: set[int] = set()
+    points = np.zeros(n)
+    matches = []
+    start = time.time()
+    for _ in range(rounds):
+        order = sorted(range(n), key=lambda i: (-points[i], i))
+        pairs = _swiss_pairs(order, met, byes)
+        if not pairs:
+            break
+        paired = {p for pair in pairs for p in pair}
+        byes.update(i for i in range(n) if i not in paired)
+        for i, j, r in _play_pairs(entrants, pairs, games_per_pairing, seed, config, workers):
+            met.add((i, j))
+            points[i] += r.wins_a + 0.5 * r.draws
+            points[j] += r.wins_b + 0.5 * r.draws
+            matches.append((i, j, r))
     return TournamentResult(entrants, matches, time.time() - start)
+
+
+def _swiss_pairs(order: list[int], met: set[tuple[int, int]],
+                 byes: set[int]) -> list[tuple[int, int]]:
+    """Pair players in score order, each with the nearest-ranked player it has not met,
+    backtracking so that as many as possible play. For an odd field one player sits out: never
+    one who already had a bye while another can, and as low in the order as possible."""
+    best: list[tuple[int, int]] = []
+
+    def search(rest: list[int], pairs: list[tuple[int, int]], skipped: int) -> bool:
+        nonlocal best
+        if len(pairs) > len(best):
+            best = pairs[:]
+        if len(rest) < 2:
+            # Done when nobody, or one player without a bye yet, is left over.
+            done = skipped + len(rest) <= len(order) % 2 and not (rest and rest[0] in byes)
+            if done:
+                best = pairs[:]
+            return done
+        a, others = rest[0], rest[1:]
+        for b in others:
+            if (min(a, b), max(a, b)) not in met:
+                remaining = [x for x in others if x != b]
+                if search(remaining, pairs + [(min(a, b), max(a, b))], skipped):
+                    return True
+        # a sits out (allowed once, for an odd field, and not twice for the same player).
+        return (skipped < len(order) % 2 and a not in byes
+                and search(others, pairs, skipped + 1))
+
+    # Try the lowest-ranked players first as the one who sits out, by searching from the top.
+    search(order, [], 0)
+    return best
+
+
+def play_elimination(entrants: list[Entrant], games_per_pairing: int = 100, seed: int = 0,
+                     seeding: list[float] | None = None, config: GameConfig | None = None,
+                     workers: int = 1) -> TournamentResult:
+    """Single elimination. Players are seeded by `seeding` (higher first; e.g. their ratings),
+    else in the order given; the bracket puts seed 1 against the lowest seed, and top seeds get
+    byes when the field is not a power of two. A match is won on points; a tie goes to the
+    better seed."""
+    _check_games(games_per_pairing)
+    config = config if config is not None else GameConfig()
+    n = len(entrants)
+    keys = seeding if seeding is not None else [-k for k in range(n)]
+    ranked = sorted(range(n), key=lambda i: (-keys[i], i))
+    size = 1 << max(1, math.ceil(math.log2(n)))
+    slots = _bracket(size)  # seed numbers (0-based) in bracket order
+    alive = [ranked[s] if s < n else None for s in slots]
+    seed_of = {p: k for k, p in enumerate(ranked)}
+    matches = []
+    start = time.time()
+    while len(alive) > 1:
+        pairs, nxt = [], []
+        for a, b in zip(alive[::2], alive[1::2]):
+            if a is None or b is None:
+                nxt.append(a if b is None else b)  # a bye
+            else:
+                pairs.append((min(a, b), max(a, b)))
+                nxt.append(None)  # filled in below
+        results = {(i, j): r for i, j, r in _play_pairs(entrants, pairs, games_per_pairing,
+                                                         seed, config, workers)}
+        k = 0
+        for idx, (a, b) in enumerate(zip(alive[::2], alive[1::2])):
+            if a is None or b is None:
+                continue
+            i, j = pairs[k]
+            k += 1
+            r = results[(i, j)]
+            matches.append((i, j, r))
+            si, sj = r.wins_a + 0.5 * r.draws, r.wins_b + 0.5 * r.draws
+            if si != sj:
+                nxt[idx] = i if si > sj else j
+            else:
+                nxt[idx] = i if seed_of[i] < seed_of[j] else j
+        alive = nxt
+    return TournamentResult(entrants, matches, time.time() - start)
+
+
+def _bracket(size: int) -> list[int]:
+    """Seed order of a standard bracket: 1 meets `size`, and the top two can meet only in the
+    final (0-based seeds)."""
+    order = [0]
+    while len(order) < size:
+        m = 2 * len(order)
+        order = [x for s in order for x in (s, m - 1 - s)]
+    return order
+
+
+def _check_games(games: int) -> None:
+    if games < 2 or games % 2:
+        raise ValueError(f"--matches-per-pairing {games} is invalid: use an even number >= 2 "
+                         "(games are played in pairs with sides swapped)")
 
 
 def elo_incremental(n_players: int, games: list[tuple[int, int, float]], k: float = ELO_K,
@@ -210,7 +338,7 @@ def crosstable_markdown(result: TournamentResult, rows: list[dict[str, Any]]) ->
     for rank, (i, r) in enumerate(zip(order, rows), start=1):
         cells = []
         for j in order:
-            cells.append("-" if i == j else f"{s[i, j]:g}/{g[i, j]:g}")
+            cells.append("-" if i == j else f"{s[i, j]:g}/{g[i, j]:g}" if g[i, j] else "")
         lines.append(f"| {rank} | {r['name']} | {r['rating']:.0f} +- {r['ci95']:.0f} | "
                      f"{r['elo']:.0f} | {r['score']:g}/{r['games']} | {r['accuracy']:.1%} | "
                      + " | ".join(cells) + " |")

@@ -164,3 +164,31 @@ def test_champions_come_from_the_top_of_the_ratings_file(tmp_path):
     RatingsFile(tmp_path / "ratings.json").add(result, standings(result), "t")
     got = champion_paths(tmp_path, exclude=paths[1])
     assert got == [str(paths[0])]
+
+
+def test_swiss_pairs_by_score_without_repeats():
+    from spacewar_ai.tournament import play_swiss
+
+    entrants = resolve_entrants(["idle", "random", "heuristic:easy", "heuristic:medium",
+                                 "heuristic:hard"])
+    result = play_swiss(entrants, 4, seed=3)
+    pairs = [(i, j) for i, j, _ in result.matches]
+    assert len(pairs) == len(set(pairs)), "no pair meets twice"
+    assert len(pairs) == 2 * 4  # 4 rounds (ceil(log2 5) + 1), 2 games each, one player sits out
+    assert standings(result)[0]["name"] in ("heuristic:hard", "heuristic:medium")
+
+
+def test_elimination_follows_the_seeded_bracket():
+    from spacewar_ai.tournament import play_elimination
+
+    specs = ["idle", "random", "heuristic:easy", "heuristic:hard", "heuristic:medium"]
+    entrants = resolve_entrants(specs)
+    seeding = [1000, 1100, 1300, 1700, 1500]  # hard first, then medium, easy, random, idle
+    result = play_elimination(entrants, 4, seed=0, seeding=seeding)
+    first = {(entrants[i].name, entrants[j].name) for i, j, _ in result.matches[:1]}
+    # 5 players in a bracket of 8: seeds 1-3 get byes, seed 4 (random) meets seed 5 (idle).
+    assert first == {("idle", "random")}
+    assert len(result.matches) == 4  # n - 1 matches decide a single-elimination event
+    final = result.matches[-1]
+    assert {entrants[final[0]].name, entrants[final[1]].name} == {"heuristic:hard",
+                                                                    "heuristic:medium"}
