@@ -54,3 +54,38 @@ def line_chart(path: str | Path, series: dict[str, list[tuple[float, float]]], t
         surf.blit(font.render(name, True, color), (w - right - 330, top + 10 + 22 * i))
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     pygame.image.save(surf, str(path))
+
+
+def ratings_chart(path: str | Path, names: list[str], ratings: list[float],
+                  errors: list[float], title: str, size: tuple[int, int] = (800, 60)) -> None:
+    """Horizontal bars of ratings (best first) with 95% error bars, saved as a PNG."""
+    import os
+
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    import pygame
+
+    pygame.init()
+    row = 34
+    w, h = size[0], size[1] + row * len(names)
+    left, right, top = 260, 30, 45
+    surf = pygame.Surface((w, h))
+    surf.fill((255, 255, 255))
+    font = pygame.font.Font(None, 22)
+    lo = min(r - e for r, e in zip(ratings, errors)) - 50 if ratings else 1000
+    hi = max(r + e for r, e in zip(ratings, errors)) + 50 if ratings else 2000
+
+    def px(v):
+        return left + (v - lo) / (hi - lo or 1) * (w - left - right)
+
+    surf.blit(font.render(title, True, (0, 0, 0)), (10, 12))
+    for k, (name, r, e) in enumerate(zip(names, ratings, errors)):
+        y = top + k * row
+        surf.blit(font.render(f"{name[:18]}", True, (0, 0, 0)), (10, y + 8))
+        pygame.draw.rect(surf, PALETTE[0], (left, y + 6, max(1, px(r) - left), row - 12))
+        pygame.draw.line(surf, (0, 0, 0), (px(r - e), y + row // 2), (px(r + e), y + row // 2), 2)
+        for v in (r - e, r + e):
+            pygame.draw.line(surf, (0, 0, 0), (px(v), y + 8), (px(v), y + row - 8), 2)
+        value = font.render(f"{r:.0f} +- {e:.0f}", True, (0, 0, 0))
+        surf.blit(value, (left - 8 - value.get_width(), y + 8))
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    pygame.image.save(surf, str(path))

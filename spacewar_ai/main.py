@@ -210,11 +210,26 @@ def _evaluate(parser, args) -> int:
 
     if not args.checkpoint:
         parser.error("--evaluate needs --checkpoint PATH (or --checkpoint pretrained)")
+    from pathlib import Path
+
+    from spacewar_ai.tournament import Entrant, RatingsFile, TournamentResult, standings
+
+    ratings_path = Path(args.ratings_file) if args.ratings_file else \
+        Path(args.checkpoint_dir or "checkpoints") / "ratings.json"
     try:
-        evaluate(args.checkpoint, args.opponent, args.eval_episodes or (1 if args.render else 200),
-                 args.seed or 0, deterministic=not args.stochastic, render=args.render)
+        ratings = RatingsFile(ratings_path)
+        out = evaluate(args.checkpoint, args.opponent,
+                       args.eval_episodes or (1 if args.render else 200), args.seed or 0,
+                       deterministic=not args.stochastic, render=args.render)
     except ValueError as exc:
         parser.error(str(exc))
+    if "match" in out:
+        # Evaluations count in the ratings like tournament games.
+        entrants = [Entrant(spec, p.name, getattr(p, "identity", p.name))
+                    for spec, p in out["players"]]
+        result = TournamentResult(entrants, [(0, 1, out["match"])])
+        ratings.add(result, standings(result), "evaluation")
+        print(f"  added to ratings: {ratings_path}")
     return 0
 
 
@@ -293,8 +308,13 @@ def _tournament(parser, args) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "crosstable.md").write_text(table + "\n")
     (out_dir / "standings.json").write_text(json.dumps(rows, indent=1))
+    from spacewar_ai.charts import ratings_chart
+
+    ratings_chart(out_dir / "ratings.png", [r["name"] for r in rows], [r["rating"] for r in rows],
+                  [r["ci95"] for r in rows],
+                  f"Bradley-Terry ratings, 95% intervals ({args.tournament_mode})")
     ratings.add(result, rows, f"{args.tournament_mode} of {len(entrants)}")
-    print(f"\nwrote {out_dir}/crosstable.md, {out_dir}/standings.json; ratings: {ratings_path}")
+    print(f"\nwrote {out_dir}/crosstable.md, standings.json, ratings.png; ratings: {ratings_path}")
     return 0
 
 

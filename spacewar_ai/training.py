@@ -426,7 +426,8 @@ def evaluate(checkpoint: str, opponent: str = "heuristic:hard", episodes: int = 
     print(f"  mean game length {r.mean_frames():.0f} frames")
     return {"wins": r.wins_a, "losses": losses, "draws": r.draws, "games": r.n,
             "win_rate": r.win_rate_a(), "ci": (lo, hi), "causes_a": r.causes("a"),
-            "causes_b": r.causes("b"), "mean_frames": r.mean_frames()}
+            "causes_b": r.causes("b"), "mean_frames": r.mean_frames(), "match": r,
+            "players": [(checkpoint, player), (opponent, opp)]}
 
 
 def champion_paths(checkpoint_dir: str | Path, exclude: str | Path | None = None,

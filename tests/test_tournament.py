@@ -139,6 +139,10 @@ def test_cli_tournament_writes_crosstable_standings_and_ratings(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "18 games" in out.stdout and "| 1 | heuristic:hard |" in out.stdout
     assert list((tmp_path / "runs" / "tournaments").glob("*/crosstable.md"))
+    import pygame
+
+    png = next((tmp_path / "runs" / "tournaments").glob("*/ratings.png"))
+    assert pygame.image.load(str(png)).get_height() == 60 + 34 * 3
     data = json.loads(ratings.read_text())
     assert len(data["players"]) == 3 and len(data["history"]) == 1
     bad = subprocess.run(cmd[:4] + ["idle,ppo:/no/such.pt"], capture_output=True, text=True,
@@ -192,3 +196,21 @@ def test_elimination_follows_the_seeded_bracket():
     final = result.matches[-1]
     assert {entrants[final[0]].name, entrants[final[1]].name} == {"heuristic:hard",
                                                                     "heuristic:medium"}
+
+
+def test_cli_evaluation_adds_to_the_ratings_file(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    ratings = tmp_path / "ratings.json"
+    out = subprocess.run([sys.executable, "-m", "spacewar_ai", "--evaluate", "--checkpoint",
+                          "pretrained", "--opponent", "heuristic:easy", "--eval-episodes", "10",
+                          "--ratings-file", str(ratings)], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=300, env={**os.environ, "PYTHONPATH": str(root)})
+    assert out.returncode == 0, out.stderr
+    data = json.loads(ratings.read_text())
+    assert {p["name"] for p in data["players"].values()} == {"pretrained", "heuristic:easy"}
+    assert data["history"][0]["label"] == "evaluation"
