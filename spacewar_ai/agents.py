@@ -82,6 +82,7 @@ class BaseAgent(abc.ABC):
     """What training, evaluation, tournaments and human play need of a learned pilot."""
 
     algorithm = "base"
+    config_class: type = object  # the agent's config dataclass
 
     def __init__(self, state_dim: int, action_dim: int, config: Any = None,
                  device: str | torch.device = "cpu"):
@@ -90,6 +91,10 @@ class BaseAgent(abc.ABC):
                              f"action_dim ({action_dim}); Spacewar! observations have 36")
         if not isinstance(action_dim, int) or action_dim < 2:
             raise ValueError(f"action_dim={action_dim!r} is invalid: must be an int >= 2")
+        self.config = config if config is not None else self.config_class()
+        if not isinstance(self.config, self.config_class):
+            raise ValueError(f"config must be a {self.config_class.__name__}, got "
+                             f"{type(self.config).__name__}")
         self.state_dim = state_dim
         self.action_dim = action_dim
         self.device = resolve_device(device)
@@ -167,17 +172,15 @@ class PPOAgent(BaseAgent):
     """Proximal Policy Optimization: clipped surrogate, GAE(lambda), masked logits.
 
     Experience is collected into preallocated (n_steps, num_envs) buffers with
-    `store_transition`; `update(next_obs, next_done)` runs the epochs of minibatch updates.
+    `store_transition`; `update(next_obs, progress)` runs the epochs of minibatch updates.
     """
 
     algorithm = "ppo"
+    config_class = PPOConfig
 
     def __init__(self, state_dim: int = 36, action_dim: int = 6, config: PPOConfig | None = None,
                  device: str | torch.device = "cpu", num_envs: int = 1):
         super().__init__(state_dim, action_dim, config, device)
-        self.config = config if config is not None else PPOConfig()
-        if not isinstance(self.config, PPOConfig):
-            raise ValueError(f"config must be a PPOConfig, got {type(self.config).__name__}")
         c = self.config
         self.net = ActorCritic(state_dim, action_dim, tuple(c.hidden_sizes)).to(self.device)
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=c.learning_rate, eps=1e-5,
@@ -219,16 +222,14 @@ class PPOAgent(BaseAgent):
         out = action.cpu().numpy()
         return int(out[0]) if single else out
 
-    def store_transition(self, reward, done, obs=None, action=None, mask=None) -> None:
-        """Record the step just taken by `select_action` (its obs, action, log-prob and value)
-        with its reward and whether the game ended. `done` ends the episode for GAE."""
+    def store_transition(self, reward, done, action) -> None:
+        """Record the step just taken by `select_action` (its observation, log-prob and value)
+        with the action, its reward and whether the game ended (`done` ends it for GAE)."""
         if self.step >= self.config.n_steps:
             raise RuntimeError("the rollout buffer is full: call update() first")
         if self._last_value is None:
             raise RuntimeError("store_transition() needs a select_action() call before it")
         t = self.step
-        if action is None:
-            raise ValueError("store_transition needs the action that was taken")
         self.buf_obs[t] = self._last_x
         self.buf_raw[t] = self._last_raw
         self.buf_mask[t] = self._last_mask
@@ -369,13 +370,11 @@ class DQNAgent(BaseAgent):
     and masked targets, bootstrapping through truncation (only true terminations stop it)."""
 
     algorithm = "dqn"
+    config_class = DQNConfig
 
     def __init__(self, state_dim: int = 36, action_dim: int = 6, config: DQNConfig | None = None,
                  device: str | torch.device = "cpu", seed: int = 0):
         super().__init__(state_dim, action_dim, config, device)
-        self.config = config if config is not None else DQNConfig()
-        if not isinstance(self.config, DQNConfig):
-            raise ValueError(f"config must be a DQNConfig, got {type(self.config).__name__}")
         c = self.config
         args = (state_dim, action_dim, tuple(c.hidden_sizes), c.stream_size)
         self.q = DuelingQNetwork(*args).to(self.device)
@@ -445,10 +444,10 @@ class DQNAgent(BaseAgent):
         qs = []
         for _ in range(c.gradient_steps):
             idx = self.rng.integers(0, size, c.batch_size)
-            to = lambda a: torch.from_numpy(a[idx]).to(self.device)  # noqa: E731
-            obs, nxt = to(self.buf_obs), to(self.buf_next)
-            actions, rewards, term = to(self.buf_actions), to(self.buf_rewards), to(
-                self.buf_terminated)
+            obs, nxt, actions, rewards, term = (
+                torch.from_numpy(a[idx]).to(self.device)
+                for a in (self.buf_obs, self.buf_next, self.buf_actions, self.buf_rewards,
+                          self.buf_terminated))
             next_mask = nxt[:, -self.action_dim:] > 0.5
             next_mask[~next_mask.any(1), 0] = True
             with torch.no_grad():

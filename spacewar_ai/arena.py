@@ -129,18 +129,19 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
     gi, si = batch.game_i, batch.ship_i
     for g in range(n):
         sa, sb = a_side[g], 1 - a_side[g]
-
-        def who(ship: int):
-            return None if ship < 0 else ("a" if ship == sa else "b")
-
         result.games.append(GameRecord(
-            seed=int(seeds[g]), a_side=int(sa), winner=who(gi[g, engine.WINNER]),
-            real_winner=who(gi[g, engine.REAL_WINNER]),
+            seed=int(seeds[g]), a_side=int(sa), winner=_who(gi[g, engine.WINNER], sa),
+            real_winner=_who(gi[g, engine.REAL_WINNER], sa),
             cause_a=DeathCause(si[g, sa, engine.CAUSE]).name,
             cause_b=DeathCause(si[g, sb, engine.CAUSE]).name, frames=int(gi[g, engine.FRAME]),
             shots_a=int(si[g, sa, engine.SHOTS]), shots_b=int(si[g, sb, engine.SHOTS]),
             hits_a=int(si[g, sa, engine.HITS]), hits_b=int(si[g, sb, engine.HITS])))
     return result
+
+
+def _who(ship: int, a_side: int) -> str | None:
+    """A ship index (or -1 for none) as "a", "b" or None from pilot A's side."""
+    return None if ship < 0 else ("a" if ship == a_side else "b")
 
 
 def format_result(r: MatchResult) -> str:

@@ -57,7 +57,9 @@ class SelfPlayManager:
         if self._self_pilot is None:
             self._self_pilot = AgentPilot(copy.deepcopy(agent), SELF, deterministic=False)
         else:
-            self._self_pilot.agent.load_state_dict(agent.state_dict())
+            # Only what plays: copying the optimizer's state every update is wasted work.
+            state = {k: v for k, v in agent.state_dict().items() if k != "optimizer"}
+            self._self_pilot.agent.load_state_dict(state)
         self.pilots[SELF] = self._self_pilot
 
     def add_snapshot(self, agent, tag: str) -> str:

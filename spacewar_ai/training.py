@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import engine
 from .agents import make_agent
 from .arena import play_match
 from .checkpoints import CheckpointError, load_checkpoint

@@ -82,7 +82,7 @@ def test_ppo_update_changes_the_policy_and_reports_losses():
     obs = np.random.default_rng(1).normal(size=(8, 36)).astype(np.float32)
     obs[:, 30:] = 1.0
     before = [p.clone() for p in agent.net.actor.parameters()]
-    for t in range(4):
+    for _ in range(4):
         a = agent.select_action(obs)
         agent.store_transition(np.where(a == 4, 100.0, 0.0), np.zeros(8, bool), action=a)
     losses = agent.update(next_obs=obs)
