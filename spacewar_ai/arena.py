@@ -33,6 +33,7 @@ class GameRecord:
     shots_b: int
     hits_a: int
     hits_b: int
+    forfeit: str | None = None  # "a: reason" or "b: reason" when a player forfeited the game
 
 
 @dataclass
@@ -115,10 +116,17 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
     b.reset(np.ones(n, dtype=bool), batch.rng.copy() ^ np.uint64(0x5A5A5A5A))
     active = np.ones(n, dtype=bool)
     actions = np.zeros((n, 2), dtype=np.int64)
+    forfeits: dict[int, str] = {}
     obs = batch.observe()
     while active.any():
-        act_a = a.act(obs[rows, a_side])
-        act_b = b.act(obs[rows, 1 - a_side])
+        act_a = _act(a, obs[rows, a_side], active)
+        act_b = _act(b, obs[rows, 1 - a_side], active)
+        for who, pilot, side in (("a", a, a_side), ("b", b, 1 - a_side)):
+            for g, reason in (getattr(pilot, "new_forfeits", None) or {}).items():
+                if active[g] and g not in forfeits:
+                    forfeits[g] = f"{who}: {reason}"
+                    _end_by_forfeit(batch, g, int(side[g]))
+                    active[g] = False
         actions[rows, a_side] = act_a
         actions[rows, 1 - a_side] = act_b
         batch.step(actions)
@@ -135,8 +143,28 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
             cause_a=DeathCause(si[g, sa, engine.CAUSE]).name,
             cause_b=DeathCause(si[g, sb, engine.CAUSE]).name, frames=int(gi[g, engine.FRAME]),
             shots_a=int(si[g, sa, engine.SHOTS]), shots_b=int(si[g, sb, engine.SHOTS]),
-            hits_a=int(si[g, sa, engine.HITS]), hits_b=int(si[g, sb, engine.HITS])))
+            hits_a=int(si[g, sa, engine.HITS]), hits_b=int(si[g, sb, engine.HITS]),
+            forfeit=forfeits.get(g)))
     return result
+
+
+def _act(pilot, obs: np.ndarray, active: np.ndarray) -> np.ndarray:
+    # Sandboxed strategies are only asked about games still running: each call costs real time.
+    if getattr(pilot, "uses_active_mask", False):
+        return pilot.act(obs, active)
+    return pilot.act(obs)
+
+
+def _end_by_forfeit(batch: GameBatch, g: int, loser_ship: int) -> None:
+    """End game g now: the ship that forfeited loses, and the win counts as a torpedo win so a
+    forfeit scores exactly like a loss in every table and rating."""
+    winner = 1 - loser_ship
+    gi, si = batch.game_i, batch.ship_i
+    gi[g, engine.OVER] = 1
+    gi[g, engine.WINNER] = winner
+    gi[g, engine.REAL_WINNER] = winner
+    si[g, loser_ship, engine.ALIVE] = 0
+    si[g, loser_ship, engine.CAUSE] = int(DeathCause.FORFEIT)
 
 
 def _who(ship: int, a_side: int) -> str | None:
@@ -152,6 +180,9 @@ def format_result(r: MatchResult) -> str:
              f"  {r.name_b}: {r.wins_b} torpedo wins ({r.wins_b / max(r.n, 1):.0%}), accuracy "
              f"{r.accuracy('b'):.0%}, deaths {_nonzero(r.causes('b'))}",
              f"  draws or suicides: {r.draws}; mean game length {r.mean_frames():.0f} frames"]
+    for reason in sorted({g.forfeit for g in r.games if g.forfeit})[:5]:
+        who = r.name_a if reason.startswith("a:") else r.name_b
+        lines.append(f"  forfeit by {who}: {reason[3:]}")
     return "\n".join(lines)
 
 

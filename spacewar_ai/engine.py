@@ -40,6 +40,7 @@ class DeathCause(enum.IntEnum):
     COLLISION = 3
     TIMEOUT = 4
     HYPERSPACE = 5
+    FORFEIT = 6  # set by arena.play_match, never by the physics: a strategy failed at run time
 
 
 class Action(enum.IntEnum):

@@ -265,9 +265,9 @@ def _tournament(parser, args) -> int:
     from pathlib import Path
 
     from spacewar_ai.players import PRETRAINED_PATH
-    from spacewar_ai.tournament import (RatingsFile, crosstable_markdown, play_elimination,
-                                        play_round_robin, play_swiss, resolve_entrants,
-                                        standings)
+    from spacewar_ai.tournament import (RatingsFile, crosstable_markdown, deaths_markdown,
+                                        play_elimination, play_round_robin, play_swiss,
+                                        resolve_entrants, standings)
 
     ck_dir = Path(args.checkpoint_dir or "checkpoints")
     if args.players:
@@ -299,7 +299,7 @@ def _tournament(parser, args) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     rows = standings(result)
-    table = crosstable_markdown(result, rows)
+    table = crosstable_markdown(result, rows) + "\n\nDeaths by cause:\n\n" + deaths_markdown(rows)
     print(f"{args.tournament_mode}: {len(entrants)} players, {args.matches_per_pairing} games "
           f"per pairing, "
           f"{sum(r.n for _, _, r in result.matches)} games in {result.seconds:.1f} s\n")

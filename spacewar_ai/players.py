@@ -1,7 +1,8 @@
 """One spec language for every player: scripted pilots and learned models.
 
 Specs: `idle`, `random`, `heuristic:easy|medium|hard`, `pretrained` (the model shipped in the
-package), `ppo:PATH`, `dqn:PATH`, or a bare checkpoint path (algorithm read from the file).
+package), `ppo:PATH`, `dqn:PATH`, a bare checkpoint path (algorithm read from the file), or
+`strategy:PATH.py` (a strategy file, validated here and run in the sandbox: sandbox.py).
 Every player is a pilot: `act(obs (N, D)) -> (N,)`, `reset(mask, seeds)`, `name`.
 """
 
@@ -15,6 +16,7 @@ import numpy as np
 from .bots import PILOT_SPECS, make_pilot
 from .checkpoints import CheckpointError, load_agent
 from .config import GameConfig
+from .sandbox import StrategyError, StrategyPilot, load_strategy_file
 
 PRETRAINED_PATH = Path(__file__).resolve().parent / "pretrained" / "ppo_spacewar.pt"
 
@@ -45,6 +47,8 @@ def spec_path(spec: str) -> Path | None:
         return PRETRAINED_PATH
     if low.startswith(("ppo:", "dqn:")):
         return Path(spec.strip()[4:])
+    if low.startswith("strategy:"):
+        return Path(spec.strip()[len("strategy:"):])
     if low in PILOT_SPECS or low.startswith("heuristic"):
         return None
     return Path(spec.strip())
@@ -65,6 +69,14 @@ def resolve_player(spec, config: GameConfig | None = None, seed: int = 0,
     low = s.lower()
     if low in PILOT_SPECS or low == "heuristic" or low.startswith("heuristic:"):
         return make_pilot(low, config, seed)
+    if low.startswith("strategy:"):
+        path = Path(s[len("strategy:"):])
+        try:
+            source = load_strategy_file(path)
+        except StrategyError as exc:
+            raise ValueError(f"player {spec!r}: {exc}") from None
+        return StrategyPilot(path, identity=file_identity(path), source=source,
+                             n_actions=config.num_actions)
     expect = None
     path_text = s
     if low == "pretrained":
@@ -77,8 +89,8 @@ def resolve_player(spec, config: GameConfig | None = None, seed: int = 0,
     path = Path(path_text)
     if not path.is_file():
         raise ValueError(f"player {spec!r}: not a pilot spec and no such checkpoint file; use "
-                         f"one of {', '.join(PILOT_SPECS)}, pretrained, ppo:PATH, dqn:PATH or a "
-                         "checkpoint path")
+                         f"one of {', '.join(PILOT_SPECS)}, pretrained, ppo:PATH, dqn:PATH, "
+                         "strategy:PATH.py or a checkpoint path")
     try:
         agent, _ = load_agent(path, device, expect, config.obs_dim)
     except CheckpointError as exc:

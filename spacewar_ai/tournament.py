@@ -29,6 +29,7 @@ import numpy as np
 from .arena import MatchResult, play_match
 from .checkpoints import atomic_write_bytes
 from .config import GameConfig
+from .engine import DeathCause
 from .players import resolve_player
 
 ELO_START = 1500.0
@@ -74,7 +75,12 @@ def _play_pairing(args) -> tuple[int, int, MatchResult]:
     config = GameConfig.from_dict(config_dict)
     a = resolve_player(spec_i, config)
     b = resolve_player(spec_j, config)
-    return i, j, play_match(a, b, games, _pairing_seed(seed, i, j), config)
+    try:
+        return i, j, play_match(a, b, games, _pairing_seed(seed, i, j), config)
+    finally:
+        for pilot in (a, b):
+            if hasattr(pilot, "close"):
+                pilot.close()  # a sandboxed strategy's child process
 
 
 @dataclass
@@ -308,10 +314,13 @@ def standings(result: TournamentResult) -> list[dict[str, Any]]:
     causes: dict[int, dict[str, int]] = {i: {} for i in range(len(result.entrants))}
     shots = np.zeros(len(result.entrants))
     hits = np.zeros(len(result.entrants))
+    forfeits: dict[int, list[str]] = {i: [] for i in range(len(result.entrants))}
     for i, j, r in result.matches:
         for who, idx in (("a", i), ("b", j)):
             for c, v in r.causes(who).items():
                 causes[idx][c] = causes[idx].get(c, 0) + v
+            forfeits[idx] += [g.forfeit[3:] for g in r.games
+                              if g.forfeit and g.forfeit.startswith(who + ":")]
         for game in r.games:
             shots[i] += game.shots_a
             shots[j] += game.shots_b
@@ -322,7 +331,9 @@ def standings(result: TournamentResult) -> list[dict[str, Any]]:
         rows.append({"name": e.name, "spec": e.spec, "identity": e.identity,
                      "rating": float(bt[i]), "ci95": float(1.96 * se[i]), "elo": float(elo[i]),
                      "score": float(s[i].sum()), "games": int(g[i].sum()),
-                     "deaths": causes[i],
+                     "deaths": causes[i], "forfeits": len(forfeits[i]),
+                     # The distinct reasons, so a failing strategy's author sees what went wrong.
+                     "forfeit_reasons": sorted(set(forfeits[i]))[:5],
                      "accuracy": float(hits[i] / shots[i]) if shots[i] else 0.0})
     rows.sort(key=lambda r: -r["rating"])
     return rows
@@ -342,6 +353,18 @@ def crosstable_markdown(result: TournamentResult, rows: list[dict[str, Any]]) ->
         lines.append(f"| {rank} | {r['name']} | {r['rating']:.0f} +- {r['ci95']:.0f} | "
                      f"{r['elo']:.0f} | {r['score']:g}/{r['games']} | {r['accuracy']:.1%} | "
                      + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def deaths_markdown(rows: list[dict[str, Any]]) -> str:
+    """Per-player death causes and forfeits (with their reasons), in standings order."""
+    causes = [c.name for c in DeathCause if c != DeathCause.NONE]
+    lines = ["| player | " + " | ".join(c.lower() for c in causes) + " | forfeit reasons |",
+             "|---|" + "---|" * len(causes) + "---|"]
+    for r in rows:
+        reasons = "; ".join(r.get("forfeit_reasons", [])) or "-"
+        lines.append(f"| {r['name']} | " + " | ".join(str(r["deaths"].get(c, 0)) for c in causes)
+                     + f" | {reasons.replace('|', '/')} |")
     return "\n".join(lines)
 
 

@@ -1,0 +1,476 @@
+"""Strategy files: Python pilots written by people or LLMs, checked and then run in a sandbox.
+
+A strategy file defines `strategy(obs) -> int`: `obs` is the 36-float observation (a tuple, see
+SpacewarEnv's docstring) and the result an action 0..5. Two walls stand between it and the host:
+
+1. `validate_source` parses the file and walks its syntax tree against an allow-list (below)
+   before any of it runs. Anything not allowed is refused with the file, line and reason.
+2. `StrategyPilot` runs the code in a child process started with `python -I` (no user site, no
+   PYTHON* variables), an empty environment, resource limits (address space, CPU seconds, open
+   files, file size, processes) and a builtins table holding only the allowed names. The child gets
+   a whole batch of observations (one row per running game) per message and answers with a batch
+   of actions, so the pipe (~75 us a round trip) is crossed once per decision step of a match, not
+   once per game.
+
+Time budget (per game): each decision may take at most `hard_ms` (200 ms; a timer interrupts the
+call), and decisions must average at most `avg_ms` (5 ms, judged after 20 decisions). A strategy
+that raises, runs out of time or memory, or returns anything but an int 0..5 forfeits that game;
+the reason is recorded (`forfeits`) and the other games go on. If the child process dies or stops
+answering, every game it was deciding is forfeited and a new child is started for the next call.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import select
+import struct
+import subprocess
+import sys
+import weakref
+from pathlib import Path
+
+import numpy as np
+
+ALLOWED_BUILTINS = ("abs", "min", "max", "len", "range", "sum", "round", "enumerate", "zip",
+                    "float", "int", "bool", "list", "tuple", "sorted", "reversed", "any", "all",
+                    "isinstance", "print")
+ALLOWED_IMPORTS = ("math",)
+# Names refused outright, with a reason that tells the author why (most are also simply absent
+# from the builtins table, which would refuse them anyway).
+FORBIDDEN_NAMES = frozenset({
+    "eval", "exec", "compile", "open", "getattr", "setattr", "delattr", "hasattr", "vars",
+    "globals", "locals", "type", "super", "__import__", "breakpoint", "input", "help", "dir",
+    "object", "memoryview", "classmethod", "staticmethod", "property", "exit", "quit"})
+FORBIDDEN_ATTRIBUTES = frozenset({"format", "format_map", "mro"})
+# Frame, generator, coroutine, async-generator, traceback and code objects lead back to globals.
+FORBIDDEN_ATTRIBUTE_PREFIXES = ("gi_", "cr_", "ag_", "f_", "tb_", "co_")
+
+# Statement and expression kinds a strategy may use; every other node kind is refused.
+_ALLOWED_NODES = (
+    ast.Module, ast.FunctionDef, ast.arguments, ast.arg, ast.Return, ast.Assign, ast.AugAssign,
+    ast.For, ast.While, ast.If, ast.Break, ast.Continue, ast.Pass, ast.Expr, ast.Import,
+    ast.ImportFrom, ast.alias, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.IfExp,
+    ast.Call, ast.keyword, ast.Constant, ast.Name, ast.Attribute, ast.Subscript, ast.Slice,
+    ast.Starred, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.SetComp,
+    ast.DictComp, ast.GeneratorExp, ast.comprehension, ast.NamedExpr, ast.Delete,
+    ast.JoinedStr, ast.FormattedValue, ast.Load, ast.Store, ast.Del, ast.And, ast.Or,
+    ast.operator, ast.unaryop, ast.cmpop,
+)
+# What to call the refused kinds in messages (the rest use their AST class name).
+_NODE_WORDS = {
+    ast.Lambda: "lambda", ast.Yield: "yield", ast.YieldFrom: "yield from",
+    ast.ClassDef: "class definitions", ast.Global: "global", ast.Nonlocal: "nonlocal",
+    ast.With: "with", ast.Try: "try/except", ast.AsyncFunctionDef: "async def",
+    ast.AsyncFor: "async for", ast.AsyncWith: "async with", ast.Await: "await",
+    ast.Raise: "raise", ast.Assert: "assert", ast.AnnAssign: "annotated assignments",
+}
+if hasattr(ast, "TryStar"):
+    _NODE_WORDS[ast.TryStar] = "try/except*"
+
+MAX_SOURCE_BYTES = 100_000
+_ERROR_ACTION = 255
+
+
+class StrategyError(ValueError):
+    """A strategy file was refused; the message names the file, the line and the reason."""
+
+
+def _refuse(filename: str, line: int, reason: str) -> StrategyError:
+    return StrategyError(f"{filename}:{line}: {reason}")
+
+
+def validate_source(source: str, filename: str = "<strategy>") -> ast.Module:
+    """Check a strategy's source against the allow-list; returns the parsed tree or raises
+    StrategyError naming the file, line and reason. Nothing of the source runs here."""
+    if len(source.encode("utf-8", "replace")) > MAX_SOURCE_BYTES:
+        raise StrategyError(f"{filename}:0: the file is larger than {MAX_SOURCE_BYTES} bytes")
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        raise StrategyError(f"{filename}:{exc.lineno or 0}: syntax error: {exc.msg}") from None
+    bound = set(ALLOWED_BUILTINS)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.add(node.id)
+        elif isinstance(node, ast.FunctionDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+    # Report the first problem in reading order (the innermost of nested ones on a line).
+    for where, node in sorted(_located(tree, (0, 0, 0)), key=lambda item: item[0]):
+        if not isinstance(node, _ALLOWED_NODES):
+            word = _NODE_WORDS.get(type(node), type(node).__name__)
+            raise _refuse(filename, where[0], f"{word} is not allowed in a strategy")
+        _check_node(node, where[0], filename, bound)
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "strategy"]
+    if not defs:
+        raise StrategyError(f"{filename}:0: no top-level `def strategy(obs):` found")
+    args = defs[-1].args
+    if len(args.args) != 1 or args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+        raise _refuse(filename, defs[-1].lineno, "strategy must take exactly one argument: "
+                                          "def strategy(obs)")
+    return tree
+
+
+def _located(node, where):
+    """Every node with its (line, column, end column); nodes without a position (withitem,
+    comprehension, arguments) take their parent's, so messages name a real line."""
+    if hasattr(node, "lineno"):
+        where = (node.lineno, node.col_offset, node.end_col_offset or 0)
+    out = [(where, node)]
+    for child in ast.iter_child_nodes(node):
+        out += _located(child, where)
+    return out
+
+
+def _check_node(node, line: int, filename: str, bound: set[str]) -> None:
+    if isinstance(node, ast.Name):
+        if node.id.startswith("_"):
+            raise _refuse(filename, line, f"name {node.id!r} begins with an underscore")
+        if node.id in FORBIDDEN_NAMES:
+            raise _refuse(filename, line, f"{node.id}() is not allowed in a strategy")
+        if isinstance(node.ctx, ast.Load) and node.id not in bound:
+            raise _refuse(filename, line, f"name {node.id!r} is not defined in the file and is "
+                                          f"not an allowed builtin ({', '.join(ALLOWED_BUILTINS)})")
+    elif isinstance(node, ast.Attribute):
+        attr = node.attr
+        if attr.startswith("_"):
+            raise _refuse(filename, line, f"attribute {attr!r} begins with an underscore")
+        if attr in FORBIDDEN_ATTRIBUTES or attr.startswith(FORBIDDEN_ATTRIBUTE_PREFIXES):
+            raise _refuse(filename, line, f"attribute {attr!r} is not allowed in a strategy")
+    elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+        text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
+        if "__" in text:
+            raise _refuse(filename, line, "string constants may not contain '__' (dunder names)")
+    elif isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.name not in ALLOWED_IMPORTS:
+                raise _refuse(filename, line, f"import {alias.name} is not allowed; `import math` "
+                                              "is the only import")
+    elif isinstance(node, ast.ImportFrom):
+        if node.module not in ALLOWED_IMPORTS or node.level:
+            raise _refuse(filename, line, f"from {node.module} import is not allowed; "
+                                          "`import math` is the only import")
+        for alias in node.names:
+            if alias.name == "*" or alias.name.startswith("_"):
+                raise _refuse(filename, line, f"from math import {alias.name} is not allowed")
+    elif isinstance(node, ast.FunctionDef):
+        if node.decorator_list:
+            raise _refuse(filename, line, "decorators are not allowed in a strategy")
+        if node.returns is not None or any(a.annotation is not None for a in node.args.args):
+            raise _refuse(filename, line, "annotations are not allowed in a strategy")
+        if node.name.startswith("_"):
+            raise _refuse(filename, line, f"function name {node.name!r} begins with an underscore")
+    elif isinstance(node, ast.arg) and node.arg.startswith("_"):
+        raise _refuse(filename, line, f"argument {node.arg!r} begins with an underscore")
+    elif isinstance(node, ast.alias) and (node.asname or "").startswith("_"):
+        raise _refuse(filename, line, f"alias {node.asname!r} begins with an underscore")
+
+
+def load_strategy_file(path) -> str:
+    """Read and validate a strategy file; StrategyError (a ValueError) names the problem."""
+    path = Path(path)
+    if not path.is_file():
+        raise StrategyError(f"{path}: no such strategy file")
+    data = path.read_bytes()
+    if len(data) > MAX_SOURCE_BYTES:
+        raise StrategyError(f"{path}:0: the file is larger than {MAX_SOURCE_BYTES} bytes")
+    try:
+        source = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise StrategyError(f"{path}:0: not UTF-8 text ({exc.reason})") from None
+    validate_source(source, str(path))
+    return source
+
+
+# The program the child runs. It is ours (trusted): it imports what it needs, then lowers its own
+# resource limits, then runs the strategy's module with a builtins table of allowed names only.
+_CHILD_PROGRAM = r'''
+import json, math, resource, signal, struct, sys, time
+inp, out = sys.stdin.buffer, sys.stdout.buffer
+def read_exact(n):
+    b = inp.read(n)
+    if b is None or len(b) < n:
+        sys.exit(0)
+    return b
+def send(payload):
+    out.write(struct.pack("<I", len(payload)) + payload)
+    out.flush()
+hdr = json.loads(read_exact(struct.unpack("<I", read_exact(4))[0]))
+class HardTimeout(Exception):
+    pass
+def on_alarm(signum, frame):
+    raise HardTimeout(f"decision took longer than the hard limit of {hdr['hard_ms']} ms")
+signal.signal(signal.SIGALRM, on_alarm)
+for name, value in hdr["limits"].items():
+    try:
+        resource.setrlimit(getattr(resource, name), (value, value))
+    except (ValueError, OSError):
+        pass
+def safe_import(name, globals=None, locals=None, fromlist=(), level=0):
+    if name != "math" or level:
+        raise ImportError("only math may be imported")
+    return math
+def discard(*args, **kwargs):
+    return None
+import builtins
+table = {k: getattr(builtins, k) for k in hdr["builtins"] if k != "print"}
+table["print"] = discard
+table["__import__"] = safe_import
+glb = {"__builtins__": table, "__name__": "strategy"}
+hard = hdr["hard_ms"] / 1000.0
+try:
+    code = compile(hdr["source"], hdr["filename"], "exec")
+    signal.setitimer(signal.ITIMER_REAL, 1.0)
+    exec(code, glb)
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    fn = glb.get("strategy")
+    if not callable(fn):
+        raise TypeError("the file defines no function strategy(obs)")
+    send(json.dumps({"ok": True}).encode())
+except BaseException as exc:
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    send(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}).encode())
+    sys.exit(0)
+nact = hdr["n_actions"]
+while True:
+    n, dim = struct.unpack("<II", read_exact(8))
+    if n == 0:
+        break
+    flat = struct.unpack(f"<{n * dim}d", read_exact(8 * n * dim))
+    acts = bytearray(n)
+    times = [0.0] * n
+    errors = {}
+    for i in range(n):
+        obs = flat[i * dim:(i + 1) * dim]
+        t0 = time.perf_counter()
+        try:
+            signal.setitimer(signal.ITIMER_REAL, hard)
+            a = fn(obs)
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            if type(a) is not int or not 0 <= a < nact:
+                raise ValueError(f"returned {str(a)[:40]!r} ({type(a).__name__}); "
+                                 f"an action must be an int 0..{nact - 1}")
+            acts[i] = a
+        except BaseException as exc:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            acts[i] = 255
+            errors[i] = f"{type(exc).__name__}: {exc}"[:300]
+        times[i] = time.perf_counter() - t0
+    out.write(bytes(acts) + struct.pack(f"<{n}f", *times))
+    send(json.dumps(errors).encode())
+'''
+
+DEFAULT_LIMITS = {
+    "RLIMIT_AS": 512 * 1024 * 1024,  # bytes of address space: a memory bomb meets MemoryError
+    "RLIMIT_CPU": 900,               # CPU seconds for the whole process, a backstop to the timers
+    "RLIMIT_NOFILE": 4,              # stdin, stdout, stderr: nothing new can be opened
+    "RLIMIT_FSIZE": 0,               # bytes: no file can be written
+    "RLIMIT_NPROC": 0,               # no new processes (ignored by the kernel for root)
+    "RLIMIT_CORE": 0,
+}
+
+
+class StrategyPilot:
+    """A strategy file flying as a pilot (the pilot interface: act, reset, name, identity).
+
+    `act(obs, active)` asks the child for one action per active row; rows whose game was forfeited
+    get action 0 and are not asked again until `reset` starts a new game in that row. Forfeits
+    since the last call are in `new_forfeits` ({row: reason}); all of them in `forfeit_reason`.
+    """
+
+    uses_active_mask = True
+
+    def __init__(self, path, name: str | None = None, identity: str | None = None,
+                 hard_ms: float = 200.0, avg_ms: float = 5.0, min_decisions_for_avg: int = 20,
+                 limits: dict | None = None, source: str | None = None, n_actions: int = 6):
+        self.path = Path(path)
+        self.source = source if source is not None else load_strategy_file(self.path)
+        self.name = name or f"strategy:{self.path.name}"
+        self.identity = identity or self.name
+        self.hard_ms = float(hard_ms)
+        self.n_actions = int(n_actions)
+        self.avg_ms = float(avg_ms)
+        self.min_decisions_for_avg = int(min_decisions_for_avg)
+        self.limits = dict(DEFAULT_LIMITS if limits is None else limits)
+        self.forfeit_reason: dict[int, str] = {}
+        self.new_forfeits: dict[int, str] = {}
+        self.restarts = 0
+        self._proc: subprocess.Popen | None = None
+        self._finalizer = None
+        self._n = 0
+        self._resize(0)
+
+    # --- the child process -------------------------------------------------------------------
+    def _start(self) -> None:
+        proc = subprocess.Popen([sys.executable, "-I", "-c", _CHILD_PROGRAM],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, env={}, close_fds=True)
+        self._proc = proc
+        self._finalizer = weakref.finalize(self, _kill, proc)
+        header = {"source": self.source, "filename": str(self.path), "hard_ms": self.hard_ms,
+                  "limits": self.limits, "builtins": list(ALLOWED_BUILTINS),
+                  "n_actions": self.n_actions}
+        reply = self._request(_frame(json.dumps(header).encode()), 10.0, expect_actions=0)
+        if reply is None:
+            self.close()
+            raise StrategyError(f"{self.path}: the sandbox process did not start")
+        status = json.loads(reply[2])
+        if not status.get("ok"):
+            self.close()
+            raise StrategyError(f"{self.path}: failed while loading: {status.get('error')}")
+
+    def _request(self, payload: bytes, timeout: float, expect_actions: int):
+        """Send payload; return (actions, times, json_bytes) or None if the child died or hung."""
+        proc = self._proc
+        try:
+            proc.stdin.write(payload)
+            proc.stdin.flush()
+            fd = proc.stdout.fileno()
+            head = b""
+            need = expect_actions * 5
+            body = _read(fd, need, timeout) if need else b""
+            if body is None:
+                return None
+            head = _read(fd, 4, timeout)
+            if head is None:
+                return None
+            blob = _read(fd, struct.unpack("<I", head)[0], timeout)
+            if blob is None:
+                return None
+        except (BrokenPipeError, OSError, ValueError):
+            return None
+        acts = np.frombuffer(body[:expect_actions], dtype=np.uint8)
+        times = np.frombuffer(body[expect_actions:], dtype="<f4")
+        return acts, times, blob
+
+    def close(self) -> None:
+        """Stop the child process (also done when the pilot is garbage collected)."""
+        if self._finalizer is not None:
+            self._finalizer()
+        self._proc = None
+        self._finalizer = None
+
+    # --- the pilot interface -----------------------------------------------------------------
+    def _resize(self, n: int) -> None:
+        self._n = n
+        self._dead = np.zeros(n, dtype=bool)
+        self._time = np.zeros(n, dtype=np.float64)
+        self._count = np.zeros(n, dtype=np.int64)
+
+    def reset(self, mask=None, seeds=None) -> None:
+        if mask is None:
+            return
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape[0] != self._n:
+            self._resize(mask.shape[0])
+            self.forfeit_reason = {}
+            return
+        self._dead[mask] = False
+        self._time[mask] = 0.0
+        self._count[mask] = 0
+        for r in np.flatnonzero(mask):
+            self.forfeit_reason.pop(int(r), None)
+
+    def act(self, obs: np.ndarray, active=None) -> np.ndarray:
+        obs = np.asarray(obs, dtype=np.float64)
+        n = obs.shape[0]
+        self.new_forfeits = {}
+        out = np.zeros(n, dtype=np.int64)
+        if n == 0:
+            return out
+        # Per-game bookkeeping only holds when the rows are the same games from call to call.
+        tracked = n == self._n
+        ask = np.ones(n, dtype=bool) if active is None else np.asarray(active, dtype=bool).copy()
+        if tracked:
+            ask &= ~self._dead
+        rows = np.flatnonzero(ask)
+        if rows.size == 0:
+            return out
+        if self._proc is None or self._proc.poll() is not None:
+            try:
+                self._start()
+            except StrategyError as exc:
+                for r in rows:
+                    self._forfeit(int(r), str(exc), tracked)
+                return out
+        block = np.ascontiguousarray(obs[rows], dtype="<f8")
+        timeout = self.hard_ms / 1000.0 * rows.size + 2.0
+        reply = self._request(struct.pack("<II", rows.size, obs.shape[1]) + block.tobytes(),
+                              timeout, rows.size)
+        if reply is None:
+            code = self._proc.poll() if self._proc is not None else None
+            self.close()
+            self.restarts += 1
+            why = ("the sandbox process stopped answering (hard time limit) and was killed"
+                   if code is None else f"the sandbox process died (exit code {code})")
+            for r in rows:
+                self._forfeit(int(r), why, tracked)
+            return out
+        acts, times, blob = reply
+        errors = {int(k): v for k, v in json.loads(blob).items()}
+        out[rows] = np.where(acts == _ERROR_ACTION, 0, acts)
+        for i, reason in errors.items():
+            self._forfeit(int(rows[i]), reason, tracked)
+        if tracked:
+            self._time[rows] += times
+            self._count[rows] += 1
+            slow = rows[(self._count[rows] >= self.min_decisions_for_avg)
+                        & (self._time[rows] > self._count[rows] * self.avg_ms / 1000.0)
+                        & ~self._dead[rows]]
+            for r in slow:
+                mean = self._time[r] / self._count[r] * 1000.0
+                self._forfeit(int(r), f"decisions averaged {mean:.1f} ms, over the budget of "
+                                      f"{self.avg_ms:g} ms", tracked)
+        return out
+
+    def _forfeit(self, row: int, reason: str, tracked: bool) -> None:
+        self.new_forfeits[row] = reason
+        if tracked:
+            self._dead[row] = True
+            self.forfeit_reason[row] = reason
+
+
+def _frame(payload: bytes) -> bytes:
+    return struct.pack("<I", len(payload)) + payload
+
+
+def _read(fd: int, n: int, timeout: float) -> bytes | None:
+    """Read exactly n bytes from fd within timeout seconds; None on EOF or timeout."""
+    chunks = []
+    got = 0
+    while got < n:
+        ready, _, _ = select.select([fd], [], [], timeout)
+        if not ready:
+            return None
+        chunk = os.read(fd, n - got)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        if proc.poll() is None:
+            try:
+                proc.stdin.write(struct.pack("<II", 0, 0))
+                proc.stdin.flush()
+                proc.wait(timeout=0.5)
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                pass
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    for stream in (proc.stdin, proc.stdout):
+        try:
+            stream.close()
+        except OSError:
+            pass

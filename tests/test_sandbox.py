@@ -1,0 +1,244 @@
+"""Strategy files: the allow-list refuses escapes before anything runs, the sandboxed child
+contains what gets through (loops, memory bombs, C-level hangs), and failures forfeit games."""
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spacewar_ai.arena import play_match
+from spacewar_ai.players import resolve_player
+from spacewar_ai.sandbox import StrategyError, StrategyPilot, validate_source
+from spacewar_ai.tournament import play_round_robin, resolve_entrants, standings
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "strategies" / "aim_and_fire.py"
+
+
+def _write(tmp_path, body: str, name: str = "s.py") -> Path:
+    path = tmp_path / name
+    path.write_text(body)
+    return path
+
+
+ESCAPES = {
+    "generator frame walking": (
+        "def strategy(obs):\n    g = (x for x in obs)\n    f = g.gi_frame.f_back\n    return 0\n",
+        3, "gi_frame"),
+    "frame globals": (
+        "def strategy(obs):\n    g = (x for x in obs)\n    return g.gi_frame\n", 3, "gi_frame"),
+    "format-string attribute path": (
+        "def strategy(obs):\n    s = '{0.__class__}'.format(obs)\n    return 0\n", 2, "'__'"),
+    "dunder format field alone": (
+        "def strategy(obs):\n    s = '{0.__class__}'\n    return 0\n", 2, "'__'"),
+    "format method with a clean field": (
+        "def strategy(obs):\n    s = '{0.real}'.format(obs[0])\n    return 0\n", 2, "format"),
+    "format_map": (
+        "def strategy(obs):\n    s = '{a}'.format_map({'a': 1})\n    return 0\n", 2,
+        "format_map"),
+    "f-string attribute path": (
+        "def strategy(obs):\n    s = f'{obs.__class__}'\n    return 0\n", 2, "__class__"),
+    "subclasses walk": (
+        "def strategy(obs):\n    return ().__class__.__bases__[0].__subclasses__()\n", 2,
+        "underscore"),
+    "__builtins__ by subscript": (
+        "def strategy(obs):\n    e = __builtins__['eval']\n    return 0\n", 2, "__builtins__"),
+    "getattr with built strings": (
+        "def strategy(obs):\n    n = 'cla' + 'ss'\n    return getattr(obs, n)\n", 3, "getattr"),
+    "chr-built dunder names": (
+        "def strategy(obs):\n    n = chr(95) * 2 + 'class' + chr(95) * 2\n    return 0\n", 2,
+        "'chr'"),
+    "import os": ("import os\ndef strategy(obs):\n    return 0\n", 1, "import os"),
+    "from os import": ("from os import system\ndef strategy(obs):\n    return 0\n", 1, "from os"),
+    "star import": ("from math import *\ndef strategy(obs):\n    return 0\n", 1, "*"),
+    "eval": ("def strategy(obs):\n    return eval('1')\n", 2, "eval"),
+    "exec": ("def strategy(obs):\n    exec('x = 1')\n    return 0\n", 2, "exec"),
+    "open": ("def strategy(obs):\n    open('/etc/passwd')\n    return 0\n", 2, "open"),
+    "type": ("def strategy(obs):\n    return type(obs)\n", 2, "type"),
+    "vars": ("def strategy(obs):\n    return vars()\n", 2, "vars"),
+    "lambda": ("f = lambda x: x\ndef strategy(obs):\n    return 0\n", 1, "lambda"),
+    "yield": ("def strategy(obs):\n    yield 0\n", 2, "yield"),
+    "class": ("class A:\n    pass\ndef strategy(obs):\n    return 0\n", 1, "class"),
+    "try": ("def strategy(obs):\n    try:\n        return 0\n    except Exception:\n"
+            "        return 1\n", 2, "try"),
+    "with": ("def strategy(obs):\n    with obs:\n        return 0\n", 2, "with"),
+    "global": ("X = 0\ndef strategy(obs):\n    global X\n    return 0\n", 3, "global"),
+    "async": ("async def strategy(obs):\n    return 0\n", 1, "async"),
+    "dunder in a string": ("S = '__import__'\ndef strategy(obs):\n    return 0\n", 1, "__"),
+    "print's self": ("def strategy(obs):\n    return print.__self__\n", 2, "__self__"),
+    "decorator": ("def d(f):\n    return f\n@d\ndef strategy(obs):\n    return 0\n", 4,
+                  "decorator"),
+    "no strategy function": ("def play(obs):\n    return 0\n", 0, "def strategy"),
+    "syntax error": ("def strategy(obs)\n    return 0\n", 1, "syntax error"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ESCAPES))
+def test_allow_list_refuses_escapes_with_file_line_and_reason(name):
+    source, line, reason = ESCAPES[name]
+    with pytest.raises(StrategyError) as err:
+        validate_source(source, "escape.py")
+    message = str(err.value)
+    assert message.startswith(f"escape.py:{line}:"), message
+    assert reason in message, message
+
+
+def test_allow_list_accepts_the_documented_language():
+    source = (
+        "import math\nfrom math import atan2\nLIMIT = 0.1\nTABLE = {'a': 1}\n"
+        "def helper(x, y=2):\n    return [v * y for v in range(3) if v] + list((1, 2))\n"
+        "def strategy(obs):\n    total = sum(abs(v) for v in obs[:4])\n"
+        "    best = max(enumerate(obs[30:36]), key=None)\n    i = 0\n"
+        "    while i < 3:\n        i += 1\n        if i == 2:\n            break\n"
+        "    ok = all(isinstance(v, float) for v in obs) and not any(v > 9 for v in obs)\n"
+        "    s = f'{total:.2f}'\n    print(s, helper(1))\n"
+        "    pairs = {k: v for k, v in zip(range(2), reversed(sorted(obs[:2])))}\n"
+        "    return int(round(math.sqrt(4))) if ok and atan2(0, 1) == 0 else 0\n")
+    validate_source(source, "fine.py")
+
+
+def _pilot(tmp_path, body: str, **kwargs) -> StrategyPilot:
+    return StrategyPilot(_write(tmp_path, body), **kwargs)
+
+
+def _obs(n: int, first: float = 0.0) -> np.ndarray:
+    obs = np.zeros((n, 36))
+    obs[:, 0] = first
+    return obs
+
+
+def test_infinite_loop_forfeits_only_its_game_and_the_child_keeps_serving(tmp_path):
+    pilot = _pilot(tmp_path, "def strategy(obs):\n    while obs[0] > 0.5:\n        pass\n"
+                             "    return 4\n")
+    try:
+        pilot.reset(np.ones(3, dtype=bool))
+        obs = _obs(3)
+        obs[1, 0] = 1.0
+        actions = pilot.act(obs)
+        assert list(actions) == [4, 0, 4]
+        assert list(pilot.new_forfeits) == [1]
+        assert "hard limit of 200" in pilot.new_forfeits[1]
+        # The forfeited row is not asked again; the others still are, by the same child.
+        actions = pilot.act(_obs(3))
+        assert list(actions) == [4, 0, 4] and pilot.new_forfeits == {} and pilot.restarts == 0
+    finally:
+        pilot.close()
+
+
+def test_memory_bomb_meets_the_address_space_limit(tmp_path):
+    pilot = _pilot(tmp_path, "def strategy(obs):\n    junk = [0.5] * (10 ** 10)\n"
+                             "    return len(junk) % 6\n")
+    try:
+        pilot.reset(np.ones(2, dtype=bool))
+        assert list(pilot.act(_obs(2))) == [0, 0]
+        assert all("MemoryError" in r for r in pilot.new_forfeits.values())
+    finally:
+        pilot.close()
+
+
+def test_a_hang_inside_c_code_gets_the_child_killed_and_replaced(tmp_path):
+    # sum over a huge range loops in C and never returns to the interpreter, so the in-child timer cannot fire;
+    # the parent stops waiting, kills the child and starts a fresh one for the next call.
+    pilot = _pilot(tmp_path, "def strategy(obs):\n    if obs[0] > 0.5:\n"
+                             "        return sum(range(10 ** 12)) % 6\n    return 3\n")
+    try:
+        pilot.reset(np.ones(1, dtype=bool))
+        start = time.perf_counter()
+        assert list(pilot.act(_obs(1, first=1.0))) == [0]
+        waited = time.perf_counter() - start
+        assert "killed" in pilot.new_forfeits[0] and waited < 10
+        pilot.reset(np.ones(1, dtype=bool))
+        assert list(pilot.act(_obs(1))) == [3] and pilot.restarts == 1
+    finally:
+        pilot.close()
+
+
+@pytest.mark.parametrize("body, reason", [
+    ("    return 7\n", "int 0..5"),
+    ("    return 1.0\n", "float"),
+    ("    return None\n", "NoneType"),
+    ("    return True\n", "bool"),
+    ("    return 1 // int(obs[0])\n", "ZeroDivisionError"),
+    ("    return helper(obs)\n", "RecursionError"),
+])
+def test_invalid_results_and_exceptions_forfeit_with_the_reason(tmp_path, body, reason):
+    pilot = _pilot(tmp_path, "def helper(o):\n    return helper(o)\n"
+                             "def strategy(obs):\n" + body)
+    try:
+        pilot.reset(np.ones(1, dtype=bool))
+        pilot.act(_obs(1))
+        assert reason in pilot.new_forfeits[0], pilot.new_forfeits
+    finally:
+        pilot.close()
+
+
+def test_slow_strategy_forfeits_on_the_average_budget(tmp_path):
+    pilot = _pilot(tmp_path, "def strategy(obs):\n    t = 0\n    for i in range(300000):\n"
+                             "        t += i\n    return t % 6\n", avg_ms=1.0,
+                   min_decisions_for_avg=5)
+    try:
+        pilot.reset(np.ones(1, dtype=bool))
+        for _ in range(5):
+            pilot.act(_obs(1))
+        assert "averaged" in pilot.forfeit_reason[0] and "budget of 1 ms" in pilot.forfeit_reason[0]
+    finally:
+        pilot.close()
+
+
+def test_the_child_itself_refuses_what_the_validator_would(tmp_path):
+    # Defense in depth: source handed over unvalidated still finds no open, no os, no env.
+    probes = {
+        "open": "def strategy(obs):\n    open('/etc/hostname')\n    return 0\n",
+        "import": "import os\ndef strategy(obs):\n    return 0\n",
+    }
+    path = _write(tmp_path, "def strategy(obs):\n    return 0\n")
+    pilot = StrategyPilot(path, source=probes["open"])
+    try:
+        pilot.reset(np.ones(1, dtype=bool))
+        pilot.act(_obs(1))
+        assert "NameError" in pilot.new_forfeits[0]
+    finally:
+        pilot.close()
+    pilot = StrategyPilot(path, source=probes["import"])
+    try:
+        pilot.reset(np.ones(1, dtype=bool))
+        pilot.act(_obs(1))
+        assert "only math may be imported" in pilot.new_forfeits[0]
+    finally:
+        pilot.close()
+
+
+def test_forfeits_are_recorded_and_the_tournament_goes_on(tmp_path):
+    crash = _write(tmp_path, "def strategy(obs):\n    if obs[6] < 0.999:\n"
+                             "        return 1 // 0\n    return 3\n", "crash.py")
+    entrants = resolve_entrants([f"strategy:{crash}", f"strategy:{EXAMPLE}", "heuristic:easy"])
+    result = play_round_robin(entrants, 6, seed=3, workers=1)
+    rows = {r["name"]: r for r in standings(result)}
+    crashed = rows["strategy:crash.py"]
+    assert crashed["forfeits"] == 12 and crashed["score"] == 0
+    assert crashed["deaths"]["FORFEIT"] == 12
+    assert any("ZeroDivisionError" in r for r in crashed["forfeit_reasons"])
+    # The other pairing was played normally.
+    assert rows["strategy:aim_and_fire.py"]["forfeits"] == 0
+    assert rows["strategy:aim_and_fire.py"]["games"] == 12
+
+
+def test_strategy_spec_resolves_with_a_file_identity_and_plays_deterministically():
+    pilot = resolve_player(f"strategy:{EXAMPLE}")
+    assert pilot.name == "strategy:aim_and_fire.py"
+    assert pilot.identity.startswith("aim_and_fire@") and len(pilot.identity) == 25
+    first = play_match(pilot, "idle", 10, seed=4)
+    second = play_match(resolve_player(f"strategy:{EXAMPLE}"), "idle", 10, seed=4)
+    assert [(g.winner, g.frames) for g in first.games] == \
+           [(g.winner, g.frames) for g in second.games]
+    assert first.wins_a >= 8  # it aims and fires at a target that does not move
+
+
+def test_a_refused_strategy_stops_the_tournament_before_play_naming_the_player(tmp_path):
+    bad = _write(tmp_path, "import subprocess\ndef strategy(obs):\n    return 0\n", "bad.py")
+    with pytest.raises(ValueError) as err:
+        resolve_entrants(["idle", f"strategy:{bad}"])
+    assert f"player 'strategy:{bad}'" in str(err.value)
+    assert "bad.py:1: import subprocess is not allowed" in str(err.value)
+    with pytest.raises(ValueError, match="no such strategy file"):
+        resolve_entrants([f"strategy:{tmp_path / 'missing.py'}"])
