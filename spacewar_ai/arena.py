@@ -34,6 +34,7 @@ class GameRecord:
     hits_a: int
     hits_b: int
     forfeit: str | None = None  # "a: reason" or "b: reason" when a player forfeited the game
+    actions: np.ndarray | None = None  # (steps, 2) by ship, kept for replays (keep_actions)
 
 
 @dataclass
@@ -91,8 +92,11 @@ class MatchResult:
 
 def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
                config: GameConfig | None = None, reward_config: RewardConfig | None = None,
-               swap_sides: bool = True) -> MatchResult:
-    """Play `games` games (an even number when swapping sides) and return the aggregate."""
+               swap_sides: bool = True, keep_actions: int = 0) -> MatchResult:
+    """Play `games` games (an even number when swapping sides) and return the aggregate.
+
+    keep_actions=k keeps both ships' actions of k games (alternating sides: games 0, n/2, 1,
+    n/2 + 1, ...) in their GameRecord, so they can be saved as replays."""
     config = config if config is not None else GameConfig()
     if games < 1:
         raise ValueError(f"games={games} is invalid: must be >= 1")
@@ -117,6 +121,11 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
     active = np.ones(n, dtype=bool)
     actions = np.zeros((n, 2), dtype=np.int64)
     forfeits: dict[int, str] = {}
+    order = np.stack([np.arange(half), np.arange(half) + half], 1).reshape(-1) if swap_sides \
+        else np.arange(n)
+    kept = np.sort(order[:max(0, min(keep_actions, n))])
+    kept_log: list[np.ndarray] = []
+    kept_steps = np.zeros(n, dtype=np.int64)
     obs = batch.observe()
     while active.any():
         act_a = _act(a, obs[rows, a_side], active)
@@ -129,6 +138,9 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
                     active[g] = False
         actions[rows, a_side] = act_a
         actions[rows, 1 - a_side] = act_b
+        if kept.size:
+            kept_log.append(actions[kept].copy())
+            kept_steps[active] += 1
         batch.step(actions)
         obs = batch.observe()
         active &= ~(batch.terminated | batch.truncated)
@@ -145,6 +157,10 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
             shots_a=int(si[g, sa, engine.SHOTS]), shots_b=int(si[g, sb, engine.SHOTS]),
             hits_a=int(si[g, sa, engine.HITS]), hits_b=int(si[g, sb, engine.HITS]),
             forfeit=forfeits.get(g)))
+    for k, g in enumerate(kept):
+        if g not in forfeits:  # a forfeit ends a game outside the rules: not replayable
+            result.games[g].actions = np.array([step[k] for step in kept_log[:kept_steps[g]]],
+                                               dtype=np.int64).reshape(-1, 2)
     return result
 
 
@@ -193,30 +209,42 @@ def _nonzero(causes: dict[str, int]) -> str:
 
 def watch_games(pilot_a, pilot_b, games: int = 1, seed: int = 0,
                 config: GameConfig | None = None, render_mode: str | None = "human",
-                frames: list | None = None) -> list[dict]:
+                frames: list | None = None, recorder=None) -> list[dict]:
     """Play games one at a time in a SpacewarEnv (A flies ship 0), drawing them as they go.
 
-    With render_mode "rgb_array", each drawn frame is appended to `frames`. Returns the final info
-    of each game.
+    With render_mode "rgb_array", each drawn frame (the start of each game, then one per step) is
+    appended to `frames`. A `recorder` (recording.VideoRecorder) gets the same frames drawn
+    off-screen. Returns the final info of each game.
     """
     from .environment import SpacewarEnv
 
     config = config if config is not None else GameConfig()
+    if recorder is not None:
+        render_mode = "rgb_array"
     a = make_pilot(pilot_a, config, seed)
     env = SpacewarEnv(config, opponent=make_pilot(pilot_b, config, seed + 1),
                       render_mode=render_mode)
     results = []
+
+    def keep(frame):
+        if frames is not None:
+            frames.append(frame)
+        if recorder is not None:
+            recorder.add(frame)
+
     try:
         for k in range(games):
             obs, info = env.reset(seed=seed + k)
             a.reset(np.ones(1, dtype=bool), env.batch.rng.copy())
+            if render_mode == "rgb_array":
+                keep(env.render())
             done = False
             while not done:
                 action = int(a.act(obs[None])[0])
                 obs, _, term, trunc, info = env.step(action)
                 done = term or trunc
-                if render_mode == "rgb_array" and frames is not None:
-                    frames.append(env.render())
+                if render_mode == "rgb_array":
+                    keep(env.render())
             results.append(info)
     finally:
         env.close()

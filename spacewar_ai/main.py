@@ -37,6 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="print PPO training throughput, ours and Stable-Baselines3's")
     modes.add_argument("--export", default=None, metavar="DST",
                        help="write a play-only copy of --checkpoint (no optimizer state) to DST")
+    modes.add_argument("--human-play", action="store_true",
+                       help="fly against the AI (--difficulty, or --opponent SPEC), or "
+                            "--two-player; F1 shows the keys")
+    modes.add_argument("--replay", default=None, metavar="PATH",
+                       help="play back a saved replay (runs/replays/*.json) in a window, or to "
+                            "a video with --record")
 
     tr = p.add_argument_group("training")
     tr.add_argument("--algorithm", choices=("ppo", "dqn"), default=None,
@@ -62,9 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev = p.add_argument_group("evaluation and players")
     ev.add_argument("--checkpoint", default=None, metavar="PATH",
                     help="a checkpoint file, or 'pretrained' for the shipped model")
-    ev.add_argument("--opponent", default="heuristic:hard",
+    ev.add_argument("--opponent", default=None,
                     help="player spec: idle, random, heuristic:easy|medium|hard, pretrained, "
-                         "ppo:PATH, dqn:PATH or a checkpoint path")
+                         "ppo:PATH, dqn:PATH, strategy:PATH.py or a checkpoint path (evaluate: "
+                         "default heuristic:hard; human play: instead of --difficulty)")
     ev.add_argument("--eval-episodes", type=int, default=None,
                     help="games per evaluation (default 200; during training 100)")
     ev.add_argument("--stochastic", action="store_true",
@@ -87,6 +94,25 @@ def build_parser() -> argparse.ArgumentParser:
                     help="ratings accumulated across tournaments (default "
                          "<checkpoint-dir>/ratings.json)")
 
+    hp = p.add_argument_group("human play, videos and replays")
+    hp.add_argument("--difficulty", choices=("easy", "medium", "hard", "insane"), default=None,
+                    help="easy: heuristic pilot 3 frames late; medium: best model sampling, 2 "
+                         "frames late; hard: best model greedy, 1 frame late; insane: no delay "
+                         "(default medium)")
+    hp.add_argument("--two-player", action="store_true",
+                    help="two people at one keyboard, as in 1962")
+    hp.add_argument("--score-limit", type=int, default=5, help="points that win the match")
+    hp.add_argument("--scale", type=float, default=1.0,
+                    help="window scale (1.0 = 640 x 640 pixels)")
+    hp.add_argument("--phosphor", action="store_true",
+                    help="phosphor trails: frames fade out instead of being cleared")
+    hp.add_argument("--record", default=None, metavar="PATH",
+                    help="record human play, --demo, --evaluate or --replay games to a .mp4 or "
+                         ".gif (drawn off-screen for demo and evaluate)")
+    hp.add_argument("--save-replays", type=int, default=0, metavar="N",
+                    help="evaluate: save N games as replays; tournament: N games per pairing "
+                         "(under runs/replays/)")
+
     common = p.add_argument_group("common")
     common.add_argument("--render", action="store_true", help="show a game in a window")
     common.add_argument("--seed", type=int, default=None, help="random seed (default 0)")
@@ -104,16 +130,18 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--{name.replace('_', '-')} must be >= 1 (got {value})")
     if args.learning_rate is not None and not args.learning_rate > 0:
         parser.error(f"--learning-rate must be > 0 (got {args.learning_rate})")
+    if args.save_replays < 0:
+        parser.error(f"--save-replays must be >= 0 (got {args.save_replays})")
     chosen = [m for m in ("evaluate", "champion_train", "demo", "benchmark", "benchmark_training",
-                          "export", "tournament") if getattr(args, m)]
+                          "export", "tournament", "human_play", "replay") if getattr(args, m)]
     if len(chosen) > 1:
         parser.error("choose one mode: " + ", ".join("--" + m.replace("_", "-") for m in chosen))
     mode = chosen[0] if chosen else "train"
     try:
         return {"evaluate": _evaluate, "champion_train": _train, "demo": _demo,
                 "benchmark": _benchmark, "benchmark_training": _benchmark_training,
-                "export": _export, "tournament": _tournament,
-                "train": _train}[mode](parser, args)
+                "export": _export, "tournament": _tournament, "human_play": _human_play,
+                "replay": _replay, "train": _train}[mode](parser, args)
     except KeyboardInterrupt:
         print("\ninterrupted: the last checkpoint written is intact", file=sys.stderr)
         return 130
@@ -218,11 +246,21 @@ def _evaluate(parser, args) -> int:
         Path(args.checkpoint_dir or "checkpoints") / "ratings.json"
     try:
         ratings = RatingsFile(ratings_path)
-        out = evaluate(args.checkpoint, args.opponent,
-                       args.eval_episodes or (1 if args.render else 200), args.seed or 0,
-                       deterministic=not args.stochastic, render=args.render)
+        recorder = _recorder(parser, args, per_step=True)
+        drawn = args.render or recorder is not None
+        out = evaluate(args.checkpoint, args.opponent or "heuristic:hard",
+                       args.eval_episodes or (1 if drawn else 200), args.seed or 0,
+                       deterministic=not args.stochastic, render=args.render, recorder=recorder,
+                       keep_actions=args.save_replays)
     except ValueError as exc:
         parser.error(str(exc))
+    _finish_recording(recorder)
+    if args.save_replays and "match" in out:
+        from spacewar_ai.config import GameConfig
+        from spacewar_ai.replays import save_match_replays
+
+        saved = save_match_replays(out["match"], GameConfig(), "evaluate")
+        print(f"  saved {len(saved)} replays under {saved[0].parent if saved else 'runs/replays'}")
     if "match" in out:
         # Evaluations count in the ratings like tournament games.
         entrants = [Entrant(spec, p.name, getattr(p, "identity", p.name))
@@ -246,12 +284,15 @@ def _demo(parser, args) -> int:
         pilots = [resolve_player(s, seed=seed + i) for i, s in enumerate(specs)]
     except ValueError as exc:
         parser.error(str(exc))
-    if args.render:
+    recorder = _recorder(parser, args, per_step=True)
+    if args.render or recorder is not None:
         games = args.episodes or 1
-        for k, info in enumerate(watch_games(pilots[0], pilots[1], games, seed)):
+        for k, info in enumerate(watch_games(pilots[0], pilots[1], games, seed,
+                                             recorder=recorder)):
             print(f"game {k + 1}: winner {_side(info['winner'], specs)}, "
                   f"deaths: ship 0 {_cause(info['ship_0_death_cause'])}, "
                   f"ship 1 {_cause(info['ship_1_death_cause'])}")
+        _finish_recording(recorder)
         return 0
     games = args.episodes or 200
     games += games % 2
@@ -288,14 +329,17 @@ def _tournament(parser, args) -> int:
         entrants = resolve_entrants(specs)
         games, seed = args.matches_per_pairing, args.seed or 0
         if args.tournament_mode == "swiss":
-            result = play_swiss(entrants, games, seed, workers=workers)
+            result = play_swiss(entrants, games, seed, workers=workers,
+                                keep_actions=args.save_replays)
         elif args.tournament_mode == "elimination":
             known = ratings.data["players"]
             seeding = [known.get(e.identity, {}).get("rating", 1500.0 - k)
                        for k, e in enumerate(entrants)]
-            result = play_elimination(entrants, games, seed, seeding, workers=workers)
+            result = play_elimination(entrants, games, seed, seeding, workers=workers,
+                                      keep_actions=args.save_replays)
         else:
-            result = play_round_robin(entrants, games, seed, workers=workers)
+            result = play_round_robin(entrants, games, seed, workers=workers,
+                                      keep_actions=args.save_replays)
     except ValueError as exc:
         parser.error(str(exc))
     rows = standings(result)
@@ -315,6 +359,121 @@ def _tournament(parser, args) -> int:
                   f"Bradley-Terry ratings, 95% intervals ({args.tournament_mode})")
     ratings.add(result, rows, f"{args.tournament_mode} of {len(entrants)}")
     print(f"\nwrote {out_dir}/crosstable.md, standings.json, ratings.png; ratings: {ratings_path}")
+    if args.save_replays:
+        from spacewar_ai.config import GameConfig
+        from spacewar_ai.replays import save_match_replays
+
+        saved = [p for i, j, r in result.matches
+                 for p in save_match_replays(r, GameConfig(), f"{r.name_a}-vs-{r.name_b}")]
+        print(f"saved {len(saved)} replays under runs/replays/")
+    return 0
+
+
+def _recorder(parser, args, per_step: bool):
+    """A VideoRecorder for --record, or None; per_step: one frame per decision (demo, evaluate,
+    decision-level replays) rather than per frame."""
+    if not args.record:
+        return None
+    from spacewar_ai.config import GameConfig
+    from spacewar_ai.recording import RecordingError, VideoRecorder
+
+    cfg = GameConfig()
+    try:
+        return VideoRecorder(args.record, cfg.fps / cfg.frame_skip if per_step else cfg.fps)
+    except RecordingError as exc:
+        parser.error(str(exc))
+
+
+def _finish_recording(recorder) -> None:
+    if recorder is not None:
+        path = recorder.close()
+        if path is not None:
+            print(f"recorded {recorder.frames} frames to {path}")
+
+
+def _human_play(parser, args) -> int:
+    from spacewar_ai.config import GameConfig
+    from spacewar_ai.play import HumanGame, difficulty_opponent, spec_opponent
+    from spacewar_ai.recording import RecordingError, VideoRecorder
+
+    game_cfg = _run_config(parser, args).game if args.config else GameConfig()
+    if args.two_player and args.opponent:
+        parser.error("--two-player and --opponent exclude each other: two people need no "
+                     "computer opponent")
+    seed = args.seed or 0
+    opponent = None
+    try:
+        if args.opponent:
+            opponent = spec_opponent(args.opponent, game_cfg, seed)
+        elif not args.two_player:
+            opponent = difficulty_opponent(args.difficulty or "medium", game_cfg,
+                                           args.checkpoint_dir or "checkpoints",
+                                           args.ratings_file, seed)
+        recorder = VideoRecorder(args.record, game_cfg.fps) if args.record else None
+        if opponent is not None:
+            print(f"opponent: {opponent.name} - {opponent.reason}")
+        game = HumanGame(game_cfg, opponent, two_player=args.two_player,
+                         score_limit=args.score_limit, seed=seed, scale=args.scale,
+                         phosphor=args.phosphor, recorder=recorder,
+                         difficulty="" if args.opponent or args.two_player
+                         else (args.difficulty or "medium"))
+    except (ValueError, RecordingError) as exc:
+        parser.error(str(exc))
+    print("keys: F1 or H for help, P pause, R restart round, Esc quit")
+    results = game.run()
+    _finish_recording(recorder)
+    for r in results:
+        print(f"round {r['round']}: winner {r['winner'] if r['winner'] is not None else 'none'}, "
+              f"deaths {r['causes'][0]} / {r['causes'][1]}, score {r['score'][0]}:"
+              f"{r['score'][1]}")
+    if game.replays:
+        print(f"replays: {len(game.replays)} saved under {game.replays[0].parent}/ (play one "
+              f"with --replay {game.replays[-1]})")
+    return 0
+
+
+def _replay(parser, args) -> int:
+    from spacewar_ai.rendering import Renderer
+    from spacewar_ai.replays import ReplayError, load_replay, replay_game
+
+    try:
+        replay = load_replay(args.replay)
+        cfg = replay["game_config"]
+        recorder = None
+        if args.record:
+            from spacewar_ai.recording import RecordingError, VideoRecorder
+
+            try:
+                recorder = VideoRecorder(args.record, cfg.fps / cfg.frame_skip)
+            except RecordingError as exc:
+                parser.error(str(exc))
+        renderer = Renderer(cfg, int(round(640 * args.scale)),
+                            "rgb_array" if recorder else "human",
+                            f"Spacewar! AI - replay {args.replay}", phosphor=args.phosphor)
+        names = " vs ".join(replay.get("players", []))
+        clock = None if recorder else renderer.pg.time.Clock()
+
+        def show(batch):
+            frame = renderer.draw(batch, 0, (f"replay: {names}",), wait=False)
+            if recorder is not None:
+                recorder.add(frame)
+            elif renderer.closed:
+                return False  # the window was closed: stop quietly
+            else:
+                clock.tick(cfg.fps / cfg.frame_skip)
+            return True
+
+        batch = replay_game(replay, show)
+    except ReplayError as exc:
+        parser.error(str(exc))
+    renderer.close()
+    _finish_recording(recorder)
+    steps = len(replay["actions"][0])
+    from spacewar_ai.replays import state_hash
+
+    same = state_hash(batch) == replay.get("final_state")
+    print(f"replayed {steps} steps ({names}); result {replay.get('result')}; final state "
+          f"{'identical to the recording' if same else 'not reached (stopped early)'}")
     return 0
 
 

@@ -36,12 +36,16 @@ class Renderer:
     """Draws game g of a GameBatch onto a square surface of `size` pixels."""
 
     def __init__(self, config: GameConfig, size: int = 640, mode: str = "rgb_array",
-                 title: str = "Spacewar! AI"):
+                 title: str = "Spacewar! AI", phosphor: bool = False, own_events: bool = True):
         pygame = _import_pygame()
         self.pg = pygame
         self.config = config
         self.size = int(size)
         self.mode = mode
+        self.phosphor = phosphor
+        # The renderer answers the window's close button itself unless a game loop reads events.
+        self.own_events = own_events
+        self.closed = False
         self.scale = self.size / max(config.width, config.height)
         pygame.init()
         if mode == "human":
@@ -52,6 +56,11 @@ class Renderer:
             self.screen = pygame.Surface((self.size, self.size))
             self.clock = None
         self.font = pygame.font.Font(None, max(14, self.size // 36))
+        self.big_font = pygame.font.Font(None, max(20, self.size // 18))
+        # Phosphor: each frame dims the last instead of clearing it, as the PDP-1's P7 tube did.
+        self.fade = pygame.Surface((self.size, self.size))
+        self.fade.set_alpha(110)
+        self.fade.fill(BLACK)
         rng = np.random.default_rng(1962)  # the same starfield every time
         self.stars = [(int(x), int(y), int(b)) for x, y, b in zip(
             rng.integers(0, self.size, 120), rng.integers(0, self.size, 120),
@@ -66,17 +75,24 @@ class Renderer:
         return [self._pt(x + (px * c - py * s) * k / self.scale, y + (px * s + py * c) * k / self.scale)
                 for px, py in shape]
 
-    def draw(self, batch, g: int = 0, hud_lines: tuple[str, ...] = (), wait: bool = True):
+    def draw(self, batch, g: int = 0, hud_lines: tuple[str, ...] = (), wait: bool = True,
+             overlay: tuple[str, ...] = ()):
         """Draw game g; in a window, wait for the next frame at the game's fps unless wait=False
-        (training draws without waiting so the other games do not slow down)."""
+        (training draws without waiting so the other games do not slow down). `overlay` lines
+        are shown large in the middle (round results, pause, help)."""
         pg = self.pg
-        if self.mode == "human":
+        if self.closed:
+            return None
+        if self.mode == "human" and self.own_events:
             for event in pg.event.get(pg.QUIT):
                 if event.type == pg.QUIT:
                     self.close()
                     return None
         surf = self.screen
-        surf.fill(BLACK)
+        if self.phosphor:
+            surf.blit(self.fade, (0, 0))
+        else:
+            surf.fill(BLACK)
         for x, y, b in self.stars:
             surf.set_at((x, y), (b, b, b))
         cfg = self.config
@@ -109,13 +125,35 @@ class Renderer:
         for i, text in enumerate(lines):
             color = SHIP_COLORS[i] if i < 2 else HUD
             surf.blit(self.font.render(text, True, color), (6, 4 + i * (self.font.get_height() + 2)))
+        if overlay:
+            self._overlay(overlay)
         if self.mode == "human":
             pg.display.flip()
             if wait:
                 self.clock.tick(cfg.fps)
             return None
-        return np.transpose(pg.surfarray.array3d(surf), (1, 0, 2)).copy()
+        return self.frame_rgb()
+
+    def _overlay(self, lines) -> None:
+        pg = self.pg
+        rendered = [self.big_font.render(t, True, (235, 235, 235)) for t in lines]
+        height = sum(r.get_height() + 6 for r in rendered) + 14
+        width = max(r.get_width() for r in rendered) + 28
+        box = pg.Surface((width, height))
+        box.set_alpha(200)
+        box.fill((20, 28, 40))
+        top = (self.size - height) // 2
+        self.screen.blit(box, ((self.size - width) // 2, top))
+        y = top + 10
+        for r in rendered:
+            self.screen.blit(r, ((self.size - r.get_width()) // 2, y))
+            y += r.get_height() + 6
+
+    def frame_rgb(self) -> np.ndarray:
+        """What is on the surface now, as an (H, W, 3) uint8 array."""
+        return np.transpose(self.pg.surfarray.array3d(self.screen), (1, 0, 2)).copy()
 
     def close(self):
-        if self.mode == "human":
+        if self.mode == "human" and not self.closed:
             self.pg.display.quit()
+        self.closed = True

@@ -71,12 +71,13 @@ def _worker_init() -> None:
 
 
 def _play_pairing(args) -> tuple[int, int, MatchResult]:
-    i, j, spec_i, spec_j, games, seed, config_dict = args
+    i, j, spec_i, spec_j, games, seed, config_dict, keep_actions = args
     config = GameConfig.from_dict(config_dict)
     a = resolve_player(spec_i, config)
     b = resolve_player(spec_j, config)
     try:
-        return i, j, play_match(a, b, games, _pairing_seed(seed, i, j), config)
+        return i, j, play_match(a, b, games, _pairing_seed(seed, i, j), config,
+                                keep_actions=keep_actions)
     finally:
         for pilot in (a, b):
             if hasattr(pilot, "close"):
@@ -113,20 +114,22 @@ class TournamentResult:
 
 
 def play_round_robin(entrants: list[Entrant], games_per_pairing: int = 100, seed: int = 0,
-                     config: GameConfig | None = None, workers: int = 1) -> TournamentResult:
-    """Every pair plays `games_per_pairing` games (an even number: pairs with sides swapped)."""
+                     config: GameConfig | None = None, workers: int = 1,
+                     keep_actions: int = 0) -> TournamentResult:
+    """Every pair plays `games_per_pairing` games (an even number: pairs with sides swapped).
+    keep_actions=k keeps the actions of k games per pairing for replays."""
     _check_games(games_per_pairing)
     config = config if config is not None else GameConfig()
     n = len(entrants)
     start = time.time()
     matches = _play_pairs(entrants, [(i, j) for i in range(n) for j in range(i + 1, n)],
-                          games_per_pairing, seed, config, workers)
+                          games_per_pairing, seed, config, workers, keep_actions)
     return TournamentResult(entrants, matches, time.time() - start)
 
 
-def _play_pairs(entrants, pairs, games, seed, config, workers):
-    jobs = [(i, j, entrants[i].spec, entrants[j].spec, games, seed, config.to_dict())
-            for i, j in pairs]
+def _play_pairs(entrants, pairs, games, seed, config, workers, keep_actions=0):
+    jobs = [(i, j, entrants[i].spec, entrants[j].spec, games, seed, config.to_dict(),
+             keep_actions) for i, j in pairs]
     if workers > 1 and len(jobs) > 1:
         # spawn, not fork: a forked child inherits torch's OpenMP state and can spin forever.
         ctx = multiprocessing.get_context("spawn")
@@ -138,7 +141,7 @@ def _play_pairs(entrants, pairs, games, seed, config, workers):
 
 def play_swiss(entrants: list[Entrant], games_per_pairing: int = 100, seed: int = 0,
                rounds: int | None = None, config: GameConfig | None = None,
-               workers: int = 1) -> TournamentResult:
+               workers: int = 1, keep_actions: int = 0) -> TournamentResult:
     """Swiss system: each round pairs players of similar score who have not met yet (the
     highest-scored unpaired player meets the next highest it has not played); an odd player out
     sits the round out. Default rounds: ceil(log2(n)) + 1, at most n - 1."""
@@ -158,7 +161,8 @@ def play_swiss(entrants: list[Entrant], games_per_pairing: int = 100, seed: int 
             break
         paired = {p for pair in pairs for p in pair}
         byes.update(i for i in range(n) if i not in paired)
-        for i, j, r in _play_pairs(entrants, pairs, games_per_pairing, seed, config, workers):
+        for i, j, r in _play_pairs(entrants, pairs, games_per_pairing, seed, config, workers,
+                                   keep_actions):
             met.add((i, j))
             points[i] += r.wins_a + 0.5 * r.draws
             points[j] += r.wins_b + 0.5 * r.draws
@@ -200,7 +204,7 @@ def _swiss_pairs(order: list[int], met: set[tuple[int, int]],
 
 def play_elimination(entrants: list[Entrant], games_per_pairing: int = 100, seed: int = 0,
                      seeding: list[float] | None = None, config: GameConfig | None = None,
-                     workers: int = 1) -> TournamentResult:
+                     workers: int = 1, keep_actions: int = 0) -> TournamentResult:
     """Single elimination. Players are seeded by `seeding` (higher first; e.g. their ratings),
     else in the order given; the bracket puts seed 1 against the lowest seed, and top seeds get
     byes when the field is not a power of two. A match is won on points; a tie goes to the
@@ -225,7 +229,7 @@ def play_elimination(entrants: list[Entrant], games_per_pairing: int = 100, seed
                 pairs.append((min(a, b), max(a, b)))
                 nxt.append(None)  # filled in below
         results = {(i, j): r for i, j, r in _play_pairs(entrants, pairs, games_per_pairing,
-                                                         seed, config, workers)}
+                                                         seed, config, workers, keep_actions)}
         k = 0
         for idx, (a, b) in enumerate(zip(alive[::2], alive[1::2])):
             if a is None or b is None:

@@ -400,20 +400,22 @@ def _np_state_json(state) -> list:
 
 def evaluate(checkpoint: str, opponent: str = "heuristic:hard", episodes: int = 200,
              seed: int = 0, config: GameConfig | None = None, deterministic: bool = True,
-             render: bool = False) -> dict[str, Any]:
-    """Play `episodes` games (sides swapped) and print the outcome with a 95% interval."""
+             render: bool = False, recorder=None, keep_actions: int = 0) -> dict[str, Any]:
+    """Play `episodes` games (sides swapped) and print the outcome with a 95% interval.
+    With render (or a video recorder) the games are played one by one and drawn instead."""
     from .arena import watch_games
 
     config = config if config is not None else GameConfig()
     player = resolve_player(checkpoint, config, seed, deterministic)
     opp = resolve_player(opponent, config, seed + 1)
-    if render:
-        for k, info in enumerate(watch_games(player, opp, episodes, seed, config)):
+    if render or recorder is not None:
+        for k, info in enumerate(watch_games(player, opp, episodes, seed, config,
+                                             recorder=recorder)):
             print(f"game {k + 1}: real winner {info['real_winner']}, "
                   f"deaths {info['ship_0_death_cause']} / {info['ship_1_death_cause']}")
         return {}
     games = episodes + episodes % 2
-    r = play_match(player, opp, games, seed, config)
+    r = play_match(player, opp, games, seed, config, keep_actions=keep_actions)
     lo, hi = wilson_interval(r.wins_a, r.n)
     losses = r.wins_b
     print(f"{player.name} vs {opp.name}: {r.n} games, sides swapped")

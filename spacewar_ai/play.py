@@ -1,0 +1,372 @@
+"""Human play: fly against a pilot at a chosen difficulty, or two people at one keyboard.
+
+The game runs one engine frame per tick at `GameConfig.fps` (a fixed timestep: the screen is
+drawn as often as it can be, the game advances exactly fps frames per second). People act every
+frame; the computer pilot decides every `frame_skip` frames as it did in training, on the
+observation of `delay` frames ago (its reaction time).
+
+| difficulty | pilot | delay |
+|---|---|---|
+| easy | heuristic pilot (the easy level's logic) | 3 frames |
+| medium | best model, sampling its policy | 2 frames |
+| hard | best model, greedy | 1 frame |
+| insane | best model, greedy | none |
+
+"Best model": the top-rated model of the ratings file, else the newest `best.pt` under the
+checkpoint folder, else the shipped pretrained model (`choose_best_model` says which and why).
+
+The action space has one action per decision (rotate, thrust, fire or thrust+fire), so keys held
+together are shared out: fire goes first whenever a torpedo is ready, and rotation with thrust
+alternate frame by frame.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import engine
+from .config import GameConfig
+from .replays import REPLAY_DIR, make_replay, new_replay_path, save_replay, state_hash
+
+DIFFICULTIES = ("easy", "medium", "hard", "insane")
+# difficulty -> (uses the best model, samples its policy, reaction delay in frames)
+DIFFICULTY_TABLE = {"easy": (False, False, 3), "medium": (True, True, 2),
+                    "hard": (True, False, 1), "insane": (True, False, 0)}
+
+
+@dataclass
+class Opponent:
+    """The computer pilot, and how it was chosen (shown in the title bar and the terminal)."""
+
+    pilot: object
+    name: str
+    delay_frames: int
+    reason: str
+
+
+def choose_best_model(checkpoint_dir="checkpoints", ratings_file=None) -> tuple[Path, str]:
+    """(checkpoint path, why it was chosen). Raises ValueError when there is no model at all."""
+    from .players import PRETRAINED_PATH, spec_path
+    from .tournament import RatingsFile
+
+    checkpoint_dir = Path(checkpoint_dir)
+    rpath = Path(ratings_file) if ratings_file else checkpoint_dir / "ratings.json"
+    if rpath.is_file():
+        try:
+            ranked = RatingsFile(rpath).top(10**9)
+        except ValueError:
+            ranked = []
+        for player in ranked:
+            spec = player.get("spec", "")
+            path = spec_path(spec) if not spec.startswith("strategy:") else None
+            if path is not None and path.is_file():
+                return path, (f"top-rated model in {rpath} (rating "
+                              f"{player.get('rating', 0):.0f})")
+    bests = sorted(checkpoint_dir.glob("*/best.pt"), key=lambda p: p.stat().st_mtime)
+    if bests:
+        return bests[-1], f"newest best checkpoint under {checkpoint_dir}/ (no rated model)"
+    if PRETRAINED_PATH.is_file():
+        return PRETRAINED_PATH, "the shipped pretrained model (no rated model, no checkpoints)"
+    raise ValueError(f"no model to play against: no rated model in {rpath}, no */best.pt under "
+                     f"{checkpoint_dir}/, and the shipped model {PRETRAINED_PATH} is missing; "
+                     "train one (spacewar-ai --algorithm ppo), pass --opponent SPEC, or use "
+                     "--difficulty easy")
+
+
+def difficulty_opponent(difficulty: str, config: GameConfig, checkpoint_dir="checkpoints",
+                        ratings_file=None, seed: int = 0) -> Opponent:
+    """The pilot, name and delay the difficulty table prescribes."""
+    from .bots import HeuristicPilot
+    from .players import PRETRAINED_PATH, resolve_player
+
+    if difficulty not in DIFFICULTY_TABLE:
+        raise ValueError(f"--difficulty {difficulty!r} is unknown: use one of "
+                         f"{', '.join(DIFFICULTIES)}")
+    uses_model, sampling, delay = DIFFICULTY_TABLE[difficulty]
+    if not uses_model:
+        return Opponent(HeuristicPilot("easy", config), "heuristic:easy", delay,
+                        "difficulty easy: the heuristic pilot, 3 frames late")
+    path, why = choose_best_model(checkpoint_dir, ratings_file)
+    spec = "pretrained" if Path(path).resolve() == PRETRAINED_PATH.resolve() else str(path)
+    pilot = resolve_player(spec, config, seed, deterministic=not sampling)
+    how = "sampling its policy" if sampling else "greedy"
+    late = f"{delay} frame{'s' if delay != 1 else ''} late" if delay else "no delay"
+    return Opponent(pilot, pilot.name, delay,
+                    f"difficulty {difficulty}: {path} - {why}; {how}, {late}")
+
+
+def spec_opponent(spec: str, config: GameConfig, seed: int = 0) -> Opponent:
+    from .players import resolve_player
+
+    pilot = resolve_player(spec, config, seed)
+    return Opponent(pilot, pilot.name, 0, f"--opponent {spec}")
+
+
+# Key names (pygame.key.key_code names) per control, per player.
+CONTROLS_ALONE = {"left": ("left", "a"), "right": ("right", "d"), "thrust": ("up", "w"),
+                  "fire": ("space",), "hyperspace": ("down", "s")}
+CONTROLS_TWO = (
+    {"left": ("left",), "right": ("right",), "thrust": ("up",),
+     "fire": ("right ctrl", "return"), "hyperspace": ("down",)},
+    {"left": ("a",), "right": ("d",), "thrust": ("w",), "fire": ("left shift", "space"),
+     "hyperspace": ("s",)},
+)
+HELP_ALONE = ["you fly the needle (left ship colour)",
+              "rotate: LEFT / RIGHT (or A / D)", "thrust: UP (or W)", "fire: SPACE",
+              "hyperspace (when enabled): DOWN (or S)"]
+HELP_TWO = ["player 1 (needle): LEFT / RIGHT rotate, UP thrust, RIGHT CTRL or ENTER fire, "
+            "DOWN hyperspace",
+            "player 2 (wedge): A / D rotate, W thrust, LEFT SHIFT or SPACE fire, S hyperspace"]
+HELP_COMMON = ["P pause   R restart round   F1 or H this help   ESC quit"]
+
+
+def keys_to_action(held: set[str], frame: int, mask: np.ndarray, controls: dict) -> int:
+    """One action from the keys held this frame (see the module docstring for the sharing)."""
+    def down(what):
+        return any(k in held for k in controls[what])
+
+    rot = 1 if down("left") and not down("right") else 2 if down("right") and not down("left") \
+        else 0
+    thrust = down("thrust")
+    if len(mask) > 6 and down("hyperspace") and mask[6]:
+        return 6
+    if down("fire") and mask[4]:
+        return 5 if thrust and mask[5] else 4
+    if rot and thrust and mask[3]:
+        return rot if frame % 2 == 0 else 3
+    if rot:
+        return rot
+    if thrust and mask[3]:
+        return 3
+    return 0
+
+
+class HumanGame:
+    """A match of rounds to `score_limit` points in one window (or off-screen with
+    mode="rgb_array"). Drive it with `run()` (real time) or, in tests, with `process(events)` and
+    `tick()` (one frame each)."""
+
+    BANNER_SECONDS = 2.0
+
+    def __init__(self, config: GameConfig | None = None, opponent: Opponent | None = None,
+                 two_player: bool = False, score_limit: int = 5, seed: int = 0,
+                 scale: float = 1.0, phosphor: bool = False, mode: str = "human",
+                 recorder=None, replay_dir=REPLAY_DIR, save_replays: bool = True,
+                 difficulty: str = ""):
+        from .rendering import Renderer
+
+        base = config if config is not None else GameConfig()
+        if opponent is None and not two_player:
+            raise ValueError("HumanGame needs an opponent, or two_player=True")
+        if score_limit < 1:
+            raise ValueError(f"score_limit={score_limit} is invalid: must be >= 1")
+        if not 0.25 <= scale <= 4:
+            raise ValueError(f"--scale {scale} is invalid: use 0.25 to 4")
+        self.decision_frames = base.frame_skip
+        # People act every frame; the engine therefore steps one frame at a time.
+        self.config = dataclasses.replace(base, frame_skip=1)
+        self.opponent = None if two_player else opponent
+        self.two_player = two_player
+        self.score_limit = int(score_limit)
+        self.seed = int(seed)
+        self.difficulty = difficulty
+        self.names = ["player 1", "player 2"] if two_player else ["you", opponent.name]
+        title = ("Spacewar! AI - two players" if two_player else
+                 f"Spacewar! AI - you vs {opponent.name}"
+                 + (f" ({difficulty})" if difficulty else ""))
+        self.renderer = Renderer(self.config, int(round(640 * scale)), mode, title,
+                                 phosphor=phosphor, own_events=False)
+        self.mode = mode
+        self.recorder = recorder
+        self.replay_dir = Path(replay_dir)
+        self.save_replays = save_replays
+        self.batch = engine.GameBatch(1, self.config)
+        self.score = [0, 0]
+        self.round = 0
+        self.held: set[str] = set()
+        self.paused = False
+        self.show_help = False
+        self.quit = False
+        self.over = False  # the match is decided
+        self.banner: list[str] = []
+        self.banner_frames = 0
+        self.replays: list[Path] = []
+        self.results: list[dict] = []
+        self._actions = np.zeros((1, 2), dtype=np.int64)
+        self._ai_action = 0
+        self._start_round()
+
+    # --- rounds ------------------------------------------------------------------------------
+    def _start_round(self) -> None:
+        self.round += 1
+        self.round_seed = self.seed + self.round - 1
+        self.batch.reset(seeds=np.array([self.round_seed], dtype=np.int64))
+        self.batch.observe()
+        self.frame = 0
+        self.log: list[tuple[int, int]] = []
+        self.round_over = False
+        self.banner = []
+        if self.opponent is not None:
+            self.opponent.pilot.reset(np.ones(1, dtype=bool), self.batch.rng.copy())
+            self._seen = deque(maxlen=self.opponent.delay_frames + 1)
+
+    def restart_round(self) -> None:
+        """R: the same round again from a new start; the score stays."""
+        self.round -= 1
+        self.seed += 1000  # a new start position, still reproducible from the replay file
+        self._start_round()
+
+    def _finish_round(self) -> None:
+        gi, si = self.batch.game_i[0], self.batch.ship_i[0]
+        winner = int(gi[engine.WINNER])
+        cause = [engine.DeathCause(int(si[s, engine.CAUSE])).name.lower() for s in range(2)]
+        if winner >= 0:
+            self.score[winner] += 1
+            how = {"torpedo": "by torpedo", "star": "- the other ship fell into the star",
+                   "collision": "- collision", "hyperspace": "- lost in hyperspace"}
+            text = f"{self.names[winner]} win{'s' if self.names[winner] != 'you' else ''} " \
+                   f"{how.get(cause[1 - winner], cause[1 - winner])}"
+        else:
+            text = "draw (" + ("timeout" if cause[0] == "timeout" else
+                               f"{cause[0]} / {cause[1]}") + ")"
+        result = {"round": self.round, "winner": winner if winner >= 0 else None,
+                  "real_winner": int(gi[engine.REAL_WINNER]) if gi[engine.REAL_WINNER] >= 0
+                  else None, "causes": cause, "frames": int(gi[engine.FRAME]),
+                  "score": list(self.score)}
+        self.results.append(result)
+        if self.save_replays:
+            replay = make_replay(self.config, self.round_seed, self.log, self.names, result,
+                                 state_hash(self.batch))
+            label = f"human-r{self.round}-{self.names[1]}"
+            self.replays.append(save_replay(new_replay_path(label, self.replay_dir), replay))
+        self.round_over = True
+        self.over = max(self.score) >= self.score_limit
+        self.banner = [text, f"score {self.score[0]} : {self.score[1]}"]
+        if self.over:
+            champ = self.names[int(np.argmax(self.score))]
+            self.banner.append(f"{champ} win{'s' if champ != 'you' else ''} the match - "
+                               "R rematch, ESC quit")
+        self.banner_frames = int(self.BANNER_SECONDS * self.config.fps)
+
+    # --- input -------------------------------------------------------------------------------
+    def process(self, events) -> None:
+        pg = self.renderer.pg
+        for event in events:
+            if event.type == pg.QUIT:
+                self.quit = True
+            elif event.type == pg.KEYDOWN:
+                name = pg.key.name(event.key)
+                if name == "escape":
+                    self.quit = True
+                elif name == "p":
+                    self.paused = not self.paused
+                elif name in ("f1", "h") and not (self.two_player and name == "h"):
+                    self.show_help = not self.show_help
+                elif name == "r":
+                    if self.over:
+                        self.score = [0, 0]
+                        self.over = False
+                        self.round = 0
+                        self._start_round()
+                    else:
+                        self.restart_round()
+                else:
+                    self.held.add(name)
+            elif event.type == pg.KEYUP:
+                self.held.discard(pg.key.name(event.key))
+
+    # --- one frame ---------------------------------------------------------------------------
+    def tick(self) -> None:
+        """Advance one frame (or the between-rounds pause); nothing moves while paused."""
+        if self.paused or self.show_help or self.quit:
+            return
+        if self.round_over:
+            if self.over:
+                return
+            self.banner_frames -= 1
+            if self.banner_frames <= 0:
+                self._start_round()
+            return
+        obs = self.batch.obs[0]
+        if self.two_player:
+            a0 = keys_to_action(self.held, self.frame, obs[0, 30:], CONTROLS_TWO[0])
+            a1 = keys_to_action(self.held, self.frame, obs[1, 30:], CONTROLS_TWO[1])
+        else:
+            a0 = keys_to_action(self.held, self.frame, obs[0, 30:], CONTROLS_ALONE)
+            self._seen.append(obs[1].copy())
+            if self.frame % self.decision_frames == 0:
+                # The pilot sees the game as it was `delay` frames ago (or its start).
+                self._ai_action = int(self.opponent.pilot.act(self._seen[0][None])[0])
+            a1 = self._ai_action
+        self._actions[0] = (a0, a1)
+        self.batch.step(self._actions)
+        self.batch.observe()
+        self.log.append((a0, a1))
+        self.frame += 1
+        if self.batch.game_i[0, engine.OVER]:
+            self._finish_round()
+
+    def advance(self) -> None:
+        """One game frame: tick, and when recording, add the frame as drawn (pauses and the
+        help screen are not recorded)."""
+        frozen = self.paused or self.show_help
+        self.tick()
+        if self.recorder is not None and not frozen:
+            self.draw()
+            self.recorder.add(self.frame_rgb())
+
+    def hud(self) -> list[str]:
+        lines = [f"score {self.names[0]} {self.score[0]} : {self.score[1]} {self.names[1]}   "
+                 f"(first to {self.score_limit})   round {self.round}"]
+        if self.opponent is not None:
+            lines.append(f"opponent {self.opponent.name}"
+                         + (f"   difficulty {self.difficulty}" if self.difficulty else ""))
+        return lines
+
+    def overlay(self) -> list[str]:
+        if self.show_help:
+            return (HELP_TWO if self.two_player else HELP_ALONE) + HELP_COMMON
+        if self.paused:
+            return ["paused - P to go on"]
+        return list(self.banner)
+
+    def draw(self):
+        """Draw the current frame; returns the RGB array off-screen (mode rgb_array)."""
+        return self.renderer.draw(self.batch, 0, tuple(self.hud()), wait=False,
+                                  overlay=tuple(self.overlay()))
+
+    def frame_rgb(self) -> np.ndarray:
+        return self.renderer.frame_rgb()
+
+    # --- real time ---------------------------------------------------------------------------
+    def run(self, max_seconds: float | None = None) -> list[dict]:
+        """Play until Esc, the window closes, or max_seconds pass. Returns the rounds' results."""
+        pg = self.renderer.pg
+        dt = 1.0 / self.config.fps
+        acc = 0.0
+        last = start = time.perf_counter()
+        try:
+            while not self.quit:
+                self.process(pg.event.get())
+                now = time.perf_counter()
+                acc += min(now - last, 0.25)  # after a stall, skip rather than race to catch up
+                last = now
+                while acc >= dt and not self.quit:
+                    self.advance()
+                    acc -= dt
+                self.draw()
+                if max_seconds is not None and now - start > max_seconds:
+                    break
+                time.sleep(max(0.0, dt - (time.perf_counter() - now)) * 0.5)
+        finally:
+            self.close()
+        return self.results
+
+    def close(self) -> None:
+        self.renderer.close()

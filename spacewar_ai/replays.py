@@ -1,0 +1,133 @@
+"""Replays: a finished game as its config, seed and both ships' actions, replayed bit for bit.
+
+A replay file is JSON: `{"version", "config" (GameConfig fields), "seed", "players" [ship 0,
+ship 1], "actions" [ship 0 string, ship 1 string] (one digit per engine step), "result",
+"final_state" (SHA-256 of the engine state at the end)}`. A game depends only on its config, seed
+and actions, so replaying reproduces the final state exactly; `replay_game` checks the hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .checkpoints import atomic_write_bytes
+from .config import GameConfig
+from .engine import GameBatch
+
+VERSION = 1
+REPLAY_DIR = Path("runs") / "replays"
+
+
+class ReplayError(ValueError):
+    """A replay file cannot be used; the message names the file and the problem."""
+
+
+def state_hash(batch: GameBatch, g: int = 0) -> str:
+    """SHA-256 over every array of game g's state (positions, torpedoes, counters, random
+    stream)."""
+    h = hashlib.sha256()
+    for name in ("ship_f", "ship_i", "torp_f", "torp_t", "game_i", "rng"):
+        h.update(np.ascontiguousarray(getattr(batch, name)[g]).tobytes())
+    return h.hexdigest()
+
+
+def make_replay(config: GameConfig, seed: int, actions, players, result: dict,
+                final_state: str) -> dict:
+    acts = np.asarray(actions, dtype=np.int64).reshape(-1, 2)
+    return {"version": VERSION, "config": config.to_dict(), "seed": int(seed),
+            "players": [str(p) for p in players],
+            "actions": ["".join(map(str, acts[:, 0])), "".join(map(str, acts[:, 1]))],
+            "result": result, "final_state": final_state,
+            "saved": time.strftime("%Y-%m-%dT%H:%M:%S")}
+
+
+def save_replay(path, replay: dict) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = json.dumps(replay, indent=1).encode()
+    atomic_write_bytes(path, lambda f: f.write(payload))
+    return path
+
+
+def new_replay_path(label: str, directory=REPLAY_DIR) -> Path:
+    """A fresh file name under runs/replays/ (time stamp plus label; never overwrites)."""
+    directory = Path(directory)
+    stem = time.strftime("%Y%m%d-%H%M%S") + "-" + "".join(
+        c if c.isalnum() or c in "-_" else "_" for c in label)[:80]
+    path = directory / f"{stem}.json"
+    k = 1
+    while path.exists():
+        path = directory / f"{stem}-{k}.json"
+        k += 1
+    return path
+
+
+def load_replay(path) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise ReplayError(f"replay {path}: no such file (replays are saved under {REPLAY_DIR}/)")
+    try:
+        data = json.loads(path.read_text())
+        config = GameConfig.from_dict(data["config"])
+        a0, a1 = data["actions"]
+        if len(a0) != len(a1) or not (a0 + a1).isdigit():
+            raise ValueError("the two action strings differ in length or hold non-digits")
+        if data.get("version") != VERSION:
+            raise ValueError(f"version {data.get('version')!r}, expected {VERSION}")
+        if any(int(c) >= config.num_actions for c in set(a0 + a1)):
+            raise ValueError(f"an action is outside 0..{config.num_actions - 1}")
+        int(data["seed"])
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise ReplayError(f"replay {path}: not a valid replay file ({exc})") from None
+    data["game_config"] = config
+    return data
+
+
+def replay_game(replay: dict, on_step=None) -> GameBatch:
+    """Play the recorded actions from the recorded seed. on_step(batch) is called after the reset
+    and after every step (for drawing or recording). Raises ReplayError if the final state
+    differs from the one recorded."""
+    config = replay["game_config"] if "game_config" in replay else \
+        GameConfig.from_dict(replay["config"])
+    batch = GameBatch(1, config)
+    batch.reset(seeds=np.array([int(replay["seed"])], dtype=np.int64))
+    batch.observe()
+    if on_step is not None and on_step(batch) is False:
+        return batch
+    a0, a1 = replay["actions"]
+    actions = np.zeros((1, 2), dtype=np.int64)
+    for c0, c1 in zip(a0, a1):
+        actions[0, 0], actions[0, 1] = int(c0), int(c1)
+        batch.step(actions)
+        batch.observe()
+        if on_step is not None and on_step(batch) is False:
+            return batch
+    expected = replay.get("final_state")
+    if expected and state_hash(batch) != expected:
+        raise ReplayError("the replayed game ended in a different state than the one recorded "
+                          "(was it saved by another engine version?)")
+    return batch
+
+
+def save_match_replays(match, config: GameConfig, label: str, directory=REPLAY_DIR) -> list[Path]:
+    """Save every game of an arena MatchResult that kept its actions (play_match keep_actions)."""
+    saved = []
+    for k, g in enumerate(match.games):
+        if g.actions is None:
+            continue
+        names = [match.name_a, match.name_b] if g.a_side == 0 else [match.name_b, match.name_a]
+        side = {"a": g.a_side, "b": 1 - g.a_side}
+        result = {"winner": side.get(g.winner), "real_winner": side.get(g.real_winner),
+                  "causes": [g.cause_a, g.cause_b] if g.a_side == 0 else [g.cause_b, g.cause_a],
+                  "frames": g.frames}
+        batch = replay_game({"config": config.to_dict(), "seed": g.seed,
+                             "actions": ["".join(map(str, g.actions[:, 0])),
+                                         "".join(map(str, g.actions[:, 1]))]})
+        replay = make_replay(config, g.seed, g.actions, names, result, state_hash(batch))
+        saved.append(save_replay(new_replay_path(f"{label}-g{k}", directory), replay))
+    return saved

@@ -1,0 +1,273 @@
+"""Human play on a real pygame surface (SDL dummy driver): keys drive ships, pause freezes,
+difficulties pick their model and delay, frames show the game, replays and videos are exact."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pygame
+import pytest
+
+from spacewar_ai import engine
+from spacewar_ai.config import GameConfig
+from spacewar_ai.play import (HumanGame, Opponent, choose_best_model, difficulty_opponent,
+                              keys_to_action, CONTROLS_ALONE)
+from spacewar_ai.players import PRETRAINED_PATH
+from spacewar_ai.recording import VideoRecorder, read_video_info
+from spacewar_ai.rendering import SHIP_COLORS, STAR
+from spacewar_ai.replays import load_replay, replay_game, state_hash
+
+
+def _game(tmp_path, opponent="idle", **kwargs) -> HumanGame:
+    from spacewar_ai.play import spec_opponent
+
+    cfg = kwargs.pop("config", GameConfig())
+    opp = None if kwargs.get("two_player") else spec_opponent(opponent, cfg)
+    return HumanGame(cfg, opp, replay_dir=tmp_path / "replays", **kwargs)
+
+
+def _key(game, key, down=True):
+    pygame.event.post(pygame.event.Event(pygame.KEYDOWN if down else pygame.KEYUP, key=key))
+    game.process(pygame.event.get())
+
+
+def _velocity(game, ship=0):
+    return game.batch.ship_f[0, ship, [engine.SVX, engine.SVY]].copy()
+
+
+def test_thrust_key_changes_ship_0_velocity(tmp_path):
+    pushed, drifting = _game(tmp_path, seed=3), _game(tmp_path, seed=3)
+    try:
+        _key(pushed, pygame.K_UP)
+        for _ in range(20):
+            pushed.tick()
+            drifting.tick()
+        dv = np.linalg.norm(_velocity(pushed) - _velocity(drifting))
+        assert dv > 0.05, dv
+        assert pushed.batch.ship_f[0, 0, engine.SFUEL] < drifting.batch.ship_f[0, 0, engine.SFUEL]
+        # Ship 1 (the idle pilot) is unaffected by ship 0's keys.
+        assert np.allclose(_velocity(pushed, 1), _velocity(drifting, 1), atol=1e-3)
+    finally:
+        pushed.close()
+        drifting.close()
+
+
+def test_fire_key_spawns_a_torpedo_and_release_stops_firing(tmp_path):
+    game = _game(tmp_path)
+    try:
+        assert game.batch.ship_i[0, 0, engine.SHOTS] == 0
+        _key(game, pygame.K_SPACE)
+        game.tick()
+        assert game.batch.ship_i[0, 0, engine.SHOTS] == 1
+        assert (game.batch.torp_t[0, 0] > 0).sum() == 1
+        _key(game, pygame.K_SPACE, down=False)
+        for _ in range(60):
+            game.tick()
+        assert game.batch.ship_i[0, 0, engine.SHOTS] == 1
+    finally:
+        game.close()
+
+
+def test_pause_freezes_the_state_and_resumes(tmp_path):
+    game = _game(tmp_path, opponent="heuristic:hard")
+    try:
+        for _ in range(5):
+            game.tick()
+        _key(game, pygame.K_p)
+        before = game.batch.state_dict()
+        for _ in range(30):
+            game.tick()
+        after = game.batch.state_dict()
+        assert all(np.array_equal(before[k], after[k]) for k in before)
+        _key(game, pygame.K_p)
+        game.tick()
+        assert game.batch.game_i[0, engine.FRAME] == before["game_i"][0, engine.FRAME] + 1
+    finally:
+        game.close()
+
+
+def test_two_player_keys_drive_ship_1(tmp_path):
+    game = _game(tmp_path, two_player=True)
+    try:
+        _key(game, pygame.K_f)  # unbound: nothing happens
+        _key(game, pygame.K_LSHIFT)
+        game.tick()
+        assert game.batch.ship_i[0, 1, engine.SHOTS] == 1
+        assert game.batch.ship_i[0, 0, engine.SHOTS] == 0
+    finally:
+        game.close()
+
+
+def test_held_rotation_and_thrust_alternate_and_fire_goes_first():
+    mask = np.ones(6)
+    held = {"left", "up"}
+    assert [keys_to_action(held, f, mask, CONTROLS_ALONE) for f in range(4)] == [1, 3, 1, 3]
+    assert keys_to_action({"space", "up"}, 0, mask, CONTROLS_ALONE) == 5
+    reloading = mask.copy()
+    reloading[[4, 5]] = 0
+    assert keys_to_action({"space", "d"}, 0, reloading, CONTROLS_ALONE) == 2
+
+
+def test_each_difficulty_picks_the_documented_model_and_delay(tmp_path):
+    cfg = GameConfig()
+    empty = tmp_path / "none"
+    empty.mkdir()
+    easy = difficulty_opponent("easy", cfg, empty)
+    assert easy.name == "heuristic:easy" and easy.delay_frames == 3
+    for level, delay, greedy in (("medium", 2, False), ("hard", 1, True), ("insane", 0, True)):
+        opp = difficulty_opponent(level, cfg, empty)
+        assert opp.delay_frames == delay and opp.pilot.deterministic == greedy
+        assert "shipped pretrained" in opp.reason and opp.name == "pretrained"
+    # A run's best checkpoint beats the shipped model; the newest run wins.
+    for run in ("old", "new"):
+        (tmp_path / "ck" / run).mkdir(parents=True)
+        shutil.copy(PRETRAINED_PATH, tmp_path / "ck" / run / "best.pt")
+    path, why = choose_best_model(tmp_path / "ck")
+    assert path == tmp_path / "ck" / "new" / "best.pt" and "newest best" in why
+    # The ratings file's top-rated model comes first.
+    rated = tmp_path / "ck" / "old" / "best.pt"
+    (tmp_path / "ck" / "ratings.json").write_text(json.dumps({"version": 1, "history": [],
+        "players": {"x": {"name": "x", "spec": str(rated), "rating": 1700, "results": {}},
+                    "h": {"name": "heuristic:hard", "spec": "heuristic:hard", "rating": 1900,
+                          "results": {}}}}))
+    path, why = choose_best_model(tmp_path / "ck")
+    assert path == rated and "top-rated" in why and "1700" in why
+
+
+def test_the_pilot_reacts_to_the_frame_of_delay_frames_ago(tmp_path):
+    seen = []
+
+    class Recorder:
+        name = "recorder"
+
+        def act(self, obs):
+            seen.append(obs[0].copy())
+            return np.zeros(1, dtype=np.int64)
+
+        def reset(self, mask=None, seeds=None):
+            return None
+
+    cfg = GameConfig()
+    game = HumanGame(cfg, Opponent(Recorder(), "recorder", 2, "test"),
+                     replay_dir=tmp_path / "r")
+    try:
+        views = []
+        for _ in range(13):
+            views.append(game.batch.obs[0, 1].copy())
+            game.tick()
+        # Decisions at frames 0, 4, 8, 12 (frame_skip 4), each on the view of 2 frames before.
+        assert len(seen) == 4
+        assert np.array_equal(seen[0], views[0])
+        for k, frame in enumerate((4, 8, 12), start=1):
+            assert np.array_equal(seen[k], views[frame - 2])
+    finally:
+        game.close()
+
+
+def test_a_frame_shows_the_star_both_ships_and_the_hud(tmp_path):
+    game = _game(tmp_path, opponent="idle", difficulty="hard")
+    try:
+        game.draw()
+        frame = game.frame_rgb()
+        assert frame.shape == (640, 640, 3)
+        centre = frame[300:340, 300:340].reshape(-1, 3)
+        assert (centre == STAR).all(axis=1).sum() > 20
+        for color in SHIP_COLORS:
+            assert (frame.reshape(-1, 3) == color).all(axis=1).sum() > 10
+        # HUD text in the top-left corner, in ship 0's colour (fuel and torpedoes).
+        corner = frame[:20, :200].reshape(-1, 3)
+        assert (corner == SHIP_COLORS[0]).all(axis=1).sum() > 20
+        # The pause overlay changes the picture.
+        _key(game, pygame.K_p)
+        game.draw()
+        assert not np.array_equal(game.frame_rgb(), frame)
+    finally:
+        game.close()
+
+
+def test_a_saved_replay_reproduces_the_final_state_exactly(tmp_path):
+    cfg = GameConfig(max_episode_steps=300)
+    game = _game(tmp_path, opponent="heuristic:hard", config=cfg, seed=11)
+    try:
+        _key(game, pygame.K_LEFT)
+        _key(game, pygame.K_SPACE)
+        while not game.results:
+            game.tick()
+        final = game.batch.state_dict()
+    finally:
+        game.close()
+    assert len(game.replays) == 1
+    replay = load_replay(game.replays[0])
+    assert replay["players"] == ["you", "heuristic:hard"]
+    batch = replay_game(replay)
+    assert all(np.array_equal(final[k][0], batch.state_dict()[k][0]) for k in final)
+    assert state_hash(batch) == replay["final_state"]
+    # A tampered replay is caught.
+    tampered = dict(replay, actions=["0" * len(replay["actions"][0]), replay["actions"][1]])
+    with pytest.raises(ValueError, match="different state"):
+        replay_game(tampered)
+
+
+@pytest.mark.parametrize("suffix", [".gif", ".mp4"])
+def test_recording_human_play_writes_every_frame_at_the_window_size(tmp_path, suffix):
+    recorder = VideoRecorder(tmp_path / f"play{suffix}", 50)
+    game = _game(tmp_path, scale=0.5, recorder=recorder)
+    try:
+        for _ in range(30):
+            game.advance()
+        _key(game, pygame.K_p)
+        for _ in range(10):
+            game.advance()  # paused: not recorded
+    finally:
+        game.close()
+    path = recorder.close()
+    assert read_video_info(path) == (30, (320, 320))
+
+
+def _cli(*args, cwd, env_extra=None):
+    import os
+
+    env = dict(os.environ, SDL_VIDEODRIVER="dummy", **(env_extra or {}))
+    return subprocess.run([sys.executable, "-m", "spacewar_ai", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_cli_replay_to_video_and_clear_errors(tmp_path):
+    out = _cli("--evaluate", "--checkpoint", "pretrained", "--opponent", "heuristic:easy",
+               "--eval-episodes", "2", "--save-replays", "1", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    replays = sorted((tmp_path / "runs" / "replays").glob("*.json"))
+    assert len(replays) == 1
+    steps = len(json.loads(replays[0].read_text())["actions"][0])
+    out = _cli("--replay", str(replays[0]), "--record", "r.mp4", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "identical to the recording" in out.stdout
+    assert read_video_info(tmp_path / "r.mp4") == (steps + 1, (640, 640))
+    # Missing ffmpeg, a missing model, a broken replay: one line each, exit code 2.
+    out = _cli("--demo", "--record", "x.mp4", cwd=tmp_path,
+               env_extra={"IMAGEIO_FFMPEG_EXE": str(tmp_path / "no-ffmpeg")})
+    assert out.returncode == 2 and "needs ffmpeg" in out.stderr and "Traceback" not in out.stderr
+    out = _cli("--human-play", "--opponent", "ppo:missing.pt", cwd=tmp_path)
+    assert out.returncode == 2 and "missing.pt" in out.stderr and "Traceback" not in out.stderr
+    (tmp_path / "bad.json").write_text("{}")
+    out = _cli("--replay", "bad.json", cwd=tmp_path)
+    assert out.returncode == 2 and "not a valid replay" in out.stderr
+
+
+def test_no_model_at_all_is_a_clear_message(tmp_path, monkeypatch):
+    import spacewar_ai.players as players
+
+    monkeypatch.setattr(players, "PRETRAINED_PATH", tmp_path / "gone.pt")
+    with pytest.raises(ValueError, match="no model to play against.*--difficulty easy"):
+        difficulty_opponent("hard", GameConfig(), tmp_path)
+
+
+def test_closing_the_window_mid_round_ends_the_match_cleanly(tmp_path):
+    game = _game(tmp_path, opponent="heuristic:hard")
+    for _ in range(3):
+        game.tick()
+    pygame.event.post(pygame.event.Event(pygame.QUIT))
+    results = game.run(max_seconds=5)
+    assert results == [] and game.quit and game.renderer.closed
