@@ -178,8 +178,7 @@ class HumanGame:
         self.difficulty = difficulty
         self.names = ["player 1", "player 2"] if two_player else ["you", opponent.name]
         title = ("Spacewar! AI - two players" if two_player else
-                 f"Spacewar! AI - you vs {opponent.name}"
-                 + (f" ({difficulty})" if difficulty else ""))
+                 f"Spacewar! AI - you vs {opponent.name} - {opponent.reason}")
         self.renderer = Renderer(self.config, int(round(640 * scale)), mode, title,
                                  phosphor=phosphor, own_events=False)
         self.mode = mode

@@ -1,0 +1,392 @@
+"""LLM access: API keys, cloud clients behind one interface, retries and failover.
+
+LLMs answer in 200-2000 ms and a game frame is 20 ms, so they are used at training time only: to
+write strategy files (llm_strategies.py), never per step.
+
+- `APIKeyManager(keys_dir)` finds keys in `<provider>.key.txt` files, a `.env` file and the
+  environment (in that order), resolves aliases (claude -> anthropic, gemini -> google,
+  grok -> xai, ...), and keeps every key inside a `Secret`, whose repr is `Secret('***')`.
+- Every client has `generate(messages, max_tokens, temperature) -> str`, where messages are
+  `{"role": "system"|"user"|"assistant", "content": str}`: `AnthropicClient` (anthropic SDK),
+  `OpenAICompatibleClient` (openai SDK; any provider of `PROVIDER_CONFIGS` or any server URL),
+  and `local_llm.LocalLLMClient` (llama-cpp-python).
+- Failures are retried with exponential backoff when they are worth retrying (429, 5xx,
+  timeouts, dropped connections) and `FailoverClient` moves on to the next provider when one
+  fails; each failure is one line, with any key redacted.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+# Provider name -> environment variables that may hold its key (first found wins).
+ENV_VARS = {
+    "anthropic": ("ANTHROPIC_API_KEY", "CLAUDE_API_KEY"),
+    "openai": ("OPENAI_API_KEY",),
+    "google": ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+    "xai": ("XAI_API_KEY", "GROK_API_KEY"),
+    "groq": ("GROQ_API_KEY",),
+    "together": ("TOGETHER_API_KEY",),
+    "mistral": ("MISTRAL_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",),
+}
+PROVIDERS = tuple(ENV_VARS)
+ALIASES = {"claude": "anthropic", "gemini": "google", "grok": "xai", "gpt": "openai",
+           "chatgpt": "openai", "mistralai": "mistral", "togetherai": "together",
+           "together_ai": "together", "open_router": "openrouter", "x.ai": "xai"}
+
+
+def canonical_provider(name: str) -> str:
+    low = name.strip().lower()
+    return ALIASES.get(low, low)
+
+
+class Secret:
+    """A key that never prints itself: repr, str and f-strings show `Secret('***')`."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str):
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        raise TypeError("a Secret cannot be pickled (keys are never written anywhere)")
+
+
+class APIKeyManager:
+    """Finds API keys; `get_available_providers()` lists the providers that have one."""
+
+    def __init__(self, keys_dir: str | os.PathLike = ".", environ: dict | None = None):
+        self.keys_dir = Path(keys_dir)
+        self._keys: dict[str, Secret] = {}
+        self._source: dict[str, str] = {}
+        self.warnings: list[str] = []
+        environ = os.environ if environ is None else environ
+        if self.keys_dir.is_dir():
+            for path in sorted(self.keys_dir.glob("*.key.txt")):
+                provider = canonical_provider(path.name[: -len(".key.txt")])
+                self._check_permissions(path)
+                value = path.read_text(encoding="utf-8", errors="replace").strip()
+                if value and provider not in self._keys:
+                    self._add(provider, value, path.name)
+            dotenv_path = self.keys_dir / ".env"
+            if dotenv_path.is_file():
+                from dotenv import dotenv_values
+
+                self._check_permissions(dotenv_path)
+                self._from_mapping(dotenv_values(dotenv_path), ".env")
+        self._from_mapping(environ, "environment")
+
+    def _from_mapping(self, mapping, source: str) -> None:
+        for provider, names in ENV_VARS.items():
+            for name in names:
+                value = (mapping.get(name) or "").strip()
+                if value and provider not in self._keys:
+                    self._add(provider, value, f"{source} ({name})")
+
+    def _add(self, provider: str, value: str, source: str) -> None:
+        self._keys[provider] = Secret(value)
+        self._source[provider] = source
+
+    def _check_permissions(self, path: Path) -> None:
+        mode = path.stat().st_mode
+        if mode & (stat.S_IRGRP | stat.S_IROTH):
+            msg = (f"{path} can be read by other users (mode {stat.filemode(mode)}); "
+                   f"chmod 600 {path}")
+            self.warnings.append(msg)
+            log.warning(msg)
+
+    def get_available_providers(self) -> list[str]:
+        """Providers with a key, in the order they are tried."""
+        return [p for p in PROVIDERS if p in self._keys] + \
+               sorted(p for p in self._keys if p not in PROVIDERS)
+
+    def get_key(self, provider: str) -> Secret | None:
+        return self._keys.get(canonical_provider(provider))
+
+    def source(self, provider: str) -> str | None:
+        """Where a provider's key came from (a file name, .env or the environment)."""
+        return self._source.get(canonical_provider(provider))
+
+    def redact(self, text: str) -> str:
+        """text with every known key replaced by ***."""
+        for secret in self._keys.values():
+            value = secret.reveal()
+            if len(value) >= 6:
+                text = text.replace(value, "***")
+        return text
+
+    def __repr__(self) -> str:
+        return f"APIKeyManager(keys_dir={str(self.keys_dir)!r}, " \
+               f"providers={self.get_available_providers()})"
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    kind: str  # "anthropic" or "openai" (the OpenAI Chat Completions format)
+    base_url: str | None
+    default_model: str
+
+
+# Users can add entries (any OpenAI-compatible server) or change the default models here.
+PROVIDER_CONFIGS: dict[str, ProviderConfig] = {
+    "anthropic": ProviderConfig("anthropic", None, "claude-sonnet-4-5"),
+    "openai": ProviderConfig("openai", "https://api.openai.com/v1", "gpt-4o-mini"),
+    "google": ProviderConfig("openai", "https://generativelanguage.googleapis.com/v1beta/openai/",
+                             "gemini-2.0-flash"),
+    "xai": ProviderConfig("openai", "https://api.x.ai/v1", "grok-3-mini"),
+    "groq": ProviderConfig("openai", "https://api.groq.com/openai/v1", "llama-3.3-70b-versatile"),
+    "together": ProviderConfig("openai", "https://api.together.xyz/v1",
+                               "Qwen/Qwen2.5-Coder-32B-Instruct"),
+    "mistral": ProviderConfig("openai", "https://api.mistral.ai/v1", "mistral-large-latest"),
+    "deepseek": ProviderConfig("openai", "https://api.deepseek.com/v1", "deepseek-chat"),
+    "openrouter": ProviderConfig("openai", "https://openrouter.ai/api/v1",
+                                 "qwen/qwen-2.5-coder-32b-instruct"),
+}
+
+
+class LLMError(RuntimeError):
+    """A provider could not answer; the message is one line, with keys redacted."""
+
+
+def _status(exc) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return int(status) if isinstance(status, int) else None
+
+
+def _retryable(exc) -> bool:
+    status = _status(exc)
+    if status is not None:
+        return status in (408, 409, 429) or status >= 500
+    name = type(exc).__name__
+    return name in ("APITimeoutError", "APIConnectionError")
+
+
+def _retry_after(exc) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    try:
+        value = headers.get("retry-after")
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _describe(exc) -> str:
+    status = _status(exc)
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return f"{type(exc).__name__}" + (f" (HTTP {status})" if status else "") + f": {text[:200]}"
+
+
+class _RetryingClient:
+    """Shared by the cloud clients: `_call()` does one request; `generate` retries it."""
+
+    provider = "?"
+    model = "?"
+
+    def __init__(self, timeout: float, retries: int, backoff: float, redact):
+        self.timeout = float(timeout)
+        self.retries = int(retries)
+        self.backoff = float(backoff)
+        self._redact = redact or (lambda s: s)
+        self.attempts = 0
+
+    def generate(self, messages: list[dict], max_tokens: int = 2048,
+                 temperature: float = 0.7) -> str:
+        for attempt in range(self.retries + 1):
+            self.attempts += 1
+            try:
+                return self._call(messages, max_tokens, temperature)
+            except Exception as exc:  # the SDKs' errors share no base class between them
+                if not _retryable(exc) or attempt == self.retries:
+                    raise LLMError(self._redact(f"{self.provider} ({self.model}): "
+                                                f"{_describe(exc)}")) from None
+                wait = self.backoff * (2 ** attempt)
+                hint = _retry_after(exc)
+                if hint is not None:
+                    wait = max(wait, min(hint, 30.0))
+                log.info("%s: %s; retrying in %.1f s", self.provider,
+                         self._redact(_describe(exc)), wait)
+                time.sleep(wait)
+        raise AssertionError("unreachable")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(provider={self.provider!r}, model={self.model!r})"
+
+
+class AnthropicClient(_RetryingClient):
+    """Claude through the anthropic SDK (Messages API)."""
+
+    def __init__(self, api_key: Secret | str, model: str | None = None,
+                 base_url: str | None = None, timeout: float = 60.0, retries: int = 3,
+                 backoff: float = 1.0, redact=None):
+        import anthropic
+
+        super().__init__(timeout, retries, backoff, redact)
+        self.provider = "anthropic"
+        self.model = model or PROVIDER_CONFIGS["anthropic"].default_model
+        key = api_key.reveal() if isinstance(api_key, Secret) else api_key
+        # Our own retry loop decides about retries; the SDK's is switched off.
+        self._client = anthropic.Anthropic(api_key=key, base_url=base_url, timeout=timeout,
+                                           max_retries=0)
+
+    def _call(self, messages, max_tokens, temperature) -> str:
+        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+        chat = [{"role": m["role"], "content": m["content"]} for m in messages
+                if m["role"] != "system"]
+        kwargs = {"system": system} if system else {}
+        # The current Messages API takes no temperature (the SDK refuses it): sampling is the
+        # model's own, and several samples differ anyway.
+        reply = self._client.messages.create(model=self.model, max_tokens=max_tokens,
+                                             messages=chat, **kwargs)
+        return "".join(getattr(block, "text", "") for block in reply.content)
+
+
+class OpenAICompatibleClient(_RetryingClient):
+    """Any server that speaks OpenAI Chat Completions: the providers of PROVIDER_CONFIGS, or a
+    `base_url` of your own (llama.cpp server, vLLM, Ollama: a key is optional there)."""
+
+    def __init__(self, provider: str = "openai", api_key: Secret | str | None = None,
+                 model: str | None = None, base_url: str | None = None,
+                 timeout: float = 60.0, retries: int = 3, backoff: float = 1.0, redact=None):
+        import openai
+
+        super().__init__(timeout, retries, backoff, redact)
+        provider = canonical_provider(provider)
+        config = PROVIDER_CONFIGS.get(provider)
+        if base_url is None and (config is None or config.kind != "openai"):
+            raise ValueError(f"provider {provider!r} has no OpenAI-compatible entry in "
+                             "PROVIDER_CONFIGS; pass base_url (e.g. --llm-base-url "
+                             "http://127.0.0.1:8080/v1)")
+        self.provider = provider
+        self.base_url = base_url or config.base_url
+        self.model = model or (config.default_model if config else "default")
+        key = api_key.reveal() if isinstance(api_key, Secret) else api_key
+        self._client = openai.OpenAI(api_key=key or "no-key", base_url=self.base_url,
+                                     timeout=timeout, max_retries=0)
+
+    def _call(self, messages, max_tokens, temperature) -> str:
+        reply = self._client.chat.completions.create(model=self.model, messages=messages,
+                                                     max_tokens=max_tokens,
+                                                     temperature=temperature)
+        return reply.choices[0].message.content or ""
+
+
+class FailoverClient:
+    """Tries its clients in order by generating; the first that answers is used (and tried first
+    next time). `failures` holds one redacted line per failed attempt."""
+
+    def __init__(self, clients: list, redact=None):
+        if not clients:
+            raise LLMError("no LLM client to try")
+        self.clients = list(clients)
+        self.failures: list[str] = []
+        self.active = None
+        self._redact = redact or (lambda s: s)
+
+    @property
+    def provider(self) -> str:
+        return (self.active or self.clients[0]).provider
+
+    @property
+    def model(self) -> str:
+        return (self.active or self.clients[0]).model
+
+    def generate(self, messages: list[dict], max_tokens: int = 2048,
+                 temperature: float = 0.7) -> str:
+        order = self.clients if self.active is None else \
+            [self.active] + [c for c in self.clients if c is not self.active]
+        errors = []
+        for client in order:
+            try:
+                text = client.generate(messages, max_tokens=max_tokens, temperature=temperature)
+            except LLMError as exc:
+                line = self._redact(str(exc))
+                errors.append(line)
+                self.failures.append(line)
+                log.warning("LLM provider failed: %s", line)
+                continue
+            self.active = client
+            return text
+        raise LLMError("no LLM provider answered: " + " | ".join(errors))
+
+    def __repr__(self) -> str:
+        return f"FailoverClient({[repr(c) for c in self.clients]})"
+
+
+def build_client(keys: APIKeyManager | None = None, provider: str | None = None,
+                 model: str | None = None, base_url: str | None = None, local: bool = False,
+                 local_model: str | None = None, local_only: bool = False,
+                 include_local: bool = False, gpu_vram: float | None = None,
+                 timeout: float = 60.0, retries: int = 3, backoff: float = 1.0,
+                 models_dir: str | os.PathLike = "models") -> FailoverClient:
+    """The client the CLI flags describe (see README "LLM strategies" for the rules)."""
+    keys = keys if keys is not None else APIKeyManager(".")
+    redact = keys.redact
+    common = {"timeout": timeout, "retries": retries, "backoff": backoff, "redact": redact}
+
+    def local_client():
+        from .local_llm import LocalLLMClient
+
+        return LocalLLMClient.from_flags(local_model, gpu_vram=gpu_vram, models_dir=models_dir)
+
+    if local_only:
+        return FailoverClient([local_client()], redact)
+    clients = []
+    if local:
+        clients.append(local_client())
+    if base_url:
+        key = keys.get_key(provider) if provider else None
+        clients.append(OpenAICompatibleClient(provider or "custom", key, model, base_url,
+                                              **common))
+    elif provider:
+        name = canonical_provider(provider)
+        if name not in PROVIDER_CONFIGS:
+            raise ValueError(f"--llm-provider {provider!r} is unknown: use one of "
+                             f"{', '.join(PROVIDER_CONFIGS)} (or --llm-base-url URL)")
+        key = keys.get_key(name)
+        if key is None:
+            var = ENV_VARS.get(name, (f"{name.upper()}_API_KEY",))[0]
+            raise ValueError(f"no API key for {name}: put it in {keys.keys_dir / (name + '.key.txt')}"
+                             f", in {keys.keys_dir / '.env'} as {var}=..., or in the environment "
+                             f"as {var}")
+        clients.append(_cloud_client(name, key, model, **common))
+    else:
+        for name in keys.get_available_providers():
+            if name in PROVIDER_CONFIGS:
+                # --llm-model names one provider's model: it goes with the first one tried.
+                clients.append(_cloud_client(name, keys.get_key(name),
+                                             model if not clients else None, **common))
+    if include_local and not local:
+        clients.append(local_client())
+    if not clients:
+        raise ValueError(f"no LLM available: no API key found in {keys.keys_dir}/*.key.txt, "
+                         f"{keys.keys_dir / '.env'} or the environment; add one (e.g. "
+                         "claude.key.txt), point --llm-base-url at an OpenAI-compatible "
+                         "server, or use a local model with --llm-local")
+    return FailoverClient(clients, redact)
+
+
+def _cloud_client(name: str, key: Secret, model: str | None, **common):
+    config = PROVIDER_CONFIGS[name]
+    if config.kind == "anthropic":
+        return AnthropicClient(key, model, config.base_url, **common)
+    return OpenAICompatibleClient(name, key, model, config.base_url, **common)

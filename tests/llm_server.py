@@ -1,0 +1,88 @@
+"""A real HTTP server on 127.0.0.1 that speaks the Anthropic Messages and OpenAI Chat
+Completions formats, answering from a script: the LLM tests point the real SDKs at it."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class FakeLLMServer:
+    """`script` is a list of replies used in order (the last one repeats), each one of
+    ("text", str), ("status", code, body, headers), ("sleep", seconds, str), or a callable
+    taking the request's messages and returning a str."""
+
+    def __init__(self, script):
+        self.script = list(script)
+        self.requests: list[dict] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                return None
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+                with server._lock:
+                    server.requests.append({"path": self.path,
+                                            "headers": {k.lower(): v for k, v in self.headers.items()},
+                                            "body": body})
+                    step = server.script[min(len(server.requests) - 1, len(server.script) - 1)]
+                if callable(step):
+                    step = ("text", step(body["messages"]))
+                if step[0] == "sleep":
+                    time.sleep(step[1])
+                    step = ("text", step[2])
+                if step[0] == "status":
+                    _, code, text, headers = (list(step) + [None, None])[:4]
+                    payload = json.dumps({"error": {"type": "error", "message": text or "err"}})
+                    self._send(code, payload, headers or {})
+                    return
+                self._send(200, json.dumps(self._reply(step[1], body)), {})
+
+            def _reply(self, text, body):
+                if self.path.endswith("/messages"):
+                    return {"id": "msg_1", "type": "message", "role": "assistant",
+                            "model": body.get("model", "m"),
+                            "content": [{"type": "text", "text": text}],
+                            "stop_reason": "end_turn", "stop_sequence": None,
+                            "usage": {"input_tokens": 1, "output_tokens": 1}}
+                return {"id": "c1", "object": "chat.completion", "created": 0,
+                        "model": body.get("model", "m"),
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": text}}],
+                        "usage": {"prompt_tokens": 1, "completion_tokens": 1,
+                                  "total_tokens": 2}}
+
+            def _send(self, code, payload, headers):
+                data = payload.encode()
+                try:
+                    self.send_response(code)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    for k, v in headers.items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -1,0 +1,124 @@
+"""API keys (files, .env, environment, aliases, redaction) and the cloud clients against real
+HTTP servers on 127.0.0.1 (errors, 429, slow answers, failover)."""
+
+import logging
+import os
+import pickle
+
+import pytest
+
+from spacewar_ai.llm_integration import (AnthropicClient, APIKeyManager, FailoverClient,
+                                         LLMError, OpenAICompatibleClient, Secret, build_client)
+
+from llm_server import FakeLLMServer
+
+KEY = "sk-test-1234567890abcdef"
+MESSAGES = [{"role": "system", "content": "You write code."},
+            {"role": "user", "content": "Say hi."}]
+
+
+def test_keys_from_files_dotenv_and_environment_with_aliases(tmp_path):
+    (tmp_path / "claude.key.txt").write_text(KEY + "\n")
+    (tmp_path / "grok.key.txt").write_text("xai-key-abcdefgh")
+    (tmp_path / ".env").write_text("GEMINI_API_KEY=gem-key-abcdefgh\nOPENAI_API_KEY=oa-from-env-file\n")
+    for p in tmp_path.iterdir():
+        p.chmod(0o600)
+    keys = APIKeyManager(tmp_path, environ={"OPENAI_API_KEY": "oa-from-environment",
+                                            "GROQ_API_KEY": "groq-key-abcdefgh"})
+    assert keys.get_available_providers() == ["anthropic", "openai", "google", "xai", "groq"]
+    assert keys.get_key("claude").reveal() == KEY  # alias
+    assert keys.get_key("gemini").reveal() == "gem-key-abcdefgh"
+    assert keys.source("openai") == ".env (OPENAI_API_KEY)"  # .env before the environment
+    assert keys.source("anthropic") == "claude.key.txt"
+    assert keys.warnings == []
+    assert APIKeyManager(tmp_path / "nowhere", environ={}).get_available_providers() == []
+
+
+def test_keys_never_print_and_readable_key_files_warn(tmp_path, caplog):
+    path = tmp_path / "openai.key.txt"
+    path.write_text(KEY)
+    path.chmod(0o644)
+    with caplog.at_level(logging.WARNING):
+        keys = APIKeyManager(tmp_path, environ={})
+    assert any("chmod 600" in w for w in keys.warnings)
+    assert KEY not in caplog.text
+    secret = keys.get_key("openai")
+    for text in (repr(secret), str(secret), f"{secret}", repr(keys)):
+        assert KEY not in text
+    with pytest.raises(TypeError):
+        pickle.dumps(secret)
+    assert keys.redact(f"bad key {KEY}!") == "bad key ***!"
+
+
+def test_anthropic_client_talks_to_a_messages_server():
+    with FakeLLMServer([("text", "hello from claude")]) as server:
+        client = AnthropicClient(Secret(KEY), "claude-test", server.url, timeout=5, retries=0)
+        assert client.generate(MESSAGES) == "hello from claude"
+        req = server.requests[0]
+    assert req["path"] == "/v1/messages"
+    # The SDK sends the key as x-api-key or as a bearer token, depending on its version.
+    assert KEY in (req["headers"].get("x-api-key"), req["headers"].get("authorization", "")[7:])
+    assert req["body"]["system"] == "You write code."
+    assert req["body"]["messages"] == [{"role": "user", "content": "Say hi."}]
+    assert req["body"]["model"] == "claude-test"
+
+
+def test_openai_compatible_client_retries_429_and_5xx_with_backoff():
+    script = [("status", 429, "slow down", {"retry-after": "0"}), ("status", 503, "busy"),
+              ("text", "third time lucky")]
+    with FakeLLMServer(script) as server:
+        client = OpenAICompatibleClient("together", Secret(KEY), "m", server.url + "/v1",
+                                        timeout=5, retries=3, backoff=0.01)
+        assert client.generate(MESSAGES) == "third time lucky"
+        assert len(server.requests) == 3
+        assert server.requests[0]["headers"]["authorization"] == f"Bearer {KEY}"
+        assert server.requests[0]["body"]["messages"] == MESSAGES
+
+
+def test_errors_are_one_line_without_the_key_and_not_retried_when_pointless():
+    keys = APIKeyManager("/nonexistent", environ={"OPENAI_API_KEY": KEY})
+    with FakeLLMServer([("status", 401, f"invalid key {KEY}")]) as server:
+        client = OpenAICompatibleClient("openai", keys.get_key("openai"), "m",
+                                        server.url + "/v1", timeout=5, retries=3,
+                                        backoff=0.01, redact=keys.redact)
+        with pytest.raises(LLMError) as err:
+            client.generate(MESSAGES)
+        assert len(server.requests) == 1  # 401 is not retried
+    message = str(err.value)
+    assert "\n" not in message and KEY not in message and "401" in message
+
+
+def test_slow_server_times_out_and_failover_moves_on():
+    keys = APIKeyManager("/nonexistent", environ={"ANTHROPIC_API_KEY": KEY})
+    with FakeLLMServer([("sleep", 3, "too late")]) as slow, \
+            FakeLLMServer([("status", 500, "boom")]) as broken, \
+            FakeLLMServer([("text", "from the third")]) as good:
+        clients = [AnthropicClient(keys.get_key("anthropic"), "a", slow.url, timeout=0.5,
+                                   retries=0, redact=keys.redact),
+                   OpenAICompatibleClient("custom", None, "b", broken.url + "/v1", timeout=2,
+                                          retries=1, backoff=0.01),
+                   OpenAICompatibleClient("custom", None, "c", good.url + "/v1", timeout=2,
+                                          retries=0)]
+        failover = FailoverClient(clients, keys.redact)
+        assert failover.generate(MESSAGES) == "from the third"
+        assert failover.active is clients[2]
+        assert len(failover.failures) == 2
+        assert "Timeout" in failover.failures[0] and "500" in failover.failures[1]
+        assert all(KEY not in f for f in failover.failures)
+        # The provider that worked is tried first next time.
+        assert failover.generate(MESSAGES) == "from the third"
+        assert len(slow.requests) == 1 and len(broken.requests) == 2
+
+
+def test_build_client_orders_providers_and_explains_missing_keys(tmp_path):
+    keys = APIKeyManager(tmp_path, environ={"OPENAI_API_KEY": "oa-abcdefgh",
+                                            "ANTHROPIC_API_KEY": "an-abcdefgh"})
+    client = build_client(keys)
+    assert [c.provider for c in client.clients] == ["anthropic", "openai"]
+    with pytest.raises(ValueError, match="no API key for groq.*groq.key.txt"):
+        build_client(keys, provider="groq")
+    with pytest.raises(ValueError, match="no LLM available"):
+        build_client(APIKeyManager(tmp_path, environ={}))
+    custom = build_client(APIKeyManager(tmp_path, environ={}), base_url="http://127.0.0.1:9/v1")
+    assert custom.clients[0].base_url == "http://127.0.0.1:9/v1"
+    assert os.environ.get("OPENAI_API_KEY") != "oa-abcdefgh"  # nothing leaked into os.environ
