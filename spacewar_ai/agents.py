@@ -189,7 +189,7 @@ class PPOAgent(BaseAgent):
         self.updates = 0
         self._alloc(self.num_envs)
         self._last_value: torch.Tensor | None = None
-        self._last_logprob: torch.Tensor | None = None
+        self._last_logp_all: torch.Tensor | None = None
 
     def _alloc(self, n: int) -> None:
         t, d, a = self.config.n_steps, self.state_dim, self.action_dim
@@ -217,7 +217,9 @@ class PPOAgent(BaseAgent):
             u = torch.rand_like(logits).clamp_(1e-12, 1.0)
             action = (logits - torch.log(-torch.log(u))).argmax(-1)
         self._last_raw, self._last_x, self._last_mask = obs, x, m
-        self._last_logprob = torch.log_softmax(logits, -1).gather(1, action[:, None]).squeeze(1)
+        # All log-probs are kept: store_transition takes the one of the action actually played,
+        # which an exploration guide (llm_strategies.LLMExplorationGuide) may have replaced.
+        self._last_logp_all = torch.log_softmax(logits, -1)
         self._last_value = self.net.value(x)
         out = action.cpu().numpy()
         return int(out[0]) if single else out
@@ -233,8 +235,9 @@ class PPOAgent(BaseAgent):
         self.buf_obs[t] = self._last_x
         self.buf_raw[t] = self._last_raw
         self.buf_mask[t] = self._last_mask
-        self.buf_actions[t] = torch.as_tensor(np.asarray(action), device=self.device)
-        self.buf_logprobs[t] = self._last_logprob
+        played = torch.as_tensor(np.asarray(action), device=self.device).reshape(-1)
+        self.buf_actions[t] = played
+        self.buf_logprobs[t] = self._last_logp_all.gather(1, played[:, None].long()).squeeze(1)
         self.buf_values[t] = self._last_value
         self.buf_rewards[t] = torch.as_tensor(
             np.asarray(reward, dtype=np.float32) * self.config.reward_scale, device=self.device)

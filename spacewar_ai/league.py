@@ -80,12 +80,25 @@ class SelfPlayManager:
         return key
 
     def add_fixed(self, path: str | Path, device: str = "cpu") -> str:
-        agent, _ = load_agent(path, device, expect_obs_dim=self.game_config.obs_dim)
-        key = f"champion:{Path(path).stem}"
-        self.pilots[key] = AgentPilot(agent, key, deterministic=False)
-        self.fixed_keys.append(key)
+        """A fixed opponent (never evicted): a checkpoint (a champion) or a strategy file
+        (.py, run in the sandbox; LLM-written strategies join the league this way)."""
+        key, pilot = self._fixed_pilot(path, device)
+        self.pilots[key] = pilot
+        if key not in self.fixed_keys:
+            self.fixed_keys.append(key)
         self.files[key] = str(path)
         return key
+
+    def _fixed_pilot(self, path, device: str):
+        path = Path(path)
+        if path.suffix == ".py":
+            from .sandbox import StrategyPilot
+
+            key = f"strategy:{path.stem}"
+            return key, StrategyPilot(path, name=key, n_actions=self.game_config.num_actions)
+        agent, _ = load_agent(path, device, expect_obs_dim=self.game_config.obs_dim)
+        key = f"champion:{path.stem}"
+        return key, AgentPilot(agent, key, deterministic=False)
 
     def _draw(self, k: int) -> np.ndarray:
         c = self.config
@@ -178,9 +191,6 @@ class SelfPlayManager:
                 self.files[key] = path
         for key, path in state.get("fixed", []):
             if path and Path(path).is_file() and key not in self.fixed_keys:
-                agent, _ = load_agent(path, device)
-                self.pilots[key] = AgentPilot(agent, key, deterministic=False)
-                self.fixed_keys.append(key)
-                self.files[key] = path
+                self.add_fixed(path, device)
         for k, v in state.get("results", {}).items():
             self.results[k].extend(v)

@@ -40,6 +40,13 @@ def build_parser() -> argparse.ArgumentParser:
     modes.add_argument("--human-play", action="store_true",
                        help="fly against the AI (--difficulty, or --opponent SPEC), or "
                             "--two-player; F1 shows the keys")
+    modes.add_argument("--iterative", action="store_true",
+                       help="LLM strategy training: generate -> evaluate -> feedback -> refine "
+                            "for --iterations rounds; the RL agent trains against the best "
+                            "strategy between rounds (--timesteps per round)")
+    modes.add_argument("--llm-arena", action="store_true",
+                       help="LLM-written strategies (--llm-samples per provider) play a "
+                            "tournament against each other and the scripted pilots")
     modes.add_argument("--replay", default=None, metavar="PATH",
                        help="play back a saved replay (runs/replays/*.json) in a window, or to "
                             "a video with --record")
@@ -113,6 +120,36 @@ def build_parser() -> argparse.ArgumentParser:
                     help="evaluate: save N games as replays; tournament: N games per pairing "
                          "(under runs/replays/)")
 
+    llm = p.add_argument_group("LLM strategies (see README: keys in <keys-dir>/*.key.txt, .env "
+                               "or the environment)")
+    llm.add_argument("--iterations", type=int, default=5, help="--iterative: refinement rounds")
+    llm.add_argument("--episodes-per-iteration", type=int, default=20,
+                     help="--iterative: games per opponent to score each strategy")
+    llm.add_argument("--llm-samples", type=int, default=1,
+                     help="strategies asked for per round (--iterative) or per provider "
+                          "(--llm-arena)")
+    llm.add_argument("--use-llm", nargs="?", const="generate", default=None, metavar="STRATEGY",
+                     help="training: about 10%% of exploration actions come from an LLM "
+                          "strategy (a strategy file, or one generated now)")
+    llm.add_argument("--llm-provider", default=None,
+                     help="anthropic (claude), openai, google (gemini), xai (grok), groq, "
+                          "together, mistral, deepseek, openrouter; default: every provider "
+                          "with a key, in that order, until one answers")
+    llm.add_argument("--llm-model", default=None, help="model name for the first provider")
+    llm.add_argument("--llm-base-url", default=None, metavar="URL",
+                     help="any OpenAI-compatible server (llama.cpp, vLLM, Ollama), e.g. "
+                          "http://127.0.0.1:8080/v1; a key is optional")
+    llm.add_argument("--keys-dir", default=".", help="folder with *.key.txt files and .env")
+    llm.add_argument("--llm-local", action="store_true",
+                     help="use a local GGUF model first (llama-cpp-python), then the cloud")
+    llm.add_argument("--llm-local-model", default=None, metavar="PATH",
+                     help="the local GGUF file (default: the catalog's pick, in models/)")
+    llm.add_argument("--local-llm-only", action="store_true", help="only the local model")
+    llm.add_argument("--include-local-llm", action="store_true",
+                     help="try the local model after the cloud providers")
+    llm.add_argument("--gpu-vram", type=float, default=None, metavar="GB",
+                     help="GPU memory to plan the local model for (overrides detection)")
+
     common = p.add_argument_group("common")
     common.add_argument("--render", action="store_true", help="show a game in a window")
     common.add_argument("--seed", type=int, default=None, help="random seed (default 0)")
@@ -133,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.save_replays < 0:
         parser.error(f"--save-replays must be >= 0 (got {args.save_replays})")
     chosen = [m for m in ("evaluate", "champion_train", "demo", "benchmark", "benchmark_training",
-                          "export", "tournament", "human_play", "replay") if getattr(args, m)]
+                          "export", "tournament", "human_play", "replay", "iterative",
+                          "llm_arena") if getattr(args, m)]
     if len(chosen) > 1:
         parser.error("choose one mode: " + ", ".join("--" + m.replace("_", "-") for m in chosen))
     mode = chosen[0] if chosen else "train"
@@ -141,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         return {"evaluate": _evaluate, "champion_train": _train, "demo": _demo,
                 "benchmark": _benchmark, "benchmark_training": _benchmark_training,
                 "export": _export, "tournament": _tournament, "human_play": _human_play,
-                "replay": _replay, "train": _train}[mode](parser, args)
+                "replay": _replay, "iterative": _iterative, "llm_arena": _llm_arena,
+                "train": _train}[mode](parser, args)
     except KeyboardInterrupt:
         print("\ninterrupted: the last checkpoint written is intact", file=sys.stderr)
         return 130
@@ -210,12 +249,20 @@ def _train(parser, args) -> int:
         print("champions: " + ", ".join(champions))
         cfg.league = dataclasses.replace(cfg.league, curriculum=("heuristic:hard",),
                                          scripted_share=0.3, past_share=0.8)
+    guide = None
     try:
+        if args.use_llm:
+            guide = _exploration_guide(parser, args, cfg)
         trainer = Trainer(cfg, resume=args.resume, init_weights=init, champions=champions,
-                          render=args.render, quiet=args.quiet)
+                          render=args.render, quiet=args.quiet, guide=guide)
     except (CheckpointError, ValueError) as exc:
         parser.error(str(exc))
-    summary = trainer.run()
+    try:
+        summary = trainer.run()
+    finally:
+        if guide is not None:
+            print(f"LLM-guided exploration actions: {guide.used:,}")
+            guide.close()
     print(f"checkpoints: {summary['run_dir']}  tensorboard --logdir {summary['log_dir']}")
     return 0
 
@@ -474,6 +521,126 @@ def _replay(parser, args) -> int:
     same = state_hash(batch) == replay.get("final_state")
     print(f"replayed {steps} steps ({names}); result {replay.get('result')}; final state "
           f"{'identical to the recording' if same else 'not reached (stopped early)'}")
+    return 0
+
+
+def _llm_client(parser, args):
+    from spacewar_ai.llm_integration import APIKeyManager, build_client
+
+    try:
+        keys = APIKeyManager(args.keys_dir)
+        for warning in keys.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        client = build_client(keys, args.llm_provider, args.llm_model, args.llm_base_url,
+                              local=args.llm_local, local_model=args.llm_local_model,
+                              local_only=args.local_llm_only,
+                              include_local=args.include_local_llm, gpu_vram=args.gpu_vram)
+    except ValueError as exc:
+        parser.error(str(exc))
+    print("LLM providers, in order: " + ", ".join(f"{c.provider} ({c.model})"
+                                                  for c in client.clients))
+    return keys, client
+
+
+def _exploration_guide(parser, args, cfg):
+    from pathlib import Path
+
+    from spacewar_ai.llm_strategies import LLMExplorationGuide, LLMStrategyGenerator
+    from spacewar_ai.sandbox import load_strategy_file
+
+    if args.use_llm != "generate":
+        load_strategy_file(args.use_llm)  # a StrategyError (ValueError) names the problem
+        path = args.use_llm
+    else:
+        keys, client = _llm_client(parser, args)
+        out = Path(cfg.train.log_dir) / (cfg.train.run_name or "llm-guide") / "llm" / "guide"
+        cand = LLMStrategyGenerator(client, out.parent, cfg.game, redact=keys.redact).generate(
+            out.name)
+        if not cand.ok:
+            raise ValueError(f"the LLM did not produce a usable strategy: {cand.error}")
+        path = cand.path
+    print(f"LLM exploration guide: {path} (about 10% of exploration actions)")
+    return LLMExplorationGuide(path, 0.1, cfg.train.seed, cfg.game.num_actions)
+
+
+def _iterative(parser, args) -> int:
+    from spacewar_ai.llm_integration import LLMError
+    from spacewar_ai.llm_strategies import IterativeStrategyTrainer
+    from spacewar_ai.training import Trainer
+
+    for flag in ("iterations", "episodes_per_iteration", "llm_samples"):
+        if getattr(args, flag) < 1:
+            parser.error(f"--{flag.replace('_', '-')} must be >= 1")
+    cfg = _run_config(parser, args)
+    if args.timesteps is None:
+        import dataclasses as dc
+
+        cfg.train = dc.replace(cfg.train, total_timesteps=100_000)
+    steps_between = cfg.train.total_timesteps
+    keys, client = _llm_client(parser, args)
+    try:
+        trainer = Trainer(cfg, resume=args.resume, quiet=args.quiet)
+    except ValueError as exc:
+        parser.error(str(exc))
+    # The agent trains only between refinements: the loop raises its budget by --timesteps
+    # (default 100,000) after each round.
+    loop = IterativeStrategyTrainer(client, trainer.log_dir, cfg.game, args.iterations,
+                                    args.episodes_per_iteration, args.llm_samples,
+                                    trainer=trainer, train_steps=steps_between,
+                                    redact=keys.redact, seed=args.seed or 0)
+    try:
+        state = loop.run()
+    except LLMError as exc:
+        parser.exit(1, f"spacewar-ai: error: {exc}\n")
+    best = state.get("best")
+    print(f"LLM log: {loop.llm_dir}")
+    if best:
+        print(f"best strategy: {best['path']} (score {best['score']:.0%}, iteration "
+              f"{best['iteration'] + 1}); agent checkpoints: {trainer.run_dir}")
+    else:
+        print("no usable strategy was produced; see the attempts under " + str(loop.llm_dir))
+    for line in getattr(client, "failures", []):
+        print(f"provider failure: {line}", file=sys.stderr)
+    return 0
+
+
+def _llm_arena(parser, args) -> int:
+    import json
+    import time
+    from pathlib import Path
+
+    from spacewar_ai.llm_integration import FailoverClient, LLMError
+    from spacewar_ai.llm_strategies import LLMStrategyGenerator, play_llm_arena
+    from spacewar_ai.tournament import crosstable_markdown, standings
+
+    keys, client = _llm_client(parser, args)
+    out = Path("runs") / "llm-arena" / time.strftime("%Y%m%d-%H%M%S")
+    paths = []
+    for c in client.clients:
+        gen = LLMStrategyGenerator(FailoverClient([c], keys.redact), out, redact=keys.redact)
+        for k in range(args.llm_samples):
+            label = f"{c.provider}-{k}"
+            try:
+                cand = gen.generate(label)
+            except LLMError as exc:
+                print(f"{label}: {exc}", file=sys.stderr)
+                break
+            print(f"{label}: " + (f"ok ({cand.attempts} attempt(s))" if cand.ok
+                                  else f"rejected: {cand.error}"))
+            if cand.ok:
+                named = out / f"{label}.py"
+                named.write_bytes(Path(cand.path).read_bytes())
+                paths.append(str(named))
+    if not paths:
+        parser.exit(1, "spacewar-ai: error: no LLM produced a usable strategy\n")
+    games = args.matches_per_pairing if args.matches_per_pairing != 100 else 20
+    result = play_llm_arena(paths, games + games % 2, args.seed or 0)
+    rows = standings(result)
+    table = crosstable_markdown(result, rows)
+    print(table)
+    (out / "crosstable.md").write_text(table + "\n")
+    (out / "standings.json").write_text(json.dumps(rows, indent=1))
+    print(f"wrote {out}/crosstable.md and standings.json")
     return 0
 
 

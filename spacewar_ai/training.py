@@ -129,7 +129,7 @@ class Trainer:
 
     def __init__(self, cfg: RunConfig, resume: str | Path | None = None,
                  init_weights: str | Path | None = None, champions: list[str] | None = None,
-                 render: bool = False, quiet: bool = False):
+                 render: bool = False, quiet: bool = False, guide=None):
         self.cfg = cfg
         t = cfg.train
         torch.set_num_threads(t.torch_threads or os.cpu_count() or 1)
@@ -176,6 +176,7 @@ class Trainer:
         self.league.set_learner(self.agent)
         self.league.assign()
         self.render = render
+        self.guide = guide
         self.progress = _Progress(quiet)
         self.recent = collections.deque(maxlen=100)  # learner outcomes: 1 win, 0.5 draw, 0 loss
         self.recent_wins = collections.deque(maxlen=100)
@@ -226,6 +227,8 @@ class Trainer:
         if self.recent_wins:
             w.add_scalar("charts/win_rate", float(np.mean(self.recent_wins)), step)
         w.add_scalar("league/pool_size", len(self.league.snapshot_keys), step)
+        if self.guide is not None:
+            w.add_scalar("charts/llm_guided_actions", self.guide.used, step)
         w.add_scalar("league/curriculum_stage", self.league.stage, step)
         for key in list(self.league.results):
             name = key.replace(":", "_")
@@ -331,6 +334,8 @@ class Trainer:
             t0 = time.time()
             for _ in range(self.cfg.ppo.n_steps):
                 actions[:, 0] = agent.select_action(obs[:, 0])
+                if self.guide is not None:
+                    actions[:, 0] = self.guide.mix(obs[:, 0], actions[:, 0])
                 actions[:, 1] = league.act(obs[:, 1])
                 next_obs, rewards, term, trunc, info = env.step_both(actions)
                 reward = rewards[:, 0].astype(np.float32)
@@ -364,6 +369,9 @@ class Trainer:
             for _ in range(DQN_ITERATION_STEPS):
                 agent.set_progress(self.counters["global_step"] / self.cfg.train.total_timesteps)
                 actions[:, 0] = agent.select_action(obs[:, 0])
+                if self.guide is not None:
+                    # Only exploration is guided: epsilon x share of the rows.
+                    actions[:, 0] = self.guide.mix(obs[:, 0], actions[:, 0], agent.epsilon)
                 actions[:, 1] = league.act(obs[:, 1])
                 next_obs, rewards, term, trunc, info = env.step_both(actions)
                 done = term | trunc
