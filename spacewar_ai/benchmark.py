@@ -83,6 +83,32 @@ def bench_pilot(num_games: int, calls: int, repeats: int, seed: int) -> float:
     return _median_rate(run, calls * num_games, repeats)
 
 
+def bench_strategy(n: int, steps: int, repeats: int, seed: int) -> float:
+    """Decisions per second of the example strategy file through the sandbox's pipe, one
+    message per batch of n observations (what a match sends each decision step)."""
+    from pathlib import Path
+
+    from .sandbox import StrategyPilot
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "strategies" / "aim_and_fire.py"
+    if not path.is_file():
+        return float("nan")  # an installed copy without the examples folder
+    env = SpacewarVectorEnv(n, GameConfig(), opponent="idle")
+    obs, _ = env.reset(seed=seed)
+    pilot = StrategyPilot(path)
+    try:
+        pilot.act(obs)  # start the child outside the timing
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            for _ in range(steps):
+                pilot.act(obs)
+            times.append(time.perf_counter() - t)
+    finally:
+        pilot.close()
+    return n * steps / float(np.median(times))
+
+
 def run_benchmark(repeats: int = 5, seed: int = 0, quick: bool = False) -> dict[str, float]:
     """Measure and print; returns the figures (game-steps/s, decisions/s)."""
     skip = GameConfig().frame_skip
@@ -100,6 +126,9 @@ def run_benchmark(repeats: int = 5, seed: int = 0, quick: bool = False) -> dict[
     v = bench_pilot(4096, max(2, int(50 * scale)), repeats, seed)
     figures["hard_pilot"] = v
     rows.append(("hard pilot, batch of 4096", v, "decisions/s"))
+    v = bench_strategy(256, max(5, int(100 * scale)), repeats, seed)
+    figures["strategy_sandbox"] = v
+    rows.append(("strategy file in the sandbox, batch of 256", v, "decisions/s"))
     width = max(len(r[0]) for r in rows)
     for name, value, unit in rows:
         extra = ""

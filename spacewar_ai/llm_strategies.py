@@ -143,7 +143,7 @@ class LLMStrategyGenerator:
                 source = extract_code(reply)
                 path = folder / "strategy.py"
                 validate_source(source, path.name)
-                atomic_write_bytes(path, lambda f: f.write(source.encode()))
+                _write_text(path, source)
                 cand.path = str(path)
                 cand.smoke = self._smoke(path)
                 if cand.smoke["forfeits"]:
@@ -321,7 +321,7 @@ class IterativeStrategyTrainer:
             if round_best is not None and (best is None or round_best["score"] > best["score"]):
                 source = Path(round_best["path"]).read_text()
                 best_path = self.llm_dir / "best_strategy.py"
-                atomic_write_bytes(best_path, lambda f: f.write(source.encode()))
+                _write_text(best_path, source)
                 best = {"score": round_best["score"], "stats": round_best["stats"],
                         "source": source, "path": str(best_path), "iteration": it}
                 self.state["best"] = best
@@ -342,7 +342,7 @@ class IterativeStrategyTrainer:
             return
         league = self.trainer.league
         stamp = self.llm_dir / f"competitor_{self.state['iteration']:03d}.py"
-        atomic_write_bytes(stamp, lambda f: f.write(Path(path).read_bytes()))
+        _write_text(stamp, Path(path).read_text())
         key = league.add_fixed(stamp)
         self.log(f"league: added {key}")
 
@@ -404,6 +404,11 @@ def play_llm_arena(strategy_paths: list, games_per_pairing: int = 20, seed: int 
 
     specs = [f"strategy:{p}" for p in strategy_paths] + list(scripted)
     return play_round_robin(resolve_entrants(specs), games_per_pairing, seed, workers=workers)
+
+
+def _write_text(path: Path, text: str) -> None:
+    data = text.encode()
+    atomic_write_bytes(path, lambda f: f.write(data))
 
 
 def _write_json(path: Path, data) -> None:

@@ -90,6 +90,8 @@ def validate_source(source: str, filename: str = "<strategy>") -> ast.Module:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as exc:
         raise StrategyError(f"{filename}:{exc.lineno or 0}: syntax error: {exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
+        raise StrategyError(f"{filename}:0: cannot be parsed ({type(exc).__name__})") from None
     bound = set(ALLOWED_BUILTINS)
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
@@ -116,14 +118,18 @@ def validate_source(source: str, filename: str = "<strategy>") -> ast.Module:
     return tree
 
 
-def _located(node, where):
+def _located(root, where):
     """Every node with its (line, column, end column); nodes without a position (withitem,
-    comprehension, arguments) take their parent's, so messages name a real line."""
-    if hasattr(node, "lineno"):
-        where = (node.lineno, node.col_offset, node.end_col_offset or 0)
-    out = [(where, node)]
-    for child in ast.iter_child_nodes(node):
-        out += _located(child, where)
+    comprehension, arguments) take their parent's, so messages name a real line. Iterative, so
+    deep nesting cannot exhaust the stack."""
+    out = []
+    stack = [(root, where)]
+    while stack:
+        node, where = stack.pop()
+        if hasattr(node, "lineno"):
+            where = (node.lineno, node.col_offset, node.end_col_offset or 0)
+        out.append((where, node))
+        stack.extend((child, where) for child in ast.iter_child_nodes(node))
     return out
 
 

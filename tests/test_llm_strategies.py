@@ -184,3 +184,18 @@ def test_cli_iterative_against_a_local_server(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "best strategy:" in out.stdout
     assert (tmp_path / "runs" / "cli" / "llm" / "best_strategy.py").read_text() == GOOD
+
+
+def test_cli_llm_arena_against_a_local_server(tmp_path):
+    with FakeLLMServer([("text", fenced(GOOD)), ("text", fenced(WEAK))]) as server:
+        env = dict(os.environ, SDL_VIDEODRIVER="dummy")
+        out = subprocess.run(
+            [sys.executable, "-m", "spacewar_ai", "--llm-arena", "--llm-base-url",
+             server.url + "/v1", "--llm-samples", "2", "--matches-per-pairing", "4",
+             "--keys-dir", str(tmp_path)],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    table = out.stdout[out.stdout.index("| # |"):]
+    assert "strategy:custom-0.py" in table and "strategy:custom-1.py" in table
+    assert "heuristic:hard" in table
+    assert list((tmp_path / "runs" / "llm-arena").glob("*/crosstable.md"))

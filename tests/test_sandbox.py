@@ -70,6 +70,9 @@ ESCAPES = {
                   "decorator"),
     "no strategy function": ("def play(obs):\n    return 0\n", 0, "def strategy"),
     "syntax error": ("def strategy(obs)\n    return 0\n", 1, "syntax error"),
+    "absurd nesting": ("def strategy(obs):\n    return " + "(" * 5000 + "1" + ")" * 5000 + "\n",
+                       2, "nested"),
+    "null byte": ("X = 1\0\ndef strategy(obs):\n    return 0\n", 0, "null bytes"),
 }
 
 
