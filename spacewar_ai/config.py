@@ -298,10 +298,18 @@ class TrainConfig(_Serializable):
     eval_interval: int = 20  # updates between evaluations
     eval_episodes: int = 100  # games per evaluation (sides swapped)
     eval_opponent: str = "heuristic:hard"  # evaluation opponent, also defines "best"
+    # Behaviour cloning before RL (PPO only): the actor first imitates this pilot spec ("" = no
+    # warm start) on `warm_start_decisions` of its decisions, for `warm_start_epochs` passes.
+    warm_start: str = ""
+    warm_start_decisions: int = 500_000
+    warm_start_epochs: int = 6
 
     def __post_init__(self) -> None:
         _require(self.algorithm in ("ppo", "dqn"), "TrainConfig", "algorithm", self.algorithm,
                  "must be 'ppo' or 'dqn'")
+        _require(not self.warm_start or self.algorithm == "ppo", "TrainConfig", "warm_start",
+                 self.warm_start, "behaviour cloning warm starts are for PPO only")
+        _check_positive(self, ("warm_start_decisions", "warm_start_epochs"), integer=True)
         _require(self.device in ("cpu", "cuda", "auto"), "TrainConfig", "device", self.device,
                  "must be 'cpu', 'cuda' or 'auto'")
         _check_positive(self, ("num_envs", "total_timesteps", "save_interval",

@@ -71,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--resume", default=None, metavar="PATH",
                     help="continue a run from its checkpoint (latest.pt)")
     tr.add_argument("--quiet", action="store_true", help="no live progress line")
+    tr.add_argument("--warm-start", default=None, metavar="SPEC",
+                    help="PPO: imitate this pilot first (behaviour cloning, about a minute), "
+                         "e.g. heuristic:hard; then learn by RL")
 
     ev = p.add_argument_group("evaluation and players")
     ev.add_argument("--checkpoint", default=None, metavar="PATH",
@@ -216,7 +219,7 @@ def _run_config(parser, args):
                             ("seed", "seed"), ("device", "device"),
                             ("torch_threads", "torch_threads"),
                             ("checkpoint_dir", "checkpoint_dir"), ("run_name", "run_name"),
-                            ("eval_episodes", "eval_episodes")):
+                            ("eval_episodes", "eval_episodes"), ("warm_start", "warm_start")):
             if getattr(args, flag) is not None:
                 train[field] = getattr(args, flag)
         if args.episodes is not None and args.timesteps is None:

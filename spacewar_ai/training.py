@@ -170,6 +170,10 @@ class Trainer:
             state = dict(ckpt["agent"])
             state.pop("optimizer", None)  # a fresh optimizer for a new run
             self.agent.load_state_dict(state)
+        if t.warm_start and resume_ckpt is None and init_weights is None:
+            stats = behaviour_clone(self.agent, t.warm_start, cfg.game, t.warm_start_decisions,
+                                    t.warm_start_epochs, t.seed, quiet=quiet)
+            self.counters["warm_start_accuracy"] = stats["accuracy"]
         for path in champions or []:
             if not any(k.endswith(Path(path).stem) for k in self.league.fixed_keys):
                 self.league.add_fixed(path, self.device)
@@ -393,6 +397,68 @@ class Trainer:
             mean = {k: float(np.mean(v)) for k, v in losses.items()}
             mean.setdefault("epsilon", float(agent.epsilon))
             self._after_update(mean, DQN_ITERATION_STEPS * n / dt)
+
+
+def behaviour_clone(agent, teacher: str, config: GameConfig, decisions: int = 500_000,
+                    epochs: int = 6, seed: int = 0, batch_size: int = 1024, lr: float = 1e-3,
+                    quiet: bool = True) -> dict[str, float]:
+    """Warm start: the PPO actor imitates `teacher` (a pilot spec) before RL.
+
+    The teacher flies ship 0 against a mix of opponents (itself, the scripted ladder, random) so
+    the data covers winning and losing positions; the actor is fitted by cross-entropy on the
+    teacher's actions under the action mask, and the observation statistics are set from the
+    same data. Returns the final epoch's loss and accuracy (agreement with the teacher)."""
+    import torch
+    import torch.nn.functional as F
+
+    from .environment import SpacewarVectorEnv
+
+    opponents = ("heuristic:hard", "heuristic:medium", "heuristic:easy", "idle", "random")
+    n = 256
+    steps = max(1, decisions // (n * len(opponents)))
+    xs, ys = [], []
+    for k, spec in enumerate(opponents):
+        env = SpacewarVectorEnv(n, config, opponent=None)
+        obs, _ = env.reset_both(seed=seed * 1000 + k * 100_000)
+        pilots = [resolve_player(teacher, config, seed), resolve_player(spec, config, seed + 1)]
+        for p in pilots:
+            p.reset(np.ones(n, dtype=bool), env.batch.rng.copy())
+        actions = np.zeros((n, 2), dtype=np.int64)
+        for _ in range(steps):
+            actions[:, 0] = pilots[0].act(obs[:, 0])
+            actions[:, 1] = pilots[1].act(obs[:, 1])
+            xs.append(obs[:, 0].copy())
+            ys.append(actions[:, 0].copy())
+            obs, _, term, trunc, _ = env.step_both(actions)
+            done = term | trunc
+            if done.any():
+                for p in pilots:
+                    p.reset(done, env.batch.rng.copy())
+    x = torch.from_numpy(np.concatenate(xs)).to(agent.device)
+    y = torch.from_numpy(np.concatenate(ys)).to(agent.device)
+    mask = x[:, -agent.action_dim:] > 0.5
+    mask[~mask.any(1), 0] = True
+    agent.obs_norm.update(x)
+    xn = agent.obs_norm(x)
+    optimizer = torch.optim.Adam(agent.net.actor.parameters(), lr=lr)
+    gen = torch.Generator().manual_seed(seed)
+    loss_sum = correct = 0.0
+    for epoch in range(epochs):
+        perm = torch.randperm(len(x), generator=gen).to(agent.device)
+        loss_sum = correct = 0.0
+        for start in range(0, len(x), batch_size):
+            idx = perm[start:start + batch_size]
+            logits = agent.net.logits(xn[idx], mask[idx])
+            loss = F.cross_entropy(logits, y[idx])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            loss_sum += loss.item() * len(idx)
+            correct += (logits.argmax(-1) == y[idx]).sum().item()
+        if not quiet:
+            print(f"warm start from {teacher}: epoch {epoch + 1}/{epochs}, loss "
+                  f"{loss_sum / len(x):.3f}, agreement {correct / len(x):.1%}")
+    return {"loss": loss_sum / len(x), "accuracy": correct / len(x), "decisions": len(x)}
 
 
 def _frozen_copy(agent):
