@@ -363,6 +363,8 @@ class HumanGame:
                 if max_seconds is not None and now - start > max_seconds:
                     break
                 time.sleep(max(0.0, dt - (time.perf_counter() - now)) * 0.5)
+        except KeyboardInterrupt:
+            self.quit = True  # Ctrl-C in the terminal ends the match like Esc: results are kept
         finally:
             self.close()
         return self.results
