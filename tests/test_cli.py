@@ -50,3 +50,21 @@ def test_training_benchmark_prints_ours_and_sb3_side_by_side():
     assert out.returncode == 0, out.stderr
     assert "spacewar-ai PPO" in out.stdout and "Stable-Baselines3 PPO" in out.stdout
     assert "ratio:" in out.stdout
+
+
+def test_the_original_designs_whole_flag_set_is_accepted():
+    from spacewar_ai.main import build_parser
+
+    args = build_parser().parse_args([
+        "--algorithm", "dqn", "--episodes", "10", "--learning-rate", "1e-3", "--render",
+        "--seed", "3", "--checkpoint", "x.pt", "--checkpoint-dir", "ck", "--eval-episodes", "4",
+        "--tournament-mode", "swiss", "--matches-per-pairing", "6", "--difficulty", "insane",
+        "--iterations", "2", "--episodes-per-iteration", "8", "--use-llm", "--llm-provider",
+        "claude", "--llm-model", "m", "--keys-dir", "keys", "--llm-local", "--llm-local-model",
+        "m.gguf", "--local-llm-only", "--include-local-llm", "--gpu-vram", "24"])
+    assert (args.algorithm, args.episodes, args.difficulty, args.gpu_vram) == ("dqn", 10,
+                                                                               "insane", 24.0)
+    assert args.use_llm == "generate" and args.llm_local and args.local_llm_only
+    for mode in ("--demo", "--evaluate", "--tournament", "--champion-train", "--human-play",
+                 "--iterative", "--llm-arena"):
+        assert getattr(build_parser().parse_args([mode]), mode[2:].replace("-", "_"))
