@@ -199,3 +199,22 @@ def test_cli_llm_arena_against_a_local_server(tmp_path):
     assert "strategy:custom-0.py" in table and "strategy:custom-1.py" in table
     assert "heuristic:hard" in table
     assert list((tmp_path / "runs" / "llm-arena").glob("*/crosstable.md"))
+
+
+def test_training_with_the_exploration_guide_plays_strategy_actions(tmp_path):
+    trainer = _tiny_trainer(tmp_path)
+    trainer.cfg.train = dataclasses.replace(trainer.cfg.train, total_timesteps=8 * 16 * 2)
+    guide = LLMExplorationGuide(ROOT / "examples" / "strategies" / "aim_and_fire.py",
+                                share=0.5, seed=1)
+    trainer.guide = guide
+    try:
+        trainer.run()
+    finally:
+        guide.close()
+    # 256 decisions, half of them offered to the strategy; those its mask allows are played.
+    assert 60 <= guide.used <= 160
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(trainer.log_dir))
+    events.Reload()
+    assert events.Scalars("charts/llm_guided_actions")[-1].value == guide.used

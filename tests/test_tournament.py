@@ -138,7 +138,7 @@ def test_cli_tournament_writes_crosstable_standings_and_ratings(tmp_path):
     ratings = tmp_path / "ratings.json"
     cmd = [sys.executable, "-m", "spacewar_ai", "--tournament", "--players",
            "random,heuristic:easy,heuristic:hard", "--matches-per-pairing", "6",
-           "--ratings-file", str(ratings), "--workers", "1"]
+           "--ratings-file", str(ratings), "--workers", "1", "--save-replays", "2"]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300,
                          env={**__import__("os").environ, "PYTHONPATH": str(root)})
     assert out.returncode == 0, out.stderr
@@ -150,6 +150,13 @@ def test_cli_tournament_writes_crosstable_standings_and_ratings(tmp_path):
     assert pygame.image.load(str(png)).get_height() == 60 + 34 * 3
     data = json.loads(ratings.read_text())
     assert len(data["players"]) == 3 and len(data["history"]) == 1
+    # Two replays per pairing (one per side), each replaying to its recorded final state.
+    from spacewar_ai.replays import load_replay, replay_game
+
+    replays = sorted((tmp_path / "runs" / "replays").glob("*.json"))
+    assert len(replays) == 6
+    for path in replays:
+        replay_game(load_replay(path))
     bad = subprocess.run(cmd[:4] + ["idle,ppo:/no/such.pt"], capture_output=True, text=True,
                          cwd=tmp_path, timeout=120,
                          env={**__import__("os").environ, "PYTHONPATH": str(root)})
