@@ -108,6 +108,9 @@ def test_held_rotation_and_thrust_alternate_and_fire_goes_first():
     reloading = mask.copy()
     reloading[[4, 5]] = 0
     assert keys_to_action({"space", "d"}, 0, reloading, CONTROLS_ALONE) == 2
+    # With hyperspace enabled (a 7th mask entry), Down or S jumps; without it, nothing happens.
+    assert keys_to_action({"down"}, 0, np.ones(7), CONTROLS_ALONE) == 6
+    assert keys_to_action({"s"}, 0, np.ones(6), CONTROLS_ALONE) == 0
 
 
 def test_each_difficulty_picks_the_documented_model_and_delay(tmp_path):
