@@ -70,7 +70,7 @@ def detect_hardware(gpu_vram: float | None = None) -> Hardware:
             handle = pynvml.nvmlDeviceGetHandleByIndex(0)
             vram = pynvml.nvmlDeviceGetMemoryInfo(handle).total / 1024**3
             backend, source = "cuda", "NVML"
-        except Exception:
+        except Exception:  # no pynvml, no NVIDIA driver or no GPU: the CPU it is
             pass
     if gpu_vram is not None:
         if gpu_vram < 0:

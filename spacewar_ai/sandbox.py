@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import os
 import select
 import struct
@@ -70,6 +71,8 @@ if hasattr(ast, "TryStar"):
     _NODE_WORDS[ast.TryStar] = "try/except*"
 
 MAX_SOURCE_BYTES = 100_000
+log = logging.getLogger(__name__)
+_warned_limits: list[bool] = []
 _ERROR_ACTION = 255
 
 
@@ -212,11 +215,12 @@ class HardTimeout(Exception):
 def on_alarm(signum, frame):
     raise HardTimeout(f"decision took longer than the hard limit of {hdr['hard_ms']} ms")
 signal.signal(signal.SIGALRM, on_alarm)
+unapplied = []
 for name, value in hdr["limits"].items():
     try:
         resource.setrlimit(getattr(resource, name), (value, value))
-    except (ValueError, OSError):
-        pass
+    except (ValueError, OSError, AttributeError) as exc:
+        unapplied.append(f"{name}: {exc}")
 def safe_import(name, globals=None, locals=None, fromlist=(), level=0):
     if name != "math" or level:
         raise ImportError("only math may be imported")
@@ -237,7 +241,7 @@ try:
     fn = glb.get("strategy")
     if not callable(fn):
         raise TypeError("the file defines no function strategy(obs)")
-    send(json.dumps({"ok": True}).encode())
+    send(json.dumps({"ok": True, "unapplied": unapplied}).encode())
 except BaseException as exc:
     signal.setitimer(signal.ITIMER_REAL, 0)
     send(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}).encode())
@@ -306,6 +310,7 @@ class StrategyPilot:
         self.forfeit_reason: dict[int, str] = {}
         self.new_forfeits: dict[int, str] = {}
         self.restarts = 0
+        self.unapplied_limits: list[str] = []  # rlimits the system refused (reported by the child)
         self._proc: subprocess.Popen | None = None
         self._finalizer = None
         self._n = 0
@@ -329,6 +334,12 @@ class StrategyPilot:
         if not status.get("ok"):
             self.close()
             raise StrategyError(f"{self.path}: failed while loading: {status.get('error')}")
+        self.unapplied_limits = status.get("unapplied", [])
+        if self.unapplied_limits and not _warned_limits:
+            # Said once per process: the other walls still stand, but the user should know.
+            log.warning("sandbox: this system refused some resource limits: %s",
+                        "; ".join(self.unapplied_limits))
+            _warned_limits.append(True)
 
     def _request(self, payload: bytes, timeout: float, expect_actions: int):
         """Send payload; return (actions, times, json_bytes) or None if the child died or hung."""
