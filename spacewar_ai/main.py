@@ -574,6 +574,9 @@ def _iterative(parser, args) -> int:
     for flag in ("iterations", "episodes_per_iteration", "llm_samples"):
         if getattr(args, flag) < 1:
             parser.error(f"--{flag.replace('_', '-')} must be >= 1")
+    if args.episodes is not None:
+        parser.error("--iterative trains the agent --timesteps decisions between rounds; "
+                     "--episodes does not apply here")
     cfg = _run_config(parser, args)
     if args.timesteps is None:
         import dataclasses as dc
