@@ -16,6 +16,7 @@ from . import engine
 from .bots import make_pilot
 from .config import GameConfig, RewardConfig
 from .engine import DeathCause, GameBatch
+from .replays import state_hash
 
 
 @dataclass
@@ -35,6 +36,7 @@ class GameRecord:
     hits_b: int
     forfeit: str | None = None  # "a: reason" or "b: reason" when a player forfeited the game
     actions: np.ndarray | None = None  # (steps, 2) by ship, kept for replays (keep_actions)
+    final_state: str | None = None  # replays.state_hash of the game's end, with `actions`
 
 
 @dataclass
@@ -161,6 +163,9 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
         if g not in forfeits:  # a forfeit ends a game outside the rules: not replayable
             result.games[g].actions = np.array([step[k] for step in kept_log[:kept_steps[g]]],
                                                dtype=np.int64).reshape(-1, 2)
+            # Hashed here, from the batch: replaying the file alone must reach the same state,
+            # which is the engine's promise that a game does not depend on its batch.
+            result.games[g].final_state = state_hash(batch, int(g))
     return result
 
 

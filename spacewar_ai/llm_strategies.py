@@ -160,9 +160,7 @@ class LLMStrategyGenerator:
                 {"role": "assistant", "content": reply},
                 {"role": "user", "content": f"{error}\nFix this and reply with the whole "
                                             "corrected file in one ```python block."}]
-        cand.ok = False
-        if cand.path and not cand.smoke.get("games"):
-            cand.path = None
+        cand.ok = False  # the last attempt's file, if one was written, stays for the audit
         return cand
 
     def _smoke(self, path: Path) -> dict:
@@ -386,7 +384,7 @@ class LLMExplorationGuide:
             return actions
         guided = self.pilot.act(obs[rows])
         mask = obs[rows, 30:30 + self.pilot.n_actions] > 0.5
-        ok = mask[np.arange(rows.size), guided] & (guided >= 0)
+        ok = mask[np.arange(rows.size), guided]
         out = actions.copy()
         out[rows[ok]] = guided[ok]
         self.used += int(ok.sum())

@@ -8,6 +8,7 @@ before installing). Everything else works without it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,8 +47,11 @@ class Hardware:
 
 def detect_hardware(gpu_vram: float | None = None) -> Hardware:
     """The accelerator and its memory: `gpu_vram` (--gpu-vram) overrides the measurement."""
+    if gpu_vram is not None and gpu_vram < 0:
+        raise ValueError(f"--gpu-vram {gpu_vram} is invalid: give GB, 0 for CPU only")
     backend, vram, source = "cpu", 0.0, "no GPU found"
-    try:
+    # A missing torch, pynvml or driver only means that probe finds nothing.
+    with contextlib.suppress(Exception):
         import torch
 
         if torch.cuda.is_available():
@@ -56,25 +60,17 @@ def detect_hardware(gpu_vram: float | None = None) -> Hardware:
             vram, source = props.total_memory / 1024**3, f"torch ({props.name})"
         elif getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
             # Apple silicon shares memory; llama.cpp may use about two thirds of it for Metal.
-            import psutil
-
-            vram = psutil.virtual_memory().total / 1024**3 * 2 / 3
-            backend, source = "metal", "two thirds of unified memory"
-    except Exception:  # torch absent or a broken driver: try NVML, else CPU
-        pass
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1024**3
+            backend, vram, source = "metal", total * 2 / 3, "two thirds of unified memory"
     if backend == "cpu":
-        try:
+        with contextlib.suppress(Exception):
             import pynvml
 
             pynvml.nvmlInit()
             handle = pynvml.nvmlDeviceGetHandleByIndex(0)
             vram = pynvml.nvmlDeviceGetMemoryInfo(handle).total / 1024**3
             backend, source = "cuda", "NVML"
-        except Exception:  # no pynvml, no NVIDIA driver or no GPU: the CPU it is
-            pass
     if gpu_vram is not None:
-        if gpu_vram < 0:
-            raise ValueError(f"--gpu-vram {gpu_vram} is invalid: give GB, 0 for CPU only")
         return Hardware("cpu" if gpu_vram == 0 else (backend if backend != "cpu" else "cuda"),
                         float(gpu_vram), "--gpu-vram")
     return Hardware(backend, vram, source)

@@ -125,9 +125,6 @@ def save_match_replays(match, config: GameConfig, label: str, directory=REPLAY_D
         result = {"winner": side.get(g.winner), "real_winner": side.get(g.real_winner),
                   "causes": [g.cause_a, g.cause_b] if g.a_side == 0 else [g.cause_b, g.cause_a],
                   "frames": g.frames}
-        batch = replay_game({"config": config.to_dict(), "seed": g.seed,
-                             "actions": ["".join(map(str, g.actions[:, 0])),
-                                         "".join(map(str, g.actions[:, 1]))]})
-        replay = make_replay(config, g.seed, g.actions, names, result, state_hash(batch))
+        replay = make_replay(config, g.seed, g.actions, names, result, g.final_state)
         saved.append(save_replay(new_replay_path(f"{label}-g{k}", directory), replay))
     return saved

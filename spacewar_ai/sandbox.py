@@ -22,6 +22,7 @@ answering, every game it was deciding is forfeited and a new child is started fo
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import logging
 import os
@@ -211,7 +212,7 @@ def send(payload):
     out.flush()
 hdr = json.loads(read_exact(struct.unpack("<I", read_exact(4))[0]))
 class HardTimeout(Exception):
-    pass
+    """Raised by the SIGALRM handler inside the strategy's call (which cannot catch it)."""
 def on_alarm(signum, frame):
     raise HardTimeout(f"decision took longer than the hard limit of {hdr['hard_ms']} ms")
 signal.signal(signal.SIGALRM, on_alarm)
@@ -348,7 +349,6 @@ class StrategyPilot:
             proc.stdin.write(payload)
             proc.stdin.flush()
             fd = proc.stdout.fileno()
-            head = b""
             need = expect_actions * 5
             body = _read(fd, need, timeout) if need else b""
             if body is None:
@@ -473,21 +473,18 @@ def _read(fd: int, n: int, timeout: float) -> bytes | None:
 
 
 def _kill(proc: subprocess.Popen) -> None:
-    try:
-        if proc.poll() is None:
-            try:
-                proc.stdin.write(struct.pack("<II", 0, 0))
-                proc.stdin.flush()
-                proc.wait(timeout=0.5)
-            except (OSError, ValueError, subprocess.TimeoutExpired):
-                pass
-        if proc.poll() is None:
+    """Ask the child to exit (an empty batch), kill it if it does not, close the pipes. Every
+    step may meet a child that is already gone; that is the point of calling this."""
+    gone = (OSError, ValueError, subprocess.TimeoutExpired)
+    if proc.poll() is None:
+        with contextlib.suppress(*gone):
+            proc.stdin.write(struct.pack("<II", 0, 0))
+            proc.stdin.flush()
+            proc.wait(timeout=0.5)
+    if proc.poll() is None:
+        with contextlib.suppress(*gone):
             proc.kill()
             proc.wait(timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        pass
     for stream in (proc.stdin, proc.stdout):
-        try:
+        with contextlib.suppress(OSError):
             stream.close()
-        except OSError:
-            pass
