@@ -22,6 +22,21 @@ import torch.nn.functional as F
 from .config import DQNConfig, PPOConfig
 
 NEG_INF = -1e9  # a finite "minus infinity": keeps softmax and log-probs free of NaN
+# Config fields that shape the network: a checkpoint only loads into an agent built with the same.
+ARCHITECTURE_FIELDS = {"ppo": ("hidden_sizes", "activation"),
+                       "dqn": ("hidden_sizes", "stream_size")}
+# Values of architecture fields for checkpoints saved before the field existed.
+LEGACY_ARCHITECTURE = {"activation": "tanh"}
+
+
+def saved_architecture(algorithm: str, config: dict[str, Any]) -> dict[str, Any]:
+    """The architecture fields of a saved agent config (lists as tuples, legacy defaults filled)."""
+    out = {}
+    for name in ARCHITECTURE_FIELDS.get(algorithm, ()):
+        v = config.get(name, LEGACY_ARCHITECTURE.get(name))
+        if v is not None:
+            out[name] = tuple(v) if isinstance(v, list) else v
+    return out
 
 
 class RunningNorm(nn.Module):
@@ -54,10 +69,11 @@ class RunningNorm(nn.Module):
         return z.clamp(-self.clip, self.clip)
 
 
-def _mlp(sizes, out: int, out_std: float) -> nn.Sequential:
+def _mlp(sizes, out: int, out_std: float, activation: str = "tanh") -> nn.Sequential:
+    act = {"tanh": nn.Tanh, "relu": nn.ReLU}[activation]
     layers: list[nn.Module] = []
     for a, b in zip(sizes[:-1], sizes[1:]):
-        layers += [_init(nn.Linear(a, b)), nn.Tanh()]
+        layers += [_init(nn.Linear(a, b)), act()]
     layers.append(_init(nn.Linear(sizes[-1], out), out_std))
     return nn.Sequential(*layers)
 
@@ -139,6 +155,18 @@ class BaseAgent(abc.ABC):
     @abc.abstractmethod
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
+    def _check_architecture(self, state: dict[str, Any]) -> None:
+        """Refuse weights saved by a differently shaped network (an activation mismatch would
+        otherwise load silently and play badly)."""
+        if "config" not in state:
+            return
+        saved = saved_architecture(self.algorithm, state["config"])
+        mine = {k: getattr(self.config, k) for k in saved}
+        if saved != mine:
+            raise ValueError(f"the saved {self.algorithm} network is {saved} but this agent was "
+                             f"built with {mine}: build it with the saved config "
+                             "(checkpoints.load_agent does)")
+
     def save(self, path, metadata: dict[str, Any] | None = None) -> None:
         from .checkpoints import save_checkpoint
 
@@ -155,11 +183,11 @@ class BaseAgent(abc.ABC):
 
 
 class ActorCritic(nn.Module):
-    def __init__(self, state_dim: int, action_dim: int, hidden: tuple):
+    def __init__(self, state_dim: int, action_dim: int, hidden: tuple, activation: str = "tanh"):
         super().__init__()
         sizes = (state_dim, *hidden)
-        self.actor = _mlp(sizes, action_dim, 0.01)
-        self.critic = _mlp(sizes, 1, 1.0)
+        self.actor = _mlp(sizes, action_dim, 0.01, activation)
+        self.critic = _mlp(sizes, 1, 1.0, activation)
 
     def logits(self, x, mask):
         return self.actor(x).masked_fill(~mask, NEG_INF)
@@ -182,7 +210,8 @@ class PPOAgent(BaseAgent):
                  device: str | torch.device = "cpu", num_envs: int = 1):
         super().__init__(state_dim, action_dim, config, device)
         c = self.config
-        self.net = ActorCritic(state_dim, action_dim, tuple(c.hidden_sizes)).to(self.device)
+        self.net = ActorCritic(state_dim, action_dim, tuple(c.hidden_sizes),
+                               c.activation).to(self.device)
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=c.learning_rate, eps=1e-5,
                                           foreach=True)
         self.num_envs = int(num_envs)
@@ -221,6 +250,20 @@ class PPOAgent(BaseAgent):
         # which an exploration guide (llm_strategies.LLMExplorationGuide) may have replaced.
         self._last_logp_all = torch.log_softmax(logits, -1)
         self._last_value = self.net.value(x)
+        out = action.cpu().numpy()
+        return int(out[0]) if single else out
+
+    @torch.no_grad()
+    def act(self, state, mask=None, deterministic: bool = False):
+        """Actions only, for playing (opponents, evaluation, human play): the actor alone, no
+        critic pass and nothing kept for learning."""
+        obs, m, single = self._batch(state, mask)
+        logits = self.net.logits(self.obs_norm(obs), m)
+        if deterministic:
+            action = logits.argmax(-1)
+        else:
+            u = torch.rand_like(logits).clamp_(1e-12, 1.0)
+            action = (logits - torch.log(-torch.log(u))).argmax(-1)
         out = action.cpu().numpy()
         return int(out[0]) if single else out
 
@@ -343,11 +386,74 @@ class PPOAgent(BaseAgent):
                 "config": self.config.to_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._check_architecture(state)
         self.net.load_state_dict(state["net"])
         self.obs_norm.load_state_dict(state["obs_norm"])
         if "optimizer" in state:
             self.optimizer.load_state_dict(state["optimizer"])
         self.updates = int(state.get("updates", 0))
+
+
+class PolicyStack:
+    """Several PPO actors of one shape played in one batched pass: one `baddbmm` per layer for
+    all of them, instead of a forward pass per network. The league's opponents (up to a dozen
+    snapshots, a few games each) cost about as much as the learner's own forward pass this way.
+
+    A snapshot of the actors' weights and observation statistics: build a new stack when they
+    change. Same masking and Gumbel-max sampling as `PPOAgent.act`."""
+
+    def __init__(self, agents: list["PPOAgent"]):
+        if not agents:
+            raise ValueError("PolicyStack needs at least one agent")
+        first = agents[0]
+        shape = saved_architecture("ppo", first.config.to_dict())
+        for a in agents:
+            if not isinstance(a, PPOAgent) or (a.state_dim, a.action_dim) != (
+                    first.state_dim, first.action_dim) or saved_architecture(
+                    "ppo", a.config.to_dict()) != shape:
+                raise ValueError("PolicyStack needs PPO agents of one shape")
+        linears = [i for i, m in enumerate(first.net.actor) if isinstance(m, nn.Linear)]
+        with torch.no_grad():
+            self.weights = [torch.stack([a.net.actor[i].weight.t() for a in agents]).contiguous()
+                            for i in linears]  # (K, in, out)
+            self.biases = [torch.stack([a.net.actor[i].bias for a in agents])[:, None, :]
+                           for i in linears]  # (K, 1, out)
+            self.mean = torch.stack([a.obs_norm.mean.float() for a in agents])[:, None, :]
+            self.std = torch.stack([torch.sqrt(a.obs_norm.var.float() + 1e-8)
+                                    for a in agents])[:, None, :]
+        self.clip = first.obs_norm.clip
+        self.activation = torch.tanh if first.config.activation == "tanh" else torch.relu
+        self.action_dim = first.action_dim
+        self.size = len(agents)
+
+    @torch.no_grad()
+    def act(self, obs: np.ndarray, which: np.ndarray, deterministic: bool = False) -> np.ndarray:
+        """Actions for observations (M, D), row i played by agent which[i]."""
+        which = np.asarray(which, dtype=np.int64)
+        m = obs.shape[0]
+        out = np.zeros(m, dtype=np.int64)
+        if m == 0:
+            return out
+        order = np.argsort(which, kind="stable")
+        counts = np.bincount(which, minlength=self.size)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        group = which[order]
+        rank = np.arange(m) - starts[group]
+        # Padded (K, longest group, D): wasted rows cost less than a pass per network.
+        x = torch.zeros((self.size, int(counts.max()), obs.shape[1]))
+        g_t, r_t = torch.from_numpy(group), torch.from_numpy(rank)
+        x[g_t, r_t] = torch.from_numpy(np.ascontiguousarray(obs[order], dtype=np.float32))
+        mask = x[..., -self.action_dim:] > 0.5
+        mask[..., 0] |= ~mask.any(-1)  # a row with no valid action may still drift
+        h = ((x - self.mean) / self.std).clamp(-self.clip, self.clip)
+        for w, b in zip(self.weights[:-1], self.biases[:-1]):
+            h = self.activation(torch.baddbmm(b, h, w))
+        logits = torch.baddbmm(self.biases[-1], h, self.weights[-1]).masked_fill(~mask, NEG_INF)
+        if not deterministic:
+            u = torch.rand_like(logits).clamp_(1e-12, 1.0)
+            logits = logits - torch.log(-torch.log(u))
+        out[order] = logits.argmax(-1)[g_t, r_t].numpy()
+        return out
 
 
 class DuelingQNetwork(nn.Module):
@@ -393,8 +499,11 @@ class DQNAgent(BaseAgent):
         self.buf_actions = np.zeros(n, dtype=np.int64)
         self.buf_rewards = np.zeros(n, dtype=np.float32)
         self.buf_terminated = np.zeros(n, dtype=np.float32)
+        self.buf_discount = np.zeros(n, dtype=np.float32)  # gamma ** (decisions summed)
         self.buf_pos = 0
         self.buf_full = False
+        self._pending: dict[str, np.ndarray] | None = None  # n-step windows, built on first store
+        self._window_step = 0
 
     def set_progress(self, progress: float) -> None:
         """Linear epsilon decay over the first exploration_fraction of the run."""
@@ -415,24 +524,66 @@ class DQNAgent(BaseAgent):
                 action[explore] = scores.argmax(-1)
         return int(action[0]) if single else action
 
-    def store_transition(self, obs, action, reward, next_obs, terminated, **kwargs) -> None:
-        """Add a batch (or one) of transitions. next_obs of a finished game is its final
-        observation; `terminated` is true only for real ends (not truncation)."""
+    def store_transition(self, obs, action, reward, next_obs, terminated, done=None,
+                         **kwargs) -> None:
+        """Add one decision of every game (a batch, or one). next_obs of a finished game is its
+        final observation; `terminated` is true only for real ends, `done` for any end
+        (termination or truncation; defaults to `terminated`).
+
+        With n_step > 1, a transition enters the replay buffer once its n decisions are known or
+        its game ended, holding the discounted sum of their rewards. The windows are (n, N)
+        arrays, one slot per start step, so the bookkeeping is a few array operations per call.
+        """
+        c = self.config
         obs = np.asarray(obs, dtype=np.float32).reshape(-1, self.state_dim)
         nxt = np.asarray(next_obs, dtype=np.float32).reshape(-1, self.state_dim)
         k = obs.shape[0]
+        reward = np.asarray(reward, dtype=np.float32).reshape(-1) * c.reward_scale
+        term = np.asarray(terminated, dtype=bool).reshape(-1)
+        ended = term if done is None else np.asarray(done, dtype=bool).reshape(-1) | term
+        w = self._pending
+        if w is None or w["obs"].shape[1] != k:
+            n = c.n_step
+            w = self._pending = {
+                "obs": np.zeros((n, k, self.state_dim), np.float32),
+                "action": np.zeros((n, k), np.int64), "ret": np.zeros((n, k), np.float32),
+                "open": np.zeros((n, k), bool), "age": np.zeros(n, np.int64)}
+            self._window_step = 0
+        n = c.n_step
+        slot = self._window_step % n
+        w["obs"][slot] = obs
+        w["action"][slot] = np.asarray(action).reshape(-1)
+        w["ret"][slot] = 0.0
+        w["open"][slot] = True
+        w["age"][slot] = 0
+        for s in range(n):
+            if not w["open"][s].any():
+                continue
+            age = int(w["age"][s])
+            opened = w["open"][s]
+            w["ret"][s] += np.where(opened, (c.gamma ** age) * reward, 0.0)
+            emit = opened & (ended | (age == n - 1))
+            if emit.any():
+                self._add(w["obs"][s][emit], w["action"][s][emit], w["ret"][s][emit], nxt[emit],
+                          term[emit], c.gamma ** (age + 1))
+                w["open"][s] &= ~emit
+            w["age"][s] = age + 1
+        self._window_step += 1
+        if self.update_obs_stats:
+            self.obs_norm.update(torch.from_numpy(obs).to(self.device))
+
+    def _add(self, obs, action, ret, next_obs, terminated, discount: float) -> None:
+        k = obs.shape[0]
         idx = (self.buf_pos + np.arange(k)) % self.config.buffer_size
         self.buf_obs[idx] = obs
-        self.buf_next[idx] = nxt
-        self.buf_actions[idx] = np.asarray(action).reshape(-1)
-        self.buf_rewards[idx] = np.asarray(reward, dtype=np.float32).reshape(-1) * \
-            self.config.reward_scale
-        self.buf_terminated[idx] = np.asarray(terminated, dtype=np.float32).reshape(-1)
+        self.buf_next[idx] = next_obs
+        self.buf_actions[idx] = action
+        self.buf_rewards[idx] = ret
+        self.buf_terminated[idx] = terminated
+        self.buf_discount[idx] = discount
         if self.buf_pos + k >= self.config.buffer_size:
             self.buf_full = True
         self.buf_pos = int((self.buf_pos + k) % self.config.buffer_size)
-        if self.update_obs_stats:
-            self.obs_norm.update(torch.from_numpy(obs).to(self.device))
 
     def __len__(self) -> int:
         return self.config.buffer_size if self.buf_full else self.buf_pos
@@ -447,17 +598,17 @@ class DQNAgent(BaseAgent):
         qs = []
         for _ in range(c.gradient_steps):
             idx = self.rng.integers(0, size, c.batch_size)
-            obs, nxt, actions, rewards, term = (
+            obs, nxt, actions, rewards, term, discount = (
                 torch.from_numpy(a[idx]).to(self.device)
                 for a in (self.buf_obs, self.buf_next, self.buf_actions, self.buf_rewards,
-                          self.buf_terminated))
+                          self.buf_terminated, self.buf_discount))
             next_mask = nxt[:, -self.action_dim:] > 0.5
             next_mask[~next_mask.any(1), 0] = True
             with torch.no_grad():
                 xn = self.obs_norm(nxt)
                 best = self.q(xn).masked_fill(~next_mask, -math.inf).argmax(-1, keepdim=True)
                 target_q = self.q_target(xn).gather(1, best).squeeze(1)
-                target = rewards + c.gamma * (1.0 - term) * target_q
+                target = rewards + discount * (1.0 - term) * target_q
             q = self.q(self.obs_norm(obs)).gather(1, actions[:, None]).squeeze(1)
             loss = F.smooth_l1_loss(q, target)
             self.optimizer.zero_grad(set_to_none=True)
@@ -479,6 +630,7 @@ class DQNAgent(BaseAgent):
                 "config": self.config.to_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._check_architecture(state)
         self.q.load_state_dict(state["q"])
         self.q_target.load_state_dict(state.get("q_target", state["q"]))
         self.obs_norm.load_state_dict(state["obs_norm"])

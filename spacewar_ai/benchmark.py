@@ -138,11 +138,20 @@ def run_benchmark(repeats: int = 5, seed: int = 0, quick: bool = False) -> dict[
     return figures
 
 
+def sb3_activation():
+    """The torch module of our PPO default activation, for SB3's policy_kwargs."""
+    import torch
+
+    from .config import PPOConfig
+
+    return {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[PPOConfig().activation]
+
+
 def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = False,
                            opponent: str = "heuristic:medium") -> dict[str, float]:
     """PPO training throughput end to end (rollouts + updates), ours and Stable-Baselines3's, on
-    the same environment with the same network (actor and critic MLPs 256-256, tanh), each for
-    about `seconds`, one after the other in this process, both with torch on every core."""
+    the same environment with the same network (actor and critic MLPs 256-256, our activation),
+    each for about `seconds`, one after the other in this process, both with torch on every core."""
     import os
 
     import torch
@@ -159,18 +168,34 @@ def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = F
 
     import tempfile
 
-    with tempfile.TemporaryDirectory() as tmp:
-        cfg = RunConfig(train=TrainConfig(checkpoint_dir=tmp, log_dir=tmp, run_name="bench",
-                                          eval_interval=10**6, save_interval=10**6, seed=seed),
-                        league=LeagueConfig(curriculum=(opponent,), scripted_share=1.0))
-        trainer = Trainer(cfg, quiet=True)
-        start = time.perf_counter()
-        base = trainer._done
-        trainer._done = lambda: base() or time.perf_counter() - start > seconds
-        trainer.run()
-        ours = trainer.counters["global_step"] / (time.perf_counter() - start)
-    figures["ours"] = ours
-    print(f"  spacewar-ai PPO (defaults: 256 games x 64 steps, 2 epochs)   {ours:>10,.0f} steps/s")
+    def ours(league: LeagueConfig, full_pool: bool) -> float:
+        with tempfile.TemporaryDirectory() as tmp:
+            cfg = RunConfig(train=TrainConfig(checkpoint_dir=tmp, log_dir=tmp, run_name="bench",
+                                              eval_interval=10**6, save_interval=10**6,
+                                              seed=seed), league=league)
+            trainer = Trainer(cfg, quiet=True)
+            if full_pool:
+                # A run in its steady state: the pool full of snapshots, the curriculum at medium.
+                for k in range(league.pool_size):
+                    trainer.league.add_snapshot(trainer.agent, f"bench{k}")
+                trainer.league.stage = league.curriculum.index(opponent)
+                trainer.league.assign()
+            start = time.perf_counter()
+            base = trainer._done
+            trainer._done = lambda: base() or time.perf_counter() - start > seconds
+            trainer.run()
+            return trainer.counters["global_step"] / (time.perf_counter() - start)
+
+    scripted = ours(LeagueConfig(curriculum=(opponent,), scripted_share=1.0), False)
+    figures["ours"] = scripted
+    print(f"  spacewar-ai PPO, defaults, every game against {opponent}   "
+          f"{scripted:>10,.0f} steps/s")
+    league = LeagueConfig()
+    if opponent in league.curriculum:
+        full = ours(league, True)
+        figures["ours_league"] = full
+        print(f"  spacewar-ai PPO, defaults, league full ({league.pool_size} snapshots + self in "
+              f"{1 - league.scripted_share:.0%} of games)   {full:>10,.0f} steps/s")
 
     try:
         from stable_baselines3 import PPO
@@ -188,11 +213,11 @@ def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = F
     venv = make_vec_env(lambda: SpacewarEnv(opponent=opponent), n_envs=8, seed=seed)
     model = PPO("MlpPolicy", venv, seed=seed, device="cpu", verbose=0,
                 policy_kwargs={"net_arch": {"pi": [256, 256], "vf": [256, 256]},
-                               "activation_fn": torch.nn.Tanh})
+                               "activation_fn": sb3_activation()})
     t0 = time.perf_counter()
     model.learn(total_timesteps=10**9, callback=_StopAfter())
     sb3 = model.num_timesteps / (time.perf_counter() - t0)
     figures["sb3"] = sb3
     print(f"  Stable-Baselines3 PPO (its defaults, 8 envs, same network)  {sb3:>10,.0f} steps/s")
-    print(f"  ratio: {ours / sb3:.1f}x")
+    print(f"  ratio: {scripted / sb3:.1f}x (same opponent)")
     return figures

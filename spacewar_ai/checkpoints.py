@@ -115,7 +115,11 @@ def load_agent(path, device: str = "cpu", expect_algorithm: str | None = None,
     if cfg_cls is None:
         raise CheckpointError(f"checkpoint {path}: unknown algorithm {algo!r}")
     try:
-        config = cfg_cls.from_dict(ckpt["agent"]["config"])
+        from .agents import saved_architecture
+
+        saved = dict(ckpt["agent"]["config"])
+        saved.update(saved_architecture(algo, saved))
+        config = cfg_cls.from_dict(saved)
         agent = make_agent(algo, ckpt["obs_dim"], ckpt["action_dim"], config, device)
         agent.load_state_dict(ckpt["agent"])
     except (KeyError, RuntimeError, ValueError, TypeError) as exc:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .agents import PolicyStack, PPOAgent, saved_architecture
 from .bots import make_pilot
 from .checkpoints import load_agent
 from .config import GameConfig, LeagueConfig
@@ -46,6 +47,7 @@ class SelfPlayManager:
             lambda: collections.deque(maxlen=200))
         self.assignment = np.array([self.stage_spec] * num_envs, dtype=object)
         self._self_pilot: AgentPilot | None = None
+        self._stack: tuple[dict[str, int], Any] | None = None  # built on demand by act()
 
     # --- opponents ----------------------------------------------------------------------------
     @property
@@ -61,12 +63,14 @@ class SelfPlayManager:
             state = {k: v for k, v in agent.state_dict().items() if k != "optimizer"}
             self._self_pilot.agent.load_state_dict(state)
         self.pilots[SELF] = self._self_pilot
+        self._stack = None
 
     def add_snapshot(self, agent, tag: str) -> str:
         key = f"snapshot:{tag}"
         pilot = AgentPilot(copy.deepcopy(agent), key, deterministic=False)
         self.pilots[key] = pilot
         self.snapshot_keys.append(key)
+        self._stack = None
         if self.snapshot_dir is not None:
             path = self.snapshot_dir / f"{tag}.pt"
             agent.save(path, {"league_snapshot": tag})
@@ -84,6 +88,7 @@ class SelfPlayManager:
         (.py, run in the sandbox; LLM-written strategies join the league this way)."""
         key, pilot = self._fixed_pilot(path, device)
         self.pilots[key] = pilot
+        self._stack = None
         if key not in self.fixed_keys:
             self.fixed_keys.append(key)
         self.files[key] = str(path)
@@ -131,17 +136,48 @@ class SelfPlayManager:
         for pilot in self.scripted.values():
             pilot.reset(mask, seeds)
 
+    def _policy_stack(self):
+        """PPO opponents of the learner's shape, stacked for one batched pass (rebuilt after the
+        pool or the current self changes, i.e. at most once per update)."""
+        if self._stack is None:
+            keys, agents = [], []
+            for key, pilot in self.pilots.items():
+                agent = getattr(pilot, "agent", None)
+                if isinstance(agent, PPOAgent) and not pilot.deterministic:
+                    keys.append(key)
+                    agents.append(agent)
+            # The commonest shape (the learner's, unless champions of another shape outnumber
+            # it); networks of other shapes play one pass each.
+            shapes = [tuple(sorted(saved_architecture("ppo", a.config.to_dict()).items()))
+                      for a in agents]
+            common = collections.Counter(shapes).most_common(1)[0][0] if agents else None
+            same = [k for k, sh in zip(keys, shapes) if sh == common]
+            index = {k: i for i, k in enumerate(same)}
+            self._stack = (index, PolicyStack([agents[keys.index(k)] for k in same])
+                           if same else None)
+        return self._stack
+
     def act(self, obs: np.ndarray) -> np.ndarray:
         """Ship 1's actions for every game, each from its game's opponent."""
         n = obs.shape[0]
         out = np.zeros(n, dtype=np.int64)
-        for key in set(self.assignment.tolist()):
+        stacked_rows, stacked_which = [], []
+        index, stack = self._policy_stack()
+        # Sorted: the order of network calls draws on the torch RNG, and a set of strings has
+        # a different order in every process.
+        for key in sorted(set(self.assignment.tolist())):
             rows = np.flatnonzero(self.assignment == key)
             if key in self.scripted:
                 # Scripted pilots see the whole batch every step: some keep per-game history.
                 out[rows] = self.scripted[key].act(obs)[rows]
+            elif key in index:
+                stacked_rows.append(rows)
+                stacked_which.append(np.full(len(rows), index[key]))
             else:
                 out[rows] = self.pilots[key].act(obs[rows])
+        if stacked_rows:
+            rows = np.concatenate(stacked_rows)
+            out[rows] = stack.act(obs[rows], np.concatenate(stacked_which))
         for key, pilot in self.scripted.items():
             if getattr(pilot, "delay", 0) and key not in self.assignment:
                 pilot.act(obs)  # keep its reaction-delay history current
@@ -188,6 +224,7 @@ class SelfPlayManager:
                 agent, _ = load_agent(path, device)
                 self.pilots[key] = AgentPilot(agent, key, deterministic=False)
                 self.snapshot_keys.append(key)
+                self._stack = None
                 self.files[key] = path
         for key, path in state.get("fixed", []):
             if path and Path(path).is_file() and key not in self.fixed_keys:

@@ -33,8 +33,9 @@ class AgentPilot:
     def act(self, obs: np.ndarray) -> np.ndarray:
         if obs.shape[0] == 0:
             return np.zeros(0, dtype=np.int64)
-        return np.asarray(self.agent.select_action(obs, deterministic=self.deterministic),
-                          dtype=np.int64).reshape(-1)
+        # `act` (PPO) skips the critic and the rollout bookkeeping that select_action keeps.
+        play = getattr(self.agent, "act", self.agent.select_action)
+        return np.asarray(play(obs, deterministic=self.deterministic), dtype=np.int64).reshape(-1)
 
     def reset(self, mask=None, seeds=None) -> None:
         return None

@@ -8,6 +8,7 @@ checkpoints/<run>/ (latest.pt, best.pt, ckpt_<update>.pt, league/ snapshots).
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import math
 import os
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .agents import make_agent
+from .agents import make_agent, saved_architecture
 from .arena import play_match
 from .checkpoints import CheckpointError, load_checkpoint
 from .config import DQNConfig, GameConfig, LeagueConfig, PPOConfig, RewardConfig, TrainConfig
@@ -31,6 +32,8 @@ from .league import SelfPlayManager
 from .players import AgentPilot, resolve_player
 
 DQN_ITERATION_STEPS = 64  # DQN vector steps per "update" for logging, evaluation and saving
+# How the learner's games end, as logged under charts/death_cause/ (shares of the update's games).
+EPISODE_CAUSES = (DeathCause.TORPEDO, DeathCause.STAR, DeathCause.COLLISION, DeathCause.TIMEOUT)
 
 
 @dataclass
@@ -149,6 +152,18 @@ class Trainer:
         self.run_dir = Path(t.checkpoint_dir) / self.run_name
         self.log_dir = Path(t.log_dir) / self.run_name
         _seed_everything(t.seed + self.counters["updates"])
+        init_ckpt = None
+        if init_weights is not None and resume_ckpt is None:
+            init_ckpt = load_checkpoint(init_weights, expect_algorithm=t.algorithm,
+                                        expect_obs_dim=cfg.game.obs_dim)
+        source = resume_ckpt if resume_ckpt is not None else init_ckpt
+        if source is not None:
+            # The network's shape comes from the weights being continued, whatever the config says.
+            shape = saved_architecture(t.algorithm, source["agent"].get("config", {}))
+            if t.algorithm == "ppo":
+                cfg.ppo = dataclasses.replace(cfg.ppo, **shape)
+            else:
+                cfg.dqn = dataclasses.replace(cfg.dqn, **shape)
         self.env = SpacewarVectorEnv(t.num_envs, cfg.game, cfg.reward, opponent=None)
         algo_cfg = cfg.ppo if t.algorithm == "ppo" else cfg.dqn
         self.agent = make_agent(t.algorithm, cfg.game.obs_dim, cfg.game.num_actions, algo_cfg,
@@ -164,10 +179,8 @@ class Trainer:
                 torch.set_rng_state(torch.tensor(rng["torch"], dtype=torch.uint8))
             if "numpy" in rng:
                 np.random.set_state(tuple(rng["numpy"]))
-        elif init_weights is not None:
-            ckpt = load_checkpoint(init_weights, expect_algorithm=t.algorithm,
-                                   expect_obs_dim=cfg.game.obs_dim)
-            state = dict(ckpt["agent"])
+        elif init_ckpt is not None:
+            state = dict(init_ckpt["agent"])
             state.pop("optimizer", None)  # a fresh optimizer for a new run
             self.agent.load_state_dict(state)
         if t.warm_start and resume_ckpt is None and init_weights is None:
@@ -185,6 +198,7 @@ class Trainer:
         self.recent = collections.deque(maxlen=100)  # learner outcomes: 1 win, 0.5 draw, 0 loss
         self.recent_wins = collections.deque(maxlen=100)
         self.writer = None
+        self._episode_sums: collections.Counter = collections.Counter()
 
     # --- helpers ------------------------------------------------------------------------------
     def _open_writer(self):
@@ -208,17 +222,17 @@ class Trainer:
                                                   0.5, 0.0))
         score = np.where(real == 1, 0.0, score)
         self.league.record(rows, score)
-        step = self.counters["global_step"]
-        w = self.writer
-        for i, g in enumerate(rows):
-            self.recent.append(score[i])
-            self.recent_wins.append(1.0 if real[i] == 0 else 0.0)
-            w.add_scalar("charts/episodic_return", float(info["episode_return"][g, 0]), step)
-            w.add_scalar("charts/episodic_length", float(info["episode_length"][g]), step)
-            cause = int(info["death_cause"][g, 0])
-            for c in (DeathCause.TORPEDO, DeathCause.STAR, DeathCause.COLLISION,
-                      DeathCause.TIMEOUT):
-                w.add_scalar(f"charts/death_cause/{c.name.lower()}", float(cause == c), step)
+        self.recent.extend(score.tolist())
+        self.recent_wins.extend((real == 0).astype(float).tolist())
+        # Summed here, written once per update as means (PufferLib's habit): a scalar per game
+        # cost a fifth of the run's time in TensorBoard's queue.
+        ep = self._episode_sums
+        ep["count"] += len(rows)
+        ep["return"] += float(info["episode_return"][rows, 0].sum())
+        ep["length"] += float(info["episode_length"][rows].sum())
+        causes = info["death_cause"][rows, 0]
+        for c in EPISODE_CAUSES:
+            ep[c.name.lower()] += float(np.count_nonzero(causes == c))
         self.counters["episodes"] += len(rows)
         self.league.assign(done)
         self.league.reset_pilots(done, self.env.batch.rng.copy())
@@ -228,6 +242,16 @@ class Trainer:
         for k, v in losses.items():
             w.add_scalar(f"losses/{k}", v, step)
         w.add_scalar("charts/SPS", sps, step)
+        ep = self._episode_sums
+        if ep["count"]:
+            # Means over the games that ended during this update.
+            w.add_scalar("charts/episodic_return", ep["return"] / ep["count"], step)
+            w.add_scalar("charts/episodic_length", ep["length"] / ep["count"], step)
+            w.add_scalar("charts/episodes_per_update", ep["count"], step)
+            for c in EPISODE_CAUSES:
+                name = c.name.lower()
+                w.add_scalar(f"charts/death_cause/{name}", ep[name] / ep["count"], step)
+        self._episode_sums = collections.Counter()
         if self.recent_wins:
             w.add_scalar("charts/win_rate", float(np.mean(self.recent_wins)), step)
         w.add_scalar("league/pool_size", len(self.league.snapshot_keys), step)
@@ -382,7 +406,8 @@ class Trainer:
                 stored_next = next_obs[:, 0].copy()
                 if done.any():
                     stored_next[done] = info["final_obs"][done, 0]
-                agent.store_transition(obs[:, 0], actions[:, 0], rewards[:, 0], stored_next, term)
+                agent.store_transition(obs[:, 0], actions[:, 0], rewards[:, 0], stored_next, term,
+                                       done=done)
                 self.counters["global_step"] += n
                 vector_steps += 1
                 if len(agent) >= max(c.learning_starts, c.batch_size) and \

@@ -46,9 +46,15 @@ def test_masked_actions_are_never_chosen(mask_rows, seed, deterministic):
     for agent in (PPOAgent(36, 6, SMALL_PPO), DQNAgent(36, 6, SMALL_DQN, seed=seed)):
         if isinstance(agent, DQNAgent):
             agent.epsilon = 0.0 if deterministic else 1.0
-        actions = agent.select_action(obs, deterministic=deterministic)
-        for a, m in zip(actions, masks):
-            assert m[a] == 1.0 or (not m.any() and a == 0)
+        played = [agent.select_action(obs, deterministic=deterministic)]
+        if isinstance(agent, PPOAgent):
+            # The play-only path (opponents, evaluation) masks the same way and, greedy, agrees.
+            played.append(agent.act(obs, deterministic=deterministic))
+            if deterministic:
+                assert np.array_equal(played[0], played[1])
+        for actions in played:
+            for a, m in zip(actions, masks):
+                assert m[a] == 1.0 or (not m.any() and a == 0)
 
 
 def test_batches_and_single_observations():
@@ -120,3 +126,64 @@ def test_epsilon_schedule():
     assert agent.epsilon == pytest.approx(0.55)
     agent.set_progress(0.9)
     assert agent.epsilon == pytest.approx(0.1)
+
+
+def test_dqn_n_step_returns_by_hand():
+    """n=3, gamma=0.5. Game 0 is terminated after its 2nd decision, game 1 truncated after its
+    4th; a transition holds the discounted rewards up to its n-th decision or its game's end, the
+    observation after them, and gamma to the power of the decisions summed."""
+    cfg = DQNConfig(hidden_sizes=(8,), stream_size=4, buffer_size=64, batch_size=4, n_step=3,
+                    gamma=0.5, reward_scale=1.0)
+    agent = DQNAgent(36, 6, cfg, seed=0)
+    rewards = [(1.0, 10.0), (2.0, 20.0), (4.0, 40.0), (8.0, 80.0)]
+    terminated = [(False, False), (True, False), (False, False), (False, False)]
+    done = [(False, False), (True, False), (False, False), (False, True)]
+    for t in range(4):
+        obs = np.zeros((2, 36), np.float32)
+        obs[:, 0] = [t, 100 + t]  # tags: the decision's index in each game
+        nxt = obs.copy()
+        nxt[:, 0] += 0.5  # "the observation after decision t"
+        agent.store_transition(obs, np.array([t % 6, (t + 1) % 6]), np.array(rewards[t]), nxt,
+                               np.array(terminated[t]), done=np.array(done[t]))
+    got = {(float(agent.buf_obs[i, 0]), float(agent.buf_next[i, 0])):
+           (float(agent.buf_rewards[i]), float(agent.buf_terminated[i]),
+            float(agent.buf_discount[i]), int(agent.buf_actions[i])) for i in range(len(agent))}
+    assert got == {
+        # game 0: decisions 0-1 end in a termination, then a new game starts at decision 2
+        (0.0, 1.5): (1.0 + 0.5 * 2.0, 1.0, 0.25, 0),
+        (1.0, 1.5): (2.0, 1.0, 0.5, 1),
+        # game 1: decisions 0-2 are a full window; the truncation at 3 flushes 1, 2 and 3
+        (100.0, 102.5): (10.0 + 0.5 * 20.0 + 0.25 * 40.0, 0.0, 0.125, 1),
+        (101.0, 103.5): (20.0 + 0.5 * 40.0 + 0.25 * 80.0, 0.0, 0.125, 2),
+        (102.0, 103.5): (40.0 + 0.5 * 80.0, 0.0, 0.25, 3),
+        (103.0, 103.5): (80.0, 0.0, 0.5, 4),
+    }
+    # Game 0's new game (decisions 2 and 3) is still waiting for its third decision.
+    assert len(agent) == 6
+
+
+@pytest.mark.parametrize("activation", ["tanh", "relu"])
+def test_policy_stack_plays_like_each_network(activation):
+    """The league plays its PPO opponents in one batched pass; greedy, every row gets the action
+    its own network would choose, masks included, whatever the grouping."""
+    from spacewar_ai.agents import PolicyStack
+
+    rng = np.random.default_rng(5)
+    agents = []
+    for k in range(3):
+        torch.manual_seed(k)
+        a = PPOAgent(36, 6, PPOConfig(hidden_sizes=(32, 16), activation=activation))
+        a.obs_norm.update(torch.from_numpy(rng.normal(k, 1 + k, size=(100, 36))))
+        agents.append(a)
+    obs = rng.normal(size=(50, 36)).astype(np.float32)
+    obs[:, 30:] = rng.random((50, 6)) < 0.6
+    which = rng.integers(0, 3, 50)
+    which[:5] = 2  # uneven groups: padding rows must not leak into real ones
+    got = PolicyStack(agents).act(obs, which, deterministic=True)
+    want = np.array([agents[w].act(o, deterministic=True) for o, w in zip(obs, which)])
+    assert np.array_equal(got, want)
+    sampled = PolicyStack(agents).act(obs, which)
+    for a, m in zip(sampled, obs[:, 30:]):
+        assert m[a] == 1.0 or (not m.any() and a == 0)
+    with pytest.raises(ValueError, match="one shape"):
+        PolicyStack([agents[0], PPOAgent(36, 6, PPOConfig(hidden_sizes=(8,)))])

@@ -97,3 +97,26 @@ def test_cli_reports_a_bad_checkpoint_in_one_line(tmp_path):
     assert out.returncode == 2
     assert "Traceback" not in out.stderr
     assert str(junk) in out.stderr and "truncated or corrupt" in out.stderr
+
+
+def test_the_network_shape_comes_from_the_file(tmp_path):
+    """A relu model loads as relu, the shipped model (saved before `activation` existed) as tanh,
+    and weights never load silently into a differently shaped network."""
+    import numpy as np
+
+    from spacewar_ai.players import PRETRAINED_PATH
+
+    relu = PPOAgent(36, 6, PPOConfig(hidden_sizes=(16,), activation="relu"))
+    relu.save(tmp_path / "relu.pt")
+    loaded, _ = load_agent(tmp_path / "relu.pt")
+    assert loaded.config.activation == "relu"
+    obs = np.random.default_rng(0).normal(size=(64, 36)).astype(np.float32)
+    obs[:, 30:] = 1.0
+    assert np.array_equal(loaded.select_action(obs, deterministic=True),
+                          relu.select_action(obs, deterministic=True))
+    shipped, _ = load_agent(PRETRAINED_PATH)
+    assert "activation" not in torch.load(PRETRAINED_PATH, weights_only=True)["agent"]["config"]
+    assert shipped.config.activation == "tanh"
+    tanh = PPOAgent(36, 6, PPOConfig(hidden_sizes=(16,), activation="tanh"))
+    with pytest.raises(ValueError, match="relu.*tanh.*saved config"):
+        tanh.load(tmp_path / "relu.pt")

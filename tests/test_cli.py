@@ -49,6 +49,10 @@ def test_training_benchmark_prints_ours_and_sb3_side_by_side():
     out = _run(["spacewar-ai", "--benchmark-training", "--quick"], timeout=600)
     assert out.returncode == 0, out.stderr
     assert "spacewar-ai PPO" in out.stdout and "Stable-Baselines3 PPO" in out.stdout
+    assert "league full (10 snapshots" in out.stdout
+    rates = [float(line.split()[-2].replace(",", "")) for line in out.stdout.splitlines()
+             if line.rstrip().endswith("steps/s")]
+    assert len(rates) == 3 and all(r > 0 for r in rates)
     assert "ratio:" in out.stdout
 
 

@@ -1,0 +1,82 @@
+"""The self-play league: curriculum stages, snapshots and their eviction, and opponents of every
+kind (snapshots, the current self, champions of another shape, DQN) playing their games."""
+
+import numpy as np
+import torch
+
+from spacewar_ai.agents import DQNAgent, PPOAgent
+from spacewar_ai.config import DQNConfig, GameConfig, LeagueConfig, PPOConfig
+from spacewar_ai.environment import SpacewarVectorEnv
+from spacewar_ai.league import SELF, SelfPlayManager
+
+SMALL = PPOConfig(hidden_sizes=(16,), activation="relu")
+
+
+def _obs(n: int) -> np.ndarray:
+    env = SpacewarVectorEnv(n, GameConfig())
+    obs, _ = env.reset_both(seed=3)
+    return obs[:, 1]
+
+
+def test_the_curriculum_moves_on_when_the_stage_is_beaten():
+    league = SelfPlayManager(LeagueConfig(curriculum=("idle", "heuristic:easy"),
+                                          curriculum_window=10, curriculum_threshold=0.6),
+                             GameConfig(), num_envs=8, seed=0)
+    league.assign()
+    assert league.stage_spec == "idle"
+    rows = np.flatnonzero(league.assignment == "idle")
+    assert len(rows) == 8  # no learner yet: every game goes to the scripted stage
+    assert not league.record(np.resize(rows, 10), np.array([1.0] * 5 + [0.5] * 5))  # draws: no
+    assert league.record(np.resize(rows, 10), np.ones(10))
+    assert league.stage_spec == "heuristic:easy"
+
+
+def test_evicted_snapshots_give_their_games_a_new_opponent(tmp_path):
+    cfg = LeagueConfig(scripted_share=0.0, past_share=1.0, pool_size=2)
+    league = SelfPlayManager(cfg, GameConfig(), num_envs=32, seed=1, snapshot_dir=tmp_path)
+    agent = PPOAgent(36, 6, SMALL)
+    league.set_learner(agent)
+    first = league.add_snapshot(agent, "u1")
+    league.assign()
+    assert (league.assignment == first).all()
+    league.add_snapshot(agent, "u2")
+    league.add_snapshot(agent, "u3")  # pool of 2: u1 goes
+    assert first not in league.snapshot_keys and first not in league.assignment
+    assert len(list(tmp_path.glob("*.pt"))) == 3  # files stay: checkpoints may name them
+
+
+def _mixed_league(folder):
+    cfg = LeagueConfig(scripted_share=0.25, past_share=0.8, pool_size=3)
+    league = SelfPlayManager(cfg, GameConfig(), num_envs=64, seed=2, snapshot_dir=folder)
+    torch.manual_seed(10)
+    league.set_learner(PPOAgent(36, 6, SMALL))
+    for k in range(3):
+        torch.manual_seed(k)
+        league.add_snapshot(PPOAgent(36, 6, SMALL), f"u{k}")
+    torch.manual_seed(20)
+    PPOAgent(36, 6, PPOConfig(hidden_sizes=(8,), activation="tanh")).save(folder / "tanh.pt")
+    DQNAgent(36, 6, DQNConfig(hidden_sizes=(8,), stream_size=4, buffer_size=10),
+             seed=3).save(folder / "dqn.pt")
+    keys = league.add_fixed(folder / "tanh.pt"), league.add_fixed(folder / "dqn.pt")
+    league.assign()
+    return league, keys
+
+
+def test_opponents_of_every_kind_play_valid_actions_reproducibly(tmp_path):
+    """Snapshots and the current self play in one batched pass; a champion of another shape and
+    a DQN champion play on their own. The same league from the same seeds plays the same."""
+    played = []
+    for k in range(2):
+        (tmp_path / str(k)).mkdir()
+        league, (tanh_key, dqn_key) = _mixed_league(tmp_path / str(k))
+        kinds = set(league.assignment.tolist())
+        assert SELF in kinds and len(kinds) >= 5, kinds
+        obs = _obs(64)
+        torch.manual_seed(0)
+        played.append(league.act(obs))
+        for a, m in zip(played[-1], obs[:, 30:]):
+            assert m[a] == 1.0
+        index, stack = league._policy_stack()
+        assert set(index) == {SELF, *league.snapshot_keys}
+        assert tanh_key not in index and dqn_key not in index and stack.size == 4
+    assert np.array_equal(played[0], played[1])
