@@ -588,14 +588,16 @@ class DQNAgent(BaseAgent):
     def __len__(self) -> int:
         return self.config.buffer_size if self.buf_full else self.buf_pos
 
-    def update(self, **kwargs) -> dict[str, float]:
+    def update(self, margin: float = 0.0, **kwargs) -> dict[str, float]:
+        """`gradient_steps` steps on the TD loss. margin > 0 adds DQfD's large-margin loss,
+        treating every stored action as a demonstration: only for a buffer of a teacher's games
+        (`training.demonstration_start`)."""
         c = self.config
         size = len(self)
         if size < max(c.batch_size, 1):
             raise RuntimeError(f"update() needs at least batch_size={c.batch_size} transitions, "
                                f"the buffer has {size}")
-        losses = []
-        qs = []
+        losses, qs, margins = [], [], []
         for _ in range(c.gradient_steps):
             idx = self.rng.integers(0, size, c.batch_size)
             obs, nxt, actions, rewards, term, discount = (
@@ -609,8 +611,18 @@ class DQNAgent(BaseAgent):
                 best = self.q(xn).masked_fill(~next_mask, -math.inf).argmax(-1, keepdim=True)
                 target_q = self.q_target(xn).gather(1, best).squeeze(1)
                 target = rewards + discount * (1.0 - term) * target_q
-            q = self.q(self.obs_norm(obs)).gather(1, actions[:, None]).squeeze(1)
+            q_all = self.q(self.obs_norm(obs))
+            q = q_all.gather(1, actions[:, None]).squeeze(1)
             loss = F.smooth_l1_loss(q, target)
+            if margin > 0:
+                # max over valid a of Q(s, a) + margin * [a != demonstrated] - Q(s, demonstrated)
+                mask = obs[:, -self.action_dim:] > 0.5
+                mask[~mask.any(1), 0] = True
+                bonus = torch.full_like(q_all, margin).scatter_(1, actions[:, None], 0.0)
+                best = (q_all + bonus).masked_fill(~mask, -math.inf).max(1).values
+                margin_loss = (best - q).mean()
+                loss = loss + margin_loss
+                margins.append(margin_loss.item())
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             nn.utils.clip_grad_norm_(self.q.parameters(), c.max_grad_norm)
@@ -620,8 +632,11 @@ class DQNAgent(BaseAgent):
                 self.q_target.load_state_dict(self.q.state_dict())
             losses.append(loss.item())
             qs.append(q.mean().item())
-        return {"q_loss": float(np.mean(losses)), "q_values": float(np.mean(qs)),
-                "epsilon": float(self.epsilon)}
+        out = {"q_loss": float(np.mean(losses)), "q_values": float(np.mean(qs)),
+               "epsilon": float(self.epsilon)}
+        if margins:
+            out["margin_loss"] = float(np.mean(margins))
+        return out
 
     def state_dict(self) -> dict[str, Any]:
         return {"q": self.q.state_dict(), "q_target": self.q_target.state_dict(),

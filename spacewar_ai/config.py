@@ -310,8 +310,9 @@ class TrainConfig(_Serializable):
     eval_interval: int = 20  # updates between evaluations
     eval_episodes: int = 100  # games per evaluation (sides swapped)
     eval_opponent: str = "heuristic:hard"  # evaluation opponent, also defines "best"
-    # Behaviour cloning before RL (PPO only): the actor first imitates this pilot spec ("" = no
-    # warm start) on `warm_start_decisions` of its decisions, for `warm_start_epochs` passes.
+    # Warm start from a pilot spec ("" = none) on `warm_start_decisions` of its decisions:
+    # PPO's actor imitates it for `warm_start_epochs` passes (behaviour cloning); DQN stores its
+    # games as demonstrations and pre-trains on them (DQfD), then explores at end_epsilon only.
     warm_start: str = ""
     warm_start_decisions: int = 500_000
     warm_start_epochs: int = 6
@@ -319,8 +320,6 @@ class TrainConfig(_Serializable):
     def __post_init__(self) -> None:
         _require(self.algorithm in ("ppo", "dqn"), "TrainConfig", "algorithm", self.algorithm,
                  "must be 'ppo' or 'dqn'")
-        _require(not self.warm_start or self.algorithm == "ppo", "TrainConfig", "warm_start",
-                 self.warm_start, "behaviour cloning warm starts are for PPO only")
         _check_positive(self, ("warm_start_decisions", "warm_start_epochs"), integer=True)
         _require(self.device in ("cpu", "cuda", "auto"), "TrainConfig", "device", self.device,
                  "must be 'cpu', 'cuda' or 'auto'")

@@ -72,8 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="continue a run from its checkpoint (latest.pt)")
     tr.add_argument("--quiet", action="store_true", help="no live progress line")
     tr.add_argument("--warm-start", default=None, metavar="SPEC",
-                    help="PPO: imitate this pilot first (behaviour cloning, about a minute), "
-                         "e.g. heuristic:hard; then learn by RL")
+                    help="learn from this pilot first, e.g. heuristic:hard (PPO: behaviour "
+                         "cloning; DQN: its games as demonstrations, DQfD), then by RL")
 
     ev = p.add_argument_group("evaluation and players")
     ev.add_argument("--checkpoint", default=None, metavar="PATH",

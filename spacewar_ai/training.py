@@ -164,6 +164,11 @@ class Trainer:
                 cfg.ppo = dataclasses.replace(cfg.ppo, **shape)
             else:
                 cfg.dqn = dataclasses.replace(cfg.dqn, **shape)
+        warm = bool(t.warm_start) and resume_ckpt is None and init_weights is None
+        if warm and t.algorithm == "dqn":
+            # A warm-started Q-network already flies; epsilon 1.0 would only bury its
+            # demonstrations in random games (DQfD explores at a small constant epsilon too).
+            cfg.dqn = dataclasses.replace(cfg.dqn, start_epsilon=cfg.dqn.end_epsilon)
         self.env = SpacewarVectorEnv(t.num_envs, cfg.game, cfg.reward, opponent=None)
         algo_cfg = cfg.ppo if t.algorithm == "ppo" else cfg.dqn
         self.agent = make_agent(t.algorithm, cfg.game.obs_dim, cfg.game.num_actions, algo_cfg,
@@ -183,9 +188,10 @@ class Trainer:
             state = dict(init_ckpt["agent"])
             state.pop("optimizer", None)  # a fresh optimizer for a new run
             self.agent.load_state_dict(state)
-        if t.warm_start and resume_ckpt is None and init_weights is None:
-            stats = behaviour_clone(self.agent, t.warm_start, cfg.game, t.warm_start_decisions,
-                                    t.warm_start_epochs, t.seed, quiet=quiet)
+        if warm:
+            clone = behaviour_clone if t.algorithm == "ppo" else demonstration_start
+            stats = clone(self.agent, t.warm_start, cfg.game, t.warm_start_decisions,
+                          t.warm_start_epochs, t.seed, quiet=quiet)
             self.counters["warm_start_accuracy"] = stats["accuracy"]
         for path in champions or []:
             if not any(k.endswith(Path(path).stem) for k in self.league.fixed_keys):
@@ -424,41 +430,54 @@ class Trainer:
             self._after_update(mean, DQN_ITERATION_STEPS * n / dt)
 
 
-def behaviour_clone(agent, teacher: str, config: GameConfig, decisions: int = 500_000,
-                    epochs: int = 6, seed: int = 0, batch_size: int = 1024, lr: float = 1e-3,
-                    quiet: bool = True) -> dict[str, float]:
-    """Warm start: the PPO actor imitates `teacher` (a pilot spec) before RL.
+WARM_START_OPPONENTS = ("heuristic:hard", "heuristic:medium", "heuristic:easy", "idle", "random")
 
-    The teacher flies ship 0 against a mix of opponents (itself, the scripted ladder, random) so
-    the data covers winning and losing positions; the actor is fitted by cross-entropy on the
-    teacher's actions under the action mask, and the observation statistics are set from the
-    same data. Returns the final epoch's loss and accuracy (agreement with the teacher)."""
-    import torch
-    import torch.nn.functional as F
 
-    from .environment import SpacewarVectorEnv
-
-    opponents = ("heuristic:hard", "heuristic:medium", "heuristic:easy", "idle", "random")
+def teacher_games(teacher: str, config: GameConfig, decisions: int, seed: int, on_step) -> None:
+    """The teacher (a pilot spec) flies ship 0 for about `decisions` decisions against a mix of
+    opponents (itself, the scripted ladder, random), so the data covers winning and losing
+    positions. `on_step(obs, action, reward, next_obs, terminated, done)` gets ship 0's view of
+    each vector step (next_obs holds the final observation of games that just ended)."""
     n = 256
-    steps = max(1, decisions // (n * len(opponents)))
-    xs, ys = [], []
-    for k, spec in enumerate(opponents):
+    steps = max(1, decisions // (n * len(WARM_START_OPPONENTS)))
+    for k, spec in enumerate(WARM_START_OPPONENTS):
         env = SpacewarVectorEnv(n, config, opponent=None)
         obs, _ = env.reset_both(seed=seed * 1000 + k * 100_000)
         pilots = [resolve_player(teacher, config, seed), resolve_player(spec, config, seed + 1)]
         for p in pilots:
             p.reset(np.ones(n, dtype=bool), env.batch.rng.copy())
         actions = np.zeros((n, 2), dtype=np.int64)
-        for _ in range(steps):
+        for step in range(steps):
             actions[:, 0] = pilots[0].act(obs[:, 0])
             actions[:, 1] = pilots[1].act(obs[:, 1])
-            xs.append(obs[:, 0].copy())
-            ys.append(actions[:, 0].copy())
-            obs, _, term, trunc, _ = env.step_both(actions)
+            next_obs, rewards, term, trunc, info = env.step_both(actions)
             done = term | trunc
+            after = next_obs[:, 0].copy()
+            if done.any():
+                after[done] = info["final_obs"][done, 0]
+            # The last step cuts every game off (a truncation): nothing may run on into the next
+            # opponent's games.
+            cut = np.ones(n, dtype=bool) if step == steps - 1 else done
+            on_step(obs[:, 0].copy(), actions[:, 0].copy(), rewards[:, 0], after, term, cut)
+            obs = next_obs
             if done.any():
                 for p in pilots:
                     p.reset(done, env.batch.rng.copy())
+
+
+def behaviour_clone(agent, teacher: str, config: GameConfig, decisions: int = 500_000,
+                    epochs: int = 6, seed: int = 0, batch_size: int = 1024, lr: float = 1e-3,
+                    quiet: bool = True) -> dict[str, float]:
+    """Warm start: the PPO actor imitates `teacher` (a pilot spec) before RL.
+
+    The actor is fitted by cross-entropy on the teacher's actions (`teacher_games`) under the
+    action mask, and the observation statistics are set from the same data. Returns the final
+    epoch's loss and accuracy (agreement with the teacher)."""
+    import torch.nn.functional as F
+
+    xs, ys = [], []
+    teacher_games(teacher, config, decisions, seed,
+                  lambda obs, action, *_: (xs.append(obs), ys.append(action)))
     x = torch.from_numpy(np.concatenate(xs)).to(agent.device)
     y = torch.from_numpy(np.concatenate(ys)).to(agent.device)
     mask = x[:, -agent.action_dim:] > 0.5
@@ -484,6 +503,35 @@ def behaviour_clone(agent, teacher: str, config: GameConfig, decisions: int = 50
             print(f"warm start from {teacher}: epoch {epoch + 1}/{epochs}, loss "
                   f"{loss_sum / len(x):.3f}, agreement {correct / len(x):.1%}")
     return {"loss": loss_sum / len(x), "accuracy": correct / len(x), "decisions": len(x)}
+
+
+def demonstration_start(agent, teacher: str, config: GameConfig, decisions: int = 200_000,
+                        epochs: int = 6, seed: int = 0, margin: float = 0.8,
+                        quiet: bool = True) -> dict[str, float]:
+    """Warm start for DQN, after DQfD (Hester et al. 2018): the teacher's games go into the
+    replay buffer as ordinary n-step transitions (at most a buffer's worth), then the Q-network
+    is pre-trained on them with the TD loss plus a large-margin loss (the teacher's action must
+    beat every other by `margin`), `epochs` passes over the data. RL then goes on with the
+    demonstrations in the buffer until new games overwrite them. Returns the greedy policy's
+    agreement with the teacher on the stored positions and the final losses."""
+    decisions = min(decisions, agent.config.buffer_size)
+    teacher_games(teacher, config, decisions, seed,
+                  lambda obs, action, reward, nxt, term, done:
+                  agent.store_transition(obs, action, reward, nxt, term, done=done))
+    size = len(agent)
+    steps = max(1, epochs * size // agent.config.batch_size // agent.config.gradient_steps)
+    losses: dict[str, float] = {}
+    for k in range(steps):
+        losses = agent.update(margin=margin)
+        if not quiet and (k + 1) % max(1, steps // epochs) == 0:
+            print(f"warm start from {teacher}: {k + 1}/{steps} updates, q-loss "
+                  f"{losses['q_loss']:.3f}, margin loss {losses['margin_loss']:.3f}")
+    with torch.no_grad():
+        idx = np.arange(0, size, max(1, size // 20_000))
+        obs = agent.buf_obs[idx]
+        greedy = agent.select_action(obs, deterministic=True)
+    accuracy = float(np.mean(greedy == agent.buf_actions[idx]))
+    return {"accuracy": accuracy, "decisions": size, **losses}
 
 
 def _frozen_copy(agent):

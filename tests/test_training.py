@@ -294,5 +294,46 @@ def test_warm_start_makes_the_actor_imitate_its_teacher():
         obs, *_ = env.step(target)
     clone = np.mean(agree["clone"])
     assert clone > np.mean(agree["drift"]) + 0.15 and clone > np.mean(agree["fresh"]) + 0.15
-    with pytest.raises(ValueError, match="PPO only"):
-        TrainConfig(algorithm="dqn", warm_start="heuristic:hard")
+
+
+def test_dqn_demonstrations_make_the_greedy_policy_follow_its_teacher():
+    """DQfD-style warm start: the teacher's games fill the buffer, the TD + margin pre-training
+    makes the greedy policy agree with the teacher far more than an untrained network does, on
+    positions from other games; the run then explores at its final epsilon."""
+    from spacewar_ai.agents import DQNAgent
+    from spacewar_ai.config import GameConfig
+    from spacewar_ai.environment import SpacewarVectorEnv
+    from spacewar_ai.players import resolve_player
+    from spacewar_ai.training import demonstration_start
+
+    cfg = GameConfig()
+    small = DQNConfig(hidden_sizes=(64, 64), stream_size=32, buffer_size=40_000, batch_size=256)
+    fresh, agent = DQNAgent(36, 6, small, seed=0), DQNAgent(36, 6, small, seed=0)
+    stats = demonstration_start(agent, "heuristic:hard", cfg, decisions=40_000, epochs=4, seed=0)
+    assert stats["decisions"] >= 38_000 and stats["accuracy"] > 0.6
+    assert stats["margin_loss"] >= 0.0
+    env = SpacewarVectorEnv(64, cfg, opponent="heuristic:medium")
+    obs, _ = env.reset(seed=777)
+    teacher = resolve_player("heuristic:hard", cfg)
+    teacher.reset(np.ones(64, dtype=bool), env.batch.rng.copy())
+    agree = {"demo": [], "fresh": [], "drift": []}
+    for _ in range(60):
+        target = teacher.act(obs)
+        agree["demo"].append(np.mean(agent.select_action(obs, deterministic=True) == target))
+        agree["fresh"].append(np.mean(fresh.select_action(obs, deterministic=True) == target))
+        agree["drift"].append(np.mean(target == 0))
+        obs, *_ = env.step(target)
+    demo = np.mean(agree["demo"])
+    assert demo > np.mean(agree["drift"]) + 0.1 and demo > np.mean(agree["fresh"]) + 0.1
+
+
+def test_a_warm_started_dqn_run_explores_at_its_final_epsilon(tmp_path):
+    cfg = tiny(tmp_path, algorithm="dqn", warm_start="heuristic:hard", warm_start_decisions=3840,
+               warm_start_epochs=1)
+    trainer = Trainer(cfg, quiet=True)
+    assert trainer.agent.config.start_epsilon == trainer.agent.config.end_epsilon
+    # 5 opponents x 3 steps x 256 games, every open n-step transition flushed at the cut.
+    assert len(trainer.agent) == 3840 and trainer.counters["warm_start_accuracy"] > 0
+    trainer.run()
+    meta = load_checkpoint(Path(trainer.run_dir) / "latest.pt")["metadata"]
+    assert meta["config"]["dqn"]["start_epsilon"] == meta["config"]["dqn"]["end_epsilon"]
