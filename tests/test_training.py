@@ -268,7 +268,7 @@ def test_the_shipped_model_loads_and_plays():
 
 def test_warm_start_makes_the_actor_imitate_its_teacher():
     from spacewar_ai.agents import PPOAgent
-    from spacewar_ai.config import GameConfig, PPOConfig, TrainConfig
+    from spacewar_ai.config import GameConfig, PPOConfig
     from spacewar_ai.environment import SpacewarVectorEnv
     from spacewar_ai.players import resolve_player
     from spacewar_ai.training import behaviour_clone
