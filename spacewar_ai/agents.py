@@ -440,9 +440,10 @@ class PolicyStack:
         group = which[order]
         rank = np.arange(m) - starts[group]
         # Padded (K, longest group, D): wasted rows cost less than a pass per network.
-        x = torch.zeros((self.size, int(counts.max()), obs.shape[1]))
-        g_t, r_t = torch.from_numpy(group), torch.from_numpy(rank)
-        x[g_t, r_t] = torch.from_numpy(np.ascontiguousarray(obs[order], dtype=np.float32))
+        dev = self.weights[0].device
+        x = torch.zeros((self.size, int(counts.max()), obs.shape[1]), device=dev)
+        g_t, r_t = torch.from_numpy(group).to(dev), torch.from_numpy(rank).to(dev)
+        x[g_t, r_t] = torch.from_numpy(np.ascontiguousarray(obs[order], dtype=np.float32)).to(dev)
         mask = x[..., -self.action_dim:] > 0.5
         mask[..., 0] |= ~mask.any(-1)  # a row with no valid action may still drift
         h = ((x - self.mean) / self.std).clamp(-self.clip, self.clip)
@@ -452,7 +453,7 @@ class PolicyStack:
         if not deterministic:
             u = torch.rand_like(logits).clamp_(1e-12, 1.0)
             logits = logits - torch.log(-torch.log(u))
-        out[order] = logits.argmax(-1)[g_t, r_t].numpy()
+        out[order] = logits.argmax(-1)[g_t, r_t].cpu().numpy()
         return out
 
 

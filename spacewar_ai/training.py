@@ -437,7 +437,8 @@ def teacher_games(teacher: str, config: GameConfig, decisions: int, seed: int, o
     """The teacher (a pilot spec) flies ship 0 for about `decisions` decisions against a mix of
     opponents (itself, the scripted ladder, random), so the data covers winning and losing
     positions. `on_step(obs, action, reward, next_obs, terminated, done)` gets ship 0's view of
-    each vector step (next_obs holds the final observation of games that just ended)."""
+    each vector step (next_obs holds the final observation of games that just ended; at each
+    opponent's last step every game counts as done, cut off)."""
     n = 256
     steps = max(1, decisions // (n * len(WARM_START_OPPONENTS)))
     for k, spec in enumerate(WARM_START_OPPONENTS):
