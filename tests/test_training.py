@@ -266,65 +266,61 @@ def test_the_shipped_model_loads_and_plays():
     assert r.n == 20
 
 
-def test_warm_start_makes_the_actor_imitate_its_teacher():
-    from spacewar_ai.agents import PPOAgent
-    from spacewar_ai.config import GameConfig, PPOConfig
+def _agreement_with_hard_pilot(**agents) -> dict[str, float]:
+    """How often each agent's greedy action is the hard pilot's, on held-out positions (another
+    seed, the hard pilot flying against medium); "drift" is always answering 0, the teacher's
+    most common action."""
+    from spacewar_ai.config import GameConfig
     from spacewar_ai.environment import SpacewarVectorEnv
     from spacewar_ai.players import resolve_player
-    from spacewar_ai.training import behaviour_clone
 
     cfg = GameConfig()
-    fresh = PPOAgent(36, 6, PPOConfig(hidden_sizes=(64, 64)), "cpu", num_envs=8)
-    agent = PPOAgent(36, 6, PPOConfig(hidden_sizes=(64, 64)), "cpu", num_envs=8)
-    stats = behaviour_clone(agent, "heuristic:hard", cfg, decisions=80_000, epochs=4, seed=0)
-    assert stats["decisions"] >= 78_000 and stats["accuracy"] > 0.75
-    # Held-out positions (another seed, another opponent): the clone agrees with the teacher far
-    # more often than an untrained network, and than always answering the teacher's most common
-    # action (0, drift) would.
     env = SpacewarVectorEnv(64, cfg, opponent="heuristic:medium")
     obs, _ = env.reset(seed=777)
     teacher = resolve_player("heuristic:hard", cfg)
     teacher.reset(np.ones(64, dtype=bool), env.batch.rng.copy())
-    agree = {"clone": [], "fresh": [], "drift": []}
+    agree = {name: [] for name in (*agents, "drift")}
     for _ in range(60):
         target = teacher.act(obs)
-        agree["clone"].append(np.mean(agent.select_action(obs, deterministic=True) == target))
-        agree["fresh"].append(np.mean(fresh.select_action(obs, deterministic=True) == target))
+        for name, agent in agents.items():
+            agree[name].append(np.mean(agent.select_action(obs, deterministic=True) == target))
         agree["drift"].append(np.mean(target == 0))
         obs, *_ = env.step(target)
-    clone = np.mean(agree["clone"])
-    assert clone > np.mean(agree["drift"]) + 0.15 and clone > np.mean(agree["fresh"]) + 0.15
+    return {name: float(np.mean(v)) for name, v in agree.items()}
+
+
+def test_warm_start_makes_the_actor_imitate_its_teacher():
+    from spacewar_ai.agents import PPOAgent
+    from spacewar_ai.config import GameConfig, PPOConfig
+    from spacewar_ai.training import behaviour_clone
+
+    fresh = PPOAgent(36, 6, PPOConfig(hidden_sizes=(64, 64)), "cpu", num_envs=8)
+    agent = PPOAgent(36, 6, PPOConfig(hidden_sizes=(64, 64)), "cpu", num_envs=8)
+    stats = behaviour_clone(agent, "heuristic:hard", GameConfig(), decisions=80_000, epochs=4,
+                            seed=0)
+    assert stats["decisions"] >= 78_000 and stats["accuracy"] > 0.75
+    a = _agreement_with_hard_pilot(clone=agent, fresh=fresh)
+    assert a["clone"] > a["drift"] + 0.15 and a["clone"] > a["fresh"] + 0.15
 
 
 def test_dqn_demonstrations_make_the_greedy_policy_follow_its_teacher():
     """DQfD-style warm start: the teacher's games fill the buffer, the TD + margin pre-training
     makes the greedy policy agree with the teacher far more than an untrained network does, on
-    positions from other games; the run then explores at its final epsilon."""
+    positions from other games."""
     from spacewar_ai.agents import DQNAgent
     from spacewar_ai.config import GameConfig
-    from spacewar_ai.environment import SpacewarVectorEnv
-    from spacewar_ai.players import resolve_player
     from spacewar_ai.training import demonstration_start
 
-    cfg = GameConfig()
     small = DQNConfig(hidden_sizes=(64, 64), stream_size=32, buffer_size=40_000, batch_size=256)
     fresh, agent = DQNAgent(36, 6, small, seed=0), DQNAgent(36, 6, small, seed=0)
-    stats = demonstration_start(agent, "heuristic:hard", cfg, decisions=40_000, epochs=4, seed=0)
+    stats = demonstration_start(agent, "heuristic:hard", GameConfig(), decisions=40_000,
+                                epochs=4, seed=0)
     assert stats["decisions"] >= 38_000 and stats["accuracy"] > 0.6
-    assert stats["margin_loss"] >= 0.0
-    env = SpacewarVectorEnv(64, cfg, opponent="heuristic:medium")
-    obs, _ = env.reset(seed=777)
-    teacher = resolve_player("heuristic:hard", cfg)
-    teacher.reset(np.ones(64, dtype=bool), env.batch.rng.copy())
-    agree = {"demo": [], "fresh": [], "drift": []}
-    for _ in range(60):
-        target = teacher.act(obs)
-        agree["demo"].append(np.mean(agent.select_action(obs, deterministic=True) == target))
-        agree["fresh"].append(np.mean(fresh.select_action(obs, deterministic=True) == target))
-        agree["drift"].append(np.mean(target == 0))
-        obs, *_ = env.step(target)
-    demo = np.mean(agree["demo"])
-    assert demo > np.mean(agree["drift"]) + 0.1 and demo > np.mean(agree["fresh"]) + 0.1
+    # 0 once the teacher's action leads every other by the margin (0.8) everywhere; an untrained
+    # network starts near the margin itself.
+    assert stats["margin_loss"] < 0.5
+    a = _agreement_with_hard_pilot(demo=agent, fresh=fresh)
+    assert a["demo"] > a["drift"] + 0.1 and a["demo"] > a["fresh"] + 0.1
 
 
 def test_a_warm_started_dqn_run_explores_at_its_final_epsilon(tmp_path):
