@@ -39,6 +39,15 @@ def saved_architecture(algorithm: str, config: dict[str, Any]) -> dict[str, Any]
     return out
 
 
+def sample_actions(logits: torch.Tensor, deterministic: bool) -> torch.Tensor:
+    """Greedy, or an exact sample by Gumbel-max (cheaper than torch.distributions.Categorical);
+    masked logits (NEG_INF) are never chosen."""
+    if deterministic:
+        return logits.argmax(-1)
+    u = torch.rand_like(logits).clamp_(1e-12, 1.0)
+    return (logits - torch.log(-torch.log(u))).argmax(-1)
+
+
 class RunningNorm(nn.Module):
     """Running mean and variance of observations (Welford, batched), saved with the model."""
 
@@ -161,11 +170,16 @@ class BaseAgent(abc.ABC):
         if "config" not in state:
             return
         saved = saved_architecture(self.algorithm, state["config"])
-        mine = {k: getattr(self.config, k) for k in saved}
+        mine = self.architecture
         if saved != mine:
             raise ValueError(f"the saved {self.algorithm} network is {saved} but this agent was "
                              f"built with {mine}: build it with the saved config "
                              "(checkpoints.load_agent does)")
+
+    @property
+    def architecture(self) -> dict[str, Any]:
+        """The config fields that shape this agent's network (ARCHITECTURE_FIELDS)."""
+        return {k: getattr(self.config, k) for k in ARCHITECTURE_FIELDS[self.algorithm]}
 
     def save(self, path, metadata: dict[str, Any] | None = None) -> None:
         from .checkpoints import save_checkpoint
@@ -239,12 +253,7 @@ class PPOAgent(BaseAgent):
         obs, m, single = self._batch(state, mask)
         x = self.obs_norm(obs)
         logits = self.net.logits(x, m)
-        if deterministic:
-            action = logits.argmax(-1)
-        else:
-            # Gumbel-max: an exact sample, cheaper than torch.distributions.Categorical.
-            u = torch.rand_like(logits).clamp_(1e-12, 1.0)
-            action = (logits - torch.log(-torch.log(u))).argmax(-1)
+        action = sample_actions(logits, deterministic)
         self._last_raw, self._last_x, self._last_mask = obs, x, m
         # All log-probs are kept: store_transition takes the one of the action actually played,
         # which an exploration guide (llm_strategies.LLMExplorationGuide) may have replaced.
@@ -258,12 +267,7 @@ class PPOAgent(BaseAgent):
         """Actions only, for playing (opponents, evaluation, human play): the actor alone, no
         critic pass and nothing kept for learning."""
         obs, m, single = self._batch(state, mask)
-        logits = self.net.logits(self.obs_norm(obs), m)
-        if deterministic:
-            action = logits.argmax(-1)
-        else:
-            u = torch.rand_like(logits).clamp_(1e-12, 1.0)
-            action = (logits - torch.log(-torch.log(u))).argmax(-1)
+        action = sample_actions(self.net.logits(self.obs_norm(obs), m), deterministic)
         out = action.cpu().numpy()
         return int(out[0]) if single else out
 
@@ -406,12 +410,10 @@ class PolicyStack:
         if not agents:
             raise ValueError("PolicyStack needs at least one agent")
         first = agents[0]
-        shape = saved_architecture("ppo", first.config.to_dict())
-        for a in agents:
-            if not isinstance(a, PPOAgent) or (a.state_dim, a.action_dim) != (
-                    first.state_dim, first.action_dim) or saved_architecture(
-                    "ppo", a.config.to_dict()) != shape:
-                raise ValueError("PolicyStack needs PPO agents of one shape")
+        shape = (first.state_dim, first.action_dim, first.architecture)
+        if any(not isinstance(a, PPOAgent) or (a.state_dim, a.action_dim, a.architecture) != shape
+               for a in agents):
+            raise ValueError("PolicyStack needs PPO agents of one shape")
         linears = [i for i, m in enumerate(first.net.actor) if isinstance(m, nn.Linear)]
         with torch.no_grad():
             self.weights = [torch.stack([a.net.actor[i].weight.t() for a in agents]).contiguous()
@@ -450,10 +452,7 @@ class PolicyStack:
         for w, b in zip(self.weights[:-1], self.biases[:-1]):
             h = self.activation(torch.baddbmm(b, h, w))
         logits = torch.baddbmm(self.biases[-1], h, self.weights[-1]).masked_fill(~mask, NEG_INF)
-        if not deterministic:
-            u = torch.rand_like(logits).clamp_(1e-12, 1.0)
-            logits = logits - torch.log(-torch.log(u))
-        out[order] = logits.argmax(-1)[g_t, r_t].cpu().numpy()
+        out[order] = sample_actions(logits, deterministic)[g_t, r_t].cpu().numpy()
         return out
 
 

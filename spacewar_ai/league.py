@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .agents import PolicyStack, PPOAgent, saved_architecture
+from .agents import PolicyStack, PPOAgent
 from .bots import make_pilot
 from .checkpoints import load_agent
 from .config import GameConfig, LeagueConfig
@@ -148,8 +148,7 @@ class SelfPlayManager:
                     agents.append(agent)
             # The commonest shape (the learner's, unless champions of another shape outnumber
             # it); networks of other shapes play one pass each.
-            shapes = [tuple(sorted(saved_architecture("ppo", a.config.to_dict()).items()))
-                      for a in agents]
+            shapes = [tuple(sorted(a.architecture.items())) for a in agents]
             common = collections.Counter(shapes).most_common(1)[0][0] if agents else None
             same = [k for k, sh in zip(keys, shapes) if sh == common]
             index = {k: i for i, k in enumerate(same)}
