@@ -20,13 +20,14 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .config import DQNConfig, PPOConfig
+from .environment import EGOCENTRIC_MIN_DIM, egocentric_view
 
 NEG_INF = -1e9  # a finite "minus infinity": keeps softmax and log-probs free of NaN
 # Config fields that shape the network: a checkpoint only loads into an agent built with the same.
-ARCHITECTURE_FIELDS = {"ppo": ("hidden_sizes", "activation"),
-                       "dqn": ("hidden_sizes", "stream_size")}
+ARCHITECTURE_FIELDS = {"ppo": ("hidden_sizes", "activation", "observation_view"),
+                       "dqn": ("hidden_sizes", "stream_size", "observation_view")}
 # Values of architecture fields for checkpoints saved before the field existed.
-LEGACY_ARCHITECTURE = {"activation": "tanh"}
+LEGACY_ARCHITECTURE = {"activation": "tanh", "observation_view": "world"}
 
 
 def saved_architecture(algorithm: str, config: dict[str, Any]) -> dict[str, Any]:
@@ -37,6 +38,11 @@ def saved_architecture(algorithm: str, config: dict[str, Any]) -> dict[str, Any]
         if v is not None:
             out[name] = tuple(v) if isinstance(v, list) else v
     return out
+
+
+def network_input(obs: np.ndarray, egocentric: bool) -> np.ndarray:
+    """Observations (N, D) as a network reads them: float32, in the ship's frame if egocentric."""
+    return egocentric_view(obs) if egocentric else np.ascontiguousarray(obs, np.float32)
 
 
 def sample_actions(logits: torch.Tensor, deterministic: bool) -> torch.Tensor:
@@ -122,11 +128,19 @@ class BaseAgent(abc.ABC):
                              f"{type(self.config).__name__}")
         self.state_dim = state_dim
         self.action_dim = action_dim
+        self.egocentric = self.config.observation_view == "egocentric"
+        if self.egocentric and state_dim < EGOCENTRIC_MIN_DIM:
+            raise ValueError(f"observation_view='egocentric' needs Spacewar! observations (36 or "
+                             f"37 values), not state_dim={state_dim}: use observation_view='world'")
         self.device = resolve_device(device)
         self.obs_norm = RunningNorm(state_dim).to(self.device)
         self.update_obs_stats = True
 
     # --- helpers ------------------------------------------------------------------------------
+    def features(self, obs: np.ndarray) -> np.ndarray:
+        """What the network reads of observations (N, D): the config's observation_view."""
+        return network_input(obs, self.egocentric)
+
     def _batch(self, state, mask=None):
         """(D,) or (N, D) array -> float tensor (N, D), bool mask (N, A), was_single."""
         arr = np.asarray(state, dtype=np.float32)
@@ -142,7 +156,7 @@ class BaseAgent(abc.ABC):
             m = np.asarray(mask).reshape(arr.shape[0], self.action_dim) > 0.5
         m = m.copy()
         m[~m.any(axis=1), 0] = True  # a row with no valid action may still drift
-        obs = torch.from_numpy(arr).to(self.device)
+        obs = torch.from_numpy(self.features(arr)).to(self.device)
         return obs, torch.from_numpy(m).to(self.device), single
 
     @abc.abstractmethod
@@ -239,7 +253,7 @@ class PPOAgent(BaseAgent):
         dev = self.device
         self.num_envs = n
         self.buf_obs = torch.zeros((t, n, d), device=dev)  # normalized, as the policy saw them
-        self.buf_raw = torch.zeros((t, n, d), device=dev)  # raw, for the running statistics
+        self.buf_raw = torch.zeros((t, n, d), device=dev)  # unnormalized, for the statistics
         self.buf_mask = torch.zeros((t, n, a), dtype=torch.bool, device=dev)
         self.buf_actions = torch.zeros((t, n), dtype=torch.long, device=dev)
         self.buf_logprobs = torch.zeros((t, n), device=dev)
@@ -425,6 +439,7 @@ class PolicyStack:
                                     for a in agents])[:, None, :]
         self.clip = first.obs_norm.clip
         self.activation = torch.tanh if first.config.activation == "tanh" else torch.relu
+        self.egocentric = first.egocentric
         self.action_dim = first.action_dim
         self.size = len(agents)
 
@@ -445,7 +460,7 @@ class PolicyStack:
         dev = self.weights[0].device
         x = torch.zeros((self.size, int(counts.max()), obs.shape[1]), device=dev)
         g_t, r_t = torch.from_numpy(group).to(dev), torch.from_numpy(rank).to(dev)
-        x[g_t, r_t] = torch.from_numpy(np.ascontiguousarray(obs[order], dtype=np.float32)).to(dev)
+        x[g_t, r_t] = torch.from_numpy(network_input(obs[order], self.egocentric)).to(dev)
         mask = x[..., -self.action_dim:] > 0.5
         mask[..., 0] |= ~mask.any(-1)  # a row with no valid action may still drift
         h = ((x - self.mean) / self.std).clamp(-self.clip, self.clip)
@@ -535,8 +550,8 @@ class DQNAgent(BaseAgent):
         arrays, one slot per start step, so the bookkeeping is a few array operations per call.
         """
         c = self.config
-        obs = np.asarray(obs, dtype=np.float32).reshape(-1, self.state_dim)
-        nxt = np.asarray(next_obs, dtype=np.float32).reshape(-1, self.state_dim)
+        obs = self.features(np.asarray(obs, dtype=np.float32).reshape(-1, self.state_dim))
+        nxt = self.features(np.asarray(next_obs, dtype=np.float32).reshape(-1, self.state_dim))
         k = obs.shape[0]
         reward = np.asarray(reward, dtype=np.float32).reshape(-1) * c.reward_scale
         term = np.asarray(terminated, dtype=bool).reshape(-1)

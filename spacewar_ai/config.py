@@ -180,12 +180,20 @@ def _check_unit(obj, names: tuple[str, ...]) -> None:
 
 
 ACTIVATIONS = ("tanh", "relu")
+# What a network reads: "egocentric" turns the observation into the ship's own frame
+# (environment.egocentric_view); "world" is the observation as documented.
+OBSERVATION_VIEWS = ("egocentric", "world")
 
 
 def _check_hidden(obj, name: str) -> None:
     v = getattr(obj, name)
     _require(isinstance(v, tuple) and len(v) > 0 and all(_is_int(h) and h > 0 for h in v),
              type(obj).__name__, name, v, "must be a non-empty tuple of positive layer sizes")
+
+
+def _check_view(obj) -> None:
+    _require(obj.observation_view in OBSERVATION_VIEWS, type(obj).__name__, "observation_view",
+             obj.observation_view, f"must be one of {OBSERVATION_VIEWS}")
 
 
 @dataclass
@@ -211,6 +219,8 @@ class PPOConfig(_Serializable):
     # Hidden-layer nonlinearity, "relu" or "tanh" (CleanRL's). tanh costs as much as the matrix
     # products on these CPUs: relu trained 25% faster per second and learned as well (README).
     activation: str = "relu"
+    # The egocentric view learned to aim in a tenth of the samples of the world view (README).
+    observation_view: str = "egocentric"
     anneal_lr: bool = True
     norm_adv: bool = True
     target_kl: float = 0.0  # 0 disables early stopping on KL
@@ -229,6 +239,7 @@ class PPOConfig(_Serializable):
         _check_hidden(self, "hidden_sizes")
         _require(self.activation in ACTIVATIONS, "PPOConfig", "activation", self.activation,
                  f"must be one of {ACTIVATIONS}")
+        _check_view(self)
 
 
 @dataclass
@@ -251,6 +262,7 @@ class DQNConfig(_Serializable):
     exploration_fraction: float = 0.3  # share of the run over which epsilon decays
     hidden_sizes: tuple = (256, 256)
     stream_size: int = 128  # value and advantage streams
+    observation_view: str = "egocentric"  # as PPOConfig.observation_view
     max_grad_norm: float = 10.0
     reward_scale: float = 0.01  # as PPOConfig.reward_scale
 
@@ -262,6 +274,7 @@ class DQNConfig(_Serializable):
                  "learning_starts", self.learning_starts, "must be an integer >= 0")
         _check_unit(self, ("gamma", "start_epsilon", "end_epsilon", "exploration_fraction"))
         _check_hidden(self, "hidden_sizes")
+        _check_view(self)
 
 
 @dataclass

@@ -479,7 +479,7 @@ def behaviour_clone(agent, teacher: str, config: GameConfig, decisions: int = 50
     xs, ys = [], []
     teacher_games(teacher, config, decisions, seed,
                   lambda obs, action, *_: (xs.append(obs), ys.append(action)))
-    x = torch.from_numpy(np.concatenate(xs)).to(agent.device)
+    x = torch.from_numpy(agent.features(np.concatenate(xs))).to(agent.device)
     y = torch.from_numpy(np.concatenate(ys)).to(agent.device)
     mask = x[:, -agent.action_dim:] > 0.5
     mask[~mask.any(1), 0] = True

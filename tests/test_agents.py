@@ -133,8 +133,8 @@ def test_dqn_n_step_returns_by_hand():
     4th; a transition holds the discounted rewards up to its n-th decision or its game's end, the
     observation after them, and gamma to the power of the decisions summed."""
     cfg = DQNConfig(hidden_sizes=(8,), stream_size=4, buffer_size=64, batch_size=4, n_step=3,
-                    gamma=0.5, reward_scale=1.0)
-    agent = DQNAgent(36, 6, cfg, seed=0)
+                    gamma=0.5, reward_scale=1.0, observation_view="world")  # the buffer keeps
+    agent = DQNAgent(36, 6, cfg, seed=0)  # what the network reads: here the stamped observations
     rewards = [(1.0, 10.0), (2.0, 20.0), (4.0, 40.0), (8.0, 80.0)]
     terminated = [(False, False), (True, False), (False, False), (False, False)]
     done = [(False, False), (True, False), (False, False), (False, True)]
