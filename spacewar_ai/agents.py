@@ -539,6 +539,15 @@ class DQNAgent(BaseAgent):
                 action[explore] = scores.argmax(-1)
         return int(action[0]) if single else action
 
+    @torch.no_grad()
+    def stored_greedy(self, idx: np.ndarray) -> np.ndarray:
+        """Greedy actions for stored transitions: the buffer already holds what the network
+        reads, so no second pass through `features`."""
+        x = torch.from_numpy(self.buf_obs[idx]).to(self.device)
+        mask = x[:, -self.action_dim:] > 0.5
+        mask[~mask.any(1), 0] = True
+        return self.q(self.obs_norm(x)).masked_fill(~mask, -math.inf).argmax(-1).cpu().numpy()
+
     def store_transition(self, obs, action, reward, next_obs, terminated, done=None,
                          **kwargs) -> None:
         """Add one decision of every game (a batch, or one). next_obs of a finished game is its

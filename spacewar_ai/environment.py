@@ -205,7 +205,7 @@ class SpacewarEnv(gym.Env):
         self._renderer = None
 
     # The docstring is the documentation (Gymnasium style): tables appended here.
-    __doc__ += OBSERVATION_DOC + ACTION_DOC + """
+    __doc__ += OBSERVATION_DOC + EGOCENTRIC_DOC + ACTION_DOC + """
     ## Rewards (RewardConfig, per ship)
     -0.01 per step; torpedo kill +100 to the shooter and -100 to the victim; flying into the star
     -50; ship-ship collision -30 each; hyperspace death -50. At the end: +50 win and -50 loss only

@@ -527,10 +527,8 @@ def demonstration_start(agent, teacher: str, config: GameConfig, decisions: int 
         if not quiet and (k + 1) % max(1, steps // epochs) == 0:
             print(f"warm start from {teacher}: {k + 1}/{steps} updates, q-loss "
                   f"{losses['q_loss']:.3f}, margin loss {losses['margin_loss']:.3f}")
-    with torch.no_grad():
-        idx = np.arange(0, size, max(1, size // 20_000))
-        obs = agent.buf_obs[idx]
-        greedy = agent.select_action(obs, deterministic=True)
+    idx = np.arange(0, size, max(1, size // 20_000))
+    greedy = agent.stored_greedy(idx)
     accuracy = float(np.mean(greedy == agent.buf_actions[idx]))
     return {"accuracy": accuracy, "decisions": size, **losses}
 

@@ -100,11 +100,10 @@ def test_cli_reports_a_bad_checkpoint_in_one_line(tmp_path):
 
 
 def test_the_network_shape_comes_from_the_file(tmp_path):
-    """A relu model loads as relu, the shipped model (saved before `activation` existed) as tanh,
-    and weights never load silently into a differently shaped network."""
+    """A relu model loads as relu; a file saved before `activation` and `observation_view`
+    existed loads as tanh reading the world view, and plays as it did; weights never load
+    silently into a differently shaped network."""
     import numpy as np
-
-    from spacewar_ai.players import PRETRAINED_PATH
 
     relu = PPOAgent(36, 6, PPOConfig(hidden_sizes=(16,), activation="relu"))
     relu.save(tmp_path / "relu.pt")
@@ -114,9 +113,18 @@ def test_the_network_shape_comes_from_the_file(tmp_path):
     obs[:, 30:] = 1.0
     assert np.array_equal(loaded.select_action(obs, deterministic=True),
                           relu.select_action(obs, deterministic=True))
-    shipped, _ = load_agent(PRETRAINED_PATH)
-    assert "activation" not in torch.load(PRETRAINED_PATH, weights_only=True)["agent"]["config"]
-    assert shipped.config.activation == "tanh"
+    # An old file: the same payload without the two fields, as session 1 wrote them.
+    old = PPOAgent(36, 6, PPOConfig(hidden_sizes=(16,), activation="tanh",
+                                    observation_view="world"))
+    old.save(tmp_path / "old.pt")
+    payload = torch.load(tmp_path / "old.pt", weights_only=True)
+    for name in ("activation", "observation_view"):
+        del payload["agent"]["config"][name]
+    torch.save(payload, tmp_path / "old.pt")
+    legacy, _ = load_agent(tmp_path / "old.pt")
+    assert (legacy.config.activation, legacy.config.observation_view) == ("tanh", "world")
+    assert np.array_equal(legacy.select_action(obs, deterministic=True),
+                          old.select_action(obs, deterministic=True))
     tanh = PPOAgent(36, 6, PPOConfig(hidden_sizes=(16,), activation="tanh"))
     with pytest.raises(ValueError, match="relu.*tanh.*saved config"):
         tanh.load(tmp_path / "relu.pt")
