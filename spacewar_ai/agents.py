@@ -141,8 +141,9 @@ class BaseAgent(abc.ABC):
         """What the network reads of observations (N, D): the config's observation_view."""
         return network_input(obs, self.egocentric)
 
-    def _batch(self, state, mask=None):
-        """(D,) or (N, D) array -> float tensor (N, D), bool mask (N, A), was_single."""
+    def _batch(self, state, mask=None, viewed: bool = False):
+        """(D,) or (N, D) array -> float tensor (N, D) as the network reads it, bool mask (N, A),
+        was_single. `viewed`: the rows are network inputs already (a replay buffer's)."""
         arr = np.asarray(state, dtype=np.float32)
         single = arr.ndim == 1
         if single:
@@ -156,7 +157,7 @@ class BaseAgent(abc.ABC):
             m = np.asarray(mask).reshape(arr.shape[0], self.action_dim) > 0.5
         m = m.copy()
         m[~m.any(axis=1), 0] = True  # a row with no valid action may still drift
-        obs = torch.from_numpy(self.features(arr)).to(self.device)
+        obs = torch.from_numpy(arr if viewed else self.features(arr)).to(self.device)
         return obs, torch.from_numpy(m).to(self.device), single
 
     @abc.abstractmethod
@@ -529,8 +530,7 @@ class DQNAgent(BaseAgent):
     @torch.no_grad()
     def select_action(self, state, mask=None, deterministic: bool = False):
         obs, m, single = self._batch(state, mask)
-        q = self.q(self.obs_norm(obs)).masked_fill(~m, -math.inf)
-        action = q.argmax(-1).cpu().numpy()
+        action = self._greedy(obs, m)
         if not deterministic and self.epsilon > 0:
             explore = self.rng.random(action.shape[0]) < self.epsilon
             if explore.any():
@@ -539,14 +539,15 @@ class DQNAgent(BaseAgent):
                 action[explore] = scores.argmax(-1)
         return int(action[0]) if single else action
 
+    def _greedy(self, obs: torch.Tensor, mask: torch.Tensor) -> np.ndarray:
+        return self.q(self.obs_norm(obs)).masked_fill(~mask, -math.inf).argmax(-1).cpu().numpy()
+
     @torch.no_grad()
     def stored_greedy(self, idx: np.ndarray) -> np.ndarray:
         """Greedy actions for stored transitions: the buffer already holds what the network
         reads, so no second pass through `features`."""
-        x = torch.from_numpy(self.buf_obs[idx]).to(self.device)
-        mask = x[:, -self.action_dim:] > 0.5
-        mask[~mask.any(1), 0] = True
-        return self.q(self.obs_norm(x)).masked_fill(~mask, -math.inf).argmax(-1).cpu().numpy()
+        obs, m, _ = self._batch(self.buf_obs[idx], viewed=True)
+        return self._greedy(obs, m)
 
     def store_transition(self, obs, action, reward, next_obs, terminated, done=None,
                          **kwargs) -> None:

@@ -219,7 +219,8 @@ class PPOConfig(_Serializable):
     # Hidden-layer nonlinearity, "relu" or "tanh" (CleanRL's). tanh costs as much as the matrix
     # products on these CPUs: relu trained 25% faster per second and learned as well (README).
     activation: str = "relu"
-    # The egocentric view learned to aim in a tenth of the samples of the world view (README).
+    # The egocentric view learned to aim in a tenth of the samples of the world view (README,
+    # "What the networks read").
     observation_view: str = "egocentric"
     anneal_lr: bool = True
     norm_adv: bool = True
