@@ -19,8 +19,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .config import DQNConfig, PPOConfig
-from .environment import EGOCENTRIC_MIN_DIM, egocentric_view
+from .config import DQNConfig, GameConfig, PPOConfig
+from .views import MIN_DIM, apply_view, view_constants, view_width
 
 NEG_INF = -1e9  # a finite "minus infinity": keeps softmax and log-probs free of NaN
 # Config fields that shape the network: a checkpoint only loads into an agent built with the same.
@@ -38,11 +38,6 @@ def saved_architecture(algorithm: str, config: dict[str, Any]) -> dict[str, Any]
         if v is not None:
             out[name] = tuple(v) if isinstance(v, list) else v
     return out
-
-
-def network_input(obs: np.ndarray, egocentric: bool) -> np.ndarray:
-    """Observations (N, D) as a network reads them: float32, in the ship's frame if egocentric."""
-    return egocentric_view(obs) if egocentric else np.ascontiguousarray(obs, np.float32)
 
 
 def sample_actions(logits: torch.Tensor, deterministic: bool) -> torch.Tensor:
@@ -116,7 +111,7 @@ class BaseAgent(abc.ABC):
     config_class: type = object  # the agent's config dataclass
 
     def __init__(self, state_dim: int, action_dim: int, config: Any = None,
-                 device: str | torch.device = "cpu"):
+                 device: str | torch.device = "cpu", game: GameConfig | None = None):
         if not isinstance(state_dim, int) or state_dim <= action_dim:
             raise ValueError(f"state_dim={state_dim!r} is invalid: must be an int larger than "
                              f"action_dim ({action_dim}); Spacewar! observations have 36")
@@ -128,29 +123,34 @@ class BaseAgent(abc.ABC):
                              f"{type(self.config).__name__}")
         self.state_dim = state_dim
         self.action_dim = action_dim
-        self.egocentric = self.config.observation_view == "egocentric"
-        if self.egocentric and state_dim < EGOCENTRIC_MIN_DIM:
-            raise ValueError(f"observation_view='egocentric' needs Spacewar! observations (36 or "
+        self.view = self.config.observation_view
+        if self.view != "world" and state_dim < MIN_DIM:
+            raise ValueError(f"observation_view={self.view!r} needs Spacewar! observations (36 or "
                              f"37 values), not state_dim={state_dim}: use observation_view='world'")
+        # What the first layer takes: the view's width. The game constants the view reads are
+        # saved with the weights (state_dict) and restored on loading.
+        self.input_dim = view_width(self.view, state_dim)
+        self.view_constants = view_constants(game)
         self.device = resolve_device(device)
-        self.obs_norm = RunningNorm(state_dim).to(self.device)
+        self.obs_norm = RunningNorm(self.input_dim).to(self.device)
         self.update_obs_stats = True
 
     # --- helpers ------------------------------------------------------------------------------
     def features(self, obs: np.ndarray) -> np.ndarray:
         """What the network reads of observations (N, D): the config's observation_view."""
-        return network_input(obs, self.egocentric)
+        return apply_view(obs, self.view, self.view_constants)
 
     def _batch(self, state, mask=None, viewed: bool = False):
-        """(D,) or (N, D) array -> float tensor (N, D) as the network reads it, bool mask (N, A),
-        was_single. `viewed`: the rows are network inputs already (a replay buffer's)."""
+        """(D,) or (N, D) array -> float tensor (N, input_dim) as the network reads it, bool mask
+        (N, A), was_single. `viewed`: the rows are network inputs already (a replay buffer's)."""
         arr = np.asarray(state, dtype=np.float32)
         single = arr.ndim == 1
         if single:
             arr = arr[None]
-        if arr.ndim != 2 or arr.shape[1] != self.state_dim:
-            raise ValueError(f"state has shape {np.shape(state)}: expected ({self.state_dim},) or "
-                             f"(N, {self.state_dim})")
+        width = self.input_dim if viewed else self.state_dim
+        if arr.ndim != 2 or arr.shape[1] != width:
+            raise ValueError(f"state has shape {np.shape(state)}: expected ({width},) or "
+                             f"(N, {width})")
         if mask is None:
             m = arr[:, -self.action_dim:] > 0.5
         else:
@@ -190,6 +190,12 @@ class BaseAgent(abc.ABC):
             raise ValueError(f"the saved {self.algorithm} network is {saved} but this agent was "
                              f"built with {mine}: build it with the saved config "
                              "(checkpoints.load_agent does)")
+
+    def _load_view_constants(self, state: dict[str, Any]) -> None:
+        """The view reads the game as the network learned it: the saved constants win."""
+        saved = state.get("view_constants")
+        if saved is not None:
+            self.view_constants = {k: float(v) for k, v in saved.items()}
 
     @property
     def architecture(self) -> dict[str, Any]:
@@ -236,10 +242,11 @@ class PPOAgent(BaseAgent):
     config_class = PPOConfig
 
     def __init__(self, state_dim: int = 36, action_dim: int = 6, config: PPOConfig | None = None,
-                 device: str | torch.device = "cpu", num_envs: int = 1):
-        super().__init__(state_dim, action_dim, config, device)
+                 device: str | torch.device = "cpu", num_envs: int = 1,
+                 game: GameConfig | None = None):
+        super().__init__(state_dim, action_dim, config, device, game)
         c = self.config
-        self.net = ActorCritic(state_dim, action_dim, tuple(c.hidden_sizes),
+        self.net = ActorCritic(self.input_dim, action_dim, tuple(c.hidden_sizes),
                                c.activation).to(self.device)
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=c.learning_rate, eps=1e-5,
                                           foreach=True)
@@ -250,7 +257,7 @@ class PPOAgent(BaseAgent):
         self._last_logp_all: torch.Tensor | None = None
 
     def _alloc(self, n: int) -> None:
-        t, d, a = self.config.n_steps, self.state_dim, self.action_dim
+        t, d, a = self.config.n_steps, self.input_dim, self.action_dim
         dev = self.device
         self.num_envs = n
         self.buf_obs = torch.zeros((t, n, d), device=dev)  # normalized, as the policy saw them
@@ -402,10 +409,11 @@ class PPOAgent(BaseAgent):
     def state_dict(self) -> dict[str, Any]:
         return {"net": self.net.state_dict(), "obs_norm": self.obs_norm.state_dict(),
                 "optimizer": self.optimizer.state_dict(), "updates": self.updates,
-                "config": self.config.to_dict()}
+                "config": self.config.to_dict(), "view_constants": dict(self.view_constants)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self._check_architecture(state)
+        self._load_view_constants(state)
         self.net.load_state_dict(state["net"])
         self.obs_norm.load_state_dict(state["obs_norm"])
         if "optimizer" in state:
@@ -425,8 +433,9 @@ class PolicyStack:
         if not agents:
             raise ValueError("PolicyStack needs at least one agent")
         first = agents[0]
-        shape = (first.state_dim, first.action_dim, first.architecture)
-        if any(not isinstance(a, PPOAgent) or (a.state_dim, a.action_dim, a.architecture) != shape
+        shape = (first.state_dim, first.action_dim, first.architecture, first.view_constants)
+        if any(not isinstance(a, PPOAgent)
+               or (a.state_dim, a.action_dim, a.architecture, a.view_constants) != shape
                for a in agents):
             raise ValueError("PolicyStack needs PPO agents of one shape")
         linears = [i for i, m in enumerate(first.net.actor) if isinstance(m, nn.Linear)]
@@ -440,7 +449,8 @@ class PolicyStack:
                                     for a in agents])[:, None, :]
         self.clip = first.obs_norm.clip
         self.activation = torch.tanh if first.config.activation == "tanh" else torch.relu
-        self.egocentric = first.egocentric
+        self.features = first.features
+        self.input_dim = first.input_dim
         self.action_dim = first.action_dim
         self.size = len(agents)
 
@@ -459,9 +469,9 @@ class PolicyStack:
         rank = np.arange(m) - starts[group]
         # Padded (K, longest group, D): wasted rows cost less than a pass per network.
         dev = self.weights[0].device
-        x = torch.zeros((self.size, int(counts.max()), obs.shape[1]), device=dev)
+        x = torch.zeros((self.size, int(counts.max()), self.input_dim), device=dev)
         g_t, r_t = torch.from_numpy(group).to(dev), torch.from_numpy(rank).to(dev)
-        x[g_t, r_t] = torch.from_numpy(network_input(obs[order], self.egocentric)).to(dev)
+        x[g_t, r_t] = torch.from_numpy(self.features(obs[order])).to(dev)
         mask = x[..., -self.action_dim:] > 0.5
         mask[..., 0] |= ~mask.any(-1)  # a row with no valid action may still drift
         h = ((x - self.mean) / self.std).clamp(-self.clip, self.clip)
@@ -498,10 +508,11 @@ class DQNAgent(BaseAgent):
     config_class = DQNConfig
 
     def __init__(self, state_dim: int = 36, action_dim: int = 6, config: DQNConfig | None = None,
-                 device: str | torch.device = "cpu", seed: int = 0):
-        super().__init__(state_dim, action_dim, config, device)
+                 device: str | torch.device = "cpu", seed: int = 0,
+                 game: GameConfig | None = None):
+        super().__init__(state_dim, action_dim, config, device, game)
         c = self.config
-        args = (state_dim, action_dim, tuple(c.hidden_sizes), c.stream_size)
+        args = (self.input_dim, action_dim, tuple(c.hidden_sizes), c.stream_size)
         self.q = DuelingQNetwork(*args).to(self.device)
         self.q_target = DuelingQNetwork(*args).to(self.device)
         self.q_target.load_state_dict(self.q.state_dict())
@@ -510,8 +521,8 @@ class DQNAgent(BaseAgent):
         self.updates = 0
         self.rng = np.random.default_rng(seed)
         n = c.buffer_size
-        self.buf_obs = np.zeros((n, state_dim), dtype=np.float32)
-        self.buf_next = np.zeros((n, state_dim), dtype=np.float32)
+        self.buf_obs = np.zeros((n, self.input_dim), dtype=np.float32)  # network inputs
+        self.buf_next = np.zeros((n, self.input_dim), dtype=np.float32)
         self.buf_actions = np.zeros(n, dtype=np.int64)
         self.buf_rewards = np.zeros(n, dtype=np.float32)
         self.buf_terminated = np.zeros(n, dtype=np.float32)
@@ -570,7 +581,7 @@ class DQNAgent(BaseAgent):
         if w is None or w["obs"].shape[1] != k:
             n = c.n_step
             w = self._pending = {
-                "obs": np.zeros((n, k, self.state_dim), np.float32),
+                "obs": np.zeros((n, k, self.input_dim), np.float32),
                 "action": np.zeros((n, k), np.int64), "ret": np.zeros((n, k), np.float32),
                 "open": np.zeros((n, k), bool), "age": np.zeros(n, np.int64)}
             self._window_step = 0
@@ -667,10 +678,11 @@ class DQNAgent(BaseAgent):
         return {"q": self.q.state_dict(), "q_target": self.q_target.state_dict(),
                 "obs_norm": self.obs_norm.state_dict(), "optimizer": self.optimizer.state_dict(),
                 "updates": self.updates, "epsilon": float(self.epsilon),
-                "config": self.config.to_dict()}
+                "config": self.config.to_dict(), "view_constants": dict(self.view_constants)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self._check_architecture(state)
+        self._load_view_constants(state)
         self.q.load_state_dict(state["q"])
         self.q_target.load_state_dict(state.get("q_target", state["q"]))
         self.obs_norm.load_state_dict(state["obs_norm"])
@@ -681,9 +693,9 @@ class DQNAgent(BaseAgent):
 
 
 def make_agent(algorithm: str, state_dim: int, action_dim: int, config=None, device="cpu",
-               num_envs: int = 1, seed: int = 0) -> BaseAgent:
+               num_envs: int = 1, seed: int = 0, game: GameConfig | None = None) -> BaseAgent:
     if algorithm == "ppo":
-        return PPOAgent(state_dim, action_dim, config, device, num_envs=num_envs)
+        return PPOAgent(state_dim, action_dim, config, device, num_envs=num_envs, game=game)
     if algorithm == "dqn":
-        return DQNAgent(state_dim, action_dim, config, device, seed=seed)
+        return DQNAgent(state_dim, action_dim, config, device, seed=seed, game=game)
     raise ValueError(f"algorithm {algorithm!r} is unknown: use 'ppo' or 'dqn'")

@@ -18,6 +18,7 @@ from . import engine
 from .bots import make_pilot
 from .config import GameConfig, RewardConfig
 from .engine import DeathCause, GameBatch
+from .views import EGOCENTRIC_DOC, TACTICAL_DOC, egocentric_view  # noqa: F401 (re-exported)
 
 OBSERVATION_DOC = """
     ## Observation: 36 float32 (37 with hyperspace), from the observing ship's point of view
@@ -38,62 +39,6 @@ OBSERVATION_DOC = """
     | 18-29 | the 3 nearest live enemy torpedoes, nearest first: relative position (2), relative velocity (2) | as 9-12; all zeros where fewer |
     | 30-35 | action mask (30-36 with hyperspace) | 1.0 valid, 0.0 invalid |
 """
-
-EGOCENTRIC_DOC = """
-    ## What the networks read: the egocentric view (`observation_view = "egocentric"`)
-
-    Learned agents turn the observation above into the ship's own frame before their first layer
-    (`egocentric_view`, same width). Every vector (own velocity, opponent, star, torpedoes) becomes
-    (forward, right) components: forward along the heading, right where rotating right (action 2)
-    turns the nose. Then "the opponent is dead ahead" is one input near zero instead of a
-    comparison between an angle and a heading that a network has to learn.
-
-    | index | meaning in the egocentric view |
-    |---|---|
-    | 0-1 | bearing of the opponent: cos, sin of the angle between the heading and the line to it (zeros while it is in hyperspace) |
-    | 2-3 | own velocity, (forward, right) |
-    | 4-8 | unchanged (own heading, fuel, torpedoes, reload) |
-    | 9-10, 11-12 | opponent position, velocity relative to own, (forward, right) |
-    | 13-14 | sin, cos of the opponent's heading minus own |
-    | 15-16 | star position relative to own, (forward, right) |
-    | 17 | unchanged (star proximity) |
-    | 18-29 | the 3 nearest enemy torpedoes, each position and velocity as (forward, right) |
-    | 30- | unchanged (action mask) |
-
-    Own position is dropped: the star, at the centre, already gives it.
-"""
-
-# (x, y) pairs of the observation that the egocentric view rotates into the ship's frame: own
-# velocity, opponent position and velocity, star position, 3 torpedoes' positions and velocities.
-_VECTOR_X = np.array([2, 9, 11, 15, 18, 20, 22, 24, 26, 28])
-_VECTOR_Y = _VECTOR_X + 1
-EGOCENTRIC_MIN_DIM = 30  # the view reads indices up to 29
-
-
-def egocentric_view(obs: np.ndarray) -> np.ndarray:
-    """The observation (N, D) or (D,) in the ship's own frame (EGOCENTRIC_DOC); a new array."""
-    obs = np.asarray(obs, dtype=np.float32)
-    if obs.shape[-1] < EGOCENTRIC_MIN_DIM:
-        raise ValueError(f"the egocentric view needs Spacewar! observations (36 or 37 values), "
-                         f"got {obs.shape[-1]}: use observation_view='world' for other inputs")
-    out = obs.copy()
-    s = obs[..., 4:5]  # sin, cos of own heading; forward = (cos, sin), right = (-sin, cos)
-    c = obs[..., 5:6]
-    x = obs[..., _VECTOR_X]
-    y = obs[..., _VECTOR_Y]
-    fwd = x * c + y * s
-    right = y * c - x * s
-    out[..., _VECTOR_X] = fwd
-    out[..., _VECTOR_Y] = right
-    so, co = obs[..., 13], obs[..., 14]
-    out[..., 13] = so * c[..., 0] - co * s[..., 0]  # sin(opponent heading - own)
-    out[..., 14] = co * c[..., 0] + so * s[..., 0]
-    dist = np.hypot(fwd[..., 1], right[..., 1])  # the opponent's column (index 9)
-    inv = np.divide(1.0, dist, out=np.zeros_like(dist), where=dist > 1e-6)
-    out[..., 0] = fwd[..., 1] * inv
-    out[..., 1] = right[..., 1] * inv
-    return out
-
 
 ACTION_DOC = """
     ## Actions: Discrete(6) (Discrete(7) with hyperspace)
@@ -205,7 +150,7 @@ class SpacewarEnv(gym.Env):
         self._renderer = None
 
     # The docstring is the documentation (Gymnasium style): tables appended here.
-    __doc__ += OBSERVATION_DOC + EGOCENTRIC_DOC + ACTION_DOC + """
+    __doc__ += OBSERVATION_DOC + EGOCENTRIC_DOC + TACTICAL_DOC + ACTION_DOC + """
     ## Rewards (RewardConfig, per ship)
     -0.01 per step; torpedo kill +100 to the shooter and -100 to the victim; flying into the star
     -50; ship-ship collision -30 each; hyperspace death -50. At the end: +50 win and -50 loss only

@@ -172,7 +172,7 @@ class Trainer:
         self.env = SpacewarVectorEnv(t.num_envs, cfg.game, cfg.reward, opponent=None)
         algo_cfg = cfg.ppo if t.algorithm == "ppo" else cfg.dqn
         self.agent = make_agent(t.algorithm, cfg.game.obs_dim, cfg.game.num_actions, algo_cfg,
-                                self.device, num_envs=t.num_envs, seed=t.seed)
+                                self.device, num_envs=t.num_envs, seed=t.seed, game=cfg.game)
         self.league = SelfPlayManager(cfg.league, cfg.game, t.num_envs, t.seed,
                                       snapshot_dir=self.run_dir / "league")
         if resume_ckpt is not None:

@@ -70,7 +70,7 @@ def test_save_load_round_trip_gives_identical_actions(tmp_path, cls, cfg):
     agent = cls(36, 6, cfg)
     obs = np.random.default_rng(0).normal(size=(64, 36)).astype(np.float32)
     obs[:, 30:] = 1.0
-    agent.obs_norm.update(torch.from_numpy(obs * 3 + 1))
+    agent.obs_norm.update(torch.from_numpy(agent.features(obs * 3 + 1)))  # stats of the view
     path = tmp_path / "a.pt"
     agent.save(path, {"note": "test"})
     other = cls(36, 6, cfg)
@@ -173,7 +173,8 @@ def test_policy_stack_plays_like_each_network(activation):
     for k in range(3):
         torch.manual_seed(k)
         a = PPOAgent(36, 6, PPOConfig(hidden_sizes=(32, 16), activation=activation))
-        a.obs_norm.update(torch.from_numpy(rng.normal(k, 1 + k, size=(100, 36))))
+        raw = rng.normal(k, 1 + k, size=(100, 36)).astype(np.float32)
+        a.obs_norm.update(torch.from_numpy(a.features(raw)))  # the statistics are of the view
         agents.append(a)
     obs = rng.normal(size=(50, 36)).astype(np.float32)
     obs[:, 30:] = rng.random((50, 6)) < 0.6

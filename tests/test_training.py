@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from spacewar_ai.checkpoints import load_checkpoint
-from spacewar_ai.config import DQNConfig, LeagueConfig, PPOConfig, TrainConfig
+from spacewar_ai.config import DQNConfig, GameConfig, LeagueConfig, PPOConfig, TrainConfig
 from spacewar_ai.main import build_parser
 from spacewar_ai.training import RunConfig, Trainer, evaluate
 
@@ -35,7 +35,11 @@ def tiny(tmp_path, algorithm="ppo", **train):
 def test_tensorboard_events_read_back_with_tensorboards_reader(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    out = Trainer(tiny(tmp_path, total_timesteps=16 * 16 * 4), quiet=True).run()
+    cfg = tiny(tmp_path, total_timesteps=16 * 16 * 4)
+    # Games cut at 40 decisions: every game ends inside the run, so the per-game charts exist
+    # whether or not an untrained policy happens to finish one.
+    cfg.game = GameConfig(max_episode_steps=160)
+    out = Trainer(cfg, quiet=True).run()
     ea = EventAccumulator(out["log_dir"])
     ea.Reload()
     scalars = set(ea.Tags()["scalars"])
@@ -270,7 +274,6 @@ def _agreement_with_hard_pilot(**agents) -> dict[str, float]:
     """How often each agent's greedy action is the hard pilot's, on held-out positions (another
     seed, the hard pilot flying against medium); "drift" is always answering 0, the teacher's
     most common action."""
-    from spacewar_ai.config import GameConfig
     from spacewar_ai.environment import SpacewarVectorEnv
     from spacewar_ai.players import resolve_player
 
