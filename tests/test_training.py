@@ -58,6 +58,33 @@ def test_tensorboard_events_read_back_with_tensorboards_reader(tmp_path):
     assert len(list((ck / "league").glob("*.pt"))) >= 2
 
 
+def test_best_checkpoint_is_judged_on_games_it_was_not_picked_by(tmp_path):
+    """One unchanging network evaluated again and again: every new high of eval/win_rate is luck.
+    A candidate for best.pt replays as many games on other seeds and is judged on those alone, so
+    best.pt's figure is a confirmation figure, not the luckiest evaluation."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    tr = Trainer(tiny(tmp_path, eval_episodes=20, eval_opponent="idle"), quiet=True)
+    tr._open_writer()
+    firsts = []
+    for update in range(10):
+        tr.counters["updates"] = 20 * update  # evaluations fall every 20 updates by default
+        tr.counters["global_step"] = update
+        firsts.append(tr.evaluate_now())
+    tr.writer.close()
+    ea = EventAccumulator(str(tr.log_dir))
+    ea.Reload()
+    confirmed = {e.step: e.value for e in ea.Scalars("eval/confirmed_win_rate")}
+    assert len(set(firsts)) > 1  # the evaluations do differ by seed
+    best = tr.counters["best_eval"]
+    assert any(best == pytest.approx(v) for v in confirmed.values())  # TensorBoard keeps float32
+    assert load_checkpoint(tr.run_dir / "best.pt")["metadata"]["counters"]["best_eval"] == best
+    # Confirmation games are other games: at least one candidate's figures differ, and the
+    # luckiest evaluation did not make the best.
+    assert any(firsts[step] != pytest.approx(value) for step, value in confirmed.items())
+    assert best < max(firsts)
+
+
 @pytest.mark.parametrize("algorithm", ["ppo", "dqn"])
 def test_same_seed_gives_identical_weights(tmp_path, algorithm):
     weights = []
