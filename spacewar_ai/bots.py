@@ -25,6 +25,7 @@ import numba as nb
 import numpy as np
 
 from .config import GameConfig
+from .views import intercept_time
 
 PILOT_SPECS = ("idle", "random", "heuristic:easy", "heuristic:medium", "heuristic:hard")
 LEVELS = ("easy", "medium", "hard")
@@ -310,25 +311,9 @@ def _heuristic_kernel(obs, level, k, out):
             if t > 0.0:
                 t_hit = t
         elif level >= 1:
-            # Intercept: |d + rv t| = tspeed t, smallest positive root.
-            qa = rvx * rvx + rvy * rvy - tspeed * tspeed
-            qb = 2.0 * (dx * rvx + dy * rvy)
-            qc = dx * dx + dy * dy
-            t = -1.0
-            if abs(qa) < 1e-9:
-                if qb < 0.0:
-                    t = -qc / qb
-            else:
-                disc = qb * qb - 4.0 * qa * qc
-                if disc >= 0.0:
-                    sq = math.sqrt(disc)
-                    t1 = (-qb - sq) / (2.0 * qa)
-                    t2 = (-qb + sq) / (2.0 * qa)
-                    if t1 > 0.0 and (t1 < t2 or t2 <= 0.0):
-                        t = t1
-                    elif t2 > 0.0:
-                        t = t2
-            if t > 0.0:
+            # Intercept in straight lines, torpedoes counted from the ship's centre.
+            t = intercept_time(dx, dy, rvx, rvy, tspeed, 0.0)
+            if t < math.inf:
                 t_hit = t
                 ax = dx + rvx * t
                 ay = dy + rvy * t

@@ -120,6 +120,28 @@ def egocentric_view(obs: np.ndarray) -> np.ndarray:
 
 
 @nb.njit(cache=True, inline="always")
+def intercept_time(dx, dy, rx, ry, speed, spawn):
+    """Frames until a torpedo meets a target at (dx, dy) moving at (rx, ry) per frame, both
+    relative to the shooter, when fired toward the right point: the first t > 0 with
+    |d + r t| = spawn + speed t (it leaves `spawn` units out). math.inf if it never can."""
+    a = rx * rx + ry * ry - speed * speed
+    b = 2.0 * (dx * rx + dy * ry - spawn * speed)
+    c = dx * dx + dy * dy - spawn * spawn
+    t = math.inf
+    if abs(a) < 1e-9:  # closing at exactly torpedo speed: the equation is linear
+        if b < 0.0 and -c / b > 0.0:
+            t = -c / b
+    else:
+        disc = b * b - 4.0 * a * c
+        if disc >= 0.0:
+            sq = math.sqrt(disc)
+            for root in ((-b - sq) / (2.0 * a), (-b + sq) / (2.0 * a)):
+                if 0.0 < root < t:
+                    t = root
+    return t
+
+
+@nb.njit(cache=True, inline="always")
 def _closest_approach(px, py, vx, vy, horizon):
     """Distance at closest approach within [0, horizon] frames of a point at (px, py) moving at
     (vx, vy) per frame, relative to the origin."""
@@ -138,23 +160,9 @@ def _tactical_kernel(obs, hw, hh, v2, speed, spawn, life, scale, out):
         dx, dy = o[9] * hw, o[10] * hh  # opponent minus own
         rx, ry = o[11] * v2, o[12] * v2  # its velocity minus own
         seen = o[13] * o[13] + o[14] * o[14] > 0.5  # heading zeros: in hyperspace
-        # Lead: the first t > 0 with |d + r t| = spawn + speed t (the torpedo meets the opponent).
-        a = rx * rx + ry * ry - speed * speed
-        b = 2.0 * (dx * rx + dy * ry - spawn * speed)
-        c = dx * dx + dy * dy - spawn * spawn
-        t = math.inf
-        if abs(a) < 1e-9:  # closing at exactly torpedo speed: the equation is linear
-            if b < 0.0:
-                t = -c / b
-        else:
-            disc = b * b - 4.0 * a * c
-            if disc >= 0.0:
-                sq = math.sqrt(disc)
-                for root in ((-b - sq) / (2.0 * a), (-b + sq) / (2.0 * a)):
-                    if 0.0 < root < t:
-                        t = root
+        t = intercept_time(dx, dy, rx, ry, speed, spawn)
         lead_c = lead_s = 0.0
-        if not (seen and t > 0.0 and t < math.inf):
+        if not (seen and t < math.inf):
             t = 0.0
         else:
             ax, ay = dx + rx * t, dy + ry * t  # aim point, relative to own ship at the intercept
