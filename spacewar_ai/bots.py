@@ -25,7 +25,7 @@ import numba as nb
 import numpy as np
 
 from .config import GameConfig
-from .views import intercept_time
+from .views import coast, intercept_time
 
 PILOT_SPECS = ("idle", "random", "heuristic:easy", "heuristic:medium", "heuristic:hard")
 LEVELS = ("easy", "medium", "hard")
@@ -134,18 +134,6 @@ def _steer(err, rot_step):
     return 0
 
 
-@nb.njit(cache=True, inline="always")
-def _coast(px, py, ux, uy, gm, dt):
-    """One symplectic Euler step of dt frames under the star's gravity (position relative to the
-    star): the engine's integrator at a coarser step, for predicting orbits."""
-    r2 = px * px + py * py
-    rr = math.sqrt(r2)
-    inv = dt * gm / (r2 * rr) if rr > 1.0 else 0.0
-    ux -= px * inv
-    uy -= py * inv
-    return px + ux * dt, py + uy * dt, ux, uy
-
-
 # Indices into the constants array given to the heuristic kernel.
 (K_W, K_H, K_MAXV, K_TSPEED, K_GM, K_STAR_R, K_HIT_R, K_TLIFE, K_ROT, K_SKIP, K_THRUST,
  K_AMMO) = range(12)
@@ -215,7 +203,7 @@ def _heuristic_kernel(obs, level, k, out):
                 uy = vy
                 min_r2 = px * px + py * py
                 for _ in range(120 // ORBIT_DT):
-                    px, py, ux, uy = _coast(px, py, ux, uy, gm, ORBIT_DT)
+                    px, py, ux, uy = coast(px, py, ux, uy, gm, ORBIT_DT)
                     r2 = px * px + py * py
                     if r2 < min_r2:
                         min_r2 = r2
@@ -300,7 +288,7 @@ def _heuristic_kernel(obs, level, k, out):
             oy = -star_dy
             t = -1.0
             for f in range(LEAD_DT, int(tlife), LEAD_DT):
-                tpx, tpy, tvx, tvy = _coast(tpx, tpy, tvx, tvy, gm, LEAD_DT)
+                tpx, tpy, tvx, tvy = coast(tpx, tpy, tvx, tvy, gm, LEAD_DT)
                 ddx = tpx - ox - vx * f
                 ddy = tpy - oy - vy * f
                 if ddx * ddx + ddy * ddy <= (SPAWN + tspeed * f) ** 2:

@@ -254,9 +254,11 @@ class DQNConfig(_Serializable):
     buffer_size: int = 200_000
     batch_size: int = 256
     gamma: float = 0.99
-    # Rewards summed over this many decisions before bootstrapping (Rainbow's n-step returns): a
-    # kill pays ~20 decisions after the shot, which one-step targets pass back one step per update.
-    n_step: int = 3
+    # Rewards summed over this many decisions before bootstrapping (Rainbow's n-step returns). A
+    # kill pays up to 24 decisions after the shot, and no target in between can see the torpedo
+    # on its way (observations hold enemy torpedoes only), so short returns lose the shot's credit:
+    # against medium, 3 gave 9% and 10 gave 67% after the same 3M steps (README).
+    n_step: int = 10
     learning_starts: int = 5_000  # transitions before the first update
     train_frequency: int = 1  # vector steps between updates
     gradient_steps: int = 2  # updates each time

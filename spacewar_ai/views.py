@@ -2,13 +2,14 @@
 
 The observation (environment.OBSERVATION_DOC) stays in world coordinates, since scripted pilots,
 strategy files, LLM prompts and the docs read it. Agents turn it into their view at the network's
-door (`agents.network_input`); the view's name is part of the network's architecture and is saved
-with its weights.
+door (`BaseAgent.features`); the view's name is part of the network's architecture and is saved
+with its weights, and so are the game constants the tactical view reads.
 
 - "world": the observation as documented.
 - "egocentric": the same values in the ship's own frame (EGOCENTRIC_DOC), same width.
 - "tactical": the egocentric view plus five aiming and dodging columns computed from the game's
-  constants (TACTICAL_DOC), inserted before the action mask so the mask stays last.
+  constants (TACTICAL_DOC), inserted before the action mask so the mask stays last. Ships' paths
+  bend around the star there, as the hard pilot predicts them; torpedoes fly straight.
 
 Numpy and numba on (N, D) or (D,) arrays; no torch, no learning.
 """
@@ -56,15 +57,18 @@ TACTICAL_DOC = """
     ## The tactical view (`observation_view = "tactical"`, PPO's default)
 
     The egocentric view with five columns inserted at 30-34, before the action mask (which moves
-    to 35-40; 41 values in all, 42 with hyperspace). They are what a gunner works out, in straight
-    lines (gravity ignored), from the game's constants (`views.view_constants(GameConfig)`, saved
-    with the network):
+    to 35-40; 41 values in all, 42 with hyperspace). They are what a gunner works out from the
+    game's constants (`views.view_constants(GameConfig)`, saved with the network). Torpedoes fly
+    straight (1962); both ships' coasting paths bend around the star, predicted every 4 frames
+    over a torpedo's life. `gravity` in the constants sets the bend; it is 0, straight lines, in
+    a game without a star, with `torpedo_gravity`, and for models saved before the view knew of
+    gravity (they learned with straight lines and keep them).
 
     | index | meaning | range |
     |---|---|---|
     | 30-31 | lead bearing: cos, sin of the angle from the heading to where a torpedo fired toward it meets the opponent | [-1, 1]; zeros with no intercept or the opponent in hyperspace |
     | 32 | shot quality: exp(-d / (2 hit_radius)), d the closest approach to the opponent of a torpedo fired now | (0, 1], 1 = dead on; 0 with the opponent in hyperspace |
-    | 33 | threat: the largest exp(-d / (2 hit_radius)) over the 3 nearest enemy torpedoes, d each one's closest approach to the ship | [0, 1] |
+    | 33 | threat: the largest exp(-d / (2 hit_radius)) over the 3 nearest enemy torpedoes, d each one's closest approach to the ship on its coasting path | [0, 1] |
     | 34 | intercept time of the lead / torpedo_lifetime | [0, 2]; 0 with no intercept |
 """
 
@@ -81,7 +85,10 @@ def view_constants(config: GameConfig | None = None) -> dict[str, float]:
     return {"half_width": cfg.width / 2, "half_height": cfg.height / 2,
             "max_speed": cfg.max_speed, "torpedo_speed": cfg.torpedo_speed,
             "torpedo_spawn": TORPEDO_SPAWN_OFFSET, "hit_radius": cfg.hit_radius,
-            "torpedo_lifetime": float(cfg.torpedo_lifetime)}
+            "torpedo_lifetime": float(cfg.torpedo_lifetime),
+            # Ships' paths bend; torpedoes fly straight (1962). With torpedo_gravity everything
+            # falls alike, so paths relative to each other are nearly straight: no bending then.
+            "gravity": 0.0 if cfg.torpedo_gravity else float(cfg.effective_gravity)}
 
 
 # (x, y) pairs of the observation that the egocentric view rotates into the ship's frame: own
@@ -151,21 +158,139 @@ def _closest_approach(px, py, vx, vy, horizon):
     return math.hypot(px + vx * t, py + vy * t)
 
 
+@nb.njit(cache=True, inline="always")
+def coast(px, py, ux, uy, gm, dt):
+    """One symplectic Euler step of dt frames under the star's gravity (position relative to the
+    star): the engine's integrator at a coarser step, for predicting orbits."""
+    r2 = px * px + py * py
+    rr = math.sqrt(r2)
+    inv = dt * gm / (r2 * rr) if rr > 1.0 else 0.0
+    ux -= px * inv
+    uy -= py * inv
+    return px + ux * dt, py + uy * dt, ux, uy
+
+
+# Frames per step when the tactical view predicts the ships' orbits: 24 steps over a torpedo's
+# life; between steps paths are taken as straight, which is within a unit of the engine's orbit.
+ORBIT_STEP = 4.0
+
+
+@nb.njit(cache=True, inline="always")
+def _bends(px, py, vx, vy, gm, times, out):
+    """out[g, k] = where ship g, coasting from (px[g], py[g]) (relative to the star) at
+    (vx[g], vy[g]), is at times[k], minus where it would be in a straight line: the star's pull
+    on its path. Games are the inner loop: one game's steps depend on each other, different
+    games' do not, so the CPU overlaps them (5x faster than game by game)."""
+    x, y, ux, uy = px.copy(), py.copy(), vx.copy(), vy.copy()
+    out[:, 0, :] = 0.0
+    for k in range(1, times.shape[0]):
+        dt = times[k] - times[k - 1]
+        for g in range(px.shape[0]):
+            x[g], y[g], ux[g], uy[g] = coast(x[g], y[g], ux[g], uy[g], gm, dt)
+            out[g, k, 0] = x[g] - (px[g] + vx[g] * times[k])
+            out[g, k, 1] = y[g] - (py[g] + vy[g] * times[k])
+
+
+@nb.njit(cache=True, inline="always")
+def _segment_distance2(ax, ay, bx, by):
+    """Squared distance from the origin to the segment from (ax, ay) to (bx, by)."""
+    dx, dy = bx - ax, by - ay
+    dd = dx * dx + dy * dy
+    s = -(ax * dx + ay * dy) / dd if dd > 1e-12 else 0.0
+    s = min(max(s, 0.0), 1.0)
+    ex, ey = ax + dx * s, ay + dy * s
+    return ex * ex + ey * ey
+
+
+@nb.njit(cache=True, inline="always")
+def _path_distance(path, steps):
+    """Closest approach to the origin of the polyline path[0..steps]: on a piece next to its
+    nearest corner (paths over a torpedo's life bend too little for another piece to come
+    closer), so two exact piece distances instead of one per piece."""
+    best = 0
+    best2 = path[0, 0] * path[0, 0] + path[0, 1] * path[0, 1]
+    for k in range(1, steps + 1):
+        d2 = path[k, 0] * path[k, 0] + path[k, 1] * path[k, 1]
+        if d2 < best2:
+            best, best2 = k, d2
+    if best > 0:
+        best2 = min(best2, _segment_distance2(path[best - 1, 0], path[best - 1, 1],
+                                              path[best, 0], path[best, 1]))
+    if best < steps:
+        best2 = min(best2, _segment_distance2(path[best, 0], path[best, 1],
+                                              path[best + 1, 0], path[best + 1, 1]))
+    return math.sqrt(best2)
+
+
 @nb.njit(cache=True, error_model="numpy")
-def _tactical_kernel(obs, hw, hh, v2, speed, spawn, life, scale, out):
-    """One row at a time (numba: a tenth of the numpy version's time on a batch of 256)."""
-    for g in range(obs.shape[0]):
+def _tactical_kernel(obs, hw, hh, v2, speed, spawn, life, scale, gm, orbit_step, out):
+    """One row at a time (numba: a tenth of the numpy version's time on a batch of 256).
+
+    With gm > 0 the ships' paths bend around the star (`_bend`, sampled every ORBIT_STEP frames
+    over a torpedo's life): the lead, the shot and the threats follow those paths, taken as
+    straight between samples. gm = 0 is the straight-line view, computed in closed form."""
+    steps = int(math.ceil(life / orbit_step))
+    times = np.empty(steps + 1)
+    for k in range(steps + 1):
+        times[k] = min(k * orbit_step, life)
+    n = obs.shape[0]
+    own_bend = np.zeros((n, steps + 1, 2))
+    target_bend = np.zeros((n, steps + 1, 2))
+    path = np.zeros((steps + 1, 2))
+    if gm > 0.0:
+        sx = np.empty(n)
+        sy = np.empty(n)
+        vx = np.empty(n)
+        vy = np.empty(n)
+        for g in range(n):
+            sx[g], sy[g] = -obs[g, 15] * hw, -obs[g, 16] * hh  # own position relative to the star
+            vx[g], vy[g] = obs[g, 2] * 0.5 * v2, obs[g, 3] * 0.5 * v2
+        _bends(sx, sy, vx, vy, gm, times, own_bend)
+        for g in range(n):  # the opponent: its position and velocity minus own, plus own
+            sx[g] += obs[g, 9] * hw
+            sy[g] += obs[g, 10] * hh
+            vx[g] += obs[g, 11] * v2
+            vy[g] += obs[g, 12] * v2
+        _bends(sx, sy, vx, vy, gm, times, target_bend)
+    for g in range(n):
         o = obs[g]
         sin_h, cos_h = o[4], o[5]
         dx, dy = o[9] * hw, o[10] * hh  # opponent minus own
         rx, ry = o[11] * v2, o[12] * v2  # its velocity minus own
         seen = o[13] * o[13] + o[14] * o[14] > 0.5  # heading zeros: in hyperspace
-        t = intercept_time(dx, dy, rx, ry, speed, spawn)
+        bent = gm > 0.0 and (o[15] != 0.0 or o[16] != 0.0)
+        if not bent:
+            t = intercept_time(dx, dy, rx, ry, speed, spawn)
+            ax, ay = dx + rx * t, dy + ry * t  # aim point, relative to own ship at the intercept
+        else:
+            # The opponent's bent path relative to the launch point, which moves on with the
+            # ship's velocity at launch (a torpedo keeps it): the first sample the torpedo can
+            # reach, then the exact meeting on the straight piece before it.
+            # First the sample where the torpedo's reach (spawn + speed t) first covers the
+            # opponent, then the exact meeting on the straight piece before it; past a torpedo's
+            # life, straight on along the last piece.
+            px, py = dx, dy
+            qx, qy = dx, dy
+            k = 1
+            while k <= steps:
+                qx = dx + rx * times[k] + target_bend[g, k, 0]
+                qy = dy + ry * times[k] + target_bend[g, k, 1]
+                reach = spawn + speed * times[k]
+                if qx * qx + qy * qy <= reach * reach:
+                    break
+                if k < steps:
+                    px, py = qx, qy
+                k += 1
+            k = min(k, steps)
+            dt = times[k] - times[k - 1]
+            wx, wy = (qx - px) / dt, (qy - py) / dt
+            tau = intercept_time(px, py, wx, wy, speed, spawn + speed * times[k - 1])
+            t = times[k - 1] + tau
+            ax, ay = px + wx * tau, py + wy * tau
         lead_c = lead_s = 0.0
         if not (seen and t < math.inf):
             t = 0.0
         else:
-            ax, ay = dx + rx * t, dy + ry * t  # aim point, relative to own ship at the intercept
             norm = math.hypot(ax, ay)
             if norm > 1e-6:
                 lead_c = (ax * cos_h + ay * sin_h) / norm
@@ -174,17 +299,30 @@ def _tactical_kernel(obs, hw, hh, v2, speed, spawn, life, scale, out):
         out[g, 1] = lead_s
         # Shot quality: a torpedo fired now, relative to the opponent.
         quality = 0.0
-        if seen:
+        if seen and not bent:
             miss = _closest_approach(dx - spawn * cos_h, dy - spawn * sin_h,
                                      rx - speed * cos_h, ry - speed * sin_h, life)
             quality = math.exp(-miss * scale)
+        elif seen:
+            for k in range(steps + 1):
+                path[k, 0] = dx + (rx - speed * cos_h) * times[k] + target_bend[g, k, 0] \
+                    - spawn * cos_h
+                path[k, 1] = dy + (ry - speed * sin_h) * times[k] + target_bend[g, k, 1] \
+                    - spawn * sin_h
+            quality = math.exp(-_path_distance(path, steps) * scale)
         out[g, 2] = quality
         # Threat: enemy torpedoes' closest approach to the ship (all-zero slots hold none).
         threat = 0.0
         for j in (18, 22, 26):
             if o[j] != 0.0 or o[j + 1] != 0.0 or o[j + 2] != 0.0 or o[j + 3] != 0.0:
-                d = _closest_approach(o[j] * hw, o[j + 1] * hh, o[j + 2] * v2, o[j + 3] * v2,
-                                      life)
+                jx, jy, ux, uy = o[j] * hw, o[j + 1] * hh, o[j + 2] * v2, o[j + 3] * v2
+                if not bent:
+                    d = _closest_approach(jx, jy, ux, uy, life)
+                else:  # a straight torpedo against the ship's own bent path
+                    for k in range(steps + 1):
+                        path[k, 0] = jx + ux * times[k] - own_bend[g, k, 0]
+                        path[k, 1] = jy + uy * times[k] - own_bend[g, k, 1]
+                    d = _path_distance(path, steps)
                 threat = max(threat, math.exp(-d * scale))
         out[g, 3] = threat
         out[g, 4] = min(t / life, 2.0)
@@ -200,7 +338,8 @@ def tactical_columns(obs: np.ndarray, k: dict[str, float]) -> np.ndarray:
     out = np.empty((rows.shape[0], TACTICAL_COLUMNS), dtype=np.float32)
     _tactical_kernel(rows, k["half_width"], k["half_height"], 2.0 * k["max_speed"],
                      k["torpedo_speed"], k["torpedo_spawn"], k["torpedo_lifetime"],
-                     1.0 / (2.0 * k["hit_radius"]), out)
+                     1.0 / (2.0 * k["hit_radius"]), k.get("gravity", 0.0), ORBIT_STEP,
+                     out)
     return out.reshape(obs.shape[:-1] + (TACTICAL_COLUMNS,))
 
 

@@ -28,3 +28,15 @@ def run(b: GameBatch, a0: int = 0, a1: int = 0, steps: int = 1):
 
 def cause(b: GameBatch, s: int):
     return engine.DeathCause(b.ship_i[0, s, engine.CAUSE])
+
+
+def load_script(name: str):
+    """A module of scripts/ (measurement scripts, not part of the package) by file name."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -121,22 +121,23 @@ def _learns_to_beat_idle(tmp_path, algorithm, steps, **algo):
 
 
 def test_ppo_learns_to_beat_idle_within_a_minute(tmp_path):
-    # About 25 s here. Measured: 32% untrained -> 40% (sampling policy, 200 games).
+    # About 25 s here. Measured with the tactical view: 24% untrained -> 100% (sampling policy,
+    # 200 games); 32% -> 40% when networks read the world view.
     before, after = _learns_to_beat_idle(
         tmp_path, "ppo", 600_000, ppo=PPOConfig(hidden_sizes=(64, 64), n_steps=32))
-    assert after >= before + 0.05 and after > 0.35
+    assert after >= before + 0.3 and after > 0.8
 
 
 def test_dqn_learns_to_beat_idle_within_a_minute(tmp_path):
-    # DQN needs ~4 gradient steps of 256 per 64 decisions to learn this. Measured: with 3-step
-    # returns 14% -> 41% after 100k steps (47 s); one-step returns needed 250k (about 2 minutes)
-    # and reached only 26% after 125k.
+    # DQN needs ~4 gradient steps of 256 per 64 decisions to learn this. Measured: with 10-step
+    # returns (the default) 14% -> 74% after 100k steps (43 s); with 3-step returns 14% -> 41%;
+    # one-step returns needed 250k (about 2 minutes) and reached only 26% after 125k.
     before, after = _learns_to_beat_idle(
         tmp_path, "dqn", 100_000, dqn=DQNConfig(hidden_sizes=(64, 64), stream_size=32,
                                                 learning_starts=2000, exploration_fraction=0.3,
                                                 buffer_size=100_000, gradient_steps=4,
                                                 learning_rate=1e-3))
-    assert after >= before + 0.15
+    assert after >= before + 0.3
 
 
 def _cli(args, **kw):

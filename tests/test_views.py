@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from helpers import cause, scenario
+from helpers import cause, load_script, scenario
 from spacewar_ai import engine
 from spacewar_ai.agents import DQNAgent, PolicyStack, PPOAgent
 from spacewar_ai.bots import make_pilot
@@ -13,6 +13,8 @@ from spacewar_ai.config import DQNConfig, GameConfig, PPOConfig
 from spacewar_ai.engine import GameBatch
 from spacewar_ai.checkpoints import load_agent
 from spacewar_ai.views import egocentric_view, tactical_view, view_constants
+
+shot_quality = load_script("shot_quality")
 
 PAIRS = [(2, 3), (9, 10), (11, 12), (15, 16), (18, 19), (20, 21), (22, 23), (24, 25), (26, 27),
          (28, 29)]
@@ -185,3 +187,38 @@ def test_a_tactical_network_keeps_the_game_constants_it_learned_with(tmp_path):
     assert np.array_equal(loaded.features(obs), agent.features(obs))
     assert not np.array_equal(PPOAgent(36, 6, PPOConfig(hidden_sizes=(16,))).features(obs),
                               agent.features(obs))
+
+
+# --- gravity: ships' paths bend around the star, torpedoes fly straight (1962)
+
+
+def test_shot_quality_follows_the_orbit_the_star_bends_the_opponent_into():
+    """Shot quality ranks real shots (scripts/shot_quality.py: positions from real games, one
+    torpedo fired in a copy) by whether they kill, better with the bend than with straight lines:
+    most shots rated above 0.6 kill, almost none rated below 0.2."""
+    obs, killed = shot_quality.forked_shots(games=64, decisions=150, every=10)
+    assert 40 <= killed.sum() <= len(killed) - 40  # both outcomes are well represented
+    bent = view_constants(GameConfig())
+    with_bend = shot_quality.rank_quality(obs, killed, bent)
+    straight = shot_quality.rank_quality(obs, killed, dict(bent, gravity=0.0))
+    assert with_bend["auc"] > 0.97 and with_bend["auc"] > straight["auc"] + 0.02
+    assert with_bend["good"] >= 20 and with_bend["good_kills"] > 0.8
+    assert with_bend["good_kills"] > straight["good_kills"]
+    assert with_bend["bad_kills"] < 0.02
+
+
+def test_gravity_in_the_view_follows_the_game_and_old_models_keep_straight_lines(tmp_path):
+    assert view_constants(GameConfig())["gravity"] == 512.0
+    assert view_constants(GameConfig(light_star=True))["gravity"] == 128.0
+    assert view_constants(GameConfig(no_star=True))["gravity"] == 0.0
+    # Torpedoes that fall too fall alongside the ships: relative paths stay nearly straight.
+    assert view_constants(GameConfig(torpedo_gravity=True))["gravity"] == 0.0
+    obs, _ = shot_quality.forked_shots(games=16, decisions=60)
+    agent = PPOAgent(36, 6, PPOConfig(hidden_sizes=(16,)))
+    state = agent.state_dict()
+    del state["view_constants"]["gravity"]  # as saved before the view knew of gravity
+    old = PPOAgent(36, 6, PPOConfig(hidden_sizes=(16,)))
+    old.load_state_dict(state)
+    straight = tactical_view(obs, dict(view_constants(), gravity=0.0))
+    assert np.array_equal(old.features(obs), straight)
+    assert not np.array_equal(agent.features(obs), straight)
