@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-PALETTE = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189)]
+# Ten distinct colours (matplotlib's "tab10"), so a chart of up to ten series repeats none.
+PALETTE = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189),
+           (140, 86, 75), (227, 119, 194), (127, 127, 127), (188, 189, 34), (23, 190, 207)]
 
 
 def line_chart(path: str | Path, series: dict[str, list[tuple[float, float]]], title: str,
