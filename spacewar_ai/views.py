@@ -171,7 +171,8 @@ def coast(px, py, ux, uy, gm, dt):
 
 
 # Frames per step when the tactical view predicts the ships' orbits: 24 steps over a torpedo's
-# life; between steps paths are taken as straight, which is within a unit of the engine's orbit.
+# life, straight pieces in between. Every 2 frames moved the columns by under 0.01 (99th
+# percentile on real positions) at 1.7x the cost; every 8, shot quality by up to 0.075.
 ORBIT_STEP = 4.0
 
 
@@ -180,7 +181,8 @@ def _bends(px, py, vx, vy, gm, times, out):
     """out[g, k] = where ship g, coasting from (px[g], py[g]) (relative to the star) at
     (vx[g], vy[g]), is at times[k], minus where it would be in a straight line: the star's pull
     on its path. Games are the inner loop: one game's steps depend on each other, different
-    games' do not, so the CPU overlaps them (5x faster than game by game)."""
+    games' do not, so the CPU overlaps them (the view took 390 us per 256 real positions game
+    by game, 175 us so)."""
     x, y, ux, uy = px.copy(), py.copy(), vx.copy(), vy.copy()
     out[:, 0, :] = 0.0
     for k in range(1, times.shape[0]):
@@ -204,9 +206,9 @@ def _segment_distance2(ax, ay, bx, by):
 
 @nb.njit(cache=True, inline="always")
 def _path_distance(path, steps):
-    """Closest approach to the origin of the polyline path[0..steps]: on a piece next to its
-    nearest corner (paths over a torpedo's life bend too little for another piece to come
-    closer), so two exact piece distances instead of one per piece."""
+    """Closest approach to the origin of the polyline path[0..steps], taken on the two pieces
+    next to its nearest corner: over a torpedo's life the paths bend so little that the distance
+    falls and then rises along them, so no other piece can come closer."""
     best = 0
     best2 = path[0, 0] * path[0, 0] + path[0, 1] * path[0, 1]
     for k in range(1, steps + 1):
@@ -224,11 +226,12 @@ def _path_distance(path, steps):
 
 @nb.njit(cache=True, error_model="numpy")
 def _tactical_kernel(obs, hw, hh, v2, speed, spawn, life, scale, gm, orbit_step, out):
-    """One row at a time (numba: a tenth of the numpy version's time on a batch of 256).
+    """The columns, one row at a time (numba: a tenth of numpy's time on a batch of 256).
 
-    With gm > 0 the ships' paths bend around the star (`_bend`, sampled every ORBIT_STEP frames
-    over a torpedo's life): the lead, the shot and the threats follow those paths, taken as
-    straight between samples. gm = 0 is the straight-line view, computed in closed form."""
+    With gm > 0 the ships' paths bend around the star (`_bends`, all rows' orbits stepped
+    together first, sampled every `orbit_step` frames over a torpedo's life): the lead, the shot
+    and the threats follow those paths, taken as straight between samples. gm = 0 is the
+    straight-line view, in closed form."""
     steps = int(math.ceil(life / orbit_step))
     times = np.empty(steps + 1)
     for k in range(steps + 1):
@@ -264,11 +267,9 @@ def _tactical_kernel(obs, hw, hh, v2, speed, spawn, life, scale, gm, orbit_step,
             ax, ay = dx + rx * t, dy + ry * t  # aim point, relative to own ship at the intercept
         else:
             # The opponent's bent path relative to the launch point, which moves on with the
-            # ship's velocity at launch (a torpedo keeps it): the first sample the torpedo can
-            # reach, then the exact meeting on the straight piece before it.
-            # First the sample where the torpedo's reach (spawn + speed t) first covers the
-            # opponent, then the exact meeting on the straight piece before it; past a torpedo's
-            # life, straight on along the last piece.
+            # ship's velocity at launch (a torpedo keeps it): the first sample within the
+            # torpedo's reach (spawn + speed t), then the exact meeting on the straight piece
+            # before it; past a torpedo's life, straight on along the last piece.
             px, py = dx, dy
             qx, qy = dx, dy
             k = 1

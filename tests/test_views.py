@@ -12,6 +12,7 @@ from spacewar_ai.bots import make_pilot
 from spacewar_ai.config import DQNConfig, GameConfig, PPOConfig
 from spacewar_ai.engine import GameBatch
 from spacewar_ai.checkpoints import load_agent
+from spacewar_ai.players import PRETRAINED_PATH
 from spacewar_ai.views import egocentric_view, tactical_view, view_constants
 
 shot_quality = load_script("shot_quality")
@@ -207,7 +208,7 @@ def test_shot_quality_follows_the_orbit_the_star_bends_the_opponent_into():
     assert with_bend["bad_kills"] < 0.02
 
 
-def test_gravity_in_the_view_follows_the_game_and_old_models_keep_straight_lines(tmp_path):
+def test_gravity_in_the_view_follows_the_game_and_old_models_keep_straight_lines():
     assert view_constants(GameConfig())["gravity"] == 512.0
     assert view_constants(GameConfig(light_star=True))["gravity"] == 128.0
     assert view_constants(GameConfig(no_star=True))["gravity"] == 0.0
@@ -222,3 +223,7 @@ def test_gravity_in_the_view_follows_the_game_and_old_models_keep_straight_lines
     straight = tactical_view(obs, dict(view_constants(), gravity=0.0))
     assert np.array_equal(old.features(obs), straight)
     assert not np.array_equal(agent.features(obs), straight)
+    # The shipped model learned with straight lines, and reads them still.
+    shipped, _ = load_agent(PRETRAINED_PATH)
+    assert shipped.view_constants.get("gravity", 0.0) == 0.0
+    assert np.array_equal(shipped.features(obs), straight)
