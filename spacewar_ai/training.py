@@ -290,9 +290,7 @@ class Trainer:
             return play_match(pilot, opponent, games, seed=seed, config=self.cfg.game,
                               reward_config=self.cfg.reward)
 
-        # Each evaluation plays its own starting positions (games / 2 seeds from here, played from
-        # both sides), so the noise of two points on the curve is independent.
-        r = win_rate(10_000 + updates * games)
+        r = win_rate(10_000 + updates)
         step = self.counters["global_step"]
         self.writer.add_scalar("eval/win_rate", r.win_rate_a(), step)
         self.writer.add_scalar("eval/draw_rate", r.draws / r.n, step)
