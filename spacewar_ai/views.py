@@ -237,8 +237,9 @@ def _tactical_kernel(obs, hw, hh, v2, speed, spawn, life, scale, gm, orbit_step,
     for k in range(steps + 1):
         times[k] = min(k * orbit_step, life)
     n = obs.shape[0]
-    own_bend = np.zeros((n, steps + 1, 2))
-    target_bend = np.zeros((n, steps + 1, 2))
+    rows = n if gm > 0.0 else 0  # straight lines read no bends: nothing to allocate
+    own_bend = np.empty((rows, steps + 1, 2))  # every entry written by _bends
+    target_bend = np.empty((rows, steps + 1, 2))
     path = np.zeros((steps + 1, 2))
     if gm > 0.0:
         sx = np.empty(n)
