@@ -17,14 +17,16 @@ against hard and the planner's, and the share of ROLLOUT's decisions the planner
 from __future__ import annotations
 
 import argparse
+import collections
 import sys
 import time
 
 import numpy as np
+import torch
 
 from spacewar_ai.bots import HeuristicPilot
 from spacewar_ai.config import GameConfig
-from spacewar_ai.engine import OVER, REAL_WINNER, GameBatch
+from spacewar_ai.engine import FRAME, OVER, REAL_WINNER, Action, GameBatch
 from spacewar_ai.players import resolve_player
 
 # What a copy's ending is worth to the planner: a torpedo win, a loss; anything else (a draw, a
@@ -33,21 +35,32 @@ WIN, LOSS, DRAW = 1.0, -1.0, -0.2
 
 
 def plan_games(games: int, horizon: int, rollout: str, seed: int = 0,
-               config: GameConfig | None = None) -> dict[str, float]:
+               config: GameConfig | None = None, samples: int = 1) -> dict[str, float]:
     """Play `games` games of the planner (ship 0) against the hard pilot; returns the win, loss
     and other rates and the share of decisions where the planner overrode ROLLOUT. horizon=0:
-    no planning, ROLLOUT plays alone (the baseline)."""
-    if games < 1 or horizon < 0:
-        raise ValueError(f"games={games} must be >= 1 and horizon={horizon} >= 0")
+    no planning, ROLLOUT plays alone (the baseline). samples > 1: each action is judged by the
+    mean of that many rollouts in which ROLLOUT samples its actions instead of taking the
+    greedy one, so an action is kept only if it is good for more than one exact future."""
+    if games < 1 or horizon < 0 or samples < 1:
+        raise ValueError(f"games={games} and samples={samples} must be >= 1 and "
+                         f"horizon={horizon} >= 0")
     cfg = config if config is not None else GameConfig()
     actions = cfg.num_actions
     hard = HeuristicPilot("hard", cfg)
     player = resolve_player(rollout, cfg, seed, deterministic=True)
+    flier = player
+    if samples > 1:
+        torch.manual_seed(seed)  # learned players sample from torch's generator
+        flier = resolve_player(rollout, cfg, seed, deterministic=False)
     live = GameBatch(games, cfg)
     live.reset(seeds=np.arange(seed, seed + games))
-    copies = GameBatch(games * actions, cfg)
-    first = np.tile(np.arange(actions), games)
+    per_game = actions * samples
     decisions = overridden = 0
+    # Where the overrides fall, beside all decisions: the decision's index in its game and the
+    # distance between the ships (units); and which action replaced which.
+    at = {"overridden": np.zeros(2), "all": np.zeros(2)}
+    changes: collections.Counter = collections.Counter()
+    half = np.array([cfg.width / 2, cfg.height / 2])
     while not live.game_i[:, OVER].all():
         obs = live.observe()
         running = live.game_i[:, OVER] == 0
@@ -55,31 +68,48 @@ def plan_games(games: int, horizon: int, rollout: str, seed: int = 0,
             decisions += int(running.sum())
             live.step(np.stack([player.act(obs[:, 0]), hard.act(obs[:, 1])], axis=1))
             continue
-        copies.load_state_dict({k: np.repeat(v, actions, axis=0)
+        # Copies of the running games only: the longest games would otherwise drag every
+        # finished one through the rollouts.
+        rows = np.flatnonzero(running)
+        m = rows.size * per_game
+        copies = GameBatch(m, cfg)
+        copies.load_state_dict({k: np.repeat(v[rows], per_game, axis=0)
                                 for k, v in live.state_dict().items()})
-        value = np.zeros(games * actions)
-        ended = np.zeros(games * actions, dtype=bool)
+        first = np.tile(np.repeat(np.arange(actions), samples), rows.size)
+        value = np.zeros(m)
+        ended = np.zeros(m, dtype=bool)
         for step in range(horizon):
             seen = copies.observe()
-            own = first if step == 0 else player.act(seen[:, 0])
+            own = first if step == 0 else flier.act(seen[:, 0])
             copies.step(np.stack([own, hard.act(seen[:, 1])], axis=1))
             new = (copies.game_i[:, OVER] != 0) & ~ended
             winner = copies.game_i[new, REAL_WINNER]
             value[new] = np.where(winner == 0, WIN, np.where(winner == 1, LOSS, DRAW))
             ended |= new
-        value = value.reshape(games, actions)
+        value = value.reshape(rows.size, actions, samples).mean(axis=2)
         own_choice = player.act(obs[:, 0])
-        value[np.arange(games), own_choice] += 1e-3  # ties: keep the rollout policy's action
-        value[obs[:, 0, 30:30 + actions] < 0.5] = -np.inf  # masked actions
-        chosen = value.argmax(axis=1)
-        decisions += int(running.sum())
-        overridden += int((running & (chosen != own_choice)).sum())
+        value[np.arange(rows.size), own_choice[rows]] += 1e-3  # ties: keep ROLLOUT's action
+        value[obs[rows, 0, 30:30 + actions] < 0.5] = -np.inf  # masked actions
+        chosen = own_choice.copy()  # finished games take no action anyway
+        chosen[rows] = value.argmax(axis=1)
+        decisions += rows.size
+        changed = rows[chosen[rows] != own_choice[rows]]
+        overridden += changed.size
+        index = live.game_i[:, FRAME] // cfg.frame_skip
+        distance = np.hypot(*(obs[:, 0, 9:11] * half).T)
+        at["all"] += index[rows].sum(), distance[rows].sum()
+        at["overridden"] += index[changed].sum(), distance[changed].sum()
+        changes.update(zip(own_choice[changed].tolist(), chosen[changed].tolist()))
         live.step(np.stack([chosen, hard.act(obs[:, 1])], axis=1))
     winner = live.game_i[:, REAL_WINNER]
     return {"games": games, "wins": float(np.mean(winner == 0)),
             "losses": float(np.mean(winner == 1)),
             "other": float(np.mean((winner != 0) & (winner != 1))),
-            "decisions": decisions, "overridden": overridden / max(decisions, 1)}
+            "decisions": decisions, "overridden": overridden / max(decisions, 1),
+            "when": at["overridden"][0] / max(overridden, 1),
+            "when_all": at["all"][0] / max(decisions, 1),
+            "distance": at["overridden"][1] / max(overridden, 1),
+            "distance_all": at["all"][1] / max(decisions, 1), "changes": changes}
 
 
 def main(argv: list[str]) -> int:
@@ -88,20 +118,30 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--horizon", type=int, default=60, help="decisions per rollout")
     parser.add_argument("--rollout", default="pretrained",
                         help="player spec that flies the planner's ship in the rollouts")
+    parser.add_argument("--samples", type=int, default=1,
+                        help="rollouts per action, ROLLOUT sampling its actions (1: one greedy "
+                             "rollout, an exact future)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     try:
         start = time.time()
         base = plan_games(args.games, 0, args.rollout, args.seed)
-        r = plan_games(args.games, args.horizon, args.rollout, args.seed)
+        r = plan_games(args.games, args.horizon, args.rollout, args.seed, samples=args.samples)
     except ValueError as exc:
         parser.error(str(exc))
     print(f"{args.rollout} alone vs heuristic:hard, the same games: wins {base['wins']:.1%}, "
           f"losses {base['losses']:.1%}, other {base['other']:.1%}")
-    print(f"planner (rollouts: {args.rollout}, {args.horizon} decisions) vs heuristic:hard, "
+    how = "greedy" if args.samples == 1 else f"{args.samples} sampled"
+    print(f"planner ({how} rollouts: {args.rollout}, {args.horizon} decisions) vs heuristic:hard, "
           f"{r['games']} games: wins {r['wins']:.1%}, losses {r['losses']:.1%}, other "
           f"{r['other']:.1%}; it overrode {r['overridden']:.2%} of {r['decisions']} decisions "
           f"({time.time() - start:.0f} s)")
+    if r["overridden"]:
+        top = ", ".join(f"{Action(a).name.lower()} -> {Action(b).name.lower()} {n}"
+                        for (a, b), n in r["changes"].most_common(6))
+        print(f"overridden decisions: at decision {r['when']:.1f} of their game on average (all "
+              f"decisions: {r['when_all']:.1f}), the ships {r['distance']:.0f} units apart (all: "
+              f"{r['distance_all']:.0f}); most common: {top}")
     return 0
 
 

@@ -533,10 +533,14 @@ class DQNAgent(BaseAgent):
         self._window_step = 0
 
     def set_progress(self, progress: float) -> None:
-        """Linear epsilon decay over the first exploration_fraction of the run."""
+        """Linear epsilon decay over the first exploration_fraction of the run; with anneal_lr,
+        the learning rate falls linearly to zero at the end of the run."""
         c = self.config
         frac = min(1.0, progress / max(c.exploration_fraction, 1e-9))
         self.epsilon = c.start_epsilon + frac * (c.end_epsilon - c.start_epsilon)
+        if c.anneal_lr:
+            for g in self.optimizer.param_groups:
+                g["lr"] = c.learning_rate * max(0.0, 1.0 - progress)
 
     @torch.no_grad()
     def select_action(self, state, mask=None, deterministic: bool = False):
@@ -669,7 +673,8 @@ class DQNAgent(BaseAgent):
             losses.append(loss.item())
             qs.append(q.mean().item())
         out = {"q_loss": float(np.mean(losses)), "q_values": float(np.mean(qs)),
-               "epsilon": float(self.epsilon)}
+               "epsilon": float(self.epsilon),
+               "learning_rate": float(self.optimizer.param_groups[0]["lr"])}
         if margins:
             out["margin_loss"] = float(np.mean(margins))
         return out

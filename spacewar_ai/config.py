@@ -257,7 +257,7 @@ class DQNConfig(_Serializable):
     # Rewards summed over this many decisions before bootstrapping (Rainbow's n-step returns). A
     # kill pays up to 24 decisions after the shot, and no target in between can see the torpedo
     # on its way (observations hold enemy torpedoes only), so short returns lose the shot's credit:
-    # against medium, 3 gave 9% and 10 gave 67% after the same 3M steps (README).
+    # against medium, 3 gave 9% and 10 gave 51-67% (by checkpoint) after the same 3M steps (README).
     n_step: int = 10
     learning_starts: int = 5_000  # transitions before the first update
     train_frequency: int = 1  # vector steps between updates
@@ -274,6 +274,9 @@ class DQNConfig(_Serializable):
     observation_view: str = "egocentric"
     max_grad_norm: float = 10.0
     reward_scale: float = 0.01  # as PPOConfig.reward_scale
+    # Learning rate falling linearly to zero over the run. Off: it did not steady the checkpoints'
+    # swings against medium (README).
+    anneal_lr: bool = False
 
     def __post_init__(self) -> None:
         _check_positive(self, ("learning_rate", "max_grad_norm", "reward_scale"))

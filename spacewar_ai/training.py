@@ -94,6 +94,13 @@ def wilson_interval(wins: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def evaluation_seeds(updates: int, games: int) -> tuple[int, int]:
+    """First seeds of the evaluation after `updates` updates and of its confirmation (each plays
+    games / 2 starts, sides swapped). Every evaluation and every confirmation has starts of its
+    own: shared starts would make successive evaluations' noise agree."""
+    return 10_000 + 2 * updates * games, 10_000 + (2 * updates + 1) * games
+
+
 def _seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
@@ -290,7 +297,8 @@ class Trainer:
             return play_match(pilot, opponent, games, seed=seed, config=self.cfg.game,
                               reward_config=self.cfg.reward)
 
-        r = win_rate(10_000 + updates)
+        selection, confirmation = evaluation_seeds(updates, games)
+        r = win_rate(selection)
         step = self.counters["global_step"]
         self.writer.add_scalar("eval/win_rate", r.win_rate_a(), step)
         self.writer.add_scalar("eval/draw_rate", r.draws / r.n, step)
@@ -300,7 +308,7 @@ class Trainer:
             # to the last checkpoint by up to 6 points over 200 fresh games (README). A candidate
             # plays the same number of games again on seeds no evaluation uses, and is judged on
             # those alone, games it was not selected by.
-            confirmed = win_rate((1 << 24) + updates * games).win_rate_a()
+            confirmed = win_rate(confirmation).win_rate_a()
             self.writer.add_scalar("eval/confirmed_win_rate", confirmed, step)
             if confirmed > self.counters["best_eval"]:
                 self.counters["best_eval"] = confirmed

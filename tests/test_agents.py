@@ -128,6 +128,16 @@ def test_epsilon_schedule():
     assert agent.epsilon == pytest.approx(0.1)
 
 
+@pytest.mark.parametrize("anneal", [True, False])
+def test_dqn_learning_rate_annealing_reaches_zero_at_the_end(anneal):
+    agent = DQNAgent(36, 6, DQNConfig(learning_rate=1e-3, anneal_lr=anneal, buffer_size=10))
+    seen = []
+    for progress in (0.0, 0.5, 1.0):
+        agent.set_progress(progress)
+        seen.append(agent.optimizer.param_groups[0]["lr"])
+    assert seen == pytest.approx([1e-3, 5e-4, 0.0] if anneal else [1e-3] * 3)
+
+
 def test_dqn_n_step_returns_by_hand():
     """n=3, gamma=0.5. Game 0 is terminated after its 2nd decision, game 1 truncated after its
     4th; a transition holds the discounted rewards up to its n-th decision or its game's end, the
