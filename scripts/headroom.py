@@ -1,6 +1,6 @@
 """How far above a policy's own level can play against the hard pilot go? A rollout planner says.
 
-    python scripts/headroom.py [--games N] [--horizon H] [--rollout SPEC] [--seed S]
+    python scripts/headroom.py [--games N] [--horizon H] [--rollout SPEC] [--samples K] [--seed S]
 
 At every decision the planner copies each game once per action, plays that action, then lets
 ROLLOUT (a player spec: `pretrained`, a checkpoint, `heuristic:hard`, ...) fly its ship and the
@@ -8,10 +8,14 @@ hard pilot the other for H decisions, and keeps the action whose copy ended best
 then a draw or an open game, then a loss; ties go to ROLLOUT's own choice). This is one step of
 policy improvement with an exact model of the game and of the opponent, so its win rate is a
 floor on what the game allows against `heuristic:hard`, and the share of decisions it changes says
-how much of ROLLOUT's play that takes.
+how much of ROLLOUT's play that takes. With K > 1 each action's copy is played K times with
+ROLLOUT sampling its actions (torch seeded with S) and judged by the mean ending, so a change
+must pay over many futures, not one exact one.
 
 It prints, on the same N games (ship 0 in games seeded seed..seed+N-1), ROLLOUT's own record
-against hard and the planner's, and the share of ROLLOUT's decisions the planner overrode.
+against hard and the planner's, the share of ROLLOUT's decisions the planner overrode, and where
+those fall (the decision's index in its game, the distance between the ships) and which action
+replaced which.
 """
 
 from __future__ import annotations
