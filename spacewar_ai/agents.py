@@ -668,7 +668,13 @@ class DQNAgent(BaseAgent):
             nn.utils.clip_grad_norm_(self.q.parameters(), c.max_grad_norm)
             self.optimizer.step()
             self.updates += 1
-            if self.updates % c.target_update_interval == 0:
+            if c.target_tau > 0:
+                # Polyak averaging: the target trails the network smoothly instead of jumping to
+                # it every target_update_interval updates.
+                with torch.no_grad():
+                    for target, online in zip(self.q_target.parameters(), self.q.parameters()):
+                        target.lerp_(online, c.target_tau)
+            elif self.updates % c.target_update_interval == 0:
                 self.q_target.load_state_dict(self.q.state_dict())
             losses.append(loss.item())
             qs.append(q.mean().item())

@@ -117,6 +117,27 @@ def test_dqn_double_target_uses_masks_and_terminations():
     assert q == pytest.approx(1.0, abs=0.15)
 
 
+@pytest.mark.parametrize("tau", [0.0, 0.25])
+def test_dqn_target_network_copies_or_trails_by_polyak_averaging(tau):
+    cfg = DQNConfig(hidden_sizes=(16,), stream_size=8, buffer_size=64, batch_size=16,
+                    gradient_steps=1, target_update_interval=3, target_tau=tau)
+    agent = DQNAgent(36, 6, cfg, seed=0)
+    obs = np.random.default_rng(0).random((16, 36)).astype(np.float32)
+    obs[:, 30:] = 1.0
+    agent.store_transition(obs, np.full(16, 4), np.ones(16), obs, np.ones(16, bool))
+    for k in range(1, 4):
+        old = [p.detach().clone() for p in agent.q_target.parameters()]
+        agent.update()
+        now = list(agent.q.parameters())
+        for before, target, online in zip(old, agent.q_target.parameters(), now):
+            if tau:  # a quarter of the way to the network, every update
+                assert torch.allclose(target, before + tau * (online - before), atol=1e-6)
+            elif k < 3:  # hard copies only every target_update_interval updates
+                assert torch.equal(target, before)
+            else:
+                assert torch.equal(target, online)
+
+
 def test_epsilon_schedule():
     agent = DQNAgent(36, 6, DQNConfig(start_epsilon=1.0, end_epsilon=0.1,
                                       exploration_fraction=0.5, buffer_size=10))
