@@ -264,9 +264,9 @@ class DQNConfig(_Serializable):
     gradient_steps: int = 2  # updates each time
     target_update_interval: int = 500  # updates between target network copies (target_tau 0)
     # > 0: instead of those copies, the target moves this fraction of the way to the network
-    # after every update (Polyak averaging). The copies made the greedy policy swing by 15 points
-    # against medium within 4 updates; with 0.005, best.pt and the last checkpoint scored 65.5%
-    # and 67.0% (seed 0; hard copies 51.0% and 52.5%) and 58.0% and 50.5% (seed 1; 53.5%, 46.0%).
+    # after every update (Polyak averaging). With 0.005, best.pt scored 65.5%, 58.0% and 57.5%
+    # against medium on seeds 0-2, with copies 51.0%, 53.5% and 42.0%; the last checkpoint swings
+    # either way (README).
     target_tau: float = 0.005
     start_epsilon: float = 1.0
     end_epsilon: float = 0.05
