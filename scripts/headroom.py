@@ -1,6 +1,7 @@
 """How far above a policy's own level can play against the hard pilot go? A rollout planner says.
 
-    python scripts/headroom.py [--games N] [--horizon H] [--rollout SPEC] [--samples K] [--seed S]
+    python scripts/headroom.py [--games N] [--horizon H] [--rollout SPEC] [--samples K]
+                               [--opponent-noise P] [--seed S]
 
 At every decision the planner copies each game once per action, plays that action, then lets
 ROLLOUT (a player spec: `pretrained`, a checkpoint, `heuristic:hard`, ...) fly its ship and the
@@ -10,7 +11,10 @@ policy improvement with an exact model of the game and of the opponent, so its w
 floor on what the game allows against `heuristic:hard`, and the share of decisions it changes says
 how much of ROLLOUT's play that takes. With K > 1 each action's copy is played K times with
 ROLLOUT sampling its actions (torch seeded with S) and judged by the mean ending, so a change
-must pay over many futures, not one exact one.
+must pay over many futures, not one exact one. With P > 0 the planner's model of the opponent
+is wrong on purpose: in the rollouts (never in the real game) the hard pilot's action is replaced
+by a random valid one with probability P each decision, so a change must pay against a pilot
+that does not act exactly as foreseen.
 
 It prints, on the same N games (ship 0 in games seeded seed..seed+N-1), ROLLOUT's own record
 against hard and the planner's, the share of ROLLOUT's decisions the planner overrode, and where
@@ -39,15 +43,21 @@ WIN, LOSS, DRAW = 1.0, -1.0, -0.2
 
 
 def plan_games(games: int, horizon: int, rollout: str, seed: int = 0,
-               config: GameConfig | None = None, samples: int = 1) -> dict[str, float]:
+               config: GameConfig | None = None, samples: int = 1,
+               opponent_noise: float = 0.0) -> dict[str, float]:
     """Play `games` games of the planner (ship 0) against the hard pilot; returns the win, loss
     and other rates and the share of decisions where the planner overrode ROLLOUT. horizon=0:
     no planning, ROLLOUT plays alone (the baseline). samples > 1: each action is judged by the
     mean of that many rollouts in which ROLLOUT samples its actions instead of taking the
-    greedy one, so an action is kept only if it is good for more than one exact future."""
+    greedy one, so an action is kept only if it is good for more than one exact future.
+    opponent_noise: the probability that the hard pilot's action in a rollout is replaced by a
+    random valid one (the live game's pilot is never changed)."""
     if games < 1 or horizon < 0 or samples < 1:
         raise ValueError(f"games={games} and samples={samples} must be >= 1 and "
                          f"horizon={horizon} >= 0")
+    if not 0.0 <= opponent_noise <= 1.0:
+        raise ValueError(f"opponent_noise={opponent_noise} must be in [0, 1]")
+    noise_rng = np.random.default_rng(seed + 1)
     cfg = config if config is not None else GameConfig()
     actions = cfg.num_actions
     hard = HeuristicPilot("hard", cfg)
@@ -85,7 +95,13 @@ def plan_games(games: int, horizon: int, rollout: str, seed: int = 0,
         for step in range(horizon):
             seen = copies.observe()
             own = first if step == 0 else flier.act(seen[:, 0])
-            copies.step(np.stack([own, hard.act(seen[:, 1])], axis=1))
+            opp = hard.act(seen[:, 1])
+            if opponent_noise > 0:
+                swap = noise_rng.random(m) < opponent_noise
+                valid = seen[:, 1, 30:30 + actions] > 0.5
+                picked = (noise_rng.random((m, actions)) * valid).argmax(axis=1)
+                opp = np.where(swap, picked, opp)
+            copies.step(np.stack([own, opp], axis=1))
             new = (copies.game_i[:, OVER] != 0) & ~ended
             winner = copies.game_i[new, REAL_WINNER]
             value[new] = np.where(winner == 0, WIN, np.where(winner == 1, LOSS, DRAW))
@@ -125,18 +141,27 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--samples", type=int, default=1,
                         help="rollouts per action, ROLLOUT sampling its actions (1: one greedy "
                              "rollout, an exact future)")
+    parser.add_argument("--opponent-noise", type=float, default=0.0,
+                        help="probability that the hard pilot's action in a rollout is replaced "
+                             "by a random valid one (the planner's model of it is then wrong)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     try:
         start = time.time()
-        base = plan_games(args.games, 0, args.rollout, args.seed)
-        r = plan_games(args.games, args.horizon, args.rollout, args.seed, samples=args.samples)
+        # The baseline plays no rollouts; given the noise only so a bad value fails at once.
+        base = plan_games(args.games, 0, args.rollout, args.seed,
+                          opponent_noise=args.opponent_noise)
+        r = plan_games(args.games, args.horizon, args.rollout, args.seed, samples=args.samples,
+                       opponent_noise=args.opponent_noise)
     except ValueError as exc:
         parser.error(str(exc))
     print(f"{args.rollout} alone vs heuristic:hard, the same games: wins {base['wins']:.1%}, "
           f"losses {base['losses']:.1%}, other {base['other']:.1%}")
     how = "greedy" if args.samples == 1 else f"{args.samples} sampled"
-    print(f"planner ({how} rollouts: {args.rollout}, {args.horizon} decisions) vs heuristic:hard, "
+    model = (f"; in them the hard pilot's actions random {args.opponent_noise:.0%} of the time"
+             if args.opponent_noise else "")
+    print(f"planner ({how} rollouts: {args.rollout}, {args.horizon} decisions{model}) vs "
+          "heuristic:hard, "
           f"{r['games']} games: wins {r['wins']:.1%}, losses {r['losses']:.1%}, other "
           f"{r['other']:.1%}; it overrode {r['overridden']:.2%} of {r['decisions']} decisions "
           f"({time.time() - start:.0f} s)")

@@ -38,6 +38,19 @@ def test_sampled_rollouts_are_reproducible_and_still_improve_the_policy():
     assert 0.0 < first["overridden"] < 0.3
 
 
+def test_a_wrong_model_of_the_opponent_is_worth_less_than_the_right_one():
+    """--opponent-noise makes the hard pilot act at random in the rollouts only: the planner then
+    foresees it wrongly, overrides its rollout policy far more often and wins fewer of the same
+    games than with the exact model (measured on these 40 games: 52.5% against 77.5%)."""
+    exact = headroom.plan_games(40, 30, "heuristic:hard", seed=0)
+    noisy = headroom.plan_games(40, 30, "heuristic:hard", seed=0, opponent_noise=0.5)
+    assert noisy == headroom.plan_games(40, 30, "heuristic:hard", seed=0, opponent_noise=0.5)
+    assert noisy["wins"] <= exact["wins"] - 0.15
+    assert noisy["overridden"] > 3 * exact["overridden"]
+    with pytest.raises(ValueError, match="opponent_noise=1.5"):
+        headroom.plan_games(2, 1, "heuristic:hard", opponent_noise=1.5)
+
+
 def test_bad_arguments_are_named(capsys):
     with pytest.raises(SystemExit):
         headroom.main(["--games", "0"])
@@ -45,6 +58,9 @@ def test_bad_arguments_are_named(capsys):
     with pytest.raises(SystemExit):
         headroom.main(["--samples", "0"])
     assert "samples=0" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        headroom.main(["--opponent-noise", "2"])
+    assert "opponent_noise=2.0 must be in [0, 1]" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         headroom.main(["--rollout", "nosuchpilot", "--games", "2", "--horizon", "1"])
     assert "nosuchpilot" in capsys.readouterr().err
