@@ -1,6 +1,9 @@
 """Spacewar! AI: a faithful, fast Spacewar! (1962) engine with agents, tournaments and human play.
 
-Importing the package registers the Gymnasium environment "Spacewar-v0".
+Importing the package registers the Gymnasium environment "Spacewar-v0". The game (engine,
+environments, configs) loads at once; the learning agents, the league and the LLM key manager load
+on first use (`from spacewar_ai import PPOAgent`), so that playing the environment never imports
+torch.
 """
 
 import gymnasium as _gym
@@ -18,5 +21,29 @@ if "Spacewar-v0" not in _gym.registry:
         vector_entry_point="spacewar_ai.environment:SpacewarVectorEnv",
     )
 
+# Name -> module, imported on first access (PEP 562): these pull in torch or HTTP clients.
+_LAZY = {
+    "BaseAgent": "agents",
+    "PPOAgent": "agents",
+    "DQNAgent": "agents",
+    "SelfPlayManager": "league",
+    "APIKeyManager": "llm_integration",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value  # later lookups skip this hook
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
 __all__ = ["Action", "DeathCause", "GameConfig", "RewardConfig", "SpacewarEnv",
-           "SpacewarVectorEnv", "__version__"]
+           "SpacewarVectorEnv", "__version__", *_LAZY]

@@ -1,5 +1,9 @@
 """The environments as outside clients use them: Gymnasium, Stable-Baselines3, PettingZoo."""
 
+import os
+import subprocess
+import sys
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -13,6 +17,30 @@ from spacewar_ai.engine import DeathCause
 def test_diagnostic_observation_shape():
     assert SpacewarEnv().reset()[0].shape == (36,)
     assert SpacewarEnv(GameConfig(hyperspace=True)).reset()[0].shape == (37,)
+
+
+def test_the_diagnostics_import_from_the_package_and_the_env_alone_needs_no_torch(tmp_path):
+    # A fresh interpreter: this one has torch loaded already by other tests.
+    code = (
+        "import sys, spacewar_ai\n"
+        "assert 'torch' not in sys.modules, 'import spacewar_ai loaded torch'\n"
+        "from spacewar_ai import SpacewarEnv, PPOAgent, DQNAgent, APIKeyManager\n"
+        "assert SpacewarEnv().reset()[0].shape == (36,)\n"
+        "agent = PPOAgent(36, 6, None, 'cpu')\n"
+        "print(agent.select_action(SpacewarEnv().reset(seed=0)[0]) in range(6))\n"
+        "print(APIKeyManager('.').get_available_providers())\n"
+        "try:\n"
+        "    spacewar_ai.PPOAgnet\n"
+        "except AttributeError as e:\n"
+        "    print(e)\n"
+    )
+    (tmp_path / "openai.key.txt").write_text("sk-test-not-a-real-key\n")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "True", "['openai']", "module 'spacewar_ai' has no attribute 'PPOAgnet'"]
 
 
 def test_gymnasium_check_env():
