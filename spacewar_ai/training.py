@@ -155,7 +155,10 @@ class Trainer:
             self.run_name = meta.get("run_name") or t.run_name
             self.counters.update(meta.get("counters", {}))
         else:
-            self.run_name = t.run_name or f"{t.algorithm}-s{t.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+            # A continued model's run says so: runs/ otherwise lists it like a fresh start.
+            kind = "champion-" if init_weights is not None else ""
+            self.run_name = t.run_name or (
+                f"{kind}{t.algorithm}-s{t.seed}-{time.strftime('%Y%m%d-%H%M%S')}")
         self.run_dir = Path(t.checkpoint_dir) / self.run_name
         self.log_dir = Path(t.log_dir) / self.run_name
         _seed_everything(t.seed + self.counters["updates"])
