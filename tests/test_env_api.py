@@ -36,6 +36,8 @@ def test_the_diagnostics_import_from_the_package_and_the_env_alone_needs_no_torc
     )
     (tmp_path / "openai.key.txt").write_text("sk-test-not-a-real-key\n")
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
