@@ -1,16 +1,23 @@
-"""Train Stable-Baselines3 PPO on SpacewarEnv and log its learning curve like ours.
+"""Train Stable-Baselines3 PPO or DQN on SpacewarEnv and log its learning curve like ours.
 
     python scripts/sb3_curve.py --minutes 10 --run-name sb3-ppo
+    python scripts/sb3_curve.py --algorithm dqn --minutes 10 --run-name sb3-dqn \
+        --final-opponent heuristic:medium
 
-SB3 PPO with its defaults (8 envs, 2048 steps, 10 epochs, batch 64) and our network (actor and
-critic MLPs 256-256, our default activation) learns against one scripted opponent
-(`--opponent`, heuristic:medium by default: the stage our league's curriculum spends most of its
-games on).
+SB3 with its defaults and our hidden layers (256-256, our default activation) learns against
+one scripted opponent (`--opponent`, heuristic:medium by default: the stage our league's
+curriculum spends most of its games on). PPO: 8 envs, 2048 steps, 10 epochs, batch 64, separate
+actor and critic MLPs. DQN: one env, a 1M replay buffer, a target copy every 10,000 steps,
+epsilon from 1.0 to 0.05 over the first tenth of `--timesteps` (1M by default: more than it
+collects in 10 minutes here, about 500k, so the clock stops it, and epsilon reaches 0.05 after
+about 2 minutes).
 Every `--eval-every` minutes of wall clock, its greedy policy plays 100 games against
 heuristic:hard, sides swapped, with the same `play_match` as our `eval/win_rate`. The scalars
 `eval/win_rate` and `eval/wall_minutes` go to runs/<run-name>/, so
-`scripts/learning_curves.py` draws both curves on one chart. As in our trainer, the clock
-includes the evaluations.
+`scripts/learning_curves.py` draws its curve beside ours. As in our trainer, the clock
+includes the evaluations. At the end it plays `--final-games` games against `--final-opponent`
+with `spacewar-ai --evaluate`'s own function (the same starts, seed 0 up, sides swapped, and the
+same report), so its last policy compares with our checkpoints game for game.
 """
 
 from __future__ import annotations
@@ -41,8 +48,8 @@ class SB3Pilot:
         return None
 
 
-def main() -> int:
-    from stable_baselines3 import PPO
+def main(argv: list[str] | None = None) -> int:
+    from stable_baselines3 import DQN, PPO
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
     from torch.utils.tensorboard import SummaryWriter
@@ -50,30 +57,49 @@ def main() -> int:
     from spacewar_ai.arena import play_match
     from spacewar_ai.benchmark import sb3_activation
     from spacewar_ai.environment import SpacewarEnv
+    from spacewar_ai.training import evaluate as evaluate_games
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--algorithm", choices=("ppo", "dqn"), default="ppo")
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--eval-every", type=float, default=1.0, help="minutes between evaluations")
     ap.add_argument("--opponent", default="heuristic:medium")
     ap.add_argument("--run-name", default="sb3-ppo")
     ap.add_argument("--log-dir", default="runs")
     ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args()
+    ap.add_argument("--timesteps", type=int, default=1_000_000,
+                    help="DQN: the length of SB3's exploration schedule (the clock stops training)")
+    ap.add_argument("--final-opponent", default="heuristic:hard")
+    ap.add_argument("--final-games", type=int, default=200)
+    args = ap.parse_args(argv)
     if args.minutes <= 0 or args.eval_every <= 0:
         ap.error("--minutes and --eval-every must be > 0")
+    if args.timesteps < 1 or args.final_games < 2 or args.final_games % 2:
+        ap.error("--timesteps must be >= 1 and --final-games an even number >= 2 (sides swapped)")
     torch.set_num_threads(os.cpu_count() or 1)
 
     writer = SummaryWriter(os.path.join(args.log_dir, args.run_name))
-    venv = make_vec_env(lambda: SpacewarEnv(opponent=args.opponent), n_envs=8, seed=args.seed)
-    model = PPO("MlpPolicy", venv, seed=args.seed, device="cpu", verbose=0,
-                policy_kwargs={"net_arch": {"pi": [256, 256], "vf": [256, 256]},
-                               "activation_fn": sb3_activation()})
+    if args.algorithm == "ppo":
+        venv = make_vec_env(lambda: SpacewarEnv(opponent=args.opponent), n_envs=8,
+                            seed=args.seed)
+        model = PPO("MlpPolicy", venv, seed=args.seed, device="cpu", verbose=0,
+                    policy_kwargs={"net_arch": {"pi": [256, 256], "vf": [256, 256]},
+                                   "activation_fn": sb3_activation()})
+        budget = 10**10  # PPO's defaults schedule nothing on it: the clock alone stops it
+    else:
+        venv = make_vec_env(lambda: SpacewarEnv(opponent=args.opponent), n_envs=1,
+                            seed=args.seed)
+        model = DQN("MlpPolicy", venv, seed=args.seed, device="cpu", verbose=0,
+                    policy_kwargs={"net_arch": [256, 256], "activation_fn": sb3_activation()})
+        budget = args.timesteps
+    name = f"sb3-{args.algorithm}"
     start = time.perf_counter()
     state = {"next_eval": 0.0, "evals": 0}
 
     def evaluate() -> None:
         minutes = (time.perf_counter() - start) / 60
-        r = play_match(SB3Pilot(model), "heuristic:hard", 100, seed=10_000 + state["evals"])
+        r = play_match(SB3Pilot(model, name), "heuristic:hard", 100,
+                       seed=10_000 + state["evals"])
         step = model.num_timesteps
         writer.add_scalar("eval/win_rate", r.win_rate_a(), step)
         writer.add_scalar("eval/wall_minutes", minutes, step)
@@ -86,14 +112,18 @@ def main() -> int:
     class _Clock(BaseCallback):
         def _on_step(self) -> bool:
             elapsed = (time.perf_counter() - start) / 60
+            if elapsed >= args.minutes:
+                return False  # the evaluation after learn() is the last point
             if elapsed >= state["next_eval"]:
                 evaluate()
                 state["next_eval"] += args.eval_every
-            return elapsed < args.minutes
+            return True
 
-    model.learn(total_timesteps=10**10, callback=_Clock())
+    model.learn(total_timesteps=budget, callback=_Clock())
     evaluate()
     writer.close()
+    # `spacewar-ai --evaluate`'s own function: the same starts and the same report.
+    evaluate_games(SB3Pilot(model, name), args.final_opponent, args.final_games, seed=0)
     return 0
 
 
