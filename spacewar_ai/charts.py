@@ -12,7 +12,8 @@ PALETTE = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 1
 def line_chart(path: str | Path, series: dict[str, list[tuple[float, float]]], title: str,
                x_label: str, y_label: str, y_range: tuple[float, float] = (0.0, 1.0),
                size: tuple[int, int] = (800, 480)) -> None:
-    """Draw named (x, y) series on shared axes and save a PNG."""
+    """Draw named (x, y) series on shared axes and save a PNG. `size` is the plot's; the legend
+    goes below it, two names a row, so it never hides a curve however many there are."""
     import os
 
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
@@ -21,7 +22,9 @@ def line_chart(path: str | Path, series: dict[str, list[tuple[float, float]]], t
     pygame.init()
     w, h = size
     left, right, top, bottom = 100, 20, 40, 60
-    surf = pygame.Surface(size)
+    legend_row = 22
+    legend_rows = (len(series) + 1) // 2
+    surf = pygame.Surface((w, h + legend_rows * legend_row + (8 if series else 0)))
     surf.fill((255, 255, 255))
     font = pygame.font.Font(None, 22)
     xs = [x for pts in series.values() for x, _ in pts] or [0.0, 1.0]
@@ -53,7 +56,10 @@ def line_chart(path: str | Path, series: dict[str, list[tuple[float, float]]], t
             pygame.draw.lines(surf, color, False, [px(x, y) for x, y in pts], 3)
         for x, y in pts:
             pygame.draw.circle(surf, color, [int(v) for v in px(x, y)], 3)
-        surf.blit(font.render(name, True, color), (w - right - 330, top + 10 + 22 * i))
+        lx = left + (i % 2) * (w - left - right) // 2
+        ly = h + (i // 2) * legend_row
+        pygame.draw.line(surf, color, (lx, ly + 7), (lx + 24, ly + 7), 3)
+        surf.blit(font.render(name, True, color), (lx + 32, ly))
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     pygame.image.save(surf, str(path))
 

@@ -1,4 +1,4 @@
-"""scripts/sb3_curve.py: the Stable-Baselines3 peers (PPO and DQN) trained and measured like ours."""
+"""scripts/sb3_curve.py: the Stable-Baselines3 peers, PPO and DQN, trained and measured as ours."""
 
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
