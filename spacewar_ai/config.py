@@ -336,7 +336,7 @@ class TrainConfig(_Serializable):
     torch_threads: int = 0
     checkpoint_dir: str = "checkpoints"
     log_dir: str = "runs"
-    run_name: str = ""  # default: <algorithm>-s<seed>-<time>, champion-... for --champion-train
+    run_name: str = ""  # default: <algorithm>-s<seed>-<time>, champion-... against champions
     save_interval: int = 20  # updates between periodic checkpoints ("latest" after every eval)
     eval_interval: int = 20  # updates between evaluations
     eval_episodes: int = 100  # games per evaluation (sides swapped)

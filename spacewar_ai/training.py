@@ -155,8 +155,8 @@ class Trainer:
             self.run_name = meta.get("run_name") or t.run_name
             self.counters.update(meta.get("counters", {}))
         else:
-            # A continued model's run says so: runs/ otherwise lists it like a fresh start.
-            kind = "champion-" if init_weights is not None else ""
+            # A run against champions says so: runs/ otherwise lists it like a fresh start.
+            kind = "champion-" if champions else ""
             self.run_name = t.run_name or (
                 f"{kind}{t.algorithm}-s{t.seed}-{time.strftime('%Y%m%d-%H%M%S')}")
         self.run_dir = Path(t.checkpoint_dir) / self.run_name

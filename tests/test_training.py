@@ -216,9 +216,12 @@ def test_champion_training_trains_and_logs_win_rates_against_champions(tmp_path)
     ea.Reload()
     assert any(t.startswith("league/win_rate/champion_") for t in ea.Tags()["scalars"])
     # Unnamed, a champion run is named as one, apart from fresh runs in checkpoints/ and runs/.
-    unnamed = Trainer(tiny(tmp_path, run_name=""), init_weights=champion, quiet=True)
+    unnamed = Trainer(tiny(tmp_path, run_name=""), init_weights=champion,
+                      champions=[str(champion)], quiet=True)
     assert unnamed.run_name.startswith("champion-ppo-s3-")
-    assert Trainer(tiny(tmp_path, run_name=""), quiet=True).run_name.startswith("ppo-s3-")
+    # Weights continued without champions are not a champion run.
+    continued = Trainer(tiny(tmp_path, run_name=""), init_weights=champion, quiet=True)
+    assert continued.run_name.startswith("ppo-s3-")
 
 
 def test_evaluate_prints_wins_interval_and_causes(tmp_path, capsys):
