@@ -293,6 +293,13 @@ class PPOAgent(BaseAgent):
         out = action.cpu().numpy()
         return int(out[0]) if single else out
 
+    @torch.no_grad()
+    def action_logits(self, state, mask=None) -> np.ndarray:
+        """The actor's masked logits (N, A) for observations (N, D): for a planner that draws
+        its own samples (search.SearchPilot), so that they depend on its seed alone."""
+        obs, m, _ = self._batch(state, mask)
+        return self.net.logits(self.obs_norm(obs), m).cpu().numpy()
+
     def store_transition(self, reward, done, action) -> None:
         """Record the step just taken by `select_action` (its observation, log-prob and value)
         with the action, its reward and whether the game ended (`done` ends it for GAE)."""

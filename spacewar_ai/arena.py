@@ -117,6 +117,9 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
     batch = GameBatch(n, config, reward_config)
     batch.reset(seeds=seeds)
     rows = np.arange(n)
+    for pilot, side in ((a, a_side), (b, 1 - a_side)):
+        if hasattr(pilot, "attach"):  # a planner reads the games themselves (search.py)
+            pilot.attach(batch, side)
     # Pilots see the games in the order "A's view, B's view" whatever side they fly.
     a.reset(np.ones(n, dtype=bool), batch.rng.copy())
     b.reset(np.ones(n, dtype=bool), batch.rng.copy() ^ np.uint64(0x5A5A5A5A))
@@ -229,6 +232,8 @@ def watch_games(pilot_a, pilot_b, games: int = 1, seed: int = 0,
     a = make_pilot(pilot_a, config, seed)
     env = SpacewarEnv(config, opponent=make_pilot(pilot_b, config, seed + 1),
                       render_mode=render_mode)
+    if hasattr(a, "attach"):  # a planner reads the game itself (search.py)
+        a.attach(env.batch, 0)
     results = []
 
     def keep(frame):

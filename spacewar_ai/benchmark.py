@@ -109,6 +109,39 @@ def bench_strategy(n: int, steps: int, repeats: int, seed: int) -> float:
     return n * steps / float(np.median(times))
 
 
+def bench_planner(decisions: int, repeats: int, seed: int) -> float:
+    """Decisions per second of `search:pretrained` (search.py) flying one game against the hard
+    pilot, torch on one thread: human play asks for fps / frame_skip of them (12.5 by default)."""
+    import torch
+
+    from .engine import OVER, GameBatch
+    from .search import search_pilot
+
+    try:
+        pilot = search_pilot("pretrained", GameConfig(), seed)
+    except ValueError:
+        return float("nan")  # an installed copy without the shipped models
+    hard = HeuristicPilot("hard")
+    games = GameBatch(1)
+    games.reset(seeds=np.array([seed]))
+    pilot.attach(games, 0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+
+    def run():
+        for _ in range(decisions):
+            obs = games.observe()
+            games.step(np.stack([pilot.act(obs[:, 0]), hard.act(obs[:, 1])], axis=1))
+            if games.game_i[0, OVER]:
+                games.reset()
+
+    try:
+        run()
+        return _median_rate(run, decisions, repeats)
+    finally:
+        torch.set_num_threads(threads)
+
+
 def run_benchmark(repeats: int = 5, seed: int = 0, quick: bool = False) -> dict[str, float]:
     """Measure and print; returns the figures (game-steps/s, decisions/s)."""
     skip = GameConfig().frame_skip
@@ -129,6 +162,9 @@ def run_benchmark(repeats: int = 5, seed: int = 0, quick: bool = False) -> dict[
     v = bench_strategy(256, max(5, int(100 * scale)), repeats, seed)
     figures["strategy_sandbox"] = v
     rows.append(("strategy file in the sandbox, batch of 256", v, "decisions/s"))
+    v = bench_planner(max(3, int(30 * scale)), repeats, seed)
+    figures["planner"] = v
+    rows.append(("search:pretrained, one game, torch on 1 thread", v, "decisions/s"))
     width = max(len(r[0]) for r in rows)
     for name, value, unit in rows:
         extra = ""

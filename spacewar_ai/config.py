@@ -327,7 +327,8 @@ class TrainConfig(_Serializable):
 
     algorithm: str = "ppo"  # "ppo" or "dqn"
     num_envs: int = 256  # games played at once
-    total_timesteps: int = 3_000_000  # learner decisions; the run stops at this or `episodes`
+    # Learner decisions; the run stops at this or `episodes`. 0 with warm_start: imitation alone.
+    total_timesteps: int = 3_000_000
     episodes: int = 0  # stop after this many finished games (0: use total_timesteps only)
     seed: int = 0
     device: str = "cpu"  # "cpu", "cuda" or "auto"
@@ -354,8 +355,14 @@ class TrainConfig(_Serializable):
         _check_positive(self, ("warm_start_decisions", "warm_start_epochs"), integer=True)
         _require(self.device in ("cpu", "cuda", "auto"), "TrainConfig", "device", self.device,
                  "must be 'cpu', 'cuda' or 'auto'")
-        _check_positive(self, ("num_envs", "total_timesteps", "save_interval",
-                               "eval_interval", "eval_episodes"), integer=True)
+        _check_positive(self, ("num_envs", "save_interval", "eval_interval", "eval_episodes"),
+                        integer=True)
+        # 0 steps: the warm start alone, a network that imitates a pilot (an opponent model for
+        # search.py); without a warm start that would be an untrained network.
+        _require(_is_int(self.total_timesteps) and (self.total_timesteps > 0 or (
+            self.total_timesteps == 0 and bool(self.warm_start))), "TrainConfig",
+            "total_timesteps", self.total_timesteps,
+            "must be an integer > 0 (0 only with a warm start: imitation alone)")
         _require(_is_int(self.torch_threads) and self.torch_threads >= 0, "TrainConfig",
                  "torch_threads", self.torch_threads, "must be an integer >= 0 (0 = all cores)")
         _require(_is_int(self.episodes) and self.episodes >= 0, "TrainConfig", "episodes",

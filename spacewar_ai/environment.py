@@ -117,6 +117,17 @@ def _check_configs(config, reward_config):
     return config, reward_config
 
 
+def _opponent(spec, config: GameConfig, batch: GameBatch):
+    """The pilot flying ship 1 (None: the caller flies both). A planner reads the games
+    themselves, so it is told which batch it plays in (search.py)."""
+    if spec is None:
+        return None
+    pilot = make_pilot(spec, config)
+    if hasattr(pilot, "attach"):
+        pilot.attach(batch, 1)
+    return pilot
+
+
 class SpacewarEnv(gym.Env):
     """Spacewar! (1962): two ships, a star, torpedoes, on a wrapping 1024 x 1024 screen.
 
@@ -142,7 +153,7 @@ class SpacewarEnv(gym.Env):
         self.batch = GameBatch(1, config, reward_config)
         self.observation_space = _obs_space(config)
         self.action_space = spaces.Discrete(config.num_actions)
-        self.opponent = make_pilot(opponent, config) if opponent is not None else None
+        self.opponent = _opponent(opponent, config, self.batch)
         self._actions = np.zeros((1, 2), dtype=np.int64)
         self._needs_reset = True
         self._episode_return = np.zeros(2)
@@ -284,7 +295,7 @@ class SpacewarVectorEnv(VectorEnv):
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space,
                                                               self.num_envs)
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, self.num_envs)
-        self.opponent = make_pilot(opponent, config) if opponent is not None else None
+        self.opponent = _opponent(opponent, config, self.batch)
         self.render_mode = render_mode
         self.render_size = int(render_size)
         self._renderer = None

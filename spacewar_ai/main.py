@@ -57,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--episodes", type=int, default=None,
                     help="training: stop after this many games; demo: games to play")
     tr.add_argument("--timesteps", type=int, default=None,
-                    help="training: stop after this many learner decisions")
+                    help="training: stop after this many learner decisions (0 with --warm-start: "
+                         "save the imitation alone)")
     tr.add_argument("--num-envs", type=int, default=None, help="games played at once")
     tr.add_argument("--learning-rate", type=float, default=None)
     tr.add_argument("--device", choices=("cpu", "cuda", "auto"), default=None)
@@ -77,11 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = p.add_argument_group("evaluation and players")
     ev.add_argument("--checkpoint", default=None, metavar="PATH",
-                    help="a checkpoint file, or 'pretrained' for the shipped model")
+                    help="a checkpoint file, or 'pretrained' for the shipped model (evaluate: "
+                         "any player spec, e.g. search:pretrained)")
     ev.add_argument("--opponent", default=None,
                     help="player spec: idle, random, heuristic:easy|medium|hard, pretrained, "
-                         "ppo:PATH, dqn:PATH, strategy:PATH.py or a checkpoint path (evaluate: "
-                         "default heuristic:hard; human play: instead of --difficulty)")
+                         "ppo:PATH, dqn:PATH, strategy:PATH.py, search:SPEC (SPEC with a "
+                         "lookahead) or a checkpoint path (evaluate: default heuristic:hard; "
+                         "human play: instead of --difficulty)")
     ev.add_argument("--eval-episodes", type=int, default=None,
                     help="games per evaluation (default 200; during training 100)")
     ev.add_argument("--stochastic", action="store_true",
@@ -164,10 +167,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    for name in ("episodes", "timesteps", "num_envs", "eval_episodes"):
+    for name in ("episodes", "num_envs", "eval_episodes"):
         value = getattr(args, name)
         if value is not None and value < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1 (got {value})")
+    if args.timesteps is not None and args.timesteps < 0:
+        parser.error(f"--timesteps must be >= 1, or 0 with --warm-start for the imitation alone "
+                     f"(got {args.timesteps})")
     if args.learning_rate is not None and not args.learning_rate > 0:
         parser.error(f"--learning-rate must be > 0 (got {args.learning_rate})")
     if args.save_replays < 0:

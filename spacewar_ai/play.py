@@ -186,6 +186,10 @@ class HumanGame:
         self.replay_dir = Path(replay_dir)
         self.save_replays = save_replays
         self.batch = engine.GameBatch(1, self.config)
+        if self.opponent is not None and hasattr(self.opponent.pilot, "attach"):
+            # A planner (--opponent search:...) reads the game itself; it plays its copies at its
+            # own decision pace, `frame_skip` frames a step.
+            self.opponent.pilot.attach(self.batch, 1)
         self.score = [0, 0]
         self.round = 0
         self.held: set[str] = set()

@@ -1,8 +1,9 @@
 """One spec language for every player: scripted pilots and learned models.
 
 Specs: `idle`, `random`, `heuristic:easy|medium|hard`, `pretrained` (the model shipped in the
-package), `ppo:PATH`, `dqn:PATH`, a bare checkpoint path (algorithm read from the file), or
-`strategy:PATH.py` (a strategy file, validated here and run in the sandbox: sandbox.py).
+package), `ppo:PATH`, `dqn:PATH`, a bare checkpoint path (algorithm read from the file),
+`strategy:PATH.py` (a strategy file, validated here and run in the sandbox: sandbox.py), or
+`search:SPEC` (a PPO model with lookahead at play time: search.py).
 Every player is a pilot: `act(obs (N, D)) -> (N,)`, `reset(mask, seeds)`, `name`.
 """
 
@@ -50,8 +51,8 @@ def spec_path(spec: str) -> Path | None:
         return Path(spec.strip()[4:])
     if low.startswith("strategy:"):
         return Path(spec.strip()[len("strategy:"):])
-    if low in PILOT_SPECS or low.startswith("heuristic"):
-        return None
+    if low in PILOT_SPECS or low.startswith(("heuristic", "search:")):
+        return None  # a planner is a policy and a model of the opponent, not one checkpoint
     return Path(spec.strip())
 
 
@@ -70,6 +71,10 @@ def resolve_player(spec, config: GameConfig | None = None, seed: int = 0,
     low = s.lower()
     if low in PILOT_SPECS or low == "heuristic" or low.startswith("heuristic:"):
         return make_pilot(low, config, seed)
+    if low.startswith("search:"):
+        from .search import search_pilot  # the planner builds on this module's players
+
+        return search_pilot(s[len("search:"):], config, seed, device)
     if low.startswith("strategy:"):
         path = Path(s[len("strategy:"):])
         try:

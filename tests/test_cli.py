@@ -36,6 +36,8 @@ def test_benchmark_prints_figures():
     for row in ("single env step_both", "1024 games", "4096 games", "hard pilot"):
         assert row in out.stdout
     assert "game-steps/s" in out.stdout
+    planner = next(line for line in out.stdout.splitlines() if "search:pretrained" in line)
+    assert float(planner.split()[-2].replace(",", "")) > 0, planner  # the shipped models load
 
 
 def test_bad_spec_is_one_clear_line():

@@ -373,6 +373,26 @@ def test_dqn_demonstrations_make_the_greedy_policy_follow_its_teacher():
     assert a["demo"] > a["drift"] + 0.1 and a["demo"] > a["fresh"] + 0.1
 
 
+def test_zero_steps_with_a_warm_start_saves_the_imitation_alone(tmp_path):
+    """What makes the opponent model of search.py: the checkpoint holds the cloned actor, no step
+    of RL; zero steps without a warm start (an untrained network) is refused."""
+    from spacewar_ai.checkpoints import load_agent
+
+    cfg = tiny(tmp_path, total_timesteps=0, warm_start="heuristic:hard",
+               warm_start_decisions=40_000, warm_start_epochs=4)
+    trainer = Trainer(cfg, quiet=True)
+    cloned = trainer.agent.act(np.eye(36, dtype=np.float32), deterministic=True)
+    out = trainer.run()
+    assert out["global_step"] == 0 and out["updates"] == 0
+    agent, meta = load_agent(Path(out["run_dir"]) / "latest.pt", "cpu", "ppo", 36)
+    assert np.array_equal(agent.act(np.eye(36, dtype=np.float32), deterministic=True), cloned)
+    assert meta["metadata"]["counters"]["warm_start_accuracy"] > 0.6
+    a = _agreement_with_hard_pilot(saved=agent)  # on positions of other games
+    assert a["saved"] > a["drift"] + 0.1, a
+    with pytest.raises(ValueError, match="total_timesteps=0 is invalid.*only with a warm start"):
+        tiny(tmp_path, total_timesteps=0)
+
+
 def test_a_warm_started_dqn_run_explores_at_its_final_epsilon(tmp_path):
     cfg = tiny(tmp_path, algorithm="dqn", warm_start="heuristic:hard", warm_start_decisions=3840,
                warm_start_epochs=1)

@@ -1,0 +1,195 @@
+"""Lookahead at play time: a rollout planner over the engine, with a learned model of the opponent.
+
+The player spec `search:SPEC` (SPEC a PPO model: `pretrained`, `ppo:PATH` or a checkpoint path)
+flies like this at every decision of every game it plays:
+
+1. copy the game once per action and sample (6 x `samples` copies);
+2. in each copy play that action, then let SPEC fly this ship, sampling its policy, and the
+   opponent model fly the other ship, for `horizon` decisions;
+3. keep the action whose copies ended best on average: a torpedo win 1, a loss -1, a draw -0.2,
+   a game still open at the horizon 0. Ties go to SPEC's own greedy action.
+
+The opponent model is a network too, not the opponent's rules: a PPO actor that imitates a pilot
+from that pilot's own observations (behaviour cloning). The shipped one,
+`pretrained/hard_model.pt`, imitates `heuristic:hard` and is made by the command in README
+("Search at play time"). Where the real opponent plays otherwise, the planner's forecasts are
+wrong and it gains less (README measures how much).
+
+The planner reads the game's whole state, every torpedo in flight included, as a player at the
+screen sees it; the observation vector leaves some of it out. So whoever runs the games tells
+the pilot which batch it plays in and which ship it flies (`attach`): arena.play_match
+(evaluation, tournaments, demos), SpacewarEnv's opponent and human play do. Training leagues do
+not: a planner is far too slow to be a training opponent.
+
+Each game's rollout samples come from a generator keyed by the pilot's seed and the game's own
+state (its random stream and frame count), never by its row in the batch. Rows of one batch go
+through the networks together, and float rounding in a matrix product can depend on the batch's
+size, so a game played in batches of different sizes may (rarely) see a near-tie go the other way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .config import GameConfig
+from .engine import FRAME, OVER, REAL_WINNER, GameBatch
+
+SEARCH_PREFIX = "search:"
+OPPONENT_MODEL_PATH = Path(__file__).resolve().parent / "pretrained" / "hard_model.pt"
+# What a copy's ending is worth: a draw (mutual kill, star, timeout) a little below a game still
+# open at the horizon, which may yet be won.
+WIN, LOSS, DRAW = 1.0, -1.0, -0.2
+HORIZON = 60  # decisions per rollout: 240 frames, 4.8 s of game
+SAMPLES = 8  # rollouts per action
+
+
+class SearchPilot:
+    """One step of policy improvement at play time (see the module docstring).
+
+    `policy` and `opponent_model` are agents with `act(obs, deterministic)`; the policy also
+    needs `action_logits(obs)` to sample its rollouts (PPOAgent has both). `config` is the
+    decision-level game (frame_skip frames per decision) the copies are played in.
+    """
+
+    def __init__(self, policy, opponent_model, config: GameConfig | None = None,
+                 horizon: int = HORIZON, samples: int = SAMPLES, seed: int = 0,
+                 name: str = "search", identity: str = ""):
+        if not isinstance(horizon, (int, np.integer)) or horizon < 1:
+            raise ValueError(f"horizon={horizon!r} is invalid: must be an integer >= 1 "
+                             "(decisions per rollout)")
+        if not isinstance(samples, (int, np.integer)) or samples < 1:
+            raise ValueError(f"samples={samples!r} is invalid: must be an integer >= 1 "
+                             "(rollouts per action)")
+        if samples > 1 and not hasattr(policy, "action_logits"):
+            raise ValueError(f"{name}: sampled rollouts need the policy's logits, which only a "
+                             "PPO model gives; use a PPO checkpoint or samples=1")
+        self.policy = policy
+        self.opponent_model = opponent_model
+        self.config = config if config is not None else GameConfig()
+        self.horizon = int(horizon)
+        self.samples = int(samples)
+        self.seed = int(seed)
+        self.name = name
+        self.identity = identity or name
+        self.actions = self.config.num_actions
+        self._batch: GameBatch | None = None
+        self._sides = np.zeros(0, dtype=np.int64)
+        self._copies: GameBatch | None = None
+        # (running games, A): each action's mean rollout ending at the last decision.
+        self.last_values = np.zeros((0, self.actions))
+
+    def attach(self, batch: GameBatch, sides) -> None:
+        """Play in `batch`, flying ship `sides` (one int, or one per game)."""
+        self._batch = batch
+        self._sides = np.broadcast_to(np.asarray(sides, dtype=np.int64), (batch.n,)).copy()
+
+    def reset(self, mask=None, seeds=None) -> None:
+        return None
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        batch = self._batch
+        if batch is None:
+            raise RuntimeError(f"{self.name} plans on the game itself and was not told which "
+                               "game it plays in: it plays in --evaluate, tournaments, demos "
+                               "and human play, not as a training opponent")
+        if obs.shape[0] != batch.n:
+            raise RuntimeError(f"{self.name} got {obs.shape[0]} observations for a batch of "
+                               f"{batch.n} games: it must be asked about every game at once")
+        own = np.asarray(self.policy.act(obs, deterministic=True), dtype=np.int64).reshape(-1)
+        rows = np.flatnonzero(batch.game_i[:, OVER] == 0)
+        if rows.size == 0:
+            return own
+        value = self.action_values(rows)
+        self.last_values = value.copy()  # what it made of each action, for a look inside
+        value[np.arange(rows.size), own[rows]] += 1e-3  # ties: keep the policy's action
+        value[obs[rows, 30:30 + self.actions] < 0.5] = -np.inf  # masked actions
+        chosen = own.copy()
+        chosen[rows] = value.argmax(axis=1)
+        return chosen
+
+    def action_values(self, rows: np.ndarray) -> np.ndarray:
+        """(len(rows), A): each action's mean rollout ending for the attached batch's games
+        `rows`, from this pilot's side."""
+        batch = self._batch
+        a, k = self.actions, self.samples
+        per = a * k
+        m = rows.size * per
+        copies = self._copies_of(m)
+        copies.load_state_dict({key: np.repeat(v[rows], per, axis=0)
+                                for key, v in batch.state_dict().items()})
+        side = np.repeat(self._sides[rows], per)
+        other = 1 - side
+        idx = np.arange(m)
+        first = np.tile(np.repeat(np.arange(a), k), rows.size)
+        noise = self._gumbel(batch, rows) if k > 1 else None
+        value = np.zeros(m)
+        ended = copies.game_i[:, OVER] != 0
+        moves = np.zeros((m, 2), dtype=np.int64)
+        for step in range(self.horizon):
+            seen = copies.observe()
+            mine, theirs = seen[idx, side], seen[idx, other]
+            if step == 0:
+                moves[idx, side] = first
+            elif noise is None:
+                moves[idx, side] = self.policy.act(mine, deterministic=True)
+            else:
+                moves[idx, side] = (self.policy.action_logits(mine) + noise[step]).argmax(axis=1)
+            moves[idx, other] = self.opponent_model.act(theirs, deterministic=True)
+            copies.step(moves)
+            new = (copies.game_i[:, OVER] != 0) & ~ended
+            if new.any():
+                winner = copies.game_i[new, REAL_WINNER]
+                value[new] = np.where(winner == side[new], WIN,
+                                      np.where(winner == other[new], LOSS, DRAW))
+                ended |= new
+                if ended.all():
+                    break
+        return value.reshape(rows.size, a, k).mean(axis=2)
+
+    def _copies_of(self, m: int) -> GameBatch:
+        if self._copies is None or self._copies.n != m:
+            self._copies = GameBatch(m, self.config)
+        return self._copies
+
+    def _gumbel(self, batch: GameBatch, rows: np.ndarray) -> np.ndarray:
+        """(horizon, len(rows) x A x samples, A) Gumbel noise, each game's from a generator
+        keyed by this pilot's seed and the game's random stream and frame count."""
+        a, k, h = self.actions, self.samples, self.horizon
+        out = np.empty((h, rows.size, a * k, a))
+        for j, g in enumerate(rows):
+            key = [self.seed, int(batch.rng[g]), int(batch.game_i[g, FRAME])]
+            out[:, j] = np.random.default_rng(key).gumbel(size=(h, a * k, a))
+        return out.reshape(h, rows.size * a * k, a)
+
+
+def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int = 0,
+                 device: str = "cpu", opponent_model: str | Path = OPPONENT_MODEL_PATH,
+                 horizon: int = HORIZON, samples: int = SAMPLES) -> SearchPilot:
+    """The pilot `search:POLICY_SPEC` names (an empty spec means `pretrained`); ValueError
+    names the spec and what is wrong with it."""
+    from .checkpoints import CheckpointError, load_agent
+    from .players import file_identity, resolve_player
+
+    config = config if config is not None else GameConfig()
+    spec = policy_spec.strip() or "pretrained"
+    full = f"{SEARCH_PREFIX}{spec}"
+    if spec.lower().startswith(SEARCH_PREFIX):
+        raise ValueError(f"player {full!r}: a planner cannot plan over another planner")
+    policy = resolve_player(spec, config, seed, deterministic=True, device=device)
+    agent = getattr(policy, "agent", None)
+    if agent is None or not hasattr(agent, "action_logits"):
+        raise ValueError(f"player {full!r}: the rollout policy must be a PPO model (pretrained, "
+                         f"ppo:PATH or a PPO checkpoint), not {policy.name}")
+    path = Path(opponent_model)
+    if not path.is_file():
+        raise ValueError(f"player {full!r}: the opponent model {path} is missing; reinstall "
+                         "spacewar-ai or make one (README: Search at play time)")
+    try:
+        model, _ = load_agent(path, device, None, config.obs_dim)
+    except CheckpointError as exc:
+        raise ValueError(f"player {full!r}: {exc}") from None
+    identity = f"search:{getattr(policy, 'identity', policy.name)}+{file_identity(path)}"
+    return SearchPilot(agent, model, config, horizon, samples, seed,
+                       name=f"search:{policy.name}", identity=identity)
