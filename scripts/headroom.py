@@ -3,15 +3,17 @@
     python scripts/headroom.py [--games N] [--horizon H] [--rollout SPEC] [--samples K]
                                [--opponent-noise P] [--seed S]
 
-At every decision the planner copies each game once per action, plays that action, then lets
-ROLLOUT (a player spec: `pretrained`, a checkpoint, `heuristic:hard`, ...) fly its ship and the
-hard pilot the other for H decisions, and keeps the action whose copy ended best (a torpedo win,
-then a draw or an open game, then a loss; ties go to ROLLOUT's own choice). This is one step of
-policy improvement with an exact model of the game and of the opponent, so its win rate is a
-floor on what the game allows against `heuristic:hard`, and the share of decisions it changes says
-how much of ROLLOUT's play that takes. With K > 1 each action's copy is played K times with
-ROLLOUT sampling its actions (torch seeded with S) and judged by the mean ending, so a change
-must pay over many futures, not one exact one. With P > 0 the planner's model of the opponent
+The planner is `search:`'s (spacewar_ai/search.py) with the hard pilot itself, not a network's
+imitation of it, as its model of the opponent. At every decision it copies each game once per
+action, plays that action, then lets ROLLOUT (a player spec: `pretrained`, a checkpoint,
+`heuristic:hard`, ...) fly its ship and the hard pilot the other for H decisions, and keeps the
+action whose copy ended best (a torpedo win, then an open game, then any other ending, then a
+loss; ties go to ROLLOUT's own choice). This is one step of policy improvement with an exact
+model of the game and of the opponent, so its win rate is a floor on what the game allows against
+`heuristic:hard`, and the share of decisions it changes says how much of ROLLOUT's play that
+takes. With K > 1 each action's copy is played K times with ROLLOUT (a PPO model) sampling its
+actions (from generators keyed by S and each game's state) and judged by the mean ending, so a
+change must pay over many futures, not one exact one. With P > 0 the planner's model of the opponent
 is wrong on purpose: in the rollouts (never in the real game) the hard pilot's action is replaced
 by a random valid one with probability P each decision, so a change must pay against a pilot
 that does not act exactly as foreseen.
@@ -30,45 +32,60 @@ import sys
 import time
 
 import numpy as np
-import torch
 
 from spacewar_ai.bots import HeuristicPilot
 from spacewar_ai.config import GameConfig
 from spacewar_ai.engine import FRAME, OVER, REAL_WINNER, Action, GameBatch
 from spacewar_ai.players import resolve_player
+from spacewar_ai.search import SearchPilot
 
-# What a copy's ending is worth to the planner: a torpedo win, a loss; anything else (a draw, a
-# game still open at the horizon) in between, a draw a little below an open game.
-WIN, LOSS, DRAW = 1.0, -1.0, -0.2
+
+class NoisyPilot:
+    """A pilot whose every action is replaced by a random valid one with probability p, from a
+    seeded generator: a deliberately wrong model of that pilot."""
+
+    def __init__(self, pilot, p: float, seed: int):
+        self.pilot, self.p = pilot, p
+        self.rng = np.random.default_rng(seed)
+        self.name = f"{pilot.name}, noise {p}"
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        out = self.pilot.act(obs)
+        swap = self.rng.random(len(obs)) < self.p
+        valid = obs[:, 30:] > 0.5
+        picked = (self.rng.random(valid.shape) * valid).argmax(axis=1)
+        return np.where(swap, picked, out)
+
+    def reset(self, mask=None, seeds=None) -> None:
+        return None
 
 
 def plan_games(games: int, horizon: int, rollout: str, seed: int = 0,
                config: GameConfig | None = None, samples: int = 1,
                opponent_noise: float = 0.0) -> dict[str, float]:
-    """Play `games` games of the planner (ship 0) against the hard pilot; returns the win, loss
-    and other rates and the share of decisions where the planner overrode ROLLOUT. horizon=0:
-    no planning, ROLLOUT plays alone (the baseline). samples > 1: each action is judged by the
-    mean of that many rollouts in which ROLLOUT samples its actions instead of taking the
-    greedy one, so an action is kept only if it is good for more than one exact future.
-    opponent_noise: the probability that the hard pilot's action in a rollout is replaced by a
-    random valid one (the live game's pilot is never changed)."""
+    """Play `games` games of the planner (ship 0; spacewar_ai.search.SearchPilot over ROLLOUT,
+    with the hard pilot itself as its model of the opponent) against the hard pilot; returns the
+    win, loss and other rates and the share of decisions where the planner overrode ROLLOUT.
+    horizon=0: no planning, ROLLOUT plays alone (the baseline). samples > 1: each action is
+    judged by the mean of that many rollouts in which ROLLOUT (a PPO model) samples its actions
+    instead of taking the greedy one, so an action is kept only if it is good for more than one
+    exact future. opponent_noise: the probability that the hard pilot's action in a rollout is
+    replaced by a random valid one (the live game's pilot is never changed)."""
     if games < 1 or horizon < 0 or samples < 1:
         raise ValueError(f"games={games} and samples={samples} must be >= 1 and "
                          f"horizon={horizon} >= 0")
     if not 0.0 <= opponent_noise <= 1.0:
         raise ValueError(f"opponent_noise={opponent_noise} must be in [0, 1]")
-    noise_rng = np.random.default_rng(seed + 1)
     cfg = config if config is not None else GameConfig()
-    actions = cfg.num_actions
     hard = HeuristicPilot("hard", cfg)
     player = resolve_player(rollout, cfg, seed, deterministic=True)
-    flier = player
-    if samples > 1:
-        torch.manual_seed(seed)  # learned players sample from torch's generator
-        flier = resolve_player(rollout, cfg, seed, deterministic=False)
     live = GameBatch(games, cfg)
     live.reset(seeds=np.arange(seed, seed + games))
-    per_game = actions * samples
+    planner = None
+    if horizon:
+        model = NoisyPilot(hard, opponent_noise, seed + 1) if opponent_noise else hard
+        planner = SearchPilot(player, model, cfg, horizon, samples, seed, name="planner")
+        planner.attach(live, 0)
     decisions = overridden = 0
     # Where the overrides fall, beside all decisions: the decision's index in its game and the
     # distance between the ships (units); and which action replaced which.
@@ -77,41 +94,9 @@ def plan_games(games: int, horizon: int, rollout: str, seed: int = 0,
     half = np.array([cfg.width / 2, cfg.height / 2])
     while not live.game_i[:, OVER].all():
         obs = live.observe()
-        running = live.game_i[:, OVER] == 0
-        if horizon == 0:
-            decisions += int(running.sum())
-            live.step(np.stack([player.act(obs[:, 0]), hard.act(obs[:, 1])], axis=1))
-            continue
-        # Copies of the running games only: the longest games would otherwise drag every
-        # finished one through the rollouts.
-        rows = np.flatnonzero(running)
-        m = rows.size * per_game
-        copies = GameBatch(m, cfg)
-        copies.load_state_dict({k: np.repeat(v[rows], per_game, axis=0)
-                                for k, v in live.state_dict().items()})
-        first = np.tile(np.repeat(np.arange(actions), samples), rows.size)
-        value = np.zeros(m)
-        ended = np.zeros(m, dtype=bool)
-        for step in range(horizon):
-            seen = copies.observe()
-            own = first if step == 0 else flier.act(seen[:, 0])
-            opp = hard.act(seen[:, 1])
-            if opponent_noise > 0:
-                swap = noise_rng.random(m) < opponent_noise
-                valid = seen[:, 1, 30:30 + actions] > 0.5
-                picked = (noise_rng.random((m, actions)) * valid).argmax(axis=1)
-                opp = np.where(swap, picked, opp)
-            copies.step(np.stack([own, opp], axis=1))
-            new = (copies.game_i[:, OVER] != 0) & ~ended
-            winner = copies.game_i[new, REAL_WINNER]
-            value[new] = np.where(winner == 0, WIN, np.where(winner == 1, LOSS, DRAW))
-            ended |= new
-        value = value.reshape(rows.size, actions, samples).mean(axis=2)
+        rows = np.flatnonzero(live.game_i[:, OVER] == 0)
         own_choice = player.act(obs[:, 0])
-        value[np.arange(rows.size), own_choice[rows]] += 1e-3  # ties: keep ROLLOUT's action
-        value[obs[rows, 0, 30:30 + actions] < 0.5] = -np.inf  # masked actions
-        chosen = own_choice.copy()  # finished games take no action anyway
-        chosen[rows] = value.argmax(axis=1)
+        chosen = own_choice if planner is None else planner.act(obs[:, 0])
         decisions += rows.size
         changed = rows[chosen[rows] != own_choice[rows]]
         overridden += changed.size

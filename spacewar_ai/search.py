@@ -6,8 +6,10 @@ flies like this at every decision of every game it plays:
 1. copy the game once per action and sample (6 x `samples` copies);
 2. in each copy play that action, then let SPEC fly this ship, sampling its policy, and the
    opponent model fly the other ship, for `horizon` decisions;
-3. keep the action whose copies ended best on average: a torpedo win 1, a loss -1, a draw -0.2,
-   a game still open at the horizon 0. Ties go to SPEC's own greedy action.
+3. keep the action whose copies ended best on average: a torpedo win 1, a death that leaves the
+   opponent alive -1 (torpedo, star or hyperspace: losing is losing), anything else -0.2 (both
+   dead, a timeout, the opponent's own crash, which is no torpedo win), a game still open at the
+   horizon 0. Ties go to SPEC's own greedy action.
 
 The opponent model is a network too, not the opponent's rules: a PPO actor that imitates a pilot
 from that pilot's own observations (behaviour cloning). The shipped one,
@@ -34,23 +36,32 @@ from pathlib import Path
 import numpy as np
 
 from .config import GameConfig
-from .engine import FRAME, OVER, REAL_WINNER, GameBatch
+from .engine import FRAME, OVER, REAL_WINNER, WINNER, GameBatch
 
 SEARCH_PREFIX = "search:"
 OPPONENT_MODEL_PATH = Path(__file__).resolve().parent / "pretrained" / "hard_model.pt"
-# What a copy's ending is worth: a draw (mutual kill, star, timeout) a little below a game still
-# open at the horizon, which may yet be won.
+# What a copy's ending is worth. Only torpedo wins count (as in every table), so an ending that
+# is neither that nor a loss sits a little below a game still open, which may yet be won.
 WIN, LOSS, DRAW = 1.0, -1.0, -0.2
 HORIZON = 60  # decisions per rollout: 240 frames, 4.8 s of game
 SAMPLES = 8  # rollouts per action
 
 
+def ending_value(killer: np.ndarray, survivor: np.ndarray, side: np.ndarray) -> np.ndarray:
+    """What finished games are worth to ship `side`: WIN for its torpedo kill, LOSS when it died
+    and the other ship lives (whatever killed it), else DRAW. `killer` and `survivor` are the
+    engine's REAL_WINNER and WINNER (-1: none)."""
+    return np.where(killer == side, WIN, np.where(survivor == 1 - side, LOSS, DRAW))
+
+
 class SearchPilot:
     """One step of policy improvement at play time (see the module docstring).
 
-    `policy` and `opponent_model` are agents with `act(obs, deterministic)`; the policy also
-    needs `action_logits(obs)` to sample its rollouts (PPOAgent has both). `config` is the
-    decision-level game (frame_skip frames per decision) the copies are played in.
+    `policy` and `opponent_model` are pilots (`act(obs) -> actions`) that play greedily: a learned
+    one (players.AgentPilot with deterministic=True) or a scripted one. Sampled rollouts
+    (samples > 1) draw from the policy's logits, so it must be a PPO model (`policy.agent` has
+    `action_logits`). `config` is the decision-level game (frame_skip frames per decision) the
+    copies are played in.
     """
 
     def __init__(self, policy, opponent_model, config: GameConfig | None = None,
@@ -62,7 +73,8 @@ class SearchPilot:
         if not isinstance(samples, (int, np.integer)) or samples < 1:
             raise ValueError(f"samples={samples!r} is invalid: must be an integer >= 1 "
                              "(rollouts per action)")
-        if samples > 1 and not hasattr(policy, "action_logits"):
+        self._logits = getattr(getattr(policy, "agent", None), "action_logits", None)
+        if samples > 1 and self._logits is None:
             raise ValueError(f"{name}: sampled rollouts need the policy's logits, which only a "
                              "PPO model gives; use a PPO checkpoint or samples=1")
         self.policy = policy
@@ -97,7 +109,7 @@ class SearchPilot:
         if obs.shape[0] != batch.n:
             raise RuntimeError(f"{self.name} got {obs.shape[0]} observations for a batch of "
                                f"{batch.n} games: it must be asked about every game at once")
-        own = np.asarray(self.policy.act(obs, deterministic=True), dtype=np.int64).reshape(-1)
+        own = np.asarray(self.policy.act(obs), dtype=np.int64).reshape(-1)
         rows = np.flatnonzero(batch.game_i[:, OVER] == 0)
         if rows.size == 0:
             return own
@@ -133,16 +145,15 @@ class SearchPilot:
             if step == 0:
                 moves[idx, side] = first
             elif noise is None:
-                moves[idx, side] = self.policy.act(mine, deterministic=True)
+                moves[idx, side] = self.policy.act(mine)
             else:
-                moves[idx, side] = (self.policy.action_logits(mine) + noise[step]).argmax(axis=1)
-            moves[idx, other] = self.opponent_model.act(theirs, deterministic=True)
+                moves[idx, side] = (self._logits(mine) + noise[step]).argmax(axis=1)
+            moves[idx, other] = self.opponent_model.act(theirs)
             copies.step(moves)
             new = (copies.game_i[:, OVER] != 0) & ~ended
             if new.any():
-                winner = copies.game_i[new, REAL_WINNER]
-                value[new] = np.where(winner == side[new], WIN,
-                                      np.where(winner == other[new], LOSS, DRAW))
+                value[new] = ending_value(copies.game_i[new, REAL_WINNER],
+                                          copies.game_i[new, WINNER], side[new])
                 ended |= new
                 if ended.all():
                     break
@@ -170,7 +181,7 @@ def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int =
     """The pilot `search:POLICY_SPEC` names (an empty spec means `pretrained`); ValueError
     names the spec and what is wrong with it."""
     from .checkpoints import CheckpointError, load_agent
-    from .players import file_identity, resolve_player
+    from .players import AgentPilot, file_identity, resolve_player
 
     config = config if config is not None else GameConfig()
     spec = policy_spec.strip() or "pretrained"
@@ -191,5 +202,6 @@ def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int =
     except CheckpointError as exc:
         raise ValueError(f"player {full!r}: {exc}") from None
     identity = f"search:{getattr(policy, 'identity', policy.name)}+{file_identity(path)}"
-    return SearchPilot(agent, model, config, horizon, samples, seed,
+    opponent = AgentPilot(model, f"model:{path.name}", deterministic=True)
+    return SearchPilot(policy, opponent, config, horizon, samples, seed,
                        name=f"search:{policy.name}", identity=identity)

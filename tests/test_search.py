@@ -99,6 +99,20 @@ def test_human_play_plans_at_the_decision_pace(tmp_path):
     assert not np.array_equal(frames.last_values, reference.last_values)
 
 
+def test_endings_are_valued_as_the_tables_count_them():
+    from spacewar_ai.search import DRAW, LOSS, WIN, ending_value
+
+    # (killer, survivor) from ship 0's side: its torpedo kill; a torpedo from ship 1; ship 0 in
+    # the star (ship 1 lives); ship 1 in the star (no torpedo win); both dead or a timeout.
+    killer = np.array([0, 1, -1, -1, -1])
+    survivor = np.array([0, 1, 1, 0, -1])
+    assert ending_value(killer, survivor, np.zeros(5, dtype=np.int64)).tolist() == \
+        [WIN, LOSS, LOSS, DRAW, DRAW]
+    # The same games from ship 1's side.
+    assert ending_value(killer, survivor, np.ones(5, dtype=np.int64)).tolist() == \
+        [LOSS, WIN, DRAW, LOSS, DRAW]
+
+
 def test_a_planner_that_is_not_told_its_game_refuses_to_guess():
     pilot = _planner(30, 2)
     with pytest.raises(RuntimeError, match="not as a training opponent"):
@@ -116,9 +130,9 @@ def test_bad_specs_and_settings_are_named(tmp_path):
         search_pilot("pretrained", CFG, opponent_model=tmp_path / "missing.pt")
     policy = resolve_player("pretrained", CFG)
     with pytest.raises(ValueError, match="horizon=0 is invalid"):
-        SearchPilot(policy.agent, policy.agent, CFG, horizon=0)
+        SearchPilot(policy, policy, CFG, horizon=0)
     with pytest.raises(ValueError, match="only a PPO model gives"):
-        SearchPilot(HeuristicPilot("hard", CFG), policy.agent, CFG, samples=2)
+        SearchPilot(HeuristicPilot("hard", CFG), policy, CFG, samples=2)
 
 
 def test_cli_evaluates_a_planner(tmp_path):
