@@ -33,6 +33,7 @@ import time
 
 import numpy as np
 
+from spacewar_ai.benchmark import random_valid_actions
 from spacewar_ai.bots import HeuristicPilot
 from spacewar_ai.config import GameConfig
 from spacewar_ai.engine import FRAME, OVER, REAL_WINNER, Action, GameBatch
@@ -52,9 +53,7 @@ class NoisyPilot:
     def act(self, obs: np.ndarray) -> np.ndarray:
         out = self.pilot.act(obs)
         swap = self.rng.random(len(obs)) < self.p
-        valid = obs[:, 30:] > 0.5
-        picked = (self.rng.random(valid.shape) * valid).argmax(axis=1)
-        return np.where(swap, picked, out)
+        return np.where(swap, random_valid_actions(obs, self.rng), out)
 
     def reset(self, mask=None, seeds=None) -> None:
         return None
