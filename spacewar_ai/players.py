@@ -72,9 +72,9 @@ def resolve_player(spec, config: GameConfig | None = None, seed: int = 0,
     if low in PILOT_SPECS or low == "heuristic" or low.startswith("heuristic:"):
         return make_pilot(low, config, seed)
     if low.startswith("search:"):
-        from .search import search_pilot  # the planner builds on this module's players
+        from .search import SEARCH_PREFIX, search_pilot  # the planner builds on these players
 
-        return search_pilot(s[len("search:"):], config, seed, device)
+        return search_pilot(s[len(SEARCH_PREFIX):], config, seed, device)
     if low.startswith("strategy:"):
         path = Path(s[len("strategy:"):])
         try:

@@ -66,13 +66,18 @@ def test_a_game_is_planned_the_same_alone_and_in_a_batch():
 
 
 def test_a_planner_opponent_in_spacewar_env_kills_a_drifting_ship():
-    env = SpacewarEnv(CFG, opponent=_planner(20, 2))
+    planner = _planner(20, 2)
+    env = SpacewarEnv(CFG, opponent=planner)
     env.reset(seed=3)
-    done, info = False, {}
+    done, info, steps, planned = False, {}, 0, 0
     while not done:
+        planner.last_values = planner.last_values[:0]  # cleared: filled again only by planning
         _, _, term, trunc, info = env.step(0)
+        planned += planner.last_values.shape[0]
+        steps += 1
         done = term or trunc
     assert info["real_winner"] == 1
+    assert planned == steps  # it looked ahead at every decision of the game
 
 
 def test_human_play_plans_at_the_decision_pace(tmp_path):
