@@ -11,11 +11,13 @@ flies like this at every decision of every game it plays:
    dead, a timeout, the opponent's own crash, which is no torpedo win), a game still open at the
    horizon 0. Ties go to SPEC's own greedy action.
 
-The opponent model is a network too, not the opponent's rules: a PPO actor that imitates a pilot
-from that pilot's own observations (behaviour cloning). The shipped one,
-`pretrained/hard_model.pt`, imitates `heuristic:hard` and is made by the command in README
-("Search at play time"). Where the real opponent plays otherwise, the planner's forecasts are
-wrong and it gains less (README measures how much).
+The opponent model is a network too, not the opponent's rules: by default the shipped
+`pretrained/hard_model.pt`, a PPO actor that imitates `heuristic:hard` from that pilot's own
+observations (behaviour cloning, made by the command in README, "Search at play time"). Where the
+real opponent plays otherwise, the planner's forecasts are wrong and it gains less (README
+measures how much). `search:SPEC+MODEL` plans with another model: any learned model's spec
+(`pretrained`, `ppo:PATH`, `dqn:PATH`, a checkpoint path), for example a clone of the opponent
+made the same way, or the opponent's network itself.
 
 The planner reads the game's whole state, every torpedo in flight included, as a player at the
 screen sees it; the observation vector leaves some of it out. So whoever runs the games tells
@@ -178,30 +180,51 @@ class SearchPilot:
 def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int = 0,
                  device: str = "cpu", opponent_model: str | Path = OPPONENT_MODEL_PATH,
                  horizon: int = HORIZON, samples: int = SAMPLES) -> SearchPilot:
-    """The pilot `search:POLICY_SPEC` names (an empty spec means `pretrained`); ValueError
-    names the spec and what is wrong with it."""
+    """The pilot `search:POLICY_SPEC` names; ValueError names the spec and what is wrong with it.
+
+    POLICY_SPEC is `POLICY` or `POLICY+MODEL`: POLICY a PPO model (empty: `pretrained`), MODEL the
+    opponent model, a learned model's spec (`pretrained`, `ppo:PATH`, `dqn:PATH` or a checkpoint
+    path; default: the file `opponent_model`, the shipped clone of the hard pilot)."""
     from .checkpoints import CheckpointError, load_agent
     from .players import AgentPilot, file_identity, resolve_player
 
     config = config if config is not None else GameConfig()
-    spec = policy_spec.strip() or "pretrained"
-    full = f"{SEARCH_PREFIX}{spec}"
-    if spec.lower().startswith(SEARCH_PREFIX):
+    full = f"{SEARCH_PREFIX}{policy_spec.strip()}"
+    spec, plus, model_spec = policy_spec.partition("+")
+    spec, model_spec = spec.strip() or "pretrained", model_spec.strip()
+    if spec.lower().startswith(SEARCH_PREFIX) or model_spec.lower().startswith(SEARCH_PREFIX):
         raise ValueError(f"player {full!r}: a planner cannot plan over another planner")
     policy = resolve_player(spec, config, seed, deterministic=True, device=device)
     agent = getattr(policy, "agent", None)
     if agent is None or not hasattr(agent, "action_logits"):
         raise ValueError(f"player {full!r}: the rollout policy must be a PPO model (pretrained, "
                          f"ppo:PATH or a PPO checkpoint), not {policy.name}")
-    path = Path(opponent_model)
-    if not path.is_file():
-        raise ValueError(f"player {full!r}: the opponent model {path} is missing; reinstall "
-                         "spacewar-ai or make one (README: Search at play time)")
-    try:
-        model, _ = load_agent(path, device, None, config.obs_dim)
-    except CheckpointError as exc:
-        raise ValueError(f"player {full!r}: {exc}") from None
-    identity = f"search:{getattr(policy, 'identity', policy.name)}+{file_identity(path)}"
-    opponent = AgentPilot(model, f"model:{path.name}", deterministic=True)
-    return SearchPilot(policy, opponent, config, horizon, samples, seed,
-                       name=f"search:{policy.name}", identity=identity)
+    if plus:
+        if not model_spec:
+            raise ValueError(f"player {full!r}: nothing after '+'; name the opponent model "
+                             "(a checkpoint path, pretrained, ppo:PATH or dqn:PATH) or drop "
+                             "the '+' to plan with the shipped model of the hard pilot")
+        opponent = resolve_player(model_spec, config, seed + 1, deterministic=True,
+                                  device=device)
+        if getattr(opponent, "agent", None) is None:
+            # The planner forecasts with a network, never with the opponent's own rules.
+            raise ValueError(f"player {full!r}: the opponent model must be a learned model "
+                             f"(a checkpoint), not {opponent.name}; clone a pilot into one with "
+                             f"--algorithm ppo --warm-start {model_spec} --timesteps 0 (README: "
+                             "Search at play time)")
+        model_identity = opponent.identity
+    else:
+        path = Path(opponent_model)
+        if not path.is_file():
+            raise ValueError(f"player {full!r}: the opponent model {path} is missing; "
+                             "reinstall spacewar-ai or make one (README: Search at play time)")
+        try:
+            model, _ = load_agent(path, device, None, config.obs_dim)
+        except CheckpointError as exc:
+            raise ValueError(f"player {full!r}: {exc}") from None
+        model_identity = file_identity(path)
+        opponent = AgentPilot(model, f"model:{path.name}", deterministic=True)
+    identity = f"search:{getattr(policy, 'identity', policy.name)}+{model_identity}"
+    name = f"search:{policy.name}" + (f"+{opponent.name}" if plus else "")
+    return SearchPilot(policy, opponent, config, horizon, samples, seed, name=name,
+                       identity=identity)

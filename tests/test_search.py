@@ -14,7 +14,7 @@ from spacewar_ai.bots import HeuristicPilot
 from spacewar_ai.checkpoints import load_agent
 from spacewar_ai.config import GameConfig
 from spacewar_ai.environment import SpacewarEnv
-from spacewar_ai.players import resolve_player
+from spacewar_ai.players import file_identity, resolve_player
 from spacewar_ai.search import OPPONENT_MODEL_PATH, SearchPilot, search_pilot
 
 CFG = GameConfig()
@@ -48,6 +48,20 @@ def test_the_shipped_opponent_model_predicts_the_hard_pilot():
     seen, said = np.concatenate(seen), np.concatenate(said)
     agreement = float(np.mean(model.act(seen, deterministic=True) == said))
     assert len(said) > 2000 and agreement > 0.95, (len(said), agreement)
+
+
+def test_the_spec_names_the_opponent_model_and_the_right_one_pays():
+    opponent = resolve_player("pretrained", CFG)
+    default = search_pilot("pretrained", CFG, 0, horizon=40, samples=2)
+    exact = search_pilot("pretrained+pretrained", CFG, 0, horizon=40, samples=2)
+    named = resolve_player("search:pretrained+pretrained", CFG)
+    assert named.identity == exact.identity == f"search:{opponent.identity}+{opponent.identity}"
+    assert default.identity.endswith("+" + file_identity(OPPONENT_MODEL_PATH))
+    with_hard_model = play_match(default, opponent, 60, seed=3000)
+    with_exact_model = play_match(exact, opponent, 60, seed=3000)
+    # Measured: 35 of 60 with the model of the hard pilot, 48 with the opponent's own network.
+    assert with_exact_model.wins_a >= with_hard_model.wins_a + 8 \
+        and with_exact_model.wins_a >= 44, (with_hard_model.wins_a, with_exact_model.wins_a)
 
 
 def test_a_game_is_planned_the_same_alone_and_in_a_batch():
@@ -138,6 +152,14 @@ def test_bad_specs_and_settings_are_named(tmp_path):
         resolve_player(f"search:{tmp_path / 'nope.pt'}", CFG)
     with pytest.raises(ValueError, match="opponent model .*missing.pt is missing"):
         search_pilot("pretrained", CFG, opponent_model=tmp_path / "missing.pt")
+    with pytest.raises(ValueError, match="nothing after '\\+'"):
+        resolve_player("search:pretrained+ ", CFG)
+    with pytest.raises(ValueError, match="must be a learned model .* --warm-start heuristic:hard"):
+        resolve_player("search:pretrained+heuristic:hard", CFG)
+    with pytest.raises(ValueError, match="cannot plan over another planner"):
+        resolve_player("search:pretrained+search:pretrained", CFG)
+    with pytest.raises(ValueError, match="nope.pt.*no such checkpoint"):
+        resolve_player(f"search:pretrained+{tmp_path / 'nope.pt'}", CFG)
     policy = resolve_player("pretrained", CFG)
     with pytest.raises(ValueError, match="horizon=0 is invalid"):
         SearchPilot(policy, policy, CFG, horizon=0)
