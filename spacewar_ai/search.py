@@ -143,14 +143,15 @@ class SearchPilot:
         moves = np.zeros((m, 2), dtype=np.int64)
         for step in range(self.horizon):
             seen = copies.observe()
-            mine, theirs = seen[idx, side], seen[idx, other]
+            live = np.flatnonzero(~ended)  # ended copies stand still: no one needs their moves
+            mine, theirs = seen[live, side[live]], seen[live, other[live]]
             if step == 0:
                 moves[idx, side] = first
             elif noise is None:
-                moves[idx, side] = self.policy.act(mine)
+                moves[live, side[live]] = self.policy.act(mine)
             else:
-                moves[idx, side] = (self._logits(mine) + noise[step]).argmax(axis=1)
-            moves[idx, other] = self.opponent_model.act(theirs)
+                moves[live, side[live]] = (self._logits(mine) + noise[step][live]).argmax(axis=1)
+            moves[live, other[live]] = self.opponent_model.act(theirs)
             copies.step(moves)
             new = (copies.game_i[:, OVER] != 0) & ~ended
             if new.any():
