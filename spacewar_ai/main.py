@@ -83,8 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--opponent", default=None,
                     help="player spec: idle, random, heuristic:easy|medium|hard, pretrained, "
                          "ppo:PATH, dqn:PATH, strategy:PATH.py, search:SPEC[+MODEL] (SPEC with a "
-                         "lookahead, forecasting the opponent with MODEL) or a checkpoint path (evaluate: default heuristic:hard; "
-                         "human play: instead of --difficulty)")
+                         "lookahead, forecasting the opponent with MODEL) or a checkpoint path "
+                         "(evaluate: default heuristic:hard; human play: instead of --difficulty)")
     ev.add_argument("--eval-episodes", type=int, default=None,
                     help="games per evaluation (default 200; during training 100)")
     ev.add_argument("--stochastic", action="store_true",

@@ -187,7 +187,7 @@ def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int =
     opponent model, a learned model's spec (`pretrained`, `ppo:PATH`, `dqn:PATH` or a checkpoint
     path; default: the file `opponent_model`, the shipped clone of the hard pilot)."""
     from .checkpoints import CheckpointError, load_agent
-    from .players import AgentPilot, file_identity, resolve_player
+    from .players import AgentPilot, file_identity, resolve_player, spec_path
 
     config = config if config is not None else GameConfig()
     full = f"{SEARCH_PREFIX}{policy_spec.strip()}"
@@ -205,14 +205,22 @@ def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int =
             raise ValueError(f"player {full!r}: nothing after '+'; name the opponent model "
                              "(a checkpoint path, pretrained, ppo:PATH or dqn:PATH) or drop "
                              "the '+' to plan with the shipped model of the hard pilot")
-        opponent = resolve_player(model_spec, config, seed + 1, deterministic=True,
-                                  device=device)
-        if getattr(opponent, "agent", None) is None:
+        path = spec_path(model_spec)
+        if path is None or model_spec.lower().startswith("strategy:"):
             # The planner forecasts with a network, never with the opponent's own rules.
             raise ValueError(f"player {full!r}: the opponent model must be a learned model "
-                             f"(a checkpoint), not {opponent.name}; clone a pilot into one with "
-                             f"--algorithm ppo --warm-start {model_spec} --timesteps 0 (README: "
-                             "Search at play time)")
+                             f"(pretrained, ppo:PATH, dqn:PATH or a checkpoint path), not "
+                             f"{model_spec!r}; clone a pilot into one with --algorithm ppo "
+                             f"--warm-start {model_spec} --timesteps 0 (README: Search at play "
+                             "time)")
+        if not path.is_file():
+            raise ValueError(f"player {full!r}: its opponent model {path} does not exist; name "
+                             "a checkpoint file (or pretrained)")
+        try:
+            opponent = resolve_player(model_spec, config, seed + 1, deterministic=True,
+                                      device=device)
+        except ValueError as exc:
+            raise ValueError(f"player {full!r}, its opponent model: {exc}") from None
         model_identity = opponent.identity
     else:
         path = Path(opponent_model)

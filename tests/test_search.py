@@ -158,7 +158,12 @@ def test_bad_specs_and_settings_are_named(tmp_path):
         resolve_player("search:pretrained+heuristic:hard", CFG)
     with pytest.raises(ValueError, match="cannot plan over another planner"):
         resolve_player("search:pretrained+search:pretrained", CFG)
-    with pytest.raises(ValueError, match="nope.pt.*no such checkpoint"):
+    with pytest.raises(ValueError, match="must be a learned model .* not 'strategy:"):
+        resolve_player("search:pretrained+strategy:examples/strategies/aim_and_fire.py", CFG)
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="its opponent model: .*junk.pt"):
+        resolve_player(f"search:pretrained+{tmp_path / 'junk.pt'}", CFG)
+    with pytest.raises(ValueError, match="its opponent model .*nope.pt does not exist"):
         resolve_player(f"search:pretrained+{tmp_path / 'nope.pt'}", CFG)
     policy = resolve_player("pretrained", CFG)
     with pytest.raises(ValueError, match="horizon=0 is invalid"):
