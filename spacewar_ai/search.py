@@ -186,8 +186,7 @@ def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int =
     POLICY_SPEC is `POLICY` or `POLICY+MODEL`: POLICY a PPO model (empty: `pretrained`), MODEL the
     opponent model, a learned model's spec (`pretrained`, `ppo:PATH`, `dqn:PATH` or a checkpoint
     path; default: the file `opponent_model`, the shipped clone of the hard pilot)."""
-    from .checkpoints import CheckpointError, load_agent
-    from .players import AgentPilot, file_identity, resolve_player, spec_path
+    from .players import resolve_player, spec_path
 
     config = config if config is not None else GameConfig()
     full = f"{SEARCH_PREFIX}{policy_spec.strip()}"
@@ -200,40 +199,27 @@ def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int =
     if agent is None or not hasattr(agent, "action_logits"):
         raise ValueError(f"player {full!r}: the rollout policy must be a PPO model (pretrained, "
                          f"ppo:PATH or a PPO checkpoint), not {policy.name}")
-    if plus:
-        if not model_spec:
-            raise ValueError(f"player {full!r}: nothing after '+'; name the opponent model "
-                             "(a checkpoint path, pretrained, ppo:PATH or dqn:PATH) or drop "
-                             "the '+' to plan with the shipped model of the hard pilot")
-        path = spec_path(model_spec)
-        if path is None or model_spec.lower().startswith("strategy:"):
-            # The planner forecasts with a network, never with the opponent's own rules.
-            raise ValueError(f"player {full!r}: the opponent model must be a learned model "
-                             f"(pretrained, ppo:PATH, dqn:PATH or a checkpoint path), not "
-                             f"{model_spec!r}; clone a pilot into one with --algorithm ppo "
-                             f"--warm-start {model_spec} --timesteps 0 (README: Search at play "
-                             "time)")
-        if not path.is_file():
-            raise ValueError(f"player {full!r}: its opponent model {path} does not exist; name "
-                             "a checkpoint file (or pretrained)")
-        try:
-            opponent = resolve_player(model_spec, config, seed + 1, deterministic=True,
-                                      device=device)
-        except ValueError as exc:
-            raise ValueError(f"player {full!r}, its opponent model: {exc}") from None
-        model_identity = opponent.identity
-    else:
-        path = Path(opponent_model)
-        if not path.is_file():
-            raise ValueError(f"player {full!r}: the opponent model {path} is missing; "
-                             "reinstall spacewar-ai or make one (README: Search at play time)")
-        try:
-            model, _ = load_agent(path, device, None, config.obs_dim)
-        except CheckpointError as exc:
-            raise ValueError(f"player {full!r}: {exc}") from None
-        model_identity = file_identity(path)
-        opponent = AgentPilot(model, f"model:{path.name}", deterministic=True)
-    identity = f"search:{getattr(policy, 'identity', policy.name)}+{model_identity}"
+    if plus and not model_spec:
+        raise ValueError(f"player {full!r}: nothing after '+'; name the opponent model (a "
+                         "checkpoint path, pretrained, ppo:PATH or dqn:PATH) or drop the '+' to "
+                         "plan with the shipped model of the hard pilot")
+    model_spec = model_spec or str(opponent_model)
+    path = spec_path(model_spec)
+    if path is None or model_spec.lower().startswith("strategy:"):
+        # The planner forecasts with a network, never with the opponent's own rules.
+        raise ValueError(f"player {full!r}: the opponent model must be a learned model "
+                         f"(pretrained, ppo:PATH, dqn:PATH or a checkpoint path), not "
+                         f"{model_spec!r}; clone a pilot into one with --algorithm ppo "
+                         f"--warm-start {model_spec} --timesteps 0 (README: Search at play time)")
+    if not path.is_file():
+        fix = ("name a checkpoint file (or pretrained)" if plus else
+               "reinstall spacewar-ai or make one (README: Search at play time)")
+        raise ValueError(f"player {full!r}: its opponent model {path} does not exist; {fix}")
+    try:
+        opponent = resolve_player(model_spec, config, seed + 1, deterministic=True, device=device)
+    except ValueError as exc:
+        raise ValueError(f"player {full!r}, its opponent model: {exc}") from None
+    identity = f"search:{getattr(policy, 'identity', policy.name)}+{opponent.identity}"
     name = f"search:{policy.name}" + (f"+{opponent.name}" if plus else "")
     return SearchPilot(policy, opponent, config, horizon, samples, seed, name=name,
                        identity=identity)

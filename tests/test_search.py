@@ -150,7 +150,7 @@ def test_bad_specs_and_settings_are_named(tmp_path):
         resolve_player("search:search:pretrained", CFG)
     with pytest.raises(ValueError, match="no such checkpoint"):
         resolve_player(f"search:{tmp_path / 'nope.pt'}", CFG)
-    with pytest.raises(ValueError, match="opponent model .*missing.pt is missing"):
+    with pytest.raises(ValueError, match="opponent model .*missing.pt does not exist; reinstall"):
         search_pilot("pretrained", CFG, opponent_model=tmp_path / "missing.pt")
     with pytest.raises(ValueError, match="nothing after '\\+'"):
         resolve_player("search:pretrained+ ", CFG)
