@@ -20,6 +20,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .config import DQNConfig, GameConfig, PPOConfig
+from .replay import SumTree
 from .views import MIN_DIM, apply_view, view_constants, view_width
 
 NEG_INF = -1e9  # a finite "minus infinity": keeps softmax and log-probs free of NaN
@@ -536,15 +537,22 @@ class DQNAgent(BaseAgent):
         self.buf_discount = np.zeros(n, dtype=np.float32)  # gamma ** (decisions summed)
         self.buf_pos = 0
         self.buf_full = False
+        # Prioritized replay: the slots' priorities, and the largest one seen, which new
+        # transitions get so that each is drawn at least about once before its error is known.
+        self.priorities = SumTree(n) if c.priority_alpha > 0 else None
+        self.max_priority = 1.0
+        self.beta = c.priority_beta
         self._pending: dict[str, np.ndarray] | None = None  # n-step windows, built on first store
         self._window_step = 0
 
     def set_progress(self, progress: float) -> None:
         """Linear epsilon decay over the first exploration_fraction of the run; with anneal_lr,
-        the learning rate falls linearly to zero at the end of the run."""
+        the learning rate falls linearly to zero at the end of the run; prioritized replay's beta
+        rises linearly to 1 at the end of the run."""
         c = self.config
         frac = min(1.0, progress / max(c.exploration_fraction, 1e-9))
         self.epsilon = c.start_epsilon + frac * (c.end_epsilon - c.start_epsilon)
+        self.beta = c.priority_beta + min(1.0, max(0.0, progress)) * (1.0 - c.priority_beta)
         if c.anneal_lr:
             for g in self.optimizer.param_groups:
                 g["lr"] = c.learning_rate * max(0.0, 1.0 - progress)
@@ -628,12 +636,20 @@ class DQNAgent(BaseAgent):
         self.buf_rewards[idx] = ret
         self.buf_terminated[idx] = terminated
         self.buf_discount[idx] = discount
+        if self.priorities is not None:
+            self.priorities.set(idx, np.full(k, self.max_priority))
         if self.buf_pos + k >= self.config.buffer_size:
             self.buf_full = True
         self.buf_pos = int((self.buf_pos + k) % self.config.buffer_size)
 
     def __len__(self) -> int:
         return self.config.buffer_size if self.buf_full else self.buf_pos
+
+    def importance_weights(self, idx: np.ndarray) -> np.ndarray:
+        """Loss weights (N * P(i)) ** -beta of prioritized draws: they undo the bias of drawing by
+        priority, fully at beta = 1. Divided by the batch's largest, so steps only ever shrink."""
+        w = (len(self) * self.priorities.get(idx) / self.priorities.total) ** -self.beta
+        return (w / w.max()).astype(np.float32)
 
     def update(self, margin: float = 0.0, **kwargs) -> dict[str, float]:
         """`gradient_steps` steps on the TD loss. margin > 0 adds DQfD's large-margin loss,
@@ -646,7 +662,12 @@ class DQNAgent(BaseAgent):
                                f"the buffer has {size}")
         losses, qs, margins = [], [], []
         for _ in range(c.gradient_steps):
-            idx = self.rng.integers(0, size, c.batch_size)
+            weights = None
+            if self.priorities is None:
+                idx = self.rng.integers(0, size, c.batch_size)
+            else:
+                idx = self.priorities.sample(c.batch_size, self.rng)
+                weights = torch.from_numpy(self.importance_weights(idx)).to(self.device)
             obs, nxt, actions, rewards, term, discount = (
                 torch.from_numpy(a[idx]).to(self.device)
                 for a in (self.buf_obs, self.buf_next, self.buf_actions, self.buf_rewards,
@@ -660,7 +681,10 @@ class DQNAgent(BaseAgent):
                 target = rewards + discount * (1.0 - term) * target_q
             q_all = self.q(self.obs_norm(obs))
             q = q_all.gather(1, actions[:, None]).squeeze(1)
-            loss = F.smooth_l1_loss(q, target)
+            if weights is None:
+                loss = F.smooth_l1_loss(q, target)
+            else:
+                loss = (weights * F.smooth_l1_loss(q, target, reduction="none")).mean()
             if margin > 0:
                 # max over valid a of Q(s, a) + margin * [a != demonstrated] - Q(s, demonstrated)
                 mask = obs[:, -self.action_dim:] > 0.5
@@ -675,6 +699,11 @@ class DQNAgent(BaseAgent):
             nn.utils.clip_grad_norm_(self.q.parameters(), c.max_grad_norm)
             self.optimizer.step()
             self.updates += 1
+            if self.priorities is not None:
+                p = (np.abs((q - target).detach().cpu().numpy()).astype(np.float64)
+                     + c.priority_eps) ** c.priority_alpha
+                self.priorities.set(idx, p)
+                self.max_priority = max(self.max_priority, float(p.max()))
             if c.target_tau > 0:
                 # Polyak averaging: the target trails the network smoothly instead of jumping to
                 # it every target_update_interval updates.
@@ -690,6 +719,8 @@ class DQNAgent(BaseAgent):
                "learning_rate": float(self.optimizer.param_groups[0]["lr"])}
         if margins:
             out["margin_loss"] = float(np.mean(margins))
+        if self.priorities is not None:
+            out["priority_beta"] = float(self.beta)
         return out
 
     def state_dict(self) -> dict[str, Any]:

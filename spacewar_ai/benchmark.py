@@ -206,9 +206,11 @@ def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = F
 
     def ours(league: LeagueConfig, full_pool: bool) -> float:
         with tempfile.TemporaryDirectory() as tmp:
+            # A budget no host reaches in `seconds`: the clock, not the default 3M steps (50 s on
+            # a fast host), ends the run, so every trainer is timed for as long as promised.
             cfg = RunConfig(train=TrainConfig(checkpoint_dir=tmp, log_dir=tmp, run_name="bench",
                                               eval_interval=10**6, save_interval=10**6,
-                                              seed=seed), league=league)
+                                              total_timesteps=10**10, seed=seed), league=league)
             trainer = Trainer(cfg, quiet=True)
             if full_pool:
                 # A run in its steady state: the pool full of snapshots, the curriculum at medium.
