@@ -20,8 +20,8 @@ class SumTree:
         self.capacity = capacity
         self.leaves = 1 << max(0, (capacity - 1).bit_length())  # a power of two >= capacity
         self.depth = self.leaves.bit_length() - 1
-        # float64: sums over 2^18 leaves of values near 1 keep ~1e-11 relative error in float64
-        # and would drift visibly in float32 after millions of updates.
+        # Parents are always recomputed from their children, never adjusted by differences, so
+        # rounding does not pile up over millions of updates; float64 keeps each sum near exact.
         self.tree = np.zeros(2 * self.leaves, dtype=np.float64)  # node k's children: 2k, 2k+1
 
     @property
