@@ -524,6 +524,12 @@ class DQNAgent(BaseAgent):
         self.q = DuelingQNetwork(*args).to(self.device)
         self.q_target = DuelingQNetwork(*args).to(self.device)
         self.q_target.load_state_dict(self.q.state_dict())
+        # The network greedy play uses: a moving average of `q` (play_average_tau), else `q`.
+        self.q_play = None
+        self.play_average_steps = 0
+        if c.play_average_tau > 0:
+            self.q_play = DuelingQNetwork(*args).to(self.device)
+            self.q_play.load_state_dict(self.q.state_dict())
         self.optimizer = torch.optim.Adam(self.q.parameters(), lr=c.learning_rate, foreach=True)
         self.epsilon = c.start_epsilon
         self.updates = 0
@@ -560,7 +566,10 @@ class DQNAgent(BaseAgent):
     @torch.no_grad()
     def select_action(self, state, mask=None, deterministic: bool = False):
         obs, m, single = self._batch(state, mask)
-        action = self._greedy(obs, m)
+        if deterministic and self.q_play is not None:
+            action = self._greedy(obs, m, self.q_play)
+        else:
+            action = self._greedy(obs, m)
         if not deterministic and self.epsilon > 0:
             explore = self.rng.random(action.shape[0]) < self.epsilon
             if explore.any():
@@ -569,8 +578,9 @@ class DQNAgent(BaseAgent):
                 action[explore] = scores.argmax(-1)
         return int(action[0]) if single else action
 
-    def _greedy(self, obs: torch.Tensor, mask: torch.Tensor) -> np.ndarray:
-        return self.q(self.obs_norm(obs)).masked_fill(~mask, -math.inf).argmax(-1).cpu().numpy()
+    def _greedy(self, obs: torch.Tensor, mask: torch.Tensor, network=None) -> np.ndarray:
+        q = (self.q if network is None else network)(self.obs_norm(obs))
+        return q.masked_fill(~mask, -math.inf).argmax(-1).cpu().numpy()
 
     @torch.no_grad()
     def stored_greedy(self, idx: np.ndarray) -> np.ndarray:
@@ -712,6 +722,8 @@ class DQNAgent(BaseAgent):
                         target.lerp_(online, c.target_tau)
             elif self.updates % c.target_update_interval == 0:
                 self.q_target.load_state_dict(self.q.state_dict())
+            if self.q_play is not None:
+                self._average_into_play()
             losses.append(loss.item())
             qs.append(q.mean().item())
         out = {"q_loss": float(np.mean(losses)), "q_values": float(np.mean(qs)),
@@ -723,17 +735,34 @@ class DQNAgent(BaseAgent):
             out["priority_beta"] = float(self.beta)
         return out
 
+    @torch.no_grad()
+    def _average_into_play(self) -> None:
+        """One step of the played network's average: a plain mean of every step so far until
+        there are 1 / play_average_tau of them (so the untrained start does not linger), then an
+        exponential moving average with that weight."""
+        self.play_average_steps += 1
+        weight = max(self.config.play_average_tau, 1.0 / self.play_average_steps)
+        for played, online in zip(self.q_play.parameters(), self.q.parameters()):
+            played.lerp_(online, weight)
+
     def state_dict(self) -> dict[str, Any]:
-        return {"q": self.q.state_dict(), "q_target": self.q_target.state_dict(),
-                "obs_norm": self.obs_norm.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "updates": self.updates, "epsilon": float(self.epsilon),
-                "config": self.config.to_dict(), "view_constants": dict(self.view_constants)}
+        state = {"q": self.q.state_dict(), "q_target": self.q_target.state_dict(),
+                 "obs_norm": self.obs_norm.state_dict(), "optimizer": self.optimizer.state_dict(),
+                 "updates": self.updates, "epsilon": float(self.epsilon),
+                 "config": self.config.to_dict(), "view_constants": dict(self.view_constants)}
+        if self.q_play is not None:
+            state["q_play"] = self.q_play.state_dict()
+            state["play_average_steps"] = self.play_average_steps
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self._check_architecture(state)
         self._load_view_constants(state)
         self.q.load_state_dict(state["q"])
         self.q_target.load_state_dict(state.get("q_target", state["q"]))
+        if self.q_play is not None:
+            self.q_play.load_state_dict(state.get("q_play", state["q"]))
+            self.play_average_steps = int(state.get("play_average_steps", 0))
         self.obs_norm.load_state_dict(state["obs_norm"])
         if "optimizer" in state:
             self.optimizer.load_state_dict(state["optimizer"])
