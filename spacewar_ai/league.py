@@ -13,7 +13,6 @@ Snapshots are files under the run folder (atomic writes), so a resumed run gets 
 from __future__ import annotations
 
 import collections
-import copy
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +56,7 @@ class SelfPlayManager:
     def set_learner(self, agent) -> None:
         """The current learner, played (without learning) in self-play games."""
         if self._self_pilot is None:
-            self._self_pilot = AgentPilot(copy.deepcopy(agent), SELF, deterministic=False)
+            self._self_pilot = AgentPilot(agent.play_copy(), SELF, deterministic=False)
         else:
             # Only what plays: copying the optimizer's state every update is wasted work.
             state = {k: v for k, v in agent.state_dict().items() if k != "optimizer"}
@@ -67,7 +66,7 @@ class SelfPlayManager:
 
     def add_snapshot(self, agent, tag: str) -> str:
         key = f"snapshot:{tag}"
-        pilot = AgentPilot(copy.deepcopy(agent), key, deterministic=False)
+        pilot = AgentPilot(agent.play_copy(), key, deterministic=False)
         self.pilots[key] = pilot
         self.snapshot_keys.append(key)
         self._stack = None

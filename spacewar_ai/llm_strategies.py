@@ -276,9 +276,8 @@ class IterativeStrategyTrainer:
         opps = list(self.opponents)
         if self.trainer is not None:
             from .players import AgentPilot
-            from .training import _frozen_copy
 
-            opps.append(AgentPilot(_frozen_copy(self.trainer.agent), "learner",
+            opps.append(AgentPilot(self.trainer.agent.play_copy(), "learner",
                                    deterministic=True))
         elif self.agent_opponent is not None:
             opps.append(self.agent_opponent)

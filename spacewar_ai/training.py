@@ -291,7 +291,7 @@ class Trainer:
 
     def evaluate_now(self) -> float:
         t = self.cfg.train
-        pilot = AgentPilot(_frozen_copy(self.agent), "learner", deterministic=True)
+        pilot = AgentPilot(self.agent.play_copy(), "learner", deterministic=True)
         opponent = resolve_player(t.eval_opponent, self.cfg.game)
         games = t.eval_episodes + t.eval_episodes % 2
         updates = self.counters["updates"]
@@ -554,12 +554,6 @@ def demonstration_start(agent, teacher: str, config: GameConfig, decisions: int 
     greedy = agent.stored_greedy(idx)
     accuracy = float(np.mean(greedy == agent.buf_actions[idx]))
     return {"accuracy": accuracy, "decisions": size, **losses}
-
-
-def _frozen_copy(agent):
-    import copy
-
-    return copy.deepcopy(agent)
 
 
 def _np_state_json(state) -> list:

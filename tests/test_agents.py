@@ -178,8 +178,12 @@ def test_dqn_plays_greedily_with_the_average_and_explores_with_the_learner(tmp_p
     x = agent.obs_norm(torch.from_numpy(agent.features(obs)))
     with torch.no_grad():
         by_average = agent.q_play(x).argmax(-1).numpy()
+        # Make the learner prefer the action the average picks least, everywhere, so that the
+        # two networks disagree on most rows whatever the initial weights.
+        rare = int(np.bincount(by_average, minlength=6).argmin())
+        agent.q.advantage[-1].bias[rare] += 100.0
         by_learner = agent.q(x).argmax(-1).numpy()
-    assert (by_average != by_learner).any()  # the two networks disagree somewhere
+    assert (by_learner == rare).all() and (by_average != rare).mean() > 0.8
     np.testing.assert_array_equal(agent.select_action(obs, deterministic=True), by_average)
     agent.epsilon = 0.0  # exploration off: the training policy is the learner's argmax
     np.testing.assert_array_equal(agent.select_action(obs, deterministic=False), by_learner)
@@ -198,6 +202,39 @@ def test_dqn_plays_greedily_with_the_average_and_explores_with_the_learner(tmp_p
     assert plain.q_play is None and "q_play" not in plain.state_dict()
     with pytest.raises(ValueError, match="play_average_tau"):
         DQNConfig(play_average_tau=1.5)
+
+
+@pytest.mark.parametrize("cls", [PPOAgent, DQNAgent])
+def test_play_copy_plays_alike_and_carries_no_buffers(cls):
+    cfg = SMALL_DQN if cls is DQNAgent else SMALL_PPO
+    kwargs = {"seed": 3} if cls is DQNAgent else {"num_envs": 64}
+    agent = cls(36, 6, cfg, **kwargs)
+    obs = np.random.default_rng(0).random((64, 36)).astype(np.float32)
+    obs[:, 30:] = 1.0
+    if cls is DQNAgent:  # fill the buffer and learn a little, so the copy has state to match
+        agent.store_transition(obs, np.arange(64) % 6, np.ones(64), obs, np.ones(64, bool))
+        agent.update()
+        agent.epsilon = 0.5
+    rng_before = torch.get_rng_state()
+    twin = agent.play_copy()
+    # Building the copy's networks must not move torch's global generator: the learner's
+    # sampling draws from it, and a moved stream would change the run.
+    assert torch.equal(torch.get_rng_state(), rng_before)
+    # DQN's replay rows are axis 0, PPO's games axis 1 of its (n_steps, num_envs, D) rollouts.
+    axis, buffers = (0, ("buf_obs", "buf_next")) if cls is DQNAgent else (1, ("buf_obs", "buf_raw"))
+    for name in buffers:
+        assert getattr(twin, name).shape[axis] == 1 < getattr(agent, name).shape[axis]
+    assert not twin.optimizer.state  # no optimizer moments either
+    assert twin.architecture == agent.architecture
+    np.testing.assert_array_equal(twin.select_action(obs, deterministic=True),
+                                  agent.select_action(obs, deterministic=True))
+    if cls is DQNAgent:  # exploration draws the same numbers: the random generator came along
+        np.testing.assert_array_equal(twin.select_action(obs), agent.select_action(obs))
+    frozen = twin.select_action(obs, deterministic=True)
+    with torch.no_grad():  # the learner moves on; the copy does not
+        for p in (agent.q if cls is DQNAgent else agent.net).parameters():
+            p.mul_(-1.0)
+    np.testing.assert_array_equal(twin.select_action(obs, deterministic=True), frozen)
 
 
 def test_epsilon_schedule():
