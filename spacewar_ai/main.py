@@ -59,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--timesteps", type=int, default=None,
                     help="training: stop after this many learner decisions (0 with --warm-start: "
                          "save the imitation alone)")
+    tr.add_argument("--minutes", type=float, default=None,
+                    help="training: also stop after this many minutes of wall clock, whichever "
+                         "of --timesteps, --episodes and --minutes comes first")
     tr.add_argument("--num-envs", type=int, default=None, help="games played at once")
     tr.add_argument("--learning-rate", type=float, default=None)
     tr.add_argument("--device", choices=("cpu", "cuda", "auto"), default=None)
@@ -225,7 +228,8 @@ def _run_config(parser, args):
                             ("seed", "seed"), ("device", "device"),
                             ("torch_threads", "torch_threads"),
                             ("checkpoint_dir", "checkpoint_dir"), ("run_name", "run_name"),
-                            ("eval_episodes", "eval_episodes"), ("warm_start", "warm_start")):
+                            ("eval_episodes", "eval_episodes"), ("warm_start", "warm_start"),
+                            ("minutes", "max_minutes")):
             if getattr(args, flag) is not None:
                 train[field] = getattr(args, flag)
         if args.episodes is not None and args.timesteps is None:

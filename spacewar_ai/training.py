@@ -322,6 +322,8 @@ class Trainer:
         t = self.cfg.train
         if self.counters["global_step"] >= t.total_timesteps:
             return True
+        if t.max_minutes and self.counters["wall_seconds"] >= 60 * t.max_minutes:
+            return True
         return bool(t.episodes) and self.counters["episodes"] >= t.episodes
 
     def _after_update(self, losses: dict[str, float], sps: float) -> None:

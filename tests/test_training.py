@@ -250,7 +250,8 @@ def test_cli_refuses_bad_values_in_one_line(tmp_path):
     for args, words in ((["--episodes", "0"], "--episodes must be >= 1"),
                         (["--evaluate"], "needs --checkpoint"),
                         (["--evaluate", "--demo"], "choose one mode"),
-                        (["--config", str(tmp_path / "none.toml")], "no such file")):
+                        (["--config", str(tmp_path / "none.toml")], "no such file"),
+                        (["--minutes", "-1"], "max_minutes")):
         proc = _cli(args)
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 2 and words in err and "Traceback" not in err, err
@@ -271,6 +272,20 @@ def test_training_with_render_draws_without_slowing_to_fps(tmp_path, monkeypatch
     Trainer(tiny(tmp_path, total_timesteps=16 * 16 * 2), render=True, quiet=True).run()
     # Frames were drawn, and never by waiting for the display's frame rate.
     assert calls and not any(calls)
+
+
+def test_a_time_limit_stops_the_run_and_saves_it(tmp_path):
+    from spacewar_ai.main import _run_config
+
+    p = build_parser()
+    assert _run_config(p, p.parse_args(["--minutes", "10"])).train.max_minutes == 10.0
+    # A step budget no run reaches: the clock ends it, after at least 1.2 s of training.
+    out = Trainer(tiny(tmp_path, total_timesteps=10**9, max_minutes=0.02), quiet=True).run()
+    assert 1.2 <= out["wall_seconds"] and out["global_step"] < 10**6 and out["updates"] >= 1
+    saved = load_checkpoint(tmp_path / "ck" / "tiny" / "latest.pt")["metadata"]["counters"]
+    assert saved["updates"] == out["updates"] and saved["wall_seconds"] >= 1.2
+    with pytest.raises(ValueError, match="max_minutes"):
+        TrainConfig(max_minutes=-1)
 
 
 def test_toml_config_file_with_flag_overrides(tmp_path):
