@@ -318,6 +318,17 @@ class Trainer:
                 self.save("best.pt")
         return r.win_rate_a()
 
+    def _progress(self) -> float:
+        """How far the run is through its budget, 0 to 1: epsilon's decay and learning-rate
+        annealing follow it. With a budget of games (`episodes`), whichever budget is nearer its
+        end; `--episodes` alone leaves a step budget no run reaches, and measured by steps alone
+        DQN would explore at epsilon 1.0 to the end."""
+        t, c = self.cfg.train, self.counters
+        progress = c["global_step"] / t.total_timesteps if t.total_timesteps else 1.0
+        if t.episodes:
+            progress = max(progress, c["episodes"] / t.episodes)
+        return min(1.0, progress)
+
     def _done(self) -> bool:
         t = self.cfg.train
         if self.counters["global_step"] >= t.total_timesteps:
@@ -411,8 +422,7 @@ class Trainer:
                     self._finished(info, done)
                 obs = next_obs
                 self._draw()
-            progress = self.counters["global_step"] / self.cfg.train.total_timesteps
-            losses = agent.update(next_obs=obs[:, 0], progress=progress)
+            losses = agent.update(next_obs=obs[:, 0], progress=self._progress())
             dt = time.time() - t0
             self._after_update(losses, self.cfg.ppo.n_steps * n / dt)
 
@@ -426,7 +436,7 @@ class Trainer:
             t0 = time.time()
             losses: dict[str, list[float]] = collections.defaultdict(list)
             for _ in range(DQN_ITERATION_STEPS):
-                agent.set_progress(self.counters["global_step"] / self.cfg.train.total_timesteps)
+                agent.set_progress(self._progress())
                 actions[:, 0] = agent.select_action(obs[:, 0])
                 if self.guide is not None:
                     # Only exploration is guided: epsilon x share of the rows.

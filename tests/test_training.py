@@ -288,6 +288,20 @@ def test_a_time_limit_stops_the_run_and_saves_it(tmp_path):
         TrainConfig(max_minutes=-1)
 
 
+def test_a_budget_of_games_drives_the_schedules(tmp_path):
+    # `--episodes` alone leaves a step budget no run reaches; epsilon's decay and the learning
+    # rate's annealing must still reach their ends as the games run out.
+    for algorithm in ("dqn", "ppo"):
+        trainer = Trainer(tiny(tmp_path, algorithm, total_timesteps=10**12, episodes=40,
+                               run_name=algorithm), quiet=True)
+        out = trainer.run()
+        assert out["episodes"] >= 40 and out["global_step"] < 10**6
+        if algorithm == "dqn":
+            assert trainer.agent.epsilon == pytest.approx(trainer.cfg.dqn.end_epsilon)
+        else:  # annealed to zero by the last update, which saw the budget's last games
+            assert trainer.agent.optimizer.param_groups[0]["lr"] == 0.0
+
+
 def test_toml_config_file_with_flag_overrides(tmp_path):
     from spacewar_ai.main import _run_config
 
