@@ -62,8 +62,9 @@ class RunConfig:
         return cls(**{k: parts[k].from_dict(data.get(k, {})) for k in parts})
 
 
-def load_run_config(path: str | Path) -> RunConfig:
-    """Read a TOML or JSON file with sections [train], [ppo], [dqn], [league], [game], [reward]."""
+def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfig:
+    """Read a TOML or JSON file with sections [train], [ppo], [dqn], [league], [game], [reward].
+    Its fields override `base` (default: the defaults); a resumed run's base is its saved config."""
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"config file {p}: no such file")
@@ -77,8 +78,14 @@ def load_run_config(path: str | Path) -> RunConfig:
             data = json.loads(text)
     except Exception as exc:  # noqa: BLE001 - any parse error becomes one clear line
         raise ValueError(f"config file {p}: cannot be parsed ({exc})") from None
+    merged = (base or RunConfig()).to_dict()
+    for section, fields in data.items():
+        if isinstance(fields, dict) and isinstance(merged.get(section), dict):
+            merged[section].update(fields)
+        else:
+            merged[section] = fields  # an unknown section or a bad value: from_dict names it
     try:
-        return RunConfig.from_dict(data)
+        return RunConfig.from_dict(merged)
     except ValueError as exc:
         raise ValueError(f"config file {p}: {exc}") from None
 

@@ -274,6 +274,29 @@ def test_training_with_render_draws_without_slowing_to_fps(tmp_path, monkeypatch
     assert calls and not any(calls)
 
 
+def test_resume_keeps_the_runs_own_settings_unless_told_otherwise(tmp_path):
+    from spacewar_ai.main import _run_config
+
+    cfg = tiny(tmp_path, "dqn", total_timesteps=16 * 16 * 2)
+    cfg.dqn = DQNConfig(hidden_sizes=(24, 24), stream_size=8, buffer_size=3000, learning_rate=7e-4,
+                        learning_starts=64, batch_size=32)
+    Trainer(cfg, quiet=True).run()
+    latest = str(tmp_path / "ck" / "tiny" / "latest.pt")
+    p = build_parser()
+    # `--resume` alone: the run's algorithm, budget, folders and hyperparameters, not defaults.
+    again = _run_config(p, p.parse_args(["--resume", latest]))
+    assert again.to_dict() == cfg.to_dict()
+    # Flags and a config file given again override just what they name.
+    (tmp_path / "more.toml").write_text("[dqn]\nlearning_rate = 0.0001\n")
+    more = _run_config(p, p.parse_args(["--resume", latest, "--timesteps", "5000",
+                                        "--config", str(tmp_path / "more.toml")]))
+    assert more.train.total_timesteps == 5000 and more.dqn.learning_rate == 1e-4
+    assert more.dqn.buffer_size == 3000 and more.train.checkpoint_dir == cfg.train.checkpoint_dir
+    resumed = Trainer(more, resume=latest, quiet=True).run()
+    assert resumed["global_step"] >= 5000 > 16 * 16 * 2
+    assert Path(resumed["run_dir"]) == tmp_path / "ck" / "tiny"
+
+
 def test_a_time_limit_stops_the_run_and_saves_it(tmp_path):
     from spacewar_ai.main import _run_config
 
