@@ -193,7 +193,6 @@ class BaseAgent(abc.ABC):
         with torch.random.fork_rng(devices=[]):
             twin = self._empty_twin()
         twin.load_state_dict({k: v for k, v in self.state_dict().items() if k != "optimizer"})
-        twin.update_obs_stats = self.update_obs_stats
         return twin
 
     @abc.abstractmethod
@@ -513,6 +512,13 @@ class PolicyStack:
         return out
 
 
+@torch.no_grad()
+def _move_toward(network: nn.Module, source: nn.Module, weight: float) -> None:
+    """Move every weight of `network` this fraction of the way to `source`'s."""
+    for mine, theirs in zip(network.parameters(), source.parameters()):
+        mine.lerp_(theirs, weight)
+
+
 class DuelingQNetwork(nn.Module):
     def __init__(self, state_dim: int, action_dim: int, hidden: tuple, stream: int):
         super().__init__()
@@ -740,13 +746,15 @@ class DQNAgent(BaseAgent):
             if c.target_tau > 0:
                 # Polyak averaging: the target trails the network smoothly instead of jumping to
                 # it every target_update_interval updates.
-                with torch.no_grad():
-                    for target, online in zip(self.q_target.parameters(), self.q.parameters()):
-                        target.lerp_(online, c.target_tau)
+                _move_toward(self.q_target, self.q, c.target_tau)
             elif self.updates % c.target_update_interval == 0:
                 self.q_target.load_state_dict(self.q.state_dict())
             if self.q_play is not None:
-                self._average_into_play()
+                # A plain mean of every step so far until there are 1 / play_average_tau of them
+                # (so the untrained start does not linger), then an exponential moving average.
+                self.play_average_steps += 1
+                _move_toward(self.q_play, self.q,
+                             max(c.play_average_tau, 1.0 / self.play_average_steps))
             losses.append(loss.item())
             qs.append(q.mean().item())
         out = {"q_loss": float(np.mean(losses)), "q_values": float(np.mean(qs)),
@@ -767,16 +775,6 @@ class DQNAgent(BaseAgent):
         twin = super().play_copy()
         twin.rng = copy.deepcopy(self.rng)  # epsilon-greedy play draws from it
         return twin
-
-    @torch.no_grad()
-    def _average_into_play(self) -> None:
-        """One step of the played network's average: a plain mean of every step so far until
-        there are 1 / play_average_tau of them (so the untrained start does not linger), then an
-        exponential moving average with that weight."""
-        self.play_average_steps += 1
-        weight = max(self.config.play_average_tau, 1.0 / self.play_average_steps)
-        for played, online in zip(self.q_play.parameters(), self.q.parameters()):
-            played.lerp_(online, weight)
 
     def state_dict(self) -> dict[str, Any]:
         state = {"q": self.q.state_dict(), "q_target": self.q_target.state_dict(),

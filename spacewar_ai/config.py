@@ -349,8 +349,8 @@ class TrainConfig(_Serializable):
     episodes: int = 0  # stop after this many finished games (0: use total_timesteps only)
     # Stop once the run has trained this long, in minutes of wall clock (evaluations and saves
     # included, summed over resumes); 0: no limit. Only a stop: schedules (epsilon, learning-rate
-    # annealing) still run over total_timesteps, so a run's weights at a given update do not
-    # depend on the host's speed.
+    # annealing) follow steps or games, never the clock, so a run's weights at a given update do
+    # not depend on the host's speed.
     max_minutes: float = 0.0
     seed: int = 0
     device: str = "cpu"  # "cpu", "cuda" or "auto"
@@ -375,10 +375,8 @@ class TrainConfig(_Serializable):
         _require(self.algorithm in ("ppo", "dqn"), "TrainConfig", "algorithm", self.algorithm,
                  "must be 'ppo' or 'dqn'")
         _check_positive(self, ("warm_start_decisions", "warm_start_epochs"), integer=True)
-        _require(isinstance(self.max_minutes, (int, float)) and not isinstance(
-            self.max_minutes, bool) and math.isfinite(self.max_minutes) and self.max_minutes >= 0,
-            "TrainConfig", "max_minutes", self.max_minutes, "must be a number of minutes >= 0 "
-            "(0: no time limit)")
+        _require(_finite(self.max_minutes) and self.max_minutes >= 0, "TrainConfig",
+                 "max_minutes", self.max_minutes, "must be a number of minutes >= 0 (0: no limit)")
         _require(self.device in ("cpu", "cuda", "auto"), "TrainConfig", "device", self.device,
                  "must be 'cpu', 'cuda' or 'auto'")
         _check_positive(self, ("num_envs", "save_interval", "eval_interval", "eval_episodes"),

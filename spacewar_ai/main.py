@@ -216,30 +216,14 @@ def _benchmark_training(parser, args) -> int:
     return 0
 
 
-def _saved_run_config(path: str):
-    """The settings a checkpoint's run was made with (the resolved config saved in it)."""
-    from spacewar_ai.checkpoints import CheckpointError, load_checkpoint
-    from spacewar_ai.training import RunConfig
-
-    try:
-        saved = load_checkpoint(path)["metadata"].get("config") or {}
-    except CheckpointError as exc:
-        raise ValueError(str(exc)) from None
-    try:
-        return RunConfig.from_dict(saved)
-    except ValueError as exc:
-        raise ValueError(f"{path}: its saved settings cannot be read ({exc}); it was written by "
-                         "another version of spacewar-ai") from None
-
-
 def _run_config(parser, args):
     """The resolved run config: defaults, then --config FILE, then flags."""
-    from spacewar_ai.training import RunConfig, load_run_config
+    from spacewar_ai.training import RunConfig, load_run_config, saved_run_config
 
     try:
         # A resumed run keeps its own settings (its saved config); --config and flags given again
         # override them, as they override the defaults for a new run.
-        base = _saved_run_config(args.resume) if args.resume else RunConfig()
+        base = saved_run_config(args.resume) if args.resume else RunConfig()
         cfg = load_run_config(args.config, base) if args.config else base
         train = {}
         for flag, field in (("algorithm", "algorithm"), ("num_envs", "num_envs"),

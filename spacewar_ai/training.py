@@ -90,6 +90,17 @@ def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfi
         raise ValueError(f"config file {p}: {exc}") from None
 
 
+def saved_run_config(path: str | Path) -> RunConfig:
+    """The settings a checkpoint's run was made with (the resolved config saved in it): the base
+    of a resumed run. A bad file raises CheckpointError (a ValueError) naming it."""
+    saved = load_checkpoint(path)["metadata"].get("config") or {}
+    try:
+        return RunConfig.from_dict(saved)
+    except ValueError as exc:
+        raise ValueError(f"{path}: its saved settings cannot be read ({exc}); it was written by "
+                         "another version of spacewar-ai") from None
+
+
 def wilson_interval(wins: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """95% confidence interval of a proportion (Wilson score)."""
     if n == 0:
