@@ -559,6 +559,9 @@ class DQNAgent(BaseAgent):
         if c.play_average_tau > 0:
             self.q_play = DuelingQNetwork(*args).to(self.device)
             self.q_play.load_state_dict(self.q.state_dict())
+        # Frozen (observation statistics, network) pairs, oldest first: with play_ensemble > 1,
+        # greedy play averages their Q-values with the played network's own.
+        self.play_members: list[nn.Sequential] = []
         self.optimizer = torch.optim.Adam(self.q.parameters(), lr=c.learning_rate, foreach=True)
         self.epsilon = c.start_epsilon
         self.updates = 0
@@ -595,8 +598,8 @@ class DQNAgent(BaseAgent):
     @torch.no_grad()
     def select_action(self, state, mask=None, deterministic: bool = False):
         obs, m, single = self._batch(state, mask)
-        if deterministic and self.q_play is not None:
-            action = self._greedy(obs, m, self.q_play)
+        if deterministic:
+            action = self._masked_argmax(self.played_q(obs), m)
         else:
             action = self._greedy(obs, m)
         if not deterministic and self.epsilon > 0:
@@ -607,9 +610,30 @@ class DQNAgent(BaseAgent):
                 action[explore] = scores.argmax(-1)
         return int(action[0]) if single else action
 
-    def _greedy(self, obs: torch.Tensor, mask: torch.Tensor, network=None) -> np.ndarray:
-        q = (self.q if network is None else network)(self.obs_norm(obs))
+    def _greedy(self, obs: torch.Tensor, mask: torch.Tensor) -> np.ndarray:
+        return self._masked_argmax(self.q(self.obs_norm(obs)), mask)
+
+    @staticmethod
+    def _masked_argmax(q: torch.Tensor, mask: torch.Tensor) -> np.ndarray:
         return q.masked_fill(~mask, -math.inf).argmax(-1).cpu().numpy()
+
+    @torch.no_grad()
+    def played_q(self, obs: torch.Tensor) -> torch.Tensor:
+        """The Q-values greedy play acts on, for network inputs (N, input_dim): the played
+        network's (the moving average with play_average_tau, else the learning network), averaged
+        with the ensemble's snapshots when there are any."""
+        q = (self.q if self.q_play is None else self.q_play)(self.obs_norm(obs))
+        for member in self.play_members:
+            q = q + member(obs)
+        return q / (1 + len(self.play_members))
+
+    def _snapshot_for_play(self) -> None:
+        """Keep a frozen copy of the played network and its observation statistics, dropping the
+        oldest beyond play_ensemble - 1. Copied, not rebuilt: building draws from torch's
+        generator, which the learner's sampling also draws from."""
+        played = self.q if self.q_play is None else self.q_play
+        member = copy.deepcopy(nn.Sequential(self.obs_norm, played)).requires_grad_(False)
+        self.play_members = (self.play_members + [member])[-(self.config.play_ensemble - 1):]
 
     @torch.no_grad()
     def stored_greedy(self, idx: np.ndarray) -> np.ndarray:
@@ -755,6 +779,8 @@ class DQNAgent(BaseAgent):
                 self.play_average_steps += 1
                 _move_toward(self.q_play, self.q,
                              max(c.play_average_tau, 1.0 / self.play_average_steps))
+            if c.play_ensemble > 1 and self.updates % c.play_ensemble_interval == 0:
+                self._snapshot_for_play()
             losses.append(loss.item())
             qs.append(q.mean().item())
         out = {"q_loss": float(np.mean(losses)), "q_values": float(np.mean(qs)),
@@ -774,6 +800,9 @@ class DQNAgent(BaseAgent):
     def play_copy(self) -> DQNAgent:
         twin = super().play_copy()
         twin.rng = copy.deepcopy(self.rng)  # epsilon-greedy play draws from it
+        # The ensemble's snapshots are frozen and never written to again, so copies share them:
+        # the league's ten snapshots would otherwise hold 70 more networks.
+        twin.play_members = list(self.play_members)
         return twin
 
     def state_dict(self) -> dict[str, Any]:
@@ -784,6 +813,8 @@ class DQNAgent(BaseAgent):
         if self.q_play is not None:
             state["q_play"] = self.q_play.state_dict()
             state["play_average_steps"] = self.play_average_steps
+        if self.play_members:
+            state["play_members"] = [m.state_dict() for m in self.play_members]
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -795,6 +826,11 @@ class DQNAgent(BaseAgent):
             self.q_play.load_state_dict(state.get("q_play", state["q"]))
             self.play_average_steps = int(state.get("play_average_steps", 0))
         self.obs_norm.load_state_dict(state["obs_norm"])
+        self.play_members = []
+        if self.config.play_ensemble > 1:
+            for member_state in state.get("play_members", [])[-(self.config.play_ensemble - 1):]:
+                self._snapshot_for_play()  # a frozen pair of the right shape, then its weights
+                self.play_members[-1].load_state_dict(member_state)
         if "optimizer" in state:
             self.optimizer.load_state_dict(state["optimizer"])
         self.updates = int(state.get("updates", 0))

@@ -204,6 +204,79 @@ def test_dqn_plays_greedily_with_the_average_and_explores_with_the_learner(tmp_p
         DQNConfig(play_average_tau=1.5)
 
 
+def _ensemble_dqn(members: int) -> DQNAgent:
+    cfg = DQNConfig(hidden_sizes=(16,), stream_size=8, buffer_size=64, batch_size=16,
+                    gradient_steps=1, learning_rate=1e-2, play_ensemble=members,
+                    play_ensemble_interval=2)
+    agent = DQNAgent(36, 6, cfg, seed=0)
+    obs = np.random.default_rng(0).random((16, 36)).astype(np.float32)
+    obs[:, 30:] = 1.0
+    agent.store_transition(obs, np.arange(16) % 6, np.arange(16) % 3, obs, np.ones(16, bool))
+    return agent
+
+
+def test_dqn_greedy_play_averages_q_over_snapshots_each_with_its_own_statistics(tmp_path):
+    torch.manual_seed(0)
+    agent = _ensemble_dqn(members=3)
+    obs = np.random.default_rng(1).random((64, 36)).astype(np.float32)
+    obs[:, 30:] = 1.0
+    x = torch.from_numpy(agent.features(obs))
+    snapshots = {}  # gradient step -> (the network's Q on x, normalized with its statistics)
+    for step in range(1, 7):
+        agent.update()
+        if step % 2 == 0:  # a snapshot every play_ensemble_interval = 2 gradient steps
+            with torch.no_grad():
+                snapshots[step] = agent.q(agent.obs_norm(x))
+            # The statistics move on after each snapshot; a snapshot keeps those it had.
+            shifted = obs[:16].copy()
+            shifted[:, :30] += step
+            agent.store_transition(shifted, np.zeros(16, int), np.zeros(16), shifted,
+                                   np.ones(16, bool))
+    # Two snapshots are kept (play_ensemble - 1), the newest: steps 4 and 6, not 2.
+    assert len(agent.play_members) == 2
+    with torch.no_grad():
+        now = agent.q(agent.obs_norm(x))
+    expected = (now + snapshots[4] + snapshots[6]) / 3
+    assert torch.allclose(agent.played_q(x), expected, atol=1e-5)
+    assert not torch.allclose(agent.played_q(x), (now + snapshots[2] + snapshots[6]) / 3,
+                              atol=1e-3)
+    np.testing.assert_array_equal(agent.select_action(obs, deterministic=True),
+                                  expected.argmax(-1).numpy())
+    # Exploration and learning are the learner's own: with epsilon 0 it plays its argmax...
+    agent.epsilon = 0.0
+    np.testing.assert_array_equal(agent.select_action(obs), now.argmax(-1).numpy())
+    # ...and it learns exactly what it would without the ensemble.
+    torch.manual_seed(0)
+    plain = _ensemble_dqn(members=1)
+    for step in range(1, 7):
+        plain.update()
+        if step % 2 == 0:
+            shifted = obs[:16].copy()
+            shifted[:, :30] += step
+            plain.store_transition(shifted, np.zeros(16, int), np.zeros(16), shifted,
+                                   np.ones(16, bool))
+    assert not plain.play_members and "play_members" not in plain.state_dict()
+    for a, b in zip(plain.q.parameters(), agent.q.parameters()):
+        assert torch.equal(a, b)
+    # The snapshots travel with saves, loads, exports and play copies.
+    agent.save(tmp_path / "ens.pt")
+    again = DQNAgent(36, 6, agent.config, seed=0)
+    again.load(tmp_path / "ens.pt")
+    export_for_play(tmp_path / "ens.pt", tmp_path / "play.pt")
+    exported, _ = load_agent(tmp_path / "play.pt")
+    twin = agent.play_copy()
+    for other in (again, exported, twin):
+        assert torch.allclose(other.played_q(x), expected, atol=1e-5)
+    # A play copy (ten in the league) shares the frozen snapshots instead of holding its own.
+    assert all(a is b for a, b in zip(twin.play_members, agent.play_members))
+    # Loaded with a smaller ensemble, the newest snapshot is the one kept.
+    fewer = DQNAgent(36, 6, DQNConfig(**{**agent.config.to_dict(), "play_ensemble": 2}), seed=0)
+    fewer.load(tmp_path / "ens.pt")
+    assert torch.allclose(fewer.played_q(x), (now + snapshots[6]) / 2, atol=1e-5)
+    with pytest.raises(ValueError, match="play_ensemble"):
+        DQNConfig(play_ensemble=0)
+
+
 @pytest.mark.parametrize("cls", [PPOAgent, DQNAgent])
 def test_play_copy_plays_alike_and_carries_no_buffers(cls):
     cfg = SMALL_DQN if cls is DQNAgent else SMALL_PPO
