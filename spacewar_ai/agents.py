@@ -112,6 +112,7 @@ class BaseAgent(abc.ABC):
 
     algorithm = "base"
     config_class: type = object  # the agent's config dataclass
+    _not_in_play_copies: tuple = ("optimizer",)  # state_dict entries play_copy leaves out
 
     def __init__(self, state_dim: int, action_dim: int, config: Any = None,
                  device: str | torch.device = "cpu", game: GameConfig | None = None):
@@ -192,7 +193,8 @@ class BaseAgent(abc.ABC):
         # the learner's sampling also draws from: leave its stream as it was.
         with torch.random.fork_rng(devices=[]):
             twin = self._empty_twin()
-        twin.load_state_dict({k: v for k, v in self.state_dict().items() if k != "optimizer"})
+        twin.load_state_dict({k: v for k, v in self.state_dict().items()
+                              if k not in self._not_in_play_copies})
         return twin
 
     @abc.abstractmethod
@@ -543,6 +545,7 @@ class DQNAgent(BaseAgent):
 
     algorithm = "dqn"
     config_class = DQNConfig
+    _not_in_play_copies = ("optimizer", "play_members")  # shared by play_copy, not copied
 
     def __init__(self, state_dim: int = 36, action_dim: int = 6, config: DQNConfig | None = None,
                  device: str | torch.device = "cpu", seed: int = 0,
