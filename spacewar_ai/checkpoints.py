@@ -66,6 +66,13 @@ def save_checkpoint(path, agent, metadata: dict[str, Any]) -> None:
     atomic_write_bytes(path, lambda f: torch.save(payload, f))
 
 
+def rewrite_metadata(path, edit) -> None:
+    """Replace a checkpoint's metadata by edit(metadata), atomically; the weights stay as saved."""
+    payload = load_checkpoint(path)
+    payload["metadata_json"] = json.dumps(edit(payload.pop("metadata")), sort_keys=True)
+    atomic_write_bytes(path, lambda f: torch.save(payload, f))
+
+
 def load_checkpoint(path, expect_algorithm: str | None = None,
                     expect_obs_dim: int | None = None) -> dict[str, Any]:
     """Read and check a checkpoint; returns the payload with `metadata` parsed."""

@@ -24,7 +24,7 @@ import torch
 
 from .agents import make_agent, saved_architecture
 from .arena import play_match
-from .checkpoints import CheckpointError, load_checkpoint
+from .checkpoints import CheckpointError, load_agent, load_checkpoint, rewrite_metadata
 from .config import DQNConfig, GameConfig, LeagueConfig, PPOConfig, RewardConfig, TrainConfig
 from .engine import DeathCause
 from .environment import SpacewarVectorEnv
@@ -163,8 +163,9 @@ class Trainer:
         torch.set_num_threads(t.torch_threads or os.cpu_count() or 1)
         self.device = "cuda" if t.device == "auto" and torch.cuda.is_available() else (
             "cpu" if t.device == "auto" else t.device)
+        # best_eval: best.pt's win rate in evaluations, pooled over best_eval_games games.
         self.counters = {"global_step": 0, "episodes": 0, "updates": 0, "best_eval": -1.0,
-                         "wall_seconds": 0.0}
+                         "best_eval_games": 0, "wall_seconds": 0.0}
         resume_ckpt = None
         if resume is not None:
             resume_ckpt = load_checkpoint(resume, expect_algorithm=t.algorithm,
@@ -172,6 +173,9 @@ class Trainer:
             meta = resume_ckpt["metadata"]
             self.run_name = meta.get("run_name") or t.run_name
             self.counters.update(meta.get("counters", {}))
+            if self.counters["best_eval"] >= 0 and not self.counters["best_eval_games"]:
+                # Written before the figure was pooled: it stood for one evaluation's games.
+                self.counters["best_eval_games"] = t.eval_episodes
         else:
             # A run against champions says so: runs/ otherwise lists it like a fresh start.
             kind = "champion-" if champions else ""
@@ -229,6 +233,7 @@ class Trainer:
         self.render = render
         self.guide = guide
         self.progress = _Progress(quiet)
+        self._best_pilot: AgentPilot | None = None  # best.pt's player, once loaded or made
         self.recent = collections.deque(maxlen=100)  # learner outcomes: 1 win, 0.5 draw, 0 loss
         self.recent_wins = collections.deque(maxlen=100)
         self.writer = None
@@ -308,33 +313,62 @@ class Trainer:
         return path
 
     def evaluate_now(self) -> float:
+        """Evaluate the greedy player (eval/win_rate, the learning curve) and let it challenge
+        best.pt. Returns the evaluation's win rate."""
         t = self.cfg.train
         pilot = AgentPilot(self.agent.play_copy(), "learner", deterministic=True)
         opponent = resolve_player(t.eval_opponent, self.cfg.game)
         games = t.eval_episodes + t.eval_episodes % 2
         updates = self.counters["updates"]
 
-        def win_rate(seed: int):
-            return play_match(pilot, opponent, games, seed=seed, config=self.cfg.game,
+        def play(player, seed: int):
+            return play_match(player, opponent, games, seed=seed, config=self.cfg.game,
                               reward_config=self.cfg.reward)
 
         selection, confirmation = evaluation_seeds(updates, games)
-        r = win_rate(selection)
+        r = play(pilot, selection)
+        rate = r.win_rate_a()
         step = self.counters["global_step"]
-        self.writer.add_scalar("eval/win_rate", r.win_rate_a(), step)
+        self.writer.add_scalar("eval/win_rate", rate, step)
         self.writer.add_scalar("eval/draw_rate", r.draws / r.n, step)
         self.writer.add_scalar("eval/wall_minutes", self.counters["wall_seconds"] / 60, step)
-        if r.win_rate_a() > self.counters["best_eval"]:
-            # The highest of many noisy evaluations is mostly luck: best.pt picked that way lost
-            # to the last checkpoint by up to 6 points over 200 fresh games (README). A candidate
-            # plays the same number of games again on seeds no evaluation uses, and is judged on
-            # those alone, games it was not selected by.
-            confirmed = win_rate(confirmation).win_rate_a()
-            self.writer.add_scalar("eval/confirmed_win_rate", confirmed, step)
-            if confirmed > self.counters["best_eval"]:
-                self.counters["best_eval"] = confirmed
+        c = self.counters
+        incumbent = self._incumbent()
+        if incumbent is None or rate > c["best_eval"]:
+            # The highest of many noisy evaluations is mostly luck, and so was best.pt while it
+            # was the highest confirmed figure: a figure that only ever went up. Instead the
+            # challenger and best.pt replay the same fresh games, the challenger must win more of
+            # them, and best.pt's figure pools every replay it survives, so it settles on what
+            # best.pt is worth (README, Performance: DQN's best.pt against medium).
+            challenger = play(pilot, confirmation).wins_a
+            self.writer.add_scalar("eval/confirmed_win_rate", challenger / games, step)
+            defended = play(incumbent, confirmation).wins_a if incumbent is not None else -1
+            if challenger > defended:
+                self._best_pilot = pilot
+                c["best_eval"], c["best_eval_games"] = challenger / games, games
                 self.save("best.pt")
-        return r.win_rate_a()
+            else:
+                n = c["best_eval_games"]
+                c["best_eval"] = (c["best_eval"] * n + defended) / (n + games)
+                c["best_eval_games"] = n + games
+                figure = {"best_eval": c["best_eval"], "best_eval_games": c["best_eval_games"]}
+                rewrite_metadata(self.run_dir / "best.pt",
+                                 lambda meta: {**meta, "counters": {**meta["counters"], **figure}})
+            self.writer.add_scalar("eval/best_win_rate", c["best_eval"], step)
+        return rate
+
+    def _incumbent(self) -> AgentPilot | None:
+        """The player saved as best.pt, loaded from the file after a resume."""
+        if self._best_pilot is None and self.counters["best_eval"] >= 0:
+            path = self.run_dir / "best.pt"
+            if not path.exists():
+                return None
+            # Building the network draws initial weights from torch's generator, which the
+            # learner samples from: leave its stream as it was.
+            with torch.random.fork_rng(devices=[]):
+                agent, _ = load_agent(path, self.device)
+            self._best_pilot = AgentPilot(agent, "best", deterministic=True)
+        return self._best_pilot
 
     def _progress(self) -> float:
         """How far the run is through its budget, 0 to 1: epsilon's decay and learning-rate
@@ -402,6 +436,10 @@ class Trainer:
                 self._run_ppo()
             else:
                 self._run_dqn()
+            if self.counters["updates"] % self.cfg.train.eval_interval:
+                # The final network had no evaluation of its own; for DQN it is often the best
+                # (README), so it may challenge best.pt too.
+                self.evaluate_now()
             self.save("latest.pt")
         finally:
             self.writer.close()
