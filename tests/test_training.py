@@ -121,6 +121,17 @@ def test_best_checkpoint_changes_hands_by_winning_the_same_fresh_games(tmp_path)
     assert torch.equal(torch.get_rng_state(), before)
     assert all(torch.equal(held[k], v) for k, v in shipped["net"].items())
 
+    # A checkpoint written before the figure was pooled: its figure stood for one evaluation.
+    from spacewar_ai.checkpoints import rewrite_metadata
+
+    def unpooled(meta):
+        meta["counters"].pop("best_eval_games")
+        return meta
+
+    rewrite_metadata(tr.run_dir / "latest.pt", unpooled)
+    old = Trainer(cfg, resume=tr.run_dir / "latest.pt", quiet=True)
+    assert old.counters["best_eval_games"] == 20
+
 
 def test_the_final_network_is_evaluated_and_may_take_best_checkpoint(tmp_path):
     """A run that stops between evaluations evaluates its last network too: for DQN it is often
