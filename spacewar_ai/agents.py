@@ -638,6 +638,27 @@ class DQNAgent(BaseAgent):
         member = copy.deepcopy(nn.Sequential(self.obs_norm, played)).requires_grad_(False)
         self.play_members = (self.play_members + [member])[-(self.config.play_ensemble - 1):]
 
+    def join_ensemble(self, other: DQNAgent, name: str = "the other model") -> None:
+        """Add another DQN's greedy player (its played network and its snapshots, each with its
+        own observation statistics) to this one's ensemble for greedy play. Independent runs
+        disagree where one run's snapshots agree, so their mean plays better than either's
+        worse half (README: two default runs merged). Learning is untouched; this is for play."""
+        if not isinstance(other, DQNAgent):
+            raise ValueError(f"{name} holds a {other.algorithm.upper()} model; only DQN models "
+                             "average Q-values, so join DQN checkpoints")
+        mine = (self.config.observation_view, self.view_constants, self.input_dim)
+        theirs = (other.config.observation_view, other.view_constants, other.input_dim)
+        if mine != theirs:
+            raise ValueError(f"{name} reads the game through another view ({theirs[0]!r}, "
+                             f"{theirs[2]} inputs, against {mine[0]!r}, {mine[2]}); members "
+                             "must read what this model reads: join models of one game and view")
+        played = other.q if other.q_play is None else other.q_play
+        joined = [copy.deepcopy(nn.Sequential(other.obs_norm, played)).requires_grad_(False)]
+        self.play_members = self.play_members + joined + list(other.play_members)
+        # Saved with the weights, so that loading keeps every member.
+        self.config = dataclasses.replace(self.config,
+                                          play_ensemble=1 + len(self.play_members))
+
     @torch.no_grad()
     def stored_greedy(self, idx: np.ndarray) -> np.ndarray:
         """Greedy actions for stored transitions: the buffer already holds what the network

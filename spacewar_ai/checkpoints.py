@@ -135,15 +135,30 @@ def load_agent(path, device: str = "cpu", expect_algorithm: str | None = None,
     return agent, ckpt
 
 
-def export_for_play(src, dst) -> int:
+def export_for_play(src, dst, ensemble_with=()) -> int:
     """Write a play-only copy of a checkpoint (weights, observation statistics, config and
-    metadata; no optimizer state or target network), atomically. Returns its size in bytes."""
+    metadata; no optimizer state or target network), atomically. Returns its size in bytes.
+    ensemble_with: DQN checkpoints whose greedy players join src's ensemble in the copy."""
     ckpt = load_checkpoint(src)
-    agent_state = {k: v for k, v in ckpt["agent"].items()
-                   if k not in ("optimizer", "q_target")}
+    agent_state = ckpt["agent"]
+    if ensemble_with:
+        agent, _ = load_agent(src)
+        if agent.algorithm != "dqn":
+            raise CheckpointError(f"checkpoint {src}: holds a {agent.algorithm.upper()} model; "
+                                  "only DQN models join an ensemble")
+        for path in ensemble_with:
+            other, _ = load_agent(path)
+            try:
+                agent.join_ensemble(other, f"checkpoint {path}")
+            except ValueError as exc:
+                raise CheckpointError(str(exc)) from None
+        agent_state = agent.state_dict()
+    agent_state = {k: v for k, v in agent_state.items() if k not in ("optimizer", "q_target")}
     meta = ckpt["metadata"]
     meta = {"exported_from": str(src), "run_name": meta.get("run_name"),
             "counters": meta.get("counters", {}), "config": meta.get("config", {})}
+    if ensemble_with:
+        meta["ensemble_with"] = [str(p) for p in ensemble_with]
     payload = {k: ckpt[k] for k in ("format", "format_version", "algorithm", "obs_dim",
                                     "action_dim")}
     payload["agent"] = agent_state

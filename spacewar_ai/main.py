@@ -37,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="print PPO training throughput, ours and Stable-Baselines3's")
     modes.add_argument("--export", default=None, metavar="DST",
                        help="write a play-only copy of --checkpoint (no optimizer state) to DST")
+    p.add_argument("--ensemble-with", nargs="+", default=None, metavar="CHECKPOINT",
+                        help="with --export of a DQN checkpoint: other DQN runs' checkpoints "
+                             "whose greedy players join its ensemble in the copy")
     modes.add_argument("--human-play", action="store_true",
                        help="fly against the AI (--difficulty, or --opponent SPEC), or "
                             "--two-player; F1 shows the keys")
@@ -187,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     if len(chosen) > 1:
         parser.error("choose one mode: " + ", ".join("--" + m.replace("_", "-") for m in chosen))
     mode = chosen[0] if chosen else "train"
+    if args.ensemble_with and mode != "export":
+        parser.error("--ensemble-with joins models in a copy: use it with --export DST "
+                     "--checkpoint PATH")
     try:
         return {"evaluate": _evaluate, "champion_train": _train, "demo": _demo,
                 "benchmark": _benchmark, "benchmark_training": _benchmark_training,
@@ -289,7 +295,7 @@ def _export(parser, args) -> int:
     if not args.checkpoint:
         parser.error("--export needs --checkpoint PATH (the checkpoint to copy)")
     try:
-        size = export_for_play(args.checkpoint, args.export)
+        size = export_for_play(args.checkpoint, args.export, args.ensemble_with or ())
     except CheckpointError as exc:
         parser.error(str(exc))
     print(f"wrote {args.export} ({size / 1e6:.2f} MB)")

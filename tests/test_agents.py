@@ -277,6 +277,53 @@ def test_dqn_greedy_play_averages_q_over_snapshots_each_with_its_own_statistics(
         DQNConfig(play_ensemble=0)
 
 
+def _trained_ensemble(seed: int, steps: int) -> DQNAgent:
+    """A DQN whose greedy player is its network and two snapshots, trained from `seed`."""
+    torch.manual_seed(seed)
+    agent = _ensemble_dqn(members=3)
+    for _ in range(steps):
+        agent.update()
+    assert len(agent.play_members) == 2
+    return agent
+
+
+def test_two_dqn_runs_join_in_one_exported_ensemble(tmp_path):
+    """--export --ensemble-with: the copy's greedy player averages every member of both runs, so
+    its Q-values are the two players' means weighted by their sizes, and it loads as any model."""
+    from spacewar_ai.checkpoints import CheckpointError
+
+    a, b = _trained_ensemble(0, 4), _trained_ensemble(1, 6)
+    a.save(tmp_path / "a.pt")
+    b.save(tmp_path / "b.pt")
+    obs = np.random.default_rng(2).random((64, 36)).astype(np.float32)
+    obs[:, 30:] = 1.0
+    x = torch.from_numpy(a.features(obs))
+    with torch.no_grad():
+        qa, qb = a.played_q(x), b.played_q(x)
+    assert not torch.allclose(qa, qb, atol=1e-3)  # two runs that disagree
+    export_for_play(tmp_path / "a.pt", tmp_path / "ab.pt", ensemble_with=[tmp_path / "b.pt"])
+    joined, ckpt = load_agent(tmp_path / "ab.pt")
+    assert len(joined.play_members) == 5 and joined.config.play_ensemble == 6
+    assert ckpt["metadata"]["ensemble_with"] == [str(tmp_path / "b.pt")]
+    with torch.no_grad():
+        assert torch.allclose(joined.played_q(x), (qa + qb) / 2, atol=1e-5)
+    np.testing.assert_array_equal(joined.select_action(obs, deterministic=True),
+                                  ((qa + qb) / 2).argmax(-1).numpy())
+    # The run being copied is untouched, and wrong partners are refused by name.
+    assert len(load_agent(tmp_path / "a.pt")[0].play_members) == 2
+    PPOAgent(36, 6, SMALL_PPO).save(tmp_path / "ppo.pt")
+    with pytest.raises(CheckpointError, match="ppo.pt holds a PPO model"):
+        export_for_play(tmp_path / "a.pt", tmp_path / "x.pt", ensemble_with=[tmp_path / "ppo.pt"])
+    with pytest.raises(CheckpointError, match="ppo.pt: holds a PPO model"):
+        export_for_play(tmp_path / "ppo.pt", tmp_path / "x.pt", ensemble_with=[tmp_path / "a.pt"])
+    tactical = DQNAgent(36, 6, DQNConfig(**{**a.config.to_dict(), "observation_view": "tactical"}))
+    tactical.save(tmp_path / "tactical.pt")
+    with pytest.raises(CheckpointError, match="tactical.pt reads the game through another view"):
+        export_for_play(tmp_path / "a.pt", tmp_path / "x.pt",
+                        ensemble_with=[tmp_path / "tactical.pt"])
+    assert not (tmp_path / "x.pt").exists()
+
+
 @pytest.mark.parametrize("cls", [PPOAgent, DQNAgent])
 def test_play_copy_plays_alike_and_carries_no_buffers(cls):
     cfg = SMALL_DQN if cls is DQNAgent else SMALL_PPO

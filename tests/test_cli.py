@@ -74,3 +74,24 @@ def test_the_original_designs_whole_flag_set_is_accepted():
     for mode in ("--demo", "--evaluate", "--tournament", "--champion-train", "--human-play",
                  "--iterative", "--llm-arena"):
         assert getattr(build_parser().parse_args([mode]), mode[2:].replace("-", "_"))
+
+
+def test_export_joins_dqn_runs_and_ensemble_with_needs_export(tmp_path):
+    import torch
+
+    from spacewar_ai.agents import DQNAgent
+    from spacewar_ai.checkpoints import load_agent
+    from spacewar_ai.config import DQNConfig
+
+    cfg = DQNConfig(hidden_sizes=(16,), stream_size=8, buffer_size=64)
+    for seed, name in ((0, "a.pt"), (1, "b.pt")):
+        torch.manual_seed(seed)
+        DQNAgent(36, 6, cfg).save(tmp_path / name)
+    out = _run(["spacewar-ai", "--export", str(tmp_path / "ab.pt"), "--checkpoint",
+                str(tmp_path / "a.pt"), "--ensemble-with", str(tmp_path / "b.pt")])
+    assert out.returncode == 0, out.stderr
+    assert "wrote" in out.stdout
+    assert len(load_agent(tmp_path / "ab.pt")[0].play_members) == 1
+    out = _run(["spacewar-ai", "--algorithm", "dqn", "--ensemble-with", str(tmp_path / "b.pt")])
+    assert out.returncode == 2 and "use it with --export" in out.stderr
+    assert "Traceback" not in out.stderr
