@@ -139,10 +139,11 @@ def export_for_play(src, dst, ensemble_with=()) -> int:
     """Write a play-only copy of a checkpoint (weights, observation statistics, config and
     metadata; no optimizer state or target network), atomically. Returns its size in bytes.
     ensemble_with: DQN checkpoints whose greedy players join src's ensemble in the copy."""
-    ckpt = load_checkpoint(src)
-    agent_state = ckpt["agent"]
-    if ensemble_with:
-        agent, _ = load_agent(src)
+    if not ensemble_with:
+        ckpt = load_checkpoint(src)
+        agent_state = ckpt["agent"]
+    else:
+        agent, ckpt = load_agent(src)
         if agent.algorithm != "dqn":
             raise CheckpointError(f"checkpoint {src}: holds a {agent.algorithm.upper()} model; "
                                   "only DQN models join an ensemble")
