@@ -38,8 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     modes.add_argument("--export", default=None, metavar="DST",
                        help="write a play-only copy of --checkpoint (no optimizer state) to DST")
     p.add_argument("--ensemble-with", nargs="+", default=None, metavar="CHECKPOINT",
-                        help="with --export of a DQN checkpoint: other DQN runs' checkpoints "
-                             "whose greedy players join its ensemble in the copy")
+                   help="with --export of a DQN checkpoint: other DQN runs' checkpoints whose "
+                        "greedy players join its ensemble in the copy")
     modes.add_argument("--human-play", action="store_true",
                        help="fly against the AI (--difficulty, or --opponent SPEC), or "
                             "--two-player; F1 shows the keys")
