@@ -625,18 +625,27 @@ class DQNAgent(BaseAgent):
         """The Q-values greedy play acts on, for network inputs (N, input_dim): the played
         network's (the moving average with play_average_tau, else the learning network), averaged
         with the ensemble's snapshots when there are any."""
-        q = (self.q if self.q_play is None else self.q_play)(self.obs_norm(obs))
+        q = self._played_network()(self.obs_norm(obs))
         for member in self.play_members:
             q = q + member(obs)
         return q / (1 + len(self.play_members))
 
+    def _played_network(self) -> nn.Module:
+        """The network greedy play uses besides the ensemble: the moving average if kept."""
+        return self.q if self.q_play is None else self.q_play
+
+    def _frozen_player(self) -> nn.Sequential:
+        """A frozen copy of the played network with its observation statistics: an ensemble
+        member. Copied, not rebuilt: building draws from torch's generator, which the learner's
+        sampling also draws from."""
+        pair = nn.Sequential(self.obs_norm, self._played_network())
+        return copy.deepcopy(pair).requires_grad_(False)
+
     def _snapshot_for_play(self) -> None:
         """Keep a frozen copy of the played network and its observation statistics, dropping the
-        oldest beyond play_ensemble - 1. Copied, not rebuilt: building draws from torch's
-        generator, which the learner's sampling also draws from."""
-        played = self.q if self.q_play is None else self.q_play
-        member = copy.deepcopy(nn.Sequential(self.obs_norm, played)).requires_grad_(False)
-        self.play_members = (self.play_members + [member])[-(self.config.play_ensemble - 1):]
+        oldest beyond play_ensemble - 1."""
+        members = self.play_members + [self._frozen_player()]
+        self.play_members = members[-(self.config.play_ensemble - 1):]
 
     def join_ensemble(self, other: DQNAgent, name: str = "the other model") -> None:
         """Add another DQN's greedy player (its played network and its snapshots, each with its
@@ -646,15 +655,17 @@ class DQNAgent(BaseAgent):
         if not isinstance(other, DQNAgent):
             raise ValueError(f"{name} holds a {other.algorithm.upper()} model; only DQN models "
                              "average Q-values, so join DQN checkpoints")
-        mine = (self.config.observation_view, self.view_constants, self.input_dim)
-        theirs = (other.config.observation_view, other.view_constants, other.input_dim)
+        # Greedy play computes the view once for every member, and a load rebuilds members in
+        # this model's shape: both must match.
+        mine = (self.architecture, self.view_constants, self.input_dim)
+        theirs = (other.architecture, other.view_constants, other.input_dim)
         if mine != theirs:
-            raise ValueError(f"{name} reads the game through another view ({theirs[0]!r}, "
-                             f"{theirs[2]} inputs, against {mine[0]!r}, {mine[2]}); members "
-                             "must read what this model reads: join models of one game and view")
-        played = other.q if other.q_play is None else other.q_play
-        joined = [copy.deepcopy(nn.Sequential(other.obs_norm, played)).requires_grad_(False)]
-        self.play_members = self.play_members + joined + list(other.play_members)
+            raise ValueError(f"{name} has another shape or view ({theirs[0]}, {theirs[2]} "
+                             f"inputs, against {mine[0]}, {mine[2]}); join models of one game "
+                             "trained with the same hidden_sizes, stream_size and "
+                             "observation_view")
+        joined = [other._frozen_player()] + list(other.play_members)
+        self.play_members = self.play_members + joined
         # Saved with the weights, so that loading keeps every member.
         self.config = dataclasses.replace(self.config,
                                           play_ensemble=1 + len(self.play_members))

@@ -303,7 +303,8 @@ class DQNConfig(_Serializable):
     # every play_ensemble_interval gradient steps (the newest play_ensemble - 1, each with its
     # observation statistics). Single snapshots 10 updates apart swing by 10-17 points against
     # medium; with 8, the last checkpoint won 63.3% on seeds 0-4 where the learning network alone
-    # won 52.3%, and best.pt 59.5% against 57.3% (README). Learning and exploration are unchanged.
+    # won 52.3%, and best.pt 63.9% against 57.3% (200 games each; README). Learning and
+    # exploration are unchanged.
     # 1: the played network alone.
     play_ensemble: int = 8
     play_ensemble_interval: int = 1280  # gradient steps: 10 of training's 64-step iterations

@@ -316,11 +316,14 @@ def test_two_dqn_runs_join_in_one_exported_ensemble(tmp_path):
         export_for_play(tmp_path / "a.pt", tmp_path / "x.pt", ensemble_with=[tmp_path / "ppo.pt"])
     with pytest.raises(CheckpointError, match="ppo.pt: holds a PPO model"):
         export_for_play(tmp_path / "ppo.pt", tmp_path / "x.pt", ensemble_with=[tmp_path / "a.pt"])
-    tactical = DQNAgent(36, 6, DQNConfig(**{**a.config.to_dict(), "observation_view": "tactical"}))
-    tactical.save(tmp_path / "tactical.pt")
-    with pytest.raises(CheckpointError, match="tactical.pt reads the game through another view"):
-        export_for_play(tmp_path / "a.pt", tmp_path / "x.pt",
-                        ensemble_with=[tmp_path / "tactical.pt"])
+    # A member must read the same view and have the same shape: a load rebuilds members in the
+    # copy's shape, so a wider partner would have written a file that does not load.
+    for name, change in (("tactical", {"observation_view": "tactical"}),
+                         ("wide", {"hidden_sizes": (32,)})):
+        DQNAgent(36, 6, DQNConfig(**{**a.config.to_dict(), **change})).save(tmp_path / f"{name}.pt")
+        with pytest.raises(CheckpointError, match=f"{name}.pt has another shape or view"):
+            export_for_play(tmp_path / "a.pt", tmp_path / "x.pt",
+                            ensemble_with=[tmp_path / f"{name}.pt"])
     assert not (tmp_path / "x.pt").exists()
 
 

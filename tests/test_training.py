@@ -133,9 +133,8 @@ def test_best_checkpoint_changes_hands_by_winning_the_same_fresh_games(tmp_path)
     assert old.counters["best_eval_games"] == 20
 
 
-def test_the_final_network_is_evaluated_and_may_take_best_checkpoint(tmp_path):
-    """A run that stops between evaluations evaluates its last network too: for DQN it is often
-    the best (README)."""
+def test_a_run_that_stops_between_evaluations_evaluates_its_final_network(tmp_path):
+    """Otherwise the final network could never become best.pt."""
     out = Trainer(tiny(tmp_path, eval_interval=2), quiet=True).run()  # 3 updates
     assert out["updates"] == 3
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
