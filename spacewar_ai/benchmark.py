@@ -204,14 +204,17 @@ def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = F
 
     import tempfile
 
-    def ours(league: LeagueConfig, full_pool: bool) -> float:
+    def ours(league: LeagueConfig, full_pool: bool, opponent_model: bool = True) -> float:
         with tempfile.TemporaryDirectory() as tmp:
             # A budget no host reaches in `seconds`: the clock, not the default 3M steps (50 s on
             # a fast host), ends the run, so every trainer is timed for as long as promised.
+            # Judged against the benchmark's opponent (no evaluation runs in `seconds`), so the
+            # opponent model watches its games as a default run watches the hard pilot's.
             cfg = RunConfig(train=TrainConfig(checkpoint_dir=tmp, log_dir=tmp, run_name="bench",
                                               eval_interval=10**6, save_interval=10**6,
                                               total_timesteps=10**10, max_minutes=seconds / 60,
-                                              seed=seed), league=league)
+                                              seed=seed, eval_opponent=opponent,
+                                              opponent_model=opponent_model), league=league)
             trainer = Trainer(cfg, quiet=True)
             if full_pool:
                 # A run in its steady state: the pool full of snapshots, the curriculum at medium.
@@ -227,6 +230,10 @@ def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = F
     figures["ours"] = scripted
     print(f"  spacewar-ai PPO, defaults, every game against {opponent}   "
           f"{scripted:>10,.0f} steps/s")
+    unmodelled = ours(LeagueConfig(curriculum=(opponent,), scripted_share=1.0), False, False)
+    figures["ours_no_opponent_model"] = unmodelled
+    print(f"  the same without the opponent model ([train] opponent_model = false)   "
+          f"{unmodelled:>10,.0f} steps/s")
     league = LeagueConfig()
     if opponent in league.curriculum:
         full = ours(league, True)

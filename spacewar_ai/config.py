@@ -381,11 +381,21 @@ class TrainConfig(_Serializable):
     warm_start: str = ""
     warm_start_decisions: int = 500_000
     warm_start_epochs: int = 6
+    # Learn a model of eval_opponent from its moves in the learner's own games (opponent_model.py):
+    # saved as opponent_model.pt beside the checkpoints, it is the forecast `search:` plans with.
+    # Fitted once per update on that update's decisions, in minibatches of opponent_model_batch.
+    opponent_model: bool = True
+    opponent_model_batch: int = 2048
+    opponent_model_lr: float = 1e-3
 
     def __post_init__(self) -> None:
         _require(self.algorithm in ("ppo", "dqn"), "TrainConfig", "algorithm", self.algorithm,
                  "must be 'ppo' or 'dqn'")
-        _check_positive(self, ("warm_start_decisions", "warm_start_epochs"), integer=True)
+        _check_positive(self, ("warm_start_decisions", "warm_start_epochs",
+                               "opponent_model_batch"), integer=True)
+        _check_positive(self, ("opponent_model_lr",))
+        _require(isinstance(self.opponent_model, bool), "TrainConfig", "opponent_model",
+                 self.opponent_model, "must be true or false")
         _require(_finite(self.max_minutes) and self.max_minutes >= 0, "TrainConfig",
                  "max_minutes", self.max_minutes, "must be a number of minutes >= 0 (0: no limit)")
         _require(self.device in ("cpu", "cuda", "auto"), "TrainConfig", "device", self.device,

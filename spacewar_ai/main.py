@@ -89,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--opponent", default=None,
                     help="player spec: idle, random, heuristic:easy|medium|hard, pretrained, "
                          "ppo:PATH, dqn:PATH, strategy:PATH.py, search:SPEC[+MODEL] (SPEC with a "
-                         "lookahead, forecasting the opponent with MODEL) or a checkpoint path "
+                         "lookahead, forecasting the opponent with MODEL, by default the model "
+                         "SPEC's training run learned) or a checkpoint path "
                          "(evaluate: default heuristic:hard; human play: instead of --difficulty)")
     ev.add_argument("--eval-episodes", type=int, default=None,
                     help="games per evaluation (default 200; during training 100)")
@@ -286,6 +287,14 @@ def _train(parser, args) -> int:
             print(f"LLM-guided exploration actions: {guide.used:,}")
             guide.close()
     print(f"checkpoints: {summary['run_dir']}  tensorboard --logdir {summary['log_dir']}")
+    model = summary.get("opponent_model")
+    if model:
+        # search: rolls out a PPO policy; a DQN run's model serves one as +MODEL.
+        spec = (os.path.join(summary["run_dir"], "best.pt") if cfg.train.algorithm == "ppo"
+                else f"pretrained+{model['path']}")
+        print(f"opponent model of {model['of']}: {model['path']} ({model['accuracy']:.1%} of "
+              f"its last moves foreseen); plan with it: spacewar-ai --evaluate --checkpoint "
+              f"search:{spec} --opponent {model['of']}")
     return 0
 
 

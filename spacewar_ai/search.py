@@ -11,9 +11,12 @@ flies like this at every decision of every game it plays:
    dead, a timeout, the opponent's own crash, which is no torpedo win), a game still open at the
    horizon 0. Ties go to SPEC's own greedy action.
 
-The opponent model is a network too, not the opponent's rules: by default the shipped
-`pretrained/hard_model.pt`, a PPO actor that imitates `heuristic:hard` from that pilot's own
-observations (behaviour cloning, made by the command in README, "Search at play time"). Where the
+The opponent model is a network too, not the opponent's rules: by default the one SPEC's own
+training run learned by watching the opponent it was judged against (`opponent_model.pt` beside
+the checkpoint, opponent_model.py), and for a model with none beside it (the shipped one, an
+export) the shipped `pretrained/hard_model.pt`, a PPO actor that imitates `heuristic:hard` from
+that pilot's own observations (behaviour cloning, made by the command in README, "Search at play
+time"). Where the
 real opponent plays otherwise, the planner's forecasts are wrong and it gains less (README
 measures how much). `search:SPEC+MODEL` plans with another model: any learned model's spec
 (`pretrained`, `ppo:PATH`, `dqn:PATH`, a checkpoint path), for example a clone of the opponent
@@ -185,7 +188,9 @@ def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int =
 
     POLICY_SPEC is `POLICY` or `POLICY+MODEL`: POLICY a PPO model (empty: `pretrained`), MODEL the
     opponent model, a learned model's spec (`pretrained`, `ppo:PATH`, `dqn:PATH` or a checkpoint
-    path; default: the file `opponent_model`, the shipped clone of the hard pilot)."""
+    path). Without MODEL: the opponent model POLICY's training run learned (`opponent_model.pt`
+    beside its checkpoint), else the file `opponent_model`, the shipped clone of the hard pilot."""
+    from .opponent_model import run_model_path
     from .players import resolve_player, spec_path
 
     config = config if config is not None else GameConfig()
@@ -202,8 +207,13 @@ def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int =
     if plus and not model_spec:
         raise ValueError(f"player {full!r}: nothing after '+'; name the opponent model (a "
                          "checkpoint path, pretrained, ppo:PATH or dqn:PATH) or drop the '+' to "
-                         "plan with the shipped model of the hard pilot")
-    model_spec = model_spec or str(opponent_model)
+                         "plan with the policy's own run's model (else the shipped model of the "
+                         "hard pilot)")
+    if not model_spec:
+        # A training run's own model of the opponent it was judged against, when the policy
+        # comes from one (opponent_model.py); else the shipped clone of the hard pilot.
+        own = run_model_path(spec_path(spec)) if spec_path(spec) is not None else None
+        model_spec = str(own or opponent_model)
     path = spec_path(model_spec)
     if path is None or model_spec.lower().startswith("strategy:"):
         # The planner forecasts with a network, never with the opponent's own rules.

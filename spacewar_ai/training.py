@@ -29,6 +29,8 @@ from .config import DQNConfig, GameConfig, LeagueConfig, PPOConfig, RewardConfig
 from .engine import DeathCause
 from .environment import SpacewarVectorEnv
 from .league import SelfPlayManager
+from .opponent_model import FILE_NAME as OPPONENT_MODEL_FILE
+from .opponent_model import OpponentModel
 from .players import AgentPilot, resolve_player
 
 DQN_ITERATION_STEPS = 64  # DQN vector steps per "update" for logging, evaluation and saving
@@ -230,6 +232,15 @@ class Trainer:
                 self.league.add_fixed(path, self.device)
         self.league.set_learner(self.agent)
         self.league.assign()
+        self.opponent_model: OpponentModel | None = None
+        if t.opponent_model and t.eval_opponent in self.league.scripted:
+            steps = cfg.ppo.n_steps if t.algorithm == "ppo" else DQN_ITERATION_STEPS
+            self.opponent_model = OpponentModel(
+                t.eval_opponent, cfg.game, steps * t.num_envs, t.opponent_model_batch,
+                t.opponent_model_lr, self.device)
+            saved = self.run_dir / OPPONENT_MODEL_FILE
+            if resume_ckpt is not None and saved.is_file():
+                self.opponent_model.load(saved)
         self.render = render
         self.guide = guide
         self.progress = _Progress(quiet)
@@ -310,7 +321,26 @@ class Trainer:
     def save(self, name: str) -> Path:
         path = self.run_dir / name
         self.agent.save(path, self._metadata())
+        if name == "latest.pt" and self.opponent_model is not None and \
+                self.opponent_model.decisions:
+            # Saved with latest.pt, so a resumed run continues the model it had then.
+            self.opponent_model.save(self.run_dir / OPPONENT_MODEL_FILE)
         return path
+
+    def _fit_opponent_model(self) -> None:
+        """Learn from the update's decisions of the modelled opponent (timed with the update:
+        charts/SPS counts its cost)."""
+        fitted = self.opponent_model.fit() if self.opponent_model is not None else {}
+        if fitted:
+            step = self.counters["global_step"]
+            self.writer.add_scalar("charts/opponent_model_accuracy", fitted["accuracy"], step)
+            self.writer.add_scalar("losses/opponent_model_loss", fitted["loss"], step)
+
+    def _watch_opponent(self, obs: np.ndarray, actions: np.ndarray) -> None:
+        """Show the opponent model ship 1's moves in the games the modelled opponent flies."""
+        if self.opponent_model is not None:
+            rows = np.flatnonzero(self.league.assignment == self.opponent_model.spec)
+            self.opponent_model.observe(obs[:, 1], actions[:, 1], rows)
 
     def evaluate_now(self) -> float:
         """Evaluate the greedy player (eval/win_rate, the learning curve) and let it challenge
@@ -448,7 +478,12 @@ class Trainer:
         self.progress.show(f"done: {self.counters['updates']} updates, "
                            f"{self.counters['global_step']:,} steps, "
                            f"{self.counters['episodes']:,} episodes -> {self.run_dir}", final=True)
-        return {"run_dir": str(self.run_dir), "log_dir": str(self.log_dir), **self.counters}
+        summary = {"run_dir": str(self.run_dir), "log_dir": str(self.log_dir), **self.counters}
+        model = self.opponent_model
+        if model is not None and model.decisions:
+            summary["opponent_model"] = {"path": str(self.run_dir / OPPONENT_MODEL_FILE),
+                                         "of": model.spec, "accuracy": model.accuracy}
+        return summary
 
     def _run_ppo(self) -> None:
         agent, env, league = self.agent, self.env, self.league
@@ -463,6 +498,7 @@ class Trainer:
                 if self.guide is not None:
                     actions[:, 0] = self.guide.mix(obs[:, 0], actions[:, 0])
                 actions[:, 1] = league.act(obs[:, 1])
+                self._watch_opponent(obs, actions)
                 next_obs, rewards, term, trunc, info = env.step_both(actions)
                 reward = rewards[:, 0].astype(np.float32)
                 if trunc.any():
@@ -479,6 +515,7 @@ class Trainer:
                 obs = next_obs
                 self._draw()
             losses = agent.update(next_obs=obs[:, 0], progress=self._progress())
+            self._fit_opponent_model()
             dt = time.time() - t0
             self._after_update(losses, self.cfg.ppo.n_steps * n / dt)
 
@@ -498,6 +535,7 @@ class Trainer:
                     # Only exploration is guided: epsilon x share of the rows.
                     actions[:, 0] = self.guide.mix(obs[:, 0], actions[:, 0], agent.epsilon)
                 actions[:, 1] = league.act(obs[:, 1])
+                self._watch_opponent(obs, actions)
                 next_obs, rewards, term, trunc, info = env.step_both(actions)
                 done = term | trunc
                 stored_next = next_obs[:, 0].copy()
@@ -515,6 +553,7 @@ class Trainer:
                     self._finished(info, done)
                 obs = next_obs
                 self._draw()
+            self._fit_opponent_model()
             dt = time.time() - t0
             mean = {k: float(np.mean(v)) for k, v in losses.items()}
             mean.setdefault("epsilon", float(agent.epsilon))

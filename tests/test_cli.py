@@ -54,7 +54,8 @@ def test_training_benchmark_prints_ours_and_sb3_side_by_side():
     assert "league full (10 snapshots" in out.stdout
     rates = [float(line.split()[-2].replace(",", "")) for line in out.stdout.splitlines()
              if line.rstrip().endswith("steps/s")]
-    assert len(rates) == 3 and all(r > 0 for r in rates)
+    assert "without the opponent model" in out.stdout
+    assert len(rates) == 4 and all(r > 0 for r in rates)
     assert "ratio:" in out.stdout
 
 
