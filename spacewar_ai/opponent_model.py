@@ -66,12 +66,9 @@ class OpponentModel:
         if k == 0:
             return
         end = self._filled + k
-        if end > len(self._obs):  # more games than planned for: grow once, keep what is there
-            grow = max(end, 2 * len(self._obs))
-            self._obs = np.concatenate([self._obs, np.zeros((grow - len(self._obs),
-                                                              self._obs.shape[1]), np.float32)])
-            self._actions = np.concatenate([self._actions,
-                                            np.zeros(grow - len(self._actions), np.int64)])
+        if end > len(self._obs):
+            raise RuntimeError(f"the opponent model holds {len(self._obs)} decisions per update "
+                               f"and was shown {end}: call fit() once per update")
         self._obs[self._filled:end] = obs[rows]
         self._actions[self._filled:end] = actions[rows]
         self._filled = end

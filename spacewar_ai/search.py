@@ -212,7 +212,8 @@ def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int =
     if not model_spec:
         # A training run's own model of the opponent it was judged against, when the policy
         # comes from one (opponent_model.py); else the shipped clone of the hard pilot.
-        own = run_model_path(spec_path(spec)) if spec_path(spec) is not None else None
+        policy_path = spec_path(spec)
+        own = run_model_path(policy_path) if policy_path is not None else None
         model_spec = str(own or opponent_model)
     path = spec_path(model_spec)
     if path is None or model_spec.lower().startswith("strategy:"):

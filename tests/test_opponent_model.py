@@ -128,7 +128,8 @@ def test_bad_opponent_model_settings_are_named(field, value):
         TrainConfig(**{field: value})
 
 
-def test_the_cli_names_the_model_and_the_command_that_plans_with_it(tmp_path):
+@pytest.mark.parametrize("algorithm", ["ppo", "dqn"])
+def test_the_cli_names_the_model_and_the_command_that_plans_with_it(tmp_path, algorithm):
     import json
     import shlex
     import subprocess
@@ -136,13 +137,15 @@ def test_the_cli_names_the_model_and_the_command_that_plans_with_it(tmp_path):
 
     cfg = tmp_path / "watch.json"
     cfg.write_text(json.dumps({"ppo": {"n_steps": 16, "hidden_sizes": [32, 32]},
+                               "dqn": {"hidden_sizes": [32, 32], "stream_size": 16,
+                                       "learning_starts": 64, "batch_size": 32},
                                "league": {"curriculum": ["heuristic:hard"]},
                                "train": {"log_dir": str(tmp_path / "runs"),
                                          "eval_interval": 1000}}))
     train = subprocess.run(
-        [sys.executable, "-m", "spacewar_ai", "--config", str(cfg), "--num-envs", "16",
-         "--timesteps", "1024", "--checkpoint-dir", str(tmp_path), "--run-name", "cli",
-         "--quiet"], capture_output=True, text=True, timeout=300)
+        [sys.executable, "-m", "spacewar_ai", "--algorithm", algorithm, "--config", str(cfg),
+         "--num-envs", "16", "--timesteps", "1024", "--checkpoint-dir", str(tmp_path),
+         "--run-name", "cli", "--quiet"], capture_output=True, text=True, timeout=300)
     assert train.returncode == 0, train.stderr
     line = next(x for x in train.stdout.splitlines() if x.startswith("opponent model of"))
     assert str(tmp_path / "cli" / FILE_NAME) in line
@@ -154,4 +157,6 @@ def test_the_cli_names_the_model_and_the_command_that_plans_with_it(tmp_path):
          "--ratings-file", str(tmp_path / "ratings.json")],
         capture_output=True, text=True, timeout=300)
     assert evaluated.returncode == 0, evaluated.stderr
-    assert "search:ppo:best.pt vs heuristic:hard: 2 games" in evaluated.stdout
+    # A DQN run's model serves a PPO policy (search: samples a policy's logits): the shipped one.
+    planner = "search:ppo:best.pt" if algorithm == "ppo" else "search:pretrained+ppo:"
+    assert f"{planner}" in evaluated.stdout and "vs heuristic:hard: 2 games" in evaluated.stdout
