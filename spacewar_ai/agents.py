@@ -342,6 +342,44 @@ class PPOAgent(BaseAgent):
         self.buf_dones[t] = torch.as_tensor(np.asarray(done, dtype=np.float32), device=self.device)
         self.step += 1
 
+    def imitate(self, obs, actions, optimizer: torch.optim.Optimizer, batch_size: int,
+                epochs: int = 1, generator: torch.Generator | None = None, judge: bool = False,
+                on_epoch=None) -> dict[str, float]:
+        """Fit the actor to `actions` taken at raw observations `obs` (N, D) by masked
+        cross-entropy: behaviour cloning (training.behaviour_clone) and the opponent model
+        (opponent_model.py). The observation statistics take in the data first; then `epochs`
+        passes in minibatches, shuffled by `generator` or else in order. With `judge`, the share
+        of `actions` the actor picked before learning anything from them comes back as
+        "foreseen". Returns the last pass's mean loss and agreement (each minibatch's logits
+        before its own step); `on_epoch(epoch, loss, agreement)` hears every pass."""
+        x, mask, _ = self._batch(obs)
+        y = torch.from_numpy(np.asarray(actions, dtype=np.int64)).to(self.device)
+        n = len(y)
+        out: dict[str, float] = {}
+        if judge:
+            with torch.no_grad():
+                before = self.net.logits(self.obs_norm(x), mask).argmax(-1)
+                out["foreseen"] = float((before == y).float().mean())
+        self.obs_norm.update(x)
+        xn = self.obs_norm(x)
+        for epoch in range(epochs):
+            order = (torch.randperm(n, generator=generator).to(self.device)
+                     if generator is not None else torch.arange(n, device=self.device))
+            loss_sum = correct = 0.0
+            for start in range(0, n, batch_size):
+                idx = order[start:start + batch_size]
+                logits = self.net.logits(xn[idx], mask[idx])
+                loss = F.cross_entropy(logits, y[idx])
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                loss_sum += loss.item() * len(idx)
+                correct += (logits.argmax(-1) == y[idx]).sum().item()
+            out["loss"], out["accuracy"] = loss_sum / n, correct / n
+            if on_epoch is not None:
+                on_epoch(epoch, out["loss"], out["accuracy"])
+        return out
+
     @torch.no_grad()
     def value_of(self, state) -> np.ndarray:
         obs, _, _ = self._batch(state)

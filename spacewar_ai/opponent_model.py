@@ -21,11 +21,8 @@ without it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from .agents import PPOAgent
 from .checkpoints import load_checkpoint
@@ -74,33 +71,19 @@ class OpponentModel:
         self._filled = end
 
     def fit(self) -> dict[str, float]:
-        """One pass over the decisions observed since the last fit, in minibatches. Returns the
-        model's accuracy on them before it learned from them (a held-out figure: it had never
-        seen these positions) and the mean loss; an empty dict when nothing was observed."""
+        """One pass over the decisions observed since the last fit, in minibatches, in order.
+        Returns the share of them the model foresaw before it learned from them (a held-out
+        figure: it had never seen these positions; judging each minibatch as it is learned would
+        save that forward pass but count what the update's earlier minibatches had just taught
+        it) and the mean loss; an empty dict when nothing was observed."""
         n, self._filled = self._filled, 0
         if n == 0:
             return {}
-        agent = self.agent
-        x, mask, _ = agent._batch(self._obs[:n])
-        y = torch.from_numpy(self._actions[:n]).to(agent.device)
-        with torch.no_grad():
-            # One more forward pass: judging each minibatch as it is learned would save it but
-            # would count what the update's earlier minibatches had just taught the model.
-            before = agent.net.logits(agent.obs_norm(x), mask).argmax(-1)
-            accuracy = float((before == y).float().mean())
-        agent.obs_norm.update(x)
-        xn = agent.obs_norm(x)
-        loss_sum = 0.0
-        for start in range(0, n, self.batch_size):
-            sl = slice(start, start + self.batch_size)
-            loss = F.cross_entropy(agent.net.logits(xn[sl], mask[sl]), y[sl])
-            agent.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            agent.optimizer.step()
-            loss_sum += loss.item() * len(y[sl])
+        fitted = self.agent.imitate(self._obs[:n], self._actions[:n], self.agent.optimizer,
+                                    self.batch_size, judge=True)
         self.decisions += n
-        self.accuracy = accuracy
-        return {"accuracy": accuracy, "loss": loss_sum / n, "decisions": float(self.decisions)}
+        self.accuracy = fitted["foreseen"]
+        return {"accuracy": self.accuracy, "loss": fitted["loss"]}
 
     def save(self, path: str | Path) -> None:
         """An ordinary PPO checkpoint (atomic), with what it models in its metadata."""
@@ -119,7 +102,3 @@ def run_model_path(policy_path: str | Path) -> Path | None:
     candidate = Path(policy_path).parent / FILE_NAME
     return candidate if candidate.is_file() else None
 
-
-def modelled_opponent(path: str | Path) -> Any:
-    """What a saved opponent model imitates (the spec in its metadata), or None."""
-    return load_checkpoint(path)["metadata"].get("opponent_model_of")

@@ -604,36 +604,18 @@ def behaviour_clone(agent, teacher: str, config: GameConfig, decisions: int = 50
     The actor is fitted by cross-entropy on the teacher's actions (`teacher_games`) under the
     action mask, and the observation statistics are set from the same data. Returns the final
     epoch's loss and accuracy (agreement with the teacher)."""
-    import torch.nn.functional as F
-
     xs, ys = [], []
     teacher_games(teacher, config, decisions, seed,
                   lambda obs, action, *_: (xs.append(obs), ys.append(action)))
-    x = torch.from_numpy(agent.features(np.concatenate(xs))).to(agent.device)
-    y = torch.from_numpy(np.concatenate(ys)).to(agent.device)
-    mask = x[:, -agent.action_dim:] > 0.5
-    mask[~mask.any(1), 0] = True
-    agent.obs_norm.update(x)
-    xn = agent.obs_norm(x)
-    optimizer = torch.optim.Adam(agent.net.actor.parameters(), lr=lr)
-    gen = torch.Generator().manual_seed(seed)
-    loss_sum = correct = 0.0
-    for epoch in range(epochs):
-        perm = torch.randperm(len(x), generator=gen).to(agent.device)
-        loss_sum = correct = 0.0
-        for start in range(0, len(x), batch_size):
-            idx = perm[start:start + batch_size]
-            logits = agent.net.logits(xn[idx], mask[idx])
-            loss = F.cross_entropy(logits, y[idx])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            loss_sum += loss.item() * len(idx)
-            correct += (logits.argmax(-1) == y[idx]).sum().item()
-        if not quiet:
-            print(f"warm start from {teacher}: epoch {epoch + 1}/{epochs}, loss "
-                  f"{loss_sum / len(x):.3f}, agreement {correct / len(x):.1%}")
-    return {"loss": loss_sum / len(x), "accuracy": correct / len(x), "decisions": len(x)}
+    report = None if quiet else (
+        lambda epoch, loss, agreement: print(f"warm start from {teacher}: epoch {epoch + 1}/"
+                                             f"{epochs}, loss {loss:.3f}, agreement "
+                                             f"{agreement:.1%}"))
+    actions = np.concatenate(ys)
+    fitted = agent.imitate(np.concatenate(xs), actions,
+                           torch.optim.Adam(agent.net.actor.parameters(), lr=lr), batch_size,
+                           epochs, torch.Generator().manual_seed(seed), on_epoch=report)
+    return {"loss": fitted["loss"], "accuracy": fitted["accuracy"], "decisions": len(actions)}
 
 
 def demonstration_start(agent, teacher: str, config: GameConfig, decisions: int = 200_000,
