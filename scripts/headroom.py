@@ -34,10 +34,10 @@ import time
 import numpy as np
 
 from spacewar_ai.benchmark import random_valid_actions
-from spacewar_ai.bots import HeuristicPilot
+from spacewar_ai.scripted import HeuristicPilot
 from spacewar_ai.config import GameConfig
 from spacewar_ai.engine import FRAME, OVER, REAL_WINNER, Action, GameBatch
-from spacewar_ai.players import resolve_player
+from spacewar_ai.pilots import make_pilot
 from spacewar_ai.search import SearchPilot
 
 
@@ -77,7 +77,7 @@ def plan_games(games: int, horizon: int, rollout: str, seed: int = 0,
         raise ValueError(f"opponent_noise={opponent_noise} must be in [0, 1]")
     cfg = config if config is not None else GameConfig()
     hard = HeuristicPilot("hard", cfg)
-    player = resolve_player(rollout, cfg, seed, deterministic=True)
+    player = make_pilot(rollout, cfg, seed, deterministic=True)
     live = GameBatch(games, cfg)
     live.reset(seeds=np.arange(seed, seed + games))
     planner = None

@@ -18,10 +18,10 @@ import sys
 import numpy as np
 
 from spacewar_ai import engine
-from spacewar_ai.bots import make_pilot
+from spacewar_ai.pilots import make_pilot
 from spacewar_ai.config import GameConfig
 from spacewar_ai.engine import GameBatch
-from spacewar_ai.views import tactical_view, view_constants
+from spacewar_ai.features import tactical_view, view_constants
 
 
 def forked_shots(games: int = 64, decisions: int = 150, every: int = 10):

@@ -26,8 +26,10 @@ _LAZY = {
     "BaseAgent": "agents",
     "PPOAgent": "agents",
     "DQNAgent": "agents",
+    "League": "league",
     "SelfPlayManager": "league",
-    "APIKeyManager": "llm_integration",
+    "make_pilot": "pilots",
+    "APIKeyManager": "llm_clients",
 }
 
 

@@ -22,8 +22,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .config import DQNConfig, GameConfig, PPOConfig
-from .replay import SumTree
-from .views import MIN_DIM, apply_view, view_constants, view_width
+from .features import MIN_DIM, apply_view, view_constants, view_width
+from .replay_buffer import ReplayBuffer
 
 NEG_INF = -1e9  # a finite "minus infinity": keeps softmax and log-probs free of NaN
 # Config fields that shape the network: a checkpoint only loads into an agent built with the same.
@@ -607,22 +607,9 @@ class DQNAgent(BaseAgent):
         self.epsilon = c.start_epsilon
         self.updates = 0
         self.rng = np.random.default_rng(seed)
-        n = c.buffer_size
-        self.buf_obs = np.zeros((n, self.input_dim), dtype=np.float32)  # network inputs
-        self.buf_next = np.zeros((n, self.input_dim), dtype=np.float32)
-        self.buf_actions = np.zeros(n, dtype=np.int64)
-        self.buf_rewards = np.zeros(n, dtype=np.float32)
-        self.buf_terminated = np.zeros(n, dtype=np.float32)
-        self.buf_discount = np.zeros(n, dtype=np.float32)  # gamma ** (decisions summed)
-        self.buf_pos = 0
-        self.buf_full = False
-        # Prioritized replay: the slots' priorities, and the largest one seen, which new
-        # transitions get so that each is drawn at least about once before its error is known.
-        self.priorities = SumTree(n) if c.priority_alpha > 0 else None
-        self.max_priority = 1.0
+        self.replay = ReplayBuffer(c.buffer_size, self.input_dim, c.n_step, c.gamma,
+                                   c.priority_alpha)
         self.beta = c.priority_beta
-        self._pending: dict[str, np.ndarray] | None = None  # n-step windows, built on first store
-        self._window_step = 0
 
     def set_progress(self, progress: float) -> None:
         """Linear epsilon decay over the first exploration_fraction of the run; with anneal_lr,
@@ -712,102 +699,47 @@ class DQNAgent(BaseAgent):
     def stored_greedy(self, idx: np.ndarray) -> np.ndarray:
         """Greedy actions for stored transitions: the buffer already holds what the network
         reads, so no second pass through `features`."""
-        obs, m, _ = self._batch(self.buf_obs[idx], viewed=True)
+        obs, m, _ = self._batch(self.replay.obs[idx], viewed=True)
         return self._greedy(obs, m)
 
     def store_transition(self, obs, action, reward, next_obs, terminated, done=None,
                          **kwargs) -> None:
         """Add one decision of every game (a batch, or one). next_obs of a finished game is its
         final observation; `terminated` is true only for real ends, `done` for any end
-        (termination or truncation; defaults to `terminated`).
-
-        With n_step > 1, a transition enters the replay buffer once its n decisions are known or
-        its game ended, holding the discounted sum of their rewards. The windows are (n, N)
-        arrays, one slot per start step, so the bookkeeping is a few array operations per call.
-        """
+        (termination or truncation; defaults to `terminated`). The replay buffer holds what
+        the network reads, with n-step returns (replay_buffer.ReplayBuffer)."""
         c = self.config
         obs = self.features(np.asarray(obs, dtype=np.float32).reshape(-1, self.state_dim))
         nxt = self.features(np.asarray(next_obs, dtype=np.float32).reshape(-1, self.state_dim))
-        k = obs.shape[0]
         reward = np.asarray(reward, dtype=np.float32).reshape(-1) * c.reward_scale
         term = np.asarray(terminated, dtype=bool).reshape(-1)
         ended = term if done is None else np.asarray(done, dtype=bool).reshape(-1) | term
-        w = self._pending
-        if w is None or w["obs"].shape[1] != k:
-            n = c.n_step
-            w = self._pending = {
-                "obs": np.zeros((n, k, self.input_dim), np.float32),
-                "action": np.zeros((n, k), np.int64), "ret": np.zeros((n, k), np.float32),
-                "open": np.zeros((n, k), bool), "age": np.zeros(n, np.int64)}
-            self._window_step = 0
-        n = c.n_step
-        slot = self._window_step % n
-        w["obs"][slot] = obs
-        w["action"][slot] = np.asarray(action).reshape(-1)
-        w["ret"][slot] = 0.0
-        w["open"][slot] = True
-        w["age"][slot] = 0
-        for s in range(n):
-            if not w["open"][s].any():
-                continue
-            age = int(w["age"][s])
-            opened = w["open"][s]
-            w["ret"][s] += np.where(opened, (c.gamma ** age) * reward, 0.0)
-            emit = opened & (ended | (age == n - 1))
-            if emit.any():
-                self._add(w["obs"][s][emit], w["action"][s][emit], w["ret"][s][emit], nxt[emit],
-                          term[emit], c.gamma ** (age + 1))
-                w["open"][s] &= ~emit
-            w["age"][s] = age + 1
-        self._window_step += 1
+        self.replay.add_step(obs, action, reward, nxt, term, ended)
         if self.update_obs_stats:
             self.obs_norm.update(torch.from_numpy(obs).to(self.device))
 
-    def _add(self, obs, action, ret, next_obs, terminated, discount: float) -> None:
-        k = obs.shape[0]
-        idx = (self.buf_pos + np.arange(k)) % self.config.buffer_size
-        self.buf_obs[idx] = obs
-        self.buf_next[idx] = next_obs
-        self.buf_actions[idx] = action
-        self.buf_rewards[idx] = ret
-        self.buf_terminated[idx] = terminated
-        self.buf_discount[idx] = discount
-        if self.priorities is not None:
-            self.priorities.set(idx, np.full(k, self.max_priority))
-        if self.buf_pos + k >= self.config.buffer_size:
-            self.buf_full = True
-        self.buf_pos = int((self.buf_pos + k) % self.config.buffer_size)
-
     def __len__(self) -> int:
-        return self.config.buffer_size if self.buf_full else self.buf_pos
-
-    def importance_weights(self, idx: np.ndarray) -> np.ndarray:
-        """Loss weights (N * P(i)) ** -beta of prioritized draws: they undo the bias of drawing by
-        priority, fully at beta = 1. Divided by the batch's largest, so steps only ever shrink."""
-        w = (len(self) * self.priorities.get(idx) / self.priorities.total) ** -self.beta
-        return (w / w.max()).astype(np.float32)
+        return len(self.replay)
 
     def update(self, margin: float = 0.0, **kwargs) -> dict[str, float]:
         """`gradient_steps` steps on the TD loss. margin > 0 adds DQfD's large-margin loss,
         treating every stored action as a demonstration: only for a buffer of a teacher's games
-        (`training.demonstration_start`)."""
+        (`warm_start.demonstration_start`)."""
         c = self.config
         size = len(self)
         if size < max(c.batch_size, 1):
             raise RuntimeError(f"update() needs at least batch_size={c.batch_size} transitions, "
                                f"the buffer has {size}")
+        replay = self.replay
         losses, qs, margins = [], [], []
         for _ in range(c.gradient_steps):
+            idx = replay.sample(c.batch_size, self.rng)
             weights = None
-            if self.priorities is None:
-                idx = self.rng.integers(0, size, c.batch_size)
-            else:
-                idx = self.priorities.sample(c.batch_size, self.rng)
-                weights = torch.from_numpy(self.importance_weights(idx)).to(self.device)
+            if replay.priorities is not None:
+                weights = torch.from_numpy(replay.importance_weights(idx, self.beta)).to(
+                    self.device)
             obs, nxt, actions, rewards, term, discount = (
-                torch.from_numpy(a[idx]).to(self.device)
-                for a in (self.buf_obs, self.buf_next, self.buf_actions, self.buf_rewards,
-                          self.buf_terminated, self.buf_discount))
+                torch.from_numpy(a).to(self.device) for a in replay.arrays(idx))
             next_mask = nxt[:, -self.action_dim:] > 0.5
             next_mask[~next_mask.any(1), 0] = True
             with torch.no_grad():
@@ -835,11 +767,9 @@ class DQNAgent(BaseAgent):
             nn.utils.clip_grad_norm_(self.q.parameters(), c.max_grad_norm)
             self.optimizer.step()
             self.updates += 1
-            if self.priorities is not None:
-                p = (np.abs((q - target).detach().cpu().numpy()).astype(np.float64)
-                     + c.priority_eps) ** c.priority_alpha
-                self.priorities.set(idx, p)
-                self.max_priority = max(self.max_priority, float(p.max()))
+            if replay.priorities is not None:
+                replay.set_priorities(idx, (np.abs((q - target).detach().cpu().numpy()).astype(
+                    np.float64) + c.priority_eps) ** c.priority_alpha)
             if c.target_tau > 0:
                 # Polyak averaging: the target trails the network smoothly instead of jumping to
                 # it every target_update_interval updates.
@@ -861,7 +791,7 @@ class DQNAgent(BaseAgent):
                "learning_rate": float(self.optimizer.param_groups[0]["lr"])}
         if margins:
             out["margin_loss"] = float(np.mean(margins))
-        if self.priorities is not None:
+        if self.replay.priorities is not None:
             out["priority_beta"] = float(self.beta)
         return out
 

@@ -12,7 +12,8 @@ import time
 
 import numpy as np
 
-from .bots import HeuristicPilot
+from .engine import MASK
+from .scripted import HeuristicPilot
 from .config import GameConfig
 from .environment import SpacewarEnv, SpacewarVectorEnv
 
@@ -28,7 +29,7 @@ def _median_rate(fn, work: int, repeats: int) -> float:
 
 def random_valid_actions(obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Uniform valid actions for observations (..., D), from their masks."""
-    mask = obs[..., 30:] > 0.5
+    mask = obs[..., MASK] > 0.5
     scores = rng.random(mask.shape) * mask
     return scores.argmax(axis=-1)
 
@@ -192,8 +193,8 @@ def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = F
 
     import torch
 
-    from .training import RunConfig, Trainer
-    from .config import LeagueConfig, TrainConfig
+    from .config import LeagueConfig, RunConfig, TrainConfig
+    from .training import Trainer
 
     if quick:
         seconds = 8.0

@@ -33,11 +33,14 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be used, with the file and the reason in the message."""
 
 
+TEMP_SUFFIX = ".tmp"
+
+
 def atomic_write_bytes(path: str | os.PathLike, write) -> None:
     """Call write(file_object) on a temporary file beside `path`, fsync it, then rename it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a saved file should look like any other
@@ -51,6 +54,19 @@ def atomic_write_bytes(path: str | os.PathLike, write) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def remove_stale_temps(folder: str | os.PathLike) -> list[Path]:
+    """Remove the temporary files of writes that a kill interrupted (`.<name>.<random>.tmp`) in
+    a run's folder and its league/. Called when the run starts or resumes, when nothing else
+    writes there; returns what it removed."""
+    removed = []
+    for sub in (Path(folder), Path(folder) / "league"):
+        if sub.is_dir():
+            for tmp in sub.glob(f".*{TEMP_SUFFIX}"):
+                tmp.unlink(missing_ok=True)
+                removed.append(tmp)
+    return removed
 
 
 def save_checkpoint(path, agent, metadata: dict[str, Any]) -> None:
@@ -110,6 +126,19 @@ def load_checkpoint(path, expect_algorithm: str | None = None,
     return payload
 
 
+def saved_run_config(path):
+    """The settings a checkpoint's run was made with (the resolved config saved in it): the base
+    of a resumed run. A bad file raises CheckpointError (a ValueError) naming it."""
+    from .config import RunConfig
+
+    saved = load_checkpoint(path)["metadata"].get("config") or {}
+    try:
+        return RunConfig.from_dict(saved)
+    except ValueError as exc:
+        raise CheckpointError(f"checkpoint {path}: its saved settings cannot be read ({exc}); "
+                              "it was written by another version of spacewar-ai") from None
+
+
 def load_agent(path, device: str = "cpu", expect_algorithm: str | None = None,
                expect_obs_dim: int | None = None):
     """Build the agent a checkpoint holds (algorithm read from the file) and load it."""
@@ -132,7 +161,26 @@ def load_agent(path, device: str = "cpu", expect_algorithm: str | None = None,
     except (KeyError, RuntimeError, ValueError, TypeError) as exc:
         raise CheckpointError(f"checkpoint {path}: its {algo} model does not load "
                               f"({str(exc).splitlines()[0][:200]})") from None
+    check_finite(ckpt["agent"], path)
     return agent, ckpt
+
+
+def check_finite(state, path) -> None:
+    """Refuse weights holding NaN or infinity: such a model would play, silently, at random."""
+    def tensors(x):
+        if isinstance(x, torch.Tensor):
+            yield x
+        elif isinstance(x, dict):
+            for v in x.values():
+                yield from tensors(v)
+        elif isinstance(x, (list, tuple)):
+            for v in x:
+                yield from tensors(v)
+
+    for t in tensors({k: v for k, v in state.items() if k != "optimizer"}):
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            raise CheckpointError(f"checkpoint {path}: its weights hold NaN or infinite values "
+                                  "(a diverged run); use an earlier checkpoint of the run")
 
 
 def export_for_play(src, dst, ensemble_with=()) -> int:

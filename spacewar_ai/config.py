@@ -8,23 +8,33 @@ One engine step is one frame of the 1962 main loop.
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 START_POSITIONS = ("classic", "orbit")
+# Values of an observation before its action mask (engine.py names the parts of the layout).
+OBS_MASK = 30
+
+
+def nearest(name: str, choices) -> str:
+    """ "did you mean 'x'?" for the closest of choices, or "" when none is close."""
+    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else ""
 
 
 def _fields_from_dict(cls, data: dict[str, Any]):
     """Build a dataclass from a dict, naming any unknown key instead of silently dropping it."""
     if not isinstance(data, dict):
-        raise ValueError(f"{cls.__name__}: expected a dict of fields, got {type(data).__name__}")
+        raise ValueError(f"{cls.__name__}: expected a table of fields, got {type(data).__name__}")
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - known)
     if unknown:
-        raise ValueError(
-            f"{cls.__name__}: unknown field(s) {unknown}; valid fields are {sorted(known)}"
-        )
+        hint = nearest(unknown[0], known) or f"valid fields are {sorted(known)}"
+        raise ValueError(f"{cls.__name__}: unknown field {unknown[0]!r}; {hint}")
     return cls(**data)
 
 
@@ -100,7 +110,7 @@ class GameConfig:
 
     @property
     def obs_dim(self) -> int:
-        return 30 + self.num_actions
+        return OBS_MASK + self.num_actions
 
     @property
     def torpedo_slots(self) -> int:
@@ -158,6 +168,8 @@ class _Serializable:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]):
+        if not isinstance(data, dict):
+            return _fields_from_dict(cls, data)  # names the type it got
         data = dict(data)
         for f in dataclasses.fields(cls):
             if f.name in data and isinstance(data[f.name], list):
@@ -180,7 +192,7 @@ def _check_unit(obj, names: tuple[str, ...]) -> None:
 
 
 ACTIVATIONS = ("tanh", "relu")
-# What a network reads (views.py): "tactical" is "egocentric" plus aiming and dodging columns;
+# What a network reads (features.py): "tactical" is "egocentric" plus aiming and dodging columns;
 # "egocentric" turns the observation into the ship's own frame; "world" is the observation as
 # documented.
 OBSERVATION_VIEWS = ("tactical", "egocentric", "world")
@@ -201,8 +213,8 @@ def _check_view(obj) -> None:
 class PPOConfig(_Serializable):
     """PPO with separate actor and critic MLPs (CleanRL's recipe, masked logits)."""
 
-    # Higher than CleanRL's 2.5e-4: with 16k-sample batches and 4 gradient steps per update,
-    # 2.5e-4 barely moved the policy (approx KL ~1e-5); 3e-3 learned fastest in 60-150 s sweeps.
+    # Higher than CleanRL's 2.5e-4: with a few big minibatches per update, 2.5e-4 barely moved
+    # the policy (sweeps in VIBE_HISTORY.md).
     learning_rate: float = 3e-3
     n_steps: int = 64  # decisions per game per rollout; a rollout is n_steps x num_envs samples
     gamma: float = 0.99
@@ -211,19 +223,16 @@ class PPOConfig(_Serializable):
     vf_coef: float = 0.5
     ent_coef: float = 0.01
     max_grad_norm: float = 0.5
-    # Samples are cheap here (a fast engine) and gradient steps are not (2 CPU cores): one epoch of
-    # two big minibatches learned as well in 10 minutes as two epochs or 2 x 8 at lr 1e-3, at 1.5x
-    # the speed, and better than CleanRL's 4 x 4 (measured, see README and VIBE_HISTORY).
+    # Samples are cheap here (a fast engine) and gradient steps are not (a CPU): one epoch of two
+    # big minibatches learned as well per minute as more epochs, at a lower cost (VIBE_HISTORY).
     update_epochs: int = 1
     num_minibatches: int = 2
     hidden_sizes: tuple = (256, 256)
     # Hidden-layer nonlinearity, "relu" or "tanh" (CleanRL's). tanh costs as much as the matrix
-    # products on these CPUs: relu trained 25% faster per second and learned as well (README).
+    # products on a CPU, and relu learned as well.
     activation: str = "relu"
-    # What the network reads (views.py). The egocentric view learned to aim in a tenth of the
-    # samples of the world view; with the tactical view's gunnery columns, training reached the
-    # hard pilot's level in under two minutes instead of about ten (README, "What the networks
-    # read").
+    # What the network reads (features.py): the tactical view hands it a gunner's arithmetic,
+    # which a network otherwise needs many samples to learn (ARCHITECTURE.md).
     observation_view: str = "tactical"
     anneal_lr: bool = True
     norm_adv: bool = True
@@ -256,17 +265,14 @@ class DQNConfig(_Serializable):
     gamma: float = 0.99
     # Rewards summed over this many decisions before bootstrapping (Rainbow's n-step returns). A
     # kill pays up to 24 decisions after the shot, and no target in between can see the torpedo
-    # on its way (observations hold enemy torpedoes only), so short returns lose the shot's credit:
-    # against medium, 3 gave 9% and 10 gave 51-67% (by checkpoint) after the same 3M steps (README).
+    # on its way (observations hold enemy torpedoes only), so short returns lose the shot's credit.
     n_step: int = 10
     learning_starts: int = 5_000  # transitions before the first update
     train_frequency: int = 1  # vector steps between updates
     gradient_steps: int = 2  # updates each time
     target_update_interval: int = 500  # updates between target network copies (target_tau 0)
     # > 0: instead of those copies, the target moves this fraction of the way to the network
-    # after every update (Polyak averaging). With 0.005, best.pt scored 65.5%, 58.0% and 57.5%
-    # against medium on seeds 0-2, with copies 51.0%, 53.5% and 42.0%; the last checkpoint swings
-    # either way (README).
+    # after every update (Polyak averaging): copies made the greedy policy swing.
     target_tau: float = 0.005
     start_epsilon: float = 1.0
     end_epsilon: float = 0.05
@@ -280,13 +286,13 @@ class DQNConfig(_Serializable):
     max_grad_norm: float = 10.0
     reward_scale: float = 0.01  # as PPOConfig.reward_scale
     # Learning rate falling linearly to zero over the run. Off: it did not steady the checkpoints'
-    # swings against medium (README).
+    # swings.
     anneal_lr: bool = False
     # Prioritized replay (Schaul et al. 2016, proportional): a transition is drawn with probability
     # proportional to (|TD error| + priority_eps) ** priority_alpha, and its loss weighted by the
     # importance-sampling correction (N * P) ** -beta, beta rising linearly from priority_beta to 1
-    # over the run. priority_alpha = 0 samples uniformly (no priorities kept). Off: with 0.5 the
-    # last checkpoints scored lower against medium on seeds 0-2 and best.pt no better (README).
+    # over the run. priority_alpha = 0 samples uniformly (no priorities kept). Off: it did not
+    # help here (VIBE_HISTORY.md).
     priority_alpha: float = 0.0
     priority_beta: float = 0.4
     priority_eps: float = 1e-3  # in reward_scale units: a kill is worth about 1
@@ -294,18 +300,14 @@ class DQNConfig(_Serializable):
     # moving average of the learning network's weights, which moves this fraction of the way to
     # the network after every gradient step (a plain mean of all steps until 1 / tau of them). The
     # learning network itself still acts while training (epsilon-greedy) and is what learns.
-    # 0: greedy play uses the learning network. Off: with 2.5e-4 (a horizon of about 30 updates)
-    # the last checkpoint won 59.1% against medium on seeds 0-4 where the defaults' won 52.3%,
-    # but best.pt no more (57.2% against 57.3%; README).
+    # 0: greedy play uses the learning network. Off: the ensemble below steadies play more.
     play_average_tau: float = 0.0
     # Greedy play (evaluations, best.pt's choice, --evaluate, tournaments, human play) acts on the
     # mean Q-values of this many networks: the one it would otherwise use and its snapshots taken
     # every play_ensemble_interval gradient steps (the newest play_ensemble - 1, each with its
-    # observation statistics). Single snapshots 10 updates apart swing by 10-17 points against
-    # medium; with 8, the last checkpoint won 63.3% on seeds 0-4 where the learning network alone
-    # won 52.3%, and best.pt 63.9% against 57.3% (200 games each; README). Learning and
-    # exploration are unchanged.
-    # 1: the played network alone.
+    # observation statistics): single snapshots swing a lot between updates, and an average of
+    # trained networks does not. Learning and exploration are unchanged. 1: the played network
+    # alone.
     play_ensemble: int = 8
     play_ensemble_interval: int = 1280  # gradient steps: 10 of training's 64-step iterations
 
@@ -366,7 +368,7 @@ class TrainConfig(_Serializable):
     seed: int = 0
     device: str = "cpu"  # "cpu", "cuda" or "auto"
     # Torch threads; 0 = one per core. The engine is single-threaded and never runs at the same
-    # time as torch, so all cores can go to torch without oversubscription (measured 1.8x on 2).
+    # time as torch, so all cores can go to torch without oversubscription.
     torch_threads: int = 0
     checkpoint_dir: str = "checkpoints"
     log_dir: str = "runs"
@@ -415,6 +417,72 @@ class TrainConfig(_Serializable):
         _require(_is_int(self.seed), "TrainConfig", "seed", self.seed, "must be an integer")
 
 
+@dataclass
+class RunConfig:
+    """Everything a training run is made of; its dict is the resolved config saved in
+    checkpoints, and a TOML or JSON file holds any of its sections (`load_run_config`)."""
+
+    train: TrainConfig = field(default_factory=TrainConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    dqn: DQNConfig = field(default_factory=DQNConfig)
+    league: LeagueConfig = field(default_factory=LeagueConfig)
+    game: GameConfig = field(default_factory=GameConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+
+    SECTIONS = ("train", "ppo", "dqn", "league", "game", "reward")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k).to_dict() for k in self.SECTIONS}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunConfig":
+        parts = {f.name: f.default_factory for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - set(parts))
+        if unknown:
+            hint = nearest(unknown[0], parts) or f"valid sections are {sorted(parts)}"
+            raise ValueError(f"config section [{unknown[0]}] is unknown; {hint}")
+        out = {}
+        for k, section in parts.items():
+            try:
+                out[k] = section.from_dict(data.get(k, {}))
+            except ValueError as exc:
+                raise ValueError(f"[{k}] {exc}") from None
+        return cls(**out)
+
+
+def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfig:
+    """Read a TOML or JSON file with sections [train], [ppo], [dqn], [league], [game], [reward].
+    Its fields override `base` (default: the defaults); a resumed run's base is its saved config.
+    Any problem is one ValueError naming the file and the field."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"config file {p}: no such file")
+    try:
+        text = p.read_text(encoding="utf-8")
+        if p.suffix.lower() == ".toml":
+            import tomllib
+
+            data = tomllib.loads(text)
+        else:
+            data = json.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # tomllib's and json's errors
+        raise ValueError(f"config file {p}: cannot be parsed ({exc}); write TOML (.toml) or "
+                         "JSON with [train] [ppo] [dqn] [league] [game] [reward] sections") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"config file {p}: expected sections such as [train], got "
+                         f"{type(data).__name__}")
+    merged = (base or RunConfig()).to_dict()
+    for section, fields in data.items():
+        if isinstance(fields, dict) and isinstance(merged.get(section), dict):
+            merged[section].update(fields)
+        else:
+            merged[section] = fields  # an unknown section or a bad value: from_dict names it
+    try:
+        return RunConfig.from_dict(merged)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"config file {p}: {exc}") from None
+
+
 def _finite(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
@@ -423,5 +491,5 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-__all__ = ["DQNConfig", "GameConfig", "LeagueConfig", "PPOConfig", "RewardConfig", "START_POSITIONS",
-           "TrainConfig"]
+__all__ = ["DQNConfig", "GameConfig", "LeagueConfig", "PPOConfig", "RewardConfig", "RunConfig",
+           "START_POSITIONS", "TrainConfig", "load_run_config"]

@@ -28,11 +28,13 @@ import math
 import numba as nb
 import numpy as np
 
-from .config import GameConfig, RewardConfig
+from .config import OBS_MASK, GameConfig, RewardConfig
 
 
 class DeathCause(enum.IntEnum):
-    """Why a ship's game ended. NONE: it survived a game that the other ship lost."""
+    """Why a ship's game ended. NONE: it survived a game that the other ship lost.
+
+    Printed by name (`COLLISION`, not `3`) wherever a person reads it."""
 
     NONE = 0
     TORPEDO = 1
@@ -40,7 +42,12 @@ class DeathCause(enum.IntEnum):
     COLLISION = 3
     TIMEOUT = 4
     HYPERSPACE = 5
-    FORFEIT = 6  # set by arena.play_match, never by the physics: a strategy failed at run time
+    FORFEIT = 6  # set by match.play_match, never by the physics: a strategy failed at run time
+
+    def __str__(self) -> str:
+        return self.name
+
+    __format__ = object.__format__
 
 
 class Action(enum.IntEnum):
@@ -51,6 +58,12 @@ class Action(enum.IntEnum):
     FIRE = 4
     THRUST_FIRE = 5
     HYPERSPACE = 6
+
+
+# Where each part of an observation starts (the table in SpacewarEnv's docstring); the action
+# mask runs from OBS_MASK (config.py, which sizes observations) to the end, one column an action.
+OBS_OWN, OBS_OPPONENT, OBS_STAR, OBS_TORPEDOES = 0, 9, 15, 18
+MASK = slice(OBS_MASK, None)  # obs[..., MASK] is the action mask
 
 
 # ship_f fields. SCOS/SSIN cache the heading's cosine and sine: trigonometry is the costliest
@@ -286,16 +299,26 @@ def reset_games(mask, seeds, use_seeds, ship_f, ship_i, torp_f, torp_t, game_i, 
 # Masks and one frame.
 
 @_jit_inline
+def _thrusts(a):
+    return a == Action.THRUST or a == Action.THRUST_FIRE
+
+
+@_jit_inline
+def _fires(a):
+    return a == Action.FIRE or a == Action.THRUST_FIRE
+
+
+@_jit_inline
 def _action_valid(g, s, a, ship_f, ship_i, p):
     if ship_i[g, s, ALIVE] == 0 or ship_i[g, s, HYPER_HIDDEN] > 0:
-        return a == 0
-    if a == 3 or a == 5:
+        return a == Action.NONE
+    if _thrusts(a):
         if ship_f[g, s, SFUEL] <= 0.0:
             return False
-    if a == 4 or a == 5:
+    if _fires(a):
         if ship_i[g, s, AMMO] <= 0 or ship_i[g, s, COOLDOWN] > 0:
             return False
-    if a == 6:
+    if a == Action.HYPERSPACE:
         return (p[P_HYPER] != 0.0 and ship_i[g, s, JUMPS] < int(p[P_JUMPS])
                 and ship_i[g, s, HYPER_RECHARGE] == 0)
     return True
@@ -357,9 +380,9 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
             continue
         a = act0 if s == 0 else act1
         turn = 0.0
-        if a == 1:
+        if a == Action.ROTATE_LEFT:
             turn = -1.0
-        elif a == 2:
+        elif a == Action.ROTATE_RIGHT:
             turn = 1.0
         if p[P_ANGMOM] != 0.0:
             ship_f[g, s, SANGV] += turn * p[P_ROT] * ANGULAR_ACCEL_FRACTION
@@ -370,7 +393,7 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
         fx = ship_f[g, s, SCOS]
         fy = ship_f[g, s, SSIN]
         ax, ay = _gravity(ship_f[g, s, SX], ship_f[g, s, SY], p)
-        if (a == 3 or a == 5) and ship_f[g, s, SFUEL] > 0.0:
+        if _thrusts(a) and ship_f[g, s, SFUEL] > 0.0:
             ax += p[P_THRUST] * fx
             ay += p[P_THRUST] * fy
             ship_f[g, s, SFUEL] -= 1.0
@@ -379,7 +402,7 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
         ship_f[g, s, SVY] += ay
         ship_f[g, s, SX] = _wrap_pos(ship_f[g, s, SX] + ship_f[g, s, SVX], w)
         ship_f[g, s, SY] = _wrap_pos(ship_f[g, s, SY] + ship_f[g, s, SVY], h)
-        if (a == 4 or a == 5) and ship_i[g, s, AMMO] > 0 and ship_i[g, s, COOLDOWN] == 0:
+        if _fires(a) and ship_i[g, s, AMMO] > 0 and ship_i[g, s, COOLDOWN] == 0:
             for k in range(nslots):
                 if torp_t[g, s, k] == 0:
                     torp_t[g, s, k] = int(p[P_TLIFE])
@@ -394,11 +417,11 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
                     live_k[live] = k
                     live += 1
                     break
-        if a == 6:
+        if a == Action.HYPERSPACE:
             ship_i[g, s, JUMPS] += 1
             # The k-th jump destroys the ship with probability k / jumps.
             if _uniform(rng, g) * p[P_JUMPS] < ship_i[g, s, JUMPS]:
-                _kill(g, s, 5, -1, ship_i)
+                _kill(g, s, DeathCause.HYPERSPACE, -1, ship_i)
             else:
                 ship_i[g, s, HYPER_HIDDEN] = int(p[P_VANISH])
                 ship_i[g, s, HYPER_RECHARGE] = int(p[P_VANISH] + p[P_RECHARGE])
@@ -424,15 +447,15 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
                     ship_f[g, s, SX] = 0.0
                     ship_f[g, s, SY] = 0.0
                 else:
-                    _kill(g, s, 2, -1, ship_i)
+                    _kill(g, s, DeathCause.STAR, -1, ship_i)
     # Ship against ship, before torpedoes: a collision and a hit in one frame is a collision.
     if (ship_i[g, 0, HYPER_HIDDEN] == 0 and ship_i[g, 1, HYPER_HIDDEN] == 0
             and ship_i[g, 0, CAUSE] == 0 and ship_i[g, 1, CAUSE] == 0):
         dx = _wrap_delta(ship_f[g, 1, SX] - ship_f[g, 0, SX], w)
         dy = _wrap_delta(ship_f[g, 1, SY] - ship_f[g, 0, SY], h)
         if _octagon_hit(dx, dy, r):
-            _kill(g, 0, 3, -1, ship_i)
-            _kill(g, 1, 3, -1, ship_i)
+            _kill(g, 0, DeathCause.COLLISION, -1, ship_i)
+            _kill(g, 1, DeathCause.COLLISION, -1, ship_i)
     if live == 0:
         return
     # Copy live torpedoes' positions into contiguous scratch: the pair loops below are the costliest
@@ -459,7 +482,7 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
                     torp_t[g, o, k] = 0
                     if o != s:
                         ship_i[g, o, HITS] += 1
-                    _kill(g, s, 1, o, ship_i)
+                    _kill(g, s, DeathCause.TORPEDO, o, ship_i)
     # Torpedo against torpedo: both explode.
     for i in range(live - 1):
         oi = live_o[i]
@@ -498,8 +521,8 @@ def _finish_game(g, ship_f, ship_i, torp_t, game_i, p, rp, reward):
     game_i[g, OVER] = 1
     if alive0 == 1 and alive1 == 1:
         # Timeout or both out of torpedoes: a draw, both marked TIMEOUT.
-        ship_i[g, 0, CAUSE] = 4
-        ship_i[g, 1, CAUSE] = 4
+        ship_i[g, 0, CAUSE] = DeathCause.TIMEOUT
+        ship_i[g, 1, CAUSE] = DeathCause.TIMEOUT
         reward[g, 0] += rp[R_DRAW]
         reward[g, 1] += rp[R_DRAW]
         return
@@ -507,13 +530,14 @@ def _finish_game(g, ship_f, ship_i, torp_t, game_i, p, rp, reward):
         # Both destroyed in one frame: a mutual kill or a collision is a draw; suicides earn nothing.
         for s in range(2):
             c = ship_i[g, s, CAUSE]
-            if c == 3 or (c == 1 and ship_i[g, s, KILLER] == 1 - s):
+            if c == DeathCause.COLLISION or (c == DeathCause.TORPEDO
+                                             and ship_i[g, s, KILLER] == 1 - s):
                 reward[g, s] += rp[R_DRAW]
         return
     survivor = 0 if alive0 == 1 else 1
     loser = 1 - survivor
     game_i[g, WINNER] = survivor
-    if ship_i[g, loser, CAUSE] == 1 and ship_i[g, loser, KILLER] == survivor:
+    if ship_i[g, loser, CAUSE] == DeathCause.TORPEDO and ship_i[g, loser, KILLER] == survivor:
         game_i[g, REAL_WINNER] = survivor
         reward[g, survivor] += (rp[R_WIN]
                                 + rp[R_FUEL] * ship_f[g, survivor, SFUEL] / max(p[P_FUEL], 1.0)
@@ -559,25 +583,25 @@ def step_games(actions, ship_f, ship_i, torp_f, torp_t, game_i, rng, p, rp, rewa
             # Hyperspace is one press, not held.
             _frame(g, a0, a1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k, live_x,
                    live_y)
-            if a0 == 6:
-                a0 = 0
-            if a1 == 6:
-                a1 = 0
+            if a0 == Action.HYPERSPACE:
+                a0 = Action.NONE
+            if a1 == Action.HYPERSPACE:
+                a1 = Action.NONE
             game_i[g, FRAME] += 1
             if ship_i[g, 0, ALIVE] == 0 or ship_i[g, 1, ALIVE] == 0:
                 for s in range(2):
                     if ship_i[g, s, ALIVE] == 0:
                         c = ship_i[g, s, CAUSE]
-                        if c == 1:
+                        if c == DeathCause.TORPEDO:
                             reward[g, s] += rp[R_DEATH]
                             killer = ship_i[g, s, KILLER]
                             if killer == 1 - s:
                                 reward[g, killer] += rp[R_KILL]
-                        elif c == 2:
+                        elif c == DeathCause.STAR:
                             reward[g, s] += rp[R_STAR]
-                        elif c == 3:
+                        elif c == DeathCause.COLLISION:
                             reward[g, s] += rp[R_COLL]
-                        elif c == 5:
+                        elif c == DeathCause.HYPERSPACE:
                             reward[g, s] += rp[R_HYPER]
                 game_i[g, END_REASON] = END_DEATH
                 terminated[g] = True
@@ -629,37 +653,38 @@ def write_observations(ship_f, ship_i, torp_f, torp_t, p, obs):
             y = ship_f[g, s, SY]
             vx = ship_f[g, s, SVX]
             vy = ship_f[g, s, SVY]
-            obs[g, s, 0] = x / w
-            obs[g, s, 1] = y / h
-            obs[g, s, 2] = _clip1(vx / maxv)
-            obs[g, s, 3] = _clip1(vy / maxv)
-            obs[g, s, 4] = ship_f[g, s, SSIN]
-            obs[g, s, 5] = ship_f[g, s, SCOS]
-            obs[g, s, 6] = ship_f[g, s, SFUEL] / max(p[P_FUEL], 1.0)
-            obs[g, s, 7] = ship_i[g, s, AMMO] / max(p[P_AMMO], 1.0)
-            obs[g, s, 8] = ship_i[g, s, COOLDOWN] / p[P_COOLDOWN]
+            own = obs[g, s]
+            own[OBS_OWN] = x / w
+            own[OBS_OWN + 1] = y / h
+            own[OBS_OWN + 2] = _clip1(vx / maxv)
+            own[OBS_OWN + 3] = _clip1(vy / maxv)
+            own[OBS_OWN + 4] = ship_f[g, s, SSIN]
+            own[OBS_OWN + 5] = ship_f[g, s, SCOS]
+            own[OBS_OWN + 6] = ship_f[g, s, SFUEL] / max(p[P_FUEL], 1.0)
+            own[OBS_OWN + 7] = ship_i[g, s, AMMO] / max(p[P_AMMO], 1.0)
+            own[OBS_OWN + 8] = ship_i[g, s, COOLDOWN] / p[P_COOLDOWN]
             if ship_i[g, o, HYPER_HIDDEN] > 0:
                 # An opponent in hyperspace is invisible.
-                for k in range(9, 15):
-                    obs[g, s, k] = 0.0
+                for k in range(OBS_OPPONENT, OBS_STAR):
+                    own[k] = 0.0
             else:
-                obs[g, s, 9] = _wrap_delta(ship_f[g, o, SX] - x, w) / hw
-                obs[g, s, 10] = _wrap_delta(ship_f[g, o, SY] - y, h) / hh
-                obs[g, s, 11] = _clip1((ship_f[g, o, SVX] - vx) / (2.0 * maxv))
-                obs[g, s, 12] = _clip1((ship_f[g, o, SVY] - vy) / (2.0 * maxv))
-                obs[g, s, 13] = ship_f[g, o, SSIN]
-                obs[g, s, 14] = ship_f[g, o, SCOS]
+                own[OBS_OPPONENT] = _wrap_delta(ship_f[g, o, SX] - x, w) / hw
+                own[OBS_OPPONENT + 1] = _wrap_delta(ship_f[g, o, SY] - y, h) / hh
+                own[OBS_OPPONENT + 2] = _clip1((ship_f[g, o, SVX] - vx) / (2.0 * maxv))
+                own[OBS_OPPONENT + 3] = _clip1((ship_f[g, o, SVY] - vy) / (2.0 * maxv))
+                own[OBS_OPPONENT + 4] = ship_f[g, o, SSIN]
+                own[OBS_OPPONENT + 5] = ship_f[g, o, SCOS]
             if star:
                 sdx = _wrap_delta(0.5 * w - x, w)
                 sdy = _wrap_delta(0.5 * h - y, h)
-                obs[g, s, 15] = sdx / hw
-                obs[g, s, 16] = sdy / hh
+                own[OBS_STAR] = sdx / hw
+                own[OBS_STAR + 1] = sdy / hh
                 dist = math.sqrt(sdx * sdx + sdy * sdy)
-                obs[g, s, 17] = star_r / max(dist, star_r) if star_r > 0.0 else 0.0
+                own[OBS_STAR + 2] = star_r / max(dist, star_r) if star_r > 0.0 else 0.0
             else:
-                obs[g, s, 15] = 0.0
-                obs[g, s, 16] = 0.0
-                obs[g, s, 17] = 0.0
+                own[OBS_STAR] = 0.0
+                own[OBS_STAR + 1] = 0.0
+                own[OBS_STAR + 2] = 0.0
             # The three nearest live enemy torpedoes, nearest first (insertion into a short list).
             for j in range(NEAREST_TORPEDOES):
                 best_d[j] = np.inf
@@ -678,7 +703,7 @@ def write_observations(ship_f, ship_i, torp_f, torp_t, p, obs):
                         best_d[j] = d2
                         best_k[j] = k
             for j in range(NEAREST_TORPEDOES):
-                base = 18 + 4 * j
+                base = OBS_TORPEDOES + 4 * j
                 k = best_k[j]
                 if k < 0:
                     for c in range(4):
@@ -689,7 +714,7 @@ def write_observations(ship_f, ship_i, torp_f, torp_t, p, obs):
                     obs[g, s, base + 2] = _clip1((torp_f[g, o, k, 2] - vx) / (2.0 * maxv))
                     obs[g, s, base + 3] = _clip1((torp_f[g, o, k, 3] - vy) / (2.0 * maxv))
             for a in range(nact):
-                obs[g, s, 30 + a] = 1.0 if _action_valid(g, s, a, ship_f, ship_i, p) else 0.0
+                obs[g, s, OBS_MASK + a] = 1.0 if _action_valid(g, s, a, ship_f, ship_i, p) else 0.0
 
 
 class GameBatch:

@@ -15,10 +15,9 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from . import engine
-from .bots import make_pilot
-from .config import GameConfig, RewardConfig
-from .engine import DeathCause, GameBatch
-from .views import EGOCENTRIC_DOC, TACTICAL_DOC, egocentric_view  # noqa: F401 (re-exported)
+from .config import OBS_MASK, GameConfig, RewardConfig
+from .engine import MASK, OBS_OWN, OBS_STAR, DeathCause, GameBatch
+from .features import EGOCENTRIC_DOC, TACTICAL_DOC
 
 OBSERVATION_DOC = """
     ## Observation: 36 float32 (37 with hyperspace), from the observing ship's point of view
@@ -62,8 +61,9 @@ ACTION_DOC = """
 def _obs_space(cfg: GameConfig) -> spaces.Box:
     low = np.full(cfg.obs_dim, -1.0, dtype=np.float32)
     high = np.ones(cfg.obs_dim, dtype=np.float32)
-    low[[0, 1, 6, 7, 8, 17]] = 0.0
-    low[30:] = 0.0
+    # Position, fuel, torpedoes, reload and the star's proximity are never negative.
+    low[[OBS_OWN, OBS_OWN + 1, OBS_OWN + 6, OBS_OWN + 7, OBS_OWN + 8, OBS_STAR + 2]] = 0.0
+    low[OBS_MASK:] = 0.0
     return spaces.Box(low, high, dtype=np.float32)
 
 
@@ -122,6 +122,8 @@ def _opponent(spec, config: GameConfig, batch: GameBatch):
     themselves, so it is told which batch it plays in (search.py)."""
     if spec is None:
         return None
+    from .pilots import make_pilot  # pilots load networks (torch) only when a spec needs one
+
     pilot = make_pilot(spec, config)
     if hasattr(pilot, "attach"):
         pilot.attach(batch, 1)
@@ -199,7 +201,7 @@ class SpacewarEnv(gym.Env):
         si = b.ship_i[0].tolist()
         gi = b.game_i[0].tolist()
         return {
-            "action_mask": b.obs[0, 0, 30:].copy(),
+            "action_mask": b.obs[0, 0, MASK].copy(),
             "ship_0_death_cause": _CAUSES[si[0][engine.CAUSE]],
             "ship_1_death_cause": _CAUSES[si[1][engine.CAUSE]],
             "winner": _SHIPS[gi[engine.WINNER] + 1],
@@ -243,7 +245,7 @@ class SpacewarEnv(gym.Env):
         a1 = check_action(action_1, n)
         obs, terminated, truncated = self._advance(a0, a1)
         info = self._info()
-        info["action_masks"] = obs[0, :, 30:].copy()
+        info["action_masks"] = obs[0, :, MASK].copy()
         info["masked_actions_both"] = self.batch.ship_i[0, :, engine.MASKED].copy()
         return obs[0].copy(), self.batch.reward[0].copy(), terminated, truncated, info
 
@@ -329,11 +331,11 @@ class SpacewarVectorEnv(VectorEnv):
 
     def reset(self, *, seed=None, options=None):
         obs = self._reset_impl(seed)
-        return obs[:, 0].copy(), {"action_mask": obs[:, 0, 30:].copy()}
+        return obs[:, 0].copy(), {"action_mask": obs[:, 0, MASK].copy()}
 
     def reset_both(self, *, seed=None):
         obs = self._reset_impl(seed)
-        return obs.copy(), {"action_mask": obs[:, :, 30:].copy()}
+        return obs.copy(), {"action_mask": obs[:, :, MASK].copy()}
 
     def _step_impl(self, actions01: np.ndarray):
         if not self._started:
@@ -374,14 +376,14 @@ class SpacewarVectorEnv(VectorEnv):
         if "final_obs" in info:
             info["final_obs"] = info["final_obs"][:, 0]
             info["episode_return"] = info["episode_return"][:, 0]
-        info["action_mask"] = obs[:, 0, 30:].copy()
+        info["action_mask"] = obs[:, 0, MASK].copy()
         return obs[:, 0].copy(), rewards[:, 0].copy(), terminated, truncated, info
 
     def step_both(self, actions):
         """actions (N, 2) -> obs (N, 2, D), rewards (N, 2), terminated (N,), truncated (N,), info."""
         a = check_actions(actions, (self.num_envs, 2), self.config.num_actions)
         obs, rewards, terminated, truncated, info = self._step_impl(a)
-        info["action_mask"] = obs[:, :, 30:].copy()
+        info["action_mask"] = obs[:, :, MASK].copy()
         return obs.copy(), rewards, terminated, truncated, info
 
     def render(self):
@@ -436,7 +438,7 @@ class SpacewarParallelEnv(_ParallelBase):
         return {a: obs[i].copy() for i, a in enumerate(self.possible_agents)}
 
     def _infos(self, obs, shared):
-        return {a: dict(shared, action_mask=obs[i, 30:].copy())
+        return {a: dict(shared, action_mask=obs[i, MASK].copy())
                 for i, a in enumerate(self.possible_agents)}
 
     def step(self, actions):

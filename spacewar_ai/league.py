@@ -1,4 +1,4 @@
-"""The self-play league: who flies ship 1 in each of the learner's games.
+"""The league: the self-play pool, and who flies ship 1 in each of the learner's games.
 
 Each game's opponent is drawn when the game starts:
 - with probability `scripted_share`, the current curriculum stage (idle -> easy -> medium -> hard;
@@ -19,15 +19,16 @@ from typing import Any
 import numpy as np
 
 from .agents import PolicyStack, PPOAgent
-from .bots import make_pilot
 from .checkpoints import load_agent
 from .config import GameConfig, LeagueConfig
-from .players import AgentPilot
+from .pilots import AgentPilot, make_pilot
 
 SELF = "self"
 
 
-class SelfPlayManager:
+class League:
+    """The pool and its draws (module docstring); `act` flies ship 1 of every game."""
+
     def __init__(self, config: LeagueConfig, game_config: GameConfig, num_envs: int,
                  seed: int = 0, snapshot_dir: str | Path | None = None):
         self.config = config
@@ -85,24 +86,30 @@ class SelfPlayManager:
     def add_fixed(self, path: str | Path, device: str = "cpu") -> str:
         """A fixed opponent (never evicted): a checkpoint (a champion) or a strategy file
         (.py, run in the sandbox; LLM-written strategies join the league this way)."""
-        key, pilot = self._fixed_pilot(path, device)
-        self.pilots[key] = pilot
+        key = self._fixed_key(Path(path))
+        if key in self.fixed_keys:
+            return key  # already in (a resumed run's champions come back with its league)
+        self.pilots[key] = self._fixed_pilot(Path(path), key, device)
         self._stack = None
-        if key not in self.fixed_keys:
-            self.fixed_keys.append(key)
+        self.fixed_keys.append(key)
         self.files[key] = str(path)
         return key
 
-    def _fixed_pilot(self, path, device: str):
-        path = Path(path)
+    @staticmethod
+    def _fixed_key(path: Path) -> str:
+        if path.suffix == ".py":
+            return f"strategy:{path.stem}"
+        # The run folder too: every run's best.pt has the same stem.
+        return f"champion:{path.parent.name}/{path.stem}" if path.parent.name else \
+            f"champion:{path.stem}"
+
+    def _fixed_pilot(self, path: Path, key: str, device: str):
         if path.suffix == ".py":
             from .sandbox import StrategyPilot
 
-            key = f"strategy:{path.stem}"
-            return key, StrategyPilot(path, name=key, n_actions=self.game_config.num_actions)
+            return StrategyPilot(path, name=key, n_actions=self.game_config.num_actions)
         agent, _ = load_agent(path, device, expect_obs_dim=self.game_config.obs_dim)
-        key = f"champion:{path.stem}"
-        return key, AgentPilot(agent, key, deterministic=False)
+        return AgentPilot(agent, key, deterministic=False)
 
     def _draw(self, k: int) -> np.ndarray:
         c = self.config
@@ -136,8 +143,12 @@ class SelfPlayManager:
             pilot.reset(mask, seeds)
 
     def _policy_stack(self):
-        """PPO opponents of the learner's shape, stacked for one batched pass (rebuilt after the
-        pool or the current self changes, i.e. at most once per update)."""
+        """PPO opponents that can share one batched pass, stacked (rebuilt after the pool or the
+        current self changes, i.e. at most once per update). Networks stack when everything that
+        shapes their pass agrees: sizes, activation, view and the view's game constants (models
+        of older versions read the game with other constants). The commonest such shape, the
+        learner's unless champions of another outnumber it, is stacked; the others play one pass
+        each."""
         if self._stack is None:
             keys, agents = [], []
             for key, pilot in self.pilots.items():
@@ -145,9 +156,8 @@ class SelfPlayManager:
                 if isinstance(agent, PPOAgent) and not pilot.deterministic:
                     keys.append(key)
                     agents.append(agent)
-            # The commonest shape (the learner's, unless champions of another shape outnumber
-            # it); networks of other shapes play one pass each.
-            shapes = [tuple(sorted(a.architecture.items())) for a in agents]
+            shapes = [(a.state_dim, a.action_dim, tuple(sorted(a.architecture.items())),
+                       tuple(sorted(a.view_constants.items()))) for a in agents]
             common = collections.Counter(shapes).most_common(1)[0][0] if agents else None
             same = [k for k, sh in zip(keys, shapes) if sh == common]
             index = {k: i for i, k in enumerate(same)}
@@ -229,3 +239,7 @@ class SelfPlayManager:
                 self.add_fixed(path, device)
         for k, v in state.get("results", {}).items():
             self.results[k].extend(v)
+
+
+# The original design's name for the league.
+SelfPlayManager = League

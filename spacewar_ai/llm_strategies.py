@@ -13,25 +13,27 @@
   resumes from there.
 - `LLMExplorationGuide` (`--use-llm`): a share of the learner's exploration actions comes from
   the current strategy instead of uniform noise; no LLM call happens per step.
-- `play_llm_arena()` (`--llm-arena`): strategies from several providers or samples meet each
-  other and the scripted pilots in a round robin.
+- `run_arena()` (`--llm-arena`): strategies from several providers or samples meet each other
+  and the scripted pilots in a round robin.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .arena import play_match
+from .match import play_match
 from .checkpoints import atomic_write_bytes
-from .config import GameConfig
+from .config import OBS_MASK, GameConfig
 from .environment import ACTION_DOC, OBSERVATION_DOC
-from .sandbox import ALLOWED_BUILTINS, StrategyError, StrategyPilot, validate_source
+from .sandbox import (ALLOWED_BUILTINS, StrategyError, StrategyPilot, load_strategy_file,
+                      validate_source)
 
 SYSTEM_PROMPT = ("You are an expert game-AI programmer. You write small, fast, deterministic "
                  "Python pilots for the 1962 game Spacewar!. You answer with exactly one "
@@ -183,7 +185,7 @@ class LLMStrategyGenerator:
 def evaluate_strategy(path, opponents, games: int, config: GameConfig, seed: int = 0) -> dict:
     """Measured results of a strategy against each opponent (pilot specs or pilots): the score
     used to rank strategies is the mean torpedo-win rate over the opponents."""
-    from .players import resolve_player
+    from .pilots import make_pilot
 
     per = {}
     totals = {"games": 0, "wins": 0, "shots": 0, "hits": 0, "frames": 0, "fuel_used": 0.0,
@@ -191,7 +193,7 @@ def evaluate_strategy(path, opponents, games: int, config: GameConfig, seed: int
     pilot = StrategyPilot(path, n_actions=config.num_actions)
     try:
         for k, opp in enumerate(opponents):
-            opp_pilot = resolve_player(opp, config, seed) if isinstance(opp, str) else opp
+            opp_pilot = make_pilot(opp, config, seed) if isinstance(opp, str) else opp
             name = opp if isinstance(opp, str) else getattr(opp, "name", str(opp))
             r = play_match(pilot, opp_pilot, games, seed=seed + 1000 * k, config=config)
             per[name] = {"win_rate": r.win_rate_a(), "losses": r.wins_b, "draws": r.draws,
@@ -240,13 +242,15 @@ def feedback_text(stats: dict, best: dict | None) -> str:
 class IterativeStrategyTrainer:
     """generate -> evaluate -> feedback -> refine for `iterations` rounds or until
     `target_win_rate`; see the module docstring. `trainer` (training.Trainer) is optional: with
-    it, the best strategy joins its league and the agent trains `train_steps` between rounds."""
+    it, the best strategy joins its league and the agent trains `train_steps` decisions (or
+    `train_games` games) between rounds."""
 
     def __init__(self, client, run_dir, config: GameConfig | None = None, iterations: int = 5,
                  episodes_per_iteration: int = 20, samples_per_round: int = 1,
                  target_win_rate: float = 0.9, opponents=("heuristic:easy", "heuristic:medium",
                                                          "heuristic:hard"),
-                 trainer=None, train_steps: int = 0, redact=None, max_repairs: int = 2,
+                 trainer=None, train_steps: int = 0, train_games: int = 0, redact=None,
+                 max_repairs: int = 2,
                  agent_opponent=None, seed: int = 0, log=print):
         if iterations < 1 or episodes_per_iteration < 2 or samples_per_round < 1:
             raise ValueError("iterations >= 1, episodes_per_iteration >= 2 and "
@@ -262,6 +266,7 @@ class IterativeStrategyTrainer:
         self.opponents = list(opponents)
         self.trainer = trainer
         self.train_steps = int(train_steps)
+        self.train_games = int(train_games)
         self.agent_opponent = agent_opponent
         self.seed = seed
         self.log = log
@@ -275,7 +280,7 @@ class IterativeStrategyTrainer:
     def _opponents(self) -> list:
         opps = list(self.opponents)
         if self.trainer is not None:
-            from .players import AgentPilot
+            from .pilots import AgentPilot
 
             opps.append(AgentPilot(self.trainer.agent.play_copy(), "learner",
                                    deterministic=True))
@@ -325,7 +330,8 @@ class IterativeStrategyTrainer:
                 self._update_competitor(best_path)
             self.state["iteration"] = it + 1
             self._save_state()
-            if self.trainer is not None and self.train_steps > 0 and best is not None:
+            if self.trainer is not None and (self.train_steps or self.train_games) \
+                    and best is not None:
                 self._train_between_rounds()
             if best is not None and best["score"] >= self.target:
                 self.log(f"target win rate {self.target:.0%} reached")
@@ -346,9 +352,14 @@ class IterativeStrategyTrainer:
     def _train_between_rounds(self) -> None:
         import dataclasses
 
-        t = self.trainer.cfg.train
-        target = self.trainer.counters["global_step"] + self.train_steps
-        self.trainer.cfg.train = dataclasses.replace(t, total_timesteps=target)
+        t, counters = self.trainer.cfg.train, self.trainer.counters
+        if self.train_games:
+            # A budget of games (--episodes): the step budget is one no round reaches.
+            budget = {"episodes": counters["episodes"] + self.train_games,
+                      "total_timesteps": 10**12}
+        else:
+            budget = {"total_timesteps": counters["global_step"] + self.train_steps}
+        self.trainer.cfg.train = dataclasses.replace(t, **budget)
         self.trainer.run()
 
     def _save_state(self) -> None:
@@ -382,7 +393,7 @@ class LLMExplorationGuide:
         if rows.size == 0:
             return actions
         guided = self.pilot.act(obs[rows])
-        mask = obs[rows, 30:30 + self.pilot.n_actions] > 0.5
+        mask = obs[rows, OBS_MASK:OBS_MASK + self.pilot.n_actions] > 0.5
         ok = mask[np.arange(rows.size), guided]
         out = actions.copy()
         out[rows[ok]] = guided[ok]
@@ -393,14 +404,82 @@ class LLMExplorationGuide:
         self.pilot.close()
 
 
-def play_llm_arena(strategy_paths: list, games_per_pairing: int = 20, seed: int = 0,
-                   scripted=("heuristic:easy", "heuristic:medium", "heuristic:hard"),
-                   workers: int = 1):
-    """A round robin of strategy files and scripted pilots (tournament.play_round_robin)."""
-    from .tournament import play_round_robin, resolve_entrants
+def exploration_guide(strategy: str, client, cfg) -> LLMExplorationGuide:
+    """The --use-llm guide: a strategy file as given, or ("generate") one written now by
+    `client`. A file or an LLM that gives nothing usable is one ValueError."""
+    if strategy != "generate":
+        load_strategy_file(strategy)  # a StrategyError (ValueError) names the problem
+        path = strategy
+    else:
+        out = Path(cfg.train.log_dir) / (cfg.train.run_name or "llm-guide") / "llm" / "guide"
+        cand = LLMStrategyGenerator(client, out.parent, cfg.game,
+                                    redact=client.keys.redact).generate(out.name)
+        if not cand.ok:
+            raise ValueError(f"the LLM did not produce a usable strategy: {cand.error}")
+        path = cand.path
+    print(f"LLM exploration guide: {path} (about 10% of exploration actions)")
+    return LLMExplorationGuide(path, 0.1, cfg.train.seed, cfg.game.num_actions)
 
-    specs = [f"strategy:{p}" for p in strategy_paths] + list(scripted)
-    return play_round_robin(resolve_entrants(specs), games_per_pairing, seed, workers=workers)
+
+def run_iterative(client, cfg, iterations: int, games: int, samples: int,
+                  train_games: int = 0, resume=None, quiet: bool = False, seed: int = 0) -> dict:
+    """The --iterative mode: strategy rounds with the RL agent trained between them (the
+    config's step budget per round, or `train_games` games); prints where it all went."""
+    from .training import Trainer
+
+    trainer = Trainer(cfg, resume=resume, quiet=quiet)
+    loop = IterativeStrategyTrainer(client, trainer.log_dir, cfg.game, iterations, games, samples,
+                                    trainer=trainer, train_steps=cfg.train.total_timesteps,
+                                    train_games=train_games, redact=client.keys.redact,
+                                    seed=seed)
+    state = loop.run()
+    best = state.get("best")
+    print(f"LLM log: {loop.llm_dir}")
+    if best:
+        print(f"best strategy: {best['path']} (score {best['score']:.0%}, iteration "
+              f"{best['iteration'] + 1}); agent checkpoints: {trainer.run_dir}")
+    else:
+        print("no usable strategy was produced; see the attempts under " + str(loop.llm_dir))
+    for line in getattr(client, "failures", []):
+        print(f"provider failure: {line}", file=sys.stderr)
+    return state
+
+
+ARENA_SCRIPTED = ("heuristic:easy", "heuristic:medium", "heuristic:hard")
+
+
+def run_arena(client, samples: int, games: int, seed: int = 0,
+              out_root: str | Path = Path("runs") / "llm-arena") -> Path:
+    """The --llm-arena mode: `samples` strategies from each provider of `client`, then a round
+    robin of them and the scripted pilots (ARENA_SCRIPTED), reported like any tournament under
+    `out_root`; returns the report's folder."""
+    from .llm_clients import FailoverClient, LLMError
+    from .tournament import run_tournament
+
+    out = Path(out_root) / time.strftime("%Y%m%d-%H%M%S")
+    paths = []
+    for c in client.clients:
+        gen = LLMStrategyGenerator(FailoverClient([c], client.keys.redact), out,
+                                   redact=client.keys.redact)
+        for k in range(samples):
+            label = f"{c.provider}-{k}"
+            try:
+                cand = gen.generate(label)
+            except LLMError as exc:
+                print(f"{label}: {exc}", file=sys.stderr)
+                break
+            print(f"{label}: " + (f"ok ({cand.attempts} attempt(s))" if cand.ok
+                                  else f"rejected: {cand.error}"))
+            if cand.ok:
+                named = out / f"{label}.py"
+                named.write_bytes(Path(cand.path).read_bytes())
+                paths.append(str(named))
+    if not paths:
+        raise LLMError("no LLM produced a usable strategy; see the attempts under " + str(out))
+    specs = [f"strategy:{p}" for p in paths] + list(ARENA_SCRIPTED)
+    report = run_tournament(specs, "round_robin", games + games % 2, seed, into=out)
+    print(report.summary())
+    return report.folder
 
 
 def _write_text(path: Path, text: str) -> None:

@@ -178,7 +178,7 @@ class LocalLLMClient:
 
     def generate(self, messages: list[dict], max_tokens: int = 1024,
                  temperature: float = 0.7) -> str:
-        from .llm_integration import LLMError
+        from .llm_clients import LLMError
 
         try:
             out = self._llama.create_chat_completion(messages=messages, max_tokens=max_tokens,

@@ -114,3 +114,14 @@ def read_video_info(path) -> tuple[int, tuple[int, int]]:
     meta = next(reader)
     count = sum(1 for _ in reader)
     return count, tuple(meta["size"])
+
+
+def open_recorder(path, per_decision: bool, config=None) -> VideoRecorder | None:
+    """The recorder for --record PATH (None without one): one frame per decision for games
+    played at the decision pace (demo, evaluate, replays), else one per frame (human play)."""
+    if not path:
+        return None
+    from .config import GameConfig
+
+    cfg = config if config is not None else GameConfig()
+    return VideoRecorder(path, cfg.fps / cfg.frame_skip if per_decision else cfg.fps)

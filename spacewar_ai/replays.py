@@ -128,3 +128,41 @@ def save_match_replays(match, config: GameConfig, label: str, directory=REPLAY_D
         replay = make_replay(config, g.seed, g.actions, names, result, g.final_state)
         saved.append(save_replay(new_replay_path(f"{label}-g{k}", directory), replay))
     return saved
+
+
+def play_replay(path, record=None, scale: float = 1.0, phosphor: bool = False) -> str:
+    """The replay mode: play a saved game back in a window at the game's pace, or into a video
+    (`record`); returns the line that says how it ended."""
+    from .recording import open_recorder
+    from .rendering import Renderer
+
+    replay = load_replay(path)
+    cfg = replay["game_config"]
+    recorder = open_recorder(record, per_decision=True, config=cfg)
+    names = " vs ".join(replay.get("players", []))
+    renderer = Renderer(cfg, int(round(640 * scale)), "rgb_array" if recorder else "human",
+                        f"Spacewar! AI - replay {path}", phosphor=phosphor)
+    clock = None if recorder else renderer.pg.time.Clock()
+
+    def show(batch):
+        frame = renderer.draw(batch, 0, (f"replay: {names}",), wait=False)
+        if recorder is not None:
+            recorder.add(frame)
+        elif renderer.closed:
+            return False  # the window was closed: stop quietly
+        else:
+            clock.tick(cfg.fps / cfg.frame_skip)
+        return True
+
+    try:
+        batch = replay_game(replay, show)
+    finally:
+        renderer.close()
+    done = state_hash(batch) == replay.get("final_state")
+    line = (f"replayed {len(replay['actions'][0])} steps ({names}); result {replay.get('result')};"
+            f" final state {'identical to the recording' if done else 'not reached (stopped early)'}")
+    if recorder is not None:
+        written = recorder.close()
+        if written is not None:
+            line += f"\nrecorded {recorder.frames} frames to {written}"
+    return line

@@ -75,6 +75,9 @@ MAX_SOURCE_BYTES = 100_000
 log = logging.getLogger(__name__)
 _warned_limits: list[bool] = []
 _ERROR_ACTION = 255
+# The program the child runs (ours, trusted), started as a script: it imports nothing of this
+# package, so the child holds only the standard library and the strategy.
+CHILD_PROGRAM = Path(__file__).resolve().parent / "sandbox_child.py"
 
 
 class StrategyError(ValueError):
@@ -197,85 +200,6 @@ def load_strategy_file(path) -> str:
     return source
 
 
-# The program the child runs. It is ours (trusted): it imports what it needs, then lowers its own
-# resource limits, then runs the strategy's module with a builtins table of allowed names only.
-_CHILD_PROGRAM = r'''
-import json, math, resource, signal, struct, sys, time
-inp, out = sys.stdin.buffer, sys.stdout.buffer
-def read_exact(n):
-    b = inp.read(n)
-    if b is None or len(b) < n:
-        sys.exit(0)
-    return b
-def send(payload):
-    out.write(struct.pack("<I", len(payload)) + payload)
-    out.flush()
-hdr = json.loads(read_exact(struct.unpack("<I", read_exact(4))[0]))
-class HardTimeout(Exception):
-    """Raised by the SIGALRM handler inside the strategy's call (which cannot catch it)."""
-def on_alarm(signum, frame):
-    raise HardTimeout(f"decision took longer than the hard limit of {hdr['hard_ms']} ms")
-signal.signal(signal.SIGALRM, on_alarm)
-unapplied = []
-for name, value in hdr["limits"].items():
-    try:
-        resource.setrlimit(getattr(resource, name), (value, value))
-    except (ValueError, OSError, AttributeError) as exc:
-        unapplied.append(f"{name}: {exc}")
-def safe_import(name, globals=None, locals=None, fromlist=(), level=0):
-    if name != "math" or level:
-        raise ImportError("only math may be imported")
-    return math
-def discard(*args, **kwargs):
-    return None
-import builtins
-table = {k: getattr(builtins, k) for k in hdr["builtins"] if k != "print"}
-table["print"] = discard
-table["__import__"] = safe_import
-glb = {"__builtins__": table, "__name__": "strategy"}
-hard = hdr["hard_ms"] / 1000.0
-try:
-    code = compile(hdr["source"], hdr["filename"], "exec")
-    signal.setitimer(signal.ITIMER_REAL, 1.0)
-    exec(code, glb)
-    signal.setitimer(signal.ITIMER_REAL, 0)
-    fn = glb.get("strategy")
-    if not callable(fn):
-        raise TypeError("the file defines no function strategy(obs)")
-    send(json.dumps({"ok": True, "unapplied": unapplied}).encode())
-except BaseException as exc:
-    signal.setitimer(signal.ITIMER_REAL, 0)
-    send(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}).encode())
-    sys.exit(0)
-nact = hdr["n_actions"]
-while True:
-    n, dim = struct.unpack("<II", read_exact(8))
-    if n == 0:
-        break
-    flat = struct.unpack(f"<{n * dim}d", read_exact(8 * n * dim))
-    acts = bytearray(n)
-    times = [0.0] * n
-    errors = {}
-    for i in range(n):
-        obs = flat[i * dim:(i + 1) * dim]
-        t0 = time.perf_counter()
-        try:
-            signal.setitimer(signal.ITIMER_REAL, hard)
-            a = fn(obs)
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            if type(a) is not int or not 0 <= a < nact:
-                raise ValueError(f"returned {str(a)[:40]!r} ({type(a).__name__}); "
-                                 f"an action must be an int 0..{nact - 1}")
-            acts[i] = a
-        except BaseException as exc:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            acts[i] = 255
-            errors[i] = f"{type(exc).__name__}: {exc}"[:300]
-        times[i] = time.perf_counter() - t0
-    out.write(bytes(acts) + struct.pack(f"<{n}f", *times))
-    send(json.dumps(errors).encode())
-'''
-
 DEFAULT_LIMITS = {
     "RLIMIT_AS": 512 * 1024 * 1024,  # bytes of address space: a memory bomb meets MemoryError
     "RLIMIT_CPU": 900,               # CPU seconds for the whole process, a backstop to the timers
@@ -319,7 +243,7 @@ class StrategyPilot:
 
     # --- the child process -------------------------------------------------------------------
     def _start(self) -> None:
-        proc = subprocess.Popen([sys.executable, "-I", "-c", _CHILD_PROGRAM],
+        proc = subprocess.Popen([sys.executable, "-I", str(CHILD_PROGRAM)],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, env={}, close_fds=True)
         self._proc = proc

@@ -15,16 +15,15 @@ The opponent model is a network too, not the opponent's rules: by default the on
 training run learned by watching the opponent it was judged against (`opponent_model.pt` beside
 the checkpoint, opponent_model.py), and for a model with none beside it (the shipped one, an
 export) the shipped `pretrained/hard_model.pt`, a PPO actor that imitates `heuristic:hard` from
-that pilot's own observations (behaviour cloning, made by the command in README, "Search at play
-time"). Where the
-real opponent plays otherwise, the planner's forecasts are wrong and it gains less (README
-measures how much). `search:SPEC+MODEL` plans with another model: any learned model's spec
+that pilot's own observations (behaviour cloning: `--warm-start heuristic:hard --timesteps 0`).
+Where the real opponent plays otherwise, the planner's forecasts are wrong and it gains less
+(docs/performance.md measures how much). `search:SPEC+MODEL` plans with another model: any learned model's spec
 (`pretrained`, `ppo:PATH`, `dqn:PATH`, a checkpoint path), for example a clone of the opponent
 made the same way, or the opponent's network itself.
 
 The planner reads the game's whole state, every torpedo in flight included, as a player at the
 screen sees it; the observation vector leaves some of it out. So whoever runs the games tells
-the pilot which batch it plays in and which ship it flies (`attach`): arena.play_match
+the pilot which batch it plays in and which ship it flies (`attach`): match.play_match
 (evaluation, tournaments, demos), SpacewarEnv's opponent and human play do. Training leagues do
 not: a planner is far too slow to be a training opponent.
 
@@ -41,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from .config import GameConfig
-from .engine import FRAME, OVER, REAL_WINNER, WINNER, GameBatch
+from .engine import FRAME, OBS_MASK, OVER, REAL_WINNER, WINNER, GameBatch
 
 SEARCH_PREFIX = "search:"
 OPPONENT_MODEL_PATH = Path(__file__).resolve().parent / "pretrained" / "hard_model.pt"
@@ -63,7 +62,7 @@ class SearchPilot:
     """One step of policy improvement at play time (see the module docstring).
 
     `policy` and `opponent_model` are pilots (`act(obs) -> actions`) that play greedily: a learned
-    one (players.AgentPilot with deterministic=True) or a scripted one. Sampled rollouts
+    one (pilots.AgentPilot, greedy) or a scripted one. Sampled rollouts
     (samples > 1) draw from the policy's logits, so it must be a PPO model (`policy.agent` has
     `action_logits`). `config` is the decision-level game (frame_skip frames per decision) the
     copies are played in.
@@ -121,7 +120,7 @@ class SearchPilot:
         value = self.action_values(rows)
         self.last_values = value.copy()  # what it made of each action, for a look inside
         value[np.arange(rows.size), own[rows]] += 1e-3  # ties: keep the policy's action
-        value[obs[rows, 30:30 + self.actions] < 0.5] = -np.inf  # masked actions
+        value[obs[rows, OBS_MASK:OBS_MASK + self.actions] < 0.5] = -np.inf  # masked actions
         chosen = own.copy()
         chosen[rows] = value.argmax(axis=1)
         return chosen
@@ -191,7 +190,7 @@ def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int =
     path). Without MODEL: the opponent model POLICY's training run learned (`opponent_model.pt`
     beside its checkpoint), else the file `opponent_model`, the shipped clone of the hard pilot."""
     from .opponent_model import run_model_path
-    from .players import resolve_player, spec_path
+    from .pilots import make_pilot, spec_path
 
     config = config if config is not None else GameConfig()
     full = f"{SEARCH_PREFIX}{policy_spec.strip()}"
@@ -199,7 +198,7 @@ def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int =
     spec, model_spec = spec.strip() or "pretrained", model_spec.strip()
     if spec.lower().startswith(SEARCH_PREFIX) or model_spec.lower().startswith(SEARCH_PREFIX):
         raise ValueError(f"player {full!r}: a planner cannot plan over another planner")
-    policy = resolve_player(spec, config, seed, deterministic=True, device=device)
+    policy = make_pilot(spec, config, seed, deterministic=True, device=device)
     agent = getattr(policy, "agent", None)
     if agent is None or not hasattr(agent, "action_logits"):
         raise ValueError(f"player {full!r}: the rollout policy must be a PPO model (pretrained, "
@@ -221,13 +220,13 @@ def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int =
         raise ValueError(f"player {full!r}: the opponent model must be a learned model "
                          f"(pretrained, ppo:PATH, dqn:PATH or a checkpoint path), not "
                          f"{model_spec!r}; clone a pilot into one with --algorithm ppo "
-                         f"--warm-start {model_spec} --timesteps 0 (README: Search at play time)")
+                         f"--warm-start {model_spec} --timesteps 0 (README, search at play time)")
     if not path.is_file():
         fix = ("name a checkpoint file (or pretrained)" if plus else
-               "reinstall spacewar-ai or make one (README: Search at play time)")
+               "reinstall spacewar-ai or make one (README, search at play time)")
         raise ValueError(f"player {full!r}: its opponent model {path} does not exist; {fix}")
     try:
-        opponent = resolve_player(model_spec, config, seed + 1, deterministic=True, device=device)
+        opponent = make_pilot(model_spec, config, seed + 1, deterministic=True, device=device)
     except ValueError as exc:
         raise ValueError(f"player {full!r}, its opponent model: {exc}") from None
     identity = f"search:{getattr(policy, 'identity', policy.name)}+{opponent.identity}"

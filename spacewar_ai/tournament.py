@@ -1,16 +1,13 @@
-"""Tournaments and ratings: any player against any player, rated from a results matrix.
+"""Tournaments: any pilot against any pilot, in round robin, Swiss or single elimination.
 
-Modes: round robin (every pair), Swiss (pairs by score, no repeats), single elimination (seeded).
-
-- Games are played in pairs from the same seeded start with sides swapped (arena.play_match).
-- Ratings: incremental Elo as in the original design (start 1500, K=32, in game order), and a
-  Bradley-Terry maximum-likelihood fit over all games with 95% intervals (draws count half). The
-  fit depends only on the results matrix, never on the order games were played; players are
-  ranked by it.
-- A ratings file (JSON, atomic writes) accumulates results across tournaments, keyed by player
-  identity (name plus a hash of its file), with a history of every tournament.
-- Pairings run in worker processes when asked; each pairing's games depend only on the tournament
-  seed and the pairing, so results are identical whatever the worker count.
+- Every pairing is a match (match.play_match): games in pairs from the same seeded start with
+  sides swapped, seeded from the tournament seed and the pairing, so any number of worker
+  processes gives the same results, byte for byte.
+- Players are ranked by a Bradley-Terry fit of the results matrix with 95% intervals, beside the
+  original design's incremental Elo (ratings.py); the games go into the ratings file.
+- `run_tournament` is the whole mode: it checks every player before a game is played, plays, and
+  writes the report (crosstable.md, standings.json, ratings.png) into a folder of its own under
+  runs/tournaments/.
 """
 
 from __future__ import annotations
@@ -18,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import multiprocessing
+import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -26,55 +24,72 @@ from typing import Any
 
 import numpy as np
 
-from .arena import MatchResult, play_match
-from .checkpoints import atomic_write_bytes
 from .config import GameConfig
 from .engine import DeathCause
-from .players import resolve_player
+from .match import MatchResult, play_match
+from .pilots import make_pilot, path_label, spec_path
+from .progress import Progress
+from .ratings import Entrant, RatingsFile, Results, standings
 
-ELO_START = 1500.0
-ELO_K = 32.0
-ELO_SCALE = 400.0 / math.log(10.0)  # Bradley-Terry strength -> Elo points
-
-
-@dataclass
-class Entrant:
-    spec: str
-    name: str
-    identity: str
+MODES = ("round_robin", "swiss", "elimination")
+REPORT_DIR = Path("runs") / "tournaments"
 
 
 def resolve_entrants(specs: list[str], config: GameConfig | None = None) -> list[Entrant]:
-    """Check every spec before anything is played; one ValueError names the first bad player."""
-    out = []
+    """Check every spec before anything is played (one ValueError names the first bad player)
+    and give each player a name no other player has: two runs' best.pt files are told apart by
+    as much of their paths as it takes."""
+    out: list[Entrant] = []
     seen = set()
     for spec in specs:
-        pilot = resolve_player(spec, config)  # raises ValueError naming the spec
+        pilot = make_pilot(spec, config)  # raises ValueError naming the spec
         identity = getattr(pilot, "identity", None) or pilot.name
         if identity in seen:
             raise ValueError(f"player {spec!r} appears twice in the tournament")
         seen.add(identity)
+        if hasattr(pilot, "close"):
+            pilot.close()
         out.append(Entrant(spec, pilot.name, identity))
-    return out
+    return unique_names(out)
+
+
+def unique_names(entrants: list[Entrant]) -> list[Entrant]:
+    """Lengthen the path in the names that several players share until they differ."""
+    for parts in range(3, 12):
+        names = [e.name for e in entrants]
+        shared = {n for n in names if names.count(n) > 1}
+        if not shared:
+            return entrants
+        for e in entrants:
+            path = spec_path(e.spec.split("+")[0].removeprefix("search:"))
+            if e.name in shared and path is not None:
+                prefix = e.name.split(":")[0] + ":" if ":" in e.name else ""
+                e.name = prefix + path_label(path.resolve(), parts)
+    for k, e in enumerate(entrants):  # still alike (same file name in the same place): number them
+        if [x.name for x in entrants].count(e.name) > 1:
+            e.name = f"{e.name}#{k + 1}"
+    return entrants
 
 
 def _pairing_seed(seed: int, i: int, j: int) -> int:
     return (seed * 1_000_003 + i * 7919 + j * 104_729) % (2**31)
 
 
-def _worker_init() -> None:
-    # One torch thread per worker process: several processes each using every core would
-    # oversubscribe them (measured 3x slower on 2 cores).
+def _worker_init(parent_pid: int) -> None:
     import torch
 
+    from .processes import die_with_parent
+
+    die_with_parent(parent_pid)
+    # One torch thread per worker: several processes each using every core oversubscribe them.
     torch.set_num_threads(1)
 
 
 def _play_pairing(args) -> tuple[int, int, MatchResult]:
     i, j, spec_i, spec_j, games, seed, config_dict, keep_actions = args
     config = GameConfig.from_dict(config_dict)
-    a = resolve_player(spec_i, config)
-    b = resolve_player(spec_j, config)
+    a = make_pilot(spec_i, config)
+    b = make_pilot(spec_j, config)
     try:
         return i, j, play_match(a, b, games, _pairing_seed(seed, i, j), config,
                                 keep_actions=keep_actions)
@@ -84,38 +99,9 @@ def _play_pairing(args) -> tuple[int, int, MatchResult]:
                 pilot.close()  # a sandboxed strategy's child process
 
 
-@dataclass
-class TournamentResult:
-    entrants: list[Entrant]
-    matches: list[tuple[int, int, MatchResult]] = field(default_factory=list)
-    seconds: float = 0.0
-
-    def score_matrix(self) -> tuple[np.ndarray, np.ndarray]:
-        """S[i, j]: points of i against j (torpedo win 1, anything else but a loss 0.5);
-        N[i, j]: games between them."""
-        n = len(self.entrants)
-        s = np.zeros((n, n))
-        g = np.zeros((n, n))
-        for i, j, r in self.matches:
-            s[i, j] += r.wins_a + 0.5 * r.draws
-            s[j, i] += r.wins_b + 0.5 * r.draws
-            g[i, j] += r.n
-            g[j, i] += r.n
-        return s, g
-
-    def game_sequence(self) -> list[tuple[int, int, float]]:
-        """Every game as (player, opponent, score of player), in the order played."""
-        seq = []
-        for i, j, r in self.matches:
-            for game in r.games:
-                score = 1.0 if game.real_winner == "a" else 0.0 if game.real_winner == "b" else 0.5
-                seq.append((i, j, score))
-        return seq
-
-
 def play_round_robin(entrants: list[Entrant], games_per_pairing: int = 100, seed: int = 0,
                      config: GameConfig | None = None, workers: int = 1,
-                     keep_actions: int = 0) -> TournamentResult:
+                     keep_actions: int = 0, progress: Progress | None = None) -> Results:
     """Every pair plays `games_per_pairing` games (an even number: pairs with sides swapped).
     keep_actions=k keeps the actions of k games per pairing for replays."""
     _check_games(games_per_pairing)
@@ -123,25 +109,35 @@ def play_round_robin(entrants: list[Entrant], games_per_pairing: int = 100, seed
     n = len(entrants)
     start = time.time()
     matches = _play_pairs(entrants, [(i, j) for i in range(n) for j in range(i + 1, n)],
-                          games_per_pairing, seed, config, workers, keep_actions)
-    return TournamentResult(entrants, matches, time.time() - start)
+                          games_per_pairing, seed, config, workers, keep_actions, progress)
+    return Results(entrants, matches, time.time() - start)
 
 
-def _play_pairs(entrants, pairs, games, seed, config, workers, keep_actions=0):
+def _play_pairs(entrants, pairs, games, seed, config, workers, keep_actions=0, progress=None):
     jobs = [(i, j, entrants[i].spec, entrants[j].spec, games, seed, config.to_dict(),
              keep_actions) for i, j in pairs]
+    out = []
     if workers > 1 and len(jobs) > 1:
         # spawn, not fork: a forked child inherits torch's OpenMP state and can spin forever.
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                 initializer=_worker_init) as pool:
-            return list(pool.map(_play_pairing, jobs))
-    return [_play_pairing(job) for job in jobs]
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
+                                 initargs=(os.getpid(),)) as pool:
+            for done in pool.map(_play_pairing, jobs):
+                out.append(done)
+                if progress is not None:
+                    progress.update(games)
+        return out
+    for job in jobs:
+        out.append(_play_pairing(job))
+        if progress is not None:
+            progress.update(games)
+    return out
 
 
 def play_swiss(entrants: list[Entrant], games_per_pairing: int = 100, seed: int = 0,
                rounds: int | None = None, config: GameConfig | None = None,
-               workers: int = 1, keep_actions: int = 0) -> TournamentResult:
+               workers: int = 1, keep_actions: int = 0,
+               progress: Progress | None = None) -> Results:
     """Swiss system: each round pairs players of similar score who have not met yet (the
     highest-scored unpaired player meets the next highest it has not played); an odd player out
     sits the round out. Default rounds: ceil(log2(n)) + 1, at most n - 1."""
@@ -162,12 +158,12 @@ def play_swiss(entrants: list[Entrant], games_per_pairing: int = 100, seed: int 
         paired = {p for pair in pairs for p in pair}
         byes.update(i for i in range(n) if i not in paired)
         for i, j, r in _play_pairs(entrants, pairs, games_per_pairing, seed, config, workers,
-                                   keep_actions):
+                                   keep_actions, progress):
             met.add((i, j))
             points[i] += r.wins_a + 0.5 * r.draws
             points[j] += r.wins_b + 0.5 * r.draws
             matches.append((i, j, r))
-    return TournamentResult(entrants, matches, time.time() - start)
+    return Results(entrants, matches, time.time() - start)
 
 
 def _swiss_pairs(order: list[int], met: set[tuple[int, int]],
@@ -204,7 +200,8 @@ def _swiss_pairs(order: list[int], met: set[tuple[int, int]],
 
 def play_elimination(entrants: list[Entrant], games_per_pairing: int = 100, seed: int = 0,
                      seeding: list[float] | None = None, config: GameConfig | None = None,
-                     workers: int = 1, keep_actions: int = 0) -> TournamentResult:
+                     workers: int = 1, keep_actions: int = 0,
+                     progress: Progress | None = None) -> Results:
     """Single elimination. Players are seeded by `seeding` (higher first; e.g. their ratings),
     else in the order given; the bracket puts seed 1 against the lowest seed, and top seeds get
     byes when the field is not a power of two. A match is won on points; a tie goes to the
@@ -229,7 +226,8 @@ def play_elimination(entrants: list[Entrant], games_per_pairing: int = 100, seed
                 pairs.append((min(a, b), max(a, b)))
                 nxt.append(None)  # filled in below
         results = {(i, j): r for i, j, r in _play_pairs(entrants, pairs, games_per_pairing,
-                                                         seed, config, workers, keep_actions)}
+                                                         seed, config, workers, keep_actions,
+                                                         progress)}
         k = 0
         for idx, (a, b) in enumerate(zip(alive[::2], alive[1::2])):
             if a is None or b is None:
@@ -244,7 +242,7 @@ def play_elimination(entrants: list[Entrant], games_per_pairing: int = 100, seed
             else:
                 nxt[idx] = i if seed_of[i] < seed_of[j] else j
         alive = nxt
-    return TournamentResult(entrants, matches, time.time() - start)
+    return Results(entrants, matches, time.time() - start)
 
 
 def _bracket(size: int) -> list[int]:
@@ -263,87 +261,7 @@ def _check_games(games: int) -> None:
                          "(games are played in pairs with sides swapped)")
 
 
-def elo_incremental(n_players: int, games: list[tuple[int, int, float]], k: float = ELO_K,
-                    start: float = ELO_START) -> np.ndarray:
-    """The original design's Elo: expected = 1 / (1 + 10^((Rb - Ra) / 400)), R += K (S - E),
-    applied game by game in order."""
-    r = np.full(n_players, start, dtype=np.float64)
-    for a, b, score in games:
-        expected = 1.0 / (1.0 + 10.0 ** ((r[b] - r[a]) / 400.0))
-        delta = k * (score - expected)
-        r[a] += delta
-        r[b] -= delta
-    return r
-
-
-def bradley_terry(scores: np.ndarray, games: np.ndarray, prior_games: float = 1.0,
-                  iterations: int = 10_000, tol: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
-    """Maximum-likelihood Bradley-Terry ratings on the Elo scale (mean 1500) and their standard
-    errors, from a score matrix (draws as half points) and a games matrix.
-
-    A weak prior (`prior_games` virtual draws against a 1500-rated reference) keeps the fit finite
-    when a player wins or loses everything. Standard errors come from the inverse of the observed
-    Fisher information; a 95% interval is +- 1.96 se.
-    """
-    n = scores.shape[0]
-    wins = scores.sum(axis=1) + 0.5 * prior_games
-    gamma = np.ones(n)
-    for _ in range(iterations):
-        # Minorization-maximization (Hunter 2004), the reference counted as a player of gamma 1.
-        denom = (games / (gamma[:, None] + gamma[None, :])).sum(axis=1) + prior_games / (gamma + 1)
-        new = wins / denom
-        new /= np.exp(np.mean(np.log(new)))
-        if np.max(np.abs(np.log(new) - np.log(gamma))) < tol:
-            gamma = new
-            break
-        gamma = new
-    theta = np.log(gamma)
-    # Observed information of the games for theta. Ratings are relative (their mean is fixed), so
-    # the covariance is taken in the mean-zero subspace: the pseudo-inverse of this Laplacian-like
-    # matrix. (The prior only keeps the estimate finite; it must not set the interval widths.)
-    p = gamma[:, None] / (gamma[:, None] + gamma[None, :])
-    w = games * p * (1 - p)
-    info = -w
-    np.fill_diagonal(info, w.sum(axis=1))
-    cov = np.linalg.pinv(info)
-    se = np.sqrt(np.clip(np.diag(cov), 0, None))
-    return ELO_START + ELO_SCALE * theta, ELO_SCALE * se
-
-
-def standings(result: TournamentResult) -> list[dict[str, Any]]:
-    """One row per player, ranked by the fitted rating."""
-    s, g = result.score_matrix()
-    bt, se = bradley_terry(s, g)
-    elo = elo_incremental(len(result.entrants), result.game_sequence())
-    causes: dict[int, dict[str, int]] = {i: {} for i in range(len(result.entrants))}
-    shots = np.zeros(len(result.entrants))
-    hits = np.zeros(len(result.entrants))
-    forfeits: dict[int, list[str]] = {i: [] for i in range(len(result.entrants))}
-    for i, j, r in result.matches:
-        for who, idx in (("a", i), ("b", j)):
-            for c, v in r.causes(who).items():
-                causes[idx][c] = causes[idx].get(c, 0) + v
-            forfeits[idx] += [g.forfeit[3:] for g in r.games
-                              if g.forfeit and g.forfeit.startswith(who + ":")]
-        for game in r.games:
-            shots[i] += game.shots_a
-            shots[j] += game.shots_b
-            hits[i] += game.hits_a
-            hits[j] += game.hits_b
-    rows = []
-    for i, e in enumerate(result.entrants):
-        rows.append({"name": e.name, "spec": e.spec, "identity": e.identity,
-                     "rating": float(bt[i]), "ci95": float(1.96 * se[i]), "elo": float(elo[i]),
-                     "score": float(s[i].sum()), "games": int(g[i].sum()),
-                     "deaths": causes[i], "forfeits": len(forfeits[i]),
-                     # The distinct reasons, so a failing strategy's author sees what went wrong.
-                     "forfeit_reasons": sorted(set(forfeits[i]))[:5],
-                     "accuracy": float(hits[i] / shots[i]) if shots[i] else 0.0})
-    rows.sort(key=lambda r: -r["rating"])
-    return rows
-
-
-def crosstable_markdown(result: TournamentResult, rows: list[dict[str, Any]]) -> str:
+def crosstable_markdown(result: Results, rows: list[dict[str, Any]]) -> str:
     s, g = result.score_matrix()
     order = [next(i for i, e in enumerate(result.entrants) if e.identity == r["identity"])
              for r in rows]
@@ -363,7 +281,7 @@ def crosstable_markdown(result: TournamentResult, rows: list[dict[str, Any]]) ->
 def deaths_markdown(rows: list[dict[str, Any]]) -> str:
     """Per-player death causes and forfeits (with their reasons), in standings order."""
     causes = [c.name for c in DeathCause if c != DeathCause.NONE]
-    lines = ["| player | " + " | ".join(c.lower() for c in causes) + " | forfeit reasons |",
+    lines = ["| player | " + " | ".join(causes) + " | forfeit reasons |",
              "|---|" + "---|" * len(causes) + "---|"]
     for r in rows:
         reasons = "; ".join(r.get("forfeit_reasons", [])) or "-"
@@ -372,53 +290,100 @@ def deaths_markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-class RatingsFile:
-    """Accumulated results keyed by player identity, with a history; written atomically."""
+def planned_games(mode: str, players: int, games_per_pairing: int) -> int:
+    """Games a tournament will play (Swiss: at most), for its progress bar."""
+    if mode == "round_robin":
+        pairings = players * (players - 1) // 2
+    elif mode == "swiss":
+        rounds = min(players - 1, math.ceil(math.log2(max(players, 2))) + 1)
+        pairings = rounds * (players // 2)
+    else:
+        pairings = players - 1
+    return pairings * games_per_pairing
 
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self.data: dict[str, Any] = {"version": 1, "players": {}, "history": []}
-        if self.path.exists():
-            try:
-                self.data = json.loads(self.path.read_text())
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"ratings file {self.path}: not valid JSON ({exc}); move it "
-                                 "away to start a new one") from None
 
-    def add(self, result: TournamentResult, rows: list[dict[str, Any]], label: str) -> None:
-        players = self.data["players"]
-        s, g = result.score_matrix()
-        ids = [e.identity for e in result.entrants]
-        for i, e in enumerate(result.entrants):
-            p = players.setdefault(e.identity, {"name": e.name, "spec": e.spec, "results": {}})
-            for j, other in enumerate(ids):
-                if i != j and g[i, j]:
-                    rec = p["results"].setdefault(other, [0.0, 0.0])
-                    rec[0] += float(s[i, j])
-                    rec[1] += float(g[i, j])
-        self._refit()
-        self.data["history"].append({"time": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                                     "label": label, "standings": rows})
-        payload = json.dumps(self.data, indent=1, sort_keys=True).encode()
-        atomic_write_bytes(self.path, lambda f: f.write(payload))
+@dataclass
+class TournamentReport:
+    result: Results
+    rows: list[dict[str, Any]]
+    text: str  # the crosstable and the deaths table, in Markdown
+    folder: Path
+    mode: str
+    games_per_pairing: int
+    ratings_path: Path | None = None
+    replays: list[Path] = field(default_factory=list)
 
-    def _refit(self) -> None:
-        players = self.data["players"]
-        ids = sorted(players)
-        index = {k: i for i, k in enumerate(ids)}
-        n = len(ids)
-        s = np.zeros((n, n))
-        g = np.zeros((n, n))
-        for k, p in players.items():
-            for other, (pts, games) in p["results"].items():
-                if other in index:
-                    s[index[k], index[other]] = pts
-                    g[index[k], index[other]] = games
-        rating, se = bradley_terry(s, g)
-        for k in ids:
-            players[k]["rating"] = float(rating[index[k]])
-            players[k]["ci95"] = float(1.96 * se[index[k]])
+    def summary(self) -> str:
+        """What the tournament mode prints: the tables and where everything was written."""
+        r = self.result
+        lines = [f"{self.mode}: {len(r.entrants)} players, {self.games_per_pairing} games per "
+                 f"pairing, {sum(m.n for _, _, m in r.matches)} games in {r.seconds:.1f} s", "",
+                 self.text,
+                 "", f"wrote {self.folder}/crosstable.md, standings.json, ratings.png"
+                     + (f"; ratings: {self.ratings_path}" if self.ratings_path else "")]
+        if self.replays:
+            lines.append(f"saved {len(self.replays)} replays under {self.replays[0].parent}/")
+        return "\n".join(lines)
 
-    def top(self, n: int = 1) -> list[dict[str, Any]]:
-        ranked = sorted(self.data["players"].values(), key=lambda p: -p.get("rating", 0.0))
-        return ranked[:n]
+
+def run_tournament(specs: list[str], mode: str = "round_robin", games_per_pairing: int = 100,
+                   seed: int = 0, workers: int = 1, ratings: RatingsFile | None = None,
+                   save_replays: int = 0, quiet: bool = False,
+                   report_dir: str | Path = REPORT_DIR,
+                   into: str | Path | None = None) -> TournamentReport:
+    """The tournament mode: check the players, play, rate, write the report (into a new folder
+    under `report_dir`, or the folder `into`) and add the games to the ratings file. Elimination
+    seeds players by their ratings in that file."""
+    if mode not in MODES:
+        raise ValueError(f"--tournament-mode {mode!r} is unknown: use one of {', '.join(MODES)}")
+    _check_games(games_per_pairing)
+    entrants = resolve_entrants(specs)
+    if len(entrants) < 2:
+        raise ValueError("a tournament needs at least two players (--players A,B,...)")
+    total = planned_games(mode, len(entrants), games_per_pairing)
+    common = {"workers": workers, "keep_actions": save_replays}
+    with Progress(total, f"{mode} of {len(entrants)}", "game", quiet) as progress:
+        common["progress"] = progress
+        if mode == "swiss":
+            result = play_swiss(entrants, games_per_pairing, seed, **common)
+        elif mode == "elimination":
+            seeding = [ratings.rating(e.identity, 1500.0 - k) if ratings else -k
+                       for k, e in enumerate(entrants)]
+            result = play_elimination(entrants, games_per_pairing, seed, seeding, **common)
+        else:
+            result = play_round_robin(entrants, games_per_pairing, seed, **common)
+    rows = standings(result)
+    text = crosstable_markdown(result, rows) + "\n\nDeaths by cause:\n\n" + deaths_markdown(rows)
+    folder = Path(into) if into is not None else _new_folder(Path(report_dir))
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "crosstable.md").write_text(text + "\n")
+    (folder / "standings.json").write_text(json.dumps(rows, indent=1))
+    from .charts import ratings_chart
+
+    ratings_chart(folder / "ratings.png", [r["name"] for r in rows], [r["rating"] for r in rows],
+                  [r["ci95"] for r in rows], f"Bradley-Terry ratings, 95% intervals ({mode})")
+    if ratings is not None:
+        ratings.add(result, rows, f"{mode} of {len(entrants)}")
+    saved = []
+    if save_replays:
+        from .replays import save_match_replays
+
+        for _, _, r in result.matches:
+            saved += save_match_replays(r, GameConfig(), f"{r.name_a}-vs-{r.name_b}")
+    return TournamentReport(result, rows, text, folder, mode, games_per_pairing,
+                            ratings.path if ratings is not None else None, saved)
+
+
+def _new_folder(root: Path) -> Path:
+    """A folder named for the time that no other tournament has (two started in the same second
+    get -2, -3, ...): mkdir is atomic, so concurrent runs never share one."""
+    stem = time.strftime("%Y%m%d-%H%M%S")
+    root.mkdir(parents=True, exist_ok=True)
+    for k in range(1, 10_000):
+        folder = root / (stem if k == 1 else f"{stem}-{k}")
+        try:
+            folder.mkdir()
+            return folder
+        except FileExistsError:
+            continue
+    raise RuntimeError(f"no free folder name under {root}")

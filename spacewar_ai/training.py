@@ -1,21 +1,21 @@
-"""Training, evaluation and champion training. Reads top to bottom like CleanRL's ppo.py.
+"""Training: the Trainer runs one PPO or DQN run (new, resumed, or continued against champions).
 
-The learner flies ship 0 in `num_envs` games at once (one engine batch); `SelfPlayManager`
-chooses who flies ship 1 in each game. TensorBoard logs go to runs/<run>/, checkpoints to
-checkpoints/<run>/ (latest.pt, best.pt, ckpt_<update>.pt, league/ snapshots).
+The learner flies ship 0 in `num_envs` games at once (one engine batch); the league (league.py)
+chooses who flies ship 1 in each game. `Trainer._run_ppo` is the loop to read first, top to
+bottom: act, let the league act, show the opponent model the judged opponent's moves, step both
+ships, bootstrap truncated games, store, record finished games, update, then snapshot, evaluate
+and save (`_after_update`). TensorBoard logs go to runs/<run>/, checkpoints to
+checkpoints/<run>/ (latest.pt, best.pt, ckpt_<update>.pt, league/ snapshots, opponent_model.pt).
+A run stops at `total_timesteps`, `episodes` or `max_minutes`, whichever comes first.
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
-import json
-import math
 import os
 import random
-import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,95 +23,23 @@ import numpy as np
 import torch
 
 from .agents import make_agent, saved_architecture
-from .arena import play_match
-from .checkpoints import CheckpointError, load_agent, load_checkpoint, rewrite_metadata
-from .config import DQNConfig, GameConfig, LeagueConfig, PPOConfig, RewardConfig, TrainConfig
+from .checkpoints import (CheckpointError, check_finite, load_agent, load_checkpoint,
+                          remove_stale_temps, rewrite_metadata)
+from .config import RunConfig
 from .engine import DeathCause
 from .environment import SpacewarVectorEnv
-from .league import SelfPlayManager
+from .league import League
+from .match import play_match
 from .opponent_model import FILE_NAME as OPPONENT_MODEL_FILE
 from .opponent_model import OpponentModel
-from .players import AgentPilot, resolve_player
+from .pilots import AgentPilot, make_pilot
+from .progress import Progress
+from .warm_start import behaviour_clone, demonstration_start
 
 DQN_ITERATION_STEPS = 64  # DQN vector steps per "update" for logging, evaluation and saving
 # How the learner's games end, as logged under charts/death_cause/ (shares of the update's games).
 EPISODE_CAUSES = (DeathCause.TORPEDO, DeathCause.STAR, DeathCause.COLLISION, DeathCause.TIMEOUT)
-
-
-@dataclass
-class RunConfig:
-    """Everything a run is made of; its dict is the resolved config saved in checkpoints."""
-
-    train: TrainConfig = field(default_factory=TrainConfig)
-    ppo: PPOConfig = field(default_factory=PPOConfig)
-    dqn: DQNConfig = field(default_factory=DQNConfig)
-    league: LeagueConfig = field(default_factory=LeagueConfig)
-    game: GameConfig = field(default_factory=GameConfig)
-    reward: RewardConfig = field(default_factory=RewardConfig)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k).to_dict() for k in
-                ("train", "ppo", "dqn", "league", "game", "reward")}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RunConfig":
-        parts = {"train": TrainConfig, "ppo": PPOConfig, "dqn": DQNConfig, "league": LeagueConfig,
-                 "game": GameConfig, "reward": RewardConfig}
-        unknown = sorted(set(data) - set(parts))
-        if unknown:
-            raise ValueError(f"config sections {unknown} are unknown; valid sections are "
-                             f"{sorted(parts)}")
-        return cls(**{k: parts[k].from_dict(data.get(k, {})) for k in parts})
-
-
-def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfig:
-    """Read a TOML or JSON file with sections [train], [ppo], [dqn], [league], [game], [reward].
-    Its fields override `base` (default: the defaults); a resumed run's base is its saved config."""
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"config file {p}: no such file")
-    text = p.read_text()
-    try:
-        if p.suffix.lower() == ".toml":
-            import tomllib
-
-            data = tomllib.loads(text)
-        else:
-            data = json.loads(text)
-    except Exception as exc:  # noqa: BLE001 - any parse error becomes one clear line
-        raise ValueError(f"config file {p}: cannot be parsed ({exc})") from None
-    merged = (base or RunConfig()).to_dict()
-    for section, fields in data.items():
-        if isinstance(fields, dict) and isinstance(merged.get(section), dict):
-            merged[section].update(fields)
-        else:
-            merged[section] = fields  # an unknown section or a bad value: from_dict names it
-    try:
-        return RunConfig.from_dict(merged)
-    except ValueError as exc:
-        raise ValueError(f"config file {p}: {exc}") from None
-
-
-def saved_run_config(path: str | Path) -> RunConfig:
-    """The settings a checkpoint's run was made with (the resolved config saved in it): the base
-    of a resumed run. A bad file raises CheckpointError (a ValueError) naming it."""
-    saved = load_checkpoint(path)["metadata"].get("config") or {}
-    try:
-        return RunConfig.from_dict(saved)
-    except ValueError as exc:
-        raise ValueError(f"{path}: its saved settings cannot be read ({exc}); it was written by "
-                         "another version of spacewar-ai") from None
-
-
-def wilson_interval(wins: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% confidence interval of a proportion (Wilson score)."""
-    if n == 0:
-        return 0.0, 1.0
-    p = wins / n
-    d = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / d
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return max(0.0, centre - half), min(1.0, centre + half)
+PROGRESS_UNITS = 1000  # the progress bar counts thousandths of the run's budget
 
 
 def evaluation_seeds(updates: int, games: int) -> tuple[int, int]:
@@ -135,27 +63,8 @@ def _hparams_table(cfg: RunConfig) -> str:
     return "\n".join(rows)
 
 
-class _Progress:
-    """A live line on a terminal (at most once a second); on a pipe, one line per evaluation;
-    with quiet, nothing but the final summary."""
-
-    def __init__(self, quiet: bool):
-        self.quiet = quiet
-        self.live = sys.stdout.isatty() and not quiet
-        self.last = 0.0
-
-    def show(self, text: str, milestone: bool = False, final: bool = False) -> None:
-        if final:
-            print(("\n" if self.live else "") + text, flush=True)
-        elif self.live and time.time() - self.last > 1.0:
-            self.last = time.time()
-            print("\r" + text[:150].ljust(150), end="", flush=True)
-        elif milestone and not self.quiet and not self.live:
-            print(text, flush=True)
-
-
 class Trainer:
-    """One training run (new or resumed)."""
+    """One training run (new or resumed). `run()` trains and returns a summary."""
 
     def __init__(self, cfg: RunConfig, resume: str | Path | None = None,
                  init_weights: str | Path | None = None, champions: list[str] | None = None,
@@ -165,98 +74,135 @@ class Trainer:
         torch.set_num_threads(t.torch_threads or os.cpu_count() or 1)
         self.device = "cuda" if t.device == "auto" and torch.cuda.is_available() else (
             "cpu" if t.device == "auto" else t.device)
+        # Every pilot the run will meet is built (and a bad spec refused) before the first step;
+        # fork_rng: a network built here must not move the generator the learner samples from.
+        with torch.random.fork_rng(devices=[]):
+            self.eval_opponent = make_pilot(t.eval_opponent, cfg.game)
         # best_eval: best.pt's win rate in evaluations, pooled over best_eval_games games.
         self.counters = {"global_step": 0, "episodes": 0, "updates": 0, "best_eval": -1.0,
                          "best_eval_games": 0, "wall_seconds": 0.0}
-        resume_ckpt = None
-        if resume is not None:
-            resume_ckpt = load_checkpoint(resume, expect_algorithm=t.algorithm,
-                                          expect_obs_dim=cfg.game.obs_dim)
-            meta = resume_ckpt["metadata"]
-            self.run_name = meta.get("run_name") or t.run_name
-            self.counters.update(meta.get("counters", {}))
-            if self.counters["best_eval"] >= 0 and not self.counters["best_eval_games"]:
-                # Written before the figure was pooled: it stood for one evaluation's games.
-                self.counters["best_eval_games"] = t.eval_episodes
-        else:
+        resume_ckpt = self._read_resume(resume) if resume is not None else None
+        if resume_ckpt is None:
             # A run against champions says so: runs/ otherwise lists it like a fresh start.
             kind = "champion-" if champions else ""
             self.run_name = t.run_name or (
                 f"{kind}{t.algorithm}-s{t.seed}-{time.strftime('%Y%m%d-%H%M%S')}")
         self.run_dir = Path(t.checkpoint_dir) / self.run_name
         self.log_dir = Path(t.log_dir) / self.run_name
+        remove_stale_temps(self.run_dir)
         _seed_everything(t.seed + self.counters["updates"])
         init_ckpt = None
         if init_weights is not None and resume_ckpt is None:
             init_ckpt = load_checkpoint(init_weights, expect_algorithm=t.algorithm,
                                         expect_obs_dim=cfg.game.obs_dim)
-        source = resume_ckpt if resume_ckpt is not None else init_ckpt
-        if source is not None:
-            # The network's shape comes from the weights being continued, whatever the config says.
-            shape = saved_architecture(t.algorithm, source["agent"].get("config", {}))
-            if t.algorithm == "ppo":
-                cfg.ppo = dataclasses.replace(cfg.ppo, **shape)
-            else:
-                cfg.dqn = dataclasses.replace(cfg.dqn, **shape)
         warm = bool(t.warm_start) and resume_ckpt is None and init_weights is None
-        if warm and t.algorithm == "dqn":
-            # A warm-started Q-network already flies; epsilon 1.0 would only bury its
-            # demonstrations in random games (DQfD explores at a small constant epsilon too).
-            cfg.dqn = dataclasses.replace(cfg.dqn, start_epsilon=cfg.dqn.end_epsilon)
+        self._shape_configs(resume_ckpt if resume_ckpt is not None else init_ckpt, warm)
         self.env = SpacewarVectorEnv(t.num_envs, cfg.game, cfg.reward, opponent=None)
         algo_cfg = cfg.ppo if t.algorithm == "ppo" else cfg.dqn
         self.agent = make_agent(t.algorithm, cfg.game.obs_dim, cfg.game.num_actions, algo_cfg,
                                 self.device, num_envs=t.num_envs, seed=t.seed, game=cfg.game)
-        self.league = SelfPlayManager(cfg.league, cfg.game, t.num_envs, t.seed,
-                                      snapshot_dir=self.run_dir / "league")
+        self.league = League(cfg.league, cfg.game, t.num_envs, t.seed,
+                             snapshot_dir=self.run_dir / "league")
         if resume_ckpt is not None:
-            self.agent.load_state_dict(resume_ckpt["agent"])
-            meta = resume_ckpt["metadata"]
-            self.league.load_state(meta.get("league", {}), self.device)
-            rng = meta.get("rng", {})
-            if "torch" in rng:
-                torch.set_rng_state(torch.tensor(rng["torch"], dtype=torch.uint8))
-            if "numpy" in rng:
-                np.random.set_state(tuple(rng["numpy"]))
+            self._restore(resume_ckpt, resume)
         elif init_ckpt is not None:
             state = dict(init_ckpt["agent"])
             state.pop("optimizer", None)  # a fresh optimizer for a new run
-            self.agent.load_state_dict(state)
+            self._load_weights(state, init_weights)
         if warm:
             clone = behaviour_clone if t.algorithm == "ppo" else demonstration_start
             stats = clone(self.agent, t.warm_start, cfg.game, t.warm_start_decisions,
                           t.warm_start_epochs, t.seed, quiet=quiet)
             self.counters["warm_start_accuracy"] = stats["accuracy"]
         for path in champions or []:
-            if not any(k.endswith(Path(path).stem) for k in self.league.fixed_keys):
-                self.league.add_fixed(path, self.device)
+            self.league.add_fixed(path, self.device)
         self.league.set_learner(self.agent)
         self.league.assign()
-        self.opponent_model: OpponentModel | None = None
-        if t.opponent_model and t.eval_opponent in self.league.scripted:
-            steps = cfg.ppo.n_steps if t.algorithm == "ppo" else DQN_ITERATION_STEPS
-            self.opponent_model = OpponentModel(
-                t.eval_opponent, cfg.game, steps * t.num_envs, t.opponent_model_batch,
-                t.opponent_model_lr, self.device)
-            saved = self.run_dir / OPPONENT_MODEL_FILE
-            if resume_ckpt is not None and saved.is_file():
-                self.opponent_model.load(saved)
+        self.opponent_model = self._opponent_model(resume_ckpt is not None)
         self.render = render
         self.guide = guide
-        self.progress = _Progress(quiet)
+        self.quiet = quiet
+        self.progress: Progress | None = None
         self._best_pilot: AgentPilot | None = None  # best.pt's player, once loaded or made
         self.recent = collections.deque(maxlen=100)  # learner outcomes: 1 win, 0.5 draw, 0 loss
         self.recent_wins = collections.deque(maxlen=100)
-        self.writer = None
+        self._writer = None
+        self._fresh = self.counters["updates"] == 0  # a new run: its settings go to TensorBoard
         self._episode_sums: collections.Counter = collections.Counter()
 
-    # --- helpers ------------------------------------------------------------------------------
-    def _open_writer(self):
-        from torch.utils.tensorboard import SummaryWriter
+    # --- building the run ---------------------------------------------------------------------
+    def _read_resume(self, resume) -> dict[str, Any]:
+        t = self.cfg.train
+        ckpt = load_checkpoint(resume, expect_algorithm=t.algorithm,
+                               expect_obs_dim=self.cfg.game.obs_dim)
+        meta = ckpt["metadata"]
+        self.run_name = meta.get("run_name") or t.run_name
+        self.counters.update(meta.get("counters", {}))
+        if self.counters["best_eval"] >= 0 and not self.counters["best_eval_games"]:
+            # Written before the figure was pooled: it stood for one evaluation's games.
+            self.counters["best_eval_games"] = t.eval_episodes
+        return ckpt
 
-        self.writer = SummaryWriter(str(self.log_dir))
-        if self.counters["updates"] == 0:
-            self.writer.add_text("hyperparameters", _hparams_table(self.cfg))
+    def _shape_configs(self, source, warm: bool) -> None:
+        """The network's shape comes from the weights being continued, whatever the config says;
+        a warm-started DQN explores at its final epsilon from the start."""
+        cfg, t = self.cfg, self.cfg.train
+        if source is not None:
+            shape = saved_architecture(t.algorithm, source["agent"].get("config", {}))
+            if t.algorithm == "ppo":
+                cfg.ppo = dataclasses.replace(cfg.ppo, **shape)
+            else:
+                cfg.dqn = dataclasses.replace(cfg.dqn, **shape)
+        if warm and t.algorithm == "dqn":
+            # A warm-started Q-network already flies; epsilon 1.0 would only bury its
+            # demonstrations in random games (DQfD explores at a small constant epsilon too).
+            cfg.dqn = dataclasses.replace(cfg.dqn, start_epsilon=cfg.dqn.end_epsilon)
+
+    def _load_weights(self, state: dict[str, Any], path) -> None:
+        check_finite(state, path)
+        try:
+            self.agent.load_state_dict(state)
+        except (KeyError, RuntimeError, ValueError) as exc:
+            raise CheckpointError(f"checkpoint {path}: its weights do not fit the network its "
+                                  f"saved settings describe ({str(exc).splitlines()[0][:160]}); "
+                                  "it was written by another version or edited") from None
+
+    def _restore(self, ckpt: dict[str, Any], path) -> None:
+        """Weights, optimizer, league and random streams of a resumed run."""
+        self._load_weights(ckpt["agent"], path)
+        meta = ckpt["metadata"]
+        self.league.load_state(meta.get("league", {}), self.device)
+        rng = meta.get("rng", {})
+        if "torch" in rng:
+            torch.set_rng_state(torch.tensor(rng["torch"], dtype=torch.uint8))
+        if "numpy" in rng:
+            np.random.set_state(tuple(rng["numpy"]))
+
+    def _opponent_model(self, resumed: bool) -> OpponentModel | None:
+        """The model of the judged opponent (opponent_model.py), when it is a league pilot."""
+        cfg, t = self.cfg, self.cfg.train
+        if not (t.opponent_model and t.eval_opponent in self.league.scripted):
+            return None
+        steps = cfg.ppo.n_steps if t.algorithm == "ppo" else DQN_ITERATION_STEPS
+        model = OpponentModel(t.eval_opponent, cfg.game, steps * t.num_envs,
+                              t.opponent_model_batch, t.opponent_model_lr, self.device)
+        saved = self.run_dir / OPPONENT_MODEL_FILE
+        if resumed and saved.is_file():
+            model.load(saved)
+        return model
+
+    # --- helpers ------------------------------------------------------------------------------
+    @property
+    def writer(self):
+        """TensorBoard's writer, opened at the first figure: a run refused before its first
+        update leaves no folder behind."""
+        if self._writer is None:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._writer = SummaryWriter(str(self.log_dir))
+            if self._fresh:
+                self._writer.add_text("hyperparameters", _hparams_table(self.cfg))
+        return self._writer
 
     def _reset_games(self):
         seed = self.cfg.train.seed * 1_000_003 + self.counters["updates"] * 7919
@@ -347,7 +293,7 @@ class Trainer:
         best.pt. Returns the evaluation's win rate."""
         t = self.cfg.train
         pilot = AgentPilot(self.agent.play_copy(), "learner", deterministic=True)
-        opponent = resolve_player(t.eval_opponent, self.cfg.game)
+        opponent = self.eval_opponent
         games = t.eval_episodes + t.eval_episodes % 2
         updates = self.counters["updates"]
 
@@ -369,7 +315,7 @@ class Trainer:
             # was the highest confirmed figure: a figure that only ever went up. Instead the
             # challenger and best.pt replay the same fresh games, the challenger must win more of
             # them, and best.pt's figure pools every replay it survives, so it settles on what
-            # best.pt is worth (README, Performance: DQN's best.pt against medium).
+            # best.pt is worth (ARCHITECTURE.md, design decisions).
             challenger = play(pilot, confirmation).wins_a
             self.writer.add_scalar("eval/confirmed_win_rate", challenger / games, step)
             defended = play(incumbent, confirmation).wins_a if incumbent is not None else -1
@@ -400,7 +346,7 @@ class Trainer:
             self._best_pilot = AgentPilot(agent, "best", deterministic=True)
         return self._best_pilot
 
-    def _progress(self) -> float:
+    def _schedule_progress(self) -> float:
         """How far the run is through its budget, 0 to 1: epsilon's decay and learning-rate
         annealing follow it. With a budget of games (`episodes`), whichever budget is nearer its
         end; `--episodes` alone leaves a step budget no run reaches, and measured by steps alone
@@ -427,19 +373,28 @@ class Trainer:
         if c["updates"] % self.cfg.league.snapshot_interval == 0:
             self.league.add_snapshot(self.agent, f"u{c['updates']:06d}")
         self._log_iteration(losses, sps)
-        eval_text = ""
         if c["updates"] % t.eval_interval == 0:
-            eval_text = f"eval vs {t.eval_opponent} {self.evaluate_now():.0%}"
+            rate = self.evaluate_now()
+            self.progress.say(f"update {c['updates']:,}, {c['global_step']:,} steps: "
+                              f"{rate:.0%} against {t.eval_opponent}")
         if c["updates"] % t.save_interval == 0:
             self.save("latest.pt")
         if c["updates"] % (t.save_interval * 10) == 0:
             self.save(f"ckpt_{c['updates']:06d}.pt")
-        mix = ", ".join(f"{k} {v:.0%}" for k, v in sorted(self.league.mix().items()))
         win = np.mean(self.recent_wins) if self.recent_wins else 0.0
-        self.progress.show(
-            f"upd {c['updates']} | steps {c['global_step']:,} | episodes {c['episodes']:,} | "
-            f"{sps:,.0f} steps/s | win {win:.0%} | stage {self.league.stage_spec} | {eval_text}"
-            f" | vs {mix}", milestone=bool(eval_text))
+        self.progress.note(steps=f"{c['global_step']:,}", sps=f"{sps:,.0f}", win=f"{win:.0%}",
+                           stage=self.league.stage_spec)
+        self.progress.set(round(PROGRESS_UNITS * self._budget_used()))
+
+    def _budget_used(self) -> float:
+        """How far the run is through whichever budget ends it first, 0 to 1."""
+        t, c = self.cfg.train, self.counters
+        used = c["global_step"] / t.total_timesteps if t.total_timesteps else 1.0
+        if t.episodes:
+            used = max(used, c["episodes"] / t.episodes)
+        if t.max_minutes:
+            used = max(used, c["wall_seconds"] / (60 * t.max_minutes))
+        return min(1.0, used)
 
     def _draw(self) -> None:
         if not self.render:
@@ -457,27 +412,39 @@ class Trainer:
 
     # --- the loops ----------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
-        self._open_writer()
+        t = self.cfg.train
+        budget = [f"{t.total_timesteps:,} steps" if t.total_timesteps < 10**12 else "",
+                  f"{t.episodes:,} games" if t.episodes else "",
+                  f"{t.max_minutes:g} minutes" if t.max_minutes else ""]
+        self.progress = Progress(PROGRESS_UNITS, self.run_name, quiet=self.quiet,
+                                 bar_format="{desc} {percentage:3.0f}%|{bar}| "
+                                            "{elapsed}<{remaining}{postfix}")
+        self.progress.say(f"training {self.run_name} ({t.algorithm}), until "
+                          f"{' or '.join(b for b in budget if b)}; watch it with: tensorboard "
+                          f"--logdir {self.log_dir}")
         # Wall-clock time of the whole run (evaluations and saves included), across resumes.
         self._wall_base = self.counters["wall_seconds"]
         self._t_start = time.time()
         try:
-            if self.cfg.train.algorithm == "ppo":
+            if t.algorithm == "ppo":
                 self._run_ppo()
             else:
                 self._run_dqn()
-            if self.counters["updates"] % self.cfg.train.eval_interval:
+            if self.counters["updates"] % t.eval_interval:
                 # Otherwise the final network, which had no evaluation of its own, could never
-                # become best.pt (DQN's default run did on seed 4 of five; README).
+                # become best.pt.
                 self.evaluate_now()
             self.save("latest.pt")
         finally:
-            self.writer.close()
+            self.progress.close()
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+                self._fresh = False
             if hasattr(self, "_renderer"):
                 self._renderer.close()
-        self.progress.show(f"done: {self.counters['updates']} updates, "
-                           f"{self.counters['global_step']:,} steps, "
-                           f"{self.counters['episodes']:,} episodes -> {self.run_dir}", final=True)
+        print(f"done: {self.counters['updates']} updates, {self.counters['global_step']:,} "
+              f"steps, {self.counters['episodes']:,} games -> {self.run_dir}", flush=True)
         summary = {"run_dir": str(self.run_dir), "log_dir": str(self.log_dir), **self.counters}
         model = self.opponent_model
         if model is not None and model.decisions:
@@ -514,7 +481,7 @@ class Trainer:
                     self._finished(info, done)
                 obs = next_obs
                 self._draw()
-            losses = agent.update(next_obs=obs[:, 0], progress=self._progress())
+            losses = agent.update(next_obs=obs[:, 0], progress=self._schedule_progress())
             self._fit_opponent_model()
             dt = time.time() - t0
             self._after_update(losses, self.cfg.ppo.n_steps * n / dt)
@@ -529,7 +496,7 @@ class Trainer:
             t0 = time.time()
             losses: dict[str, list[float]] = collections.defaultdict(list)
             for _ in range(DQN_ITERATION_STEPS):
-                agent.set_progress(self._progress())
+                agent.set_progress(self._schedule_progress())
                 actions[:, 0] = agent.select_action(obs[:, 0])
                 if self.guide is not None:
                     # Only exploration is guided: epsilon x share of the rows.
@@ -560,89 +527,32 @@ class Trainer:
             self._after_update(mean, DQN_ITERATION_STEPS * n / dt)
 
 
-WARM_START_OPPONENTS = ("heuristic:hard", "heuristic:medium", "heuristic:easy", "idle", "random")
-
-
-def teacher_games(teacher: str, config: GameConfig, decisions: int, seed: int, on_step) -> None:
-    """The teacher (a pilot spec) flies ship 0 for about `decisions` decisions against a mix of
-    opponents (itself, the scripted ladder, random), so the data covers winning and losing
-    positions. `on_step(obs, action, reward, next_obs, terminated, done)` gets ship 0's view of
-    each vector step (next_obs holds the final observation of games that just ended; at each
-    opponent's last step every game counts as done, cut off)."""
-    n = 256
-    steps = max(1, decisions // (n * len(WARM_START_OPPONENTS)))
-    for k, spec in enumerate(WARM_START_OPPONENTS):
-        env = SpacewarVectorEnv(n, config, opponent=None)
-        obs, _ = env.reset_both(seed=seed * 1000 + k * 100_000)
-        pilots = [resolve_player(teacher, config, seed), resolve_player(spec, config, seed + 1)]
-        for p in pilots:
-            p.reset(np.ones(n, dtype=bool), env.batch.rng.copy())
-        actions = np.zeros((n, 2), dtype=np.int64)
-        for step in range(steps):
-            actions[:, 0] = pilots[0].act(obs[:, 0])
-            actions[:, 1] = pilots[1].act(obs[:, 1])
-            next_obs, rewards, term, trunc, info = env.step_both(actions)
-            done = term | trunc
-            after = next_obs[:, 0].copy()
-            if done.any():
-                after[done] = info["final_obs"][done, 0]
-            # The last step cuts every game off (a truncation): nothing may run on into the next
-            # opponent's games.
-            cut = np.ones(n, dtype=bool) if step == steps - 1 else done
-            on_step(obs[:, 0].copy(), actions[:, 0].copy(), rewards[:, 0], after, term, cut)
-            obs = next_obs
-            if done.any():
-                for p in pilots:
-                    p.reset(done, env.batch.rng.copy())
-
-
-def behaviour_clone(agent, teacher: str, config: GameConfig, decisions: int = 500_000,
-                    epochs: int = 6, seed: int = 0, batch_size: int = 1024, lr: float = 1e-3,
-                    quiet: bool = True) -> dict[str, float]:
-    """Warm start: the PPO actor imitates `teacher` (a pilot spec) before RL.
-
-    The actor is fitted by cross-entropy on the teacher's actions (`teacher_games`) under the
-    action mask, and the observation statistics are set from the same data. Returns the final
-    epoch's loss and accuracy (agreement with the teacher)."""
-    xs, ys = [], []
-    teacher_games(teacher, config, decisions, seed,
-                  lambda obs, action, *_: (xs.append(obs), ys.append(action)))
-    report = None if quiet else (
-        lambda epoch, loss, agreement: print(f"warm start from {teacher}: epoch {epoch + 1}/"
-                                             f"{epochs}, loss {loss:.3f}, agreement "
-                                             f"{agreement:.1%}"))
-    actions = np.concatenate(ys)
-    fitted = agent.imitate(np.concatenate(xs), actions,
-                           torch.optim.Adam(agent.net.actor.parameters(), lr=lr), batch_size,
-                           epochs, torch.Generator().manual_seed(seed), on_epoch=report)
-    return {"loss": fitted["loss"], "accuracy": fitted["accuracy"], "decisions": len(actions)}
-
-
-def demonstration_start(agent, teacher: str, config: GameConfig, decisions: int = 200_000,
-                        epochs: int = 6, seed: int = 0, margin: float = 0.8,
-                        quiet: bool = True) -> dict[str, float]:
-    """Warm start for DQN, after DQfD (Hester et al. 2018): the teacher's games go into the
-    replay buffer as ordinary n-step transitions (at most a buffer's worth), then the Q-network
-    is pre-trained on them with the TD loss plus a large-margin loss (the teacher's action must
-    beat every other by `margin`), `epochs` passes over the data. RL then goes on with the
-    demonstrations in the buffer until new games overwrite them. Returns the greedy policy's
-    agreement with the teacher on the stored positions and the final losses."""
-    decisions = min(decisions, agent.config.buffer_size)
-    teacher_games(teacher, config, decisions, seed,
-                  lambda obs, action, reward, nxt, term, done:
-                  agent.store_transition(obs, action, reward, nxt, term, done=done))
-    size = len(agent)
-    steps = max(1, epochs * size // agent.config.batch_size // agent.config.gradient_steps)
-    losses: dict[str, float] = {}
-    for k in range(steps):
-        losses = agent.update(margin=margin)
-        if not quiet and (k + 1) % max(1, steps // epochs) == 0:
-            print(f"warm start from {teacher}: {k + 1}/{steps} updates, q-loss "
-                  f"{losses['q_loss']:.3f}, margin loss {losses['margin_loss']:.3f}")
-    idx = np.arange(0, size, max(1, size // 20_000))
-    greedy = agent.stored_greedy(idx)
-    accuracy = float(np.mean(greedy == agent.buf_actions[idx]))
-    return {"accuracy": accuracy, "decisions": size, **losses}
+def planner_command(run_dir: str | Path, algorithm: str, eval_opponent: str,
+                    accuracy: float | None = None) -> str:
+    """The line that tells a user how to play what a run trained with a lookahead (search.py),
+    or why there is nothing to plan with yet. Printed at the end of every run, Ctrl-C included.
+    `accuracy`: how many of the opponent's last moves its model foresaw, when the run knows."""
+    run_dir = Path(run_dir)
+    best, model = run_dir / "best.pt", run_dir / OPPONENT_MODEL_FILE
+    learned = (f"opponent model of {eval_opponent}: {model}"
+               + (f" ({accuracy:.1%} of its last moves foreseen)" if accuracy is not None else ""))
+    if algorithm == "ppo":
+        if not best.is_file():
+            return (f"no model to plan with yet: {run_dir} has no best.pt (the run stopped before "
+                    f"its first evaluation); continue it with --resume {run_dir / 'latest.pt'}")
+        command = (f"spacewar-ai --evaluate --checkpoint search:{best} "
+                   f"--opponent {eval_opponent}")
+        if not model.is_file():
+            return (f"no opponent model yet (the run had not met {eval_opponent} long enough to "
+                    "learn one), so the planner forecasts with the shipped model of "
+                    f"heuristic:hard; plan with it: {command}")
+        return f"{learned}; plan with it: {command}"
+    if not model.is_file():
+        return (f"no model to plan with: search: rolls out a PPO policy, and this DQN run has not "
+                f"learned a model of {eval_opponent} to lend one")
+    # search: rolls out a PPO policy; a DQN run's model serves the shipped one as +MODEL.
+    return (f"{learned}; plan with it: spacewar-ai --evaluate --checkpoint "
+            f"search:pretrained+{model} --opponent {eval_opponent}")
 
 
 def _np_state_json(state) -> list:
@@ -650,69 +560,40 @@ def _np_state_json(state) -> list:
     return [name, keys.tolist(), int(pos), int(has_gauss), float(cached)]
 
 
-def evaluate(checkpoint: str, opponent: str = "heuristic:hard", episodes: int = 200,
-             seed: int = 0, config: GameConfig | None = None, deterministic: bool = True,
-             render: bool = False, recorder=None, keep_actions: int = 0) -> dict[str, Any]:
-    """Play `episodes` games (sides swapped) and print the outcome with a 95% interval.
-    With render (or a video recorder) the games are played one by one and drawn instead."""
-    from .arena import watch_games
+def train(cfg: RunConfig, resume: str | None = None, start_from: str | None = None,
+          champion: bool = False, ratings_file: str | None = None, render: bool = False,
+          quiet: bool = False, guide=None) -> dict[str, Any]:
+    """The training modes: a new run (from scratch, or from the model `start_from` names), a
+    resumed one, or, with `champion`, `start_from` trained further against the best models we
+    know (ratings.best_models) and the hard pilot. Ends by printing how to play the result
+    with a lookahead, Ctrl-C included."""
+    from .pilots import spec_path
+    from .ratings import best_models
 
-    config = config if config is not None else GameConfig()
-    player = resolve_player(checkpoint, config, seed, deterministic)
-    opp = resolve_player(opponent, config, seed + 1)
-    if render or recorder is not None:
-        for k, info in enumerate(watch_games(player, opp, episodes, seed, config,
-                                             recorder=recorder)):
-            print(f"game {k + 1}: real winner {info['real_winner']}, "
-                  f"deaths {info['ship_0_death_cause']} / {info['ship_1_death_cause']}")
-        return {}
-    games = episodes + episodes % 2
-    r = play_match(player, opp, games, seed, config, keep_actions=keep_actions)
-    lo, hi = wilson_interval(r.wins_a, r.n)
-    losses = r.wins_b
-    print(f"{player.name} vs {opp.name}: {r.n} games, sides swapped")
-    print(f"  wins {r.wins_a} ({r.win_rate_a():.1%}, 95% CI {lo:.1%}-{hi:.1%}), "
-          f"losses {losses}, draws {r.draws}")
-    for who, name in (("a", player.name), ("b", opp.name)):
-        causes = ", ".join(f"{k.lower()} {v}" for k, v in r.causes(who).items())
-        print(f"  deaths of {name}: {causes}; accuracy {r.accuracy(who):.1%}")
-    print(f"  mean game length {r.mean_frames():.0f} frames")
-    return {"wins": r.wins_a, "losses": losses, "draws": r.draws, "games": r.n,
-            "win_rate": r.win_rate_a(), "ci": (lo, hi), "causes_a": r.causes("a"),
-            "causes_b": r.causes("b"), "mean_frames": r.mean_frames(), "match": r,
-            "players": [(checkpoint, player), (opponent, opp)]}
-
-
-def champion_paths(checkpoint_dir: str | Path, exclude: str | Path | None = None,
-                   top: int = 3, ratings_file: str | Path | None = None) -> list[str]:
-    """The strongest past models: the top-rated checkpoints of the ratings file when there is one
-    (`<checkpoint_dir>/ratings.json` by default), then each run's `best.pt` under checkpoint_dir,
-    ranked by the evaluation win rate recorded in it."""
-    from .players import spec_path
-    from .tournament import RatingsFile
-
-    def same(p) -> bool:
-        return exclude is not None and Path(p).resolve() == Path(exclude).resolve()
-
-    chosen: list[str] = []
-    rpath = Path(ratings_file) if ratings_file else Path(checkpoint_dir) / "ratings.json"
-    if rpath.is_file():
-        try:
-            for player in RatingsFile(rpath).top(len(RatingsFile(rpath).data["players"])):
-                path = spec_path(player.get("spec", ""))
-                if path is not None and path.is_file() and not same(path) \
-                        and str(path) not in chosen:
-                    chosen.append(str(path))
-        except ValueError:
-            pass  # an unreadable ratings file: fall back to the runs' own evaluations
-    ranked = []
-    for path in Path(checkpoint_dir).glob("*/best.pt"):
-        if same(path) or str(path) in chosen:
-            continue
-        try:
-            meta = load_checkpoint(path)["metadata"]
-        except CheckpointError:
-            continue
-        ranked.append((meta.get("counters", {}).get("best_eval", 0.0), str(path)))
-    ranked.sort(reverse=True)
-    return (chosen + [p for _, p in ranked])[:top]
+    init = None
+    if start_from:
+        init = spec_path(start_from)
+        if init is None or not init.is_file():
+            raise ValueError(f"--checkpoint {start_from!r}: training starts from a checkpoint "
+                             "file (or pretrained), not a scripted pilot or a planner")
+    champions = None
+    if champion:
+        found = best_models(cfg.train.checkpoint_dir, ratings_file, exclude=init)
+        # No other models yet: the model trains against itself first.
+        champions = [str(path) for path, _ in found[:3]] or [str(init)]
+        print("champions: " + ", ".join(champions))
+        cfg.league = dataclasses.replace(cfg.league, curriculum=("heuristic:hard",),
+                                         scripted_share=0.3, past_share=0.8)
+    trainer = Trainer(cfg, resume=resume, init_weights=init, champions=champions,
+                      render=render, quiet=quiet, guide=guide)
+    try:
+        summary = trainer.run()
+        print(f"checkpoints: {summary['run_dir']}  tensorboard --logdir {summary['log_dir']}")
+        return summary
+    finally:
+        if guide is not None:
+            print(f"LLM-guided exploration actions: {guide.used:,}")
+            guide.close()
+        model = trainer.opponent_model
+        print(planner_command(trainer.run_dir, cfg.train.algorithm, cfg.train.eval_opponent,
+                              model.accuracy if model is not None and model.decisions else None))

@@ -344,9 +344,12 @@ def test_play_copy_plays_alike_and_carries_no_buffers(cls):
     # sampling draws from it, and a moved stream would change the run.
     assert torch.equal(torch.get_rng_state(), rng_before)
     # DQN's replay rows are axis 0, PPO's games axis 1 of its (n_steps, num_envs, D) rollouts.
-    axis, buffers = (0, ("buf_obs", "buf_next")) if cls is DQNAgent else (1, ("buf_obs", "buf_raw"))
-    for name in buffers:
-        assert getattr(twin, name).shape[axis] == 1 < getattr(agent, name).shape[axis]
+    if cls is DQNAgent:
+        pairs = [(twin.replay.obs, agent.replay.obs, 0), (twin.replay.next, agent.replay.next, 0)]
+    else:
+        pairs = [(twin.buf_obs, agent.buf_obs, 1), (twin.buf_raw, agent.buf_raw, 1)]
+    for mine, theirs, axis in pairs:
+        assert mine.shape[axis] == 1 < theirs.shape[axis]
     assert not twin.optimizer.state  # no optimizer moments either
     assert twin.architecture == agent.architecture
     np.testing.assert_array_equal(twin.select_action(obs, deterministic=True),
@@ -398,9 +401,10 @@ def test_dqn_n_step_returns_by_hand():
         nxt[:, 0] += 0.5  # "the observation after decision t"
         agent.store_transition(obs, np.array([t % 6, (t + 1) % 6]), np.array(rewards[t]), nxt,
                                np.array(terminated[t]), done=np.array(done[t]))
-    got = {(float(agent.buf_obs[i, 0]), float(agent.buf_next[i, 0])):
-           (float(agent.buf_rewards[i]), float(agent.buf_terminated[i]),
-            float(agent.buf_discount[i]), int(agent.buf_actions[i])) for i in range(len(agent))}
+    r = agent.replay
+    got = {(float(r.obs[i, 0]), float(r.next[i, 0])):
+           (float(r.rewards[i]), float(r.terminated[i]),
+            float(r.discount[i]), int(r.actions[i])) for i in range(len(agent))}
     assert got == {
         # game 0: decisions 0-1 end in a termination, then a new game starts at decision 2
         (0.0, 1.5): (1.0 + 0.5 * 2.0, 1.0, 0.25, 0),

@@ -94,5 +94,5 @@ def test_export_joins_dqn_runs_and_ensemble_with_needs_export(tmp_path):
     assert "wrote" in out.stdout
     assert len(load_agent(tmp_path / "ab.pt")[0].play_members) == 1
     out = _run(["spacewar-ai", "--algorithm", "dqn", "--ensemble-with", str(tmp_path / "b.pt")])
-    assert out.returncode == 2 and "use it with --export" in out.stderr
+    assert out.returncode == 2 and "applies to --export" in out.stderr
     assert "Traceback" not in out.stderr

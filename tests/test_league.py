@@ -7,7 +7,7 @@ import torch
 from spacewar_ai.agents import DQNAgent, PPOAgent
 from spacewar_ai.config import DQNConfig, GameConfig, LeagueConfig, PPOConfig
 from spacewar_ai.environment import SpacewarVectorEnv
-from spacewar_ai.league import SELF, SelfPlayManager
+from spacewar_ai.league import SELF, League
 
 SMALL = PPOConfig(hidden_sizes=(16,), activation="relu")
 
@@ -19,7 +19,7 @@ def _obs(n: int) -> np.ndarray:
 
 
 def test_the_curriculum_moves_on_when_the_stage_is_beaten():
-    league = SelfPlayManager(LeagueConfig(curriculum=("idle", "heuristic:easy"),
+    league = League(LeagueConfig(curriculum=("idle", "heuristic:easy"),
                                           curriculum_window=10, curriculum_threshold=0.6),
                              GameConfig(), num_envs=8, seed=0)
     league.assign()
@@ -33,7 +33,7 @@ def test_the_curriculum_moves_on_when_the_stage_is_beaten():
 
 def test_evicted_snapshots_give_their_games_a_new_opponent(tmp_path):
     cfg = LeagueConfig(scripted_share=0.0, past_share=1.0, pool_size=2)
-    league = SelfPlayManager(cfg, GameConfig(), num_envs=32, seed=1, snapshot_dir=tmp_path)
+    league = League(cfg, GameConfig(), num_envs=32, seed=1, snapshot_dir=tmp_path)
     agent = PPOAgent(36, 6, SMALL)
     league.set_learner(agent)
     first = league.add_snapshot(agent, "u1")
@@ -47,7 +47,7 @@ def test_evicted_snapshots_give_their_games_a_new_opponent(tmp_path):
 
 def _mixed_league(folder):
     cfg = LeagueConfig(scripted_share=0.25, past_share=0.8, pool_size=3)
-    league = SelfPlayManager(cfg, GameConfig(), num_envs=64, seed=2, snapshot_dir=folder)
+    league = League(cfg, GameConfig(), num_envs=64, seed=2, snapshot_dir=folder)
     torch.manual_seed(10)
     league.set_learner(PPOAgent(36, 6, SMALL))
     for k in range(3):

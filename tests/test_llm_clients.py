@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from spacewar_ai.llm_integration import (AnthropicClient, APIKeyManager, FailoverClient,
+from spacewar_ai.llm_clients import (AnthropicClient, APIKeyManager, FailoverClient,
                                          LLMError, OpenAICompatibleClient, Secret, build_client)
 
 from llm_server import FakeLLMServer

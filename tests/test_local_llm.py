@@ -144,7 +144,7 @@ def test_grammar_constrained_local_generation_always_gives_a_valid_strategy(tiny
 def test_llama_cpp_server_serves_the_openai_compatible_client(tiny_model, tmp_path):
     pytest.importorskip("llama_cpp", reason="the local-llm extra is not installed")
     pytest.importorskip("fastapi", reason="llama_cpp.server needs the [server] extra")
-    from spacewar_ai.llm_integration import OpenAICompatibleClient
+    from spacewar_ai.llm_clients import OpenAICompatibleClient
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -7,13 +7,14 @@ import pytest
 import torch
 
 from spacewar_ai import engine
-from spacewar_ai.bots import HeuristicPilot
+from spacewar_ai.scripted import HeuristicPilot
 from spacewar_ai.checkpoints import export_for_play, load_checkpoint
 from spacewar_ai.config import GameConfig, LeagueConfig, PPOConfig, TrainConfig
 from spacewar_ai.opponent_model import FILE_NAME
-from spacewar_ai.players import file_identity, resolve_player
+from spacewar_ai.pilots import file_identity, make_pilot
 from spacewar_ai.search import OPPONENT_MODEL_PATH, search_pilot
-from spacewar_ai.training import RunConfig, Trainer
+from spacewar_ai.config import RunConfig
+from spacewar_ai.training import Trainer
 
 CFG = GameConfig()
 
@@ -31,7 +32,7 @@ def _run_config(tmp_path, steps, name="watch", **train):
 def _agreement_with_hard(model, games=64, seed=70_000):
     """How often `model` (a pilot) picks the hard pilot's move, on positions of games it was not
     fitted on: the hard pilot against the random pilot, from starts no run uses."""
-    hard, other = HeuristicPilot("hard", CFG), resolve_player("random", CFG, seed=1)
+    hard, other = HeuristicPilot("hard", CFG), make_pilot("random", CFG, seed=1)
     batch = engine.GameBatch(games, CFG)
     batch.reset(seeds=np.arange(seed, seed + games))
     other.reset(np.ones(games, bool), batch.rng.copy())
@@ -63,8 +64,8 @@ def test_a_run_learns_the_moves_of_the_opponent_it_is_judged_against(tmp_path):
     # Each figure is measured on the update's new positions before the model learns them.
     # Measured: 2.6% at the first update (an untrained network), 91.1% at the last.
     assert accuracy[0] < 0.3 and accuracy[-1] > 0.8, (accuracy[0], accuracy[-1])
-    model = resolve_player(str(path), CFG)
-    untrained = resolve_player(str(tmp_path / "ck" / "watch" / "latest.pt"), CFG)
+    model = make_pilot(str(path), CFG)
+    untrained = make_pilot(str(tmp_path / "ck" / "watch" / "latest.pt"), CFG)
     # Measured: 92.7% of the hard pilot's moves in other games, where the learner's own network
     # (which never imitated anybody) agrees on 7.3%.
     learned, chance = _agreement_with_hard(model), _agreement_with_hard(untrained)
@@ -113,7 +114,7 @@ def test_search_plans_with_the_runs_own_model_unless_told_otherwise(tmp_path):
     own = search_pilot(str(run / "best.pt"), CFG, horizon=4, samples=1)
     assert own.identity.endswith("+" + file_identity(run / FILE_NAME))
     named = search_pilot(f"{run / 'best.pt'}+pretrained", CFG, horizon=4, samples=1)
-    assert named.identity.endswith("+" + resolve_player("pretrained", CFG).identity)
+    assert named.identity.endswith("+" + make_pilot("pretrained", CFG).identity)
     # An exported copy has no run beside it: the shipped model of the hard pilot.
     export_for_play(run / "best.pt", tmp_path / "alone" / "best.pt")
     alone = search_pilot(str(tmp_path / "alone" / "best.pt"), CFG, horizon=4, samples=1)
@@ -158,5 +159,5 @@ def test_the_cli_names_the_model_and_the_command_that_plans_with_it(tmp_path, al
         capture_output=True, text=True, timeout=300)
     assert evaluated.returncode == 0, evaluated.stderr
     # A DQN run's model serves a PPO policy (search: samples a policy's logits): the shipped one.
-    planner = "search:ppo:best.pt" if algorithm == "ppo" else "search:pretrained+ppo:"
+    planner = "search:ppo:cli/best.pt" if algorithm == "ppo" else "search:pretrained+ppo:"
     assert f"{planner}" in evaluated.stdout and "vs heuristic:hard: 2 games" in evaluated.stdout

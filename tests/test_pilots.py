@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from spacewar_ai import SpacewarVectorEnv
-from spacewar_ai.arena import play_match
-from spacewar_ai.bots import DelayedPilot, HeuristicPilot, make_pilot
+from spacewar_ai.match import play_match
+from spacewar_ai.pilots import make_pilot
+from spacewar_ai.scripted import DelayedPilot, HeuristicPilot
 
 
 def test_pilot_strength_ordering_hard_medium_easy_random():
@@ -61,8 +62,10 @@ def test_easy_pilot_reacts_three_decisions_late():
 
 
 def test_unknown_spec_and_level():
-    with pytest.raises(ValueError, match="idle, random"):
+    with pytest.raises(ValueError, match="heuristic:easy, heuristic:medium and heuristic:hard"):
         make_pilot("heuristic:expert")
+    with pytest.raises(ValueError, match="idle, random"):
+        make_pilot("grandmaster")
     with pytest.raises(ValueError, match="level"):
         HeuristicPilot("expert")
 

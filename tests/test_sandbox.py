@@ -7,10 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spacewar_ai.arena import play_match
-from spacewar_ai.players import resolve_player
+from spacewar_ai.match import play_match
+from spacewar_ai.pilots import make_pilot
 from spacewar_ai.sandbox import StrategyError, StrategyPilot, validate_source
-from spacewar_ai.tournament import play_round_robin, resolve_entrants, standings
+from spacewar_ai.ratings import standings
+from spacewar_ai.tournament import play_round_robin, resolve_entrants
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "strategies" / "aim_and_fire.py"
 
@@ -221,11 +222,11 @@ def test_forfeits_are_recorded_and_the_tournament_goes_on(tmp_path):
 
 
 def test_strategy_spec_resolves_with_a_file_identity_and_plays_deterministically():
-    pilot = resolve_player(f"strategy:{EXAMPLE}")
+    pilot = make_pilot(f"strategy:{EXAMPLE}")
     assert pilot.name == "strategy:aim_and_fire.py"
     assert pilot.identity.startswith("aim_and_fire@") and len(pilot.identity) == 25
     first = play_match(pilot, "idle", 10, seed=4)
-    second = play_match(resolve_player(f"strategy:{EXAMPLE}"), "idle", 10, seed=4)
+    second = play_match(make_pilot(f"strategy:{EXAMPLE}"), "idle", 10, seed=4)
     assert [(g.winner, g.frames) for g in first.games] == \
            [(g.winner, g.frames) for g in second.games]
     assert first.wins_a >= 8  # it aims and fires at a target that does not move

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from spacewar_ai import engine
-from spacewar_ai.arena import play_match
-from spacewar_ai.bots import HeuristicPilot
+from spacewar_ai.match import play_match
+from spacewar_ai.scripted import HeuristicPilot
 from spacewar_ai.checkpoints import load_agent
 from spacewar_ai.config import GameConfig
 from spacewar_ai.environment import SpacewarEnv
-from spacewar_ai.players import file_identity, resolve_player
+from spacewar_ai.pilots import file_identity, make_pilot
 from spacewar_ai.search import OPPONENT_MODEL_PATH, SearchPilot, search_pilot
 
 CFG = GameConfig()
@@ -25,7 +25,7 @@ def _planner(horizon, samples, seed=0):
 
 
 def test_the_planner_beats_the_policy_it_looks_ahead_with():
-    alone = play_match(resolve_player("pretrained", CFG), "heuristic:hard", 40, seed=2000)
+    alone = play_match(make_pilot("pretrained", CFG), "heuristic:hard", 40, seed=2000)
     planned = play_match(_planner(30, 2), "heuristic:hard", 40, seed=2000)
     # Measured: 26 of 40 alone, 36 of 40 with a short lookahead (30 decisions, 2 samples).
     assert planned.wins_a >= alone.wins_a + 6 and planned.wins_a >= 32, \
@@ -34,7 +34,7 @@ def test_the_planner_beats_the_policy_it_looks_ahead_with():
 
 def test_the_shipped_opponent_model_predicts_the_hard_pilot():
     model, _ = load_agent(OPPONENT_MODEL_PATH, "cpu", None, CFG.obs_dim)
-    hard, policy = HeuristicPilot("hard", CFG), resolve_player("pretrained", CFG)
+    hard, policy = HeuristicPilot("hard", CFG), make_pilot("pretrained", CFG)
     games = engine.GameBatch(64, CFG)
     games.reset(seeds=np.arange(50_000, 50_064))  # starts the model was not fitted on
     seen, said = [], []
@@ -51,10 +51,10 @@ def test_the_shipped_opponent_model_predicts_the_hard_pilot():
 
 
 def test_the_spec_names_the_opponent_model_and_the_right_one_pays():
-    opponent = resolve_player("pretrained", CFG)
+    opponent = make_pilot("pretrained", CFG)
     default = search_pilot("pretrained", CFG, 0, horizon=40, samples=2)
     exact = search_pilot("pretrained+pretrained", CFG, 0, horizon=40, samples=2)
-    named = resolve_player("search:pretrained+pretrained", CFG)
+    named = make_pilot("search:pretrained+pretrained", CFG)
     assert named.identity == exact.identity == f"search:{opponent.identity}+{opponent.identity}"
     assert default.identity.endswith("+" + file_identity(OPPONENT_MODEL_PATH))
     with_hard_model = play_match(default, opponent, 60, seed=3000)
@@ -69,7 +69,7 @@ def test_a_game_is_planned_the_same_alone_and_in_a_batch():
     batch = play_match(_planner(12, 2), "heuristic:hard", 6, seed=5)
     # The lookahead changed at least one of these games (measured: the second, a loss without it
     # becomes a win), so what is compared below is the planner's play, not the policy's alone.
-    policy = play_match(resolve_player("pretrained", CFG), "heuristic:hard", 2, seed=7)
+    policy = play_match(make_pilot("pretrained", CFG), "heuristic:hard", 2, seed=7)
     assert any((p.frames, p.real_winner) != (m.frames, m.real_winner)
                for p, m in zip(policy.games, alone.games))
     # Seed 7 is game 2 of the batch with the planner as ship 0 and game 5 with it as ship 1.
@@ -95,7 +95,7 @@ def test_a_planner_opponent_in_spacewar_env_kills_a_drifting_ship():
 
 
 def test_human_play_plans_at_the_decision_pace(tmp_path):
-    from spacewar_ai.play import HumanGame, Opponent
+    from spacewar_ai.human_play import HumanGame, Opponent
 
     pilot = _planner(60, 2)
     game = HumanGame(CFG, Opponent(pilot, pilot.name, 0, "test"),
@@ -145,27 +145,27 @@ def test_a_planner_that_is_not_told_its_game_refuses_to_guess():
 
 def test_bad_specs_and_settings_are_named(tmp_path):
     with pytest.raises(ValueError, match="must be a PPO model"):
-        resolve_player("search:heuristic:hard", CFG)
+        make_pilot("search:heuristic:hard", CFG)
     with pytest.raises(ValueError, match="cannot plan over another planner"):
-        resolve_player("search:search:pretrained", CFG)
+        make_pilot("search:search:pretrained", CFG)
     with pytest.raises(ValueError, match="no such checkpoint"):
-        resolve_player(f"search:{tmp_path / 'nope.pt'}", CFG)
+        make_pilot(f"search:{tmp_path / 'nope.pt'}", CFG)
     with pytest.raises(ValueError, match="opponent model .*missing.pt does not exist; reinstall"):
         search_pilot("pretrained", CFG, opponent_model=tmp_path / "missing.pt")
     with pytest.raises(ValueError, match="nothing after '\\+'"):
-        resolve_player("search:pretrained+ ", CFG)
+        make_pilot("search:pretrained+ ", CFG)
     with pytest.raises(ValueError, match="must be a learned model .* --warm-start heuristic:hard"):
-        resolve_player("search:pretrained+heuristic:hard", CFG)
+        make_pilot("search:pretrained+heuristic:hard", CFG)
     with pytest.raises(ValueError, match="cannot plan over another planner"):
-        resolve_player("search:pretrained+search:pretrained", CFG)
+        make_pilot("search:pretrained+search:pretrained", CFG)
     with pytest.raises(ValueError, match="must be a learned model .* not 'strategy:"):
-        resolve_player("search:pretrained+strategy:examples/strategies/aim_and_fire.py", CFG)
+        make_pilot("search:pretrained+strategy:examples/strategies/aim_and_fire.py", CFG)
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(ValueError, match="its opponent model: .*junk.pt"):
-        resolve_player(f"search:pretrained+{tmp_path / 'junk.pt'}", CFG)
+        make_pilot(f"search:pretrained+{tmp_path / 'junk.pt'}", CFG)
     with pytest.raises(ValueError, match="its opponent model .*nope.pt does not exist"):
-        resolve_player(f"search:pretrained+{tmp_path / 'nope.pt'}", CFG)
-    policy = resolve_player("pretrained", CFG)
+        make_pilot(f"search:pretrained+{tmp_path / 'nope.pt'}", CFG)
+    policy = make_pilot("pretrained", CFG)
     with pytest.raises(ValueError, match="horizon=0 is invalid"):
         SearchPilot(policy, policy, CFG, horizon=0)
     with pytest.raises(ValueError, match="only a PPO model gives"):

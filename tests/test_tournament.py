@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spacewar_ai.tournament import (RatingsFile, TournamentResult, bradley_terry,
-                                    crosstable_markdown, elo_incremental, play_round_robin,
-                                    resolve_entrants, standings)
+from spacewar_ai.ratings import (RatingsFile, Results, bradley_terry, elo_incremental,
+                                 standings)
+from spacewar_ai.tournament import crosstable_markdown, play_round_robin, resolve_entrants
 
 
 def _synthetic(strengths, games_per_pair, seed):
@@ -44,7 +44,7 @@ def test_bradley_terry_recovers_known_strengths_and_intervals_shrink():
 def test_fitted_ratings_ignore_match_order_but_incremental_elo_does_not():
     entrants = resolve_entrants(["random", "heuristic:easy", "heuristic:medium"])
     played = play_round_robin(entrants, 20, seed=4)
-    replayed = TournamentResult(entrants, list(reversed(played.matches)))
+    replayed = Results(entrants, list(reversed(played.matches)))
     a, b = standings(played), standings(replayed)
     assert [r["name"] for r in a] == [r["name"] for r in b]
     assert [r["rating"] for r in a] == pytest.approx([r["rating"] for r in b], abs=1e-6)
@@ -111,7 +111,7 @@ def test_ratings_file_accumulates_and_survives_a_failed_write(tmp_path, monkeypa
     before = path.read_bytes()
     assert RatingsFile(path).top(1)[0]["name"] == "heuristic:hard"
 
-    import spacewar_ai.tournament as t
+    import spacewar_ai.checkpoints as t
 
     def dies(path_, write):
         raise KeyboardInterrupt  # a kill during the write
@@ -167,7 +167,7 @@ def test_cli_tournament_writes_crosstable_standings_and_ratings(tmp_path):
 def test_champions_come_from_the_top_of_the_ratings_file(tmp_path):
     from spacewar_ai.agents import PPOAgent
     from spacewar_ai.config import PPOConfig
-    from spacewar_ai.training import champion_paths
+    from spacewar_ai.ratings import best_models
 
     paths = []
     for k in range(2):
@@ -175,11 +175,11 @@ def test_champions_come_from_the_top_of_the_ratings_file(tmp_path):
         PPOAgent(36, 6, PPOConfig(hidden_sizes=(8,))).save(p)
         paths.append(p)
     entrants = resolve_entrants([f"ppo:{paths[0]}", f"ppo:{paths[1]}", "heuristic:hard"])
-    result = TournamentResult(entrants)
+    result = Results(entrants)
     result.matches = play_round_robin(entrants, 4, seed=0).matches
     RatingsFile(tmp_path / "ratings.json").add(result, standings(result), "t")
-    got = champion_paths(tmp_path, exclude=paths[1])
-    assert got == [str(paths[0])]
+    got = best_models(tmp_path, exclude=paths[1])
+    assert [path for path, _ in got][:1] == [paths[0]] and "top-rated" in got[0][1]
 
 
 def test_swiss_pairs_by_score_without_repeats():

@@ -16,7 +16,9 @@ import torch
 from spacewar_ai.checkpoints import load_checkpoint
 from spacewar_ai.config import DQNConfig, GameConfig, LeagueConfig, PPOConfig, TrainConfig
 from spacewar_ai.main import build_parser
-from spacewar_ai.training import RunConfig, Trainer, evaluate, evaluation_seeds
+from spacewar_ai.config import RunConfig
+from spacewar_ai.match import evaluate
+from spacewar_ai.training import Trainer, evaluation_seeds
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -72,7 +74,6 @@ def test_best_checkpoints_figure_does_not_climb_on_luck(tmp_path):
     settles on the network's mean instead of climbing to the luckiest confirmation, as it did
     when best.pt kept the highest confirmed figure."""
     tr = Trainer(tiny(tmp_path, eval_episodes=20, eval_opponent="idle"), quiet=True)
-    tr._open_writer()
     firsts = []
     for update in range(10):
         tr.counters["updates"] = 20 * update  # evaluations fall every 20 updates by default
@@ -92,13 +93,12 @@ def test_best_checkpoints_figure_does_not_climb_on_luck(tmp_path):
 def test_best_checkpoint_changes_hands_by_winning_the_same_fresh_games(tmp_path):
     """An untrained network holds best.pt until the shipped model challenges it; after a resume
     best.pt's player is read back from the file, without moving torch's generator."""
-    from spacewar_ai.players import PRETRAINED_PATH
+    from spacewar_ai.pilots import PRETRAINED_PATH
 
     cfg = RunConfig(train=TrainConfig(num_envs=16, seed=3, eval_episodes=20, run_name="h2h",
                                       checkpoint_dir=str(tmp_path / "ck"),
                                       log_dir=str(tmp_path / "runs")))
     tr = Trainer(cfg, quiet=True)  # the default network, the shipped model's shape
-    tr._open_writer()
     for update in (20, 40):
         tr.counters["updates"] = update
         tr.evaluate_now()
@@ -171,8 +171,8 @@ def test_same_seed_gives_identical_weights(tmp_path, algorithm):
 def _learns_to_beat_idle(tmp_path, algorithm, steps, **algo):
     """Win rate against idle (100 games, sampling policy) before and after `steps` decisions.
     A step budget, not a time budget: the outcome is the same on a slow or a fast machine."""
-    from spacewar_ai.arena import play_match
-    from spacewar_ai.players import AgentPilot
+    from spacewar_ai.match import play_match
+    from spacewar_ai.pilots import AgentPilot
 
     cfg = RunConfig(train=TrainConfig(algorithm=algorithm, num_envs=64, seed=1,
                                       total_timesteps=steps, checkpoint_dir=str(tmp_path),
@@ -306,11 +306,11 @@ def test_cli_parses_the_training_and_evaluation_flags():
 
 
 def test_cli_refuses_bad_values_in_one_line(tmp_path):
-    for args, words in ((["--episodes", "0"], "--episodes must be >= 1"),
+    for args, words in ((["--episodes", "0"], "--episodes: must be >= 1"),
                         (["--evaluate"], "needs --checkpoint"),
                         (["--evaluate", "--demo"], "choose one mode"),
                         (["--config", str(tmp_path / "none.toml")], "no such file"),
-                        (["--minutes", "-1"], "max_minutes")):
+                        (["--minutes", "-1"], "--minutes: must be a finite number > 0")):
         proc = _cli(args)
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 2 and words in err and "Traceback" not in err, err
@@ -343,11 +343,11 @@ def test_resume_keeps_the_runs_own_settings_unless_told_otherwise(tmp_path):
     latest = str(tmp_path / "ck" / "tiny" / "latest.pt")
     p = build_parser()
     # `--resume` alone: the run's algorithm, budget, folders and hyperparameters, not defaults.
-    again = _run_config(p, p.parse_args(["--resume", latest]))
+    again = _run_config(p.parse_args(["--resume", latest]))
     assert again.to_dict() == cfg.to_dict()
     # Flags and a config file given again override just what they name.
     (tmp_path / "more.toml").write_text("[dqn]\nlearning_rate = 0.0001\n")
-    more = _run_config(p, p.parse_args(["--resume", latest, "--timesteps", "5000",
+    more = _run_config(p.parse_args(["--resume", latest, "--timesteps", "5000",
                                         "--config", str(tmp_path / "more.toml")]))
     assert more.train.total_timesteps == 5000 and more.dqn.learning_rate == 1e-4
     assert more.dqn.buffer_size == 3000 and more.train.checkpoint_dir == cfg.train.checkpoint_dir
@@ -360,7 +360,7 @@ def test_a_time_limit_stops_the_run_and_saves_it(tmp_path):
     from spacewar_ai.main import _run_config
 
     p = build_parser()
-    assert _run_config(p, p.parse_args(["--minutes", "10"])).train.max_minutes == 10.0
+    assert _run_config(p.parse_args(["--minutes", "10"])).train.max_minutes == 10.0
     # A step budget no run reaches: the clock ends it, after at least 1.2 s of training.
     out = Trainer(tiny(tmp_path, total_timesteps=10**9, max_minutes=0.02), quiet=True).run()
     assert 1.2 <= out["wall_seconds"] and out["global_step"] < 10**6 and out["updates"] >= 1
@@ -391,17 +391,18 @@ def test_toml_config_file_with_flag_overrides(tmp_path):
     cfg_file.write_text('[train]\nnum_envs = 12\nseed = 9\n[ppo]\nhidden_sizes = [48, 48]\n'
                         '[game]\nhyperspace = true\n')
     p = build_parser()
-    cfg = _run_config(p, p.parse_args(["--config", str(cfg_file), "--seed", "4"]))
+    cfg = _run_config(p.parse_args(["--config", str(cfg_file), "--seed", "4"]))
     assert cfg.train.num_envs == 12 and cfg.train.seed == 4
     assert cfg.ppo.hidden_sizes == (48, 48) and cfg.game.obs_dim == 37
     cfg_file.write_text("[train]\nnum_envz = 3\n")
-    with pytest.raises(SystemExit):
-        _run_config(p, p.parse_args(["--config", str(cfg_file)]))
+    # A mistyped field is named with the nearest real one, not a list of all of them.
+    with pytest.raises(ValueError, match="unknown field 'num_envz'; did you mean 'num_envs'"):
+        _run_config(p.parse_args(["--config", str(cfg_file)]))
 
 
 def test_export_is_small_and_plays_like_the_original(tmp_path):
     from spacewar_ai.checkpoints import export_for_play
-    from spacewar_ai.players import resolve_player
+    from spacewar_ai.pilots import make_pilot
 
     out = Trainer(tiny(tmp_path), quiet=True).run()
     src = Path(out["run_dir"]) / "latest.pt"
@@ -410,19 +411,19 @@ def test_export_is_small_and_plays_like_the_original(tmp_path):
     assert size < src.stat().st_size / 2
     obs = np.random.default_rng(0).normal(size=(32, 36)).astype(np.float32)
     obs[:, 30:] = 1.0
-    a, b = resolve_player(str(src)), resolve_player(f"ppo:{dst}")
+    a, b = make_pilot(str(src)), make_pilot(f"ppo:{dst}")
     assert np.array_equal(a.act(obs), b.act(obs))
     assert a.identity != b.identity  # identities follow file contents
 
 
 def test_the_shipped_model_loads_and_plays():
-    from spacewar_ai.players import PRETRAINED_PATH, resolve_player
+    from spacewar_ai.pilots import PRETRAINED_PATH, make_pilot
 
     assert PRETRAINED_PATH.is_file() and PRETRAINED_PATH.stat().st_size < 2_000_000
-    pilot = resolve_player("pretrained")
+    pilot = make_pilot("pretrained")
     assert pilot.name == "pretrained"
     torch.load(PRETRAINED_PATH, weights_only=True)
-    from spacewar_ai.arena import play_match
+    from spacewar_ai.match import play_match
 
     r = play_match(pilot, "idle", 20, seed=0)
     assert r.n == 20
@@ -433,12 +434,12 @@ def _agreement_with_hard_pilot(**agents) -> dict[str, float]:
     seed, the hard pilot flying against medium); "drift" is always answering 0, the teacher's
     most common action."""
     from spacewar_ai.environment import SpacewarVectorEnv
-    from spacewar_ai.players import resolve_player
+    from spacewar_ai.pilots import make_pilot
 
     cfg = GameConfig()
     env = SpacewarVectorEnv(64, cfg, opponent="heuristic:medium")
     obs, _ = env.reset(seed=777)
-    teacher = resolve_player("heuristic:hard", cfg)
+    teacher = make_pilot("heuristic:hard", cfg)
     teacher.reset(np.ones(64, dtype=bool), env.batch.rng.copy())
     agree = {name: [] for name in (*agents, "drift")}
     for _ in range(60):
@@ -453,7 +454,7 @@ def _agreement_with_hard_pilot(**agents) -> dict[str, float]:
 def test_warm_start_makes_the_actor_imitate_its_teacher():
     from spacewar_ai.agents import PPOAgent
     from spacewar_ai.config import GameConfig, PPOConfig
-    from spacewar_ai.training import behaviour_clone
+    from spacewar_ai.warm_start import behaviour_clone
 
     fresh = PPOAgent(36, 6, PPOConfig(hidden_sizes=(64, 64)), "cpu", num_envs=8)
     agent = PPOAgent(36, 6, PPOConfig(hidden_sizes=(64, 64)), "cpu", num_envs=8)
@@ -470,7 +471,7 @@ def test_dqn_demonstrations_make_the_greedy_policy_follow_its_teacher():
     positions from other games."""
     from spacewar_ai.agents import DQNAgent
     from spacewar_ai.config import GameConfig
-    from spacewar_ai.training import demonstration_start
+    from spacewar_ai.warm_start import demonstration_start
 
     small = DQNConfig(hidden_sizes=(64, 64), stream_size=32, buffer_size=40_000, batch_size=256)
     fresh, agent = DQNAgent(36, 6, small, seed=0), DQNAgent(36, 6, small, seed=0)

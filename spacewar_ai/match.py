@@ -1,9 +1,11 @@
-"""Batched matches between two pilots on the vector engine, with sides swapped.
+"""Matches: games between two pilots, played as one engine batch with sides swapped.
 
 `play_match(a, b, games, seed)` plays `games` games from seeded starts: the first half with `a` as
 ship 0, the second half from the same starts with the sides swapped, all in one engine batch.
 Results are aggregated per pilot (wins by torpedo, other wins, losses, draws, death causes, shots,
-hits, game length), never as per-step dicts.
+hits, game length), never as per-step dicts. `evaluate` is the evaluation mode (a match with a
+95% interval), `report` the text a person reads, and `watch_games` plays games one at a time in
+an environment so they can be drawn.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import engine
-from .bots import make_pilot
 from .config import GameConfig, RewardConfig
 from .engine import DeathCause, GameBatch
+from .pilots import make_pilot
+from .ratings import wilson_interval
 from .replays import state_hash
 
 
@@ -76,6 +79,7 @@ class MatchResult:
         return (self.wins_a + 0.5 * self.draws) / max(self.n, 1)
 
     def causes(self, who: str) -> dict[str, int]:
+        """Deaths by cause (names as DeathCause prints them), of pilot `who` ("a" or "b")."""
         out = {c.name: 0 for c in DeathCause if c != DeathCause.NONE}
         for g in self.games:
             c = g.cause_a if who == "a" else g.cause_b
@@ -94,11 +98,12 @@ class MatchResult:
 
 def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
                config: GameConfig | None = None, reward_config: RewardConfig | None = None,
-               swap_sides: bool = True, keep_actions: int = 0) -> MatchResult:
+               swap_sides: bool = True, keep_actions: int = 0, progress=None) -> MatchResult:
     """Play `games` games (an even number when swapping sides) and return the aggregate.
 
     keep_actions=k keeps both ships' actions of k games (alternating sides: games 0, n/2, 1,
-    n/2 + 1, ...) in their GameRecord, so they can be saved as replays."""
+    n/2 + 1, ...) in their GameRecord, so they can be saved as replays. `progress`
+    (progress.Progress) hears of every game as it ends."""
     config = config if config is not None else GameConfig()
     if games < 1:
         raise ValueError(f"games={games} is invalid: must be >= 1")
@@ -148,8 +153,11 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
             kept_steps[active] += 1
         batch.step(actions)
         obs = batch.observe()
+        running = int(active.sum())
         active &= ~(batch.terminated | batch.truncated)
         active &= batch.game_i[:, engine.OVER] == 0
+        if progress is not None:
+            progress.update(running - int(active.sum()))
     result = MatchResult(getattr(a, "name", str(pilot_a)), getattr(b, "name", str(pilot_b)))
     gi, si = batch.game_i, batch.ship_i
     for g in range(n):
@@ -196,23 +204,21 @@ def _who(ship: int, a_side: int) -> str | None:
     return None if ship < 0 else ("a" if ship == a_side else "b")
 
 
-def format_result(r: MatchResult) -> str:
-    """A short human summary of a match."""
-    lines = [f"{r.name_a} vs {r.name_b}: {r.n} games (sides swapped)",
-             f"  {r.name_a}: {r.wins_a} torpedo wins ({r.win_rate_a():.0%}), accuracy "
-             f"{r.accuracy('a'):.0%}, deaths {_nonzero(r.causes('a'))}",
-             f"  {r.name_b}: {r.wins_b} torpedo wins ({r.wins_b / max(r.n, 1):.0%}), accuracy "
-             f"{r.accuracy('b'):.0%}, deaths {_nonzero(r.causes('b'))}",
-             f"  draws or suicides: {r.draws}; mean game length {r.mean_frames():.0f} frames"]
+def report(r: MatchResult) -> str:
+    """What a person reads of a match: wins with a 95% interval, losses, draws, each side's
+    deaths by cause and accuracy, game length, and forfeits with their reasons."""
+    lo, hi = wilson_interval(r.wins_a, r.n)
+    lines = [f"{r.name_a} vs {r.name_b}: {r.n} games, sides swapped",
+             f"  wins {r.wins_a} ({r.win_rate_a():.1%}, 95% CI {lo:.1%}-{hi:.1%}), "
+             f"losses {r.wins_b}, draws {r.draws}"]
+    for who, name in (("a", r.name_a), ("b", r.name_b)):
+        causes = ", ".join(f"{k} {v}" for k, v in r.causes(who).items())
+        lines.append(f"  deaths of {name}: {causes}; accuracy {r.accuracy(who):.1%}")
+    lines.append(f"  mean game length {r.mean_frames():.0f} frames")
     for reason in sorted({g.forfeit for g in r.games if g.forfeit})[:5]:
         who = r.name_a if reason.startswith("a:") else r.name_b
         lines.append(f"  forfeit by {who}: {reason[3:]}")
     return "\n".join(lines)
-
-
-def _nonzero(causes: dict[str, int]) -> str:
-    items = [f"{k.lower()} {v}" for k, v in causes.items() if v]
-    return ", ".join(items) if items else "none"
 
 
 def watch_games(pilot_a, pilot_b, games: int = 1, seed: int = 0,
@@ -259,3 +265,61 @@ def watch_games(pilot_a, pilot_b, games: int = 1, seed: int = 0,
     finally:
         env.close()
     return results
+
+
+def describe_game(k: int, info: dict, names: tuple[str, str]) -> str:
+    """One watched game's end, as a line: who won and how each ship's game ended."""
+    winner = info["winner"]
+    who = "none (draw)" if winner is None else f"ship {winner} ({names[winner]})"
+    causes = [str(info[f"ship_{s}_death_cause"] or DeathCause.NONE) for s in (0, 1)]
+    return f"game {k + 1}: winner {who}, deaths: ship 0 {causes[0]}, ship 1 {causes[1]}"
+
+
+def evaluate(spec: str, opponent: str = "heuristic:hard", episodes: int = 200, seed: int = 0,
+             config: GameConfig | None = None, deterministic: bool = True,
+             render: bool = False, recorder=None, keep_actions: int = 0,
+             quiet: bool = False, ratings=None) -> dict:
+    """The evaluation (and demo) mode: `episodes` games (sides swapped, rounded up to even) of a
+    pilot spec against another, printed with a 95% interval, and added to `ratings`
+    (ratings.RatingsFile) when given. With render (or a video recorder) the games are played one
+    by one and drawn instead. keep_actions=k saves k games as replays. Returns the figures, the
+    match and both pilots."""
+    from .progress import Progress
+
+    config = config if config is not None else GameConfig()
+    player = make_pilot(spec, config, seed, deterministic)
+    opp = make_pilot(opponent, config, seed + 1)
+    try:
+        if render or recorder is not None:
+            for k, info in enumerate(watch_games(player, opp, episodes, seed, config,
+                                                 recorder=recorder)):
+                print(describe_game(k, info, (player.name, opp.name)))
+            written = recorder.close() if recorder is not None else None
+            if written is not None:
+                print(f"recorded {recorder.frames} frames to {written}")
+            return {}
+        games = episodes + episodes % 2
+        with Progress(games, "evaluation", "game", quiet) as progress:
+            r = play_match(player, opp, games, seed, config, keep_actions=keep_actions,
+                           progress=progress)
+    finally:
+        for pilot in (player, opp):
+            if hasattr(pilot, "close"):
+                pilot.close()
+    print(report(r))
+    if keep_actions:
+        from .replays import save_match_replays
+
+        saved = save_match_replays(r, config, "evaluate")
+        print(f"  saved {len(saved)} replays under {saved[0].parent if saved else 'runs/replays'}")
+    if ratings is not None:
+        from .ratings import Entrant, Results, standings
+
+        result = Results([Entrant(s, p.name, getattr(p, "identity", p.name))
+                          for s, p in ((spec, player), (opponent, opp))], [(0, 1, r)])
+        ratings.add(result, standings(result), "evaluation")
+        print(f"  added to ratings: {ratings.path}")
+    return {"wins": r.wins_a, "losses": r.wins_b, "draws": r.draws, "games": r.n,
+            "win_rate": r.win_rate_a(), "ci": wilson_interval(r.wins_a, r.n),
+            "causes_a": r.causes("a"), "causes_b": r.causes("b"),
+            "mean_frames": r.mean_frames(), "match": r, "players": [(spec, player), (opponent, opp)]}

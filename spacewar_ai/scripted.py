@@ -19,28 +19,18 @@ Levels:
 from __future__ import annotations
 
 import math
-from typing import Callable, Protocol
 
 import numba as nb
 import numpy as np
 
+from .ballistics import coast, intercept_time
 from .config import GameConfig
-from .views import coast, intercept_time
+from .engine import OBS_MASK, TORPEDO_SPAWN_OFFSET, Action
 
-PILOT_SPECS = ("idle", "random", "heuristic:easy", "heuristic:medium", "heuristic:hard")
+SCRIPTED_SPECS = ("idle", "random", "heuristic:easy", "heuristic:medium", "heuristic:hard")
 LEVELS = ("easy", "medium", "hard")
 LEVEL_CODE = {"easy": 0, "medium": 1, "hard": 2}
 REACTION_DELAY = {"easy": 3, "medium": 0, "hard": 0}  # decisions
-
-
-class Pilot(Protocol):
-    """What the environments, tournaments and leagues need of any player."""
-
-    name: str
-
-    def act(self, obs: np.ndarray) -> np.ndarray: ...
-
-    def reset(self, mask: np.ndarray | None = None, seeds: np.ndarray | None = None) -> None: ...
 
 
 class IdlePilot:
@@ -92,7 +82,7 @@ class RandomPilot:
 @nb.njit(cache=True, error_model="numpy")
 def _random_kernel(obs, keys, count, out):
     d = obs.shape[1]
-    nact = d - 30
+    nact = d - OBS_MASK
     for g in range(obs.shape[0]):
         count[g] += np.uint64(1)
         z = keys[g] + count[g] * np.uint64(0x9E3779B97F4A7C15)
@@ -101,14 +91,14 @@ def _random_kernel(obs, keys, count, out):
         z = z ^ (z >> np.uint64(31))
         valid = 0
         for a in range(nact):
-            if obs[g, 30 + a] > 0.5:
+            if obs[g, OBS_MASK + a] > 0.5:
                 valid += 1
         if valid == 0:
             out[g] = 0
             continue
         pick = int(z % np.uint64(valid))
         for a in range(nact):
-            if obs[g, 30 + a] > 0.5:
+            if obs[g, OBS_MASK + a] > 0.5:
                 if pick == 0:
                     out[g] = a
                     break
@@ -128,16 +118,15 @@ def _wrap_pi(a):
 def _steer(err, rot_step):
     """Rotate toward a heading error (rad); 0 when within half a decision's rotation."""
     if err > 0.5 * rot_step:
-        return 2
+        return Action.ROTATE_RIGHT
     if err < -0.5 * rot_step:
-        return 1
-    return 0
+        return Action.ROTATE_LEFT
+    return Action.NONE
 
 
 # Indices into the constants array given to the heuristic kernel.
 (K_W, K_H, K_MAXV, K_TSPEED, K_GM, K_STAR_R, K_HIT_R, K_TLIFE, K_ROT, K_SKIP, K_THRUST,
  K_AMMO) = range(12)
-SPAWN = 16.0  # engine.TORPEDO_SPAWN_OFFSET: torpedoes start this far ahead of the ship
 ORBIT_DT = 4  # frames per step when the hard pilot predicts its own orbit
 LEAD_DT = 2  # frames per step when it predicts the target's orbit for a lead
 
@@ -164,10 +153,12 @@ def _heuristic_kernel(obs, level, k, out):
     rot_step = k[K_ROT] * skip
     for g in range(obs.shape[0]):
         o = obs[g]
-        can_thrust = o[33] > 0.5
-        can_fire = o[34] > 0.5
-        if o[30] > 0.5 and o[31] < 0.5 and o[32] < 0.5 and o[33] < 0.5 and o[34] < 0.5:
-            out[g] = 0  # dead or in hyperspace: only drift is allowed
+        can_thrust = o[OBS_MASK + Action.THRUST] > 0.5
+        can_fire = o[OBS_MASK + Action.FIRE] > 0.5
+        if o[OBS_MASK + Action.NONE] > 0.5 and not (
+                can_thrust or can_fire or o[OBS_MASK + Action.ROTATE_LEFT] > 0.5
+                or o[OBS_MASK + Action.ROTATE_RIGHT] > 0.5):
+            out[g] = Action.NONE  # dead or in hyperspace: only drift is allowed
             continue
         heading = math.atan2(o[4], o[5])
         vx = o[2] * maxv
@@ -220,7 +211,7 @@ def _heuristic_kernel(obs, level, k, out):
         if danger_star and can_thrust:
             err = _wrap_pi(escape_angle - heading)
             if abs(err) < 0.6:
-                out[g] = 3
+                out[g] = Action.THRUST
             else:
                 out[g] = _steer(err, rot_step)
             continue
@@ -254,7 +245,7 @@ def _heuristic_kernel(obs, level, k, out):
                 tangle = math.atan2(tpy, tpx)
                 terr = _wrap_pi(tangle - heading)
                 if can_fire and abs(terr) < 0.15:
-                    out[g] = 4
+                    out[g] = Action.FIRE
                     continue
                 if can_thrust and best_t > 45.0:
                     # Far enough to get out of its way: thrust away from where it will pass.
@@ -267,10 +258,10 @@ def _heuristic_kernel(obs, level, k, out):
                     dodge = math.atan2(-my, -mx)
                     err = _wrap_pi(dodge - heading)
                     if abs(err) < 0.5:
-                        out[g] = 3
+                        out[g] = Action.THRUST
                         continue
         if not opp_visible:
-            out[g] = 0
+            out[g] = Action.NONE
             continue
         # --- attack -------------------------------------------------------------------------
         t_hit = dist / tspeed
@@ -291,7 +282,7 @@ def _heuristic_kernel(obs, level, k, out):
                 tpx, tpy, tvx, tvy = coast(tpx, tpy, tvx, tvy, gm, LEAD_DT)
                 ddx = tpx - ox - vx * f
                 ddy = tpy - oy - vy * f
-                if ddx * ddx + ddy * ddy <= (SPAWN + tspeed * f) ** 2:
+                if ddx * ddx + ddy * ddy <= (TORPEDO_SPAWN_OFFSET + tspeed * f) ** 2:
                     t = f
                     ax = ddx
                     ay = ddy
@@ -316,22 +307,22 @@ def _heuristic_kernel(obs, level, k, out):
             fire = can_fire and abs(err) < tol and t_hit < 0.9 * tlife
         else:
             # Ammunition discipline: fire only when the miss across the line of fire is within a
-            # few hit radii (measured: tighter fires too rarely, looser wastes torpedoes), and keep
-            # two torpedoes for close range.
+            # few hit radii (tighter fires too rarely, looser wastes torpedoes), and keep two
+            # torpedoes for close range.
             miss = adist * math.sin(abs(err)) if abs(err) < 1.5 else 1e9
             reserve_ok = ammo * k[K_AMMO] > 2.0 or t_hit < 30.0
             fire = can_fire and miss < 3.0 * hit_r and t_hit < 0.95 * tlife and reserve_ok
         thrust = False
         if level == 1 and can_thrust and abs(err) < 0.3:
             # Medium closes in when out of range. Hard holds its orbit and lets the opponent come:
-            # measured over 400 games, chasing flies into the opponent's line of fire.
+            # chasing flies into the opponent's line of fire.
             thrust = dist > 450.0 and fuel > 0.3
         if fire and thrust:
-            out[g] = 5
+            out[g] = Action.THRUST_FIRE
         elif fire:
-            out[g] = 4
+            out[g] = Action.FIRE
         elif thrust:
-            out[g] = 3
+            out[g] = Action.THRUST
         else:
             out[g] = _steer(err, rot_step)
 
@@ -397,32 +388,9 @@ class DelayedPilot:
         return self.pilot.act(self._hist[old])
 
 
-class CallablePilot:
-    """Adapts a function obs -> action (one observation at a time) to the batch interface."""
-
-    def __init__(self, fn: Callable, name: str | None = None):
-        self.fn = fn
-        self.name = name or getattr(fn, "__name__", "callable")
-
-    def reset(self, mask=None, seeds=None) -> None:
-        reset = getattr(self.fn, "reset", None)
-        if callable(reset):
-            reset()
-
-    def act(self, obs: np.ndarray) -> np.ndarray:
-        return np.array([int(self.fn(row)) for row in obs], dtype=np.int64)
-
-
-def make_pilot(spec, config: GameConfig | None = None, seed: int = 0):
-    """Resolve a pilot spec ('idle', 'random', 'heuristic:easy|medium|hard'), a pilot object
-    (anything with act/reset), or a callable obs -> action."""
-    if hasattr(spec, "act") and hasattr(spec, "reset"):
-        return spec
-    if callable(spec):
-        return CallablePilot(spec)
-    if not isinstance(spec, str):
-        raise ValueError(f"pilot spec {spec!r} is invalid: use one of {PILOT_SPECS}, a pilot "
-                         "object with act()/reset(), or a function obs -> action")
+def scripted_pilot(spec: str, config: GameConfig | None = None, seed: int = 0):
+    """The scripted pilot a spec names ('idle', 'random', 'heuristic[:easy|medium|hard]'), or None
+    when the spec names no scripted pilot."""
     s = spec.strip().lower()
     if s == "idle":
         return IdlePilot()
@@ -430,10 +398,9 @@ def make_pilot(spec, config: GameConfig | None = None, seed: int = 0):
         return RandomPilot(seed)
     if s == "heuristic":
         s = "heuristic:medium"
-    if s.startswith("heuristic:"):
-        level = s.split(":", 1)[1]
-        if level in LEVEL_CODE:
-            pilot = HeuristicPilot(level, config)
-            delay = REACTION_DELAY[level]
-            return DelayedPilot(pilot, delay) if delay else pilot
-    raise ValueError(f"unknown pilot spec {spec!r}: use one of {', '.join(PILOT_SPECS)}")
+    level = s.split(":", 1)[1] if s.startswith("heuristic:") else None
+    if level not in LEVEL_CODE:
+        return None
+    pilot = HeuristicPilot(level, config)
+    delay = REACTION_DELAY[level]
+    return DelayedPilot(pilot, delay) if delay else pilot

@@ -390,3 +390,22 @@ def _cloud_client(name: str, key: Secret, model: str | None, **common):
     if config.kind == "anthropic":
         return AnthropicClient(key, model, config.base_url, **common)
     return OpenAICompatibleClient(name, key, model, config.base_url, **common)
+
+
+def client_from_flags(keys_dir=".", provider=None, model=None, base_url=None, local=False,
+                      local_model=None, local_only=False, include_local=False, gpu_vram=None,
+                      timeout=None) -> FailoverClient:
+    """The client the CLI's LLM flags describe, with its key manager's warnings printed and the
+    providers it will try listed."""
+    import sys
+
+    keys = APIKeyManager(keys_dir)
+    for warning in keys.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    client = build_client(keys, provider, model, base_url, local=local, local_model=local_model,
+                          local_only=local_only, include_local=include_local, gpu_vram=gpu_vram,
+                          **({"timeout": timeout} if timeout else {}))
+    client.keys = keys
+    print("LLM providers, in order: " + ", ".join(f"{c.provider} ({c.model})"
+                                                  for c in client.clients))
+    return client

@@ -12,16 +12,16 @@ import pytest
 
 from spacewar_ai import engine
 from spacewar_ai.config import GameConfig
-from spacewar_ai.play import (HumanGame, Opponent, choose_best_model, difficulty_opponent,
+from spacewar_ai.human_play import (HumanGame, Opponent, choose_best_model, difficulty_opponent,
                               keys_to_action, CONTROLS_ALONE)
-from spacewar_ai.players import PRETRAINED_PATH
+from spacewar_ai.pilots import PRETRAINED_PATH
 from spacewar_ai.recording import VideoRecorder, read_video_info
 from spacewar_ai.rendering import SHIP_COLORS, STAR
 from spacewar_ai.replays import load_replay, replay_game, state_hash
 
 
 def _game(tmp_path, opponent="idle", **kwargs) -> HumanGame:
-    from spacewar_ai.play import spec_opponent
+    from spacewar_ai.human_play import spec_opponent
 
     cfg = kwargs.pop("config", GameConfig())
     opp = None if kwargs.get("two_player") else spec_opponent(opponent, cfg)
@@ -123,12 +123,12 @@ def test_each_difficulty_picks_the_documented_model_and_delay(tmp_path):
         opp = difficulty_opponent(level, cfg, empty)
         assert opp.delay_frames == delay and opp.pilot.deterministic == greedy
         assert "shipped pretrained" in opp.reason and opp.name == "pretrained"
-    # A run's best checkpoint beats the shipped model; the newest run wins.
+    # A run's best checkpoint beats the shipped model; of equally evaluated runs, the newest.
     for run in ("old", "new"):
         (tmp_path / "ck" / run).mkdir(parents=True)
         shutil.copy(PRETRAINED_PATH, tmp_path / "ck" / run / "best.pt")
     path, why = choose_best_model(tmp_path / "ck")
-    assert path == tmp_path / "ck" / "new" / "best.pt" and "newest best" in why
+    assert path == tmp_path / "ck" / "new" / "best.pt" and "best evaluated run" in why
     # The ratings file's top-rated model comes first.
     rated = tmp_path / "ck" / "old" / "best.pt"
     (tmp_path / "ck" / "ratings.json").write_text(json.dumps({"version": 1, "history": [],
@@ -260,9 +260,9 @@ def test_cli_replay_to_video_and_clear_errors(tmp_path):
 
 
 def test_no_model_at_all_is_a_clear_message(tmp_path, monkeypatch):
-    import spacewar_ai.players as players
+    import spacewar_ai.pilots as pilots
 
-    monkeypatch.setattr(players, "PRETRAINED_PATH", tmp_path / "gone.pt")
+    monkeypatch.setattr(pilots, "PRETRAINED_PATH", tmp_path / "gone.pt")
     with pytest.raises(ValueError, match="no model to play against.*--difficulty easy"):
         difficulty_opponent("hard", GameConfig(), tmp_path)
 

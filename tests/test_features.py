@@ -8,12 +8,12 @@ import pytest
 from helpers import cause, load_script, scenario
 from spacewar_ai import engine
 from spacewar_ai.agents import DQNAgent, PolicyStack, PPOAgent
-from spacewar_ai.bots import make_pilot
+from spacewar_ai.pilots import make_pilot
 from spacewar_ai.config import DQNConfig, GameConfig, PPOConfig
 from spacewar_ai.engine import GameBatch
 from spacewar_ai.checkpoints import load_agent
-from spacewar_ai.players import PRETRAINED_PATH
-from spacewar_ai.views import egocentric_view, tactical_view, view_constants
+from spacewar_ai.pilots import PRETRAINED_PATH
+from spacewar_ai.features import egocentric_view, tactical_view, view_constants
 
 shot_quality = load_script("shot_quality")
 
@@ -95,7 +95,7 @@ def test_agents_apply_the_view_exactly_once_on_every_path(view):
     dqn = DQNAgent(36, 6, DQNConfig(hidden_sizes=(32,), stream_size=8, buffer_size=256,
                                     n_step=1, observation_view=view), seed=0)
     dqn.store_transition(obs, np.zeros(64, np.int64), np.zeros(64), obs, np.zeros(64, bool))
-    assert np.array_equal(dqn.buf_obs[:64], viewed)
+    assert np.array_equal(dqn.replay.obs[:64], viewed)
     assert np.array_equal(dqn.stored_greedy(np.arange(64)),
                           dqn.select_action(obs, deterministic=True))
 

@@ -12,8 +12,9 @@ observation of `delay` frames ago (its reaction time).
 | hard | best model, greedy | 1 frame |
 | insane | best model, greedy | none |
 
-"Best model": the top-rated model of the ratings file, else the newest `best.pt` under the
-checkpoint folder, else the shipped pretrained model (`choose_best_model` says which and why).
+"Best model": the first of ratings.best_models (the top-rated model of the ratings file, else the
+best evaluated run's `best.pt`, else the shipped pretrained model); `choose_best_model` says which
+and why.
 
 The action space has one action per decision (rotate, thrust, fire or thrust+fire), so keys held
 together are shared out: fire goes first whenever a torpedo is ready, and rotation with thrust
@@ -51,28 +52,15 @@ class Opponent:
 
 
 def choose_best_model(checkpoint_dir="checkpoints", ratings_file=None) -> tuple[Path, str]:
-    """(checkpoint path, why it was chosen). Raises ValueError when there is no model at all."""
-    from .players import PRETRAINED_PATH, spec_path
-    from .tournament import RatingsFile
+    """(checkpoint path, why it was chosen): the first of ratings.best_models. Raises ValueError
+    when there is no model at all."""
+    from .pilots import PRETRAINED_PATH
+    from .ratings import best_models
 
-    checkpoint_dir = Path(checkpoint_dir)
-    rpath = Path(ratings_file) if ratings_file else checkpoint_dir / "ratings.json"
-    if rpath.is_file():
-        try:
-            ranked = RatingsFile(rpath).top(10**9)
-        except ValueError:
-            ranked = []
-        for player in ranked:
-            spec = player.get("spec", "")
-            path = spec_path(spec) if not spec.startswith("strategy:") else None
-            if path is not None and path.is_file():
-                return path, (f"top-rated model in {rpath} (rating "
-                              f"{player.get('rating', 0):.0f})")
-    bests = sorted(checkpoint_dir.glob("*/best.pt"), key=lambda p: p.stat().st_mtime)
-    if bests:
-        return bests[-1], f"newest best checkpoint under {checkpoint_dir}/ (no rated model)"
-    if PRETRAINED_PATH.is_file():
-        return PRETRAINED_PATH, "the shipped pretrained model (no rated model, no checkpoints)"
+    found = best_models(checkpoint_dir, ratings_file)
+    if found:
+        return found[0]
+    rpath = Path(ratings_file) if ratings_file else Path(checkpoint_dir) / "ratings.json"
     raise ValueError(f"no model to play against: no rated model in {rpath}, no */best.pt under "
                      f"{checkpoint_dir}/, and the shipped model {PRETRAINED_PATH} is missing; "
                      "train one (spacewar-ai --algorithm ppo), pass --opponent SPEC, or use "
@@ -82,8 +70,8 @@ def choose_best_model(checkpoint_dir="checkpoints", ratings_file=None) -> tuple[
 def difficulty_opponent(difficulty: str, config: GameConfig, checkpoint_dir="checkpoints",
                         ratings_file=None, seed: int = 0) -> Opponent:
     """The pilot, name and delay the difficulty table prescribes."""
-    from .bots import HeuristicPilot
-    from .players import PRETRAINED_PATH, resolve_player
+    from .pilots import PRETRAINED_PATH, make_pilot
+    from .scripted import HeuristicPilot
 
     if difficulty not in DIFFICULTY_TABLE:
         raise ValueError(f"--difficulty {difficulty!r} is unknown: use one of "
@@ -94,7 +82,7 @@ def difficulty_opponent(difficulty: str, config: GameConfig, checkpoint_dir="che
                         "difficulty easy: the heuristic pilot, 3 frames late")
     path, why = choose_best_model(checkpoint_dir, ratings_file)
     spec = "pretrained" if Path(path).resolve() == PRETRAINED_PATH.resolve() else str(path)
-    pilot = resolve_player(spec, config, seed, deterministic=not sampling)
+    pilot = make_pilot(spec, config, seed, deterministic=not sampling)
     how = "sampling its policy" if sampling else "greedy"
     late = f"{delay} frame{'s' if delay != 1 else ''} late" if delay else "no delay"
     return Opponent(pilot, pilot.name, delay,
@@ -102,9 +90,9 @@ def difficulty_opponent(difficulty: str, config: GameConfig, checkpoint_dir="che
 
 
 def spec_opponent(spec: str, config: GameConfig, seed: int = 0) -> Opponent:
-    from .players import resolve_player
+    from .pilots import make_pilot
 
-    pilot = resolve_player(spec, config, seed)
+    pilot = make_pilot(spec, config, seed)
     return Opponent(pilot, pilot.name, 0, f"--opponent {spec}")
 
 
@@ -131,20 +119,21 @@ def keys_to_action(held: set[str], frame: int, mask: np.ndarray, controls: dict)
     def down(what):
         return any(k in held for k in controls[what])
 
-    rot = 1 if down("left") and not down("right") else 2 if down("right") and not down("left") \
-        else 0
+    A = engine.Action
+    rot = (A.ROTATE_LEFT if down("left") and not down("right") else
+           A.ROTATE_RIGHT if down("right") and not down("left") else A.NONE)
     thrust = down("thrust")
-    if len(mask) > 6 and down("hyperspace") and mask[6]:
-        return 6
-    if down("fire") and mask[4]:
-        return 5 if thrust and mask[5] else 4
-    if rot and thrust and mask[3]:
-        return rot if frame % 2 == 0 else 3
+    if len(mask) > A.HYPERSPACE and down("hyperspace") and mask[A.HYPERSPACE]:
+        return A.HYPERSPACE
+    if down("fire") and mask[A.FIRE]:
+        return A.THRUST_FIRE if thrust and mask[A.THRUST_FIRE] else A.FIRE
+    if rot and thrust and mask[A.THRUST]:
+        return rot if frame % 2 == 0 else A.THRUST
     if rot:
         return rot
-    if thrust and mask[3]:
-        return 3
-    return 0
+    if thrust and mask[A.THRUST]:
+        return A.THRUST
+    return A.NONE
 
 
 class HumanGame:
@@ -228,15 +217,15 @@ class HumanGame:
     def _finish_round(self) -> None:
         gi, si = self.batch.game_i[0], self.batch.ship_i[0]
         winner = int(gi[engine.WINNER])
-        cause = [engine.DeathCause(int(si[s, engine.CAUSE])).name.lower() for s in range(2)]
+        cause = [engine.DeathCause(int(si[s, engine.CAUSE])).name for s in range(2)]
         if winner >= 0:
             self.score[winner] += 1
-            how = {"torpedo": "by torpedo", "star": "- the other ship fell into the star",
-                   "collision": "- collision", "hyperspace": "- lost in hyperspace"}
+            how = {"TORPEDO": "by torpedo", "STAR": "- the other ship fell into the star",
+                   "COLLISION": "- collision", "HYPERSPACE": "- lost in hyperspace"}
             text = f"{self.names[winner]} win{'s' if self.names[winner] != 'you' else ''} " \
                    f"{how.get(cause[1 - winner], cause[1 - winner])}"
         else:
-            text = "draw (" + ("timeout" if cause[0] == "timeout" else
+            text = "draw (" + ("timeout" if cause[0] == "TIMEOUT" else
                                f"{cause[0]} / {cause[1]}") + ")"
         result = {"round": self.round, "winner": winner if winner >= 0 else None,
                   "real_winner": int(gi[engine.REAL_WINNER]) if gi[engine.REAL_WINNER] >= 0
@@ -298,10 +287,10 @@ class HumanGame:
             return
         obs = self.batch.obs[0]
         if self.two_player:
-            a0 = keys_to_action(self.held, self.frame, obs[0, 30:], CONTROLS_TWO[0])
-            a1 = keys_to_action(self.held, self.frame, obs[1, 30:], CONTROLS_TWO[1])
+            a0 = keys_to_action(self.held, self.frame, obs[0, engine.MASK], CONTROLS_TWO[0])
+            a1 = keys_to_action(self.held, self.frame, obs[1, engine.MASK], CONTROLS_TWO[1])
         else:
-            a0 = keys_to_action(self.held, self.frame, obs[0, 30:], CONTROLS_ALONE)
+            a0 = keys_to_action(self.held, self.frame, obs[0, engine.MASK], CONTROLS_ALONE)
             self._seen.append(obs[1].copy())
             if self.frame % self.decision_frames == 0:
                 # The pilot sees the game as it was `delay` frames ago (or its start).
@@ -375,3 +364,39 @@ class HumanGame:
 
     def close(self) -> None:
         self.renderer.close()
+
+
+def play(config: GameConfig | None = None, opponent: str | None = None,
+         difficulty: str | None = None, two_player: bool = False, score_limit: int = 5,
+         seed: int = 0, scale: float = 1.0, phosphor: bool = False, record=None,
+         checkpoint_dir="checkpoints", ratings_file=None) -> list[dict]:
+    """The human-play mode: a match in a window against `opponent` (a pilot spec), the pilot
+    `difficulty` prescribes (default medium), or a second person; prints each round and where
+    its replay went. Returns the rounds' results."""
+    from .recording import open_recorder
+
+    config = config if config is not None else GameConfig()
+    chosen = None
+    if opponent:
+        chosen = spec_opponent(opponent, config, seed)
+    elif not two_player:
+        chosen = difficulty_opponent(difficulty or "medium", config, checkpoint_dir, ratings_file,
+                                     seed)
+    recorder = open_recorder(record, per_decision=False, config=config)
+    if chosen is not None:
+        print(f"opponent: {chosen.name} - {chosen.reason}")
+    game = HumanGame(config, chosen, two_player=two_player, score_limit=score_limit, seed=seed,
+                     scale=scale, phosphor=phosphor, recorder=recorder,
+                     difficulty="" if opponent or two_player else (difficulty or "medium"))
+    print("keys: F1 or H for help, P pause, R restart round, Esc quit")
+    results = game.run()
+    if recorder is not None and recorder.close() is not None:
+        print(f"recorded {recorder.frames} frames to {recorder.path}")
+    for r in results:
+        winner = r["winner"] if r["winner"] is not None else "none"
+        print(f"round {r['round']}: winner {winner}, deaths {r['causes'][0]} / {r['causes'][1]}, "
+              f"score {r['score'][0]}:{r['score'][1]}")
+    if game.replays:
+        print(f"replays: {len(game.replays)} saved under {game.replays[0].parent}/ (play one "
+              f"with --replay {game.replays[-1]})")
+    return results

@@ -6,7 +6,7 @@ import torch
 
 from spacewar_ai.agents import DQNAgent
 from spacewar_ai.config import DQNConfig
-from spacewar_ai.replay import SumTree
+from spacewar_ai.replay_buffer import SumTree
 
 
 def test_slots_are_drawn_in_proportion_to_their_priority():
@@ -72,14 +72,14 @@ def _surprise_buffer(alpha: float) -> tuple[DQNAgent, np.ndarray]:
 
 def test_prioritized_dqn_replays_surprising_transitions_more_often():
     agent, surprising = _surprise_buffer(alpha=1.0)
-    assert agent.priorities.get(np.arange(100)).tolist() == [1.0] * 100  # new: the max so far
+    assert agent.replay.priorities.get(np.arange(100)).tolist() == [1.0] * 100  # new: the max so far
     for _ in range(200):  # slow learning: the kills stay surprising, the dull ends do not
         agent.update()
     # A slot's priority is its last TD error: large for a kill the network has not learned yet.
-    p = agent.priorities.get(np.arange(100))
+    p = agent.replay.priorities.get(np.arange(100))
     assert p[surprising].min() > 5 * np.median(p)
     # Batches are drawn as update() draws them: the 4% of surprising slots fill over 40% of them.
-    drawn = np.concatenate([agent.priorities.sample(20, agent.rng) for _ in range(500)])
+    drawn = np.concatenate([agent.replay.priorities.sample(20, agent.rng) for _ in range(500)])
     assert np.isin(drawn, surprising).mean() > 0.4
 
 
@@ -97,17 +97,17 @@ def test_importance_weights_correct_the_bias_as_beta_rises():
     # At beta = 1 a slot drawn k times as often weighs 1/k as much: weight x priority is the
     # same for the whole batch, and the least likely slot weighs 1.
     idx = np.array([surprising[0], 0, 1, 2])
-    w = agent.importance_weights(idx)
-    p = agent.priorities.get(idx)
+    w = agent.replay.importance_weights(idx, agent.beta)
+    p = agent.replay.priorities.get(idx)
     assert w[0] < 0.5 and w.max() == 1.0
     np.testing.assert_allclose(w * p, np.full(4, p.min()), rtol=1e-5)
     agent.set_progress(0.0)  # at beta = 0.4 the correction is partial: the weights are closer
-    assert agent.importance_weights(idx)[0] > w[0]
+    assert agent.replay.importance_weights(idx, agent.beta)[0] > w[0]
 
 
 def test_priority_settings_are_validated():
     plain, _ = _surprise_buffer(alpha=0.0)  # the default: uniform draws, no tree to keep
-    assert plain.priorities is None and "priority_beta" not in plain.update()
+    assert plain.replay.priorities is None and "priority_beta" not in plain.update()
     with pytest.raises(ValueError, match="priority_alpha"):
         DQNConfig(priority_alpha=1.5)
     with pytest.raises(ValueError, match="priority_beta"):

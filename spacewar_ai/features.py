@@ -1,4 +1,4 @@
-"""What a learned agent's network reads of an observation: its view.
+"""Features: what a learned agent's network reads of an observation, its view.
 
 The observation (environment.OBSERVATION_DOC) stays in world coordinates, since scripted pilots,
 strategy files, LLM prompts and the docs read it. Agents turn it into their view at the network's
@@ -22,17 +22,18 @@ import numba as nb
 import numpy as np
 
 from .config import OBSERVATION_VIEWS, GameConfig
-from .engine import TORPEDO_SPAWN_OFFSET
+from .ballistics import bends, closest_approach, intercept_time, path_distance
+from .engine import OBS_MASK, TORPEDO_SPAWN_OFFSET
 
 VIEWS = OBSERVATION_VIEWS
-MIN_DIM = 30  # the egocentric and tactical views read indices up to 29
+MIN_DIM = OBS_MASK  # the egocentric and tactical views read every value before the mask
 TACTICAL_COLUMNS = 5  # columns the tactical view adds
 
 EGOCENTRIC_DOC = """
     ## What the networks read: the egocentric view (`observation_view = "egocentric"`)
 
     Learned agents turn the observation above into a view before their first layer: DQN by
-    default into the ship's own frame (`views.egocentric_view`, same width), PPO into the tactical
+    default into the ship's own frame (`features.egocentric_view`, same width), PPO into the tactical
     view below, which starts from this one. Every vector (own velocity, opponent, star, torpedoes)
     becomes (forward, right) components: forward along the heading, right where rotating right
     (action 2) turns the nose. Then "the opponent is dead ahead" is one input near zero instead of
@@ -58,7 +59,7 @@ TACTICAL_DOC = """
 
     The egocentric view with five columns inserted at 30-34, before the action mask (which moves
     to 35-40; 41 values in all, 42 with hyperspace). They are what a gunner works out from the
-    game's constants (`views.view_constants(GameConfig)`, saved with the network). Torpedoes fly
+    game's constants (`features.view_constants(GameConfig)`, saved with the network). Torpedoes fly
     straight (1962); both ships' coasting paths bend around the star, predicted every 4 frames
     over a torpedo's life. `gravity` in the constants sets the bend; it is 0, straight lines, in
     a game without a star, with `torpedo_gravity`, and for models saved before the view knew of
@@ -126,109 +127,17 @@ def egocentric_view(obs: np.ndarray) -> np.ndarray:
     return out
 
 
-@nb.njit(cache=True, inline="always")
-def intercept_time(dx, dy, rx, ry, speed, spawn):
-    """Frames until a torpedo meets a target at (dx, dy) moving at (rx, ry) per frame, both
-    relative to the shooter, when fired toward the right point: the first t > 0 with
-    |d + r t| = spawn + speed t (it leaves `spawn` units out). math.inf if it never can."""
-    a = rx * rx + ry * ry - speed * speed
-    b = 2.0 * (dx * rx + dy * ry - spawn * speed)
-    c = dx * dx + dy * dy - spawn * spawn
-    t = math.inf
-    if abs(a) < 1e-9:  # closing at exactly torpedo speed: the equation is linear
-        if b < 0.0 and -c / b > 0.0:
-            t = -c / b
-    else:
-        disc = b * b - 4.0 * a * c
-        if disc >= 0.0:
-            sq = math.sqrt(disc)
-            for root in ((-b - sq) / (2.0 * a), (-b + sq) / (2.0 * a)):
-                if 0.0 < root < t:
-                    t = root
-    return t
-
-
-@nb.njit(cache=True, inline="always")
-def _closest_approach(px, py, vx, vy, horizon):
-    """Distance at closest approach within [0, horizon] frames of a point at (px, py) moving at
-    (vx, vy) per frame, relative to the origin."""
-    vv = vx * vx + vy * vy
-    t = -(px * vx + py * vy) / vv if vv > 1e-9 else 0.0
-    t = min(max(t, 0.0), horizon)
-    return math.hypot(px + vx * t, py + vy * t)
-
-
-@nb.njit(cache=True, inline="always")
-def coast(px, py, ux, uy, gm, dt):
-    """One symplectic Euler step of dt frames under the star's gravity (position relative to the
-    star): the engine's integrator at a coarser step, for predicting orbits."""
-    r2 = px * px + py * py
-    rr = math.sqrt(r2)
-    inv = dt * gm / (r2 * rr) if rr > 1.0 else 0.0
-    ux -= px * inv
-    uy -= py * inv
-    return px + ux * dt, py + uy * dt, ux, uy
-
-
 # Frames per step when the tactical view predicts the ships' orbits: 24 steps over a torpedo's
 # life, straight pieces in between. Every 2 frames moved the columns by under 0.01 (99th
 # percentile on real positions) at 1.7x the cost; every 8, shot quality by up to 0.075.
 ORBIT_STEP = 4.0
 
 
-@nb.njit(cache=True, inline="always")
-def _bends(px, py, vx, vy, gm, times, out):
-    """out[g, k] = where ship g, coasting from (px[g], py[g]) (relative to the star) at
-    (vx[g], vy[g]), is at times[k], minus where it would be in a straight line: the star's pull
-    on its path. Games are the inner loop: one game's steps depend on each other, different
-    games' do not, so the CPU overlaps them (the view took 390 us per 256 real positions game
-    by game, 175 us so)."""
-    x, y, ux, uy = px.copy(), py.copy(), vx.copy(), vy.copy()
-    out[:, 0, :] = 0.0
-    for k in range(1, times.shape[0]):
-        dt = times[k] - times[k - 1]
-        for g in range(px.shape[0]):
-            x[g], y[g], ux[g], uy[g] = coast(x[g], y[g], ux[g], uy[g], gm, dt)
-            out[g, k, 0] = x[g] - (px[g] + vx[g] * times[k])
-            out[g, k, 1] = y[g] - (py[g] + vy[g] * times[k])
-
-
-@nb.njit(cache=True, inline="always")
-def _segment_distance2(ax, ay, bx, by):
-    """Squared distance from the origin to the segment from (ax, ay) to (bx, by)."""
-    dx, dy = bx - ax, by - ay
-    dd = dx * dx + dy * dy
-    s = -(ax * dx + ay * dy) / dd if dd > 1e-12 else 0.0
-    s = min(max(s, 0.0), 1.0)
-    ex, ey = ax + dx * s, ay + dy * s
-    return ex * ex + ey * ey
-
-
-@nb.njit(cache=True, inline="always")
-def _path_distance(path, steps):
-    """Closest approach to the origin of the polyline path[0..steps], taken on the two pieces
-    next to its nearest corner: over a torpedo's life the paths bend so little that the distance
-    falls and then rises along them, so no other piece can come closer."""
-    best = 0
-    best2 = path[0, 0] * path[0, 0] + path[0, 1] * path[0, 1]
-    for k in range(1, steps + 1):
-        d2 = path[k, 0] * path[k, 0] + path[k, 1] * path[k, 1]
-        if d2 < best2:
-            best, best2 = k, d2
-    if best > 0:
-        best2 = min(best2, _segment_distance2(path[best - 1, 0], path[best - 1, 1],
-                                              path[best, 0], path[best, 1]))
-    if best < steps:
-        best2 = min(best2, _segment_distance2(path[best, 0], path[best, 1],
-                                              path[best + 1, 0], path[best + 1, 1]))
-    return math.sqrt(best2)
-
-
 @nb.njit(cache=True, error_model="numpy")
 def _tactical_kernel(obs, hw, hh, v2, speed, spawn, life, scale, gm, orbit_step, out):
     """The columns, one row at a time (numba: a tenth of numpy's time on a batch of 256).
 
-    With gm > 0 the ships' paths bend around the star (`_bends`, all rows' orbits stepped
+    With gm > 0 the ships' paths bend around the star (`ballistics.bends`, all rows' orbits stepped
     together first, sampled every `orbit_step` frames over a torpedo's life): the lead, the shot
     and the threats follow those paths, taken as straight between samples. gm = 0 is the
     straight-line view, in closed form."""
@@ -238,7 +147,7 @@ def _tactical_kernel(obs, hw, hh, v2, speed, spawn, life, scale, gm, orbit_step,
         times[k] = min(k * orbit_step, life)
     n = obs.shape[0]
     rows = n if gm > 0.0 else 0  # straight lines read no bends: nothing to allocate
-    own_bend = np.empty((rows, steps + 1, 2))  # every entry written by _bends
+    own_bend = np.empty((rows, steps + 1, 2))  # every entry written by bends
     target_bend = np.empty((rows, steps + 1, 2))
     path = np.zeros((steps + 1, 2))
     if gm > 0.0:
@@ -249,13 +158,13 @@ def _tactical_kernel(obs, hw, hh, v2, speed, spawn, life, scale, gm, orbit_step,
         for g in range(n):
             sx[g], sy[g] = -obs[g, 15] * hw, -obs[g, 16] * hh  # own position relative to the star
             vx[g], vy[g] = obs[g, 2] * 0.5 * v2, obs[g, 3] * 0.5 * v2
-        _bends(sx, sy, vx, vy, gm, times, own_bend)
+        bends(sx, sy, vx, vy, gm, times, own_bend)
         for g in range(n):  # the opponent: its position and velocity minus own, plus own
             sx[g] += obs[g, 9] * hw
             sy[g] += obs[g, 10] * hh
             vx[g] += obs[g, 11] * v2
             vy[g] += obs[g, 12] * v2
-        _bends(sx, sy, vx, vy, gm, times, target_bend)
+        bends(sx, sy, vx, vy, gm, times, target_bend)
     for g in range(n):
         o = obs[g]
         sin_h, cos_h = o[4], o[5]
@@ -302,7 +211,7 @@ def _tactical_kernel(obs, hw, hh, v2, speed, spawn, life, scale, gm, orbit_step,
         # Shot quality: a torpedo fired now, relative to the opponent.
         quality = 0.0
         if seen and not bent:
-            miss = _closest_approach(dx - spawn * cos_h, dy - spawn * sin_h,
+            miss = closest_approach(dx - spawn * cos_h, dy - spawn * sin_h,
                                      rx - speed * cos_h, ry - speed * sin_h, life)
             quality = math.exp(-miss * scale)
         elif seen:
@@ -311,7 +220,7 @@ def _tactical_kernel(obs, hw, hh, v2, speed, spawn, life, scale, gm, orbit_step,
                     - spawn * cos_h
                 path[k, 1] = dy + (ry - speed * sin_h) * times[k] + target_bend[g, k, 1] \
                     - spawn * sin_h
-            quality = math.exp(-_path_distance(path, steps) * scale)
+            quality = math.exp(-path_distance(path, steps) * scale)
         out[g, 2] = quality
         # Threat: enemy torpedoes' closest approach to the ship (all-zero slots hold none).
         threat = 0.0
@@ -319,12 +228,12 @@ def _tactical_kernel(obs, hw, hh, v2, speed, spawn, life, scale, gm, orbit_step,
             if o[j] != 0.0 or o[j + 1] != 0.0 or o[j + 2] != 0.0 or o[j + 3] != 0.0:
                 jx, jy, ux, uy = o[j] * hw, o[j + 1] * hh, o[j + 2] * v2, o[j + 3] * v2
                 if not bent:
-                    d = _closest_approach(jx, jy, ux, uy, life)
+                    d = closest_approach(jx, jy, ux, uy, life)
                 else:  # a straight torpedo against the ship's own bent path
                     for k in range(steps + 1):
                         path[k, 0] = jx + ux * times[k] - own_bend[g, k, 0]
                         path[k, 1] = jy + uy * times[k] - own_bend[g, k, 1]
-                    d = _path_distance(path, steps)
+                    d = path_distance(path, steps)
                 threat = max(threat, math.exp(-d * scale))
         out[g, 3] = threat
         out[g, 4] = min(t / life, 2.0)
@@ -351,7 +260,8 @@ def tactical_view(obs: np.ndarray, constants: dict[str, float]) -> np.ndarray:
     obs = np.asarray(obs, dtype=np.float32)
     _check_dim(obs, "tactical")
     ego = egocentric_view(obs)
-    return np.concatenate([ego[..., :30], tactical_columns(obs, constants), ego[..., 30:]],
+    return np.concatenate([ego[..., :OBS_MASK], tactical_columns(obs, constants),
+                           ego[..., OBS_MASK:]],
                           axis=-1)
 
 

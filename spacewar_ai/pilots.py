@@ -1,0 +1,176 @@
+"""Pilots: anything that flies a ship, and the one spec language that builds any of them.
+
+A pilot is an object with `act(obs (N, D)) -> actions (N,)`, `reset(mask, seeds)` and a `name`
+(the `Pilot` protocol). `make_pilot(spec)` turns a spec into one, and every mode uses it:
+
+| spec | pilot |
+|---|---|
+| `idle`, `random`, `heuristic:easy`, `heuristic:medium`, `heuristic:hard` | scripted (scripted.py) |
+| `pretrained` | the network shipped in the package |
+| `ppo:PATH`, `dqn:PATH`, a checkpoint path | a trained network (algorithm read from the file) |
+| `strategy:PATH.py` | a strategy file, validated, then run in the sandbox (sandbox.py) |
+| `search:SPEC[+MODEL]` | SPEC with a lookahead at play time (search.py) |
+
+A pilot object passes through unchanged and a plain function `obs -> action` is wrapped, so the
+environments and matches take any of them. Learned pilots play greedily unless
+`deterministic=False`. Pilots that plan on the game itself have `attach(batch, sides)`;
+sandboxed ones have `close()` and `uses_active_mask`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Callable, Protocol
+
+import numpy as np
+
+from .config import GameConfig
+from .scripted import SCRIPTED_SPECS, scripted_pilot
+
+PRETRAINED_PATH = Path(__file__).resolve().parent / "pretrained" / "ppo_spacewar.pt"
+SPEC_HELP = (f"{', '.join(SCRIPTED_SPECS)}, pretrained, ppo:PATH, dqn:PATH, strategy:PATH.py, "
+             "search:SPEC or a checkpoint path")
+
+
+class Pilot(Protocol):
+    """What the environments, matches, tournaments and the league need of anything that flies."""
+
+    name: str
+
+    def act(self, obs: np.ndarray) -> np.ndarray: ...
+
+    def reset(self, mask: np.ndarray | None = None, seeds: np.ndarray | None = None) -> None: ...
+
+
+class AgentPilot:
+    """A learned agent flying as a pilot. Greedy by default, sampling with deterministic=False."""
+
+    def __init__(self, agent, name: str, deterministic: bool = True, identity: str = ""):
+        self.agent = agent
+        self.name = name
+        self.deterministic = deterministic
+        self.identity = identity or name
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        if obs.shape[0] == 0:
+            return np.zeros(0, dtype=np.int64)
+        # `act` (PPO) skips the critic and the rollout bookkeeping that select_action keeps.
+        play = getattr(self.agent, "act", self.agent.select_action)
+        return np.asarray(play(obs, deterministic=self.deterministic), dtype=np.int64).reshape(-1)
+
+    def reset(self, mask=None, seeds=None) -> None:
+        return None
+
+
+class CallablePilot:
+    """Adapts a function obs -> action (one observation at a time) to the batch interface."""
+
+    def __init__(self, fn: Callable, name: str | None = None):
+        self.fn = fn
+        self.name = name or getattr(fn, "__name__", "callable")
+
+    def reset(self, mask=None, seeds=None) -> None:
+        reset = getattr(self.fn, "reset", None)
+        if callable(reset):
+            reset()
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        return np.array([int(self.fn(row)) for row in obs], dtype=np.int64)
+
+
+def is_scripted(spec: str) -> bool:
+    low = spec.strip().lower()
+    return low in SCRIPTED_SPECS or low == "heuristic"
+
+
+def spec_path(spec: str) -> Path | None:
+    """The file a spec names (pretrained, ppo:PATH, dqn:PATH, strategy:PATH, a path), else None
+    (scripted pilots and planners, which are a policy and a model, not one file)."""
+    s = spec.strip()
+    low = s.lower()
+    if low == "pretrained":
+        return PRETRAINED_PATH
+    if low.startswith(("ppo:", "dqn:")):
+        return Path(s[4:])
+    if low.startswith("strategy:"):
+        return Path(s[len("strategy:"):])
+    if is_scripted(low) or low.startswith(("heuristic", "search:")):
+        return None
+    return Path(s)
+
+
+def file_identity(path: Path) -> str:
+    """A name for a file's contents: its stem and the start of its SHA-256 (ratings key on it)."""
+    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+    return f"{Path(path).stem}@{digest}"
+
+
+def path_label(path: Path, parts: int = 2) -> str:
+    """The last `parts` parts of a path ("run/best.pt"): short, and tells runs apart."""
+    return "/".join(Path(path).parts[-parts:])
+
+
+def make_pilot(spec, config: GameConfig | None = None, seed: int = 0,
+               deterministic: bool = True, device: str = "cpu"):
+    """Turn a spec (module docstring), a pilot object or a function obs -> action into a pilot.
+    A bad spec raises ValueError naming it and what to use instead."""
+    if hasattr(spec, "act") and hasattr(spec, "reset"):
+        return spec
+    if callable(spec):
+        return CallablePilot(spec)
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"pilot spec {spec!r} is invalid: use one of {SPEC_HELP}, a pilot "
+                         "object with act()/reset(), or a function obs -> action")
+    config = config if config is not None else GameConfig()
+    s = spec.strip()
+    low = s.lower()
+    if is_scripted(low):
+        return scripted_pilot(low, config, seed)
+    if low.startswith("heuristic"):
+        raise ValueError(f"unknown pilot spec {spec!r}: the heuristic levels are "
+                         "heuristic:easy, heuristic:medium and heuristic:hard")
+    if low.startswith("search:"):
+        from .search import SEARCH_PREFIX, search_pilot  # the planner builds on these pilots
+
+        return search_pilot(s[len(SEARCH_PREFIX):], config, seed, device)
+    if low.startswith("strategy:"):
+        return _strategy_pilot(spec, Path(s[len("strategy:"):]), config)
+    return _learned_pilot(spec, config, deterministic, device)
+
+
+def _strategy_pilot(spec: str, path: Path, config: GameConfig):
+    from .sandbox import StrategyError, StrategyPilot, load_strategy_file
+
+    try:
+        source = load_strategy_file(path)
+    except StrategyError as exc:
+        raise ValueError(f"player {spec!r}: {exc}") from None
+    return StrategyPilot(path, identity=file_identity(path), source=source,
+                         n_actions=config.num_actions)
+
+
+def _learned_pilot(spec: str, config: GameConfig, deterministic: bool, device: str):
+    from .checkpoints import CheckpointError, load_agent
+
+    s = spec.strip()
+    low = s.lower()
+    expect = None
+    if low == "pretrained":
+        path = PRETRAINED_PATH
+        if not path.is_file():
+            raise ValueError(f"player 'pretrained': the shipped model {path} is missing; "
+                             "reinstall spacewar-ai or train one (spacewar-ai --algorithm ppo)")
+    else:
+        if low.startswith(("ppo:", "dqn:")):
+            expect, s = low[:3], s[4:]
+        path = Path(s)
+        if not path.is_file():
+            raise ValueError(f"player {spec!r}: not a pilot spec and no such checkpoint file; "
+                             f"use one of {SPEC_HELP}")
+    try:
+        agent, _ = load_agent(path, device, expect, config.obs_dim)
+    except CheckpointError as exc:
+        raise ValueError(f"player {spec!r}: {exc}") from None
+    name = "pretrained" if low == "pretrained" else f"{agent.algorithm}:{path_label(path)}"
+    return AgentPilot(agent, name, deterministic, file_identity(path))

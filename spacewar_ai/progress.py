@@ -1,0 +1,73 @@
+"""Progress bars for long jobs (training, evaluation, tournaments), drawn by tqdm.
+
+On a terminal the bar redraws in place. On a pipe or in a log file it writes one line, the final
+state, when the job ends (a redrawn bar would fill a log with carriage returns). With `quiet`,
+nothing. Bars go to stderr, so a report on stdout stays clean for other programs to read.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from tqdm import tqdm
+
+
+class _LastLine:
+    """A file-like sink that keeps only the bar's latest state and prints it once, at close."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.line = ""
+
+    def write(self, text: str) -> None:
+        parts = [p for p in text.replace("\n", "\r").split("\r") if p.strip()]
+        if parts:
+            self.line = parts[-1]
+
+    def flush(self) -> None:
+        return None
+
+    def emit(self) -> None:
+        if self.line:
+            print(self.line.rstrip(), file=self.stream, flush=True)
+            self.line = ""
+
+
+class Progress:
+    """A tqdm bar of `total` units; `update(n)`, `note(**values)` for the figures beside it,
+    `say(text)` for a line above it, `close()` at the end (also as a context manager)."""
+
+    def __init__(self, total: float, desc: str, unit: str = "it", quiet: bool = False,
+                 stream=None, bar_format: str | None = None):
+        self.stream = stream if stream is not None else sys.stderr
+        self.quiet = quiet
+        live = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self._sink = None if live else _LastLine(self.stream)
+        self.bar = tqdm(total=total, desc=desc, unit=unit, disable=quiet, dynamic_ncols=True,
+                        file=self.stream if live else self._sink, mininterval=0.5 if live else 0,
+                        bar_format=bar_format, smoothing=0.1)
+
+    def update(self, n: float = 1) -> None:
+        self.bar.update(n)
+
+    def set(self, value: float) -> None:
+        """Move the bar to `value` units done (for budgets measured by a fraction)."""
+        self.bar.update(value - self.bar.n)
+
+    def note(self, **values) -> None:
+        self.bar.set_postfix(values, refresh=False)
+
+    def say(self, text: str) -> None:
+        if not self.quiet:
+            self.bar.write(text, file=self.stream)
+
+    def close(self) -> None:
+        self.bar.close()
+        if self._sink is not None and not self.quiet:
+            self._sink.emit()
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
