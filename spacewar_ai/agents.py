@@ -186,9 +186,8 @@ class BaseAgent(abc.ABC):
     def play_copy(self) -> BaseAgent:
         """A frozen copy that plays and learns nothing: the networks, observation statistics,
         view constants and exploration state, without the replay or rollout buffers and the
-        optimizer's state. League opponents and evaluations hold these. Deep copies carried a DQN
-        learner's replay buffer (about 63 MB at the default size) into each snapshot, and the
-        default DQN run peaked at 1.47 GB of memory instead of 0.54 GB (README)."""
+        optimizer's state. League opponents and evaluations hold these: a deep copy would carry a
+        DQN learner's whole replay buffer into every snapshot."""
         # Building networks draws their initial weights from torch's global generator, which
         # the learner's sampling also draws from: leave its stream as it was.
         with torch.random.fork_rng(devices=[]):
@@ -676,7 +675,7 @@ class DQNAgent(BaseAgent):
         """Add another DQN's greedy player (its played network and its snapshots, each with its
         own observation statistics) to this one's ensemble for greedy play. Runs from other seeds
         err in other places, so two merged default runs beat the mean of the two on all five
-        pairs of seeds measured (README). Learning is untouched; this is for play."""
+        pairs of seeds measured (docs/performance.md). Learning is untouched; this is for play."""
         if not isinstance(other, DQNAgent):
             raise ValueError(f"{name} holds a {other.algorithm.upper()} model; only DQN models "
                              "average Q-values, so join DQN checkpoints")

@@ -128,14 +128,15 @@ def egocentric_view(obs: np.ndarray) -> np.ndarray:
 
 
 # Frames per step when the tactical view predicts the ships' orbits: 24 steps over a torpedo's
-# life, straight pieces in between. Every 2 frames moved the columns by under 0.01 (99th
-# percentile on real positions) at 1.7x the cost; every 8, shot quality by up to 0.075.
+# life, straight pieces in between. Finer steps barely moved the columns for their cost; coarser
+# ones moved shot quality (VIBE_HISTORY.md).
 ORBIT_STEP = 4.0
 
 
 @nb.njit(cache=True, error_model="numpy")
 def _tactical_kernel(obs, hw, hh, v2, speed, spawn, life, scale, gm, orbit_step, out):
-    """The columns, one row at a time (numba: a tenth of numpy's time on a batch of 256).
+    """The columns, one row at a time (numba: numpy's per-call overhead dominates batches this
+    small).
 
     With gm > 0 the ships' paths bend around the star (`ballistics.bends`, all rows' orbits stepped
     together first, sampled every `orbit_step` frames over a torpedo's life): the lead, the shot

@@ -338,7 +338,7 @@ def build_client(keys: APIKeyManager | None = None, provider: str | None = None,
                  include_local: bool = False, gpu_vram: float | None = None,
                  timeout: float = 60.0, retries: int = 3, backoff: float = 1.0,
                  models_dir: str | os.PathLike = "models") -> FailoverClient:
-    """The client the CLI flags describe (see README "LLM strategies" for the rules)."""
+    """The client the CLI flags describe (docs/strategies.md has the rules)."""
     keys = keys if keys is not None else APIKeyManager(".")
     redact = keys.redact
     common = {"timeout": timeout, "retries": retries, "backoff": backoff, "redact": redact}

@@ -110,8 +110,16 @@ def ensure_model(entry: CatalogEntry, models_dir=MODELS_DIR, offline: bool | Non
                               local_dir=str(models_dir))
     except Exception as exc:  # network errors come in many types across hub versions
         raise ValueError(f"could not download the local model ({type(exc).__name__}: "
-                         f"{str(exc).splitlines()[0][:160]}): {hint}") from None
+                         f"{_first_line(exc)}): {hint}") from None
     return Path(got)
+
+
+def _first_line(exc: Exception, limit: int = 300) -> str:
+    """An error's first line, shortened at a word boundary if it must be (never mid-word)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0] + " ..."
 
 
 # The strategy language as a GBNF grammar, narrowed so that everything it accepts also passes
@@ -139,6 +147,16 @@ action  ::= [0-5]
 """
 
 
+def _llama_cpp():
+    try:
+        import llama_cpp
+    except ImportError:
+        raise ValueError("local models need llama-cpp-python: pip install -e \".[local-llm]\" "
+                         "(it compiles llama.cpp for several minutes; see docs/strategies.md for "
+                         "CUDA/Metal CMAKE_ARGS)") from None
+    return llama_cpp
+
+
 class LocalLLMClient:
     """A GGUF model through llama-cpp-python, behind the same generate() as the cloud clients.
     With grammar=True (the default) replies follow STRATEGY_GBNF, so they always parse and
@@ -148,12 +166,7 @@ class LocalLLMClient:
 
     def __init__(self, model_path, n_ctx: int = 4096, n_gpu_layers: int = -1,
                  grammar: bool = True, seed: int = 0, verbose: bool = False):
-        try:
-            import llama_cpp
-        except ImportError:
-            raise ValueError("local models need llama-cpp-python: pip install -e "
-                             "\".[local-llm]\" (it compiles llama.cpp for several minutes; see "
-                             "README for CUDA/Metal CMAKE_ARGS)") from None
+        llama_cpp = _llama_cpp()
         self.model_path = Path(model_path)
         if not self.model_path.is_file():
             raise ValueError(f"local model {self.model_path}: no such file")
@@ -167,6 +180,7 @@ class LocalLLMClient:
     def from_flags(cls, model_path=None, gpu_vram: float | None = None,
                    models_dir=MODELS_DIR) -> "LocalLLMClient":
         """--llm-local-model PATH, else the catalog's pick for this machine (downloaded once)."""
+        _llama_cpp()  # before any download: a model file without llama.cpp is of no use
         if model_path:
             return cls(model_path)
         hardware = detect_hardware(gpu_vram)

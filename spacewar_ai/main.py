@@ -46,7 +46,8 @@ def _count(minimum: int):
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}")
+            raise argparse.ArgumentTypeError(
+                f"expected an integer >= {minimum}, got {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
         return value
@@ -58,7 +59,7 @@ def _positive_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
     return value
@@ -68,7 +69,8 @@ def _seed(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer 0..{SEED_LIMIT - 1}, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected an integer 0..{SEED_LIMIT - 1}, got {text!r}") from None
     if not 0 <= value < SEED_LIMIT:
         raise argparse.ArgumentTypeError(f"must be 0..{SEED_LIMIT - 1}, got {value}")
     return value

@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 
-from .engine import DeathCause
 
 ELO_START = 1500.0
 ELO_K = 32.0

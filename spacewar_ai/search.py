@@ -220,10 +220,10 @@ def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int =
         raise ValueError(f"player {full!r}: the opponent model must be a learned model "
                          f"(pretrained, ppo:PATH, dqn:PATH or a checkpoint path), not "
                          f"{model_spec!r}; clone a pilot into one with --algorithm ppo "
-                         f"--warm-start {model_spec} --timesteps 0 (README, search at play time)")
+                         f"--warm-start {model_spec} --timesteps 0 (docs/search.md)")
     if not path.is_file():
         fix = ("name a checkpoint file (or pretrained)" if plus else
-               "reinstall spacewar-ai or make one (README, search at play time)")
+               "reinstall spacewar-ai or make one (docs/search.md)")
         raise ValueError(f"player {full!r}: its opponent model {path} does not exist; {fix}")
     try:
         opponent = make_pilot(model_spec, config, seed + 1, deterministic=True, device=device)

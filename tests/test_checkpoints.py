@@ -89,6 +89,7 @@ def test_load_agent_reads_the_algorithm_from_the_file(tmp_path, ppo_file):
     assert isinstance(agent, PPOAgent) and ckpt["metadata"]["counters"]["updates"] == 3
 
 
+@pytest.mark.slow
 def test_cli_reports_a_bad_checkpoint_in_one_line(tmp_path):
     junk = tmp_path / "junk.pt"
     junk.write_bytes(b"garbage")

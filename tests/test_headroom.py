@@ -13,6 +13,7 @@ def planned():
     return headroom.plan_games(40, 30, "heuristic:hard", seed=0)
 
 
+@pytest.mark.slow
 def test_one_step_of_lookahead_beats_the_policy_it_looks_ahead_with(planned):
     """The hard pilot against itself, then a planner whose rollouts fly the hard pilot: the
     planner wins more of the same games, by changing only a few of its decisions."""
@@ -35,6 +36,7 @@ def test_one_step_of_lookahead_beats_the_policy_it_looks_ahead_with(planned):
     assert 150 < planned["distance"] < 724
 
 
+@pytest.mark.slow
 def test_sampled_rollouts_are_reproducible_and_still_improve_the_policy():
     """With samples > 1 the shipped model samples its actions in the rollouts and each action is
     judged by the mean of several futures; a seed fixes those samples."""
@@ -46,6 +48,7 @@ def test_sampled_rollouts_are_reproducible_and_still_improve_the_policy():
     assert 0.0 < first["overridden"] < 0.3
 
 
+@pytest.mark.slow
 def test_a_wrong_model_of_the_opponent_is_worth_less_than_the_right_one(planned):
     """--opponent-noise makes the hard pilot act at random in the rollouts only: the planner then
     foresees it wrongly, overrides its rollout policy far more often and wins fewer of the same

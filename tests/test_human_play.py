@@ -237,6 +237,7 @@ def _cli(*args, cwd, env_extra=None):
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_cli_replay_to_video_and_clear_errors(tmp_path):
     out = _cli("--evaluate", "--checkpoint", "pretrained", "--opponent", "heuristic:easy",
                "--eval-episodes", "2", "--save-replays", "1", cwd=tmp_path)

@@ -80,3 +80,25 @@ def test_opponents_of_every_kind_play_valid_actions_reproducibly(tmp_path):
         assert set(index) == {SELF, *league.snapshot_keys}
         assert tanh_key not in index and dqn_key not in index and stack.size == 4
     assert np.array_equal(played[0], played[1])
+
+
+def test_champions_of_another_generation_play_beside_new_ones(tmp_path):
+    """The shipped model reads the game with older view constants (no `gravity`): it cannot share
+    a batched pass with a new model of the same shape, and once crashed champion training. Each
+    plays its own games; the new models still share one pass."""
+    from spacewar_ai.pilots import PRETRAINED_PATH
+
+    new = PPOAgent(36, 6, PPOConfig(), num_envs=1)
+    new.save(tmp_path / "new.pt")
+    league = League(LeagueConfig(scripted_share=0.0, past_share=1.0, pfsp=False), GameConfig(),
+                    num_envs=64, seed=0)
+    league.add_fixed(PRETRAINED_PATH)
+    league.add_fixed(tmp_path / "new.pt")
+    league.set_learner(new)
+    league.assign()
+    old = league.pilots[league.fixed_keys[0]].agent
+    assert "gravity" not in old.view_constants and "gravity" in new.view_constants
+    actions = league.act(_obs(64))
+    assert actions.shape == (64,) and set(league.assignment) == set(league.fixed_keys)
+    index, _ = league._policy_stack()
+    assert league.fixed_keys[0] not in index and league.fixed_keys[1] in index and SELF in index

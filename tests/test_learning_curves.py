@@ -1,4 +1,4 @@
-"""scripts/learning_curves.py and charts.line_chart: README's curve PNG from TensorBoard events."""
+"""scripts/learning_curves.py and charts.line_chart: the curve PNG of docs/performance.md from TensorBoard events."""
 
 import os
 

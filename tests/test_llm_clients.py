@@ -50,6 +50,7 @@ def test_keys_never_print_and_readable_key_files_warn(tmp_path, caplog):
     assert keys.redact(f"bad key {KEY}!") == "bad key ***!"
 
 
+@pytest.mark.slow
 def test_anthropic_client_talks_to_a_messages_server():
     with FakeLLMServer([("text", "hello from claude")]) as server:
         client = AnthropicClient(Secret(KEY), "claude-test", server.url, timeout=5, retries=0)
@@ -63,6 +64,7 @@ def test_anthropic_client_talks_to_a_messages_server():
     assert req["body"]["model"] == "claude-test"
 
 
+@pytest.mark.slow
 def test_openai_compatible_client_retries_429_and_5xx_with_backoff():
     script = [("status", 429, "slow down", {"retry-after": "0"}), ("status", 503, "busy"),
               ("text", "third time lucky")]
@@ -88,6 +90,7 @@ def test_errors_are_one_line_without_the_key_and_not_retried_when_pointless():
     assert "\n" not in message and KEY not in message and "401" in message
 
 
+@pytest.mark.slow
 def test_slow_server_times_out_and_failover_moves_on():
     keys = APIKeyManager("/nonexistent", environ={"ANTHROPIC_API_KEY": KEY})
     with FakeLLMServer([("sleep", 3, "too late")]) as slow, \

@@ -18,7 +18,6 @@ from spacewar_ai.llm_strategies import (IterativeStrategyTrainer, LLMExploration
                                         LLMStrategyGenerator, extract_code,
                                         strategy_prompt)
 from spacewar_ai.sandbox import StrategyError
-from spacewar_ai.ratings import standings
 
 from llm_server import FakeLLMServer
 
@@ -99,6 +98,7 @@ def _tiny_trainer(tmp_path):
     return Trainer(cfg, quiet=True)
 
 
+@pytest.mark.slow
 def test_iterative_loop_keeps_the_best_repairs_rejects_and_feeds_the_league(tmp_path):
     keys = APIKeyManager(tmp_path / "nokeys", environ={"OPENAI_API_KEY": KEY})
     trainer = _tiny_trainer(tmp_path)
@@ -130,6 +130,7 @@ def test_iterative_loop_keeps_the_best_repairs_rejects_and_feeds_the_league(tmp_
     assert "***" in (loop.llm_dir / "iter000" / "sample0" / "attempt0.json").read_text()
 
 
+@pytest.mark.slow
 def test_iterative_loop_resumes_where_it_stopped(tmp_path):
     with FakeLLMServer([("text", fenced(WEAK))]) as server:
         first = IterativeStrategyTrainer(_client(server), tmp_path, iterations=1,
@@ -161,6 +162,7 @@ def test_exploration_guide_replaces_a_share_of_actions_with_valid_strategy_actio
         guide.close()
 
 
+@pytest.mark.slow
 def test_cli_iterative_against_a_local_server(tmp_path):
     with FakeLLMServer(_scripted_llm()) as server:
         env = dict(os.environ, SDL_VIDEODRIVER="dummy")
@@ -176,6 +178,7 @@ def test_cli_iterative_against_a_local_server(tmp_path):
     assert (tmp_path / "runs" / "cli" / "llm" / "best_strategy.py").read_text() == GOOD
 
 
+@pytest.mark.slow
 def test_cli_llm_arena_against_a_local_server(tmp_path):
     with FakeLLMServer([("text", fenced(GOOD)), ("text", fenced(WEAK))]) as server:
         env = dict(os.environ, SDL_VIDEODRIVER="dummy")

@@ -80,6 +80,7 @@ class _Hub(BaseHTTPRequestHandler):
             self.wfile.write(self.data)
 
 
+@pytest.mark.slow
 def test_download_into_models_from_a_local_hub(tmp_path):
     hub = ThreadingHTTPServer(("127.0.0.1", 0), _Hub)
     threading.Thread(target=hub.serve_forever, daemon=True).start()
@@ -170,3 +171,23 @@ def test_llama_cpp_server_serves_the_openai_compatible_client(tiny_model, tmp_pa
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_a_failed_download_is_reported_in_whole_words(tmp_path, monkeypatch):
+    import huggingface_hub
+
+    from spacewar_ai.local_llm import CatalogEntry, ensure_model
+
+    said = ("An error happened while trying to locate the file on the Hub and we cannot find the "
+            "requested files in the local cache. Please check your connection and try again or "
+            "make sure your Internet connection is on.")
+
+    def offline(**kwargs):
+        raise OSError(said)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", offline)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    with pytest.raises(ValueError) as exc:
+        ensure_model(CatalogEntry(0, "Qwen/Tiny-GGUF", "tiny.gguf", 0.001), tmp_path)
+    message = str(exc.value)
+    assert said in message and "tiny.gguf" in message and str(tmp_path) in message

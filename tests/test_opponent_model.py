@@ -47,6 +47,7 @@ def _agreement_with_hard(model, games=64, seed=70_000):
     return same / total
 
 
+@pytest.mark.slow
 def test_a_run_learns_the_moves_of_the_opponent_it_is_judged_against(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -85,6 +86,7 @@ def test_watching_the_opponent_changes_nothing_in_the_learners_training(tmp_path
     assert torch.equal(rng[0], rng[1])
 
 
+@pytest.mark.slow
 def test_a_resumed_run_goes_on_with_the_model_it_had(tmp_path):
     first = _run_config(tmp_path, 64 * 32 * 5)
     Trainer(first, quiet=True).run()
@@ -129,6 +131,7 @@ def test_bad_opponent_model_settings_are_named(field, value):
         TrainConfig(**{field: value})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["ppo", "dqn"])
 def test_the_cli_names_the_model_and_the_command_that_plans_with_it(tmp_path, algorithm):
     import json

@@ -142,6 +142,7 @@ def test_memory_bomb_meets_the_address_space_limit(tmp_path):
         pilot.close()
 
 
+@pytest.mark.slow
 def test_a_hang_inside_c_code_gets_the_child_killed_and_replaced(tmp_path):
     # sum over a huge range loops in C and never returns to the interpreter, so the in-child
     # timer cannot fire; the parent stops waiting, kills the child and starts a fresh one.

@@ -8,6 +8,7 @@ from helpers import load_script
 sb3_curve = load_script("sb3_curve")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["ppo", "dqn"])
 def test_the_peer_logs_a_curve_and_reports_like_evaluate(tmp_path, capsys, algorithm):
     # Evaluations are due every 60 ms, shorter than one evaluation (100 games) takes, so the

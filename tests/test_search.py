@@ -24,6 +24,7 @@ def _planner(horizon, samples, seed=0):
     return search_pilot("pretrained", CFG, seed, horizon=horizon, samples=samples)
 
 
+@pytest.mark.slow
 def test_the_planner_beats_the_policy_it_looks_ahead_with():
     alone = play_match(make_pilot("pretrained", CFG), "heuristic:hard", 40, seed=2000)
     planned = play_match(_planner(30, 2), "heuristic:hard", 40, seed=2000)
@@ -50,6 +51,7 @@ def test_the_shipped_opponent_model_predicts_the_hard_pilot():
     assert len(said) > 2000 and agreement > 0.95, (len(said), agreement)
 
 
+@pytest.mark.slow
 def test_the_spec_names_the_opponent_model_and_the_right_one_pays():
     opponent = make_pilot("pretrained", CFG)
     default = search_pilot("pretrained", CFG, 0, horizon=40, samples=2)
@@ -64,6 +66,7 @@ def test_the_spec_names_the_opponent_model_and_the_right_one_pays():
         and with_exact_model.wins_a >= 44, (with_hard_model.wins_a, with_exact_model.wins_a)
 
 
+@pytest.mark.slow
 def test_a_game_is_planned_the_same_alone_and_in_a_batch():
     alone = play_match(_planner(12, 2), "heuristic:hard", 2, seed=7)
     batch = play_match(_planner(12, 2), "heuristic:hard", 6, seed=5)
@@ -172,6 +175,7 @@ def test_bad_specs_and_settings_are_named(tmp_path):
         SearchPilot(HeuristicPilot("hard", CFG), policy, CFG, samples=2)
 
 
+@pytest.mark.slow
 def test_cli_evaluates_a_planner(tmp_path):
     out = subprocess.run([sys.executable, "-m", "spacewar_ai", "--evaluate", "--checkpoint",
                           "search:pretrained", "--opponent", "idle", "--eval-episodes", "2",

@@ -68,6 +68,7 @@ def _eval_events(tr, tag):
     return [e.value for e in ea.Scalars(tag)] if tag in ea.Tags()["scalars"] else []
 
 
+@pytest.mark.slow
 def test_best_checkpoints_figure_does_not_climb_on_luck(tmp_path):
     """One unchanging network evaluated again and again: every new high of eval/win_rate is luck.
     It challenges best.pt (itself) on fresh games, ties, and the figure pools those games: it
@@ -156,6 +157,7 @@ def test_evaluations_and_confirmations_never_share_a_starting_position():
             seen |= starts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["ppo", "dqn"])
 def test_same_seed_gives_identical_weights(tmp_path, algorithm):
     weights = []
@@ -191,6 +193,7 @@ def _learns_to_beat_idle(tmp_path, algorithm, steps, **algo):
     return untrained.win_rate_a(), trained.win_rate_a()
 
 
+@pytest.mark.slow
 def test_ppo_learns_to_beat_idle_within_a_minute(tmp_path):
     # About 25 s here. Measured with the tactical view: 24% untrained -> 100% (sampling policy,
     # 200 games); 32% -> 40% when networks read the world view.
@@ -199,6 +202,7 @@ def test_ppo_learns_to_beat_idle_within_a_minute(tmp_path):
     assert after >= before + 0.3 and after > 0.8
 
 
+@pytest.mark.slow
 def test_dqn_learns_to_beat_idle_within_a_minute(tmp_path):
     # DQN needs ~4 gradient steps of 256 per 64 decisions to learn this. Measured: with 10-step
     # returns (the default) 14% -> 74% after 100k steps (43 s); with 3-step returns 14% -> 41%;
@@ -216,6 +220,7 @@ def _cli(args, **kw):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
+@pytest.mark.slow
 def test_resume_after_sigkill_continues_the_counters(tmp_path):
     cfg = tmp_path / "tiny.json"
     cfg.write_text(json.dumps({"ppo": {"n_steps": 16, "hidden_sizes": [32, 32]},
@@ -254,6 +259,7 @@ def test_resume_after_sigkill_continues_the_counters(tmp_path):
     assert after["episodes"] >= killed_at["episodes"]
 
 
+@pytest.mark.slow
 def test_champion_training_trains_and_logs_win_rates_against_champions(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -305,6 +311,7 @@ def test_cli_parses_the_training_and_evaluation_flags():
         assert getattr(p.parse_args([mode]), mode[2:].replace("-", "_"))
 
 
+@pytest.mark.slow
 def test_cli_refuses_bad_values_in_one_line(tmp_path):
     for args, words in ((["--episodes", "0"], "--episodes: must be >= 1"),
                         (["--evaluate"], "needs --checkpoint"),
@@ -333,6 +340,7 @@ def test_training_with_render_draws_without_slowing_to_fps(tmp_path, monkeypatch
     assert calls and not any(calls)
 
 
+@pytest.mark.slow
 def test_resume_keeps_the_runs_own_settings_unless_told_otherwise(tmp_path):
     from spacewar_ai.main import _run_config
 
@@ -356,6 +364,7 @@ def test_resume_keeps_the_runs_own_settings_unless_told_otherwise(tmp_path):
     assert Path(resumed["run_dir"]) == tmp_path / "ck" / "tiny"
 
 
+@pytest.mark.slow
 def test_a_time_limit_stops_the_run_and_saves_it(tmp_path):
     from spacewar_ai.main import _run_config
 
@@ -370,6 +379,7 @@ def test_a_time_limit_stops_the_run_and_saves_it(tmp_path):
         TrainConfig(max_minutes=-1)
 
 
+@pytest.mark.slow
 def test_a_budget_of_games_drives_the_schedules(tmp_path):
     # `--episodes` alone leaves a step budget no run reaches; epsilon's decay and the learning
     # rate's annealing must still reach their ends as the games run out.
@@ -451,6 +461,7 @@ def _agreement_with_hard_pilot(**agents) -> dict[str, float]:
     return {name: float(np.mean(v)) for name, v in agree.items()}
 
 
+@pytest.mark.slow
 def test_warm_start_makes_the_actor_imitate_its_teacher():
     from spacewar_ai.agents import PPOAgent
     from spacewar_ai.config import GameConfig, PPOConfig
@@ -465,6 +476,7 @@ def test_warm_start_makes_the_actor_imitate_its_teacher():
     assert a["clone"] > a["drift"] + 0.15 and a["clone"] > a["fresh"] + 0.15
 
 
+@pytest.mark.slow
 def test_dqn_demonstrations_make_the_greedy_policy_follow_its_teacher():
     """DQfD-style warm start: the teacher's games fill the buffer, the TD + margin pre-training
     makes the greedy policy agree with the teacher far more than an untrained network does, on
@@ -505,6 +517,7 @@ def test_zero_steps_with_a_warm_start_saves_the_imitation_alone(tmp_path):
         tiny(tmp_path, total_timesteps=0)
 
 
+@pytest.mark.slow
 def test_a_warm_started_dqn_run_explores_at_its_final_epsilon(tmp_path):
     cfg = tiny(tmp_path, algorithm="dqn", warm_start="heuristic:hard", warm_start_decisions=3840,
                warm_start_epochs=1)
@@ -515,3 +528,48 @@ def test_a_warm_started_dqn_run_explores_at_its_final_epsilon(tmp_path):
     trainer.run()
     meta = load_checkpoint(Path(trainer.run_dir) / "latest.pt")["metadata"]
     assert meta["config"]["dqn"]["start_epsilon"] == meta["config"]["dqn"]["end_epsilon"]
+
+
+def test_a_bad_spec_is_refused_before_the_first_step_and_leaves_no_folder(tmp_path):
+    cfg = tiny(tmp_path, eval_opponent="nope")
+    with pytest.raises(ValueError, match="'nope'"):
+        Trainer(cfg, quiet=True)
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "ck").exists()
+
+
+def test_the_planner_command_is_printed_whenever_a_model_exists(tmp_path, capsys):
+    """A run too short to meet the judged pilot still leaves a policy to plan with (forecasting
+    with the shipped model of the hard pilot); a run with no best.pt yet says why not."""
+    from spacewar_ai.training import planner_command, train
+
+    train(tiny(tmp_path), quiet=True)
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "plan with it: spacewar-ai --evaluate --checkpoint search:" in line
+    assert "shipped model of heuristic:hard" in line
+    empty = tmp_path / "none"
+    empty.mkdir()
+    why = planner_command(empty, "ppo", "heuristic:hard")
+    assert "no best.pt" in why and "--resume" in why
+
+
+@pytest.mark.slow
+def test_the_planner_command_is_printed_after_ctrl_c(tmp_path):
+    """Ctrl-C, which the quick start invites, still ends with the planner's command."""
+    cfg = tmp_path / "run.json"
+    cfg.write_text(json.dumps({"ppo": {"n_steps": 16, "hidden_sizes": [32, 32]},
+                               "train": {"eval_interval": 1, "eval_episodes": 2,
+                                         "log_dir": str(tmp_path / "runs")}}))
+    proc = subprocess.Popen([sys.executable, "-m", "spacewar_ai", "--config", str(cfg),
+                             "--num-envs", "16", "--timesteps", "100000000", "--checkpoint-dir",
+                             str(tmp_path / "ck"), "--run-name", "cc"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # The progress's first line comes at once, not after the first updates.
+    first = proc.stderr.readline()
+    assert first.startswith("training cc (ppo), until 100,000,000 steps"), first
+    deadline = time.time() + 120
+    while not (tmp_path / "ck" / "cc" / "best.pt").exists() and time.time() < deadline:
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "plan with it: spacewar-ai --evaluate --checkpoint search:" in out.splitlines()[-1]

@@ -19,6 +19,7 @@ def test_diagnostic_observation_shape():
     assert SpacewarEnv(GameConfig(hyperspace=True)).reset()[0].shape == (37,)
 
 
+@pytest.mark.slow
 def test_the_diagnostics_import_from_the_package_and_the_env_alone_needs_no_torch(tmp_path):
     # A fresh interpreter: this one has torch loaded already by other tests.
     code = (
@@ -52,6 +53,7 @@ def test_gymnasium_check_env():
     check_env(gym.make("Spacewar-v0").unwrapped, skip_render_check=True)
 
 
+@pytest.mark.slow
 def test_stable_baselines3_check_env_and_ppo_trains_2000_steps():
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_checker import check_env
@@ -186,3 +188,16 @@ def test_callable_opponent():
     env.reset(seed=0)
     env.step(0)
     assert seen == [(36,)]
+
+
+def test_the_documented_tables_are_the_environments_own():
+    """docs/game.md shows the observation and action tables of SpacewarEnv's docstring: a change
+    to either must reach the other."""
+    import textwrap
+    from pathlib import Path
+
+    from spacewar_ai.environment import ACTION_DOC, OBSERVATION_DOC
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "game.md").read_text()
+    for table in (OBSERVATION_DOC, ACTION_DOC):
+        assert textwrap.dedent(table).strip().replace("## ", "### ", 1) in doc

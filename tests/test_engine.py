@@ -259,3 +259,21 @@ def test_orbit_starts_are_opposing_near_circular_orbits():
     spin = np.sign(rx * f[:, :, engine.SVY] - ry * f[:, :, engine.SVX])
     assert np.all(spin[:, 0] == -spin[:, 1]), "the two ships orbit in opposite senses"
     assert np.allclose(np.arctan2(ry[:, 0], rx[:, 0]), np.arctan2(-ry[:, 1], -rx[:, 1]))
+
+
+def test_death_causes_print_by_name_as_in_the_original_diagnostic(capsys):
+    """The original design's diagnostic: step_both(3, 3) until the game ends, then print the death
+    causes. They print as names (COLLISION, TORPEDO, ...), not numbers."""
+    from spacewar_ai import SpacewarEnv
+
+    env = SpacewarEnv(opponent=None)
+    env.reset(seed=0)
+    done = False
+    while not done:
+        _, _, term, trunc, info = env.step_both(3, 3)
+        done = term or trunc
+    print(info["ship_0_death_cause"], info["ship_1_death_cause"])
+    printed = capsys.readouterr().out.split()
+    names = {c.name for c in engine.DeathCause} | {"None"}
+    assert set(printed) <= names and any(p != "None" for p in printed), printed
+    assert f"{engine.DeathCause.COLLISION}" == str(engine.DeathCause.COLLISION) == "COLLISION"
