@@ -220,12 +220,17 @@ def _cli(args, **kw):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
-@pytest.mark.slow
-def test_resume_after_sigkill_continues_the_counters(tmp_path):
+def _tiny_config_file(tmp_path, **train) -> Path:
+    """A config file for CLI runs: small PPO networks and rollouts, logs under tmp_path."""
     cfg = tmp_path / "tiny.json"
     cfg.write_text(json.dumps({"ppo": {"n_steps": 16, "hidden_sizes": [32, 32]},
-                               "train": {"save_interval": 1, "eval_interval": 1000,
-                                         "log_dir": str(tmp_path / "runs")}}))
+                               "train": {"log_dir": str(tmp_path / "runs"), **train}}))
+    return cfg
+
+
+@pytest.mark.slow
+def test_resume_after_sigkill_continues_the_counters(tmp_path):
+    cfg = _tiny_config_file(tmp_path, save_interval=1, eval_interval=1000)
     common = ["--config", str(cfg), "--num-envs", "16", "--checkpoint-dir", str(tmp_path),
               "--run-name", "killed", "--quiet", "--seed", "5"]
     proc = _cli(common + ["--timesteps", "100000000"])
@@ -555,14 +560,9 @@ def test_the_planner_command_is_printed_whenever_a_model_exists(tmp_path, capsys
 @pytest.mark.slow
 def test_the_planner_command_is_printed_after_ctrl_c(tmp_path):
     """Ctrl-C, which the quick start invites, still ends with the planner's command."""
-    cfg = tmp_path / "run.json"
-    cfg.write_text(json.dumps({"ppo": {"n_steps": 16, "hidden_sizes": [32, 32]},
-                               "train": {"eval_interval": 1, "eval_episodes": 2,
-                                         "log_dir": str(tmp_path / "runs")}}))
-    proc = subprocess.Popen([sys.executable, "-m", "spacewar_ai", "--config", str(cfg),
-                             "--num-envs", "16", "--timesteps", "100000000", "--checkpoint-dir",
-                             str(tmp_path / "ck"), "--run-name", "cc"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    cfg = _tiny_config_file(tmp_path, eval_interval=1, eval_episodes=2)
+    proc = _cli(["--config", str(cfg), "--num-envs", "16", "--timesteps", "100000000",
+                 "--checkpoint-dir", str(tmp_path / "ck"), "--run-name", "cc"])
     # The progress's first line comes at once, not after the first updates.
     first = proc.stderr.readline()
     assert first.startswith("training cc (ppo), until 100,000,000 steps"), first
@@ -573,3 +573,27 @@ def test_the_planner_command_is_printed_after_ctrl_c(tmp_path):
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert "plan with it: spacewar-ai --evaluate --checkpoint search:" in out.splitlines()[-1]
+
+
+def test_champion_training_trains_with_models_of_every_generation(tmp_path, capsys):
+    """Champions are the best models we know (the given ratings file first): here the shipped
+    model, rated in a ratings file outside the checkpoint folder, and a new run's best.pt of the
+    same shape but newer view constants. Stacking them once crashed champion training."""
+    from spacewar_ai.agents import PPOAgent
+    from spacewar_ai.pilots import PRETRAINED_PATH
+    from spacewar_ai.training import train
+
+    for run in ("run1", "run2"):
+        PPOAgent(36, 6, PPOConfig()).save(tmp_path / "ck" / run / "best.pt",
+                                          {"counters": {"best_eval": 0.1}})
+    ratings = tmp_path / "elsewhere" / "ratings.json"
+    ratings.parent.mkdir()
+    ratings.write_text(json.dumps({"version": 1, "history": [], "players": {
+        "p": {"name": "pretrained", "spec": "pretrained", "rating": 1900, "results": {}}}}))
+    cfg = tiny(tmp_path, total_timesteps=16 * 16 * 2, run_name="champ")
+    summary = train(cfg, start_from=str(tmp_path / "ck" / "run1" / "best.pt"), champion=True,
+                    ratings_file=str(ratings), quiet=True)
+    printed = capsys.readouterr().out
+    champions = next(x for x in printed.splitlines() if x.startswith("champions: "))
+    assert champions == f"champions: {PRETRAINED_PATH}, {tmp_path / 'ck' / 'run2' / 'best.pt'}"
+    assert summary["updates"] == 2
