@@ -422,17 +422,27 @@ def exploration_guide(strategy: str, client, cfg) -> LLMExplorationGuide:
 
 
 def run_iterative(client, cfg, iterations: int, games: int, samples: int,
-                  train_games: int = 0, resume=None, quiet: bool = False, seed: int = 0) -> dict:
+                  train_games: int = 0, resume=None, start_from=None, render: bool = False,
+                  quiet: bool = False, guide=None, seed: int = 0) -> dict:
     """The --iterative mode: strategy rounds with the RL agent trained between them (the
-    config's step budget per round, or `train_games` games); prints where it all went."""
+    config's step budget per round, or `train_games` games); prints where it all went. The
+    agent's run takes the training modes' options (a model to start from, rendering, an
+    exploration guide)."""
+    from .pilots import spec_path
     from .training import Trainer
 
-    trainer = Trainer(cfg, resume=resume, quiet=quiet)
+    init = spec_path(start_from) if start_from else None
+    trainer = Trainer(cfg, resume=resume, init_weights=init, render=render, quiet=quiet,
+                      guide=guide)
     loop = IterativeStrategyTrainer(client, trainer.log_dir, cfg.game, iterations, games, samples,
                                     trainer=trainer, train_steps=cfg.train.total_timesteps,
                                     train_games=train_games, redact=client.keys.redact,
                                     seed=seed)
-    state = loop.run()
+    try:
+        state = loop.run()
+    finally:
+        if guide is not None:
+            guide.close()
     best = state.get("best")
     print(f"LLM log: {loop.llm_dir}")
     if best:

@@ -244,16 +244,17 @@ APPLIES = {
     "champion_train": TRAINING | {"ratings_file"},
     "evaluate": {"checkpoint", "opponent", "eval_episodes", "stochastic", "seed", "render",
                  "record", "save_replays", "ratings_file", "checkpoint_dir", "quiet"},
-    "demo": {"players", "episodes", "seed", "render", "record", "quiet"},
+    "demo": {"players", "checkpoint", "opponent", "episodes", "seed", "render", "record",
+             "quiet"},
     "tournament": {"players", "tournament_mode", "matches_per_pairing", "workers",
                    "ratings_file", "checkpoint_dir", "seed", "save_replays", "quiet"},
-    "human_play": {"difficulty", "opponent", "two_player", "score_limit", "scale", "phosphor",
-                   "record", "seed", "checkpoint_dir", "ratings_file", "config"},
+    "human_play": {"difficulty", "opponent", "checkpoint", "two_player", "score_limit", "scale",
+                   "phosphor", "record", "seed", "checkpoint_dir", "ratings_file", "config"},
     "replay": {"record", "scale", "phosphor"},
     "export": {"checkpoint", "ensemble_with"},
     "benchmark": {"seed", "quick"},
     "benchmark_training": {"seed", "quick"},
-    "iterative": RUN | LLM_ACCESS | {"iterations", "episodes_per_iteration", "llm_samples"},
+    "iterative": TRAINING | {"iterations", "episodes_per_iteration", "llm_samples"},
     "llm_arena": LLM_ACCESS | {"llm_samples", "matches_per_pairing", "seed"},
 }
 MODE_FLAGS = ("evaluate", "champion_train", "demo", "benchmark", "benchmark_training", "export",
@@ -391,7 +392,13 @@ def _demo(parser, args) -> int:
     from spacewar_ai.match import evaluate
     from spacewar_ai.recording import open_recorder
 
-    specs = [s.strip() for s in (args.players or "heuristic:hard,heuristic:medium").split(",")]
+    if args.players and (args.checkpoint or args.opponent):
+        parser.error("--players names both demo pilots: drop --checkpoint/--opponent, or "
+                     "--players")
+    if args.players:
+        specs = [s.strip() for s in args.players.split(",")]
+    else:
+        specs = [args.checkpoint or "heuristic:hard", args.opponent or "heuristic:medium"]
     if len(specs) != 2 or not all(specs):
         parser.error(f"--players needs exactly two specs for a demo, A,B (got {args.players!r})")
     drawn = args.render or args.record
@@ -425,13 +432,16 @@ def _tournament(parser, args) -> int:
 def _human_play(parser, args) -> int:
     from spacewar_ai.human_play import play
 
-    if args.two_player and args.opponent:
+    if args.checkpoint and args.opponent:
+        parser.error("--checkpoint and --opponent both name the computer opponent: give one")
+    opponent = args.opponent or args.checkpoint
+    if args.two_player and opponent:
         parser.error("--two-player and --opponent exclude each other: two people need no "
                      "computer opponent")
-    if args.difficulty and (args.opponent or args.two_player):
+    if args.difficulty and (opponent or args.two_player):
         parser.error("--difficulty chooses the computer opponent: drop it, or drop "
-                     f"{'--opponent' if args.opponent else '--two-player'}")
-    play(_run_config(args).game if args.config else None, args.opponent, args.difficulty,
+                     f"{'--opponent' if opponent else '--two-player'}")
+    play(_run_config(args).game if args.config else None, opponent, args.difficulty,
          args.two_player, args.score_limit or 5, args.seed or 0, args.scale or 1.0,
          args.phosphor, args.record, args.checkpoint_dir or "checkpoints", args.ratings_file)
     return 0
@@ -480,9 +490,12 @@ def _iterative(parser, args) -> int:
     cfg = _run_config(args)
     if args.timesteps is None and args.episodes is None:
         cfg.train = dataclasses.replace(cfg.train, total_timesteps=100_000)
-    run_iterative(_llm_client(args), cfg, args.iterations or 5, args.episodes_per_iteration or 20,
-                  args.llm_samples or 1, args.episodes or 0, resume=args.resume, quiet=args.quiet,
-                  seed=args.seed or 0)
+    client = _llm_client(args)
+    guide = _exploration_guide(args, cfg) if args.use_llm else None
+    run_iterative(client, cfg, args.iterations or 5, args.episodes_per_iteration or 20,
+                  args.llm_samples or 1, args.episodes or 0, resume=args.resume,
+                  start_from=args.checkpoint, render=args.render, quiet=args.quiet,
+                  guide=guide, seed=args.seed or 0)
     return 0
 
 
