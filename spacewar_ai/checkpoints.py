@@ -99,9 +99,9 @@ def load_checkpoint(path, expect_algorithm: str | None = None,
         payload = torch.load(p, map_location="cpu", weights_only=True)
     except (RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, OSError,
             ValueError, KeyError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CheckpointError(f"checkpoint {p}: not a readable checkpoint (truncated or corrupt "
-                              f"file: {first[:200]})") from None
+        raise CheckpointError(f"checkpoint {p}: not a readable checkpoint (a truncated or corrupt "
+                              f"file, or not a checkpoint: {type(exc).__name__}); use another "
+                              "checkpoint of the run") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"checkpoint {p}: not a Spacewar! AI checkpoint (no "
                               f"'{FORMAT}' header)")
@@ -160,9 +160,15 @@ def load_agent(path, device: str = "cpu", expect_algorithm: str | None = None,
         agent.load_state_dict(ckpt["agent"])
     except (KeyError, RuntimeError, ValueError, TypeError) as exc:
         raise CheckpointError(f"checkpoint {path}: its {algo} model does not load "
-                              f"({str(exc).splitlines()[0][:200]})") from None
+                              f"({error_summary(exc)})") from None
     check_finite(ckpt["agent"], path)
     return agent, ckpt
+
+
+def error_summary(exc: Exception, limit: int = 160) -> str:
+    """An exception in one short line: torch's load errors put the detail on later lines."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
 
 
 def check_finite(state, path) -> None:
@@ -187,6 +193,9 @@ def export_for_play(src, dst, ensemble_with=()) -> int:
     """Write a play-only copy of a checkpoint (weights, observation statistics, config and
     metadata; no optimizer state or target network), atomically. Returns its size in bytes.
     ensemble_with: DQN checkpoints whose greedy players join src's ensemble in the copy."""
+    if Path(dst).is_dir():
+        raise CheckpointError(f"--export {dst}: is a folder; give a file name such as "
+                              f"{Path(dst) / 'model.pt'}")
     if not ensemble_with:
         ckpt = load_checkpoint(src)
         agent_state = ckpt["agent"]

@@ -455,6 +455,8 @@ def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfi
     Its fields override `base` (default: the defaults); a resumed run's base is its saved config.
     Any problem is one ValueError naming the file and the field."""
     p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"config file {p}: is a folder; give the path of a .toml or .json file")
     if not p.is_file():
         raise ValueError(f"config file {p}: no such file")
     try:

@@ -383,11 +383,11 @@ def play(config: GameConfig | None = None, opponent: str | None = None,
         chosen = difficulty_opponent(difficulty or "medium", config, checkpoint_dir, ratings_file,
                                      seed)
     recorder = open_recorder(record, per_decision=False, config=config)
-    if chosen is not None:
-        print(f"opponent: {chosen.name} - {chosen.reason}")
     game = HumanGame(config, chosen, two_player=two_player, score_limit=score_limit, seed=seed,
                      scale=scale, phosphor=phosphor, recorder=recorder,
                      difficulty="" if opponent or two_player else (difficulty or "medium"))
+    if chosen is not None:
+        print(f"opponent: {chosen.name} - {chosen.reason}")
     print("keys: F1 or H for help, P pause, R restart round, Esc quit")
     results = game.run()
     if recorder is not None and recorder.close() is not None:

@@ -69,6 +69,38 @@ class Secret:
         raise TypeError("a Secret cannot be pickled (keys are never written anywhere)")
 
 
+FRAGMENT = 8  # characters of a key that count as a piece of it
+
+
+def redact_secrets(text: str, secrets: list[str]) -> str:
+    """Replace every run of text that is a piece (FRAGMENT characters or more) of a secret."""
+    pieces = {v[i:i + FRAGMENT] for v in secrets if len(v) >= 6
+              for i in range(max(1, len(v) - FRAGMENT + 1))}
+    if not pieces or not text:
+        return text
+    covered = bytearray(len(text))
+    for value in secrets:  # short keys (under FRAGMENT characters) are matched whole
+        if 6 <= len(value) < FRAGMENT:
+            start = text.find(value)
+            while start >= 0:
+                covered[start:start + len(value)] = b"\1" * len(value)
+                start = text.find(value, start + 1)
+    width = min((len(p) for p in pieces), default=FRAGMENT)
+    for i in range(len(text) - width + 1):
+        if text[i:i + width] in pieces:
+            covered[i:i + width] = b"\1" * width
+    out, i = [], 0
+    while i < len(text):
+        if covered[i]:
+            while i < len(text) and covered[i]:
+                i += 1
+            out.append("***")
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
 class APIKeyManager:
     """Finds API keys; `get_available_providers()` lists the providers that have one."""
 
@@ -125,12 +157,10 @@ class APIKeyManager:
         return self._source.get(canonical_provider(provider))
 
     def redact(self, text: str) -> str:
-        """text with every known key replaced by ***."""
-        for secret in self._keys.values():
-            value = secret.reveal()
-            if len(value) >= 6:
-                text = text.replace(value, "***")
-        return text
+        """text with every known key, and every piece of one FRAGMENT characters or longer,
+        replaced by ***: a server that echoes part of a key (cut short, or masked in the middle)
+        leaks nothing either."""
+        return redact_secrets(text, [k.reveal() for k in self._keys.values()])
 
     def __repr__(self) -> str:
         return f"APIKeyManager(keys_dir={str(self.keys_dir)!r}, " \
@@ -159,6 +189,9 @@ PROVIDER_CONFIGS: dict[str, ProviderConfig] = {
     "openrouter": ProviderConfig("openai", "https://openrouter.ai/api/v1",
                                  "qwen/qwen-2.5-coder-32b-instruct"),
 }
+
+
+DEFAULT_DEADLINE = 120.0  # seconds for one request, retries included (--llm-timeout)
 
 
 class LLMError(RuntimeError):
@@ -191,45 +224,114 @@ def _retry_after(exc) -> float | None:
 
 
 def _describe(exc) -> str:
+    """The error in one line, whole: cut only after redaction (`_shorten`), or a cut key could
+    leave a prefix behind that no longer matches the key."""
     status = _status(exc)
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return f"{type(exc).__name__}" + (f" (HTTP {status})" if status else "") + f": {text[:200]}"
+    text = " ".join(str(exc).split()) if str(exc) else type(exc).__name__
+    return f"{type(exc).__name__}" + (f" (HTTP {status})" if status else "") + f": {text}"
+
+
+def _shorten(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
+
+
+def _fix(exc, client) -> str:
+    """What the user can do about a failed request."""
+    status = _status(exc)
+    name = type(exc).__name__
+    if status in (401, 403):
+        where = client.key_source or f"{client.provider}.key.txt, .env or the environment"
+        return f"the key was refused: check the key in {where}"
+    if status == 404:
+        return f"check the model name (--llm-model; {client.model!r} was asked for) and the URL"
+    if status == 429:
+        return "the provider is rate-limiting: wait, or choose another with --llm-provider"
+    if status is not None and status >= 500:
+        return "the provider's server failed: try again later, or another --llm-provider"
+    if "Connection" in name:
+        return (f"could not reach {client.endpoint}: check the network, or --llm-base-url for "
+                "a server of your own")
+    if "Timeout" in name:
+        return "no answer in time: give it longer with --llm-timeout SECONDS"
+    return "see the provider's message above"
 
 
 class _RetryingClient:
-    """Shared by the cloud clients: `_call()` does one request; `generate` retries it."""
+    """Shared by the cloud clients: `_call()` does one request; `generate` retries it within one
+    total deadline (`deadline` seconds for the whole request, retries and waits included: the
+    SDKs' timeouts are per read, and a server that sends a byte now and then never trips them)."""
 
     provider = "?"
     model = "?"
+    endpoint = "?"
 
-    def __init__(self, timeout: float, retries: int, backoff: float, redact):
-        self.timeout = float(timeout)
+    def __init__(self, timeout: float, retries: int, backoff: float, redact,
+                 deadline: float | None = None, key_source: str | None = None):
+        self.deadline = float(deadline if deadline is not None else 2 * timeout)
+        self.timeout = min(float(timeout), self.deadline)
         self.retries = int(retries)
         self.backoff = float(backoff)
         self._redact = redact or (lambda s: s)
+        self.key_source = key_source
         self.attempts = 0
+
+    def _error(self, text: str, exc=None) -> LLMError:
+        line = self._redact(f"{self.provider} ({self.model}): {text}")
+        fix = f"; {_fix(exc, self)}" if exc is not None else ""
+        return LLMError(_shorten(line) + fix)
 
     def generate(self, messages: list[dict], max_tokens: int = 2048,
                  temperature: float = 0.7) -> str:
+        end = time.monotonic() + self.deadline
         for attempt in range(self.retries + 1):
             self.attempts += 1
             try:
-                return self._call(messages, max_tokens, temperature)
+                return self._within(end, messages, max_tokens, temperature)
+            except LLMError:
+                raise
             except Exception as exc:  # the SDKs' errors share no base class between them
                 if not _retryable(exc) or attempt == self.retries:
-                    raise LLMError(self._redact(f"{self.provider} ({self.model}): "
-                                                f"{_describe(exc)}")) from None
+                    raise self._error(_describe(exc), exc) from None
                 wait = self.backoff * (2 ** attempt)
                 hint = _retry_after(exc)
                 if hint is not None:
                     wait = max(wait, min(hint, 30.0))
+                if time.monotonic() + wait >= end:
+                    raise self._error(f"{_describe(exc)}; no time left for a retry within the "
+                                      f"deadline of {self.deadline:g} s", exc) from None
                 log.info("%s: %s; retrying in %.1f s", self.provider,
-                         self._redact(_describe(exc)), wait)
+                         _shorten(self._redact(_describe(exc))), wait)
                 time.sleep(wait)
         raise AssertionError("unreachable")
 
+    def _within(self, end: float, messages, max_tokens, temperature) -> str:
+        """One request, given up when the deadline passes: the SDK call runs in a thread, and
+        closing its client aborts the read it is stuck in."""
+        import concurrent.futures
+
+        left = end - time.monotonic()
+        if left <= 0:
+            raise self._error(f"no answer within the deadline of {self.deadline:g} s",
+                              TimeoutError())
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+        try:
+            future = pool.submit(self._call, messages, max_tokens, temperature)
+            try:
+                return future.result(timeout=left)
+            except concurrent.futures.TimeoutError:
+                self._client.close()  # the stuck read ends with an error in its thread
+                self._client = self._make_client()
+                raise self._error(f"no answer within the deadline of {self.deadline:g} s",
+                                  TimeoutError()) from None
+        finally:
+            pool.shutdown(wait=False)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(provider={self.provider!r}, model={self.model!r})"
+
+
+def _secret(key: Secret | str | None) -> Secret:
+    return key if isinstance(key, Secret) else Secret(key or "")
 
 
 class AnthropicClient(_RetryingClient):
@@ -237,16 +339,22 @@ class AnthropicClient(_RetryingClient):
 
     def __init__(self, api_key: Secret | str, model: str | None = None,
                  base_url: str | None = None, timeout: float = 60.0, retries: int = 3,
-                 backoff: float = 1.0, redact=None):
-        import anthropic
-
-        super().__init__(timeout, retries, backoff, redact)
+                 backoff: float = 1.0, redact=None, deadline: float | None = None,
+                 key_source: str | None = None):
+        super().__init__(timeout, retries, backoff, redact, deadline, key_source)
         self.provider = "anthropic"
         self.model = model or PROVIDER_CONFIGS["anthropic"].default_model
-        key = api_key.reveal() if isinstance(api_key, Secret) else api_key
+        self.base_url = base_url
+        self.endpoint = base_url or "api.anthropic.com"
+        self._key = _secret(api_key)
+        self._client = self._make_client()
+
+    def _make_client(self):
+        import anthropic
+
         # Our own retry loop decides about retries; the SDK's is switched off.
-        self._client = anthropic.Anthropic(api_key=key, base_url=base_url, timeout=timeout,
-                                           max_retries=0)
+        return anthropic.Anthropic(api_key=self._key.reveal(), base_url=self.base_url,
+                                   timeout=self.timeout, max_retries=0)
 
     def _call(self, messages, max_tokens, temperature) -> str:
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
@@ -266,10 +374,9 @@ class OpenAICompatibleClient(_RetryingClient):
 
     def __init__(self, provider: str = "openai", api_key: Secret | str | None = None,
                  model: str | None = None, base_url: str | None = None,
-                 timeout: float = 60.0, retries: int = 3, backoff: float = 1.0, redact=None):
-        import openai
-
-        super().__init__(timeout, retries, backoff, redact)
+                 timeout: float = 60.0, retries: int = 3, backoff: float = 1.0, redact=None,
+                 deadline: float | None = None, key_source: str | None = None):
+        super().__init__(timeout, retries, backoff, redact, deadline, key_source)
         provider = canonical_provider(provider)
         config = PROVIDER_CONFIGS.get(provider)
         if base_url is None and (config is None or config.kind != "openai"):
@@ -278,10 +385,16 @@ class OpenAICompatibleClient(_RetryingClient):
                              "http://127.0.0.1:8080/v1)")
         self.provider = provider
         self.base_url = base_url or config.base_url
+        self.endpoint = self.base_url
         self.model = model or (config.default_model if config else "default")
-        key = api_key.reveal() if isinstance(api_key, Secret) else api_key
-        self._client = openai.OpenAI(api_key=key or "no-key", base_url=self.base_url,
-                                     timeout=timeout, max_retries=0)
+        self._key = _secret(api_key)
+        self._client = self._make_client()
+
+    def _make_client(self):
+        import openai
+
+        return openai.OpenAI(api_key=self._key.reveal() or "no-key", base_url=self.base_url,
+                             timeout=self.timeout, max_retries=0)
 
     def _call(self, messages, max_tokens, temperature) -> str:
         reply = self._client.chat.completions.create(model=self.model, messages=messages,
@@ -319,10 +432,10 @@ class FailoverClient:
             try:
                 text = client.generate(messages, max_tokens=max_tokens, temperature=temperature)
             except LLMError as exc:
-                line = self._redact(str(exc))
+                line = _shorten(self._redact(str(exc)), 400)
                 errors.append(line)
                 self.failures.append(line)
-                log.warning("LLM provider failed: %s", line)
+                log.info("LLM provider failed: %s", line)
                 continue
             self.active = client
             return text
@@ -337,11 +450,14 @@ def build_client(keys: APIKeyManager | None = None, provider: str | None = None,
                  local_model: str | None = None, local_only: bool = False,
                  include_local: bool = False, gpu_vram: float | None = None,
                  timeout: float = 60.0, retries: int = 3, backoff: float = 1.0,
-                 models_dir: str | os.PathLike = "models") -> FailoverClient:
-    """The client the CLI flags describe (docs/strategies.md has the rules)."""
+                 models_dir: str | os.PathLike = "models",
+                 deadline: float = DEFAULT_DEADLINE) -> FailoverClient:
+    """The client the CLI flags describe (docs/strategies.md has the rules). `timeout` bounds
+    each read, `deadline` each request, retries included (--llm-timeout)."""
     keys = keys if keys is not None else APIKeyManager(".")
     redact = keys.redact
-    common = {"timeout": timeout, "retries": retries, "backoff": backoff, "redact": redact}
+    common = {"timeout": timeout, "retries": retries, "backoff": backoff, "redact": redact,
+              "deadline": deadline}
 
     def local_client():
         from .local_llm import LocalLLMClient
@@ -356,6 +472,7 @@ def build_client(keys: APIKeyManager | None = None, provider: str | None = None,
     if base_url:
         key = keys.get_key(provider) if provider else None
         clients.append(OpenAICompatibleClient(provider or "custom", key, model, base_url,
+                                              key_source=keys.source(provider or "custom"),
                                               **common))
     elif provider:
         name = canonical_provider(provider)
@@ -368,13 +485,14 @@ def build_client(keys: APIKeyManager | None = None, provider: str | None = None,
             raise ValueError(f"no API key for {name}: put it in {keys.keys_dir / (name + '.key.txt')}"
                              f", in {keys.keys_dir / '.env'} as {var}=..., or in the environment "
                              f"as {var}")
-        clients.append(_cloud_client(name, key, model, **common))
+        clients.append(_cloud_client(name, key, model, keys.source(name), **common))
     else:
         for name in keys.get_available_providers():
             if name in PROVIDER_CONFIGS:
                 # --llm-model names one provider's model: it goes with the first one tried.
                 clients.append(_cloud_client(name, keys.get_key(name),
-                                             model if not clients else None, **common))
+                                             model if not clients else None, keys.source(name),
+                                             **common))
     if include_local and not local:
         clients.append(local_client())
     if not clients:
@@ -385,11 +503,12 @@ def build_client(keys: APIKeyManager | None = None, provider: str | None = None,
     return FailoverClient(clients, redact)
 
 
-def _cloud_client(name: str, key: Secret, model: str | None, **common):
+def _cloud_client(name: str, key: Secret, model: str | None, source: str | None, **common):
     config = PROVIDER_CONFIGS[name]
     if config.kind == "anthropic":
-        return AnthropicClient(key, model, config.base_url, **common)
-    return OpenAICompatibleClient(name, key, model, config.base_url, **common)
+        return AnthropicClient(key, model, config.base_url, key_source=source, **common)
+    return OpenAICompatibleClient(name, key, model, config.base_url, key_source=source,
+                                  **common)
 
 
 def client_from_flags(keys_dir=".", provider=None, model=None, base_url=None, local=False,
@@ -404,7 +523,7 @@ def client_from_flags(keys_dir=".", provider=None, model=None, base_url=None, lo
         print(f"warning: {warning}", file=sys.stderr)
     client = build_client(keys, provider, model, base_url, local=local, local_model=local_model,
                           local_only=local_only, include_local=include_local, gpu_vram=gpu_vram,
-                          **({"timeout": timeout} if timeout else {}))
+                          **({"deadline": timeout} if timeout else {}))
     client.keys = keys
     print("LLM providers, in order: " + ", ".join(f"{c.provider} ({c.model})"
                                                   for c in client.clients))

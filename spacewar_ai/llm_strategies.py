@@ -467,7 +467,7 @@ def run_arena(client, samples: int, games: int, seed: int = 0,
     from .tournament import run_tournament
 
     out = Path(out_root) / time.strftime("%Y%m%d-%H%M%S")
-    paths = []
+    paths, failed = [], []
     for c in client.clients:
         gen = LLMStrategyGenerator(FailoverClient([c], client.keys.redact), out,
                                    redact=client.keys.redact)
@@ -476,7 +476,8 @@ def run_arena(client, samples: int, games: int, seed: int = 0,
             try:
                 cand = gen.generate(label)
             except LLMError as exc:
-                print(f"{label}: {exc}", file=sys.stderr)
+                print(f"{label}: failed ({exc})")
+                failed.append(str(exc))
                 break
             print(f"{label}: " + (f"ok ({cand.attempts} attempt(s))" if cand.ok
                                   else f"rejected: {cand.error}"))
@@ -485,7 +486,8 @@ def run_arena(client, samples: int, games: int, seed: int = 0,
                 named.write_bytes(Path(cand.path).read_bytes())
                 paths.append(str(named))
     if not paths:
-        raise LLMError("no LLM produced a usable strategy; see the attempts under " + str(out))
+        why = " | ".join(failed) if failed else f"every reply was rejected (see {out})"
+        raise LLMError(f"no LLM produced a usable strategy: {why}")
     specs = [f"strategy:{p}" for p in paths] + list(ARENA_SCRIPTED)
     report = run_tournament(specs, "round_robin", games + games % 2, seed, into=out)
     print(report.summary())

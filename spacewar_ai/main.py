@@ -65,6 +65,16 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _nonnegative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
 def _seed(text: str) -> int:
     try:
         value = int(text)
@@ -221,8 +231,9 @@ def build_parser() -> Parser:
     llm.add_argument("--local-llm-only", action="store_true", help="only the local model")
     llm.add_argument("--include-local-llm", action="store_true",
                      help="try the local model after the cloud providers")
-    llm.add_argument("--gpu-vram", type=_positive_float, metavar="GB",
-                     help="GPU memory to plan the local model for (overrides detection)")
+    llm.add_argument("--gpu-vram", type=_nonnegative_float, metavar="GB",
+                     help="GPU memory to plan the local model for, 0 for the CPU (overrides "
+                          "detection)")
 
     common = p.add_argument_group("common")
     common.add_argument("--render", action="store_true", help="show a game in a window")
@@ -274,6 +285,10 @@ def _mode(parser: Parser, args) -> str:
             parser.error(f"{_flag(k)} was given an empty value; give it a "
                          f"{'path' if k in ('replay', 'export', 'resume', 'config') else 'value'}"
                          " or leave the flag out")
+    for k in ("checkpoint_dir", "keys_dir"):
+        value = getattr(args, k)
+        if value and os.path.exists(value) and not os.path.isdir(value):
+            parser.error(f"{_flag(k)} {value}: is a file; give a folder")
     chosen = [m for m in MODE_FLAGS if m in given]
     if len(chosen) > 1:
         parser.error("choose one mode: " + ", ".join(_flag(m) for m in chosen))

@@ -21,6 +21,7 @@ from .engine import GameBatch
 
 VERSION = 1
 REPLAY_DIR = Path("runs") / "replays"
+SEED_RANGE = 2**62  # seeds the engine takes as 64-bit integers, with room for seed + i
 
 
 class ReplayError(ValueError):
@@ -81,7 +82,17 @@ def load_replay(path) -> dict:
             raise ValueError(f"version {data.get('version')!r}, expected {VERSION}")
         if any(int(c) >= config.num_actions for c in set(a0 + a1)):
             raise ValueError(f"an action is outside 0..{config.num_actions - 1}")
-        int(data["seed"])
+        longest = -(-config.max_episode_steps // config.frame_skip)
+        if len(a0) > longest:
+            raise ValueError(f"{len(a0)} steps are longer than a game of this config lasts "
+                             f"({longest})")
+        seed = data["seed"]
+        if type(seed) is not int or not -SEED_RANGE <= seed < SEED_RANGE:
+            raise ValueError(f"seed {seed!r} is not an integer within +-2**62")
+        players = data.get("players", [])
+        if not (isinstance(players, list) and len(players) in (0, 2)
+                and all(isinstance(p, str) for p in players)):
+            raise ValueError(f"players {players!r} is not a list of two names")
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise ReplayError(f"replay {path}: not a valid replay file ({exc})") from None
     data["game_config"] = config

@@ -12,11 +12,15 @@ SpacewarEnv's docstring) and the result an action 0..5. Two walls stand between 
    of actions, so the pipe (~75 us a round trip) is crossed once per decision step of a match, not
    once per game.
 
-Time budget (per game): each decision may take at most `hard_ms` (200 ms; a timer interrupts the
-call), and decisions must average at most `avg_ms` (5 ms, judged after 20 decisions). A strategy
-that raises, runs out of time or memory, or returns anything but an int 0..5 forfeits that game;
-the reason is recorded (`forfeits`) and the other games go on. If the child process dies or stops
-answering, every game it was deciding is forfeited and a new child is started for the next call.
+Time budget (per game), in CPU time of the child, which the machine's load does not change, so
+a seeded tournament gives the same results on an idle or a busy machine: each decision may take
+at most `hard_ms` (200 ms; a profiling timer interrupts it), loading the file `load_ms` (1 s),
+and decisions must average at most `avg_ms` (5 ms, judged after 20 decisions). A strategy that
+raises, runs out of time or memory, or returns anything but an int 0..5 forfeits that game; the
+reason is recorded (`forfeits`) and the other games go on. If the child process dies or stops
+answering within a generous wall-clock safety limit (a hang inside C code), every game it was
+deciding is forfeited, the reason says it was the safety limit, and a new child is started for
+the next call. The child dies with the process that started it, however that one dies.
 """
 
 from __future__ import annotations
@@ -78,6 +82,7 @@ _ERROR_ACTION = 255
 # The program the child runs (ours, trusted), started as a script: it imports nothing of this
 # package, so the child holds only the standard library and the strategy.
 CHILD_PROGRAM = Path(__file__).resolve().parent / "sandbox_child.py"
+SAFETY_SECONDS = 5.0  # wall clock on top of five times the CPU limits, before a child is killed
 
 
 class StrategyError(ValueError):
@@ -222,12 +227,14 @@ class StrategyPilot:
 
     def __init__(self, path, name: str | None = None, identity: str | None = None,
                  hard_ms: float = 200.0, avg_ms: float = 5.0, min_decisions_for_avg: int = 20,
-                 limits: dict | None = None, source: str | None = None, n_actions: int = 6):
+                 limits: dict | None = None, source: str | None = None, n_actions: int = 6,
+                 load_ms: float = 1000.0):
         self.path = Path(path)
         self.source = source if source is not None else load_strategy_file(self.path)
         self.name = name or f"strategy:{self.path.name}"
         self.identity = identity or self.name
         self.hard_ms = float(hard_ms)
+        self.load_ms = float(load_ms)
         self.n_actions = int(n_actions)
         self.avg_ms = float(avg_ms)
         self.min_decisions_for_avg = int(min_decisions_for_avg)
@@ -249,9 +256,11 @@ class StrategyPilot:
         self._proc = proc
         self._finalizer = weakref.finalize(self, _kill, proc)
         header = {"source": self.source, "filename": str(self.path), "hard_ms": self.hard_ms,
-                  "limits": self.limits, "builtins": list(ALLOWED_BUILTINS),
-                  "n_actions": self.n_actions}
-        reply = self._request(_frame(json.dumps(header).encode()), 10.0, expect_actions=0)
+                  "load_ms": self.load_ms, "limits": self.limits,
+                  "builtins": list(ALLOWED_BUILTINS), "n_actions": self.n_actions,
+                  "parent": os.getpid()}
+        reply = self._request(_frame(json.dumps(header).encode()), SAFETY_SECONDS + 5 *
+                              self.load_ms / 1000.0, expect_actions=0)
         if reply is None:
             self.close()
             raise StrategyError(f"{self.path}: the sandbox process did not start")
@@ -340,14 +349,17 @@ class StrategyPilot:
                     self._forfeit(int(r), str(exc), tracked)
                 return out
         block = np.ascontiguousarray(obs[rows], dtype="<f8")
-        timeout = self.hard_ms / 1000.0 * rows.size + 2.0
+        # Wall-clock safety net only: the CPU-time limits in the child decide every other case.
+        timeout = SAFETY_SECONDS + 5 * self.hard_ms / 1000.0 * rows.size
         reply = self._request(struct.pack("<II", rows.size, obs.shape[1]) + block.tobytes(),
                               timeout, rows.size)
         if reply is None:
             code = self._proc.poll() if self._proc is not None else None
             self.close()
             self.restarts += 1
-            why = ("the sandbox process stopped answering (hard time limit) and was killed"
+            why = (f"the sandbox process did not answer within the wall-clock safety limit of "
+                   f"{timeout:.0f} s (a hang inside C code, or an overloaded machine: this "
+                   "forfeit depends on the machine's load) and was killed"
                    if code is None else f"the sandbox process died (exit code {code})")
             for r in rows:
                 self._forfeit(int(r), why, tracked)
@@ -365,8 +377,8 @@ class StrategyPilot:
                         & ~self._dead[rows]]
             for r in slow:
                 mean = self._time[r] / self._count[r] * 1000.0
-                self._forfeit(int(r), f"decisions averaged {mean:.1f} ms, over the budget of "
-                                      f"{self.avg_ms:g} ms", tracked)
+                self._forfeit(int(r), f"decisions averaged {mean:.1f} ms of CPU time, over the "
+                                      f"budget of {self.avg_ms:g} ms", tracked)
         return out
 
     def _forfeit(self, row: int, reason: str, tracked: bool) -> None:

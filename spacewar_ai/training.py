@@ -23,8 +23,8 @@ import numpy as np
 import torch
 
 from .agents import make_agent, saved_architecture
-from .checkpoints import (CheckpointError, check_finite, load_agent, load_checkpoint,
-                          remove_stale_temps, rewrite_metadata)
+from .checkpoints import (CheckpointError, check_finite, error_summary, load_agent,
+                          load_checkpoint, remove_stale_temps, rewrite_metadata)
 from .config import RunConfig
 from .engine import DeathCause
 from .environment import SpacewarVectorEnv
@@ -47,6 +47,14 @@ def evaluation_seeds(updates: int, games: int) -> tuple[int, int]:
     games / 2 starts, sides swapped). Every evaluation and every confirmation has starts of its
     own: shared starts would make successive evaluations' noise agree."""
     return 10_000 + 2 * updates * games, 10_000 + (2 * updates + 1) * games
+
+
+def _setting(name: str, build, *args, **kwargs):
+    """build(*args), with a refusal naming the setting it came from."""
+    try:
+        return build(*args, **kwargs)
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
 
 
 def _seed_everything(seed: int) -> None:
@@ -77,7 +85,10 @@ class Trainer:
         # Every pilot the run will meet is built (and a bad spec refused) before the first step;
         # fork_rng: a network built here must not move the generator the learner samples from.
         with torch.random.fork_rng(devices=[]):
-            self.eval_opponent = make_pilot(t.eval_opponent, cfg.game)
+            self.eval_opponent = _setting("[train] eval_opponent", make_pilot, t.eval_opponent,
+                                          cfg.game)
+            if t.warm_start:
+                _setting("--warm-start ([train] warm_start)", make_pilot, t.warm_start, cfg.game)
         # best_eval: best.pt's win rate in evaluations, pooled over best_eval_games games.
         self.counters = {"global_step": 0, "episodes": 0, "updates": 0, "best_eval": -1.0,
                          "best_eval_games": 0, "wall_seconds": 0.0}
@@ -101,8 +112,8 @@ class Trainer:
         algo_cfg = cfg.ppo if t.algorithm == "ppo" else cfg.dqn
         self.agent = make_agent(t.algorithm, cfg.game.obs_dim, cfg.game.num_actions, algo_cfg,
                                 self.device, num_envs=t.num_envs, seed=t.seed, game=cfg.game)
-        self.league = League(cfg.league, cfg.game, t.num_envs, t.seed,
-                             snapshot_dir=self.run_dir / "league")
+        self.league = _setting("[league] curriculum", League, cfg.league, cfg.game, t.num_envs,
+                               t.seed, snapshot_dir=self.run_dir / "league")
         if resume_ckpt is not None:
             self._restore(resume_ckpt, resume)
         elif init_ckpt is not None:
@@ -164,8 +175,8 @@ class Trainer:
             self.agent.load_state_dict(state)
         except (KeyError, RuntimeError, ValueError) as exc:
             raise CheckpointError(f"checkpoint {path}: its weights do not fit the network its "
-                                  f"saved settings describe ({str(exc).splitlines()[0][:160]}); "
-                                  "it was written by another version or edited") from None
+                                  f"saved settings describe ({error_summary(exc)}); it was "
+                                  "written by another version or edited") from None
 
     def _restore(self, ckpt: dict[str, Any], path) -> None:
         """Weights, optimizer, league and random streams of a resumed run."""

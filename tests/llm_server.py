@@ -11,13 +11,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 class FakeLLMServer:
     """`script` is a list of replies used in order (the last one repeats), each one of
-    ("text", str), ("status", code, body, headers), ("sleep", seconds, str), or a callable
-    taking the request's messages and returning a str."""
+    ("text", str), ("status", code, body, headers), ("sleep", seconds, str), ("trickle",
+    seconds) (headers at once, then one byte every `seconds`, never a whole answer), or a
+    callable taking the request's messages and returning a str."""
 
     def __init__(self, script):
         self.script = list(script)
         self.requests: list[dict] = []
         self._lock = threading.Lock()
+        self.stopping = threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -36,6 +38,9 @@ class FakeLLMServer:
                 if step[0] == "sleep":
                     time.sleep(step[1])
                     step = ("text", step[2])
+                if step[0] == "trickle":
+                    self._trickle(step[1])
+                    return
                 if step[0] == "status":
                     _, code, text, headers = (list(step) + [None, None])[:4]
                     payload = json.dumps({"error": {"type": "error", "message": text or "err"}})
@@ -56,6 +61,20 @@ class FakeLLMServer:
                                      "message": {"role": "assistant", "content": text}}],
                         "usage": {"prompt_tokens": 1, "completion_tokens": 1,
                                   "total_tokens": 2}}
+
+            def _trickle(self, seconds):
+                try:
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", "1000000")
+                    self.end_headers()
+                    self.wfile.flush()
+                    while not server.stopping.is_set():
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                        server.stopping.wait(seconds)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up, as it should
 
             def _send(self, code, payload, headers):
                 data = payload.encode()
@@ -84,5 +103,6 @@ class FakeLLMServer:
         return self
 
     def __exit__(self, *exc):
+        self.stopping.set()
         self.httpd.shutdown()
         self.httpd.server_close()

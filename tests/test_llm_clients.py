@@ -125,3 +125,78 @@ def test_build_client_orders_providers_and_explains_missing_keys(tmp_path):
     custom = build_client(APIKeyManager(tmp_path, environ={}), base_url="http://127.0.0.1:9/v1")
     assert custom.clients[0].base_url == "http://127.0.0.1:9/v1"
     assert os.environ.get("OPENAI_API_KEY") != "oa-abcdefgh"  # nothing leaked into os.environ
+
+
+def _pieces(key: str, size: int = 8) -> set[str]:
+    return {key[i:i + size] for i in range(len(key) - size + 1)}
+
+
+def test_redaction_removes_pieces_of_every_known_key():
+    keys = APIKeyManager("/nonexistent", environ={"OPENAI_API_KEY": KEY,
+                                                  "GROQ_API_KEY": "gsk-other-0987654321"})
+    text = (f"whole {KEY}, cut {KEY[:15]}, tail {KEY[-9:]}, masked sk-test-****cdef, "
+            "other gsk-other-0987654321 and ok-words")
+    clean = keys.redact(text)
+    for key in (KEY, "gsk-other-0987654321"):
+        assert not any(piece in clean for piece in _pieces(key)), clean
+    assert "****cdef" in clean and "ok-words" in clean  # 4 characters are no piece
+
+
+def test_a_server_that_echoes_the_key_across_the_cut_leaks_no_piece_of_it(capsys):
+    keys = APIKeyManager("/nonexistent", environ={"OPENAI_API_KEY": KEY})
+    said = "x" * 190 + f" invalid key {KEY} " + "y" * 300  # the key straddles 200 characters
+    with FakeLLMServer([("status", 400, said)]) as server:
+        client = OpenAICompatibleClient("openai", keys.get_key("openai"), "m",
+                                        server.url + "/v1", timeout=5, retries=0,
+                                        redact=keys.redact)
+        failover = FailoverClient([client], keys.redact)
+        with pytest.raises(LLMError) as err:
+            failover.generate(MESSAGES)
+    shown = str(err.value) + "".join(failover.failures) + capsys.readouterr().err
+    assert not any(piece in shown for piece in _pieces(KEY)), shown
+    assert "\n" not in str(err.value) and "400" in str(err.value)
+
+
+@pytest.mark.slow
+def test_a_trickling_server_is_given_up_at_the_deadline_retries_included():
+    """A server that sends headers and then a byte every second never trips the SDK's read
+    timeout; the request's total deadline ends it, and a retry does not start past it."""
+    import time
+
+    with FakeLLMServer([("trickle", 1.0)]) as server:
+        client = OpenAICompatibleClient("custom", None, "m", server.url + "/v1", timeout=60,
+                                        retries=3, backoff=0.01, deadline=3.0)
+        start = time.monotonic()
+        with pytest.raises(LLMError) as err:
+            client.generate(MESSAGES)
+        took = time.monotonic() - start
+    assert took < 5.0, took
+    assert "deadline of 3 s" in str(err.value) and "--llm-timeout" in str(err.value)
+    with FakeLLMServer([("status", 429, "slow down", {"retry-after": "20"})]) as server:
+        client = OpenAICompatibleClient("custom", None, "m", server.url + "/v1", timeout=5,
+                                        retries=3, backoff=0.01, deadline=2.0)
+        start = time.monotonic()
+        with pytest.raises(LLMError, match="no time left for a retry"):
+            client.generate(MESSAGES)
+        assert time.monotonic() - start < 2.0 and len(server.requests) == 1
+
+
+@pytest.mark.parametrize("step, fix", [
+    (("status", 401, "no"), "check the key in environment (OPENAI_API_KEY)"),
+    (("status", 404, "no such model"), "--llm-model"),
+    (("status", 429, "later"), "--llm-provider")])
+def test_each_failure_says_what_to_do(step, fix):
+    keys = APIKeyManager("/nonexistent", environ={"OPENAI_API_KEY": KEY})
+    with FakeLLMServer([step]) as server:
+        client = build_client(keys, provider="openai", base_url=server.url + "/v1",
+                              retries=0).clients[0]
+        with pytest.raises(LLMError) as err:
+            client.generate(MESSAGES)
+    assert fix in str(err.value), str(err.value)
+
+
+def test_an_unreachable_server_names_the_flag_to_check():
+    client = OpenAICompatibleClient("custom", None, "m", "http://127.0.0.1:9/v1", timeout=2,
+                                    retries=0)
+    with pytest.raises(LLMError, match="could not reach http://127.0.0.1:9/v1.*--llm-base-url"):
+        client.generate(MESSAGES)

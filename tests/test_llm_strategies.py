@@ -211,3 +211,19 @@ def test_training_with_the_exploration_guide_plays_strategy_actions(tmp_path):
     events = EventAccumulator(str(trainer.log_dir))
     events.Reload()
     assert events.Scalars("charts/llm_guided_actions")[-1].value == guide.used
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", [["--llm-arena"], ["--use-llm", "--timesteps", "256"],
+                                  ["--iterative", "--iterations", "1"]])
+def test_every_llm_mode_ends_in_one_line_when_no_provider_answers(tmp_path, mode, capsys,
+                                                                 monkeypatch):
+    from spacewar_ai.main import main
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(mode + ["--llm-base-url", "http://127.0.0.1:9/v1", "--keys-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert exc.value.code == 1 and "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("spacewar-ai: error: ") and "--llm-base-url" in last, err

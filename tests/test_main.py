@@ -155,3 +155,227 @@ def test_the_original_designs_iterative_command_is_not_refused_for_its_flags(cap
         pass
     err = _refused(["--iterative", "--local-llm-only", "--episodes", "10000"], capsys)
     assert "llama-cpp-python" in err and "--episodes" not in err
+
+
+# --- bad input: one line, exit code 2, the culprit named ----------------------------------------
+def _files(d: Path) -> dict:
+    """The malformed files the table below refers to, made once."""
+    import json as _json
+
+    import torch
+
+    from spacewar_ai.agents import DQNAgent, PPOAgent
+    from spacewar_ai.config import DQNConfig, PPOConfig
+    from spacewar_ai.pilots import PRETRAINED_PATH
+
+    f = {}
+
+    def text(name, content):
+        path = d / name
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+        f[name] = str(path)
+
+    for name, content in {
+            "syntax.toml": "[train\nx =", "list.json": "[]", "train5.toml": "train = 5\n",
+            "section.toml": "[trian]\nseed = 1\n", "field.toml": "[train]\nnum_envz = 3\n",
+            "envs0.toml": "[train]\nnum_envs = 0\n", "envsx.toml": '[train]\nnum_envs = "x"\n',
+            "judge.toml": '[train]\neval_opponent = "nope"\n',
+            "curriculum.toml": "[league]\ncurriculum = []\n",
+            "expert.toml": '[league]\ncurriculum = ["heuristic:expert"]\n',
+            "skip.toml": "[game]\nframe_skip = 0\n", "nan.toml": "[reward]\nkill_reward = nan\n",
+            "hidden.toml": "[ppo]\nhidden_sizes = [0]\n", "alpha.toml": "[dqn]\npriority_alpha = 2\n",
+            "latin1.toml": b"[train]\nrun_name = \"caf\xe9\"\n",
+            "syntax.py": "def strategy(obs)\n    return 0\n",
+            "os.py": "import os\ndef strategy(obs):\n    return 0\n",
+            "garbage.pt": b"\x00\x01garbage" * 10, "json.pt": '{"a": 1}',
+            "truncated.pt": PRETRAINED_PATH.read_bytes()[:5000],
+            "r_empty.json": "{}", "r_list.json": "[]", "r_null.json": "null",
+            "r_nan.json": '{"players": {"a": {"spec": "idle", "results": {"b": [NaN, 4]}}}, '
+                          '"history": []}', "r_latin1.json": b"\xff\xfe{}",
+            "notjson.replay": "not json", "empty.replay": "{}"}.items():
+        text(name, content)
+    (d / "folder").mkdir()
+    f["folder"] = str(d / "folder")
+    replay = {"version": 1, "config": {}, "seed": 1, "players": ["a", "b"], "actions": ["0", "0"],
+              "result": {}, "final_state": ""}
+    for name, change in {"seed_big": {"seed": 2**70}, "seed_null": {"seed": None},
+                         "players_null": {"players": None}, "action7": {"actions": ["7", "0"]},
+                         "version": {"version": 9}, "field": {"config": {"wdith": 1}},
+                         "long": {"actions": ["0" * 800, "0" * 800]}}.items():
+        text(f"{name}.replay", _json.dumps({**replay, **change}))
+    nan_agent = PPOAgent(36, 6, PPOConfig(hidden_sizes=(8,)))
+    with torch.no_grad():
+        nan_agent.net.actor[0].weight[0, 0] = float("nan")
+    nan_agent.save(d / "nan.pt")
+    PPOAgent(37, 7, PPOConfig(hidden_sizes=(8,))).save(d / "hyper.pt")
+    PPOAgent(36, 6, PPOConfig(hidden_sizes=(8,))).save(d / "ppo.pt")
+    DQNAgent(36, 6, DQNConfig(hidden_sizes=(8,), stream_size=4, buffer_size=8)).save(d / "dqn.pt")
+    # Weights that do not fit the network their own saved settings describe.
+    ckpt = torch.load(d / "ppo.pt", weights_only=True)
+    ckpt["agent"]["config"]["hidden_sizes"] = [16]
+    meta = _json.loads(ckpt["metadata_json"])
+    meta["config"] = {"ppo": {"hidden_sizes": [16]}}
+    ckpt["metadata_json"] = _json.dumps(meta)
+    torch.save(ckpt, d / "shape.pt")
+    for name in ("nan.pt", "hyper.pt", "ppo.pt", "dqn.pt", "shape.pt"):
+        f[name] = str(d / name)
+    return f
+
+
+def _ck(name):
+    return lambda f: f[name]
+
+
+BIG = "99999999999999999999"
+EV = ["--evaluate", "--checkpoint", "pretrained", "--opponent", "idle", "--eval-episodes", "2"]
+BAD_INPUT = {
+    # configs
+    "config missing": (lambda f: ["--config", f["folder"] + "/none.toml"], "none.toml"),
+    "config syntax": (lambda f: ["--config", f["syntax.toml"]], "cannot be parsed"),
+    "config list": (lambda f: ["--config", f["list.json"]], "expected sections"),
+    "config train = 5": (lambda f: ["--config", f["train5.toml"]], "[train]"),
+    "config section typo": (lambda f: ["--config", f["section.toml"]], "did you mean 'train'"),
+    "config field typo": (lambda f: ["--config", f["field.toml"]], "did you mean 'num_envs'"),
+    "config num_envs 0": (lambda f: ["--config", f["envs0.toml"]], "num_envs"),
+    "config num_envs text": (lambda f: ["--config", f["envsx.toml"]], "num_envs"),
+    "config judge": (lambda f: ["--config", f["judge.toml"]], "'nope'"),
+    "config empty curriculum": (lambda f: ["--config", f["curriculum.toml"]], "curriculum"),
+    "config curriculum spec": (lambda f: ["--config", f["expert.toml"]], "heuristic:expert"),
+    "config frame_skip": (lambda f: ["--config", f["skip.toml"]], "frame_skip"),
+    "config nan reward": (lambda f: ["--config", f["nan.toml"]], "kill_reward"),
+    "config hidden sizes": (lambda f: ["--config", f["hidden.toml"]], "hidden_sizes"),
+    "config priority": (lambda f: ["--config", f["alpha.toml"]], "priority_alpha"),
+    "config not UTF-8": (lambda f: ["--config", f["latin1.toml"]], "latin1.toml"),
+    "config folder": (lambda f: ["--config", f["folder"]], "is a folder"),
+    "config with champion": (lambda f: ["--champion-train", "--checkpoint", "pretrained",
+                                        "--config", f["judge.toml"]], "'nope'"),
+    # specs
+    "opponent unknown": (lambda f: EV[:-4] + ["--opponent", "nonsense"], "'nonsense'"),
+    "heuristic level": (lambda f: EV[:-4] + ["--opponent", "heuristic:expert"],
+                        "heuristic:expert"),
+    "missing ppo file": (lambda f: ["--evaluate", "--checkpoint", "ppo:/no/such.pt"],
+                         "/no/such.pt"),
+    "missing strategy": (lambda f: ["--evaluate", "--checkpoint", "strategy:/no/such.py"],
+                         "/no/such.py"),
+    "strategy syntax": (lambda f: ["--evaluate", "--checkpoint", "strategy:" + f["syntax.py"]],
+                        "syntax error"),
+    "strategy import": (lambda f: ["--evaluate", "--checkpoint", "strategy:" + f["os.py"]],
+                        "import os"),
+    "search over a pilot": (lambda f: ["--evaluate", "--checkpoint", "search:idle"],
+                            "must be a PPO model"),
+    "search with rules": (lambda f: ["--evaluate", "--checkpoint",
+                                     "search:pretrained+heuristic:hard"], "learned model"),
+    "search plus nothing": (lambda f: ["--evaluate", "--checkpoint", "search:pretrained+"],
+                            "nothing after '+'"),
+    "players empty entry": (lambda f: ["--tournament", "--players", "idle,,random"],
+                            "empty entry"),
+    "one player": (lambda f: ["--tournament", "--players", "idle"], "at least two players"),
+    "same player twice": (lambda f: ["--tournament", "--players", "idle,idle"], "appears twice"),
+    "three demo players": (lambda f: ["--demo", "--players", "idle,random,idle"],
+                           "exactly two"),
+    "warm start spec": (lambda f: ["--warm-start", "nonsense", "--timesteps", "256"],
+                        "'nonsense'"),
+    "human opponent": (lambda f: ["--human-play", "--opponent", "grandmaster"], "'grandmaster'"),
+    "train from a pilot": (lambda f: ["--checkpoint", "heuristic:hard", "--timesteps", "256"],
+                           "heuristic:hard"),
+    # checkpoints
+    "garbage checkpoint": (lambda f: ["--evaluate", "--checkpoint", f["garbage.pt"]],
+                           "garbage.pt"),
+    "truncated checkpoint": (lambda f: ["--evaluate", "--checkpoint", f["truncated.pt"]],
+                             "truncated or corrupt"),
+    "JSON as checkpoint": (lambda f: ["--evaluate", "--checkpoint", f["json.pt"]], "json.pt"),
+    "NaN weights": (lambda f: ["--evaluate", "--checkpoint", f["nan.pt"]], "NaN"),
+    "NaN weights in a tournament": (lambda f: ["--tournament", "--players",
+                                               f"idle,{f['nan.pt']}"], "NaN"),
+    "observation size": (lambda f: ["--evaluate", "--checkpoint", f["hyper.pt"]],
+                         "37-float observations"),
+    "resume missing": (lambda f: ["--resume", f["folder"] + "/latest.pt"], "latest.pt"),
+    "resume wrong shape": (lambda f: ["--resume", f["shape.pt"]], "do not fit"),
+    "export to a folder": (lambda f: ["--export", f["folder"], "--checkpoint", "pretrained"],
+                           "is a folder"),
+    "export missing": (lambda f: ["--export", f["folder"] + "/x.pt", "--checkpoint",
+                                  "/no/such.pt"], "/no/such.pt"),
+    "ensemble of PPO": (lambda f: ["--export", f["folder"] + "/x.pt", "--checkpoint",
+                                   f["dqn.pt"], "--ensemble-with", f["ppo.pt"]], "ppo.pt"),
+    # replays
+    "replay missing": (lambda f: ["--replay", "/no/such.json"], "/no/such.json"),
+    "replay not JSON": (lambda f: ["--replay", f["notjson.replay"]], "notjson.replay"),
+    "replay empty": (lambda f: ["--replay", f["empty.replay"]], "empty.replay"),
+    "replay huge seed": (lambda f: ["--replay", f["seed_big.replay"]], "seed"),
+    "replay null seed": (lambda f: ["--replay", f["seed_null.replay"]], "seed"),
+    "replay null players": (lambda f: ["--replay", f["players_null.replay"]], "players"),
+    "replay action 7": (lambda f: ["--replay", f["action7.replay"]], "outside 0..5"),
+    "replay version": (lambda f: ["--replay", f["version.replay"]], "version"),
+    "replay config field": (lambda f: ["--replay", f["field.replay"]], "wdith"),
+    "replay longer than a game": (lambda f: ["--replay", f["long.replay"]], "longer than"),
+    # ratings files
+    "ratings {}": (lambda f: EV + ["--ratings-file", f["r_empty.json"]], "r_empty.json"),
+    "ratings []": (lambda f: EV + ["--ratings-file", f["r_list.json"]], "r_list.json"),
+    "ratings null": (lambda f: EV + ["--ratings-file", f["r_null.json"]], "r_null.json"),
+    "ratings NaN": (lambda f: ["--tournament", "--players", "idle,random", "--ratings-file",
+                               f["r_nan.json"]], "r_nan.json"),
+    "ratings folder": (lambda f: EV + ["--ratings-file", f["folder"]], "is a folder"),
+    "ratings not UTF-8": (lambda f: EV + ["--ratings-file", f["r_latin1.json"]], "not UTF-8"),
+    # seeds
+    "evaluate seed": (lambda f: EV + ["--seed", BIG], "--seed"),
+    "demo seed": (lambda f: ["--demo", "--seed", BIG], "--seed"),
+    "training seed": (lambda f: ["--seed", BIG], "--seed"),
+    "tournament seed": (lambda f: ["--tournament", "--seed", BIG], "--seed"),
+    "negative seed": (lambda f: ["--seed", "-1"], "--seed"),
+    "text seed": (lambda f: ["--seed", "abc"], "--seed"),
+    # counts
+    "episodes 0": (lambda f: ["--episodes", "0"], "--episodes"),
+    "eval episodes -3": (lambda f: EV[:-2] + ["--eval-episodes", "-3"], "--eval-episodes"),
+    "odd games": (lambda f: ["--tournament", "--matches-per-pairing", "3"], "even number"),
+    "no games": (lambda f: ["--tournament", "--matches-per-pairing", "0"],
+                 "--matches-per-pairing"),
+    "workers -1": (lambda f: ["--tournament", "--workers", "-1"], "--workers"),
+    "num envs 0": (lambda f: ["--num-envs", "0"], "--num-envs"),
+    "timesteps -1": (lambda f: ["--timesteps", "-1"], "--timesteps"),
+    "timesteps 0 alone": (lambda f: ["--timesteps", "0"], "total_timesteps"),
+    "minutes 0": (lambda f: ["--minutes", "0"], "--minutes"),
+    "minutes inf": (lambda f: ["--minutes", "inf"], "--minutes"),
+    "learning rate 0": (lambda f: ["--learning-rate", "0"], "--learning-rate"),
+    "learning rate nan": (lambda f: ["--learning-rate", "nan"], "--learning-rate"),
+    "score limit 0": (lambda f: ["--human-play", "--score-limit", "0"], "--score-limit"),
+    "scale 10": (lambda f: ["--human-play", "--difficulty", "easy", "--scale", "10"],
+                 "--scale"),
+    "save replays -1": (lambda f: EV + ["--save-replays", "-1"], "--save-replays"),
+    "iterations 0": (lambda f: ["--iterative", "--iterations", "0"], "--iterations"),
+    "torch threads -1": (lambda f: ["--torch-threads", "-1"], "--torch-threads"),
+    "gpu vram -2": (lambda f: ["--iterative", "--gpu-vram", "-2"], "--gpu-vram"),
+    # paths
+    "record format": (lambda f: EV + ["--record", "out.avi"], ".mp4 or .gif"),
+    "record folder missing": (lambda f: EV + ["--record", "/no/such/dir/x.mp4"],
+                              "does not exist"),
+    "checkpoint dir is a file": (lambda f: ["--tournament", "--checkpoint-dir", f["ppo.pt"]],
+                                 "is a file"),
+    # flags
+    "mistyped flag": (lambda f: ["--algoritm", "ppo"], "--algorithm"),
+    "two modes": (lambda f: ["--evaluate", "--demo"], "choose one mode"),
+    "flag for another mode": (lambda f: ["--demo", "--workers", "2"], "--workers"),
+    "empty replay path": (lambda f: ["--replay", ""], "--replay"),
+    "empty export path": (lambda f: ["--export", "", "--checkpoint", "pretrained"], "--export"),
+    "record and save replays": (lambda f: EV + ["--record", "x.gif", "--save-replays", "1"],
+                                "--save-replays"),
+    "bad algorithm": (lambda f: ["--algorithm", "sac"], "--algorithm"),
+}
+
+
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory):
+    return _files(tmp_path_factory.mktemp("bad"))
+
+
+def test_the_bad_input_table_is_large():
+    assert len(BAD_INPUT) >= 60
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUT))
+def test_bad_input_is_one_line_naming_the_culprit(case, bad_files, capsys, tmp_path,
+                                                  monkeypatch):
+    monkeypatch.chdir(tmp_path)  # nothing a refused run might write lands in the repository
+    argv, culprit = BAD_INPUT[case]
+    err = _refused(argv(bad_files), capsys)
+    assert culprit in err, err
+    assert not (tmp_path / "runs").exists(), "a run started"

@@ -111,3 +111,48 @@ def test_champions_come_from_the_top_of_the_ratings_file(tmp_path):
     RatingsFile(tmp_path / "ratings.json").add(result, standings(result), "t")
     got = best_models(tmp_path, exclude=paths[1])
     assert [path for path, _ in got][:1] == [paths[0]] and "top-rated" in got[0][1]
+
+
+@pytest.mark.slow
+def test_two_tournaments_at_once_record_every_game(tmp_path):
+    """Two runs writing one ratings file at once: each adds its games to what is on disk when it
+    writes (under the file's lock), so none are lost, and each report gets a folder of its own."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, "-m", "spacewar_ai", "--tournament", "--players",
+           "heuristic:easy,random", "--matches-per-pairing", "20", "--ratings-file",
+           str(tmp_path / "r.json"), "--workers", "1", "--quiet"]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    procs = [subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    data = json.loads((tmp_path / "r.json").read_text())
+    games = sum(g for p in data["players"].values() for _, g in p["results"].values()) / 2
+    assert games == 40 and len(data["history"]) == 2
+    assert len(list((tmp_path / "runs" / "tournaments").iterdir())) == 2
+
+
+@pytest.mark.parametrize("content, said", [
+    ("{}", "expected a JSON object with 'players'"), ("[]", "got list"), ("null", "got NoneType"),
+    ('{"players": {"a": {"spec": "idle", "results": {"b": [NaN, 4]}}}, "history": []}',
+     "[points, games]"),
+    ('{"players": {"a": {"spec": "idle", "results": {"b": [5, 4]}}}, "history": []}',
+     "[points, games]"),
+    ('{"players": []', "not valid JSON"), (b"\xff\xfe{}", "not UTF-8")])
+def test_a_malformed_ratings_file_is_named_with_the_fix(tmp_path, content, said):
+    path = tmp_path / "r.json"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(ValueError) as exc:
+        RatingsFile(path)
+    message = str(exc.value)
+    assert str(path) in message and said in message and "move it away" in message, message
+
+
+def test_a_folder_is_no_ratings_file(tmp_path):
+    with pytest.raises(ValueError, match="is a folder; give a file name"):
+        RatingsFile(tmp_path)

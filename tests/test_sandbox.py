@@ -241,3 +241,87 @@ def test_a_refused_strategy_stops_the_tournament_before_play_naming_the_player(t
     assert "bad.py:1: import subprocess is not allowed" in str(err.value)
     with pytest.raises(ValueError, match="no such strategy file"):
         resolve_entrants([f"strategy:{tmp_path / 'missing.py'}"])
+
+
+def test_a_slow_top_level_is_reported_as_the_load_limit(tmp_path):
+    pilot = _pilot(tmp_path, "x = 0\nwhile True:\n    x = x + 1\n"
+                             "def strategy(obs):\n    return 0\n")
+    try:
+        pilot.reset(np.ones(1, dtype=bool))
+        pilot.act(_obs(1))
+        reason = pilot.new_forfeits[0]
+        assert "loading the file took more than 1000 ms of CPU time" in reason, reason
+    finally:
+        pilot.close()
+
+
+@pytest.mark.parametrize("value, said", [("10 ** 5000", "an int of 16610 bits"),
+                                         ("7", "returned 7"), ("'4'", "a str"),
+                                         ("[4] * 10 ** 6", "a list")])
+def test_a_returned_non_action_is_named_without_printing_it(tmp_path, value, said):
+    pilot = _pilot(tmp_path, f"def strategy(obs):\n    return {value}\n")
+    try:
+        pilot.reset(np.ones(1, dtype=bool))
+        pilot.act(_obs(1))
+        reason = pilot.new_forfeits[0]
+        assert said in reason and "an action must be an int 0..5" in reason, reason
+    finally:
+        pilot.close()
+
+
+def _cpu_heavy_strategy(tmp_path, ms: float) -> Path:
+    """A strategy that turns toward the opponent and fires, after `ms` of busy work a decision
+    (a loop sized on this machine)."""
+    n, t0 = 200_000, time.process_time()
+    x = 0.0
+    for i in range(n):
+        x = x * 0.5 + 1.0
+    per = (time.process_time() - t0) / n
+    loops = int(ms / 1000.0 / per)
+    return _write(tmp_path, f"""import math
+def strategy(obs):
+    x = 0.0
+    for i in range({loops}):
+        x = x * 0.5 + 1.0
+    err = math.atan2(obs[10], obs[9]) - math.atan2(obs[4], obs[5])
+    while err > math.pi:
+        err = err - 2 * math.pi
+    while err < -math.pi:
+        err = err + 2 * math.pi
+    if abs(err) < 0.2 and obs[34] > 0.5:
+        return 4
+    return 2 if err > 0 else 1
+""", "heavy.py")
+
+
+@pytest.mark.slow
+def test_a_loaded_machine_gives_the_same_crosstable(tmp_path):
+    """Budgets are CPU time, which the load beside the sandbox does not change: a strategy that
+    uses about half its 5 ms budget a decision keeps every game whether three processes hog the
+    two cores or not (measured on the wall clock, the hogs pushed it over)."""
+    import multiprocessing
+
+    path = _cpu_heavy_strategy(tmp_path, 2.5)
+
+    def table():
+        entrants = resolve_entrants([f"strategy:{path}", "heuristic:easy", "idle"])
+        result = play_round_robin(entrants, 4, seed=9, workers=1)
+        return [(r["name"], r["score"], r["forfeits"]) for r in standings(result)]
+
+    quiet = table()
+    hogs = [multiprocessing.get_context("spawn").Process(target=_spin, daemon=True)
+            for _ in range(3)]
+    for h in hogs:
+        h.start()
+    try:
+        loaded = table()
+    finally:
+        for h in hogs:
+            h.kill()
+    assert loaded == quiet
+    assert all(forfeits == 0 for _, _, forfeits in quiet), quiet
+
+
+def _spin():
+    while True:
+        pass

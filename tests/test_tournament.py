@@ -145,3 +145,56 @@ def test_players_never_share_a_name(tmp_path):
     names = [e.name for e in resolve_entrants([str(p) for p in paths] + ["pretrained"])]
     assert len(set(names)) == 4, names
     assert names[2] == "ppo:other/best.pt" and names[0].endswith("x/run/best.pt")
+
+
+def _session_members(sid: int) -> list[int]:
+    """Processes of a session (a run started in a session of its own, and all it started)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == sid and fields[0] != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.slow
+def test_a_killed_tournament_leaves_no_process_behind(tmp_path):
+    """SIGKILL, which no Python code can catch, of a tournament with two workers and a sandboxed
+    strategy busy in C code: its workers, their sandbox children and multiprocessing's helpers
+    all end within seconds (they asked the kernel to follow their parent)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    busy = tmp_path / "busy.py"
+    busy.write_text("def strategy(obs):\n    return sum(range(10 ** 11)) % 2\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spacewar_ai", "--tournament", "--players",
+         f"heuristic:easy,random,idle,strategy:{busy}", "--matches-per-pairing", "4",
+         "--workers", "2", "--ratings-file", str(tmp_path / "r.json")],
+        cwd=tmp_path, start_new_session=True, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    def sandboxed():
+        return [p for p in _session_members(proc.pid)
+                if b"sandbox_child" in Path(f"/proc/{p}/cmdline").read_bytes()]
+
+    deadline = time.time() + 60
+    while not sandboxed() and time.time() < deadline:
+        time.sleep(0.2)
+    time.sleep(1.0)  # the child is now inside sum(): no Python code of its own runs
+    assert sandboxed() and len(_session_members(proc.pid)) >= 4
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.time() + 3
+    while _session_members(proc.pid) and time.time() < deadline:
+        time.sleep(0.1)
+    survivors = _session_members(proc.pid)
+    for pid in survivors:
+        os.kill(pid, signal.SIGKILL)
+    assert survivors == []

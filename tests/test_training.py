@@ -597,3 +597,17 @@ def test_champion_training_trains_with_models_of_every_generation(tmp_path, caps
     champions = next(x for x in printed.splitlines() if x.startswith("champions: "))
     assert champions == f"champions: {PRETRAINED_PATH}, {tmp_path / 'ck' / 'run2' / 'best.pt'}"
     assert summary["updates"] == 2
+
+
+def test_a_run_clears_what_killed_writes_left_behind(tmp_path):
+    cfg = tiny(tmp_path, total_timesteps=16 * 16)
+    Trainer(cfg, quiet=True).run()
+    run = tmp_path / "ck" / "tiny"
+    stale = [run / ".latest.pt.x1y2z3.tmp", run / "league" / ".u000001.pt.abc123.tmp"]
+    for path in stale:
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(b"\0" * 1000)  # what a SIGKILL during a checkpoint write leaves
+    keep = run / "notes.tmp"
+    keep.write_text("not ours")
+    Trainer(tiny(tmp_path, total_timesteps=16 * 16 * 2), resume=run / "latest.pt", quiet=True)
+    assert not any(p.exists() for p in stale) and keep.exists()
