@@ -425,8 +425,9 @@ class PPOAgent(BaseAgent):
         old_logp = self.buf_logprobs.reshape(b)
         adv, returns, values = adv.reshape(b), returns.reshape(b), values.reshape(b)
         mb = max(1, b // c.num_minibatches)
-        stats = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "approx_kl": 0.0,
-                 "clip_fraction": 0.0}
+        # Named as CleanRL names them in TensorBoard (losses/...), so runs compare side by side.
+        stats = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "old_approx_kl": 0.0,
+                 "approx_kl": 0.0, "clipfrac": 0.0}
         n_mb = 0
         for _ in range(c.update_epochs):
             perm = torch.randperm(b, device=self.device)
@@ -439,6 +440,7 @@ class PPOAgent(BaseAgent):
                 entropy = -(probs * logp_all).masked_fill(~masks[idx], 0.0).sum(-1).mean()
                 ratio = (logp - old_logp[idx]).exp()
                 with torch.no_grad():
+                    old_approx_kl = (old_logp[idx] - logp).mean()
                     approx_kl = ((ratio - 1) - (logp - old_logp[idx])).mean()
                     clipfrac = ((ratio - 1.0).abs() > c.clip_coef).float().mean()
                 a = adv[idx]
@@ -458,7 +460,8 @@ class PPOAgent(BaseAgent):
                 stats["value_loss"] += v_loss.item()
                 stats["entropy"] += entropy.item()
                 stats["approx_kl"] += approx_kl.item()
-                stats["clip_fraction"] += clipfrac.item()
+                stats["old_approx_kl"] += old_approx_kl.item()
+                stats["clipfrac"] += clipfrac.item()
                 n_mb += 1
             if c.target_kl and stats["approx_kl"] / n_mb > c.target_kl:
                 break
@@ -785,7 +788,7 @@ class DQNAgent(BaseAgent):
                 self._snapshot_for_play()
             losses.append(loss.item())
             qs.append(q.mean().item())
-        out = {"q_loss": float(np.mean(losses)), "q_values": float(np.mean(qs)),
+        out = {"td_loss": float(np.mean(losses)), "q_values": float(np.mean(qs)),
                "epsilon": float(self.epsilon),
                "learning_rate": float(self.optimizer.param_groups[0]["lr"])}
         if margins:

@@ -2,7 +2,13 @@
 
 `SpacewarEnv` is a batch of one, `SpacewarVectorEnv` a batch of N; both drive `engine.GameBatch`,
 the game's only implementation, so a single env and game 0 of a vector env seeded alike play the
-same game bit for bit.
+same game bit for bit. The PettingZoo environments are `parallel_env()` and the AEC `env()` /
+`raw_env()`.
+
+They follow the libraries' own conventions, so their tools work unchanged: every info key has one
+type whether a game is running or over, action masks are int8 (what `Discrete.sample(mask=...)`
+and PettingZoo expect), `action_masks()` serves sb3-contrib's MaskablePPO, and the vector env
+offers Gymnasium's same-step and next-step autoreset.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
 
 from . import engine
 from .config import OBS_MASK, GameConfig, RewardConfig
@@ -39,6 +46,8 @@ OBSERVATION_DOC = """
     | 30-35 | action mask (30-36 with hyperspace) | 1.0 valid, 0.0 invalid |
 """
 
+MASK_DTYPE = np.int8  # action masks in infos: Gymnasium's and PettingZoo's samplers expect int8
+
 ACTION_DOC = """
     ## Actions: Discrete(6) (Discrete(7) with hyperspace)
 
@@ -54,7 +63,8 @@ ACTION_DOC = """
 
     Masking: no fuel masks 3 and 5; no torpedoes or reloading masks 4 and 5; a dead ship, or one in
     hyperspace, may only take 0. A masked action is played as 0 (drift) and counted in
-    `info["masked_actions"]`; `info["action_mask"]` carries the same mask as obs[30:].
+    `info["masked_actions"]`; `info["action_mask"]` carries the same mask as obs[30:], as int8,
+    and `action_masks()` returns it as booleans (sb3-contrib's MaskablePPO reads it there).
 """
 
 
@@ -103,8 +113,6 @@ def check_actions(actions: Any, shape: tuple[int, ...], num_actions: int) -> np.
     return arr.astype(np.int64, copy=False)
 
 
-_CAUSES = (None,) + tuple(c for c in DeathCause if c != DeathCause.NONE)
-_SHIPS = (None, 0, 1)  # indexed by engine winner code + 1 (-1 = none)
 
 
 def _check_configs(config, reward_config):
@@ -174,9 +182,10 @@ class SpacewarEnv(gym.Env):
     ## Episode end
     Terminated when a ship is destroyed (torpedo, star, collision, hyperspace) or both ships are
     out of torpedoes with none in flight; truncated after `max_episode_steps` frames. info carries
-    `ship_0_death_cause`, `ship_1_death_cause` (DeathCause or None), `winner` (the surviving ship
-    when exactly one survived, else None) and `real_winner` (the ship that killed the other with a
-    torpedo, else None).
+    `ship_0_death_cause`, `ship_1_death_cause` (a DeathCause, printed by name; NONE for a ship
+    alive), `winner` (the surviving ship when exactly one survived, else -1) and `real_winner`
+    (the ship that killed the other with a torpedo, else -1). Each key has one type at every step,
+    so Gymnasium's vector envs and wrappers batch them.
     """
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -201,14 +210,18 @@ class SpacewarEnv(gym.Env):
         si = b.ship_i[0].tolist()
         gi = b.game_i[0].tolist()
         return {
-            "action_mask": b.obs[0, 0, MASK].copy(),
-            "ship_0_death_cause": _CAUSES[si[0][engine.CAUSE]],
-            "ship_1_death_cause": _CAUSES[si[1][engine.CAUSE]],
-            "winner": _SHIPS[gi[engine.WINNER] + 1],
-            "real_winner": _SHIPS[gi[engine.REAL_WINNER] + 1],
+            "action_mask": b.obs[0, 0, MASK].astype(MASK_DTYPE),
+            "ship_0_death_cause": DeathCause(si[0][engine.CAUSE]),
+            "ship_1_death_cause": DeathCause(si[1][engine.CAUSE]),
+            "winner": gi[engine.WINNER],
+            "real_winner": gi[engine.REAL_WINNER],
             "masked_actions": si[0][engine.MASKED],
             "frame": gi[engine.FRAME],
         }
+
+    def action_masks(self) -> np.ndarray:
+        """The valid actions of ship 0 now, as booleans (sb3-contrib's MaskablePPO calls it)."""
+        return self.batch.obs[0, 0, MASK] > 0.5
 
     def _advance(self, a0: int, a1: int):
         if self._needs_reset:
@@ -245,7 +258,7 @@ class SpacewarEnv(gym.Env):
         a1 = check_action(action_1, n)
         obs, terminated, truncated = self._advance(a0, a1)
         info = self._info()
-        info["action_masks"] = obs[0, :, MASK].copy()
+        info["action_masks"] = obs[0, :, MASK].astype(MASK_DTYPE)
         info["masked_actions_both"] = self.batch.ship_i[0, :, engine.MASKED].copy()
         return obs[0].copy(), self.batch.reward[0].copy(), terminated, truncated, info
 
@@ -268,16 +281,24 @@ class SpacewarEnv(gym.Env):
 class SpacewarVectorEnv(VectorEnv):
     """N Spacewar! games in one engine batch, ship 0 of each controlled by the caller.
 
-    Same-step autoreset: when a game ends, `step` returns the first observation of its next game and
-    puts the last one in `info["final_obs"]` (rows where `info["_final_obs"]` is true), alongside
-    per-episode statistics for those rows: `episode_return`, `episode_length`, `winner`,
-    `real_winner` (-1 for none), `death_cause` (N, 2) DeathCause codes, `shots`, `hits`.
+    Autoreset, as Gymnasium defines it (`autoreset_mode`):
+    - same-step (the default, and the fastest): when a game ends, `step` returns the first
+      observation of its next game; the last one is in `info["final_obs"]` and the game's
+      statistics in `info["final_info"]` (rows where `info["_final_obs"]` is true);
+    - next-step: `step` returns the last observation with the game's statistics in `info`
+      (rows where `info["_winner"]` is true), and the following `step` starts the next game
+      (its actions for those rows are ignored). Gymnasium's vector NormalizeObservation and
+      FlattenObservation ask for this mode.
+    The statistics of a finished game: `episode_return`, `episode_length`, `winner`,
+    `real_winner` (-1 for none), `death_cause` (N, 2) DeathCause codes, `shots`, `hits`,
+    `masked_actions`. `info["action_mask"]` (int8) is the mask of every game's current position.
 
     The two-ship API (`reset_both`, `step_both`) returns observations (N, 2, D) and rewards (N, 2)
     and takes actions (N, 2): self-play training uses it.
 
     Seeding: `reset(seed=s)` seeds game i with s + i, so game i is the same game as
-    `SpacewarEnv().reset(seed=s + i)` whatever the number of games.
+    `SpacewarEnv().reset(seed=s + i)` whatever the number of games. `render()` returns one frame
+    per game (`render_mode="rgb_array"`), as Gymnasium's vector RecordVideo expects.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 50,
@@ -286,17 +307,23 @@ class SpacewarVectorEnv(VectorEnv):
     def __init__(self, num_envs: int = 1, config: GameConfig | dict | None = None,
                  reward_config: RewardConfig | dict | None = None,
                  opponent: Any = "heuristic:medium", render_mode: str | None = None,
-                 render_size: int = 640):
+                 render_size: int = 640,
+                 autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP):
         config, reward_config = _check_configs(config, reward_config)
+        mode = AutoresetMode(autoreset_mode)
+        if mode not in (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP):
+            raise ValueError(f"autoreset_mode={mode.value!r} is not offered: use "
+                             "'SameStep' (the default) or 'NextStep'")
+        self.metadata = dict(self.metadata, render_fps=config.fps, autoreset_mode=mode)
+        self.autoreset_mode = mode
         self.config = config
         self.reward_config = reward_config
         self.num_envs = int(num_envs)
         self.batch = GameBatch(self.num_envs, config, reward_config)
         self.single_observation_space = _obs_space(config)
         self.single_action_space = spaces.Discrete(config.num_actions)
-        self.observation_space = gym.vector.utils.batch_space(self.single_observation_space,
-                                                              self.num_envs)
-        self.action_space = gym.vector.utils.batch_space(self.single_action_space, self.num_envs)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.opponent = _opponent(opponent, config, self.batch)
         self.render_mode = render_mode
         self.render_size = int(render_size)
@@ -305,6 +332,7 @@ class SpacewarVectorEnv(VectorEnv):
         self._actions = np.zeros((n, 2), dtype=np.int64)
         self._ep_return = np.zeros((n, 2))
         self._ep_len = np.zeros(n, dtype=np.int64)
+        self._pending = np.zeros(n, dtype=bool)  # next-step: games to start at the next step
         self._started = False
 
     def _reset_impl(self, seed, mask=None):
@@ -326,42 +354,61 @@ class SpacewarVectorEnv(VectorEnv):
             self.opponent.reset(m, b.rng.copy())
         self._ep_return[m] = 0.0
         self._ep_len[m] = 0
+        self._pending[m] = False
         self._started = True
         return b.observe()
 
-    def reset(self, *, seed=None, options=None):
-        obs = self._reset_impl(seed)
-        return obs[:, 0].copy(), {"action_mask": obs[:, 0, MASK].copy()}
+    def _reset_rows(self, seed, options):
+        mask = None
+        if options and "reset_mask" in options:  # Gymnasium's partial reset
+            mask = np.asarray(options["reset_mask"], dtype=bool)
+            if mask.shape != (self.num_envs,):
+                raise ValueError(f"options['reset_mask'] has shape {mask.shape}: expected "
+                                 f"({self.num_envs},)")
+        return self._reset_impl(seed, mask)
 
-    def reset_both(self, *, seed=None):
-        obs = self._reset_impl(seed)
-        return obs.copy(), {"action_mask": obs[:, :, MASK].copy()}
+    def reset(self, *, seed=None, options=None):
+        obs = self._reset_rows(seed, options)
+        return obs[:, 0].copy(), {"action_mask": obs[:, 0, MASK].astype(MASK_DTYPE)}
+
+    def reset_both(self, *, seed=None, options=None):
+        obs = self._reset_rows(seed, options)
+        return obs.copy(), {"action_mask": obs[:, :, MASK].astype(MASK_DTYPE)}
 
     def _step_impl(self, actions01: np.ndarray):
         if not self._started:
             raise RuntimeError("call reset() before step()")
         b = self.batch
-        b.step(actions01)
+        starting = self._pending.copy()  # next-step: these games were over; they start now
+        b.step(actions01)  # games already over are left alone (reward 0, both flags false)
         obs = b.observe()
         rewards = b.reward.copy()
         self._ep_return += rewards
         self._ep_len += 1
-        done = b.terminated | b.truncated
         terminated = b.terminated.copy()
         truncated = b.truncated.copy()
+        done = terminated | truncated
         info: dict[str, Any] = {}
         if done.any():
-            info["final_obs"] = obs.copy()
-            info["_final_obs"] = done.copy()
-            info["episode_return"] = self._ep_return.copy()
-            info["episode_length"] = self._ep_len.copy()
-            info["winner"] = b.game_i[:, engine.WINNER].copy()
-            info["real_winner"] = b.game_i[:, engine.REAL_WINNER].copy()
-            info["death_cause"] = b.ship_i[:, :, engine.CAUSE].copy()
-            info["shots"] = b.ship_i[:, :, engine.SHOTS].copy()
-            info["hits"] = b.ship_i[:, :, engine.HITS].copy()
-            info["masked_actions"] = b.ship_i[:, :, engine.MASKED].copy()
-            obs = self._reset_impl(None, done)
+            ended = {"episode_return": self._ep_return.copy(),
+                     "episode_length": self._ep_len.copy(),
+                     "winner": b.game_i[:, engine.WINNER].copy(),
+                     "real_winner": b.game_i[:, engine.REAL_WINNER].copy(),
+                     "death_cause": b.ship_i[:, :, engine.CAUSE].copy(),
+                     "shots": b.ship_i[:, :, engine.SHOTS].copy(),
+                     "hits": b.ship_i[:, :, engine.HITS].copy(),
+                     "masked_actions": b.ship_i[:, :, engine.MASKED].copy()}
+            ended.update({f"_{k}": done for k in list(ended)})
+            if self.autoreset_mode == AutoresetMode.SAME_STEP:
+                info.update(final_obs=obs.copy(), _final_obs=done, final_info=ended,
+                            _final_info=done)
+                obs = self._reset_impl(None, done)
+            else:
+                info.update(ended)
+        if starting.any():
+            obs = self._reset_impl(None, starting)
+        if self.autoreset_mode == AutoresetMode.NEXT_STEP:
+            self._pending = done
         return obs, rewards, terminated, truncated, info
 
     def step(self, actions):
@@ -375,24 +422,27 @@ class SpacewarVectorEnv(VectorEnv):
         obs, rewards, terminated, truncated, info = self._step_impl(self._actions)
         if "final_obs" in info:
             info["final_obs"] = info["final_obs"][:, 0]
-            info["episode_return"] = info["episode_return"][:, 0]
-        info["action_mask"] = obs[:, 0, MASK].copy()
+        stats = info.get("final_info", info)
+        if "episode_return" in stats:
+            stats["episode_return"] = stats["episode_return"][:, 0]
+        info["action_mask"] = obs[:, 0, MASK].astype(MASK_DTYPE)
         return obs[:, 0].copy(), rewards[:, 0].copy(), terminated, truncated, info
 
     def step_both(self, actions):
         """actions (N, 2) -> obs (N, 2, D), rewards (N, 2), terminated (N,), truncated (N,), info."""
         a = check_actions(actions, (self.num_envs, 2), self.config.num_actions)
         obs, rewards, terminated, truncated, info = self._step_impl(a)
-        info["action_mask"] = obs[:, :, MASK].copy()
+        info["action_mask"] = obs[:, :, MASK].astype(MASK_DTYPE)
         return obs.copy(), rewards, terminated, truncated, info
 
     def render(self):
+        """One frame per game (rgb_array), as Gymnasium's vector RecordVideo expects."""
         if self.render_mode is None:
             return None
         if self._renderer is None:
             from .rendering import Renderer
             self._renderer = Renderer(self.config, self.render_size, "rgb_array")
-        return self._renderer.draw(self.batch, 0)
+        return [self._renderer.draw(self.batch, g) for g in range(self.num_envs)]
 
     def close_extras(self, **kwargs):
         if self._renderer is not None:
@@ -405,22 +455,34 @@ try:  # PettingZoo is an optional (dev) dependency.
 except ImportError:  # pragma: no cover - exercised only without pettingzoo
     _ParallelBase = object
 
+AGENTS = ("ship_0", "ship_1")
+
 
 class SpacewarParallelEnv(_ParallelBase):
     """PettingZoo ParallelEnv: agents "ship_0" and "ship_1", each with its own 36-float view;
-    `infos[agent]["action_mask"]` carries the agent's action mask (also obs[30:])."""
+    `infos[agent]["action_mask"]` (int8) is the agent's action mask (also obs[30:]). `state()`
+    is both views side by side (`state_space`). `max_cycles`, when given, truncates a game after
+    that many decisions (PettingZoo's convention); otherwise the game's own length holds."""
 
     metadata = {"render_modes": ["human", "rgb_array"], "name": "spacewar_v0", "render_fps": 50,
                 "is_parallelizable": True}
 
     def __init__(self, config: GameConfig | dict | None = None,
-                 reward_config: RewardConfig | dict | None = None, render_mode: str | None = None):
+                 reward_config: RewardConfig | dict | None = None, render_mode: str | None = None,
+                 max_cycles: int | None = None):
+        if max_cycles is not None and (not isinstance(max_cycles, int) or max_cycles < 1):
+            raise ValueError(f"max_cycles={max_cycles!r} is invalid: an integer >= 1, or None")
         self._env = SpacewarEnv(config, reward_config, opponent=None, render_mode=render_mode)
-        self.possible_agents = ["ship_0", "ship_1"]
+        self.possible_agents = list(AGENTS)
         self.agents: list[str] = []
         self.render_mode = render_mode
+        self.max_cycles = max_cycles
+        self._cycles = 0
         self._obs_space = self._env.observation_space
         self._act_space = self._env.action_space
+        low = np.concatenate([self._obs_space.low, self._obs_space.low])
+        high = np.concatenate([self._obs_space.high, self._obs_space.high])
+        self.state_space = spaces.Box(low, high, dtype=np.float32)
 
     def observation_space(self, agent):
         return self._obs_space
@@ -428,9 +490,14 @@ class SpacewarParallelEnv(_ParallelBase):
     def action_space(self, agent):
         return self._act_space
 
+    def state(self) -> np.ndarray:
+        """Both ships' views, ship 0's first."""
+        return self._env.batch.obs[0].reshape(-1).copy()
+
     def reset(self, seed=None, options=None):
         self._env.reset(seed=seed, options=options)
         self.agents = list(self.possible_agents)
+        self._cycles = 0
         obs = self._env.batch.obs[0]
         return self._split(obs), self._infos(obs, {})
 
@@ -438,7 +505,7 @@ class SpacewarParallelEnv(_ParallelBase):
         return {a: obs[i].copy() for i, a in enumerate(self.possible_agents)}
 
     def _infos(self, obs, shared):
-        return {a: dict(shared, action_mask=obs[i, MASK].copy())
+        return {a: dict(shared, action_mask=obs[i, MASK].astype(MASK_DTYPE))
                 for i, a in enumerate(self.possible_agents)}
 
     def step(self, actions):
@@ -446,6 +513,9 @@ class SpacewarParallelEnv(_ParallelBase):
         if missing:
             raise ValueError(f"actions are missing for agent(s) {missing}")
         obs, rew, term, trunc, info = self._env.step_both(actions["ship_0"], actions["ship_1"])
+        self._cycles += 1
+        if self.max_cycles is not None and self._cycles >= self.max_cycles and not term:
+            trunc = True
         shared = {k: info[k] for k in ("ship_0_death_cause", "ship_1_death_cause", "winner",
                                        "real_winner")}
         agents = self.possible_agents
@@ -468,3 +538,14 @@ def parallel_env(**kwargs) -> SpacewarParallelEnv:
         raise ImportError("parallel_env() needs PettingZoo: pip install pettingzoo "
                           "(or pip install -e '.[dev]')")
     return SpacewarParallelEnv(**kwargs)
+
+
+def raw_env(**kwargs):
+    """The PettingZoo AEC environment: the two ships take turns to choose, and the game steps
+    once both have (PettingZoo's parallel_to_aec over `parallel_env`)."""
+    from pettingzoo.utils.conversions import parallel_to_aec
+
+    return parallel_to_aec(parallel_env(**kwargs))
+
+
+env = raw_env  # PettingZoo's usual names: env() and raw_env()

@@ -94,8 +94,8 @@ def view_constants(config: GameConfig | None = None) -> dict[str, float]:
 
 # (x, y) pairs of the observation that the egocentric view rotates into the ship's frame: own
 # velocity, opponent position and velocity, star position, 3 torpedoes' positions and velocities.
-_VECTOR_X = np.array([2, 9, 11, 15, 18, 20, 22, 24, 26, 28])
-_VECTOR_Y = _VECTOR_X + 1
+VECTOR_X = np.array([2, 9, 11, 15, 18, 20, 22, 24, 26, 28])
+VECTOR_Y = VECTOR_X + 1
 
 
 def _check_dim(obs: np.ndarray, view: str) -> None:
@@ -111,12 +111,12 @@ def egocentric_view(obs: np.ndarray) -> np.ndarray:
     out = obs.copy()
     s = obs[..., 4:5]  # sin, cos of own heading; forward = (cos, sin), right = (-sin, cos)
     c = obs[..., 5:6]
-    x = obs[..., _VECTOR_X]
-    y = obs[..., _VECTOR_Y]
+    x = obs[..., VECTOR_X]
+    y = obs[..., VECTOR_Y]
     fwd = x * c + y * s
     right = y * c - x * s
-    out[..., _VECTOR_X] = fwd
-    out[..., _VECTOR_Y] = right
+    out[..., VECTOR_X] = fwd
+    out[..., VECTOR_Y] = right
     so, co = obs[..., 13], obs[..., 14]
     out[..., 13] = so * c[..., 0] - co * s[..., 0]  # sin(opponent heading - own)
     out[..., 14] = co * c[..., 0] + so * s[..., 0]

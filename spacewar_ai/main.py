@@ -105,7 +105,8 @@ def build_parser() -> Parser:
                    help="train PPO for a minute (ours, then Stable-Baselines3's) and print both "
                         "throughputs; takes a few minutes")
     m.add_argument("--export", metavar="DST",
-                   help="write a play-only copy of --checkpoint (no optimizer state) to DST")
+                   help="write a play-only copy of --checkpoint (no optimizer state) to DST, "
+                        "or with DST.onnx an ONNX model any ONNX runtime can run")
     m.add_argument("--human-play", action="store_true",
                    help="fly against the AI (--difficulty, or --opponent SPEC), or --two-player; "
                         "F1 shows the keys")
@@ -370,7 +371,15 @@ def _export(parser, args) -> int:
 
     if not args.checkpoint:
         parser.error("--export needs --checkpoint PATH (the checkpoint to copy)")
-    size = export_for_play(args.checkpoint, args.export, args.ensemble_with or ())
+    if args.export.lower().endswith(".onnx"):
+        if args.ensemble_with:
+            parser.error("--ensemble-with joins DQN runs in a checkpoint copy, not in ONNX: "
+                         "export the joined copy to .onnx afterwards")
+        from spacewar_ai.onnx_export import export_onnx
+
+        size = export_onnx(args.checkpoint, args.export)
+    else:
+        size = export_for_play(args.checkpoint, args.export, args.ensemble_with or ())
     print(f"wrote {args.export} ({size / 1e6:.2f} MB)")
     return 0
 

@@ -270,8 +270,8 @@ def watch_games(pilot_a, pilot_b, games: int = 1, seed: int = 0,
 def describe_game(k: int, info: dict, names: tuple[str, str]) -> str:
     """One watched game's end, as a line: who won and how each ship's game ended."""
     winner = info["winner"]
-    who = "none (draw)" if winner is None else f"ship {winner} ({names[winner]})"
-    causes = [str(info[f"ship_{s}_death_cause"] or DeathCause.NONE) for s in (0, 1)]
+    who = "none (draw)" if winner < 0 else f"ship {winner} ({names[winner]})"
+    causes = [str(info[f"ship_{s}_death_cause"]) for s in (0, 1)]
     return f"game {k + 1}: winner {who}, deaths: ship 0 {causes[0]}, ship 1 {causes[1]}"
 
 

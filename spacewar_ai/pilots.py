@@ -10,6 +10,7 @@ A pilot is an object with `act(obs (N, D)) -> actions (N,)`, `reset(mask, seeds)
 | `ppo:PATH`, `dqn:PATH`, a checkpoint path | a trained network (algorithm read from the file) |
 | `strategy:PATH.py` | a strategy file, validated, then run in the sandbox (sandbox.py) |
 | `search:SPEC[+MODEL]` | SPEC with a lookahead at play time (search.py) |
+| `onnx:PATH`, `sb3:PATH.zip` | a model trained elsewhere: ONNX, Stable-Baselines3 (outside_pilots.py) |
 
 A pilot object passes through unchanged and a plain function `obs -> action` is wrapped, so the
 environments and matches take any of them. Learned pilots play greedily unless
@@ -30,7 +31,7 @@ from .scripted import SCRIPTED_SPECS, scripted_pilot
 
 PRETRAINED_PATH = Path(__file__).resolve().parent / "pretrained" / "ppo_spacewar.pt"
 SPEC_HELP = (f"{', '.join(SCRIPTED_SPECS)}, pretrained, ppo:PATH, dqn:PATH, strategy:PATH.py, "
-             "search:SPEC or a checkpoint path")
+             "search:SPEC, onnx:PATH, sb3:PATH.zip or a checkpoint path")
 
 
 class Pilot(Protocol):
@@ -93,8 +94,9 @@ def spec_path(spec: str) -> Path | None:
         return PRETRAINED_PATH
     if low.startswith(("ppo:", "dqn:")):
         return Path(s[4:])
-    if low.startswith("strategy:"):
-        return Path(s[len("strategy:"):])
+    for prefix in ("strategy:", "onnx:", "sb3:"):
+        if low.startswith(prefix):
+            return Path(s[len(prefix):])
     if is_scripted(low) or low.startswith(("heuristic", "search:")):
         return None
     return Path(s)
@@ -136,6 +138,11 @@ def make_pilot(spec, config: GameConfig | None = None, seed: int = 0,
         return search_pilot(s[len(SEARCH_PREFIX):], config, seed, device)
     if low.startswith("strategy:"):
         return _strategy_pilot(spec, Path(s[len("strategy:"):]), config)
+    if low.startswith(("onnx:", "sb3:")):
+        from .outside_pilots import outside_pilot
+
+        path = spec_path(s)
+        return outside_pilot(s, file_identity(path) if path.is_file() else s)
     return _learned_pilot(spec, config, deterministic, device)
 
 

@@ -40,6 +40,10 @@ DQN_ITERATION_STEPS = 64  # DQN vector steps per "update" for logging, evaluatio
 # How the learner's games end, as logged under charts/death_cause/ (shares of the update's games).
 EPISODE_CAUSES = (DeathCause.TORPEDO, DeathCause.STAR, DeathCause.COLLISION, DeathCause.TIMEOUT)
 PROGRESS_UNITS = 1000  # the progress bar counts thousandths of the run's budget
+SCHEDULES = ("learning_rate", "epsilon", "priority_beta")  # logged as charts/<name>
+# What the HParams dashboard compares runs by: the last value each run logged.
+HPARAM_METRICS = ("eval/win_rate", "eval/best_win_rate", "charts/episodic_return",
+                  "charts/win_rate")
 
 
 def evaluation_seeds(updates: int, games: int) -> tuple[int, int]:
@@ -47,6 +51,20 @@ def evaluation_seeds(updates: int, games: int) -> tuple[int, int]:
     games / 2 starts, sides swapped). Every evaluation and every confirmation has starts of its
     own: shared starts would make successive evaluations' noise agree."""
     return 10_000 + 2 * updates * games, 10_000 + (2 * updates + 1) * games
+
+
+def _write_hparams(writer, cfg: RunConfig) -> None:
+    """The run's settings for TensorBoard's HParams dashboard, with the metrics it compares runs
+    by (their values are the scalars the run logs under the same tags)."""
+    from torch.utils.tensorboard.summary import hparams
+
+    flat = {}
+    for section, values in cfg.to_dict().items():
+        for key, value in values.items():
+            ok = isinstance(value, (int, float, str, bool))
+            flat[f"{section}/{key}"] = value if ok else str(value)
+    for summary in hparams(flat, dict.fromkeys(HPARAM_METRICS, 0.0)):
+        writer.file_writer.add_summary(summary)
 
 
 def _setting(name: str, build, *args, **kwargs):
@@ -213,6 +231,7 @@ class Trainer:
             self._writer = SummaryWriter(str(self.log_dir))
             if self._fresh:
                 self._writer.add_text("hyperparameters", _hparams_table(self.cfg))
+                _write_hparams(self._writer, self.cfg)
         return self._writer
 
     def _reset_games(self):
@@ -223,6 +242,7 @@ class Trainer:
 
     def _finished(self, info: dict, done: np.ndarray) -> None:
         rows = np.flatnonzero(done)
+        info = info["final_info"]  # the finished games' statistics (same-step autoreset)
         real = info["real_winner"][rows]
         winner = info["winner"][rows]
         score = np.where(real == 0, 1.0, np.where((winner == -1) | (real == -1) & (winner == 0),
@@ -247,7 +267,8 @@ class Trainer:
     def _log_iteration(self, losses: dict[str, float], sps: float) -> None:
         w, step = self.writer, self.counters["global_step"]
         for k, v in losses.items():
-            w.add_scalar(f"losses/{k}", v, step)
+            # CleanRL's tags: schedules under charts/, the learning's figures under losses/.
+            w.add_scalar(f"{'charts' if k in SCHEDULES else 'losses'}/{k}", v, step)
         w.add_scalar("charts/SPS", sps, step)
         ep = self._episode_sums
         if ep["count"]:

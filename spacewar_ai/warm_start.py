@@ -96,7 +96,7 @@ def demonstration_start(agent, teacher: str, config: GameConfig, decisions: int 
         losses = agent.update(margin=margin)
         if not quiet and (k + 1) % max(1, steps // epochs) == 0:
             print(f"warm start from {teacher}: {k + 1}/{steps} updates, q-loss "
-                  f"{losses['q_loss']:.3f}, margin loss {losses['margin_loss']:.3f}")
+                  f"{losses['td_loss']:.3f}, margin loss {losses['margin_loss']:.3f}")
     idx = np.arange(0, size, max(1, size // 20_000))
     greedy = agent.stored_greedy(idx)
     accuracy = float(np.mean(greedy == agent.replay.actions[idx]))

@@ -93,7 +93,8 @@ def test_ppo_update_changes_the_policy_and_reports_losses():
         a = agent.select_action(obs)
         agent.store_transition(np.where(a == 4, 100.0, 0.0), np.zeros(8, bool), action=a)
     losses = agent.update(next_obs=obs)
-    assert set(losses) >= {"policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction"}
+    assert set(losses) >= {"policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac",
+                           "old_approx_kl"}
     assert any(not torch.equal(b, p) for b, p in zip(before, agent.net.actor.parameters()))
     with pytest.raises(RuntimeError, match="full rollout"):
         agent.update(next_obs=obs)
@@ -110,7 +111,7 @@ def test_dqn_double_target_uses_masks_and_terminations():
     nxt[:, 30] = 1.0  # only drift is valid next
     agent.store_transition(obs, np.full(16, 4), np.ones(16), nxt, np.ones(16, bool))
     losses = agent.update()
-    assert np.isfinite(losses["q_loss"])
+    assert np.isfinite(losses["td_loss"])
     # Terminated transitions: the target is the reward alone, so Q(s, 4) moves toward 1.
     for _ in range(300):
         agent.update()

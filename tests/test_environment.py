@@ -95,7 +95,7 @@ def test_make_vec_uses_the_batch_engine_with_same_step_autoreset():
             assert np.array_equal(done, term | trunc)
             finished += done.sum()
             # The idle ship 0 either died or timed out; the next game has started.
-            assert np.all(info["death_cause"][done, 0] != DeathCause.NONE)
+            assert np.all(info["final_info"]["death_cause"][done, 0] != DeathCause.NONE)
             assert np.all(obs[done, 6] == 1.0), "autoreset: full fuel in the new game"
     assert finished > 0
 

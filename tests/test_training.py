@@ -45,19 +45,46 @@ def test_tensorboard_events_read_back_with_tensorboards_reader(tmp_path):
     ea = EventAccumulator(out["log_dir"])
     ea.Reload()
     scalars = set(ea.Tags()["scalars"])
-    for tag in ("charts/SPS", "charts/win_rate", "losses/policy_loss", "losses/value_loss",
-                "losses/entropy", "losses/approx_kl", "losses/clip_fraction",
-                "league/pool_size", "league/curriculum_stage", "eval/win_rate",
-                "charts/episodic_return", "charts/death_cause/torpedo"):
+    # CleanRL's names for the quantities CleanRL logs, so runs of both compare side by side.
+    for tag in ("charts/SPS", "charts/learning_rate", "losses/policy_loss", "losses/value_loss",
+                "losses/entropy", "losses/old_approx_kl", "losses/approx_kl", "losses/clipfrac",
+                "losses/explained_variance", "charts/episodic_return", "charts/episodic_length",
+                "charts/win_rate", "league/pool_size", "league/curriculum_stage",
+                "eval/win_rate", "charts/death_cause/torpedo"):
         assert tag in scalars, tag
     assert any(t.startswith("league/win_rate/") for t in scalars)
     assert [e.value for e in ea.Scalars("league/pool_size")][-1] == 2
     assert "hyperparameters/text_summary" in ea.Tags()["tensors"]
+    # The HParams dashboard: the settings, and the metrics that compare runs.
+    hparams, metrics = _hparams_of(out["log_dir"])
+    assert hparams["ppo/learning_rate"] == 3e-3 and hparams["train/num_envs"] == 16
+    assert hparams["ppo/hidden_sizes"] == "(32, 32)"
+    assert {"eval/win_rate", "charts/episodic_return"} <= metrics
     ck = Path(out["run_dir"])
     for name in ("latest.pt", "best.pt"):
         meta = load_checkpoint(ck / name)["metadata"]
         assert meta["config"]["train"]["num_envs"] == 16
     assert len(list((ck / "league").glob("*.pt"))) >= 2
+
+
+def _hparams_of(log_dir):
+    """The HParams plugin's session settings and experiment metrics, read from the event files
+    as TensorBoard's HParams dashboard reads them."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    hparams, metrics = {}, set()
+    for events in Path(log_dir).glob("events.out.tfevents.*"):
+        for event in EventFileLoader(str(events)).Load():
+            for value in event.summary.value:
+                if value.metadata.plugin_data.plugin_name != "hparams":
+                    continue
+                data = plugin_data_pb2.HParamsPluginData.FromString(
+                    value.metadata.plugin_data.content)
+                for k, v in data.session_start_info.hparams.items():
+                    hparams[k] = getattr(v, v.WhichOneof("kind"))
+                metrics |= {m.name.tag for m in data.experiment.metric_infos}
+    return hparams, metrics
 
 
 def _eval_events(tr, tag):

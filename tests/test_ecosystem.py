@@ -1,0 +1,200 @@
+"""The RL ecosystem's own tools on Spacewar-v0, unchanged: Gymnasium's vector envs and wrappers,
+sb3-contrib's MaskablePPO and PettingZoo's test suite (AEC and parallel)."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import spacewar_ai  # noqa: F401 (registers Spacewar-v0)
+from spacewar_ai.engine import DeathCause
+from spacewar_ai.environment import SpacewarEnv, SpacewarVectorEnv
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_gymnasiums_own_vector_envs_run_thousands_of_steps(mode):
+    """Info values keep one type per key whether a game is running or over, so Gymnasium's
+    `_add_info` batches them; RecordEpisodeStatistics counts every finished game."""
+    envs = gym.make_vec("Spacewar-v0", num_envs=3, vectorization_mode=mode,
+                        vector_kwargs={"autoreset_mode": "SameStep"},
+                        wrappers=[gym.wrappers.RecordEpisodeStatistics],
+                        opponent="heuristic:easy")
+    try:
+        obs, info = envs.reset(seed=0)
+        episodes = 0
+        for _ in range(1500):
+            obs, rew, term, trunc, info = envs.step(envs.action_space.sample())
+            episodes += int((term | trunc).sum())
+            assert info["winner"].dtype.kind == "i" and info["action_mask"].dtype == np.int8
+        assert episodes > 0
+    finally:
+        envs.close()
+
+
+def test_a_cleanrl_style_sync_vector_env_of_wrapped_envs():
+    envs = gym.vector.SyncVectorEnv(
+        [lambda: gym.wrappers.RecordEpisodeStatistics(gym.make("Spacewar-v0")) for _ in range(4)])
+    envs.reset(seed=1)
+    returns = []
+    for _ in range(2000):
+        _, _, _, _, info = envs.step(envs.action_space.sample())
+        if "episode" in info:
+            returns += list(info["episode"]["r"][info["_episode"]])
+    envs.close()
+    assert len(returns) >= 4
+
+
+def test_the_native_vector_env_offers_next_step_autoreset_for_gymnasiums_wrappers():
+    envs = SpacewarVectorEnv(4, opponent="idle", autoreset_mode="NextStep")
+    envs = gym.wrappers.vector.FlattenObservation(
+        gym.wrappers.vector.NormalizeObservation(envs))
+    obs, _ = envs.reset(seed=2)
+    ended = started = 0
+    for _ in range(900):
+        obs, rew, term, trunc, info = envs.step(np.full(4, 2))  # spin: the idle ship drifts
+        done = term | trunc
+        if done.any():
+            ended += int(done.sum())
+            assert set(info["winner"][done]) <= {-1, 0, 1} and info["_winner"][done].all()
+        if "winner" not in info and ended > started:
+            started = ended  # the step after an end starts the game: no statistics then
+    assert ended > 0 and obs.shape == (4, 36)
+
+
+def test_same_step_autoreset_emits_final_obs_and_final_info():
+    envs = SpacewarVectorEnv(4, opponent="heuristic:hard")
+    envs.reset(seed=3)
+    for _ in range(600):
+        obs, _, term, trunc, info = envs.step(np.zeros(4, dtype=np.int64))
+        if "final_obs" in info:
+            done = term | trunc
+            assert np.array_equal(info["_final_obs"], done)
+            assert np.array_equal(info["final_info"]["_winner"], done)
+            assert info["final_obs"].shape == (4, 36)
+            assert all(DeathCause(c) != DeathCause.NONE
+                       for c in info["final_info"]["death_cause"][done, 0])
+            return
+    pytest.fail("no game ended")
+
+
+def test_masks_are_int8_and_gymnasium_samples_with_them():
+    env = SpacewarEnv(opponent="idle")
+    obs, info = env.reset(seed=0)
+    assert info["action_mask"].dtype == np.int8
+    for _ in range(50):
+        action = env.action_space.sample(mask=info["action_mask"])
+        assert info["action_mask"][action] == 1 and env.action_masks()[action]
+        obs, _, term, trunc, info = env.step(action)
+        if term or trunc:
+            break
+
+
+@pytest.mark.slow
+def test_maskable_ppo_trains_and_never_picks_a_masked_action():
+    from sb3_contrib import MaskablePPO
+    from sb3_contrib.common.maskable.utils import get_action_masks
+
+    env = gym.make("Spacewar-v0", opponent="heuristic:easy")
+    model = MaskablePPO("MlpPolicy", env, n_steps=256, batch_size=64, n_epochs=1, seed=0,
+                        device="cpu", policy_kwargs={"net_arch": [32, 32]})
+    model.learn(total_timesteps=3000)
+    assert model.num_timesteps >= 3000
+    obs, info = env.reset(seed=5)
+    masked = 0
+    for _ in range(400):
+        action, _ = model.predict(obs, action_masks=get_action_masks(env))
+        obs, _, term, trunc, info = env.step(int(action))
+        masked = info["masked_actions"]
+        if term or trunc:
+            obs, info = env.reset()
+    assert masked == 0
+
+
+def test_vector_record_video_gets_one_frame_per_game(tmp_path):
+    pytest.importorskip("moviepy")
+    envs = SpacewarVectorEnv(2, opponent="idle", render_mode="rgb_array", render_size=96)
+    frames = envs.render()
+    assert len(frames) == 2 and frames[0].shape == (96, 96, 3)
+    envs = gym.wrappers.vector.RecordVideo(envs, str(tmp_path), step_trigger=lambda s: s == 1,
+                                           video_length=20)
+    envs.reset(seed=0)
+    for _ in range(25):
+        envs.step(np.zeros(2, dtype=np.int64))
+    envs.close()
+    assert list(tmp_path.glob("*.mp4"))
+
+
+def test_single_env_record_video(tmp_path):
+    pytest.importorskip("moviepy")
+    env = gym.wrappers.RecordVideo(gym.make("Spacewar-v0", render_mode="rgb_array",
+                                            render_size=96), str(tmp_path),
+                                   episode_trigger=lambda e: e == 0)
+    env.reset(seed=0)
+    done = False
+    while not done:
+        _, _, term, trunc, _ = env.step(0)
+        done = term or trunc
+    env.close()
+    assert list(tmp_path.glob("*.mp4"))
+
+
+# --- PettingZoo -------------------------------------------------------------------------------
+def test_pettingzoo_aec_env_passes_api_seed_and_render_tests():
+    from pettingzoo.test import api_test, render_test, seed_test
+
+    from spacewar_ai.environment import env, raw_env
+
+    api_test(env(), num_cycles=300)
+    seed_test(raw_env, num_cycles=100)
+    render_test(lambda render_mode=None: env(render_mode=render_mode))
+
+
+def test_pettingzoo_parallel_env_passes_its_tests_and_has_a_state():
+    from pettingzoo.test import (max_cycles_test, parallel_api_test, parallel_seed_test,
+                                 state_test)
+
+    import spacewar_ai.environment as module
+    from spacewar_ai.environment import env, parallel_env
+
+    parallel_api_test(parallel_env(), num_cycles=300)
+    parallel_seed_test(parallel_env, num_cycles=100)
+    max_cycles_test(module)
+    state_test(env(), parallel_env())
+    par = parallel_env()
+    par.reset(seed=4)
+    assert par.state().shape == par.state_space.shape == (72,)
+
+
+def test_the_cleanrl_style_example_trains_with_gymnasiums_sync_vector_env(tmp_path):
+    """examples/cleanrl_ppo.py: a CleanRL-shaped loop over gym.vector.SyncVectorEnv, run for a
+    few hundred steps, writes TensorBoard events."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "cleanrl_ppo.py"
+    spec = importlib.util.spec_from_file_location("cleanrl_ppo", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    steps = module.main(["--total-timesteps", "512", "--num-envs", "4", "--num-steps", "64",
+                         "--log-dir", str(tmp_path)])
+    assert steps == 512
+    assert list(tmp_path.glob("cleanrl_ppo__1__*/events.out.tfevents.*"))
+
+
+def test_supersuit_turns_the_parallel_env_into_a_vector_env_for_shared_policies():
+    """SuperSuit's parameter-sharing recipe: both ships as rows of one vector env, several games
+    concatenated, ready for a single-agent learner such as Stable-Baselines3."""
+    import supersuit as ss
+
+    from spacewar_ai.environment import parallel_env
+
+    venv = ss.concat_vec_envs_v1(ss.pettingzoo_env_to_vec_env_v1(parallel_env()), 3,
+                                 num_cpus=0, base_class="stable_baselines3")
+    obs = venv.reset()
+    assert obs.shape == (6, 36)  # 3 games x 2 ships
+    ended = 0
+    for _ in range(300):
+        obs, rewards, dones, infos = venv.step(np.array([venv.action_space.sample()
+                                                          for _ in range(6)]))
+        ended += int(dones.sum())
+    venv.close()
+    assert ended > 0

@@ -1,0 +1,66 @@
+"""ONNX export: the torch rewrite of the views equals features.py, and an exported model played
+by onnxruntime chooses the actions the torch pilot chooses."""
+
+import numpy as np
+import pytest
+import torch
+
+from spacewar_ai.environment import SpacewarVectorEnv
+from spacewar_ai.features import apply_view, view_constants
+from spacewar_ai.onnx_export import Features
+from spacewar_ai.pilots import make_pilot
+
+
+@pytest.fixture(scope="module")
+def positions():
+    """Observations from real games (both ships' views), torpedoes in flight included."""
+    env = SpacewarVectorEnv(128, opponent=None)
+    obs, _ = env.reset_both(seed=11)
+    a, b = make_pilot("heuristic:hard"), make_pilot("heuristic:medium")
+    rows = []
+    for _ in range(60):
+        obs, *_ = env.step_both(np.stack([a.act(obs[:, 0]), b.act(obs[:, 1])], 1))
+        rows += [obs[:, 0].copy(), obs[:, 1].copy()]
+    return np.concatenate(rows)
+
+
+@pytest.mark.parametrize("view, constants", [
+    ("egocentric", view_constants()), ("tactical", view_constants()),
+    ("tactical", dict(view_constants(), gravity=0.0)),
+    ("tactical", {k: v for k, v in view_constants().items() if k != "gravity"})])
+def test_the_torch_views_equal_the_numba_views(positions, view, constants):
+    ref = apply_view(positions, view, constants)
+    got = Features(view, constants)(torch.from_numpy(positions)).numpy()
+    assert got.shape == ref.shape
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algorithm", ["ppo", "dqn"])
+def test_an_exported_model_chooses_what_the_torch_pilot_chooses(tmp_path, positions, algorithm):
+    import onnxruntime as ort
+
+    from spacewar_ai.agents import DQNAgent
+    from spacewar_ai.config import DQNConfig
+    from spacewar_ai.onnx_export import export_onnx
+
+    if algorithm == "ppo":
+        spec = "pretrained"
+    else:  # an ensemble of snapshots, each with its own statistics, as DQN plays greedily
+        torch.manual_seed(0)
+        agent = DQNAgent(36, 6, DQNConfig(hidden_sizes=(32,), stream_size=16, buffer_size=64,
+                                          play_ensemble=3, play_ensemble_interval=1))
+        for _ in range(3):
+            agent.obs_norm.update(torch.randn(50, agent.input_dim))
+            agent._snapshot_for_play()
+            agent.q.trunk[0].weight.data.add_(0.1)
+        agent.save(tmp_path / "dqn.pt")
+        spec = str(tmp_path / "dqn.pt")
+    size = export_onnx(spec, tmp_path / "m.onnx")
+    assert size == (tmp_path / "m.onnx").stat().st_size
+    session = ort.InferenceSession(str(tmp_path / "m.onnx"))
+    actions, scores = session.run(None, {"obs": positions})
+    expected = make_pilot(spec).act(positions)
+    assert len(positions) > 7000 and np.mean(actions == expected) == 1.0
+    masks = positions[:, 30:] > 0.5
+    assert masks[np.arange(len(actions)), actions].all()  # never a masked action
