@@ -133,7 +133,8 @@ class GameConfig:
 
 @dataclass
 class RewardConfig:
-    """Rewards per ship. Defaults reproduce the original design's table."""
+    """Rewards per ship. Defaults reproduce the original design's table; `personality` names the
+    preset a table came from (`RewardConfig.preset`, REWARD_PERSONALITIES)."""
 
     step_penalty: float = -0.01  # every decision
     kill_reward: float = 100.0  # to the shooter of a torpedo kill
@@ -146,18 +147,57 @@ class RewardConfig:
     draw_penalty: float = -10.0  # end of game by timeout, collision or a mutual kill, each ship
     fuel_efficiency_bonus: float = 20.0  # x fuel left / max_fuel, torpedo winners only
     ammo_efficiency_bonus: float = 15.0  # x torpedoes left / max_ammo, torpedo winners only
+    shot_reward: float = 0.0  # per torpedo fired (negative: each shot costs)
+    thrust_reward: float = 0.0  # per frame of thrust (negative: fuel costs)
+    personality: str = "standard"  # the preset these values came from, for reports
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            _require(_finite(v), type(self).__name__, f.name, v, "must be a finite number")
+            if f.name != "personality":
+                v = getattr(self, f.name)
+                _require(_finite(v), type(self).__name__, f.name, v, "must be a finite number")
+        _require(isinstance(self.personality, str) and bool(self.personality.strip()),
+                 type(self).__name__, "personality", self.personality, "must be a name")
+
+    @classmethod
+    def preset(cls, name: str) -> "RewardConfig":
+        """The reward table of a personality (REWARD_PERSONALITIES); ValueError names the nearest
+        one for a typo."""
+        if name not in REWARD_PERSONALITIES:
+            hint = nearest(name, REWARD_PERSONALITIES) or \
+                f"use one of {', '.join(REWARD_PERSONALITIES)}"
+            raise ValueError(f"reward personality {name!r} is unknown; {hint}")
+        return cls(**REWARD_PERSONALITIES[name], personality=name)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RewardConfig":
+        """Fields, or a preset (`personality`) with some of its fields changed."""
+        if isinstance(data, dict) and "personality" in data:
+            data = {**cls.preset(data["personality"]).to_dict(), **data}
         return _fields_from_dict(cls, data)
+
+
+# Reward personalities: tables that pay for different play. Each changes only what it names.
+# aggressive: kills pay more, time and draws cost more, saving torpedoes pays nothing, so games
+#   end sooner; survival: every way to die costs more and a game survived to its end pays;
+# efficient: fuel and torpedoes left pay more, and each shot and frame of thrust costs;
+# sniper: each shot costs, so accuracy pays (a hit is a kill, worth far more than a shot).
+# A table pays for measured events, and a learner may find a way to collect them without
+# winning (a survival learner that hides, a sniper that never fires): training reports the
+# styles' GameResult statistics so such a personality shows as exploited.
+REWARD_PERSONALITIES: dict[str, dict[str, float]] = {
+    "standard": {},
+    "aggressive": {"kill_reward": 150.0, "win_bonus": 75.0, "step_penalty": -0.05,
+                   "draw_penalty": -40.0, "death_penalty": -60.0, "ammo_efficiency_bonus": 0.0},
+    "survival": {"death_penalty": -200.0, "star_penalty": -150.0, "collision_penalty": -100.0,
+                 "hyperspace_penalty": -150.0, "draw_penalty": 20.0, "step_penalty": 0.0},
+    "efficient": {"fuel_efficiency_bonus": 60.0, "ammo_efficiency_bonus": 45.0,
+                  "shot_reward": -1.0, "thrust_reward": -0.05},
+    "sniper": {"shot_reward": -4.0, "ammo_efficiency_bonus": 40.0},
+}
 
 
 class _Serializable:

@@ -77,6 +77,11 @@ SI = 12
 # game_i fields: END_REASON 0 running, 1 a ship died, 2 both out of torpedoes, 3 truncated
 FRAME, OVER, END_REASON, WINNER, REAL_WINNER, SEED = range(6)
 GI = 6
+# stats fields (per ship): what GameResult reports and the physics never reads. DODGED: enemy
+# torpedoes that came within DODGE_RADII hit radii of the ship and then missed.
+DODGED, = range(1)
+NS = 1
+DODGE_RADII = 3.0
 END_RUNNING, END_DEATH, END_NO_AMMO, END_TRUNCATED = 0, 1, 2, 3
 # params array fields (floats; ints stored exactly)
 (P_W, P_H, P_AMMO, P_TLIFE, P_COOLDOWN, P_TSPEED, P_ROT, P_THRUST, P_FUEL, P_GM, P_STAR_R,
@@ -84,8 +89,9 @@ END_RUNNING, END_DEATH, END_NO_AMMO, END_TRUNCATED = 0, 1, 2, 3
  P_JUMPS, P_VANISH, P_RECHARGE, P_NACT) = range(25)
 NP_ = 25
 # reward params fields
-(R_STEP, R_KILL, R_DEATH, R_STAR, R_COLL, R_HYPER, R_WIN, R_LOSE, R_DRAW, R_FUEL, R_AMMO) = range(11)
-NR = 11
+(R_STEP, R_KILL, R_DEATH, R_STAR, R_COLL, R_HYPER, R_WIN, R_LOSE, R_DRAW, R_FUEL, R_AMMO, R_SHOT,
+ R_THRUST) = range(13)
+NR = 13
 
 NEAREST_TORPEDOES = 3
 # Torpedoes appear this far ahead of the ship's centre: outside its own hit octagon (12, 12, 18).
@@ -127,6 +133,7 @@ def make_reward_params(rc: RewardConfig) -> np.ndarray:
     r[R_STAR], r[R_COLL], r[R_HYPER] = rc.star_penalty, rc.collision_penalty, rc.hyperspace_penalty
     r[R_WIN], r[R_LOSE], r[R_DRAW] = rc.win_bonus, rc.lose_penalty, rc.draw_penalty
     r[R_FUEL], r[R_AMMO] = rc.fuel_efficiency_bonus, rc.ammo_efficiency_bonus
+    r[R_SHOT], r[R_THRUST] = rc.shot_reward, rc.thrust_reward
     return r
 
 
@@ -286,10 +293,11 @@ def _reset_game(g, ship_f, ship_i, torp_f, torp_t, game_i, rng, p):
 
 
 @_jit
-def reset_games(mask, seeds, use_seeds, ship_f, ship_i, torp_f, torp_t, game_i, rng, p):
+def reset_games(mask, seeds, use_seeds, ship_f, ship_i, torp_f, torp_t, game_i, rng, p, stats):
     """Reset the games where mask is true; reseed their streams first where use_seeds is true."""
     for g in range(mask.shape[0]):
         if mask[g]:
+            stats[g] = 0
             if use_seeds[g]:
                 rng[g] = seeds[g]
             _reset_game(g, ship_f, ship_i, torp_f, torp_t, game_i, rng, p)
@@ -333,13 +341,22 @@ def _kill(g, s, cause, killer, ship_i):
 
 
 @_jit_inline
+def _missed(g, o, k, torp_near, stats, dodge2):
+    """Torpedo k of ship o is gone without hitting: a dodge if it came close to its target."""
+    if torp_near[g, o, k] < dodge2:
+        stats[g, 1 - o, DODGED] += 1
+
+
+@_jit_inline
 def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k, live_x,
-           live_y):
+           live_y, torp_near, stats):
     """Advance game g by one frame with the given (already validated) actions.
 
     live_o/live_k/live_x/live_y are scratch arrays of 2 * slots: owner, slot and position of each
-    live torpedo, so the collision loops visit only torpedoes in flight.
+    live torpedo, so the collision loops visit only torpedoes in flight. torp_near holds each
+    torpedo's closest squared distance to its target so far, for the dodge count in stats.
     """
+    dodge2 = (DODGE_RADII * p[P_HIT_R]) ** 2
     w = p[P_W]
     h = p[P_H]
     nslots = torp_t.shape[2]
@@ -360,6 +377,8 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
                     live_o[live] = o
                     live_k[live] = k
                     live += 1
+                else:
+                    _missed(g, o, k, torp_near, stats, dodge2)
     # 2. Ships act and move.
     for s in range(2):
         ship_i[g, s, THRUSTING] = 0
@@ -410,6 +429,7 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
                     torp_f[g, s, k, 1] = _wrap_pos(ship_f[g, s, SY] + TORPEDO_SPAWN_OFFSET * fy, h)
                     torp_f[g, s, k, 2] = ship_f[g, s, SVX] + p[P_TSPEED] * fx
                     torp_f[g, s, k, 3] = ship_f[g, s, SVY] + p[P_TSPEED] * fy
+                    torp_near[g, s, k] = np.inf
                     ship_i[g, s, AMMO] -= 1
                     ship_i[g, s, COOLDOWN] = int(p[P_COOLDOWN])
                     ship_i[g, s, SHOTS] += 1
@@ -474,6 +494,12 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
             k = live_k[j]
             if torp_t[g, o, k] > 0:
                 dx = live_x[j] - x
+                if o != s:  # how close the enemy's torpedo comes, for the dodge count
+                    ex = _wrap_delta(dx, w)
+                    ey = _wrap_delta(live_y[j] - y, h)
+                    d2 = ex * ex + ey * ey
+                    if d2 < torp_near[g, o, k]:
+                        torp_near[g, o, k] = d2
                 if _far_apart(dx, r, w):
                     continue
                 dx = _wrap_delta(dx, w)
@@ -504,13 +530,16 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
             if _octagon_hit(dx, dy, r):
                 torp_t[g, oi, ki] = 0
                 torp_t[g, oj, kj] = 0
+                _missed(g, oi, ki, torp_near, stats, dodge2)
+                _missed(g, oj, kj, torp_near, stats, dodge2)
                 break
     if tgrav and star:
         for j in range(live):
             dx = live_x[j] - cx
             dy = live_y[j] - cy
-            if dx * dx + dy * dy < star_r2:
+            if dx * dx + dy * dy < star_r2 and torp_t[g, live_o[j], live_k[j]] > 0:
                 torp_t[g, live_o[j], live_k[j]] = 0
+                _missed(g, live_o[j], live_k[j], torp_near, stats, dodge2)
 
 
 @_jit
@@ -547,7 +576,7 @@ def _finish_game(g, ship_f, ship_i, torp_t, game_i, p, rp, reward):
 
 @_jit
 def step_games(actions, ship_f, ship_i, torp_f, torp_t, game_i, rng, p, rp, reward,
-               terminated, truncated):
+               terminated, truncated, torp_near, stats):
     """Advance every running game by frame_skip frames with actions (N, 2) held throughout.
 
     Invalid (masked) actions are replaced by 0 (drift) and counted in ship_i[..., MASKED].
@@ -579,10 +608,12 @@ def step_games(actions, ship_f, ship_i, torp_f, torp_t, game_i, rng, p, rp, rewa
             ship_i[g, 1, MASKED] += 1
         reward[g, 0] = rp[R_STEP]
         reward[g, 1] = rp[R_STEP]
+        shots0, shots1 = ship_i[g, 0, SHOTS], ship_i[g, 1, SHOTS]
+        fuel0, fuel1 = ship_f[g, 0, SFUEL], ship_f[g, 1, SFUEL]
         for _ in range(skip):
             # Hyperspace is one press, not held.
             _frame(g, a0, a1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k, live_x,
-                   live_y)
+                   live_y, torp_near, stats)
             if a0 == Action.HYPERSPACE:
                 a0 = Action.NONE
             if a1 == Action.HYPERSPACE:
@@ -619,6 +650,11 @@ def step_games(actions, ship_f, ship_i, torp_f, torp_t, game_i, rng, p, rp, rewa
                 game_i[g, END_REASON] = END_TRUNCATED
                 truncated[g] = True
                 break
+        if rp[R_SHOT] != 0.0 or rp[R_THRUST] != 0.0:  # personalities that price shots, thrust
+            reward[g, 0] += (rp[R_SHOT] * (ship_i[g, 0, SHOTS] - shots0)
+                             + rp[R_THRUST] * (fuel0 - ship_f[g, 0, SFUEL]))
+            reward[g, 1] += (rp[R_SHOT] * (ship_i[g, 1, SHOTS] - shots1)
+                             + rp[R_THRUST] * (fuel1 - ship_f[g, 1, SFUEL]))
         if terminated[g] or truncated[g]:
             _finish_game(g, ship_f, ship_i, torp_t, game_i, p, rp, reward)
 
@@ -742,6 +778,10 @@ class GameBatch:
         self.torp_t = np.zeros((n, 2, slots), dtype=np.int64)
         self.game_i = np.zeros((n, GI), dtype=np.int64)
         self.rng = np.zeros(n, dtype=np.uint64)
+        # Statistics of each game (dodges), and each torpedo's closest approach to its target:
+        # not the game's state (the physics never reads them), so replays and plans ignore them.
+        self.stats = np.zeros((n, 2, NS), dtype=np.int64)
+        self.torp_near = np.full((n, 2, slots), np.inf)
         self.obs = np.zeros((n, 2, self.config.obs_dim), dtype=np.float32)
         self.reward = np.zeros((n, 2), dtype=np.float64)
         self.terminated = np.zeros(n, dtype=np.bool_)
@@ -763,12 +803,12 @@ class GameBatch:
             for g in np.flatnonzero(mask):
                 self._seeds[g] = seed_to_state(int(seeds[g]))
         reset_games(mask, self._seeds, use, self.ship_f, self.ship_i, self.torp_f, self.torp_t,
-                    self.game_i, self.rng, self.params)
+                    self.game_i, self.rng, self.params, self.stats)
 
     def step(self, actions: np.ndarray) -> None:
         step_games(actions, self.ship_f, self.ship_i, self.torp_f, self.torp_t, self.game_i,
                    self.rng, self.params, self.reward_params, self.reward, self.terminated,
-                   self.truncated)
+                   self.truncated, self.torp_near, self.stats)
 
     def observe(self) -> np.ndarray:
         write_observations(self.ship_f, self.ship_i, self.torp_f, self.torp_t, self.params,

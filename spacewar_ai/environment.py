@@ -290,8 +290,8 @@ class SpacewarVectorEnv(VectorEnv):
       (its actions for those rows are ignored). Gymnasium's vector NormalizeObservation and
       FlattenObservation ask for this mode.
     The statistics of a finished game: `episode_return`, `episode_length`, `winner`,
-    `real_winner` (-1 for none), `death_cause` (N, 2) DeathCause codes, `shots`, `hits`,
-    `masked_actions`. `info["action_mask"]` (int8) is the mask of every game's current position.
+    `real_winner` (-1 for none), and by ship (N, 2): `death_cause` (DeathCause codes), `shots`,
+    `hits`, `fuel_used`, `dodged` (enemy torpedoes that came close and missed), `masked_actions`. `info["action_mask"]` (int8) is the mask of every game's current position.
 
     The two-ship API (`reset_both`, `step_both`) returns observations (N, 2, D) and rewards (N, 2)
     and takes actions (N, 2): self-play training uses it.
@@ -397,6 +397,8 @@ class SpacewarVectorEnv(VectorEnv):
                      "death_cause": b.ship_i[:, :, engine.CAUSE].copy(),
                      "shots": b.ship_i[:, :, engine.SHOTS].copy(),
                      "hits": b.ship_i[:, :, engine.HITS].copy(),
+                     "fuel_used": self.config.max_fuel - b.ship_f[:, :, engine.SFUEL],
+                     "dodged": b.stats[:, :, engine.DODGED].copy(),
                      "masked_actions": b.ship_i[:, :, engine.MASKED].copy()}
             ended.update({f"_{k}": done for k in list(ended)})
             if self.autoreset_mode == AutoresetMode.SAME_STEP:

@@ -195,6 +195,9 @@ def build_parser() -> Parser:
     hp.add_argument("--record", metavar="PATH",
                     help="record human play, --demo, --evaluate or --replay games to a .mp4 or "
                          ".gif (drawn off-screen for demo and evaluate)")
+    ev.add_argument("--results", metavar="FILE.jsonl",
+                    help="evaluate, demo: add every game's GameResult to FILE as JSON lines "
+                         "(tournaments write games.jsonl beside their report)")
     hp.add_argument("--save-replays", type=_count(0), metavar="N",
                     help="evaluate: save N games as replays; tournament: N games per pairing "
                          "(under runs/replays/)")
@@ -255,9 +258,9 @@ APPLIES = {
     "train": TRAINING,
     "champion_train": TRAINING | {"ratings_file"},
     "evaluate": {"checkpoint", "opponent", "eval_episodes", "stochastic", "seed", "render",
-                 "record", "save_replays", "ratings_file", "checkpoint_dir", "quiet"},
+                 "record", "save_replays", "ratings_file", "checkpoint_dir", "quiet", "results"},
     "demo": {"players", "checkpoint", "opponent", "episodes", "seed", "render", "record",
-             "quiet"},
+             "quiet", "results"},
     "tournament": {"players", "tournament_mode", "matches_per_pairing", "workers",
                    "ratings_file", "checkpoint_dir", "seed", "save_replays", "quiet"},
     "human_play": {"difficulty", "opponent", "checkpoint", "two_player", "score_limit", "scale",
@@ -400,15 +403,17 @@ def _evaluate(parser, args) -> int:
     if not args.checkpoint:
         parser.error("--evaluate needs --checkpoint SPEC (e.g. pretrained or a checkpoint path)")
     drawn = args.render or args.record
-    if drawn and args.save_replays:
-        parser.error("--save-replays keeps games of a match, and --render/--record play games one "
-                     "by one to draw them: use one or the other")
+    for kept in ("save_replays", "results"):
+        if drawn and getattr(args, kept):
+            parser.error(f"{_flag(kept)} keeps games of a match, and --render/--record play games "
+                         "one by one to draw them: use one or the other")
     ratings = None if drawn else _ratings(args)  # a bad ratings file is refused before any game
     recorder = open_recorder(args.record, per_decision=True)
     evaluate(args.checkpoint, args.opponent or "heuristic:hard",
              args.eval_episodes or (1 if drawn else 200), args.seed or 0,
              deterministic=not args.stochastic, render=args.render, recorder=recorder,
-             keep_actions=args.save_replays or 0, quiet=args.quiet, ratings=ratings)
+             keep_actions=args.save_replays or 0, quiet=args.quiet, ratings=ratings,
+             results=args.results)
     return 0
 
 
@@ -428,7 +433,7 @@ def _demo(parser, args) -> int:
     drawn = args.render or args.record
     evaluate(specs[0], specs[1], args.episodes or (1 if drawn else 200), args.seed or 0,
              render=args.render, recorder=open_recorder(args.record, per_decision=True),
-             quiet=args.quiet)
+             quiet=args.quiet, results=args.results)
     return 0
 
 

@@ -10,6 +10,7 @@ an environment so they can be drawn.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,23 +24,109 @@ from .replays import state_hash
 
 
 @dataclass
-class GameRecord:
-    """One finished game, from the point of view of the two pilots (A and B)."""
+class GameResult:
+    """One finished game, as pilots A and B played it: who won and how, and each side's figures.
+
+    - `winner`, `real_winner`: "a", "b" or None; a real winner won by torpedo (the win that
+      counts everywhere); `how`: how the game ended (the loser's death cause, TORPEDO, STAR,
+      COLLISION or HYPERSPACE; FORFEIT; or TIMEOUT or NO_AMMO for a game nobody lost).
+    - per side (`_a`, `_b`): the death cause (DeathCause name, NONE for a survivor), `shots`
+      fired, `hits` (enemy ships hit: 0 or 1), `kills` (1 when this side's torpedo destroyed the
+      other ship), `fuel` used (frames of thrust), torpedoes `dodged` (enemy torpedoes that came
+      within engine.DODGE_RADII hit radii and missed), and through methods `accuracy`,
+      `time_alive` (frames; the game ends at the first death, so both sides live its length) and
+      `score`.
+    - `score(who, reward)`: what the side earned under a reward table (RewardConfig: the
+      standard one, or a personality), the sum of the rewards the environment paid it in this
+      game, split by `score_parts` into steps, kill, death, end of game, efficiency, shots and
+      thrust. Not defined for a forfeited game (it ended outside the rules).
+    """
 
     seed: int
     a_side: int  # which ship A flew
-    winner: str | None  # "a", "b" or None (draw)
-    real_winner: str | None  # torpedo kills only
-    cause_a: str  # DeathCause name or "NONE"
+    winner: str | None
+    real_winner: str | None
+    cause_a: str
     cause_b: str
     frames: int
     shots_a: int
     shots_b: int
     hits_a: int
     hits_b: int
+    decisions: int = 0  # engine steps the game ran (frames / frame_skip, rounded up)
+    end: str = "RUNNING"  # engine end reason: DEATH, NO_AMMO or TRUNCATED
+    kills_a: int = 0
+    kills_b: int = 0
+    fuel_a: float = 0.0
+    fuel_b: float = 0.0
+    dodged_a: int = 0
+    dodged_b: int = 0
+    ammo_a: int = 0  # torpedoes left at the end
+    ammo_b: int = 0
     forfeit: str | None = None  # "a: reason" or "b: reason" when a player forfeited the game
     actions: np.ndarray | None = None  # (steps, 2) by ship, kept for replays (keep_actions)
     final_state: str | None = None  # replays.state_hash of the game's end, with `actions`
+
+    @property
+    def how(self) -> str:
+        if self.forfeit:
+            return "FORFEIT"
+        dead = [c for c in (self.cause_a, self.cause_b) if c not in ("NONE", "TIMEOUT")]
+        if dead:
+            return "COLLISION" if "COLLISION" in dead else dead[0]
+        return "NO_AMMO" if self.end == "NO_AMMO" else "TIMEOUT"
+
+    def side(self, who: str, name: str):
+        return getattr(self, f"{name}_{who}")
+
+    def accuracy(self, who: str) -> float:
+        shots = self.side(who, "shots")
+        return self.side(who, "hits") / shots if shots else 0.0
+
+    def time_alive(self, who: str) -> int:
+        return self.frames
+
+    def score_parts(self, who: str, reward: RewardConfig | None = None,
+                    config: GameConfig | None = None) -> dict[str, float]:
+        """The side's rewards in this game under `reward`, by what earned them."""
+        r = reward if reward is not None else RewardConfig()
+        cfg = config if config is not None else GameConfig()
+        other = "b" if who == "a" else "a"
+        mine, theirs = self.side(who, "cause"), self.side(other, "cause")
+        death = {"TORPEDO": r.death_penalty, "STAR": r.star_penalty,
+                 "COLLISION": r.collision_penalty, "HYPERSPACE": r.hyperspace_penalty}
+        parts = {"steps": self.decisions * r.step_penalty,
+                 "kill": self.side(who, "kills") * r.kill_reward,
+                 "death": death.get(mine, 0.0), "end": 0.0, "efficiency": 0.0,
+                 "shots": self.side(who, "shots") * r.shot_reward,
+                 "thrust": self.side(who, "fuel") * r.thrust_reward}
+        alive = {s: self.side(s, "cause") in ("NONE", "TIMEOUT") for s in (who, other)}
+        if alive[who] and alive[other]:
+            parts["end"] = r.draw_penalty  # a timeout, or both out of torpedoes
+        elif not alive[who] and not alive[other]:
+            mutual = mine == "TORPEDO" and self.side(other, "kills")
+            if mine == "COLLISION" or mutual:
+                parts["end"] = r.draw_penalty
+        elif self.real_winner == who:
+            parts["end"] = r.win_bonus
+            parts["efficiency"] = (r.fuel_efficiency_bonus * (cfg.max_fuel - self.side(who, "fuel"))
+                                   / max(cfg.max_fuel, 1)
+                                   + r.ammo_efficiency_bonus * self.side(who, "ammo")
+                                   / max(cfg.max_ammo, 1))
+        elif self.real_winner == other:
+            parts["end"] = r.lose_penalty
+        return parts
+
+    def score(self, who: str, reward: RewardConfig | None = None,
+              config: GameConfig | None = None) -> float:
+        return float(sum(self.score_parts(who, reward, config).values()))
+
+    def to_dict(self) -> dict:
+        """A JSON line's worth: every figure, both sides, and the scores under `reward`."""
+        out = {k: v for k, v in dataclasses.asdict(self).items()
+               if k not in ("actions", "final_state")}
+        out["how"] = self.how
+        return out
 
 
 @dataclass
@@ -48,7 +135,7 @@ class MatchResult:
 
     name_a: str
     name_b: str
-    games: list[GameRecord] = field(default_factory=list)
+    games: list[GameResult] = field(default_factory=list)
 
     @property
     def n(self) -> int:
@@ -95,15 +182,39 @@ class MatchResult:
         hits = sum(g.hits_a if who == "a" else g.hits_b for g in self.games)
         return hits / shots if shots else 0.0
 
+    def mean(self, who: str, name: str) -> float:
+        """A side's mean per game of a GameResult figure (shots, fuel, dodged, ...)."""
+        return float(np.mean([g.side(who, name) for g in self.games])) if self.games else 0.0
+
+    def mean_score(self, who: str, reward: RewardConfig | None = None,
+                   config: GameConfig | None = None) -> float:
+        played = [g for g in self.games if not g.forfeit]
+        return float(np.mean([g.score(who, reward, config) for g in played])) if played else 0.0
+
+    def write_jsonl(self, path, reward: RewardConfig | None = None) -> None:
+        """Every game's GameResult as a JSON line, with both sides' scores under `reward`."""
+        import json
+
+        with open(path, "a") as f:
+            for g in self.games:
+                row = {"a": self.name_a, "b": self.name_b, **g.to_dict()}
+                if not g.forfeit:
+                    row["score_a"], row["score_b"] = g.score("a", reward), g.score("b", reward)
+                f.write(json.dumps(row) + "\n")
+
 
 def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
                config: GameConfig | None = None, reward_config: RewardConfig | None = None,
-               swap_sides: bool = True, keep_actions: int = 0, progress=None) -> MatchResult:
+               swap_sides: bool = True, keep_actions: int = 0, progress=None,
+               on_step=None) -> MatchResult:
     """Play `games` games (an even number when swapping sides) and return the aggregate.
 
     keep_actions=k keeps both ships' actions of k games (alternating sides: games 0, n/2, 1,
-    n/2 + 1, ...) in their GameRecord, so they can be saved as replays. `progress`
-    (progress.Progress) hears of every game as it ends."""
+    n/2 + 1, ...) in their GameResult, so they can be saved as replays. `progress`
+    (progress.Progress) hears of every game as it ends. `on_step(obs, actions, batch, running)`
+    is called after every step with the observations (N, 2, D) the pilots acted on, the actions
+    (N, 2) by ship, the batch (rewards and end flags of the step, the next observations) and the
+    games that were running before it (datasets.py records games this way)."""
     config = config if config is not None else GameConfig()
     if games < 1:
         raise ValueError(f"games={games} is invalid: must be >= 1")
@@ -137,6 +248,7 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
     kept_log: list[np.ndarray] = []
     kept_steps = np.zeros(n, dtype=np.int64)
     obs = batch.observe()
+    decisions = np.zeros(n, dtype=np.int64)
     while active.any():
         act_a = _act(a, obs[rows, a_side], active)
         act_b = _act(b, obs[rows, 1 - a_side], active)
@@ -151,25 +263,41 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
         if kept.size:
             kept_log.append(actions[kept].copy())
             kept_steps[active] += 1
+        decisions[active] += 1
+        before = obs.copy() if on_step is not None else obs
         batch.step(actions)
         obs = batch.observe()
+        if on_step is not None:
+            on_step(before, actions, batch, active.copy())
         running = int(active.sum())
         active &= ~(batch.terminated | batch.truncated)
         active &= batch.game_i[:, engine.OVER] == 0
         if progress is not None:
             progress.update(running - int(active.sum()))
     result = MatchResult(getattr(a, "name", str(pilot_a)), getattr(b, "name", str(pilot_b)))
-    gi, si = batch.game_i, batch.ship_i
+    gi, si, sf = batch.game_i, batch.ship_i, batch.ship_f
+    ends = {engine.END_DEATH: "DEATH", engine.END_NO_AMMO: "NO_AMMO",
+            engine.END_TRUNCATED: "TRUNCATED"}
     for g in range(n):
         sa, sb = a_side[g], 1 - a_side[g]
-        result.games.append(GameRecord(
+
+        def per(field, ship):
+            return int(si[g, ship, field])
+
+        result.games.append(GameResult(
             seed=int(seeds[g]), a_side=int(sa), winner=_who(gi[g, engine.WINNER], sa),
             real_winner=_who(gi[g, engine.REAL_WINNER], sa),
             cause_a=DeathCause(si[g, sa, engine.CAUSE]).name,
             cause_b=DeathCause(si[g, sb, engine.CAUSE]).name, frames=int(gi[g, engine.FRAME]),
-            shots_a=int(si[g, sa, engine.SHOTS]), shots_b=int(si[g, sb, engine.SHOTS]),
-            hits_a=int(si[g, sa, engine.HITS]), hits_b=int(si[g, sb, engine.HITS]),
-            forfeit=forfeits.get(g)))
+            shots_a=per(engine.SHOTS, sa), shots_b=per(engine.SHOTS, sb),
+            hits_a=per(engine.HITS, sa), hits_b=per(engine.HITS, sb),
+            decisions=int(decisions[g]), end=ends.get(int(gi[g, engine.END_REASON]), "RUNNING"),
+            kills_a=_killed(si[g], sb, by=sa), kills_b=_killed(si[g], sa, by=sb),
+            fuel_a=float(config.max_fuel - sf[g, sa, engine.SFUEL]),
+            fuel_b=float(config.max_fuel - sf[g, sb, engine.SFUEL]),
+            dodged_a=int(batch.stats[g, sa, engine.DODGED]),
+            dodged_b=int(batch.stats[g, sb, engine.DODGED]),
+            ammo_a=per(engine.AMMO, sa), ammo_b=per(engine.AMMO, sb), forfeit=forfeits.get(g)))
     for k, g in enumerate(kept):
         if g not in forfeits:  # a forfeit ends a game outside the rules: not replayable
             result.games[g].actions = np.array([step[k] for step in kept_log[:kept_steps[g]]],
@@ -199,6 +327,11 @@ def _end_by_forfeit(batch: GameBatch, g: int, loser_ship: int) -> None:
     si[g, loser_ship, engine.CAUSE] = int(DeathCause.FORFEIT)
 
 
+def _killed(ships: np.ndarray, ship: int, by: int) -> int:
+    """1 when `ship` died of a torpedo of ship `by`."""
+    return int(ships[ship, engine.CAUSE] == DeathCause.TORPEDO and ships[ship, engine.KILLER] == by)
+
+
 def _who(ship: int, a_side: int) -> str | None:
     """A ship index (or -1 for none) as "a", "b" or None from pilot A's side."""
     return None if ship < 0 else ("a" if ship == a_side else "b")
@@ -214,6 +347,9 @@ def report(r: MatchResult) -> str:
     for who, name in (("a", r.name_a), ("b", r.name_b)):
         causes = ", ".join(f"{k} {v}" for k, v in r.causes(who).items())
         lines.append(f"  deaths of {name}: {causes}; accuracy {r.accuracy(who):.1%}")
+        lines.append(f"    per game: {r.mean(who, 'shots'):.1f} shots, {r.mean(who, 'fuel'):.0f} "
+                     f"fuel used, {r.mean(who, 'dodged'):.1f} torpedoes dodged, score "
+                     f"{r.mean_score(who):.1f}")
     lines.append(f"  mean game length {r.mean_frames():.0f} frames")
     for reason in sorted({g.forfeit for g in r.games if g.forfeit})[:5]:
         who = r.name_a if reason.startswith("a:") else r.name_b
@@ -278,12 +414,13 @@ def describe_game(k: int, info: dict, names: tuple[str, str]) -> str:
 def evaluate(spec: str, opponent: str = "heuristic:hard", episodes: int = 200, seed: int = 0,
              config: GameConfig | None = None, deterministic: bool = True,
              render: bool = False, recorder=None, keep_actions: int = 0,
-             quiet: bool = False, ratings=None) -> dict:
+             quiet: bool = False, ratings=None, results=None) -> dict:
     """The evaluation (and demo) mode: `episodes` games (sides swapped, rounded up to even) of a
     pilot spec against another, printed with a 95% interval, and added to `ratings`
     (ratings.RatingsFile) when given. With render (or a video recorder) the games are played one
-    by one and drawn instead. keep_actions=k saves k games as replays. Returns the figures, the
-    match and both pilots."""
+    by one and drawn instead. keep_actions=k saves k games as replays; `results` names a file
+    that every game's GameResult is added to, as JSON lines. Returns the figures, the match and
+    both pilots."""
     from .progress import Progress
 
     config = config if config is not None else GameConfig()
@@ -307,6 +444,9 @@ def evaluate(spec: str, opponent: str = "heuristic:hard", episodes: int = 200, s
             if hasattr(pilot, "close"):
                 pilot.close()
     print(report(r))
+    if results:
+        r.write_jsonl(results)
+        print(f"  games added to {results}")
     if keep_actions:
         from .replays import save_match_replays
 

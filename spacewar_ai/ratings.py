@@ -141,12 +141,18 @@ def standings(result: Results) -> list[dict[str, Any]]:
     shots = np.zeros(len(result.entrants))
     hits = np.zeros(len(result.entrants))
     forfeits: dict[int, list[str]] = {i: [] for i in range(len(result.entrants))}
+    figures = {i: {"fuel": [], "dodged": [], "score": []} for i in range(len(result.entrants))}
     for i, j, r in result.matches:
         for who, idx in (("a", i), ("b", j)):
+            for game in r.games:
+                figures[idx]["fuel"].append(game.side(who, "fuel"))
+                figures[idx]["dodged"].append(game.side(who, "dodged"))
+                if not game.forfeit:
+                    figures[idx]["score"].append(game.score(who))
             for c, v in r.causes(who).items():
                 causes[idx][c] = causes[idx].get(c, 0) + v
-            forfeits[idx] += [g.forfeit[3:] for g in r.games
-                              if g.forfeit and g.forfeit.startswith(who + ":")]
+            forfeits[idx] += [game.forfeit[3:] for game in r.games
+                              if game.forfeit and game.forfeit.startswith(who + ":")]
         for game in r.games:
             shots[i] += game.shots_a
             shots[j] += game.shots_b
@@ -160,7 +166,10 @@ def standings(result: Results) -> list[dict[str, Any]]:
                      "deaths": causes[i], "forfeits": len(forfeits[i]),
                      # The distinct reasons, so a failing strategy's author sees what went wrong.
                      "forfeit_reasons": sorted(set(forfeits[i]))[:5],
-                     "accuracy": float(hits[i] / shots[i]) if shots[i] else 0.0})
+                     "accuracy": float(hits[i] / shots[i]) if shots[i] else 0.0,
+                     # Per game: fuel used, enemy torpedoes dodged, the standard reward's score.
+                     **{f"mean_{k}": float(np.mean(v)) if v else 0.0
+                        for k, v in figures[i].items()}})
     rows.sort(key=lambda r: -r["rating"])
     return rows
 

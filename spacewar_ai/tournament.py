@@ -290,6 +290,15 @@ def deaths_markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def figures_markdown(rows: list[dict[str, Any]]) -> str:
+    """Per-player GameResult figures, per game, in standings order."""
+    lines = ["| player | accuracy | fuel used | torpedoes dodged | score |", "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['name']} | {r['accuracy']:.1%} | {r['mean_fuel']:.0f} | "
+                     f"{r['mean_dodged']:.2f} | {r['mean_score']:.1f} |")
+    return "\n".join(lines)
+
+
 def planned_games(mode: str, players: int, games_per_pairing: int) -> int:
     """Games a tournament will play (Swiss: at most), for its progress bar."""
     if mode == "round_robin":
@@ -319,7 +328,7 @@ class TournamentReport:
         lines = [f"{self.mode}: {len(r.entrants)} players, {self.games_per_pairing} games per "
                  f"pairing, {sum(m.n for _, _, m in r.matches)} games in {r.seconds:.1f} s", "",
                  self.text,
-                 "", f"wrote {self.folder}/crosstable.md, standings.json, ratings.png"
+                 "", f"wrote {self.folder}/crosstable.md, standings.json, games.jsonl, ratings.png"
                      + (f"; ratings: {self.ratings_path}" if self.ratings_path else "")]
         if self.replays:
             lines.append(f"saved {len(self.replays)} replays under {self.replays[0].parent}/")
@@ -353,11 +362,14 @@ def run_tournament(specs: list[str], mode: str = "round_robin", games_per_pairin
         else:
             result = play_round_robin(entrants, games_per_pairing, seed, **common)
     rows = standings(result)
-    text = crosstable_markdown(result, rows) + "\n\nDeaths by cause:\n\n" + deaths_markdown(rows)
+    text = (crosstable_markdown(result, rows) + "\n\nDeaths by cause:\n\n" + deaths_markdown(rows)
+            + "\n\nPer game (score: the standard reward table's):\n\n" + figures_markdown(rows))
     folder = Path(into) if into is not None else _new_folder(Path(report_dir))
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "crosstable.md").write_text(text + "\n")
     (folder / "standings.json").write_text(json.dumps(rows, indent=1))
+    for _, _, match in result.matches:
+        match.write_jsonl(folder / "games.jsonl")
     from .charts import ratings_chart
 
     ratings_chart(folder / "ratings.png", [r["name"] for r in rows], [r["rating"] for r in rows],

@@ -39,6 +39,7 @@ from .warm_start import behaviour_clone, demonstration_start
 DQN_ITERATION_STEPS = 64  # DQN vector steps per "update" for logging, evaluation and saving
 # How the learner's games end, as logged under charts/death_cause/ (shares of the update's games).
 EPISODE_CAUSES = (DeathCause.TORPEDO, DeathCause.STAR, DeathCause.COLLISION, DeathCause.TIMEOUT)
+GAME_FIGURES = ("shots", "hits", "fuel_used", "dodged")  # logged per game under game/
 PROGRESS_UNITS = 1000  # the progress bar counts thousandths of the run's budget
 SCHEDULES = ("learning_rate", "epsilon", "priority_beta")  # logged as charts/<name>
 # What the HParams dashboard compares runs by: the last value each run logged.
@@ -260,6 +261,8 @@ class Trainer:
         causes = info["death_cause"][rows, 0]
         for c in EPISODE_CAUSES:
             ep[c.name.lower()] += float(np.count_nonzero(causes == c))
+        for key in GAME_FIGURES:
+            ep[key] += float(info[key][rows, 0].sum())
         self.counters["episodes"] += len(rows)
         self.league.assign(done)
         self.league.reset_pilots(done, self.env.batch.rng.copy())
@@ -279,6 +282,11 @@ class Trainer:
             for c in EPISODE_CAUSES:
                 name = c.name.lower()
                 w.add_scalar(f"charts/death_cause/{name}", ep[name] / ep["count"], step)
+            # The learner's GameResult figures, per game (the styles personalities train).
+            for key in GAME_FIGURES:
+                w.add_scalar(f"game/{key}", ep[key] / ep["count"], step)
+            if ep["shots"]:
+                w.add_scalar("game/accuracy", ep["hits"] / ep["shots"], step)
         self._episode_sums = collections.Counter()
         if self.recent_wins:
             w.add_scalar("charts/win_rate", float(np.mean(self.recent_wins)), step)
