@@ -554,6 +554,15 @@ class PolicyStack:
         return out
 
 
+def cql_loss(q_all: torch.Tensor, actions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Conservative Q-learning's regulariser (Kumar et al. 2020, discrete): the mean over the
+    batch of logsumexp over the valid actions of Q(s, .) minus Q(s, a) of the action the data
+    took. Masked actions are left out of the logsumexp: they cannot be taken, so they need no
+    pushing down."""
+    q_data = q_all.gather(1, actions[:, None]).squeeze(1)
+    return (torch.logsumexp(q_all.masked_fill(~mask, -math.inf), 1) - q_data).mean()
+
+
 @torch.no_grad()
 def _move_toward(network: nn.Module, source: nn.Module, weight: float) -> None:
     """Move every weight of `network` this fraction of the way to `source`'s."""
@@ -723,17 +732,18 @@ class DQNAgent(BaseAgent):
     def __len__(self) -> int:
         return len(self.replay)
 
-    def update(self, margin: float = 0.0, **kwargs) -> dict[str, float]:
+    def update(self, margin: float = 0.0, cql_alpha: float = 0.0, **kwargs) -> dict[str, float]:
         """`gradient_steps` steps on the TD loss. margin > 0 adds DQfD's large-margin loss,
         treating every stored action as a demonstration: only for a buffer of a teacher's games
-        (`warm_start.demonstration_start`)."""
+        (`warm_start.demonstration_start`). cql_alpha > 0 adds conservative Q-learning's
+        regulariser for learning from a fixed dataset (`offline.train_cql`): cql_loss below."""
         c = self.config
         size = len(self)
         if size < max(c.batch_size, 1):
             raise RuntimeError(f"update() needs at least batch_size={c.batch_size} transitions, "
                                f"the buffer has {size}")
         replay = self.replay
-        losses, qs, margins = [], [], []
+        losses, qs, margins, conservative = [], [], [], []
         for _ in range(c.gradient_steps):
             idx = replay.sample(c.batch_size, self.rng)
             weights = None
@@ -755,10 +765,14 @@ class DQNAgent(BaseAgent):
                 loss = F.smooth_l1_loss(q, target)
             else:
                 loss = (weights * F.smooth_l1_loss(q, target, reduction="none")).mean()
+            mask = obs[:, -self.action_dim:] > 0.5
+            mask[~mask.any(1), 0] = True
+            if cql_alpha > 0:
+                cql = cql_loss(q_all, actions, mask)
+                loss = loss + cql_alpha * cql
+                conservative.append(cql.item())
             if margin > 0:
                 # max over valid a of Q(s, a) + margin * [a != demonstrated] - Q(s, demonstrated)
-                mask = obs[:, -self.action_dim:] > 0.5
-                mask[~mask.any(1), 0] = True
                 bonus = torch.full_like(q_all, margin).scatter_(1, actions[:, None], 0.0)
                 best = (q_all + bonus).masked_fill(~mask, -math.inf).max(1).values
                 margin_loss = (best - q).mean()
@@ -793,6 +807,8 @@ class DQNAgent(BaseAgent):
                "learning_rate": float(self.optimizer.param_groups[0]["lr"])}
         if margins:
             out["margin_loss"] = float(np.mean(margins))
+        if conservative:
+            out["cql_loss"] = float(np.mean(conservative))
         if self.replay.priorities is not None:
             out["priority_beta"] = float(self.beta)
         return out

@@ -391,6 +391,9 @@ class LeagueConfig(_Serializable):
                         integer=True)
 
 
+ALGORITHMS = ("ppo", "dqn", "bc", "cql")  # online RL; behaviour cloning and CQL from a dataset
+
+
 @dataclass
 class TrainConfig(_Serializable):
     """A training run: the algorithm, its budget and where outputs go."""
@@ -429,10 +432,26 @@ class TrainConfig(_Serializable):
     opponent_model: bool = True
     opponent_model_batch: int = 2048
     opponent_model_lr: float = 1e-3
+    # Potential-based shaping (shaping.py): r + gamma * Phi(s') - Phi(s), Phi scaled by this;
+    # 0 leaves the rewards as the reward table pays them.
+    shaping: float = 0.0
+    # Learning from a recorded dataset (datasets.py, offline.py): algorithm "bc" or "cql".
+    dataset: str = ""  # its name (--dataset)
+    dataset_pilot: str = ""  # learn only from the episodes this pilot flew ("": all)
+    bc_epochs: int = 6  # behaviour cloning: passes over the data
+    offline_steps: int = 20_000  # conservative Q-learning: gradient steps
+    cql_alpha: float = 1.0  # the weight of CQL's regulariser
 
     def __post_init__(self) -> None:
-        _require(self.algorithm in ("ppo", "dqn"), "TrainConfig", "algorithm", self.algorithm,
-                 "must be 'ppo' or 'dqn'")
+        _require(self.algorithm in ALGORITHMS, "TrainConfig", "algorithm", self.algorithm,
+                 f"must be one of {', '.join(ALGORITHMS)}")
+        _require(self.algorithm not in ("bc", "cql") or bool(self.dataset), "TrainConfig",
+                 "dataset", self.dataset, f"{self.algorithm} learns from a dataset: name one "
+                 "(--dataset NAME; record one with --datagen)")
+        _check_positive(self, ("bc_epochs", "offline_steps"), integer=True)
+        for name in ("shaping", "cql_alpha"):
+            v = getattr(self, name)
+            _require(_finite(v) and v >= 0, "TrainConfig", name, v, "must be a finite number >= 0")
         _check_positive(self, ("warm_start_decisions", "warm_start_epochs",
                                "opponent_model_batch"), integer=True)
         _check_positive(self, ("opponent_model_lr",))

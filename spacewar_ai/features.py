@@ -246,6 +246,7 @@ def tactical_columns(obs: np.ndarray, k: dict[str, float]) -> np.ndarray:
     Everything is relative to the own ship, which moves with its own velocity; a torpedo leaves
     from `torpedo_spawn` ahead of it at `torpedo_speed` along the heading on top of that velocity,
     so in the ship's frame it flies straight out along the heading."""
+    _check_dim(obs, "tactical")
     rows = np.ascontiguousarray(obs, dtype=np.float32).reshape(-1, obs.shape[-1])
     out = np.empty((rows.shape[0], TACTICAL_COLUMNS), dtype=np.float32)
     _tactical_kernel(rows, k["half_width"], k["half_height"], 2.0 * k["max_speed"],

@@ -117,12 +117,32 @@ def build_parser() -> Parser:
     m.add_argument("--llm-arena", action="store_true",
                    help="LLM-written strategies (--llm-samples per provider) play a tournament "
                         "against each other and the scripted pilots")
+    m.add_argument("--datagen", action="store_true",
+                   help="record --episodes games between --players A,B as a Minari dataset "
+                        "(--dataset-id NAME)")
+    m.add_argument("--dataset-info", metavar="NAME",
+                   help="print a dataset's card: pilots, size, win rates, scores")
     m.add_argument("--replay", metavar="PATH",
                    help="play back a saved replay (runs/replays/*.json) in a window, or to a "
                         "video with --record")
 
     tr = p.add_argument_group("training")
-    tr.add_argument("--algorithm", choices=("ppo", "dqn"), help="learning algorithm (default ppo)")
+    tr.add_argument("--algorithm", choices=("ppo", "dqn", "bc", "cql"),
+                    help="learning algorithm (default ppo); bc (behaviour cloning) and cql "
+                         "(conservative Q-learning) learn from a recorded --dataset")
+    tr.add_argument("--dataset", metavar="NAME",
+                    help="bc, cql: the dataset to learn from (record one with --datagen)")
+    tr.add_argument("--dataset-pilot", metavar="NAME",
+                    help="bc, cql: learn only from the episodes this pilot flew")
+    tr.add_argument("--dataset-id", metavar="NAME",
+                    help="--datagen: the dataset's name (Minari's namespace/name-vN form; "
+                         "spacewar/ and -v0 added if left out)")
+    tr.add_argument("--reward", metavar="PERSONALITY",
+                    help="the reward table: standard (default), aggressive, survival, efficient "
+                         "or sniper")
+    tr.add_argument("--init-from", metavar="CHECKPOINT",
+                    help="training: start from this model (the same algorithm's weights; a "
+                         "model of another algorithm is imitated first)")
     tr.add_argument("--episodes", type=_count(1),
                     help="training: stop after this many games; --iterative: games between "
                          "rounds; demo: games to play")
@@ -252,8 +272,8 @@ LLM_ACCESS = {"llm_provider", "llm_model", "llm_base_url", "llm_timeout", "keys_
               "llm_local", "llm_local_model", "local_llm_only", "include_local_llm", "gpu_vram"}
 RUN = {"algorithm", "episodes", "timesteps", "minutes", "num_envs", "learning_rate", "device",
        "torch_threads", "config", "checkpoint_dir", "run_name", "resume", "quiet", "seed",
-       "eval_episodes"}
-TRAINING = RUN | LLM_ACCESS | {"warm_start", "render", "checkpoint", "use_llm"}
+       "eval_episodes", "reward", "dataset", "dataset_pilot"}
+TRAINING = RUN | LLM_ACCESS | {"warm_start", "render", "checkpoint", "init_from", "use_llm"}
 APPLIES = {
     "train": TRAINING,
     "champion_train": TRAINING | {"ratings_file"},
@@ -266,6 +286,8 @@ APPLIES = {
     "human_play": {"difficulty", "opponent", "checkpoint", "two_player", "score_limit", "scale",
                    "phosphor", "record", "seed", "checkpoint_dir", "ratings_file", "config"},
     "replay": {"record", "scale", "phosphor"},
+    "datagen": {"players", "episodes", "dataset_id", "seed", "reward", "config", "quiet"},
+    "dataset_info": set(),
     "export": {"checkpoint", "ensemble_with"},
     "benchmark": {"seed", "quick"},
     "benchmark_training": {"seed", "quick"},
@@ -273,7 +295,8 @@ APPLIES = {
     "llm_arena": LLM_ACCESS | {"llm_samples", "matches_per_pairing", "seed"},
 }
 MODE_FLAGS = ("evaluate", "champion_train", "demo", "benchmark", "benchmark_training", "export",
-              "tournament", "human_play", "replay", "iterative", "llm_arena")
+              "tournament", "human_play", "replay", "iterative", "llm_arena", "datagen",
+              "dataset_info")
 
 
 def _flag(dest: str) -> str:
@@ -349,8 +372,16 @@ def _run_config(args):
     if args.episodes is not None and args.timesteps is None:
         train["total_timesteps"] = 10**12  # --episodes alone sets the budget
     cfg.train = dataclasses.replace(cfg.train, **train)
+    if args.dataset is not None or args.dataset_pilot is not None:
+        cfg.train = dataclasses.replace(
+            cfg.train, **({"dataset": args.dataset} if args.dataset else {}),
+            **({"dataset_pilot": args.dataset_pilot} if args.dataset_pilot else {}))
+    if args.reward:
+        from spacewar_ai.config import RewardConfig
+
+        cfg.reward = RewardConfig.preset(args.reward)
     if args.learning_rate is not None:
-        section = cfg.train.algorithm
+        section = {"bc": "ppo", "cql": "dqn"}.get(cfg.train.algorithm, cfg.train.algorithm)
         setattr(cfg, section, dataclasses.replace(getattr(cfg, section),
                                                   learning_rate=args.learning_rate))
     return cfg
@@ -361,9 +392,11 @@ def _train(parser, args) -> int:
 
     if args.champion_train and not args.checkpoint:
         parser.error("--champion-train needs --checkpoint PATH (the model to train further)")
+    if args.checkpoint and args.init_from:
+        parser.error("--checkpoint and --init-from both name the model to start from: give one")
     cfg = _run_config(args)
     guide = _exploration_guide(args, cfg) if args.use_llm else None
-    train(cfg, resume=args.resume, start_from=args.checkpoint,
+    train(cfg, resume=args.resume, start_from=args.init_from or args.checkpoint,
           champion=args.champion_train, ratings_file=args.ratings_file, render=args.render,
           quiet=args.quiet, guide=guide)
     return 0
@@ -483,6 +516,28 @@ def _replay(parser, args) -> int:
     return 0
 
 
+def _datagen(parser, args) -> int:
+    from spacewar_ai.datasets import generate
+
+    specs = [s.strip() for s in (args.players or "").split(",")]
+    if len(specs) != 2 or not all(specs):
+        parser.error("--datagen needs --players A,B (the two pilots whose games are recorded)")
+    if not args.dataset_id:
+        parser.error("--datagen needs --dataset-id NAME (what the dataset will be called)")
+    cfg = _run_config(args)
+    report = generate([tuple(specs)], args.episodes or 200, args.dataset_id, args.seed or 0,
+                      cfg.reward, cfg.game, args.quiet)
+    print(report.summary())
+    return 0
+
+
+def _dataset_info(parser, args) -> int:
+    from spacewar_ai.datasets import info
+
+    print(info(args.dataset_info))
+    return 0
+
+
 def _benchmark(parser, args) -> int:
     from spacewar_ai.benchmark import run_benchmark
 
@@ -539,7 +594,8 @@ def _llm_arena(parser, args) -> int:
 MODES = {"train": _train, "champion_train": _train, "evaluate": _evaluate, "demo": _demo,
          "tournament": _tournament, "human_play": _human_play, "replay": _replay,
          "export": _export, "benchmark": _benchmark, "benchmark_training": _benchmark_training,
-         "iterative": _iterative, "llm_arena": _llm_arena}
+         "iterative": _iterative, "llm_arena": _llm_arena, "datagen": _datagen,
+         "dataset_info": _dataset_info}
 
 
 if __name__ == "__main__":

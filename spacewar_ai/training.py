@@ -34,6 +34,7 @@ from .opponent_model import FILE_NAME as OPPONENT_MODEL_FILE
 from .opponent_model import OpponentModel
 from .pilots import AgentPilot, make_pilot
 from .progress import Progress
+from .shaping import potential, shaped
 from .warm_start import behaviour_clone, demonstration_start
 
 DQN_ITERATION_STEPS = 64  # DQN vector steps per "update" for logging, evaluation and saving
@@ -436,6 +437,19 @@ class Trainer:
             used = max(used, c["wall_seconds"] / (60 * t.max_minutes))
         return min(1.0, used)
 
+    def _shape(self, obs, next_obs, info, term, reward, gamma) -> np.ndarray:
+        """The learner's rewards, with potential-based shaping when [train] shaping > 0."""
+        scale = self.cfg.train.shaping
+        if not scale:
+            return reward.astype(np.float32)
+        after = next_obs[:, 0].copy()
+        if "final_obs" in info:
+            done = info["_final_obs"]
+            after[done] = info["final_obs"][done, 0]
+        constants = self.agent.view_constants
+        return shaped(reward, potential(obs[:, 0], scale, constants),
+                      potential(after, scale, constants), term, gamma).astype(np.float32)
+
     def _draw(self) -> None:
         if not self.render:
             return
@@ -507,7 +521,7 @@ class Trainer:
                 actions[:, 1] = league.act(obs[:, 1])
                 self._watch_opponent(obs, actions)
                 next_obs, rewards, term, trunc, info = env.step_both(actions)
-                reward = rewards[:, 0].astype(np.float32)
+                reward = self._shape(obs, next_obs, info, term, rewards[:, 0], gamma)
                 if trunc.any():
                     # A timeout is not the end of the world: bootstrap from the last state.
                     rows = np.flatnonzero(trunc)
@@ -548,7 +562,8 @@ class Trainer:
                 stored_next = next_obs[:, 0].copy()
                 if done.any():
                     stored_next[done] = info["final_obs"][done, 0]
-                agent.store_transition(obs[:, 0], actions[:, 0], rewards[:, 0], stored_next, term,
+                reward = self._shape(obs, next_obs, info, term, rewards[:, 0], c.gamma)
+                agent.store_transition(obs[:, 0], actions[:, 0], reward, stored_next, term,
                                        done=done)
                 self.counters["global_step"] += n
                 vector_steps += 1
@@ -610,12 +625,28 @@ def train(cfg: RunConfig, resume: str | None = None, start_from: str | None = No
     from .pilots import spec_path
     from .ratings import best_models
 
+    if cfg.train.algorithm in ("bc", "cql"):
+        from .offline import train_bc, train_cql
+
+        if resume or start_from or champion:
+            raise ValueError(f"--algorithm {cfg.train.algorithm} learns from a dataset alone: "
+                             "--resume, --init-from and --champion-train do not apply")
+        return (train_bc if cfg.train.algorithm == "bc" else train_cql)(cfg, quiet)
     init = None
     if start_from:
         init = spec_path(start_from)
         if init is None or not init.is_file():
-            raise ValueError(f"--checkpoint {start_from!r}: training starts from a checkpoint "
+            raise ValueError(f"--init-from {start_from!r}: training starts from a checkpoint "
                              "file (or pretrained), not a scripted pilot or a planner")
+        algorithm = load_checkpoint(init)["algorithm"]
+        if algorithm != cfg.train.algorithm and champion:
+            raise ValueError(f"--champion-train continues a {cfg.train.algorithm} model; "
+                             f"{start_from} holds a {algorithm} model: train it with "
+                             f"--algorithm {algorithm}")
+        if algorithm != cfg.train.algorithm:
+            # A model of another algorithm (CQL's Q-network for PPO, say) is imitated first.
+            cfg.train = dataclasses.replace(cfg.train, warm_start=f"{algorithm}:{init}")
+            init = None
     champions = None
     if champion:
         found = best_models(cfg.train.checkpoint_dir, ratings_file, exclude=init)

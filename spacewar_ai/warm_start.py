@@ -1,4 +1,5 @@
-"""Warm starts: learn from a pilot before reinforcement learning.
+"""Warm starts: learn from a pilot before reinforcement learning (behaviour cloning on games it
+plays for the purpose: offline.behaviour_clone; from a recorded dataset: --algorithm bc).
 
 A teacher (any pilot spec, e.g. `heuristic:hard`) flies ship 0 against the scripted ladder and
 random (`teacher_games`), and the learner learns from its decisions:
@@ -12,8 +13,8 @@ random (`teacher_games`), and the learner learns from its decisions:
 from __future__ import annotations
 
 import numpy as np
-import torch
 
+from . import offline
 from .config import GameConfig
 from .environment import SpacewarVectorEnv
 from .pilots import make_pilot
@@ -69,11 +70,8 @@ def behaviour_clone(agent, teacher: str, config: GameConfig, decisions: int = 50
         lambda epoch, loss, agreement: print(f"warm start from {teacher}: epoch {epoch + 1}/"
                                              f"{epochs}, loss {loss:.3f}, agreement "
                                              f"{agreement:.1%}"))
-    actions = np.concatenate(ys)
-    fitted = agent.imitate(np.concatenate(xs), actions,
-                           torch.optim.Adam(agent.net.actor.parameters(), lr=lr), batch_size,
-                           epochs, torch.Generator().manual_seed(seed), on_epoch=report)
-    return {"loss": fitted["loss"], "accuracy": fitted["accuracy"], "decisions": len(actions)}
+    return offline.behaviour_clone(agent, np.concatenate(xs), np.concatenate(ys), epochs, seed,
+                                   batch_size, lr, report)
 
 
 def demonstration_start(agent, teacher: str, config: GameConfig, decisions: int = 200_000,
