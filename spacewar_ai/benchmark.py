@@ -172,6 +172,73 @@ def run_benchmark(repeats: int = 5, seed: int = 0, quick: bool = False) -> dict[
         if unit == "game-steps/s":
             extra = f"   ({value * skip:,.0f} frames/s)"
         print(f"  {name:<{width}}  {value:>14,.0f} {unit}{extra}")
+    figures.update(bench_ray(seed, quick))
+    return figures
+
+
+RAY_PLAYERS = ("pretrained", "heuristic:hard", "heuristic:medium", "heuristic:easy", "random")
+
+
+def bench_ray(seed: int = 0, quick: bool = False, address: str | None = None) -> dict[str, float]:
+    """The same round robin (RAY_PLAYERS) on the local process pool and as Ray tasks, one after
+    the other, and the overheads docs/scaling.md projects a cluster from: a task's round trip,
+    moving a policy's weights through Ray's object store, and the size of a pairing's result."""
+    import os
+    import pickle
+
+    try:
+        from .cluster import connect
+        ray = connect(address)
+    except ValueError as exc:
+        print(f"Ray backend: not measured ({exc})")
+        return {}
+    from .checkpoints import load_checkpoint
+    from .pilots import PRETRAINED_PATH
+    from .tournament import play_round_robin, resolve_entrants
+
+    games = 20 if quick else 100
+    entrants = resolve_entrants(list(RAY_PLAYERS))
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    rows, figures = [], {}
+    for name, kw in ((f"local process pool, {os.cpu_count()} workers",
+                      {"workers": os.cpu_count() or 1}), (f"Ray tasks, {cpus} CPUs",
+                                                         {"ray_address": address or ""})):
+        began = time.perf_counter()
+        result = play_round_robin(entrants, games, seed, **kw)
+        took = time.perf_counter() - began
+        figures["tournament_ray" if "ray_address" in kw else "tournament_pool"] = \
+            len(result.matches) * games / took
+        rows.append((f"tournament games, {name}", len(result.matches) * games / took, "games/s"))
+
+    noop = ray.remote(num_cpus=1)(lambda: None)
+    ray.get([noop.remote() for _ in range(cpus)])  # workers started outside the timing
+    times = []
+    for _ in range(20 if quick else 200):
+        began = time.perf_counter()
+        ray.get(noop.remote())
+        times.append(time.perf_counter() - began)
+    figures["ray_task_ms"] = 1000 * statistics.median(times)
+    weights = load_checkpoint(PRETRAINED_PATH)
+    blob = pickle.dumps(weights)
+    size = ray.remote(num_cpus=1)(lambda x: len(pickle.dumps(x)))
+    times = []
+    for _ in range(5 if quick else 20):
+        began = time.perf_counter()
+        ray.get(size.remote(ray.put(weights)))
+        times.append(time.perf_counter() - began)
+    figures["ray_policy_ms"] = 1000 * statistics.median(times)
+    figures["policy_mb"] = len(blob) / 1e6
+    figures["pairing_result_kb"] = len(pickle.dumps(result.matches[0])) / 1e3
+    print(f"Ray backend on this machine ({cpus} CPUs), the same round robin of {len(entrants)} "
+          f"players, {games} games per pairing, one after the other:")
+    width = max(len(r[0]) for r in rows)
+    for name, value, unit in rows:
+        print(f"  {name:<{width}}  {value:>10,.0f} {unit}")
+    print(f"  a Ray task's round trip (no work), median   {figures['ray_task_ms']:.2f} ms")
+    print(f"  the shipped policy ({figures['policy_mb']:.2f} MB) put and read by a task, median  "
+          f"{figures['ray_policy_ms']:.1f} ms")
+    print(f"  one pairing's result ({games} games), pickled   "
+          f"{figures['pairing_result_kb']:.1f} kB")
     return figures
 
 

@@ -65,35 +65,49 @@ def line_chart(path: str | Path, series: dict[str, list[tuple[float, float]]], t
 
 
 def ratings_chart(path: str | Path, names: list[str], ratings: list[float],
-                  errors: list[float], title: str, size: tuple[int, int] = (800, 60)) -> None:
+                  errors: list[float], title: str) -> None:
     """Horizontal bars of ratings (best first) with 95% error bars, saved as a PNG."""
+    bar_chart(path, names, ratings, title, errors, floor=None, label="{:.0f} +- {:.0f}")
+
+
+def bar_chart(path: str | Path, names: list[str], values: list[float], title: str,
+              errors: list[float] | None = None, floor: float | None = 0.0,
+              label: str = "{:.3g}", size: tuple[int, int] = (800, 60)) -> None:
+    """Horizontal bars, one a name, with optional error bars, saved as a PNG. Bars start at
+    `floor` (None: just below the smallest value, for ratings that sit far from 0)."""
     import os
 
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     import pygame
 
     pygame.init()
+    errors = errors if errors is not None else [0.0] * len(values)
     row = 34
     w, h = size[0], size[1] + row * len(names)
     left, right, top = 260, 30, 45
     surf = pygame.Surface((w, h))
     surf.fill((255, 255, 255))
     font = pygame.font.Font(None, 22)
-    lo = min(r - e for r, e in zip(ratings, errors)) - 50 if ratings else 1000
-    hi = max(r + e for r, e in zip(ratings, errors)) + 50 if ratings else 2000
+    spread = [v - e for v, e in zip(values, errors)] + [v + e for v, e in zip(values, errors)]
+    low, high = (min(spread), max(spread)) if values else (0.0, 1.0)
+    pad = 0.05 * (high - low or 1.0)
+    lo = low - pad if floor is None else min(floor, low)
+    hi = high + pad
 
     def px(v):
         return left + (v - lo) / (hi - lo or 1) * (w - left - right)
 
     surf.blit(font.render(title, True, (0, 0, 0)), (10, 12))
-    for k, (name, r, e) in enumerate(zip(names, ratings, errors)):
+    for k, (name, v, e) in enumerate(zip(names, values, errors)):
         y = top + k * row
         surf.blit(font.render(f"{name[:18]}", True, (0, 0, 0)), (10, y + 8))
-        pygame.draw.rect(surf, PALETTE[0], (left, y + 6, max(1, px(r) - left), row - 12))
-        pygame.draw.line(surf, (0, 0, 0), (px(r - e), y + row // 2), (px(r + e), y + row // 2), 2)
-        for v in (r - e, r + e):
-            pygame.draw.line(surf, (0, 0, 0), (px(v), y + 8), (px(v), y + row - 8), 2)
-        value = font.render(f"{r:.0f} +- {e:.0f}", True, (0, 0, 0))
-        surf.blit(value, (left - 8 - value.get_width(), y + 8))
+        pygame.draw.rect(surf, PALETTE[0], (left, y + 6, max(1, px(v) - left), row - 12))
+        if e:
+            pygame.draw.line(surf, (0, 0, 0), (px(v - e), y + row // 2),
+                             (px(v + e), y + row // 2), 2)
+            for end in (v - e, v + e):
+                pygame.draw.line(surf, (0, 0, 0), (px(end), y + 8), (px(end), y + row - 8), 2)
+        text = font.render(label.format(v, e), True, (0, 0, 0))
+        surf.blit(text, (left - 8 - text.get_width(), y + 8))
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     pygame.image.save(surf, str(path))

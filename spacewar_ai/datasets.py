@@ -83,13 +83,15 @@ class DatagenReport:
 
 def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
              reward: RewardConfig | None = None, config: GameConfig | None = None,
-             quiet: bool = False, overwrite: bool = False) -> DatagenReport:
-    """Record `games` games of every pair of pilot specs (sides swapped) as one dataset."""
+             quiet: bool = False, overwrite: bool = False,
+             ray_address: str | None = None) -> DatagenReport:
+    """Record `games` games of every pair of pilot specs (sides swapped) as one dataset. The
+    games are played in chunks of BATCH, in this process or (`ray_address` not None; "" for Ray
+    on this machine) as Ray tasks: the same games either way; Minari writes on this machine."""
     minari = _minari()
     from minari.data_collector import EpisodeBuffer
 
-    from .match import play_match
-    from .pilots import make_pilot
+    from .pilots import absolute_spec, make_pilot
     from .progress import Progress
 
     did = dataset_id(name)
@@ -109,28 +111,36 @@ def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
             pilot = make_pilot(spec, config)
             if hasattr(pilot, "close"):
                 pilot.close()
-    buffers, lines = [], []
-    play = 0.0
+    jobs = [(absolute_spec(a), absolute_spec(b), min(BATCH, games - start),
+             seed + 1_000_003 * p + start, config.to_dict(), reward.to_dict())
+            for p, (a, b) in enumerate(pairs) for start in range(0, games, BATCH)]
+    if ray_address is not None:
+        from .cluster import connect
+
+        connect(ray_address or None)
+    begun = time.perf_counter()
     with Progress(games * len(pairs), "datagen", "game", quiet) as progress:
-        for p, (a, b) in enumerate(pairs):
-            for start in range(0, games, BATCH):
-                n = min(BATCH, games - start)
-                begun = time.perf_counter()
-                recorder = _Recorder(n)
-                r = play_match(a, b, n, seed + 1_000_003 * p + start, config, reward,
-                               on_step=recorder.step, progress=progress)
-                play += time.perf_counter() - begun
-                for g, game in enumerate(r.games):
-                    first = len(buffers)
-                    for ship in (0, 1):
-                        buffers.append(recorder.episode(g, ship, len(buffers), game.seed,
-                                                        EpisodeBuffer))
-                    who = {"a": r.name_a, "b": r.name_b}
-                    ships = [who["a"], who["b"]] if game.a_side == 0 else [who["b"], who["a"]]
-                    lines.append({**game.to_dict(), "a": r.name_a, "b": r.name_b,
-                                  "episodes": [first, first + 1], "pilots": ships,
-                                  "score_a": game.score("a", reward, config),
-                                  "score_b": game.score("b", reward, config)})
+        if ray_address is None:
+            chunks = [record_chunk(job, progress) for job in jobs]
+        else:
+            from .cluster import run_tasks
+
+            chunks = run_tasks(record_chunk, jobs, progress, [job[2] for job in jobs],
+                               ray_address or None)
+    play = time.perf_counter() - begun
+    buffers, lines = [], []
+    for r, episodes in chunks:
+        for g, game in enumerate(r.games):
+            first = len(buffers)
+            for ship in (0, 1):
+                buffers.append(EpisodeBuffer(id=len(buffers), seed=game.seed,
+                                             **episodes[g][ship]))
+            who = {"a": r.name_a, "b": r.name_b}
+            ships = [who["a"], who["b"]] if game.a_side == 0 else [who["b"], who["a"]]
+            lines.append({**game.to_dict(), "a": r.name_a, "b": r.name_b,
+                          "episodes": [first, first + 1], "pilots": ships,
+                          "score_a": game.score("a", reward, config),
+                          "score_b": game.score("b", reward, config)})
     begun = time.perf_counter()
     from .environment import SpacewarEnv
 
@@ -138,9 +148,9 @@ def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Minari asks for authors and permalinks we do not have
         minari.create_dataset_from_buffers(
-            did, buffers, env=env.spec or "Spacewar-v0",
-            observation_space=env.observation_space, action_space=env.action_space,
-            algorithm_name="spacewar-ai --datagen", author="spacewar-ai",
+            did, buffers, env="Spacewar-v0", observation_space=env.observation_space,
+            action_space=env.action_space, algorithm_name="spacewar-ai --datagen",
+            author="spacewar-ai",
             description=f"Spacewar! games: {', '.join(f'{a} vs {b}' for a, b in pairs)}",
             data_format="hdf5")
     folder = _folder(did)
@@ -154,6 +164,19 @@ def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
     write = time.perf_counter() - begun
     steps = sum(len(b.rewards) for b in buffers)
     return DatagenReport(did, games * len(pairs), steps, play, write, folder)
+
+
+def record_chunk(job, progress=None):
+    """Play one chunk of games (a, b, games, seed, game config, reward table as dicts) and cut
+    it into episodes: (MatchResult, [[ship 0's episode, ship 1's] per game]), each episode the
+    arrays of an EpisodeBuffer. A pure function of its job: a Ray task plays it alike."""
+    from .match import play_match
+
+    a, b, n, seed, cfg, rew = job
+    recorder = _Recorder(n)
+    r = play_match(a, b, n, seed, GameConfig.from_dict(cfg), RewardConfig.from_dict(rew),
+                   on_step=recorder.step, progress=progress)
+    return r, [[recorder.episode(g, ship) for ship in (0, 1)] for g in range(n)]
 
 
 class _Recorder:
@@ -178,18 +201,17 @@ class _Recorder:
         self.trunc |= batch.truncated & running
         self.last = batch.obs.copy()  # games over keep their final observation
 
-    def episode(self, g: int, ship: int, index: int, seed: int, buffer_cls):
+    def episode(self, g: int, ship: int) -> dict[str, np.ndarray]:
         steps = [t for t, r in enumerate(self.running) if r[g]]
         obs = np.stack([self.obs[t][g, ship] for t in steps] + [self.last[g, ship]])
         terms = np.zeros(len(steps), dtype=bool)
         truncs = np.zeros(len(steps), dtype=bool)
         terms[-1], truncs[-1] = self.term[g], self.trunc[g] or not self.term[g]
-        return buffer_cls(
-            id=index, seed=int(seed), observations=obs.astype(np.float32),
-            actions=np.array([self.actions[t][g, ship] for t in steps], dtype=np.int64),
-            rewards=np.array([self.rewards[t][g, ship] for t in steps], dtype=np.float64),
-            terminations=terms, truncations=truncs,
-            infos={"action_mask": obs[:, MASK].astype(MASK_DTYPE)})
+        return {"observations": obs.astype(np.float32),
+                "actions": np.array([self.actions[t][g, ship] for t in steps], dtype=np.int64),
+                "rewards": np.array([self.rewards[t][g, ship] for t in steps], dtype=np.float64),
+                "terminations": terms, "truncations": truncs,
+                "infos": {"action_mask": obs[:, MASK].astype(MASK_DTYPE)}}
 
 
 def load(name: str, config: GameConfig | None = None):

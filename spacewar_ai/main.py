@@ -120,6 +120,10 @@ def build_parser() -> Parser:
     m.add_argument("--datagen", action="store_true",
                    help="record --episodes games between --players A,B as a Minari dataset "
                         "(--dataset-id NAME)")
+    m.add_argument("--pbt", action="store_true",
+                   help="population-based training on Ray Tune: --population PPO members, "
+                        "--timesteps each in --pbt-rounds rounds; the weaker take the stronger's "
+                        "weights and perturbed hyperparameters between rounds")
     m.add_argument("--dataset-info", metavar="NAME",
                    help="print a dataset's card: pilots, size, win rates, scores")
     m.add_argument("--replay", metavar="PATH",
@@ -200,6 +204,18 @@ def build_parser() -> Parser:
                     help="ratings accumulated across tournaments and evaluations (default "
                          "<checkpoint-dir>/ratings.json)")
 
+    ray = p.add_argument_group("Ray (pip install -e \".[cluster]\")")
+    ray.add_argument("--backend", choices=("local", "ray"),
+                     help="evaluate, tournament, datagen: local (default: this process or a "
+                          "process pool) or ray (Ray tasks; the same results)")
+    ray.add_argument("--ray-address", metavar="ADDRESS",
+                     help="join this Ray cluster (as printed by `ray start --head`; default the "
+                          "RAY_ADDRESS variable, else a Ray instance on this machine); implies "
+                          "--backend ray")
+    ray.add_argument("--population", type=_count(2), help="--pbt: members (default 4)")
+    ray.add_argument("--pbt-rounds", type=_count(2),
+                     help="--pbt: rounds, each ending in a comparison (default 10)")
+
     hp = p.add_argument_group("human play, videos and replays")
     hp.add_argument("--difficulty", choices=("easy", "medium", "hard", "insane"),
                     help="easy: heuristic pilot 3 frames late; medium: best model sampling, 2 "
@@ -273,20 +289,25 @@ LLM_ACCESS = {"llm_provider", "llm_model", "llm_base_url", "llm_timeout", "keys_
 RUN = {"algorithm", "episodes", "timesteps", "minutes", "num_envs", "learning_rate", "device",
        "torch_threads", "config", "checkpoint_dir", "run_name", "resume", "quiet", "seed",
        "eval_episodes", "reward", "dataset", "dataset_pilot"}
+RAY = {"backend", "ray_address"}
 TRAINING = RUN | LLM_ACCESS | {"warm_start", "render", "checkpoint", "init_from", "use_llm"}
 APPLIES = {
     "train": TRAINING,
     "champion_train": TRAINING | {"ratings_file"},
     "evaluate": {"checkpoint", "opponent", "eval_episodes", "stochastic", "seed", "render",
-                 "record", "save_replays", "ratings_file", "checkpoint_dir", "quiet", "results"},
+                 "record", "save_replays", "ratings_file", "checkpoint_dir", "quiet", "results"}
+    | RAY,
     "demo": {"players", "checkpoint", "opponent", "episodes", "seed", "render", "record",
              "quiet", "results"},
     "tournament": {"players", "tournament_mode", "matches_per_pairing", "workers",
-                   "ratings_file", "checkpoint_dir", "seed", "save_replays", "quiet"},
+                   "ratings_file", "checkpoint_dir", "seed", "save_replays", "quiet"} | RAY,
     "human_play": {"difficulty", "opponent", "checkpoint", "two_player", "score_limit", "scale",
                    "phosphor", "record", "seed", "checkpoint_dir", "ratings_file", "config"},
     "replay": {"record", "scale", "phosphor"},
-    "datagen": {"players", "episodes", "dataset_id", "seed", "reward", "config", "quiet"},
+    "datagen": {"players", "episodes", "dataset_id", "seed", "reward", "config", "quiet"} | RAY,
+    "pbt": {"population", "pbt_rounds", "timesteps", "num_envs", "learning_rate", "config",
+            "checkpoint_dir", "run_name", "seed", "quiet", "eval_episodes", "ray_address",
+            "torch_threads"},
     "dataset_info": set(),
     "export": {"checkpoint", "ensemble_with"},
     "benchmark": {"seed", "quick"},
@@ -296,7 +317,7 @@ APPLIES = {
 }
 MODE_FLAGS = ("evaluate", "champion_train", "demo", "benchmark", "benchmark_training", "export",
               "tournament", "human_play", "replay", "iterative", "llm_arena", "datagen",
-              "dataset_info")
+              "dataset_info", "pbt")
 
 
 def _flag(dest: str) -> str:
@@ -368,14 +389,11 @@ def _run_config(args):
         ("episodes", "episodes"), ("seed", "seed"), ("device", "device"),
         ("torch_threads", "torch_threads"), ("checkpoint_dir", "checkpoint_dir"),
         ("run_name", "run_name"), ("eval_episodes", "eval_episodes"),
-        ("warm_start", "warm_start"), ("minutes", "max_minutes")) if getattr(args, flag) is not None}
+        ("warm_start", "warm_start"), ("minutes", "max_minutes"), ("dataset", "dataset"),
+        ("dataset_pilot", "dataset_pilot")) if getattr(args, flag) is not None}
     if args.episodes is not None and args.timesteps is None:
         train["total_timesteps"] = 10**12  # --episodes alone sets the budget
     cfg.train = dataclasses.replace(cfg.train, **train)
-    if args.dataset is not None or args.dataset_pilot is not None:
-        cfg.train = dataclasses.replace(
-            cfg.train, **({"dataset": args.dataset} if args.dataset else {}),
-            **({"dataset_pilot": args.dataset_pilot} if args.dataset_pilot else {}))
     if args.reward:
         from spacewar_ai.config import RewardConfig
 
@@ -395,6 +413,22 @@ def _train(parser, args) -> int:
     if args.checkpoint and args.init_from:
         parser.error("--checkpoint and --init-from both name the model to start from: give one")
     cfg = _run_config(args)
+    algorithm = cfg.train.algorithm
+    if algorithm in ("bc", "cql"):
+        # Offline learners read a dataset, not games: the flags that shape play do nothing.
+        unread = ["episodes", "minutes", "num_envs", "warm_start", "render", "use_llm"] + (
+            ["timesteps"] if algorithm == "bc" else [])
+        given = [k for k in unread if getattr(args, k) not in (None, False)]
+        if given:
+            hint = "; --timesteps sets conservative Q-learning's gradient steps" \
+                if algorithm == "cql" else ""
+            parser.error(f"{_flag(given[0])} does not apply to --algorithm {algorithm}, which "
+                         f"learns from --dataset alone{hint}")
+        if algorithm == "cql" and args.timesteps is not None:
+            cfg.train = dataclasses.replace(cfg.train, offline_steps=args.timesteps)
+    elif args.dataset or args.dataset_pilot:
+        parser.error(f"--{'dataset' if args.dataset else 'dataset-pilot'} is read by --algorithm "
+                     f"bc and cql; {algorithm} learns by playing")
     guide = _exploration_guide(args, cfg) if args.use_llm else None
     train(cfg, resume=args.resume, start_from=args.init_from or args.checkpoint,
           champion=args.champion_train, ratings_file=args.ratings_file, render=args.render,
@@ -429,6 +463,15 @@ def _ratings(args):
     return RatingsFile(args.ratings_file or default)
 
 
+def _ray_address(parser, args) -> str | None:
+    """None: play here; "" : Ray on this machine (or RAY_ADDRESS); else the cluster's address."""
+    if args.ray_address and args.backend == "local":
+        parser.error("--ray-address joins a Ray cluster and --backend local plays here: drop one")
+    if args.ray_address:
+        return args.ray_address
+    return "" if args.backend == "ray" else None
+
+
 def _evaluate(parser, args) -> int:
     from spacewar_ai.match import evaluate
     from spacewar_ai.recording import open_recorder
@@ -440,13 +483,16 @@ def _evaluate(parser, args) -> int:
         if drawn and getattr(args, kept):
             parser.error(f"{_flag(kept)} keeps games of a match, and --render/--record play games "
                          "one by one to draw them: use one or the other")
+    if drawn and _ray_address(parser, args) is not None:
+        parser.error("--render/--record draw games one by one here: drop --backend ray and "
+                     "--ray-address")
     ratings = None if drawn else _ratings(args)  # a bad ratings file is refused before any game
     recorder = open_recorder(args.record, per_decision=True)
     evaluate(args.checkpoint, args.opponent or "heuristic:hard",
              args.eval_episodes or (1 if drawn else 200), args.seed or 0,
              deterministic=not args.stochastic, render=args.render, recorder=recorder,
              keep_actions=args.save_replays or 0, quiet=args.quiet, ratings=ratings,
-             results=args.results)
+             results=args.results, ray_address=_ray_address(parser, args))
     return 0
 
 
@@ -483,10 +529,14 @@ def _tournament(parser, args) -> int:
     else:
         models = best_models(args.checkpoint_dir or "checkpoints", args.ratings_file)
         specs = [str(path) for path, _ in models] + list(SCRIPTED_SPECS)
+    if args.workers is not None and _ray_address(parser, args) is not None:
+        parser.error("--workers counts processes on this machine; on Ray the cluster's CPUs "
+                     "play: drop --workers")
     report = run_tournament(specs, args.tournament_mode or "round_robin",
                             args.matches_per_pairing or 100, args.seed or 0,
                             args.workers or (os.cpu_count() or 1), _ratings(args),
-                            args.save_replays or 0, args.quiet)
+                            args.save_replays or 0, args.quiet,
+                            ray_address=_ray_address(parser, args))
     print(report.summary())
     return 0
 
@@ -526,7 +576,20 @@ def _datagen(parser, args) -> int:
         parser.error("--datagen needs --dataset-id NAME (what the dataset will be called)")
     cfg = _run_config(args)
     report = generate([tuple(specs)], args.episodes or 200, args.dataset_id, args.seed or 0,
-                      cfg.reward, cfg.game, args.quiet)
+                      cfg.reward, cfg.game, args.quiet,
+                      ray_address=_ray_address(parser, args))
+    print(report.summary())
+    return 0
+
+
+def _pbt(parser, args) -> int:
+    from spacewar_ai.pbt import run_pbt
+
+    cfg = _run_config(args)
+    if args.timesteps is None:
+        cfg.train = dataclasses.replace(cfg.train, total_timesteps=1_000_000)
+    report = run_pbt(cfg, args.population or 4, args.pbt_rounds or 10, args.seed or 0,
+                     args.eval_episodes or 20, args.ray_address, quiet=args.quiet)
     print(report.summary())
     return 0
 
@@ -595,7 +658,7 @@ MODES = {"train": _train, "champion_train": _train, "evaluate": _evaluate, "demo
          "tournament": _tournament, "human_play": _human_play, "replay": _replay,
          "export": _export, "benchmark": _benchmark, "benchmark_training": _benchmark_training,
          "iterative": _iterative, "llm_arena": _llm_arena, "datagen": _datagen,
-         "dataset_info": _dataset_info}
+         "dataset_info": _dataset_info, "pbt": _pbt}
 
 
 if __name__ == "__main__":

@@ -92,7 +92,7 @@ class GameResult:
         r = reward if reward is not None else RewardConfig()
         cfg = config if config is not None else GameConfig()
         other = "b" if who == "a" else "a"
-        mine, theirs = self.side(who, "cause"), self.side(other, "cause")
+        mine = self.side(who, "cause")
         death = {"TORPEDO": r.death_penalty, "STAR": r.star_penalty,
                  "COLLISION": r.collision_penalty, "HYPERSPACE": r.hyperspace_penalty}
         parts = {"steps": self.decisions * r.step_penalty,
@@ -206,7 +206,7 @@ class MatchResult:
 def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
                config: GameConfig | None = None, reward_config: RewardConfig | None = None,
                swap_sides: bool = True, keep_actions: int = 0, progress=None,
-               on_step=None) -> MatchResult:
+               on_step=None, first_start: int = 0) -> MatchResult:
     """Play `games` games (an even number when swapping sides) and return the aggregate.
 
     keep_actions=k keeps both ships' actions of k games (alternating sides: games 0, n/2, 1,
@@ -214,7 +214,9 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
     (progress.Progress) hears of every game as it ends. `on_step(obs, actions, batch, running)`
     is called after every step with the observations (N, 2, D) the pilots acted on, the actions
     (N, 2) by ship, the batch (rewards and end flags of the step, the next observations) and the
-    games that were running before it (datasets.py records games this way)."""
+    games that were running before it (datasets.py records games this way). `first_start`
+    skips that many starts: the games of a match can be played in parts (play_match_on_ray),
+    each game depending on its own seed alone."""
     config = config if config is not None else GameConfig()
     if games < 1:
         raise ValueError(f"games={games} is invalid: must be >= 1")
@@ -225,7 +227,7 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
     b = make_pilot(pilot_b, config, seed + 1)
     n = games
     half = n // 2 if swap_sides else n
-    starts = seed + np.arange(half, dtype=np.int64)
+    starts = seed + first_start + np.arange(half, dtype=np.int64)
     seeds = np.concatenate([starts, starts]) if swap_sides else starts
     a_side = np.zeros(n, dtype=np.int64)
     if swap_sides:
@@ -281,7 +283,7 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
     for g in range(n):
         sa, sb = a_side[g], 1 - a_side[g]
 
-        def per(field, ship):
+        def per(field, ship, g=g):
             return int(si[g, ship, field])
 
         result.games.append(GameResult(
@@ -411,15 +413,62 @@ def describe_game(k: int, info: dict, names: tuple[str, str]) -> str:
     return f"game {k + 1}: winner {who}, deaths: ship 0 {causes[0]}, ship 1 {causes[1]}"
 
 
+RAY_CHUNK = 50  # pairs of games per Ray task: enough work to pay for a task's start
+
+
+def play_match_on_ray(spec_a: str, spec_b: str, games: int, seed: int = 0,
+                      config: GameConfig | None = None, ray_address: str = "",
+                      deterministic: bool = True, keep_actions: int = 0,
+                      progress=None) -> MatchResult:
+    """play_match(spec_a, spec_b, games, seed) (sides swapped) as Ray tasks of RAY_CHUNK pairs
+    each, on this machine's Ray ("") or the cluster at `ray_address`, merged back into
+    play_match's order: the same MatchResult as playing it here, game for game."""
+    from .cluster import run_tasks
+    from .pilots import absolute_spec
+
+    config = config if config is not None else GameConfig()
+    if games < 2 or games % 2:
+        raise ValueError(f"games={games} is invalid: must be even and >= 2 (pairs of games from "
+                         "one start with sides swapped)")
+    half = games // 2
+    chunk = max(RAY_CHUNK, (keep_actions + 1) // 2)  # kept games all come from the first part
+    jobs = [(absolute_spec(spec_a), absolute_spec(spec_b), 2 * min(chunk, half - start), seed,
+             start, config.to_dict(), deterministic, keep_actions if start == 0 else 0)
+            for start in range(0, half, chunk)]
+    parts = run_tasks(_play_part, jobs, progress, [job[2] for job in jobs],
+                      ray_address or None)
+    result = MatchResult(parts[0].name_a, parts[0].name_b)
+    for side in (0, 1):
+        for part in parts:
+            n = part.n // 2
+            result.games += part.games[side * n:(side + 1) * n]
+    return result
+
+
+def _play_part(job) -> MatchResult:
+    spec_a, spec_b, games, seed, start, config, deterministic, keep = job
+    config = GameConfig.from_dict(config)
+    a = make_pilot(spec_a, config, seed, deterministic)
+    b = make_pilot(spec_b, config, seed + 1)
+    try:
+        return play_match(a, b, games, seed, config, keep_actions=keep, first_start=start)
+    finally:
+        for pilot in (a, b):
+            if hasattr(pilot, "close"):
+                pilot.close()
+
+
 def evaluate(spec: str, opponent: str = "heuristic:hard", episodes: int = 200, seed: int = 0,
              config: GameConfig | None = None, deterministic: bool = True,
              render: bool = False, recorder=None, keep_actions: int = 0,
-             quiet: bool = False, ratings=None, results=None) -> dict:
+             quiet: bool = False, ratings=None, results=None,
+             ray_address: str | None = None) -> dict:
     """The evaluation (and demo) mode: `episodes` games (sides swapped, rounded up to even) of a
     pilot spec against another, printed with a 95% interval, and added to `ratings`
     (ratings.RatingsFile) when given. With render (or a video recorder) the games are played one
     by one and drawn instead. keep_actions=k saves k games as replays; `results` names a file
-    that every game's GameResult is added to, as JSON lines. Returns the figures, the match and
+    that every game's GameResult is added to, as JSON lines. `ray_address` plays the games as
+    Ray tasks ("" for Ray on this machine): the same games, spread. Returns the figures, the match and
     both pilots."""
     from .progress import Progress
 
@@ -436,9 +485,17 @@ def evaluate(spec: str, opponent: str = "heuristic:hard", episodes: int = 200, s
                 print(f"recorded {recorder.frames} frames to {written}")
             return {}
         games = episodes + episodes % 2
+        if ray_address is not None:
+            from .cluster import connect
+
+            connect(ray_address or None)
         with Progress(games, "evaluation", "game", quiet) as progress:
-            r = play_match(player, opp, games, seed, config, keep_actions=keep_actions,
-                           progress=progress)
+            if ray_address is None:
+                r = play_match(player, opp, games, seed, config, keep_actions=keep_actions,
+                               progress=progress)
+            else:
+                r = play_match_on_ray(spec, opponent, games, seed, config, ray_address,
+                                      deterministic, keep_actions, progress)
     finally:
         for pilot in (player, opp):
             if hasattr(pilot, "close"):

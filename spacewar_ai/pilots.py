@@ -102,6 +102,20 @@ def spec_path(spec: str) -> Path | None:
     return Path(s)
 
 
+def absolute_spec(spec: str) -> str:
+    """The same spec with any file it names made absolute, for a process started elsewhere (a
+    Ray worker, whose working folder is not this one). Planners' parts are rewritten each."""
+    s = spec.strip()
+    if s.lower().startswith("search:"):
+        return "search:" + "+".join(absolute_spec(part) if part else part
+                                    for part in s[len("search:"):].split("+"))
+    path = spec_path(s)
+    if path is None or s.lower() == "pretrained" or path.is_absolute():
+        return s
+    prefix = s[:len(s) - len(str(path))] if s.endswith(str(path)) else ""
+    return prefix + str(path.resolve())
+
+
 def file_identity(path: Path) -> str:
     """A name for a file's contents: its stem and the start of its SHA-256 (ratings key on it)."""
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]

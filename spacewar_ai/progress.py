@@ -1,7 +1,8 @@
 """Progress bars for long jobs (training, evaluation, tournaments), drawn by tqdm.
 
 On a terminal the bar redraws in place. On a pipe or in a log file it writes one line, the final
-state, when the job ends (a redrawn bar would fill a log with carriage returns). With `quiet`,
+state, when the job ends (a redrawn bar would fill a log with carriage returns), and nothing when
+it fails. With `quiet`,
 nothing. Bars go to stderr, so a report on stdout stays clean for other programs to read.
 """
 
@@ -61,13 +62,16 @@ class Progress:
         if not self.quiet:
             self.bar.write(text, file=self.stream)
 
-    def close(self) -> None:
+    def close(self, failed: bool = False) -> None:
+        """A job that failed leaves no bar on a pipe: its error is the one line to read."""
+        if failed and self.bar.leave:
+            self.bar.leave = False  # on a terminal, the bar is wiped
         self.bar.close()
-        if self._sink is not None and not self.quiet:
+        if self._sink is not None and not self.quiet and not failed:
             self._sink.emit()
 
     def __enter__(self) -> "Progress":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, kind, value, traceback) -> None:
+        self.close(failed=kind is not None and not issubclass(kind, KeyboardInterrupt))

@@ -101,7 +101,8 @@ def _play_pairing(args) -> tuple[int, int, MatchResult]:
 
 def play_round_robin(entrants: list[Entrant], games_per_pairing: int = 100, seed: int = 0,
                      config: GameConfig | None = None, workers: int = 1,
-                     keep_actions: int = 0, progress: Progress | None = None) -> Results:
+                     keep_actions: int = 0, progress: Progress | None = None,
+                     ray_address: str | None = None) -> Results:
     """Every pair plays `games_per_pairing` games (an even number: pairs with sides swapped).
     keep_actions=k keeps the actions of k games per pairing for replays."""
     _check_games(games_per_pairing)
@@ -109,14 +110,25 @@ def play_round_robin(entrants: list[Entrant], games_per_pairing: int = 100, seed
     n = len(entrants)
     start = time.time()
     matches = _play_pairs(entrants, [(i, j) for i in range(n) for j in range(i + 1, n)],
-                          games_per_pairing, seed, config, workers, keep_actions, progress)
+                          games_per_pairing, seed, config, workers, keep_actions, progress,
+                          ray_address)
     return Results(entrants, matches, time.time() - start)
 
 
-def _play_pairs(entrants, pairs, games, seed, config, workers, keep_actions=0, progress=None):
+def _play_pairs(entrants, pairs, games, seed, config, workers, keep_actions=0, progress=None,
+                ray_address=None):
+    """Every pairing's match: in this process, a local process pool (`workers` > 1), or as Ray
+    tasks (`ray_address` not None; "" for a Ray instance on this machine). The results do not
+    depend on which."""
     jobs = [(i, j, entrants[i].spec, entrants[j].spec, games, seed, config.to_dict(),
              keep_actions) for i, j in pairs]
     out = []
+    if ray_address is not None:
+        from .cluster import run_tasks
+        from .pilots import absolute_spec
+
+        jobs = [(i, j, absolute_spec(a), absolute_spec(b), *rest) for i, j, a, b, *rest in jobs]
+        return run_tasks(_play_pairing, jobs, progress, games, ray_address or None)
     if workers > 1 and len(jobs) > 1:
         # spawn, not fork: a forked child inherits torch's OpenMP state and can spin forever.
         ctx = multiprocessing.get_context("spawn")
@@ -137,7 +149,7 @@ def _play_pairs(entrants, pairs, games, seed, config, workers, keep_actions=0, p
 def play_swiss(entrants: list[Entrant], games_per_pairing: int = 100, seed: int = 0,
                rounds: int | None = None, config: GameConfig | None = None,
                workers: int = 1, keep_actions: int = 0,
-               progress: Progress | None = None) -> Results:
+               progress: Progress | None = None, ray_address: str | None = None) -> Results:
     """Swiss system: each round pairs players of similar score who have not met yet (the
     highest-scored unpaired player meets the next highest it has not played); an odd player out
     sits the round out. Default rounds: ceil(log2(n)) + 1, at most n - 1."""
@@ -158,7 +170,7 @@ def play_swiss(entrants: list[Entrant], games_per_pairing: int = 100, seed: int 
         paired = {p for pair in pairs for p in pair}
         byes.update(i for i in range(n) if i not in paired)
         for i, j, r in _play_pairs(entrants, pairs, games_per_pairing, seed, config, workers,
-                                   keep_actions, progress):
+                                   keep_actions, progress, ray_address):
             met.add((i, j))
             points[i] += r.wins_a + 0.5 * r.draws
             points[j] += r.wins_b + 0.5 * r.draws
@@ -201,7 +213,7 @@ def _swiss_pairs(order: list[int], met: set[tuple[int, int]],
 def play_elimination(entrants: list[Entrant], games_per_pairing: int = 100, seed: int = 0,
                      seeding: list[float] | None = None, config: GameConfig | None = None,
                      workers: int = 1, keep_actions: int = 0,
-                     progress: Progress | None = None) -> Results:
+                     progress: Progress | None = None, ray_address: str | None = None) -> Results:
     """Single elimination. Players are seeded by `seeding` (higher first; e.g. their ratings),
     else in the order given; the bracket puts seed 1 against the lowest seed, and top seeds get
     byes when the field is not a power of two. A match is won on points; a tie goes to the
@@ -227,7 +239,7 @@ def play_elimination(entrants: list[Entrant], games_per_pairing: int = 100, seed
                 nxt.append(None)  # filled in below
         results = {(i, j): r for i, j, r in _play_pairs(entrants, pairs, games_per_pairing,
                                                          seed, config, workers, keep_actions,
-                                                         progress)}
+                                                         progress, ray_address)}
         k = 0
         for idx, (a, b) in enumerate(zip(alive[::2], alive[1::2])):
             if a is None or b is None:
@@ -339,10 +351,12 @@ def run_tournament(specs: list[str], mode: str = "round_robin", games_per_pairin
                    seed: int = 0, workers: int = 1, ratings: RatingsFile | None = None,
                    save_replays: int = 0, quiet: bool = False,
                    report_dir: str | Path = REPORT_DIR,
-                   into: str | Path | None = None) -> TournamentReport:
+                   into: str | Path | None = None,
+                   ray_address: str | None = None) -> TournamentReport:
     """The tournament mode: check the players, play, rate, write the report (into a new folder
     under `report_dir`, or the folder `into`) and add the games to the ratings file. Elimination
-    seeds players by their ratings in that file."""
+    seeds players by their ratings in that file. `ray_address` plays the pairings as Ray tasks
+    (cluster.py; "" for Ray on this machine)."""
     if mode not in MODES:
         raise ValueError(f"--tournament-mode {mode!r} is unknown: use one of {', '.join(MODES)}")
     _check_games(games_per_pairing)
@@ -350,7 +364,11 @@ def run_tournament(specs: list[str], mode: str = "round_robin", games_per_pairin
     if len(entrants) < 2:
         raise ValueError("a tournament needs at least two players (--players A,B,...)")
     total = planned_games(mode, len(entrants), games_per_pairing)
-    common = {"workers": workers, "keep_actions": save_replays}
+    if ray_address is not None:
+        from .cluster import connect
+
+        connect(ray_address or None)  # a cluster that does not answer is refused before play
+    common = {"workers": workers, "keep_actions": save_replays, "ray_address": ray_address}
     with Progress(total, f"{mode} of {len(entrants)}", "game", quiet) as progress:
         common["progress"] = progress
         if mode == "swiss":

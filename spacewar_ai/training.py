@@ -159,6 +159,7 @@ class Trainer:
         self.recent_wins = collections.deque(maxlen=100)
         self._writer = None
         self._fresh = self.counters["updates"] == 0  # a new run: its settings go to TensorBoard
+        self._until = cfg.train.total_timesteps
         self._episode_sums: collections.Counter = collections.Counter()
 
     # --- building the run ---------------------------------------------------------------------
@@ -167,7 +168,9 @@ class Trainer:
         ckpt = load_checkpoint(resume, expect_algorithm=t.algorithm,
                                expect_obs_dim=self.cfg.game.obs_dim)
         meta = ckpt["metadata"]
-        self.run_name = meta.get("run_name") or t.run_name
+        # A resumed run keeps its name unless the config names another (pbt.py's members
+        # continue a better member's weights under their own).
+        self.run_name = t.run_name or meta.get("run_name") or Path(resume).resolve().parent.name
         self.counters.update(meta.get("counters", {}))
         if self.counters["best_eval"] >= 0 and not self.counters["best_eval_games"]:
             # Written before the figure was pooled: it stood for one evaluation's games.
@@ -400,7 +403,7 @@ class Trainer:
 
     def _done(self) -> bool:
         t = self.cfg.train
-        if self.counters["global_step"] >= t.total_timesteps:
+        if self.counters["global_step"] >= min(t.total_timesteps, self._until):
             return True
         if t.max_minutes and self.counters["wall_seconds"] >= 60 * t.max_minutes:
             return True
@@ -465,8 +468,11 @@ class Trainer:
             self._renderer.draw(self.env.batch, 0, wait=False)
 
     # --- the loops ----------------------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
+    def run(self, until_step: int | None = None) -> dict[str, Any]:
+        """Train until the budget ends, or (until_step) pause at that many steps, the schedules
+        still following the whole budget: population-based training runs a member in rounds."""
         t = self.cfg.train
+        self._until = until_step if until_step is not None else t.total_timesteps
         budget = [f"{t.total_timesteps:,} steps" if t.total_timesteps < 10**12 else "",
                   f"{t.episodes:,} games" if t.episodes else "",
                   f"{t.max_minutes:g} minutes" if t.max_minutes else ""]

@@ -41,6 +41,11 @@ def test_benchmark_prints_figures():
     assert "game-steps/s" in out.stdout
     planner = next(line for line in out.stdout.splitlines() if "search:pretrained" in line)
     assert float(planner.split()[-2].replace(",", "")) > 0, planner  # the shipped models load
+    pytest.importorskip("ray")
+    rates = [float(line.split()[-2].replace(",", "")) for line in out.stdout.splitlines()
+             if line.strip().startswith("tournament games, ")]
+    assert len(rates) == 2 and min(rates) > 0, out.stdout  # the pool, then Ray
+    assert "a Ray task's round trip" in out.stdout
 
 
 @pytest.mark.slow
@@ -359,6 +364,26 @@ BAD_INPUT = {
     "record and save replays": (lambda f: EV + ["--record", "x.gif", "--save-replays", "1"],
                                 "--save-replays"),
     "bad algorithm": (lambda f: ["--algorithm", "sac"], "--algorithm"),
+    # offline learning and datasets
+    "bc without dataset": (lambda f: ["--algorithm", "bc"], "--dataset NAME"),
+    "dataset for ppo": (lambda f: ["--dataset", "games"], "--dataset is read by"),
+    "dataset pilot for dqn": (lambda f: ["--algorithm", "dqn", "--dataset-pilot", "x"],
+                              "--dataset-pilot"),
+    "bc timesteps": (lambda f: ["--algorithm", "bc", "--dataset", "x", "--timesteps", "5"],
+                     "--timesteps does not apply"),
+    "cql minutes": (lambda f: ["--algorithm", "cql", "--dataset", "x", "--minutes", "1"],
+                    "--timesteps sets"),
+    "datagen one player": (lambda f: ["--datagen", "--players", "random", "--dataset-id", "x"],
+                           "--players A,B"),
+    "dataset id characters": (lambda f: ["--datagen", "--players", "random,idle",
+                                         "--dataset-id", "a b"], "--dataset-id"),
+    "reward personality typo": (lambda f: ["--reward", "agressive"], "aggressive"),
+    # Ray
+    "pbt population 1": (lambda f: ["--pbt", "--population", "1"], "--population"),
+    "ray flag for demo": (lambda f: ["--demo", "--backend", "ray"], "--backend"),
+    "ray address and local": (lambda f: EV + ["--backend", "local", "--ray-address", "h:1"],
+                              "--backend local"),
+    "render on ray": (lambda f: EV + ["--render", "--backend", "ray"], "--render"),
 }
 
 

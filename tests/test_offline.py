@@ -1,7 +1,6 @@
 """Learning from datasets: the CQL regulariser against a hand-computed example, behaviour
 cloning and conservative Q-learning on a recorded dataset, and PPO started from either."""
 
-import dataclasses
 import math
 
 import pytest
