@@ -57,8 +57,11 @@ def main(argv=None) -> int:
     p.add_argument("--eval-games", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--name", default="ladder")
+    p.add_argument("--train-eval-games", type=int, default=100,
+                   help="games of each training run's own evaluations (which pick best.pt)")
     args = p.parse_args(argv)
-    base = dict(seed=args.seed, checkpoint_dir="checkpoints", log_dir="runs")
+    base = dict(seed=args.seed, checkpoint_dir="checkpoints", log_dir="runs",
+                eval_episodes=args.train_eval_games)
     times: dict[str, float] = {}
 
     began = time.time()

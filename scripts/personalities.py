@@ -54,13 +54,16 @@ def main(argv=None) -> int:
     p.add_argument("--pairing-games", type=int, default=100, help="tournament games per pairing")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="docs/personalities.md")
+    p.add_argument("--train-eval-games", type=int, default=100,
+                   help="games of each training run's own evaluations (which pick best.pt)")
     args = p.parse_args(argv)
     names = list(REWARD_PERSONALITIES)
     specs, styles = {}, {}
     for name in names:
         run_name = f"personality-{name}-s{args.seed}"
         cfg = RunConfig(train=TrainConfig(total_timesteps=args.timesteps, seed=args.seed,
-                                          run_name=run_name),
+                                          run_name=run_name,
+                                          eval_episodes=args.train_eval_games),
                         reward=RewardConfig.preset(name))
         train(cfg, quiet=True)
         specs[name] = f"checkpoints/{run_name}/best.pt"

@@ -1,0 +1,46 @@
+"""The measurement scripts behind docs/ladder.md and docs/personalities.md, on tiny budgets:
+they run end to end and write the tables and files their docs link to."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _script(tmp_path, name, *args):
+    env = dict(os.environ, MINARI_DATASETS_PATH=str(tmp_path / "minari"))
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / f"{name}.py"), *args],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out
+
+
+@pytest.mark.slow
+def test_ladder_writes_every_stage(tmp_path):
+    _script(tmp_path, "ladder", "--games", "4", "--cql-steps", "200", "--ppo-minutes", "0.05",
+            "--eval-games", "4", "--train-eval-games", "4", "--out", "ladder.md")
+    table = (tmp_path / "ladder.md").read_text()
+    for stage in ("| BC |", "| CQL |", "| PPO from CQL |", "| PPO from scratch"):
+        assert stage in table
+    rows = json.loads((tmp_path / "ladder.json").read_text())["rows"]
+    assert [r["hard"]["games"] for r in rows] == [4, 4, 4, 4]
+    for stage in ("bc", "cql", "ppo", "scratch"):
+        assert (tmp_path / "checkpoints" / f"ladder-{stage}-s0" / "best.pt").is_file()
+
+
+@pytest.mark.slow
+def test_personalities_trains_and_charts_each_one(tmp_path):
+    _script(tmp_path, "personalities", "--timesteps", "2048", "--games", "4",
+            "--pairing-games", "2", "--train-eval-games", "4", "--out", "p.md")
+    table = (tmp_path / "p.md").read_text()
+    styles = json.loads((tmp_path / "p.json").read_text())["styles"]
+    assert set(styles) == {"standard", "aggressive", "survival", "efficient", "sniper"}
+    for name in styles:
+        assert f"| {name} |" in table
+        assert sum(styles[name]["ends"].values()) == 4
+    assert (tmp_path / "p-win.png").stat().st_size > 1000
