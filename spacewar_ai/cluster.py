@@ -17,10 +17,15 @@ Ray lives in an extra: `pip install -e ".[cluster]"`, on every node.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import socket
 import sys
+import tempfile
 from pathlib import Path
+
+from .checkpoints import atomic_write_bytes
+from .pilots import absolute_spec, map_spec_files, spec_files
 
 INSTALL = 'install it on this machine and every node of the cluster: pip install -e ".[cluster]"'
 
@@ -98,13 +103,23 @@ def _answers(address: str) -> None:
 
 
 def run_tasks(fn, jobs: list, progress=None, sizes: list[int] | int = 1,
-              address: str | None = None) -> list:
-    """fn(job) for every job as Ray tasks, results in the jobs' order (not the order they end),
-    `progress` told of a job's size (games) as it ends. A node that cannot import this package is
-    one ValueError saying what to install where."""
+              address: str | None = None, spec_fields: tuple[int, ...] = ()) -> list:
+    """fn(job) for every job (a tuple) as Ray tasks, results in the jobs' order (not the order
+    they end), `progress` told of a job's size (games) as it ends. The pilot specs at
+    `spec_fields` of each job travel with their files: a node that lacks a file (or holds other
+    contents at its path) plays from a copy, so checkpoints need not be on every machine. A node
+    that cannot import this package is one ValueError saying what to install where."""
     ray = connect(address)
+    jobs = [_absolute(job, spec_fields) for job in jobs]
+    files = {}  # path -> (sha256, object ref): each file sent once, whatever plays it
+    for job in jobs:
+        for f in spec_fields:
+            for path in spec_files(job[f]):
+                if str(path) not in files and path.is_file():
+                    data = path.read_bytes()
+                    files[str(path)] = (hashlib.sha256(data).hexdigest(), ray.put(data))
     remote = ray.remote(num_cpus=1)(_in_worker)
-    pending = {remote.remote(fn, job): k for k, job in enumerate(jobs)}
+    pending = {remote.remote(fn, job, spec_fields, files): k for k, job in enumerate(jobs)}
     out = [None] * len(jobs)
     sizes = sizes if isinstance(sizes, list) else [sizes] * len(jobs)
     while pending:
@@ -123,9 +138,36 @@ def run_tasks(fn, jobs: list, progress=None, sizes: list[int] | int = 1,
     return out
 
 
-def _in_worker(fn, job):
-    """A task's body: one torch thread, so that tasks on a node do not oversubscribe it."""
+def _absolute(job: tuple, spec_fields) -> tuple:
+    return tuple(absolute_spec(x) if k in spec_fields else x for k, x in enumerate(job))
+
+
+def _in_worker(fn, job, spec_fields=(), files=None):
+    """A task's body: the job's files made local, then fn(job) with one torch thread, so that
+    tasks on a node do not oversubscribe it."""
     import torch
 
     torch.set_num_threads(1)
+    if files:
+        def local(path: Path) -> Path:
+            return local_copy(path, *files[str(path)]) if str(path) in files else path
+
+        job = tuple(map_spec_files(x, local) if k in spec_fields else x
+                    for k, x in enumerate(job))
     return fn(job)
+
+
+def local_copy(path: Path, sha256: str, ref) -> Path:
+    """`path` itself when this node holds those very contents there (one machine, a shared
+    disk); otherwise a copy fetched from Ray's object store into a cache named by its contents.
+    The copy keeps the file's name and folder name, which is what pilots are labelled by, so the
+    results read the same wherever they were played."""
+    path = Path(path)
+    if path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == sha256:
+        return path
+    cache = Path(tempfile.gettempdir()) / "spacewar_ai-files" / sha256[:16]
+    copy = cache / path.parent.name / path.name
+    if not copy.is_file():
+        data = ray_module().get(ref)
+        atomic_write_bytes(copy, lambda f: f.write(data))
+    return copy

@@ -126,7 +126,7 @@ def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
             from .cluster import run_tasks
 
             chunks = run_tasks(record_chunk, jobs, progress, [job[2] for job in jobs],
-                               ray_address or None)
+                               ray_address or None, (0, 1))
     play = time.perf_counter() - begun
     buffers, lines = [], []
     for r, episodes in chunks:

@@ -356,7 +356,8 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
     live torpedo, so the collision loops visit only torpedoes in flight. torp_near holds each
     torpedo's closest squared distance to its target so far, for the dodge count in stats.
     """
-    dodge2 = (DODGE_RADII * p[P_HIT_R]) ** 2
+    dodge_r = DODGE_RADII * p[P_HIT_R]
+    dodge2 = dodge_r * dodge_r
     w = p[P_W]
     h = p[P_H]
     nslots = torp_t.shape[2]
@@ -494,16 +495,16 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
             k = live_k[j]
             if torp_t[g, o, k] > 0:
                 dx = live_x[j] - x
-                if o != s:  # how close the enemy's torpedo comes, for the dodge count
-                    ex = _wrap_delta(dx, w)
-                    ey = _wrap_delta(live_y[j] - y, h)
-                    d2 = ex * ex + ey * ey
-                    if d2 < torp_near[g, o, k]:
-                        torp_near[g, o, k] = d2
-                if _far_apart(dx, r, w):
+                # Beyond the dodge radius on x alone, a torpedo can neither hit nor count as a
+                # near miss, so the dodge bookkeeping costs nothing for most pairs.
+                if _far_apart(dx, dodge_r, w):
                     continue
                 dx = _wrap_delta(dx, w)
                 dy = _wrap_delta(live_y[j] - y, h)
+                if o != s:  # how close the enemy's torpedo comes, for the dodge count
+                    d2 = dx * dx + dy * dy
+                    if d2 < torp_near[g, o, k]:
+                        torp_near[g, o, k] = d2
                 if _octagon_hit(dx, dy, r):
                     torp_t[g, o, k] = 0
                     if o != s:

@@ -46,6 +46,7 @@ OBSERVATION_DOC = """
     | 30-35 | action mask (30-36 with hyperspace) | 1.0 valid, 0.0 invalid |
 """
 
+_CAUSES = tuple(DeathCause)  # by code: a lookup, where DeathCause(code) costs a call each step
 MASK_DTYPE = np.int8  # action masks in infos: Gymnasium's and PettingZoo's samplers expect int8
 
 ACTION_DOC = """
@@ -211,8 +212,8 @@ class SpacewarEnv(gym.Env):
         gi = b.game_i[0].tolist()
         return {
             "action_mask": b.obs[0, 0, MASK].astype(MASK_DTYPE),
-            "ship_0_death_cause": DeathCause(si[0][engine.CAUSE]),
-            "ship_1_death_cause": DeathCause(si[1][engine.CAUSE]),
+            "ship_0_death_cause": _CAUSES[si[0][engine.CAUSE]],
+            "ship_1_death_cause": _CAUSES[si[1][engine.CAUSE]],
             "winner": gi[engine.WINNER],
             "real_winner": gi[engine.REAL_WINNER],
             "masked_actions": si[0][engine.MASKED],
@@ -379,7 +380,8 @@ class SpacewarVectorEnv(VectorEnv):
         if not self._started:
             raise RuntimeError("call reset() before step()")
         b = self.batch
-        starting = self._pending.copy()  # next-step: these games were over; they start now
+        # Next-step autoreset: these games were over last step; they start now.
+        starting = self._pending if self.autoreset_mode == AutoresetMode.NEXT_STEP else None
         b.step(actions01)  # games already over are left alone (reward 0, both flags false)
         obs = b.observe()
         rewards = b.reward.copy()
@@ -407,10 +409,10 @@ class SpacewarVectorEnv(VectorEnv):
                 obs = self._reset_impl(None, done)
             else:
                 info.update(ended)
-        if starting.any():
-            obs = self._reset_impl(None, starting)
-        if self.autoreset_mode == AutoresetMode.NEXT_STEP:
-            self._pending = done
+        if starting is not None:
+            if starting.any():
+                obs = self._reset_impl(None, starting)
+            self._pending = done.copy()  # not done itself: the infos returned hold done
         return obs, rewards, terminated, truncated, info
 
     def step(self, actions):

@@ -424,7 +424,6 @@ def play_match_on_ray(spec_a: str, spec_b: str, games: int, seed: int = 0,
     each, on this machine's Ray ("") or the cluster at `ray_address`, merged back into
     play_match's order: the same MatchResult as playing it here, game for game."""
     from .cluster import run_tasks
-    from .pilots import absolute_spec
 
     config = config if config is not None else GameConfig()
     if games < 2 or games % 2:
@@ -432,11 +431,11 @@ def play_match_on_ray(spec_a: str, spec_b: str, games: int, seed: int = 0,
                          "one start with sides swapped)")
     half = games // 2
     chunk = max(RAY_CHUNK, (keep_actions + 1) // 2)  # kept games all come from the first part
-    jobs = [(absolute_spec(spec_a), absolute_spec(spec_b), 2 * min(chunk, half - start), seed,
+    jobs = [(spec_a, spec_b, 2 * min(chunk, half - start), seed,
              start, config.to_dict(), deterministic, keep_actions if start == 0 else 0)
             for start in range(0, half, chunk)]
     parts = run_tasks(_play_part, jobs, progress, [job[2] for job in jobs],
-                      ray_address or None)
+                      ray_address or None, (0, 1))
     result = MatchResult(parts[0].name_a, parts[0].name_b)
     for side in (0, 1):
         for part in parts:

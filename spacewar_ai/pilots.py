@@ -102,18 +102,31 @@ def spec_path(spec: str) -> Path | None:
     return Path(s)
 
 
-def absolute_spec(spec: str) -> str:
-    """The same spec with any file it names made absolute, for a process started elsewhere (a
-    Ray worker, whose working folder is not this one). Planners' parts are rewritten each."""
+def map_spec_files(spec: str, fn: Callable[[Path], Path]) -> str:
+    """The same spec with each file it names replaced by fn(file); planners' parts each. The
+    shipped network (`pretrained`) is left alone: it is installed wherever the package is."""
     s = spec.strip()
     if s.lower().startswith("search:"):
-        return "search:" + "+".join(absolute_spec(part) if part else part
+        return "search:" + "+".join(map_spec_files(part, fn) if part else part
                                     for part in s[len("search:"):].split("+"))
     path = spec_path(s)
-    if path is None or s.lower() == "pretrained" or path.is_absolute():
+    if path is None or s.lower() == "pretrained":
         return s
     prefix = s[:len(s) - len(str(path))] if s.endswith(str(path)) else ""
-    return prefix + str(path.resolve())
+    return prefix + str(fn(path))
+
+
+def spec_files(spec: str) -> list[Path]:
+    """The files a spec names (not the shipped network)."""
+    found: list[Path] = []
+    map_spec_files(spec, lambda path: found.append(path) or path)
+    return found
+
+
+def absolute_spec(spec: str) -> str:
+    """The same spec with any file it names made absolute, for a process started elsewhere (a
+    Ray worker, whose working folder is not this one)."""
+    return map_spec_files(spec, lambda path: path if path.is_absolute() else path.resolve())
 
 
 def file_identity(path: Path) -> str:

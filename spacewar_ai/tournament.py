@@ -125,10 +125,8 @@ def _play_pairs(entrants, pairs, games, seed, config, workers, keep_actions=0, p
     out = []
     if ray_address is not None:
         from .cluster import run_tasks
-        from .pilots import absolute_spec
 
-        jobs = [(i, j, absolute_spec(a), absolute_spec(b), *rest) for i, j, a, b, *rest in jobs]
-        return run_tasks(_play_pairing, jobs, progress, games, ray_address or None)
+        return run_tasks(_play_pairing, jobs, progress, games, ray_address or None, (2, 3))
     if workers > 1 and len(jobs) > 1:
         # spawn, not fork: a forked child inherits torch's OpenMP state and can spin forever.
         ctx = multiprocessing.get_context("spawn")

@@ -125,6 +125,36 @@ def test_evaluation_and_datasets_on_ray_are_the_local_games(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_node_without_a_players_file_plays_from_a_copy(tmp_path):
+    """What a node of a real cluster does when the checkpoint or strategy file is only on the
+    machine that started the tournament: it plays from a copy out of Ray's object store."""
+    import hashlib
+
+    from spacewar_ai.cluster import local_copy
+    from spacewar_ai.match import play_match
+
+    data = STRATEGY.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    ray.init(num_cpus=1, logging_level="ERROR", log_to_driver=False, include_dashboard=False)
+    try:
+        ref = ray.put(data)
+        assert local_copy(STRATEGY, sha, ref) == STRATEGY  # the node holds it: no copy
+        elsewhere = tmp_path / "home" / "strategies" / "aim_and_fire.py"
+        copy = local_copy(elsewhere, sha, ref)
+        assert not elsewhere.exists() and copy.read_bytes() == data
+        assert copy.parts[-2:] == elsewhere.parts[-2:]  # labelled as the original
+        elsewhere.parent.mkdir(parents=True)
+        elsewhere.write_text("# another file at that path\n")
+        assert local_copy(elsewhere, sha, ref) == copy
+        assert elsewhere.read_text() == "# another file at that path\n"
+    finally:
+        ray.shutdown()
+    here = play_match(f"strategy:{STRATEGY}", "heuristic:easy", 4, 1)
+    there = play_match(f"strategy:{copy}", "heuristic:easy", 4, 1)
+    assert [g.to_dict() for g in here.games] == [g.to_dict() for g in there.games]
+
+
+@pytest.mark.slow
 def test_population_based_training_exploits_and_restores(tmp_path):
     args = ["--pbt", "--population", "2", "--pbt-rounds", "2", "--timesteps", "8192",
             "--num-envs", "8", "--eval-episodes", "2", "--seed", "4", "--quiet",

@@ -49,12 +49,17 @@ def test_the_native_vector_env_offers_next_step_autoreset_for_gymnasiums_wrapper
         gym.wrappers.vector.NormalizeObservation(envs))
     obs, _ = envs.reset(seed=2)
     ended = started = 0
+    kept = None
     for _ in range(900):
         obs, rew, term, trunc, info = envs.step(np.full(4, 2))  # spin: the idle ship drifts
         done = term | trunc
         if done.any():
             ended += int(done.sum())
             assert set(info["winner"][done]) <= {-1, 0, 1} and info["_winner"][done].all()
+            kept, kept_mask = info, info["_winner"].copy()
+        elif kept is not None:
+            # The next step starts those games; the infos handed out before stay as they were.
+            assert np.array_equal(kept["_winner"], kept_mask)
         if "winner" not in info and ended > started:
             started = ended  # the step after an end starts the game: no statistics then
     assert ended > 0 and obs.shape == (4, 36)

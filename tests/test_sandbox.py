@@ -274,7 +274,7 @@ def _cpu_heavy_strategy(tmp_path, ms: float) -> Path:
     (a loop sized on this machine)."""
     n, t0 = 200_000, time.process_time()
     x = 0.0
-    for i in range(n):
+    for _ in range(n):
         x = x * 0.5 + 1.0
     per = (time.process_time() - t0) / n
     loops = int(ms / 1000.0 / per)
