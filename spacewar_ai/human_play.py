@@ -137,9 +137,11 @@ def keys_to_action(held: set[str], frame: int, mask: np.ndarray, controls: dict)
 
 
 class HumanGame:
-    """A match of rounds to `score_limit` points in one window (or off-screen with
-    mode="rgb_array"). Drive it with `run()` (real time) or, in tests, with `process(events)` and
-    `tick()` (one frame each)."""
+    """A match of rounds to `score_limit` points in one window (off-screen with
+    mode="rgb_array"; with no drawing at all, mode=None, when a browser draws it: web.py). Drive
+    it with `run()` (real time) or with `key_down`/`key_up` (or pygame events, `process`) and
+    `tick()`, one frame each. `first`, when given, is a pilot that flies ship 0 instead of the
+    keyboard: two pilots to watch."""
 
     BANNER_SECONDS = 2.0
 
@@ -147,9 +149,7 @@ class HumanGame:
                  two_player: bool = False, score_limit: int = 5, seed: int = 0,
                  scale: float = 1.0, phosphor: bool = False, mode: str = "human",
                  recorder=None, replay_dir=REPLAY_DIR, save_replays: bool = True,
-                 difficulty: str = ""):
-        from .rendering import Renderer
-
+                 difficulty: str = "", first: Opponent | None = None):
         base = config if config is not None else GameConfig()
         if opponent is None and not two_player:
             raise ValueError("HumanGame needs an opponent, or two_player=True")
@@ -161,24 +161,31 @@ class HumanGame:
         # People act every frame; the engine therefore steps one frame at a time.
         self.config = dataclasses.replace(base, frame_skip=1)
         self.opponent = None if two_player else opponent
+        self.first = first
         self.two_player = two_player
         self.score_limit = int(score_limit)
         self.seed = int(seed)
         self.difficulty = difficulty
-        self.names = ["player 1", "player 2"] if two_player else ["you", opponent.name]
+        self.names = (["player 1", "player 2"] if two_player else
+                      [first.name if first else "you", opponent.name])
         title = ("Spacewar! AI - two players" if two_player else
-                 f"Spacewar! AI - you vs {opponent.name} - {opponent.reason}")
-        self.renderer = Renderer(self.config, int(round(640 * scale)), mode, title,
-                                 phosphor=phosphor, own_events=False)
+                 f"Spacewar! AI - {self.names[0]} vs {opponent.name} - {opponent.reason}")
+        self.renderer = None
+        if mode is not None:
+            from .rendering import Renderer
+
+            self.renderer = Renderer(self.config, int(round(640 * scale)), mode, title,
+                                     phosphor=phosphor, own_events=False)
         self.mode = mode
         self.recorder = recorder
         self.replay_dir = Path(replay_dir)
         self.save_replays = save_replays
         self.batch = engine.GameBatch(1, self.config)
-        if self.opponent is not None and hasattr(self.opponent.pilot, "attach"):
-            # A planner (--opponent search:...) reads the game itself; it plays its copies at its
-            # own decision pace, `frame_skip` frames a step.
-            self.opponent.pilot.attach(self.batch, 1)
+        for side, who in ((0, self.first), (1, self.opponent)):
+            if who is not None and hasattr(who.pilot, "attach"):
+                # A planner (search:...) reads the game itself; it plays its copies at its own
+                # decision pace, `frame_skip` frames a step.
+                who.pilot.attach(self.batch, side)
         self.score = [0, 0]
         self.round = 0
         self.held: set[str] = set()
@@ -191,7 +198,7 @@ class HumanGame:
         self.replays: list[Path] = []
         self.results: list[dict] = []
         self._actions = np.zeros((1, 2), dtype=np.int64)
-        self._ai_action = 0
+        self._ai_action = [0, 0]
         self._start_round()
 
     # --- rounds ------------------------------------------------------------------------------
@@ -204,9 +211,11 @@ class HumanGame:
         self.log: list[tuple[int, int]] = []
         self.round_over = False
         self.banner = []
-        if self.opponent is not None:
-            self.opponent.pilot.reset(np.ones(1, dtype=bool), self.batch.rng.copy())
-            self._seen = deque(maxlen=self.opponent.delay_frames + 1)
+        self._seen = [None, None]
+        for side, who in ((0, self.first), (1, self.opponent)):
+            if who is not None:
+                who.pilot.reset(np.ones(1, dtype=bool), self.batch.rng.copy())
+                self._seen[side] = deque(maxlen=who.delay_frames + 1)
 
     def restart_round(self) -> None:
         """R: the same round again from a new start; the score stays."""
@@ -248,30 +257,37 @@ class HumanGame:
 
     # --- input -------------------------------------------------------------------------------
     def process(self, events) -> None:
+        """pygame events: the window's keys and its close button."""
         pg = self.renderer.pg
         for event in events:
             if event.type == pg.QUIT:
                 self.quit = True
             elif event.type == pg.KEYDOWN:
-                name = pg.key.name(event.key)
-                if name == "escape":
-                    self.quit = True
-                elif name == "p":
-                    self.paused = not self.paused
-                elif name in ("f1", "h") and not (self.two_player and name == "h"):
-                    self.show_help = not self.show_help
-                elif name == "r":
-                    if self.over:
-                        self.score = [0, 0]
-                        self.over = False
-                        self.round = 0
-                        self._start_round()
-                    else:
-                        self.restart_round()
-                else:
-                    self.held.add(name)
+                self.key_down(pg.key.name(event.key))
             elif event.type == pg.KEYUP:
-                self.held.discard(pg.key.name(event.key))
+                self.key_up(pg.key.name(event.key))
+
+    def key_down(self, name: str) -> None:
+        """A key pressed, by its pygame name ("left", "space", "right ctrl", ...)."""
+        if name == "escape":
+            self.quit = True
+        elif name == "p":
+            self.paused = not self.paused
+        elif name in ("f1", "h") and not (self.two_player and name == "h"):
+            self.show_help = not self.show_help
+        elif name == "r":
+            if self.over:
+                self.score = [0, 0]
+                self.over = False
+                self.round = 0
+                self._start_round()
+            else:
+                self.restart_round()
+        else:
+            self.held.add(name)
+
+    def key_up(self, name: str) -> None:
+        self.held.discard(name)
 
     # --- one frame ---------------------------------------------------------------------------
     def tick(self) -> None:
@@ -290,12 +306,9 @@ class HumanGame:
             a0 = keys_to_action(self.held, self.frame, obs[0, engine.MASK], CONTROLS_TWO[0])
             a1 = keys_to_action(self.held, self.frame, obs[1, engine.MASK], CONTROLS_TWO[1])
         else:
-            a0 = keys_to_action(self.held, self.frame, obs[0, engine.MASK], CONTROLS_ALONE)
-            self._seen.append(obs[1].copy())
-            if self.frame % self.decision_frames == 0:
-                # The pilot sees the game as it was `delay` frames ago (or its start).
-                self._ai_action = int(self.opponent.pilot.act(self._seen[0][None])[0])
-            a1 = self._ai_action
+            a0 = (self._pilot_action(0, self.first) if self.first is not None else
+                  keys_to_action(self.held, self.frame, obs[0, engine.MASK], CONTROLS_ALONE))
+            a1 = self._pilot_action(1, self.opponent)
         self._actions[0] = (a0, a1)
         self.batch.step(self._actions)
         self.batch.observe()
@@ -303,6 +316,14 @@ class HumanGame:
         self.frame += 1
         if self.batch.game_i[0, engine.OVER]:
             self._finish_round()
+
+    def _pilot_action(self, side: int, who: Opponent) -> int:
+        """The pilot decides every `frame_skip` frames, as in training, on the game as it was
+        `delay` frames ago (or its start), and holds its action in between."""
+        self._seen[side].append(self.batch.obs[0, side].copy())
+        if self.frame % self.decision_frames == 0:
+            self._ai_action[side] = int(who.pilot.act(self._seen[side][0][None])[0])
+        return self._ai_action[side]
 
     def advance(self) -> None:
         """One game frame: tick, and when recording, add the frame as drawn (pauses and the
@@ -314,6 +335,9 @@ class HumanGame:
             self.recorder.add(self.frame_rgb())
 
     def hud(self) -> list[str]:
+        if self.first is not None:  # two pilots, watched: rounds go on
+            return [f"score {self.names[0]} {self.score[0]} : {self.score[1]} {self.names[1]}   "
+                    f"round {self.round}"]
         lines = [f"score {self.names[0]} {self.score[0]} : {self.score[1]} {self.names[1]}   "
                  f"(first to {self.score_limit})   round {self.round}"]
         if self.opponent is not None:
@@ -363,7 +387,11 @@ class HumanGame:
         return self.results
 
     def close(self) -> None:
-        self.renderer.close()
+        if self.renderer is not None:
+            self.renderer.close()
+        for who in (self.first, self.opponent):
+            if who is not None and hasattr(who.pilot, "close"):
+                who.pilot.close()  # a sandboxed strategy's child process
 
 
 def play(config: GameConfig | None = None, opponent: str | None = None,

@@ -127,8 +127,10 @@ def build_parser() -> Parser:
     m.add_argument("--dataset-info", metavar="NAME",
                    help="print a dataset's card: pilots, size, win rates, scores")
     m.add_argument("--replay", metavar="PATH",
-                   help="play back a saved replay (runs/replays/*.json) in a window, or to a "
-                        "video with --record")
+                   help="play back a saved replay (runs/replays/*.json) in a window, to a "
+                        "video with --record, or into one HTML page with --html")
+    m.add_argument("--serve", action="store_true",
+                   help="the browser app: play, watch, replays, tournaments (--host, --port)")
 
     tr = p.add_argument_group("training")
     tr.add_argument("--algorithm", choices=("ppo", "dqn", "bc", "cql"),
@@ -235,8 +237,15 @@ def build_parser() -> Parser:
                     help="evaluate, demo: add every game's GameResult to FILE as JSON lines "
                          "(tournaments write games.jsonl beside their report)")
     hp.add_argument("--save-replays", type=_count(0), metavar="N",
-                    help="evaluate: save N games as replays; tournament: N games per pairing "
-                         "(under runs/replays/)")
+                    help="evaluate: save N games as replays (under runs/replays/); tournament: "
+                         "N games per pairing (in the tournament's folder)")
+    hp.add_argument("--html", metavar="OUT.html",
+                    help="with --replay: write one self-contained page that plays the replay "
+                         "in any browser, no server needed")
+    web = p.add_argument_group("the browser app (pip install -e \".[web]\")")
+    web.add_argument("--host", help="--serve: the address to listen on (default 127.0.0.1, "
+                                    "this machine only)")
+    web.add_argument("--port", type=int, help="--serve: the port (default 8000)")
     p.add_argument("--ensemble-with", nargs="+", metavar="CHECKPOINT",
                    help="with --export of a DQN checkpoint: other DQN runs' checkpoints whose "
                         "greedy players join its ensemble in the copy")
@@ -303,7 +312,8 @@ APPLIES = {
                    "ratings_file", "checkpoint_dir", "seed", "save_replays", "quiet"} | RAY,
     "human_play": {"difficulty", "opponent", "checkpoint", "two_player", "score_limit", "scale",
                    "phosphor", "record", "seed", "checkpoint_dir", "ratings_file", "config"},
-    "replay": {"record", "scale", "phosphor"},
+    "replay": {"record", "scale", "phosphor", "html"},
+    "serve": {"host", "port", "checkpoint_dir", "ratings_file"},
     "datagen": {"players", "episodes", "dataset_id", "seed", "reward", "config", "quiet"} | RAY,
     "pbt": {"population", "pbt_rounds", "timesteps", "num_envs", "learning_rate", "config",
             "checkpoint_dir", "run_name", "seed", "quiet", "eval_episodes", "ray_address",
@@ -317,7 +327,7 @@ APPLIES = {
 }
 MODE_FLAGS = ("evaluate", "champion_train", "demo", "benchmark", "benchmark_training", "export",
               "tournament", "human_play", "replay", "iterative", "llm_arena", "datagen",
-              "dataset_info", "pbt")
+              "dataset_info", "pbt", "serve")
 
 
 def _flag(dest: str) -> str:
@@ -562,7 +572,23 @@ def _human_play(parser, args) -> int:
 def _replay(parser, args) -> int:
     from spacewar_ai.replays import play_replay
 
+    if args.html:
+        from spacewar_ai.web import export_html
+
+        if args.record or args.scale or args.phosphor:
+            parser.error("--html writes a page that plays the replay by itself: drop "
+                         "--record, --scale and --phosphor")
+        print(f"wrote {export_html(args.replay, args.html)}: open it in any browser")
+        return 0
     print(play_replay(args.replay, args.record, args.scale or 1.0, args.phosphor))
+    return 0
+
+
+def _serve(parser, args) -> int:
+    from spacewar_ai.web import serve
+
+    serve(args.host or "127.0.0.1", args.port if args.port is not None else 8000, ".",
+          args.checkpoint_dir or "checkpoints", args.ratings_file)
     return 0
 
 
@@ -658,7 +684,7 @@ MODES = {"train": _train, "champion_train": _train, "evaluate": _evaluate, "demo
          "tournament": _tournament, "human_play": _human_play, "replay": _replay,
          "export": _export, "benchmark": _benchmark, "benchmark_training": _benchmark_training,
          "iterative": _iterative, "llm_arena": _llm_arena, "datagen": _datagen,
-         "dataset_info": _dataset_info, "pbt": _pbt}
+         "dataset_info": _dataset_info, "pbt": _pbt, "serve": _serve}
 
 
 if __name__ == "__main__":

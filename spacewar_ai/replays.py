@@ -73,7 +73,18 @@ def load_replay(path) -> dict:
     if not path.is_file():
         raise ReplayError(f"replay {path}: no such file (replays are saved under {REPLAY_DIR}/)")
     try:
-        data = json.loads(path.read_text())
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReplayError(f"replay {path}: cannot be read as text ({exc})") from None
+    return parse_replay(text, str(path))
+
+
+def parse_replay(text: str, source: str = "the replay") -> dict:
+    """A replay from its JSON text, checked; ReplayError names `source` and the problem."""
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
         config = GameConfig.from_dict(data["config"])
         a0, a1 = data["actions"]
         if len(a0) != len(a1) or not (a0 + a1).isdigit():
@@ -94,7 +105,7 @@ def load_replay(path) -> dict:
                 and all(isinstance(p, str) for p in players)):
             raise ValueError(f"players {players!r} is not a list of two names")
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-        raise ReplayError(f"replay {path}: not a valid replay file ({exc})") from None
+        raise ReplayError(f"replay {source}: not a valid replay file ({exc})") from None
     data["game_config"] = config
     return data
 

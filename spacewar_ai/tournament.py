@@ -397,7 +397,8 @@ def run_tournament(specs: list[str], mode: str = "round_robin", games_per_pairin
         from .replays import save_match_replays
 
         for _, _, r in result.matches:
-            saved += save_match_replays(r, GameConfig(), f"{r.name_a}-vs-{r.name_b}")
+            saved += save_match_replays(r, GameConfig(), f"{r.name_a}-vs-{r.name_b}",
+                                        folder / "replays")
     return TournamentReport(result, rows, text, folder, mode, games_per_pairing,
                             ratings.path if ratings is not None else None, saved)
 

@@ -384,6 +384,15 @@ BAD_INPUT = {
     "ray address and local": (lambda f: EV + ["--backend", "local", "--ray-address", "h:1"],
                               "--backend local"),
     "render on ray": (lambda f: EV + ["--render", "--backend", "ray"], "--render"),
+    # the browser
+    "serve port 0": (lambda f: ["--serve", "--port", "0"], "--port 0"),
+    "host without serve": (lambda f: ["--host", "0.0.0.0"], "--host"),
+    "html not .html": (lambda f: ["--replay", f["notjson.replay"], "--html", "out.txt"],
+                       "out.txt"),
+    "html of a bad replay": (lambda f: ["--replay", f["empty.replay"], "--html", "o.html"],
+                             "empty.replay"),
+    "html with record": (lambda f: ["--replay", f["empty.replay"], "--html", "o.html",
+                                    "--record", "o.gif"], "--record"),
 }
 
 

@@ -44,3 +44,18 @@ def test_personalities_trains_and_charts_each_one(tmp_path):
         assert f"| {name} |" in table
         assert sum(styles[name]["ends"].values()) == 4
     assert (tmp_path / "p-win.png").stat().st_size > 1000
+
+
+@pytest.mark.slow
+def test_web_tour_measures_latency_and_photographs_the_pages(tmp_path):
+    pytest.importorskip("playwright")
+    if not Path("/usr/bin/chromium").exists():
+        pytest.skip("no browser at /usr/bin/chromium: apt-get install chromium")
+    out = _script(tmp_path, "web_tour", "--trials", "3", "--seconds", "1",
+                  "--screenshots", "shots")
+    latency = next(line for line in out.stdout.splitlines() if line.startswith("key press"))
+    assert "3 presses: median" in latency
+    fps = float(out.stdout.split("per second while a game plays: ")[1].split()[0])
+    assert 20 < fps < 70  # the game streams 50 frames a second
+    assert {p.name for p in (tmp_path / "shots").iterdir()} == {
+        "web-play.png", "web-watch.png", "web-tournaments.png"}  # no replays here yet

@@ -67,7 +67,7 @@ def test_cli_tournament_writes_crosstable_standings_and_ratings(tmp_path):
     # Two replays per pairing (one per side), each replaying to its recorded final state.
     from spacewar_ai.replays import load_replay, replay_game
 
-    replays = sorted((tmp_path / "runs" / "replays").glob("*.json"))
+    replays = sorted((tmp_path / "runs" / "tournaments").glob("*/replays/*.json"))
     assert len(replays) == 6
     for path in replays:
         replay_game(load_replay(path))

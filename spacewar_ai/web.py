@@ -1,0 +1,380 @@
+"""The browser: `spacewar-ai --serve` and replays as one HTML file.
+
+The game stays in Python: the server runs the engine and streams each frame's state (ships,
+torpedoes, score) over a WebSocket, and the page draws it on a canvas in the 1962 look
+(web/spacewar.js, the only renderer the browser has). Pages, one HTML file routed by path:
+
+| page | what |
+|---|---|
+| `/play` | you fly ship 0 with the window's keys against any pilot spec or difficulty (or two people at one keyboard), one engine frame per 1/50 s; each round saved as a replay |
+| `/watch` | two pilot specs play live, at real pace or up to 8 times faster |
+| `/replays` | the replays this project saved (and uploaded ones): play, pause, step, scrub; frames from replaying the game bit for bit here |
+| `/tournaments` | the ratings file's standings with 95% intervals, every tournament's standings, crosstable and saved games |
+
+`--replay FILE --html out.html` (`export_html`) writes the replay player, its renderer and the
+replayed states into one file that plays in any browser with no server and no network.
+
+Safety: the server binds 127.0.0.1 unless told otherwise; files are read only under the folder
+it was started in (replays under runs/, checkpoints and strategy files that specs name), and
+everything that arrives (specs, uploaded replays, messages) is checked as everywhere else, a
+problem being one line on the page. Strategy files play in their sandbox.
+
+Starlette, uvicorn and websockets are the `web` extra, imported only when a page is served.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from . import engine
+from .config import GameConfig
+from .replays import ReplayError, load_replay, parse_replay, replay_game, state_hash
+
+STATIC = Path(__file__).resolve().parent / "web"
+PAGES = ("play", "watch", "replays", "tournaments")
+SPEEDS = (1, 2, 4, 8)
+UPLOAD_LIMIT = 4 * 2**20  # bytes: the longest game's replay is a few hundred kB
+INSTALL = 'the browser app needs the web extra: pip install -e ".[web]"'
+
+
+# --- what the page draws -----------------------------------------------------------------------
+def client_config(config: GameConfig) -> dict[str, Any]:
+    """The constants the renderer needs."""
+    return {"width": config.width, "height": config.height, "no_star": config.no_star,
+            "star_radius": config.star_radius, "fps": config.fps, "frame_skip": config.frame_skip,
+            "max_fuel": config.max_fuel, "max_ammo": config.max_ammo}
+
+
+def frame_state(batch, g: int = 0) -> dict[str, Any]:
+    """Game g's frame as the page draws it: frame number, per ship [x, y, heading, alive,
+    thrusting, in hyperspace, fuel left (0-1), torpedoes], torpedoes in flight [x, y]."""
+    sf, si = batch.ship_f[g], batch.ship_i[g]
+    fuel = max(float(batch.config.max_fuel), 1.0)
+    ships = [[round(float(sf[s, engine.SX]), 2), round(float(sf[s, engine.SY]), 2),
+              round(float(sf[s, engine.SANG]), 5), int(si[s, engine.ALIVE]),
+              int(si[s, engine.THRUSTING]), int(si[s, engine.HYPER_HIDDEN] > 0),
+              round(float(sf[s, engine.SFUEL]) / fuel, 4), int(si[s, engine.AMMO])]
+             for s in range(2)]
+    live = batch.torp_t[g] > 0
+    torps = [[round(float(x), 1), round(float(y), 1)]
+             for x, y in batch.torp_f[g][live][:, :2]]
+    return {"f": int(batch.game_i[g, engine.FRAME]), "s": ships, "t": torps}
+
+
+def replay_frames(replay: dict, source: str) -> dict[str, Any]:
+    """A replay as the page plays it: every step's state, replayed here bit for bit; the last
+    carries the SHA-256 of the engine state it ended in (ReplayError if that is not the state
+    recorded)."""
+    frames: list[dict] = []
+    batch = replay_game(replay, lambda b: frames.append(frame_state(b)))
+    frames[-1]["hash"] = state_hash(batch)
+    return {"source": source, "config": client_config(replay["game_config"]),
+            "players": replay.get("players") or ["ship 0", "ship 1"],
+            "result": replay.get("result"), "frames": frames}
+
+
+def export_html(replay_path, out) -> Path:
+    """`--replay FILE --html OUT`: one self-contained page that plays the replay."""
+    from .checkpoints import atomic_write_bytes
+
+    out = Path(out)
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise ValueError(f"--html {out}: give a file name ending in .html")
+    data = replay_frames(load_replay(replay_path), Path(replay_path).name)
+    page = (STATIC / "replay.html").read_text()
+    script = (STATIC / "spacewar.js").read_text()
+    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    page = page.replace("/*SPACEWAR_JS*/", script).replace("/*REPLAY_JSON*/", payload)
+    atomic_write_bytes(out, lambda f: f.write(page.encode()))
+    return out
+
+
+# --- files the app may read --------------------------------------------------------------------
+class Files:
+    """The folders the app reads, all under `root` (the folder the server started in)."""
+
+    def __init__(self, root: Path, checkpoint_dir: str | Path = "checkpoints",
+                 ratings_file: str | Path | None = None):
+        self.root = Path(root).resolve()
+        self.runs = self.root / "runs"
+        self.checkpoints = (self.root / checkpoint_dir).resolve()
+        self.ratings = (self.root / ratings_file).resolve() if ratings_file else \
+            self.checkpoints / "ratings.json"
+
+    def inside(self, path: str | Path, under: Path | None = None) -> Path:
+        """The path resolved, if it lies under `under` (default the root); else ValueError."""
+        base = under or self.root
+        full = (self.root / path).resolve()
+        if not full.is_relative_to(base):
+            raise ValueError(f"{path}: outside {base.relative_to(self.root) if base != self.root else 'this project'}"
+                             "; only the project's own files can be opened here")
+        return full
+
+    def check_spec(self, spec: str) -> str:
+        """A pilot spec whose files (checkpoints, strategy files, models) lie in the project."""
+        from .pilots import map_spec_files
+
+        spec = str(spec).strip()
+        if not spec:
+            raise ValueError("no pilot given: choose one from the list or type a spec")
+        return map_spec_files(spec, self.inside)
+
+    def replays(self) -> list[dict[str, Any]]:
+        found = sorted(self.runs.glob("replays/*.json")) + \
+            sorted(self.runs.glob("tournaments/*/replays/*.json"))
+        found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+        return [{"path": str(p.relative_to(self.root)), "name": p.name} for p in found[:500]]
+
+    def tournaments(self) -> list[dict[str, Any]]:
+        out = []
+        for folder in sorted(self.runs.glob("tournaments/*/"), reverse=True)[:50]:
+            try:
+                standings = json.loads((folder / "standings.json").read_text())
+            except (OSError, ValueError):
+                continue
+            table = folder / "crosstable.md"
+            out.append({"name": folder.name, "standings": standings,
+                        "crosstable": table.read_text() if table.is_file() else "",
+                        "replays": [str(p.relative_to(self.root))
+                                    for p in sorted(folder.glob("replays/*.json"))]})
+        return out
+
+    def ratings_rows(self) -> dict[str, Any]:
+        from .ratings import RatingsFile
+
+        rows = []
+        data = RatingsFile(self.ratings).data
+        for identity, p in data["players"].items():
+            games = sum(g for _, g in p.get("results", {}).values())
+            rows.append({"name": p.get("name", identity), "identity": identity,
+                         "rating": p.get("rating"), "ci95": p.get("ci95"), "games": games})
+        rows.sort(key=lambda r: -(r["rating"] or 0.0))
+        return {"file": str(self.ratings.relative_to(self.root))
+                if self.ratings.is_relative_to(self.root) else str(self.ratings), "players": rows}
+
+    def pilots(self) -> list[str]:
+        from .scripted import SCRIPTED_SPECS
+
+        found = [str(p.relative_to(self.root))
+                 for p in sorted(self.checkpoints.glob("*/best.pt"))[:40]]
+        return [*SCRIPTED_SPECS, "pretrained", "search:pretrained", *found]
+
+
+# --- live games --------------------------------------------------------------------------------
+class LiveGames:
+    """The games being played or watched now, by id, so their state can be read back
+    (GET /api/live/ID)."""
+
+    def __init__(self):
+        self.games: dict[str, Any] = {}
+        self._next = 0
+
+    def add(self, game) -> str:
+        self._next += 1
+        gid = f"g{self._next}"
+        self.games[gid] = game
+        return gid
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:400] or type(exc).__name__
+
+
+def start_game(message: dict, files: Files, seed: int):
+    """The HumanGame a page's start message asks for (ValueError with one line if it cannot)."""
+    from .human_play import (DIFFICULTIES, HELP_ALONE, HELP_COMMON, HELP_TWO, HumanGame,
+                             Opponent, difficulty_opponent, spec_opponent)
+    from .pilots import make_pilot
+
+    config = GameConfig()
+    kind = message.get("mode")
+    replay_dir = files.runs / "replays"
+    if kind == "watch":
+        a, b = (files.check_spec(message.get(k, "")) for k in ("a", "b"))
+        first = make_pilot(a, config, seed)
+        second = make_pilot(b, config, seed + 1)
+        game = HumanGame(config, Opponent(second, second.name, 0, "watch"), seed=seed,
+                         score_limit=10**6, mode=None, replay_dir=replay_dir,
+                         first=Opponent(first, first.name, 0, "watch"))
+        return game, []
+    if kind != "play":
+        raise ValueError(f"unknown mode {kind!r}: play or watch")
+    if message.get("two_player"):
+        game = HumanGame(config, None, two_player=True, seed=seed, mode=None,
+                         replay_dir=replay_dir)
+        return game, HELP_TWO + HELP_COMMON
+    spec, difficulty = message.get("opponent") or "", message.get("difficulty") or ""
+    if spec:
+        opponent = spec_opponent(files.check_spec(spec), config, seed)
+    else:
+        if difficulty not in DIFFICULTIES:
+            raise ValueError(f"difficulty {difficulty!r} is unknown: use one of "
+                             f"{', '.join(DIFFICULTIES)}")
+        opponent = difficulty_opponent(difficulty, config, files.checkpoints, files.ratings,
+                                       seed)
+    game = HumanGame(config, opponent, seed=seed, mode=None, replay_dir=replay_dir,
+                     difficulty="" if spec else difficulty)
+    return game, HELP_ALONE + HELP_COMMON
+
+
+async def run_live(ws, files: Files, live: LiveGames) -> None:
+    """One WebSocket: a start message, then frames at the game's pace until the page leaves;
+    key messages from the page go to the game as they arrive."""
+    first = await ws.receive_json()
+    try:
+        speed = int(first.get("speed", 1))
+        if speed not in SPEEDS:
+            raise ValueError(f"speed {speed}: use one of {', '.join(map(str, SPEEDS))}")
+        game, help_lines = start_game(first, files, int(first.get("seed", time.time_ns() % 10**9)))
+    except Exception as exc:  # every problem with what the page asked for: one line back
+        await ws.send_json({"type": "error", "message": _one_line(exc)})
+        await ws.close()
+        return
+    gid = live.add(game)
+    await ws.send_json({"type": "start", "id": gid, "names": game.names,
+                        "config": client_config(game.config), "help": help_lines})
+
+    async def read_keys():
+        while True:
+            msg = await ws.receive_json()
+            if msg.get("type") == "key" and isinstance(msg.get("key"), str):
+                (game.key_down if msg.get("down") else game.key_up)(msg["key"][:20])
+            elif msg.get("type") == "speed" and msg.get("speed") in SPEEDS:
+                nonlocal speed
+                speed = msg["speed"]
+
+    reader = asyncio.create_task(read_keys())
+    loop = asyncio.get_running_loop()
+    dt = 1.0 / game.config.fps
+    due = loop.time()
+    saved = 0
+    try:
+        while not game.quit and not reader.done():
+            for _ in range(speed):
+                game.tick()
+            await ws.send_json({"type": "frame", "state": frame_state(game.batch),
+                                "score": game.score, "round": game.round,
+                                "banner": game.overlay(), "hud": game.hud()})
+            while saved < len(game.replays):
+                path = game.replays[saved]
+                await ws.send_json({"type": "replay", "path": str(path.relative_to(files.root)),
+                                    "result": game.results[saved]})
+                saved += 1
+            due += dt
+            await asyncio.sleep(max(0.0, due - loop.time()))
+            if loop.time() - due > 0.25:
+                due = loop.time()  # after a stall, go on from now rather than race
+    except Exception:  # the page went away mid-send
+        pass
+    finally:
+        reader.cancel()
+        live.games.pop(gid, None)
+        game.close()
+
+
+# --- the app -----------------------------------------------------------------------------------
+def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints",
+               ratings_file: str | Path | None = None):
+    """The Starlette app over the project folder `root`."""
+    try:
+        from starlette.applications import Starlette
+        from starlette.responses import FileResponse, JSONResponse, RedirectResponse
+        from starlette.routing import Mount, Route, WebSocketRoute
+        from starlette.staticfiles import StaticFiles
+        from starlette.websockets import WebSocketDisconnect
+    except ImportError:
+        raise ValueError(INSTALL) from None
+
+    files = Files(Path(root), checkpoint_dir, ratings_file)
+    live = LiveGames()
+
+    def problem(exc: BaseException, status: int = 400):
+        return JSONResponse({"error": _one_line(exc)}, status_code=status)
+
+    async def page(request):
+        return FileResponse(STATIC / "index.html")
+
+    async def home(request):
+        return RedirectResponse("/play")
+
+    async def api_pilots(request):
+        from .human_play import DIFFICULTIES
+
+        return JSONResponse({"pilots": files.pilots(), "difficulties": list(DIFFICULTIES),
+                             "speeds": list(SPEEDS)})
+
+    async def api_replays(request):
+        return JSONResponse({"replays": files.replays()})
+
+    async def api_replay(request):
+        try:
+            if request.method == "POST":
+                body = await request.body()
+                if len(body) > UPLOAD_LIMIT:
+                    raise ValueError(f"the file is {len(body):,} bytes; a replay is at most "
+                                     f"{UPLOAD_LIMIT:,}")
+                name = request.query_params.get("name", "the uploaded file")[:200]
+                try:
+                    text = body.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise ReplayError(f"replay {name}: not UTF-8 text") from None
+                data = replay_frames(parse_replay(text, name), name)
+            else:
+                rel = request.query_params.get("path", "")
+                path = files.inside(rel, files.runs)
+                data = replay_frames(load_replay(path), rel)
+        except (ValueError, OSError) as exc:  # ReplayError is a ValueError
+            return problem(exc)
+        return JSONResponse(data)
+
+    async def api_tournaments(request):
+        try:
+            ratings = files.ratings_rows()
+        except ValueError as exc:
+            ratings = {"file": str(files.ratings), "players": [], "error": _one_line(exc)}
+        return JSONResponse({"ratings": ratings, "tournaments": files.tournaments()})
+
+    async def api_live(request):
+        game = live.games.get(request.path_params["gid"])
+        if game is None:
+            return problem(ValueError("no such game (it has ended?)"), 404)
+        return JSONResponse({"state": frame_state(game.batch), "names": game.names,
+                             "score": game.score, "held": sorted(game.held)})
+
+    async def ws_live(websocket):
+        await websocket.accept()
+        try:
+            await run_live(websocket, files, live)
+        except (WebSocketDisconnect, RuntimeError, ValueError):
+            pass  # the page closed, or sent something that is not JSON
+
+    routes = [Route("/", home), *[Route(f"/{p}", page) for p in PAGES],
+              Route("/api/pilots", api_pilots), Route("/api/replays", api_replays),
+              Route("/api/replay", api_replay, methods=["GET", "POST"]),
+              Route("/api/tournaments", api_tournaments), Route("/api/live/{gid}", api_live),
+              WebSocketRoute("/ws/live", ws_live),
+              Mount("/static", StaticFiles(directory=STATIC), name="static")]
+    return Starlette(routes=routes)
+
+
+def serve(host: str = "127.0.0.1", port: int = 8000, root: str | Path = ".",
+          checkpoint_dir: str | Path = "checkpoints", ratings_file=None) -> None:
+    """The --serve mode: the app on host:port until Ctrl-C."""
+    if not 0 < int(port) < 65536:
+        raise ValueError(f"--port {port}: give a port from 1 to 65535")
+    app = create_app(root, checkpoint_dir, ratings_file)
+    try:
+        import uvicorn
+    except ImportError:
+        raise ValueError(INSTALL) from None
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"warning: --host {host} lets other machines on the network reach this app (it "
+              "plays any pilot spec it is given and lists your replays and ratings); use it on "
+              "networks you trust")
+    print(f"Spacewar! AI in the browser: http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}"
+          f":{port}/play  (Ctrl-C stops it)", flush=True)
+    uvicorn.run(app, host=host, port=int(port), log_level="warning", ws="websockets-sansio")

@@ -1,0 +1,265 @@
+"""The browser app, in a real headless Chromium driven by Playwright, against a real uvicorn server
+on 127.0.0.1 over a project folder where a real tournament was played."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette")
+uvicorn = pytest.importorskip("uvicorn")
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--no-first-run"]
+PLAYERS = ["heuristic:hard", "heuristic:easy", "random"]
+
+pytestmark = pytest.mark.slow
+
+
+def _cli(*args, cwd, timeout=300):
+    return subprocess.run([sys.executable, "-m", "spacewar_ai", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=timeout,
+                          env={**os.environ, "SDL_VIDEODRIVER": "dummy"})
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """A project folder with one tournament played in it, its games saved."""
+    root = tmp_path_factory.mktemp("project")
+    out = _cli("--tournament", "--players", ",".join(PLAYERS), "--matches-per-pairing", "2",
+               "--save-replays", "1", "--workers", "1", "--quiet", cwd=root)
+    assert out.returncode == 0, out.stderr
+    return root
+
+
+@pytest.fixture(scope="module")
+def server(project):
+    from spacewar_ai.web import create_app
+
+    port = _free_port()
+    srv = uvicorn.Server(uvicorn.Config(create_app(project), host="127.0.0.1", port=port,
+                                        log_level="warning", ws="websockets-sansio"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.time() + 30
+    while not srv.started:
+        assert time.time() < deadline, "the server did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no browser at {CHROMIUM}: apt-get install chromium")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 900, "height": 900})
+    pg = context.new_page()
+    pg.console_errors = []
+    pg.on("console", lambda m: m.type == "error" and pg.console_errors.append(m.text))
+    pg.on("pageerror", lambda exc: pg.console_errors.append(str(exc)))
+    yield pg
+    context.close()
+
+
+def _lit_pixels(pg, selector="canvas") -> int:
+    """Pixels of the canvas brighter than the dim starfield: ships, star, torpedoes, text."""
+    return pg.eval_on_selector(selector, """c => {
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        let n = 0;
+        for (let i = 0; i < d.length; i += 4) if (Math.max(d[i], d[i + 1], d[i + 2]) > 200) n++;
+        return n; }""")
+
+
+def _drawn(pg, more_than: int, timeout=20.0) -> int:
+    pg.wait_for_function(f"window.SW_STATS.drawn > {more_than}", timeout=timeout * 1000)
+    return pg.evaluate("window.SW_STATS.drawn")
+
+
+def _get(url: str, as_json: bool = True):
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            status, body = r.status, r.read()
+    except urllib.error.HTTPError as exc:
+        status, body = exc.code, exc.read()
+    return status, json.loads(body) if as_json else body
+
+
+def _replays(project: Path) -> list[Path]:
+    return sorted(project.glob("runs/tournaments/*/replays/*.json"))
+
+
+def test_every_page_loads_and_draws_without_console_errors(page, server, project):
+    page.goto(f"{server}/play")
+    page.wait_for_selector("body[data-ready='1']")
+    page.select_option("#difficulty", "easy")
+    page.click("#start")
+    _drawn(page, 10)
+    assert _lit_pixels(page) > 200
+
+    page.goto(f"{server}/watch")
+    page.wait_for_selector("body[data-ready='1']")
+    page.fill("#a", "heuristic:hard")
+    page.fill("#b", "pretrained")
+    page.select_option("#speed", "4")
+    page.click("#start")
+    _drawn(page, 10)
+    assert "heuristic:hard vs" in page.text_content("#names")
+    assert _lit_pixels(page) > 200
+
+    page.goto(f"{server}/replays")
+    page.wait_for_selector("body[data-ready='1']")
+    first = str(_replays(project)[0].relative_to(project))
+    page.select_option("#replay-list", first)
+    page.wait_for_selector("#player canvas")
+    assert _lit_pixels(page, "#player canvas") > 200
+
+    page.goto(f"{server}/tournaments")
+    page.wait_for_selector("body[data-ready='1']")
+    page.wait_for_selector("table.standings")
+    assert page.console_errors == []
+
+
+def test_the_rotate_key_turns_ship_0_on_the_server(page, server):
+    page.goto(f"{server}/play")
+    page.wait_for_selector("body[data-ready='1']")
+    page.fill("#opponent", "idle")
+    page.click("#start")
+    _drawn(page, 5)
+    game = page.get_attribute("#screen", "data-game")
+    _, before = _get(f"{server}/api/live/{game}")
+    time.sleep(0.3)
+    _, still = _get(f"{server}/api/live/{game}")
+    assert still["state"]["f"] > before["state"]["f"]  # the game runs on its own pace
+    assert still["state"]["s"][0][2] == before["state"]["s"][0][2]  # no key, no turn
+    page.keyboard.down("ArrowLeft")
+    time.sleep(0.4)
+    _, turning = _get(f"{server}/api/live/{game}")
+    page.keyboard.up("ArrowLeft")
+    assert turning["held"] == ["left"]
+    assert turning["state"]["s"][0][2] != still["state"]["s"][0][2]
+    assert page.console_errors == []
+
+
+def _final_state(path: Path) -> str:
+    from spacewar_ai.replays import load_replay, replay_game, state_hash
+
+    return state_hash(replay_game(load_replay(path)))
+
+
+def _play_to_the_end(pg) -> str:
+    pg.select_option(".speed", "4")
+    pg.click("[data-act='play']")
+    frames = int(pg.get_attribute(".replay-status", "data-frames"))
+    pg.wait_for_function(
+        f"document.querySelector('.replay-status').dataset.frame == '{frames - 1}'",
+        timeout=60_000)
+    assert pg.evaluate("window.SW_STATS.drawn") >= frames  # it played, not jumped
+    return pg.get_attribute(".replay-status", "data-final-state")
+
+
+def test_a_served_replay_and_its_html_export_end_in_the_recorded_state(page, server, project,
+                                                                      tmp_path):
+    path = max(_replays(project), key=lambda p: len(json.loads(p.read_text())["actions"][0]))
+    expected = _final_state(path)
+    page.goto(f"{server}/replays?path={path.relative_to(project)}")
+    page.wait_for_selector(".replay-status[data-frames]")
+    assert _play_to_the_end(page) == expected
+    assert expected in page.text_content(".replay-status")
+
+    out = _cli("--replay", str(path), "--html", str(tmp_path / "game.html"), cwd=project)
+    assert out.returncode == 0, out.stderr
+    page.goto((tmp_path / "game.html").as_uri())  # no server: a file
+    page.wait_for_selector("body[data-ready='1']")
+    assert _play_to_the_end(page) == expected
+    assert page.console_errors == []
+
+
+def test_the_tournaments_page_shows_the_players_of_the_tournament(page, server, project):
+    page.goto(f"{server}/tournaments")
+    page.wait_for_selector("table.ratings")
+    ratings = page.text_content("table.ratings")
+    standings = page.text_content("table.standings")
+    for name in PLAYERS:
+        assert name in ratings and name in standings
+    links = page.eval_on_selector_all("details a", "els => els.map(a => a.href)")
+    assert len(links) == len(_replays(project)) and all("/replays?path=" in a for a in links)
+    page.click("details a")
+    page.wait_for_selector(".replay-status[data-frames]")
+
+
+def test_bad_input_is_one_line_on_the_page(page, server, project):
+    page.goto(f"{server}/replays")
+    page.wait_for_selector("body[data-ready='1']")
+    page.set_input_files("#upload", files=[{"name": "broken.json", "mimeType": "application/json",
+                                            "buffer": b'{"version": 1, "seed": 3}'}])
+    page.wait_for_selector("#error:not([hidden])")
+    text = page.text_content("#error")
+    assert text.startswith("replay broken.json: not a valid replay file") and "\n" not in text
+
+    page.goto(f"{server}/watch")
+    page.wait_for_selector("body[data-ready='1']")
+    for spec, says in (("ppo:/etc/passwd", "outside this project"),
+                       ("heuristic:hardest", "heuristic:hardest")):
+        page.fill("#a", spec)
+        page.click("#start")
+        page.wait_for_function(
+            f"document.querySelector('#error').textContent.includes({json.dumps(says)})")
+        assert "Traceback" not in page.text_content("#error")
+
+
+def test_no_file_outside_the_project_is_served(server, project):
+    status, body = _get(f"{server}/api/replay?path=../../../../etc/passwd")
+    assert status == 400 and "outside" in body["error"]
+    status, body = _get(f"{server}/api/replay?path=checkpoints/ratings.json")
+    assert status == 400 and "outside runs" in body["error"]  # replays come from runs/ only
+    status, _ = _get(f"{server}/static/..%2fweb.py", as_json=False)
+    assert status == 404
+
+
+def test_serving_beyond_this_machine_warns(tmp_path):
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "spacewar_ai", "--serve", "--host", "0.0.0.0",
+                             "--port", str(port)], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        first = proc.stdout.readline()
+        assert first.startswith("warning: --host 0.0.0.0 lets other machines")
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_the_web_app_costs_nothing_to_those_who_never_serve():
+    code = ("import sys, spacewar_ai, spacewar_ai.main, spacewar_ai.replays; "
+            "print(sorted(m for m in ('starlette', 'uvicorn', 'websockets', 'playwright') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "[]", out.stderr
