@@ -57,6 +57,8 @@ def main(argv=None) -> int:
     p.add_argument("--eval-games", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--name", default="ladder")
+    p.add_argument("--scratch-minutes", type=float,
+                   help="PPO from scratch's budget (default: the ladder's own wall clock)")
     p.add_argument("--train-eval-games", type=int, default=100,
                    help="games of each training run's own evaluations (which pick best.pt)")
     args = p.parse_args(argv)
@@ -85,7 +87,8 @@ def main(argv=None) -> int:
     _, times["ppo"] = run(ppo_cfg, start_from=cql_model)
     ladder_seconds = sum(times.values())
     scratch_cfg = RunConfig(train=TrainConfig(total_timesteps=10**10,
-                                              max_minutes=ladder_seconds / 60,
+                                              max_minutes=args.scratch_minutes or
+                                              ladder_seconds / 60,
                                               run_name=f"{args.name}-scratch-s{args.seed}",
                                               **base))
     _, times["scratch"] = run(scratch_cfg)

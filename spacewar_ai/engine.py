@@ -349,15 +349,16 @@ def _missed(g, o, k, torp_near, stats, dodge2):
 
 @_jit_inline
 def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k, live_x,
-           live_y, torp_near, stats):
+           live_y, torp_near, stats, dodges):
     """Advance game g by one frame with the given (already validated) actions.
 
     live_o/live_k/live_x/live_y are scratch arrays of 2 * slots: owner, slot and position of each
     live torpedo, so the collision loops visit only torpedoes in flight. torp_near holds each
-    torpedo's closest squared distance to its target so far, for the dodge count in stats.
+    torpedo's closest squared distance to its target so far, for the dodge count in stats,
+    kept only when `dodges` is true (it costs a tenth of a frame).
     """
     dodge_r = DODGE_RADII * p[P_HIT_R]
-    dodge2 = dodge_r * dodge_r
+    dodge2 = dodge_r * dodge_r if dodges else -1.0  # -1: no torpedo ever counts as a dodge
     w = p[P_W]
     h = p[P_H]
     nslots = torp_t.shape[2]
@@ -485,6 +486,7 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
         live_x[j] = torp_f[g, live_o[j], live_k[j], 0]
         live_y[j] = torp_f[g, live_o[j], live_k[j], 1]
     # Torpedo against ship (torpedoes can hit their own ship too, as in 1962).
+    reach = dodge_r if dodges else r
     for s in range(2):
         if ship_i[g, s, HYPER_HIDDEN] > 0 or ship_i[g, s, CAUSE] != 0:
             continue
@@ -495,13 +497,13 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
             k = live_k[j]
             if torp_t[g, o, k] > 0:
                 dx = live_x[j] - x
-                # Beyond the dodge radius on x alone, a torpedo can neither hit nor count as a
-                # near miss, so the dodge bookkeeping costs nothing for most pairs.
-                if _far_apart(dx, dodge_r, w):
+                # Beyond reach on x alone, a torpedo can neither hit nor (counting dodges) be a
+                # near miss: most pairs stop here.
+                if _far_apart(dx, reach, w):
                     continue
                 dx = _wrap_delta(dx, w)
                 dy = _wrap_delta(live_y[j] - y, h)
-                if o != s:  # how close the enemy's torpedo comes, for the dodge count
+                if dodges and o != s:  # how close the enemy's torpedo comes
                     d2 = dx * dx + dy * dy
                     if d2 < torp_near[g, o, k]:
                         torp_near[g, o, k] = d2
@@ -577,7 +579,7 @@ def _finish_game(g, ship_f, ship_i, torp_t, game_i, p, rp, reward):
 
 @_jit
 def step_games(actions, ship_f, ship_i, torp_f, torp_t, game_i, rng, p, rp, reward,
-               terminated, truncated, torp_near, stats):
+               terminated, truncated, torp_near, stats, dodges):
     """Advance every running game by frame_skip frames with actions (N, 2) held throughout.
 
     Invalid (masked) actions are replaced by 0 (drift) and counted in ship_i[..., MASKED].
@@ -614,7 +616,7 @@ def step_games(actions, ship_f, ship_i, torp_f, torp_t, game_i, rng, p, rp, rewa
         for _ in range(skip):
             # Hyperspace is one press, not held.
             _frame(g, a0, a1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k, live_x,
-                   live_y, torp_near, stats)
+                   live_y, torp_near, stats, dodges)
             if a0 == Action.HYPERSPACE:
                 a0 = Action.NONE
             if a1 == Action.HYPERSPACE:
@@ -758,7 +760,7 @@ class GameBatch:
     """N games' state arrays plus the kernels' entry points. Owned by the environments."""
 
     def __init__(self, num_games: int, config: GameConfig | None = None,
-                 reward_config: RewardConfig | None = None):
+                 reward_config: RewardConfig | None = None, count_dodges: bool = True):
         if not isinstance(num_games, (int, np.integer)) or num_games < 1:
             raise ValueError(f"num_games={num_games!r} is invalid: must be an integer >= 1")
         self.config = config if config is not None else GameConfig()
@@ -782,6 +784,9 @@ class GameBatch:
         # Statistics of each game (dodges), and each torpedo's closest approach to its target:
         # not the game's state (the physics never reads them), so replays and plans ignore them.
         self.stats = np.zeros((n, 2, NS), dtype=np.int64)
+        # Counting dodges tracks every enemy torpedo's distance every frame: matches and
+        # datasets (GameResult) want it; a learner's or a planner's batch may not.
+        self.count_dodges = bool(count_dodges)
         self.torp_near = np.full((n, 2, slots), np.inf)
         self.obs = np.zeros((n, 2, self.config.obs_dim), dtype=np.float32)
         self.reward = np.zeros((n, 2), dtype=np.float64)
@@ -809,7 +814,7 @@ class GameBatch:
     def step(self, actions: np.ndarray) -> None:
         step_games(actions, self.ship_f, self.ship_i, self.torp_f, self.torp_t, self.game_i,
                    self.rng, self.params, self.reward_params, self.reward, self.terminated,
-                   self.truncated, self.torp_near, self.stats)
+                   self.truncated, self.torp_near, self.stats, self.count_dodges)
 
     def observe(self) -> np.ndarray:
         write_observations(self.ship_f, self.ship_i, self.torp_f, self.torp_t, self.params,

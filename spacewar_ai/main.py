@@ -189,6 +189,9 @@ def build_parser() -> Parser:
                     help="games per evaluation (default 200; during training 100)")
     ev.add_argument("--stochastic", action="store_true",
                     help="evaluate the sampling policy instead of the greedy one")
+    ev.add_argument("--panel", action="store_true",
+                    help="evaluate against every pilot of the generalization panel (pilots no "
+                         "training meets), --eval-episodes games each, instead of --opponent")
     ev.add_argument("--players", metavar="SPECS",
                     help="player specs, comma separated (demo: two, default heuristic:hard,"
                          "heuristic:medium; tournament: default the best models we know and "
@@ -304,7 +307,8 @@ APPLIES = {
     "train": TRAINING,
     "champion_train": TRAINING | {"ratings_file"},
     "evaluate": {"checkpoint", "opponent", "eval_episodes", "stochastic", "seed", "render",
-                 "record", "save_replays", "ratings_file", "checkpoint_dir", "quiet", "results"}
+                 "record", "save_replays", "ratings_file", "checkpoint_dir", "quiet", "results",
+                 "panel"}
     | RAY,
     "demo": {"players", "checkpoint", "opponent", "episodes", "seed", "render", "record",
              "quiet", "results"},
@@ -489,6 +493,17 @@ def _evaluate(parser, args) -> int:
     if not args.checkpoint:
         parser.error("--evaluate needs --checkpoint SPEC (e.g. pretrained or a checkpoint path)")
     drawn = args.render or args.record
+    if args.panel:
+        from spacewar_ai.panel import evaluate_panel
+
+        given = [k for k in ("opponent", "render", "record", "save_replays", "results",
+                             "ratings_file", "stochastic") if getattr(args, k)]
+        if given:
+            parser.error(f"{_flag(given[0])} does not apply to --panel, which plays every panel "
+                         "pilot and reports each win rate; drop one of them")
+        evaluate_panel(args.checkpoint, args.eval_episodes or 200, args.seed or 0,
+                       quiet=args.quiet, ray_address=_ray_address(parser, args))
+        return 0
     for kept in ("save_replays", "results"):
         if drawn and getattr(args, kept):
             parser.error(f"{_flag(kept)} keeps games of a match, and --render/--record play games "

@@ -166,7 +166,7 @@ class SearchPilot:
 
     def _copies_of(self, m: int) -> GameBatch:
         if self._copies is None or self._copies.n != m:
-            self._copies = GameBatch(m, self.config)
+            self._copies = GameBatch(m, self.config, count_dodges=False)  # plans need no stats
         return self._copies
 
     def _gumbel(self, batch: GameBatch, rows: np.ndarray) -> np.ndarray:

@@ -128,7 +128,8 @@ class Trainer:
                                         expect_obs_dim=cfg.game.obs_dim)
         warm = bool(t.warm_start) and resume_ckpt is None and init_weights is None
         self._shape_configs(resume_ckpt if resume_ckpt is not None else init_ckpt, warm)
-        self.env = SpacewarVectorEnv(t.num_envs, cfg.game, cfg.reward, opponent=None)
+        self.env = SpacewarVectorEnv(t.num_envs, cfg.game, cfg.reward, opponent=None,
+                                     count_dodges=True)  # for game/dodged in TensorBoard
         algo_cfg = cfg.ppo if t.algorithm == "ppo" else cfg.dqn
         self.agent = make_agent(t.algorithm, cfg.game.obs_dim, cfg.game.num_actions, algo_cfg,
                                 self.device, num_envs=t.num_envs, seed=t.seed, game=cfg.game)

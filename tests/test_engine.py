@@ -277,3 +277,33 @@ def test_death_causes_print_by_name_as_in_the_original_diagnostic(capsys):
     names = {c.name for c in engine.DeathCause} | {"None"}
     assert set(printed) <= names and any(p != "None" for p in printed), printed
     assert f"{engine.DeathCause.COLLISION}" == str(engine.DeathCause.COLLISION) == "COLLISION"
+
+
+def test_counting_dodges_changes_no_game():
+    """Dodges are a statistic: a batch that counts them plays the same games, bit for bit, as one
+    that does not; only the count differs. The vector env reports it only when asked."""
+    from spacewar_ai.replays import state_hash
+
+    rng = np.random.default_rng(5)
+    actions = rng.integers(0, 6, size=(300, 64, 2))
+    batches = [engine.GameBatch(64, count_dodges=flag) for flag in (True, False)]
+    for b in batches:
+        b.reset(seeds=np.arange(64, dtype=np.int64))
+        for a in actions:
+            b.step(a)
+            b.reset(b.terminated | b.truncated)
+    assert [state_hash(batches[0], g) for g in range(64)] == \
+        [state_hash(batches[1], g) for g in range(64)]
+    assert batches[0].stats[:, :, engine.DODGED].sum() > 0
+    assert batches[1].stats[:, :, engine.DODGED].sum() == 0
+
+    from spacewar_ai.environment import SpacewarVectorEnv
+
+    for flag in (True, False):
+        env = SpacewarVectorEnv(8, opponent="heuristic:hard", count_dodges=flag)
+        env.reset(seed=1)
+        while True:
+            *_, info = env.step(np.full(8, 4))
+            if "final_info" in info:
+                assert ("dodged" in info["final_info"]) == flag
+                break

@@ -23,7 +23,8 @@ def _script(tmp_path, name, *args):
 @pytest.mark.slow
 def test_ladder_writes_every_stage(tmp_path):
     _script(tmp_path, "ladder", "--games", "4", "--cql-steps", "200", "--ppo-minutes", "0.05",
-            "--eval-games", "4", "--train-eval-games", "4", "--out", "ladder.md")
+            "--eval-games", "4", "--train-eval-games", "4", "--scratch-minutes", "0.05",
+            "--out", "ladder.md")
     table = (tmp_path / "ladder.md").read_text()
     for stage in ("| BC |", "| CQL |", "| PPO from CQL |", "| PPO from scratch"):
         assert stage in table

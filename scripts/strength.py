@@ -1,0 +1,86 @@
+"""The strength table of docs/strength.md: agents against the hard and medium pilots and
+against every pilot of the generalization panel (spacewar_ai/panel/), with and without search.
+
+    python scripts/strength.py --games 200 --search-games 50
+
+Each cell is torpedo wins over its games (sides swapped) with a 95% interval; "panel mean" is
+the mean of the panel cells. The same figures, one agent at a time:
+`spacewar-ai --evaluate --checkpoint SPEC --panel --eval-episodes N` and
+`spacewar-ai --evaluate --checkpoint SPEC --opponent heuristic:hard --eval-episodes N`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from spacewar_ai.match import play_match
+from spacewar_ai.panel import label, panel_specs
+from spacewar_ai.pilots import make_pilot
+from spacewar_ai.ratings import wilson_interval
+
+AGENTS = [
+    ("shipped network", "pretrained"),
+    ("fresh default run (`spacewar-ai --algorithm ppo`, 2 min)",
+     "checkpoints/ppo-s0-20261123-213155/best.pt"),
+    ("12-minute run (the ladder's PPO from scratch)", "checkpoints/ladder-scratch-s0/best.pt"),
+]
+SEARCH = [("shipped network with search, fixed model of the hard pilot", "search:pretrained")]
+
+
+def cell(spec: str, opponent: str, games: int, seed: int) -> dict:
+    a, b = make_pilot(spec), make_pilot(opponent, seed=seed + 1)
+    try:
+        r = play_match(a, b, games, seed)
+    finally:
+        for p in (a, b):
+            if hasattr(p, "close"):
+                p.close()
+    return {"wins": r.wins_a, "games": r.n, "rate": r.wins_a / r.n,
+            "ci": wilson_interval(r.wins_a, r.n)}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--games", type=int, default=200)
+    p.add_argument("--search-games", type=int, default=50)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="docs/strength.json", help="the figures, as JSON")
+    p.add_argument("--agents", help="name=spec;name=spec instead of the default rows")
+    args = p.parse_args(argv)
+    agents = [(n, s, args.games) for n, s in AGENTS] + \
+        [(n, s, args.search_games) for n, s in SEARCH]
+    if args.agents:
+        agents = [(*item.split("=", 1), args.games) for item in args.agents.split(";")]
+    opponents = ["heuristic:hard", "heuristic:medium", *panel_specs()]
+    rows = []
+    for name, spec, games in agents:
+        if not spec.startswith(("search:", "pretrained")) and not Path(spec).exists():
+            print(f"skipped {name}: {spec} is not on this machine", flush=True)
+            continue
+        began = time.time()
+        cells = {o: cell(spec, o, games, args.seed + 1000 * k) for k, o in enumerate(opponents)}
+        panel = [cells[o]["rate"] for o in opponents[2:]]
+        rows.append({"name": name, "spec": spec, "games": games, "cells": cells,
+                     "panel_mean": sum(panel) / len(panel), "seconds": time.time() - began})
+        print(name, json.dumps({label(o) if ":" in o and "/" in o else o: round(c["rate"], 3)
+                                for o, c in cells.items()}), flush=True)
+    heads = ["hard", "medium", *[label(o) for o in opponents[2:]], "panel mean"]
+    lines = [f"| agent (games per cell) | {' | '.join(heads)} |",
+             "|---|" + "---|" * len(heads)]
+    for r in rows:
+        cells = [f"{c['rate']:.0%} ({c['ci'][0]:.0%}-{c['ci'][1]:.0%})"
+                 for c in r["cells"].values()]
+        lines.append(f"| {r['name']}: `{r['spec']}` ({r['games']}) | {' | '.join(cells)} | "
+                     f"**{r['panel_mean']:.1%}** |")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rows, indent=1))
+    print("\n".join(lines))  # the table of docs/strength.md
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
