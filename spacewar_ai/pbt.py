@@ -2,7 +2,7 @@
 
 `spacewar-ai --pbt --population N --timesteps T --pbt-rounds R` trains N PPO members, each a
 Trainer (training.py) run in rounds of T / R steps as a Tune trainable. After every round each
-member is measured against a fixed panel (PANEL: the scripted pilots and the shipped model, so
+member is measured against a fixed yardstick (YARDSTICK: the scripted pilots and the shipped model, so
 members are comparable however their leagues differ), and Tune's PopulationBasedTraining
 scheduler lets the lower members take a better member's checkpoint (weights, optimizer, league,
 counters) and perturbed hyperparameters: learning rate, entropy coefficient, clip range, GAE
@@ -15,7 +15,7 @@ from Python's generator seeded here.
 
 Outputs, under checkpoints/<run>/: `best.pt` (the best member's model: an ordinary checkpoint
 for --evaluate, tournaments and human play), `lineage.md` and `lineage.png` (each member's
-hyperparameters, panel score and parent, round by round); TensorBoard: runs/<run>/<member>/.
+hyperparameters, yardstick score and parent, round by round); TensorBoard: runs/<run>/<member>/.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ import numpy as np
 
 from .config import REWARD_PERSONALITIES, RewardConfig, RunConfig
 
-PANEL = ("heuristic:easy", "heuristic:medium", "heuristic:hard", "pretrained")
-METRIC = "panel_win_rate"
+YARDSTICK = ("heuristic:easy", "heuristic:medium", "heuristic:hard", "pretrained")
+METRIC = "yardstick_win_rate"
 STATE = "member.json"  # in each checkpoint: whose it is and how far it got
 # What each member starts with (as factors of the config's value, or a personality) and how
 # PBT may move it.
@@ -51,7 +51,7 @@ class PBTReport:
     def summary(self) -> str:
         b = self.best
         return (f"population-based training: best member {b['member']} at "
-                f"{b[METRIC]:.1%} against the panel ({', '.join(PANEL)})\n"
+                f"{b[METRIC]:.1%} against the yardstick ({', '.join(YARDSTICK)})\n"
                 f"  model: {self.run_dir / 'best.pt'}\n  lineage: {self.run_dir / 'lineage.md'}")
 
 
@@ -90,14 +90,28 @@ def member_config(base: dict, hp: dict, run_dir: str, index: int) -> RunConfig:
     return cfg
 
 
-def panel_score(agent, games: int, config) -> float:
+def league_rating(league) -> float:
+    """The member's Bradley-Terry rating (Elo scale) from its recent games against each opponent
+    of its own league: how it stands where it trains, not comparable across members."""
+    from .ratings import bradley_terry
+
+    opponents = [r for r in league.results.values() if len(r)]
+    n = len(opponents) + 1
+    scores, games = np.zeros((n, n)), np.zeros((n, n))
+    for j, results in enumerate(opponents, 1):
+        scores[0, j], games[0, j] = sum(results), len(results)
+        scores[j, 0], games[j, 0] = len(results) - sum(results), len(results)
+    return float(bradley_terry(scores, games)[0][0])
+
+
+def yardstick_score(agent, games: int, config) -> float:
     from .match import play_match
     from .pilots import AgentPilot
 
     pilot = AgentPilot(agent.play_copy(), "member")
     games += games % 2  # pairs of games, sides swapped
     return float(np.mean([play_match(pilot, spec, games, 30_000 + k * games, config).win_rate_a()
-                          for k, spec in enumerate(PANEL)]))
+                          for k, spec in enumerate(YARDSTICK)]))
 
 
 def fingerprint(agent) -> str:
@@ -111,7 +125,7 @@ def fingerprint(agent) -> str:
     return digest.hexdigest()[:12]
 
 
-def _member(hp: dict, base: dict, run_dir: str, round_steps: int, panel_games: int) -> None:
+def _member(hp: dict, base: dict, run_dir: str, round_steps: int, yardstick_games: int) -> None:
     """One member, as Ray Tune runs it: resume from the checkpoint Tune hands over (its own, or a
     better member's after an exploit), train a round, measure, report, repeat. Each round is also
     a line of lineage/<member>.jsonl, which the lineage table is made from."""
@@ -146,9 +160,10 @@ def _member(hp: dict, base: dict, run_dir: str, round_steps: int, panel_games: i
         trainer.run(until_step=trainer.counters["global_step"] + round_steps)
         done += 1
         league = [trainer.league.win_rate(k) for k in trainer.league.results]
-        row = {"member": name, "round": done, METRIC: panel_score(trainer.agent, panel_games,
+        row = {"member": name, "round": done, METRIC: yardstick_score(trainer.agent, yardstick_games,
                                                                    cfg.game),
                "league_win_rate": float(np.mean(league)) if league else 0.0,
+               "league_rating": league_rating(trainer.league),
                "steps": trainer.counters["global_step"], "cloned_from": parent,
                "weights_in": carried, "weights_out": fingerprint(trainer.agent),
                **{k: hp[k] for k in MUTATED}}
@@ -159,7 +174,8 @@ def _member(hp: dict, base: dict, run_dir: str, round_steps: int, panel_games: i
             if (own / "opponent_model.pt").exists():
                 shutil.copy(own / "opponent_model.pt", Path(d) / "opponent_model.pt")
             (Path(d) / STATE).write_text(json.dumps({"member": name, "round": done}))
-            tune.report({k: row[k] for k in (METRIC, "league_win_rate", "steps")},
+            tune.report({k: row[k] for k in (METRIC, "league_win_rate", "league_rating",
+                                             "steps")},
                         checkpoint=tune.Checkpoint.from_directory(d))
         parent = ""
 
@@ -188,7 +204,7 @@ def _seeded(scheduler_class, seed: int):
 
 
 def run_pbt(base: RunConfig, population: int = 4, rounds: int = 10, seed: int = 0,
-            panel_games: int = 20, address: str | None = None, num_cpus: int | None = None,
+            yardstick_games: int = 20, address: str | None = None, num_cpus: int | None = None,
             quiet: bool = False) -> PBTReport:
     """The --pbt mode (module docstring)."""
     from .cluster import connect
@@ -229,7 +245,7 @@ def run_pbt(base: RunConfig, population: int = 4, rounds: int = 10, seed: int = 
               f"{Path(base.train.log_dir).resolve() / name}", flush=True)
     trainable = tune.with_resources(
         tune.with_parameters(_member, base=base.to_dict(), run_dir=str(run_dir),
-                             round_steps=round_steps, panel_games=panel_games), {"cpu": 1})
+                             round_steps=round_steps, yardstick_games=yardstick_games), {"cpu": 1})
     tuner = tune.Tuner(
         trainable,
         param_space={k: tune.sample_from(lambda spec, k=k: members[spec.config["member"]][k])
@@ -260,18 +276,19 @@ def _report(run_dir: Path) -> PBTReport:
         if (run_dir / best["member"] / f).exists():
             shutil.copy(run_dir / best["member"] / f,
                         run_dir / ("best.pt" if f == "latest.pt" else f))
-    lines = ["| round | member | panel win rate | league win rate | learning rate | entropy | "
-             "clip | GAE lambda | personality | took the weights of |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| round | member | yardstick win rate | league win rate | league rating | "
+             "learning rate | entropy | clip | GAE lambda | personality | took the weights of |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     series: dict[str, list] = {}
     for r in lineage:
         lines.append(f"| {r['round']} | {r['member']} | {r[METRIC]:.1%} | "
-                     f"{r['league_win_rate']:.1%} | {r['learning_rate']:.2e} | "
+                     f"{r['league_win_rate']:.1%} | {r['league_rating']:.0f} | "
+                     f"{r['learning_rate']:.2e} | "
                      f"{r['ent_coef']:.3g} | {r['clip_coef']:.3f} | {r['gae_lambda']:.3f} | "
                      f"{r['personality']} | {r['cloned_from'] or '-'} |")
         series.setdefault(r["member"], []).append((r["round"], r[METRIC]))
     (run_dir / "lineage.md").write_text("\n".join(lines) + "\n")
     (run_dir / "lineage.json").write_text(json.dumps(lineage, indent=1))
-    line_chart(run_dir / "lineage.png", series, "PBT: each member against the panel",
-               "round", "panel win rate")
+    line_chart(run_dir / "lineage.png", series, "PBT: each member against the yardstick",
+               "round", "yardstick win rate")
     return PBTReport(run_dir, best, lineage)

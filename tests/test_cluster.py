@@ -11,6 +11,7 @@ import sys
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ray = pytest.importorskip("ray")
@@ -166,6 +167,7 @@ def test_population_based_training_exploits_and_restores(tmp_path):
         runs.append(json.loads((tmp_path / "ck" / f"pbt{k}" / "lineage.json").read_text()))
     lineage = runs[0]
     assert {r["member"] for r in lineage} == {"member0", "member1"}
+    assert all(np.isfinite(r["league_rating"]) and r["yardstick_win_rate"] >= 0 for r in lineage)
     exploits = [r for r in lineage if r["cloned_from"]]
     assert exploits, lineage  # two members, a half quantile: the weaker takes the stronger
     clone = exploits[0]
@@ -249,3 +251,15 @@ def test_ray_flags_are_checked_before_anything_runs(tmp_path):
         out = _cli(*args, "--checkpoint-dir", str(tmp_path), cwd=tmp_path)
         assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
         assert culprit in out.stderr
+
+
+def test_league_rating_rises_with_the_members_results():
+    from types import SimpleNamespace
+
+    from spacewar_ai.pbt import league_rating
+
+    def rating(score):
+        return league_rating(SimpleNamespace(results={"heuristic:hard": [score] * 40,
+                                                      "self": [0.5] * 40, "unplayed": []}))
+
+    assert rating(0.2) < rating(0.5) < rating(0.9)
