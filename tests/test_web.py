@@ -202,6 +202,46 @@ def test_a_served_replay_and_its_html_export_end_in_the_recorded_state(page, ser
     assert page.console_errors == []
 
 
+def test_an_uploaded_replay_plays_to_its_recorded_state(page, server, project):
+    path = _replays(project)[0]
+    page.goto(f"{server}/replays")
+    page.wait_for_selector("body[data-ready='1']")
+    page.set_input_files("#upload", files=[{"name": "mine.json", "mimeType": "application/json",
+                                            "buffer": path.read_bytes()}])
+    page.wait_for_selector(".replay-status[data-frames]")
+    page.click("[data-act='end']")
+    assert page.get_attribute(".replay-status", "data-final-state") == _final_state(path)
+
+
+def test_two_players_share_the_keyboard_and_a_finished_round_is_saved(page, server, project):
+    from spacewar_ai.replays import load_replay, replay_game
+
+    page.goto(f"{server}/play")
+    page.wait_for_selector("body[data-ready='1']")
+    page.check("#two")
+    page.click("#start")
+    _drawn(page, 5)
+    game = page.get_attribute("#screen", "data-game")
+    _, before = _get(f"{server}/api/live/{game}")
+    page.keyboard.down("KeyA")  # player 2 (the wedge) turns left
+    time.sleep(0.4)
+    _, after = _get(f"{server}/api/live/{game}")
+    page.keyboard.up("KeyA")
+    assert after["names"] == ["player 1", "player 2"]
+    assert after["state"]["s"][1][2] != before["state"]["s"][1][2]
+    assert after["state"]["s"][0][2] == before["state"]["s"][0][2]
+
+    # Against the hard pilot a ship that only drifts is shot down soon: the round is saved.
+    page.goto(f"{server}/play")
+    page.wait_for_selector("body[data-ready='1']")
+    page.fill("#opponent", "heuristic:hard")
+    page.click("#start")
+    page.wait_for_selector("#saved a", timeout=60_000)
+    saved = page.text_content("#saved a").split("saved: ")[1]
+    replay_game(load_replay(project / saved))  # replays to the state it recorded
+    assert page.console_errors == []
+
+
 def test_the_tournaments_page_shows_the_players_of_the_tournament(page, server, project):
     page.goto(f"{server}/tournaments")
     page.wait_for_selector("table.ratings")
