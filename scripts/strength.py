@@ -18,7 +18,7 @@ from pathlib import Path
 
 from spacewar_ai.match import play_match
 from spacewar_ai.panel import label, panel_specs
-from spacewar_ai.pilots import make_pilot
+from spacewar_ai.pilots import make_pilot, spec_files
 from spacewar_ai.ratings import wilson_interval
 
 AGENTS = [
@@ -27,7 +27,8 @@ AGENTS = [
      "checkpoints/ppo-s0-20261123-213155/best.pt"),
     ("12-minute run (the ladder's PPO from scratch)", "checkpoints/ladder-scratch-s0/best.pt"),
 ]
-SEARCH = [("shipped network with search, fixed model of the hard pilot", "search:pretrained")]
+SEARCH = [("shipped network with search, fixed model of the hard pilot", "search:pretrained"),
+          ("shipped network with adaptive search, starting from that model", "adapt:pretrained")]
 
 
 def cell(spec: str, opponent: str, games: int, seed: int) -> dict:
@@ -57,8 +58,9 @@ def main(argv=None) -> int:
     opponents = ["heuristic:hard", "heuristic:medium", *panel_specs()]
     rows = []
     for name, spec, games in agents:
-        if not spec.startswith(("search:", "pretrained")) and not Path(spec).exists():
-            print(f"skipped {name}: {spec} is not on this machine", flush=True)
+        missing = [str(f) for f in spec_files(spec) if not f.exists()]
+        if missing:
+            print(f"skipped {name}: {missing[0]} is not on this machine", flush=True)
             continue
         began = time.time()
         cells = {o: cell(spec, o, games, args.seed + 1000 * k) for k, o in enumerate(opponents)}

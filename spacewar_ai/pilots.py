@@ -10,6 +10,7 @@ A pilot is an object with `act(obs (N, D)) -> actions (N,)`, `reset(mask, seeds)
 | `ppo:PATH`, `dqn:PATH`, a checkpoint path | a trained network (algorithm read from the file) |
 | `strategy:PATH.py` | a strategy file, validated, then run in the sandbox (sandbox.py) |
 | `search:SPEC[+MODEL]` | SPEC with a lookahead at play time (search.py) |
+| `adapt:SPEC[+MODEL]` | the same, its model of the opponent learning the opponent it meets |
 | `onnx:PATH`, `sb3:PATH.zip` | a model trained elsewhere: ONNX, Stable-Baselines3 (outside_pilots.py) |
 
 A pilot object passes through unchanged and a plain function `obs -> action` is wrapped, so the
@@ -31,7 +32,7 @@ from .scripted import SCRIPTED_SPECS, scripted_pilot
 
 PRETRAINED_PATH = Path(__file__).resolve().parent / "pretrained" / "ppo_spacewar.pt"
 SPEC_HELP = (f"{', '.join(SCRIPTED_SPECS)}, pretrained, ppo:PATH, dqn:PATH, strategy:PATH.py, "
-             "search:SPEC, onnx:PATH, sb3:PATH.zip or a checkpoint path")
+             "search:SPEC, adapt:SPEC, onnx:PATH, sb3:PATH.zip or a checkpoint path")
 
 
 class Pilot(Protocol):
@@ -97,7 +98,7 @@ def spec_path(spec: str) -> Path | None:
     for prefix in ("strategy:", "onnx:", "sb3:"):
         if low.startswith(prefix):
             return Path(s[len(prefix):])
-    if is_scripted(low) or low.startswith(("heuristic", "search:")):
+    if is_scripted(low) or low.startswith(("heuristic", "search:", "adapt:")):
         return None
     return Path(s)
 
@@ -106,9 +107,10 @@ def map_spec_files(spec: str, fn: Callable[[Path], Path]) -> str:
     """The same spec with each file it names replaced by fn(file); planners' parts each. The
     shipped network (`pretrained`) is left alone: it is installed wherever the package is."""
     s = spec.strip()
-    if s.lower().startswith("search:"):
-        return "search:" + "+".join(map_spec_files(part, fn) if part else part
-                                    for part in s[len("search:"):].split("+"))
+    for planner in ("search:", "adapt:"):
+        if s.lower().startswith(planner):
+            return planner + "+".join(map_spec_files(part, fn) if part else part
+                                      for part in s[len(planner):].split("+"))
     path = spec_path(s)
     if path is None or s.lower() == "pretrained":
         return s
@@ -159,10 +161,11 @@ def make_pilot(spec, config: GameConfig | None = None, seed: int = 0,
     if low.startswith("heuristic"):
         raise ValueError(f"unknown pilot spec {spec!r}: the heuristic levels are "
                          "heuristic:easy, heuristic:medium and heuristic:hard")
-    if low.startswith("search:"):
-        from .search import SEARCH_PREFIX, search_pilot  # the planner builds on these pilots
+    if low.startswith(("search:", "adapt:")):
+        from .search import search_pilot  # the planner builds on these pilots
 
-        return search_pilot(s[len(SEARCH_PREFIX):], config, seed, device)
+        prefix, rest = s.split(":", 1)
+        return search_pilot(rest, config, seed, device, adaptive=prefix.lower() == "adapt")
     if low.startswith("strategy:"):
         return _strategy_pilot(spec, Path(s[len("strategy:"):]), config)
     if low.startswith(("onnx:", "sb3:")):

@@ -21,6 +21,13 @@ Where the real opponent plays otherwise, the planner's forecasts are wrong and i
 (`pretrained`, `ppo:PATH`, `dqn:PATH`, a checkpoint path), for example a clone of the opponent
 made the same way, or the opponent's network itself.
 
+`adapt:SPEC[+MODEL]` is the same planner whose model of the opponent learns the opponent it
+actually meets (`OpponentLearner`): after every decision it reads from the game what the
+opponent just did (a turn from its heading, thrust from its fuel, a shot from its torpedo count,
+a jump), pairs it with what the opponent saw, and every `every` such moves fine-tunes the model
+on the latest ones, starting from MODEL as its prior. It learns across the games of a match
+(an evaluation, a tournament pairing, a human-play session), since the pilot lives that long.
+
 The planner reads the game's whole state, every torpedo in flight included, as a player at the
 screen sees it; the observation vector leaves some of it out. So whoever runs the games tells
 the pilot which batch it plays in and which ship it flies (`attach`): match.play_match
@@ -39,10 +46,12 @@ from pathlib import Path
 
 import numpy as np
 
+from . import engine
 from .config import GameConfig
-from .engine import FRAME, OBS_MASK, OVER, REAL_WINNER, WINNER, GameBatch
+from .engine import FRAME, OBS_MASK, OVER, REAL_WINNER, WINNER, Action, GameBatch
 
 SEARCH_PREFIX = "search:"
+ADAPT_PREFIX = "adapt:"
 OPPONENT_MODEL_PATH = Path(__file__).resolve().parent / "pretrained" / "hard_model.pt"
 # What a copy's ending is worth. Only torpedo wins count (as in every table), so an ending that
 # is neither that nor a loss sits a little below a game still open, which may yet be won.
@@ -58,6 +67,89 @@ def ending_value(killer: np.ndarray, survivor: np.ndarray, side: np.ndarray) -> 
     return np.where(killer == side, WIN, np.where(survivor == 1 - side, LOSS, DRAW))
 
 
+class OpponentLearner:
+    """Fits a PPO opponent model to the moves the real opponent makes (the module docstring).
+
+    `see(batch, sides)` is called at each decision of the attached games, before planning:
+    for each game still running since the last call it infers the opponent's move from the
+    change in its ship's state, keeps (what the opponent saw then, that move), and every `every`
+    new moves takes one pass over the latest `window`. `foreseen` and `moves` count how many of
+    the moves the model predicted before it learned from them."""
+
+    def __init__(self, model, every: int = 64, window: int = 4096, batch_size: int = 256,
+                 learning_rate: float = 3e-4):
+        import torch
+
+        self.model = model
+        self.agent = getattr(model, "agent", None)
+        if self.agent is None or not hasattr(self.agent, "imitate"):
+            raise ValueError("an adapting planner's opponent model must be a PPO model "
+                             "(pretrained, ppo:PATH or a PPO checkpoint)")
+        self.every, self.window, self.batch_size = every, window, batch_size
+        self.optimizer = torch.optim.Adam(self.agent.net.parameters(), lr=learning_rate)
+        self._obs: list[np.ndarray] = []
+        self._moves: list[np.ndarray] = []
+        self._new = 0
+        self._last = None  # the last decision's snapshot of the opponents
+        self.moves = 0
+        self.foreseen = 0
+
+    def see(self, batch: GameBatch, sides: np.ndarray) -> None:
+        g = np.arange(batch.n)
+        other = 1 - sides
+        now = {"obs": batch.obs[g, other].copy(), "frame": batch.game_i[:, FRAME].copy(),
+               "over": batch.game_i[:, OVER].copy(),
+               "heading": batch.ship_f[g, other, engine.SANG].copy(),
+               "fuel": batch.ship_f[g, other, engine.SFUEL].copy(),
+               "shots": batch.ship_i[g, other, engine.SHOTS].copy(),
+               "jumps": batch.ship_i[g, other, engine.JUMPS].copy(),
+               "alive": batch.ship_i[g, other, engine.ALIVE].copy()}
+        last, self._last = self._last, now
+        if last is None or len(last["frame"]) != batch.n:
+            return
+        # The same game, one decision on, the opponent alive and visible throughout.
+        rows = np.flatnonzero((now["frame"] > last["frame"]) & (last["over"] == 0)
+                              & (last["alive"] == 1) & (now["alive"] == 1))
+        if rows.size == 0:
+            return
+        moves = infer_moves(last, now, rows)
+        seen = last["obs"][rows]
+        self.foreseen += int((np.asarray(self.model.act(seen)) == moves).sum())
+        self.moves += rows.size
+        self._obs.append(seen)
+        self._moves.append(moves)
+        self._new += rows.size
+        if self._new >= self.every:
+            self._new = 0
+            obs = np.concatenate(self._obs)[-self.window:]
+            moves = np.concatenate(self._moves)[-self.window:]
+            self._obs, self._moves = [obs], [moves]
+            self.agent.imitate(obs, moves, self.optimizer, self.batch_size)
+
+    @property
+    def accuracy(self) -> float:
+        """The share of the opponent's moves the model predicted before learning from them."""
+        return self.foreseen / max(self.moves, 1)
+
+
+def infer_moves(last: dict, now: dict, rows: np.ndarray) -> np.ndarray:
+    """The actions that turn the opponents' ships of `last` into those of `now`, for `rows`: a
+    jump, a shot (with thrust if fuel went too), thrust, a turn by the sign of the heading's
+    change, else none. An action the game refused (a shot while reloading) reads as none, which
+    is what it did."""
+    turn = (now["heading"][rows] - last["heading"][rows] + np.pi) % (2 * np.pi) - np.pi
+    fired = now["shots"][rows] > last["shots"][rows]
+    thrust = now["fuel"][rows] < last["fuel"][rows]
+    out = np.full(rows.size, int(Action.NONE))
+    out[turn < -1e-9] = Action.ROTATE_LEFT
+    out[turn > 1e-9] = Action.ROTATE_RIGHT
+    out[thrust] = Action.THRUST
+    out[fired] = Action.FIRE
+    out[fired & thrust] = Action.THRUST_FIRE
+    out[now["jumps"][rows] > last["jumps"][rows]] = Action.HYPERSPACE
+    return out
+
+
 class SearchPilot:
     """One step of policy improvement at play time (see the module docstring).
 
@@ -70,7 +162,7 @@ class SearchPilot:
 
     def __init__(self, policy, opponent_model, config: GameConfig | None = None,
                  horizon: int = HORIZON, samples: int = SAMPLES, seed: int = 0,
-                 name: str = "search", identity: str = ""):
+                 name: str = "search", identity: str = "", adaptive: bool = False):
         if not isinstance(horizon, (int, np.integer)) or horizon < 1:
             raise ValueError(f"horizon={horizon!r} is invalid: must be an integer >= 1 "
                              "(decisions per rollout)")
@@ -83,6 +175,7 @@ class SearchPilot:
                              "PPO model gives; use a PPO checkpoint or samples=1")
         self.policy = policy
         self.opponent_model = opponent_model
+        self.learner = OpponentLearner(opponent_model) if adaptive else None
         self.config = config if config is not None else GameConfig()
         self.horizon = int(horizon)
         self.samples = int(samples)
@@ -113,6 +206,8 @@ class SearchPilot:
         if obs.shape[0] != batch.n:
             raise RuntimeError(f"{self.name} got {obs.shape[0]} observations for a batch of "
                                f"{batch.n} games: it must be asked about every game at once")
+        if self.learner is not None:
+            self.learner.see(batch, self._sides)
         own = np.asarray(self.policy.act(obs), dtype=np.int64).reshape(-1)
         rows = np.flatnonzero(batch.game_i[:, OVER] == 0)
         if rows.size == 0:
@@ -182,7 +277,8 @@ class SearchPilot:
 
 def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int = 0,
                  device: str = "cpu", opponent_model: str | Path = OPPONENT_MODEL_PATH,
-                 horizon: int = HORIZON, samples: int = SAMPLES) -> SearchPilot:
+                 horizon: int = HORIZON, samples: int = SAMPLES,
+                 adaptive: bool = False) -> SearchPilot:
     """The pilot `search:POLICY_SPEC` names; ValueError names the spec and what is wrong with it.
 
     POLICY_SPEC is `POLICY` or `POLICY+MODEL`: POLICY a PPO model (empty: `pretrained`), MODEL the
@@ -193,10 +289,11 @@ def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int =
     from .pilots import make_pilot, spec_path
 
     config = config if config is not None else GameConfig()
-    full = f"{SEARCH_PREFIX}{policy_spec.strip()}"
+    prefix = ADAPT_PREFIX if adaptive else SEARCH_PREFIX
+    full = f"{prefix}{policy_spec.strip()}"
     spec, plus, model_spec = policy_spec.partition("+")
     spec, model_spec = spec.strip() or "pretrained", model_spec.strip()
-    if spec.lower().startswith(SEARCH_PREFIX) or model_spec.lower().startswith(SEARCH_PREFIX):
+    if any(part.lower().startswith((SEARCH_PREFIX, ADAPT_PREFIX)) for part in (spec, model_spec)):
         raise ValueError(f"player {full!r}: a planner cannot plan over another planner")
     policy = make_pilot(spec, config, seed, deterministic=True, device=device)
     agent = getattr(policy, "agent", None)
@@ -229,7 +326,10 @@ def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int =
         opponent = make_pilot(model_spec, config, seed + 1, deterministic=True, device=device)
     except ValueError as exc:
         raise ValueError(f"player {full!r}, its opponent model: {exc}") from None
-    identity = f"search:{getattr(policy, 'identity', policy.name)}+{opponent.identity}"
-    name = f"search:{policy.name}" + (f"+{opponent.name}" if plus else "")
-    return SearchPilot(policy, opponent, config, horizon, samples, seed, name=name,
-                       identity=identity)
+    identity = f"{prefix}{getattr(policy, 'identity', policy.name)}+{opponent.identity}"
+    name = f"{prefix}{policy.name}" + (f"+{opponent.name}" if plus else "")
+    try:
+        return SearchPilot(policy, opponent, config, horizon, samples, seed, name=name,
+                           identity=identity, adaptive=adaptive)
+    except ValueError as exc:
+        raise ValueError(f"player {full!r}: {exc}") from None

@@ -183,3 +183,57 @@ def test_cli_evaluates_a_planner(tmp_path):
                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "search:pretrained vs idle" in out.stdout and "wins 2 (" in out.stdout, out.stdout
+
+
+def test_the_opponents_moves_are_read_back_from_the_game():
+    """What the adapting planner learns from: every valid action, recovered from the change in
+    the ship's state over one decision."""
+    from spacewar_ai.search import infer_moves
+
+    n = 64
+    batch = engine.GameBatch(n)
+    batch.reset(seeds=np.arange(n, dtype=np.int64))
+    obs = batch.observe()
+    rng = np.random.default_rng(0)
+    g, other = np.arange(n), np.ones(n, dtype=np.int64)
+
+    def snapshot():
+        return {"heading": batch.ship_f[g, other, engine.SANG].copy(),
+                "fuel": batch.ship_f[g, other, engine.SFUEL].copy(),
+                "shots": batch.ship_i[g, other, engine.SHOTS].copy(),
+                "jumps": batch.ship_i[g, other, engine.JUMPS].copy()}
+
+    seen = set()
+    for _ in range(30):
+        valid = obs[:, 1, engine.MASK] > 0.5
+        moves = np.array([rng.choice(np.flatnonzero(v)) for v in valid])
+        rows = np.flatnonzero(batch.game_i[:, engine.OVER] == 0)
+        last = snapshot()
+        batch.step(np.stack([np.zeros(n, dtype=np.int64), moves], 1))
+        obs = batch.observe()
+        assert np.array_equal(infer_moves(last, snapshot(), rows), moves[rows])
+        seen |= set(moves[rows].tolist())
+    assert seen == set(range(6))
+
+
+@pytest.mark.slow
+def test_the_adapting_planner_learns_the_opponent_it_meets():
+    """adapt: against the spinner, a pilot nothing like the hard pilot its model starts from:
+    its forecasts of the spinner's moves improve match by match, while search: keeps its model."""
+    spinner = make_pilot("strategy:spacewar_ai/panel/spinner.py", CFG, 1)
+    adapting = make_pilot("adapt:pretrained", CFG)
+    fixed = make_pilot("search:pretrained", CFG)
+    before = [p.detach().clone() for p in fixed.opponent_model.agent.net.parameters()]
+    try:
+        shares = []
+        for k in range(3):
+            f0, m0 = adapting.learner.foreseen, adapting.learner.moves
+            play_match(adapting, spinner, 12, 10 + 100 * k)
+            shares.append((adapting.learner.foreseen - f0) / (adapting.learner.moves - m0))
+        play_match(fixed, spinner, 4, 7)
+    finally:
+        spinner.close()
+    assert shares[2] > shares[0] + 0.15 and shares[2] > 0.8, shares
+    assert fixed.learner is None
+    assert all(np.array_equal(a, b.detach()) for a, b in
+               zip(before, fixed.opponent_model.agent.net.parameters()))
