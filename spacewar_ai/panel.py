@@ -40,35 +40,42 @@ def evaluate_panel(spec: str, games: int = 200, seed: int = 0, config: GameConfi
 
     config = config if config is not None else GameConfig()
     games += games % 2
-    player = make_pilot(spec, config, seed)  # a bad spec is refused before any game
+
+    def fresh():  # one per opponent: an adapting planner starts each match from its prior
+        return make_pilot(spec, config, seed)
+
+    name = _closed(fresh()).name  # a bad spec is refused before any game
     rows = []
-    try:
-        specs = panel_specs()
-        with Progress(games * len(specs), "panel", "game", quiet) as progress:
-            for k, opponent in enumerate(specs):
-                if ray_address is None:
-                    opp = make_pilot(opponent, config, seed + 1)
-                    try:
-                        r = play_match(player, opp, games, seed + 1000 * k, config,
-                                       progress=progress)
-                    finally:
-                        if hasattr(opp, "close"):
-                            opp.close()
-                else:
-                    r = play_match_on_ray(spec, opponent, games, seed + 1000 * k, config,
-                                          ray_address, progress=progress)
-                rows.append({"opponent": label(opponent), "spec": opponent, "wins": r.wins_a,
-                             "losses": r.wins_b, "draws": r.draws, "games": r.n,
-                             "win_rate": r.wins_a / r.n, "ci": wilson_interval(r.wins_a, r.n)})
-    finally:
-        if hasattr(player, "close"):
-            player.close()
+    specs = panel_specs()
+    with Progress(games * len(specs), "panel", "game", quiet) as progress:
+        for k, opponent in enumerate(specs):
+            if ray_address is None:
+                player, opp = fresh(), make_pilot(opponent, config, seed + 1)
+                try:
+                    r = play_match(player, opp, games, seed + 1000 * k, config,
+                                   progress=progress)
+                finally:
+                    _closed(player)
+                    _closed(opp)
+            else:
+                r = play_match_on_ray(spec, opponent, games, seed + 1000 * k, config,
+                                      ray_address, progress=progress)
+            rows.append({"opponent": label(opponent), "spec": opponent, "wins": r.wins_a,
+                         "losses": r.wins_b, "draws": r.draws, "games": r.n,
+                         "win_rate": r.wins_a / r.n, "ci": wilson_interval(r.wins_a, r.n)})
     mean = sum(r["win_rate"] for r in rows) / len(rows)
-    lines = [f"{player.name} against the panel ({len(rows)} pilots no training run meets), "
+    lines = [f"{name} against the panel ({len(rows)} pilots no training run meets), "
              f"{games} games each:"] + [_row(r) for r in rows]
     lines.append(f"  {'panel mean':<16} {mean:6.1%}")
     print("\n".join(lines), flush=True)
     return {"rows": rows, "mean": mean}
+
+
+def _closed(pilot):
+    """The pilot, its sandboxed child (if any) stopped."""
+    if hasattr(pilot, "close"):
+        pilot.close()
+    return pilot
 
 
 def _row(r: dict) -> str:
