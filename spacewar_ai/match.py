@@ -429,6 +429,12 @@ def play_match_on_ray(spec_a: str, spec_b: str, games: int, seed: int = 0,
     if games < 2 or games % 2:
         raise ValueError(f"games={games} is invalid: must be even and >= 2 (pairs of games from "
                          "one start with sides swapped)")
+    for spec in (spec_a, spec_b):
+        if str(spec).strip().lower().startswith("adapt:"):
+            # Its games depend on all the match's earlier moves, which parts played apart lack.
+            raise ValueError(f"player {spec!r} learns across the games of a match, which Ray "
+                             "would split into parts: evaluate it without --backend ray and "
+                             "--ray-address (tournaments on Ray keep each pairing whole)")
     half = games // 2
     chunk = max(RAY_CHUNK, (keep_actions + 1) // 2)  # kept games all come from the first part
     jobs = [(spec_a, spec_b, 2 * min(chunk, half - start), seed,

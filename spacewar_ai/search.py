@@ -26,7 +26,8 @@ actually meets (`OpponentLearner`): after every decision it reads from the game 
 opponent just did (a turn from its heading, thrust from its fuel, a shot from its torpedo count,
 a jump), pairs it with what the opponent saw, and every `every` such moves fine-tunes the model
 on the latest ones, starting from MODEL as its prior. It learns across the games of a match
-(an evaluation, a tournament pairing, a human-play session), since the pilot lives that long.
+(an evaluation, a tournament pairing, a human-play session), since the pilot lives that long;
+so its games depend on the match's earlier games as well as on their seeds.
 
 The planner reads the game's whole state, every torpedo in flight included, as a player at the
 screen sees it; the observation vector leaves some of it out. So whoever runs the games tells

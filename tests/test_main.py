@@ -384,6 +384,8 @@ BAD_INPUT = {
     "ray address and local": (lambda f: EV + ["--backend", "local", "--ray-address", "h:1"],
                               "--backend local"),
     "render on ray": (lambda f: EV + ["--render", "--backend", "ray"], "--render"),
+    "adapting planner on ray": (lambda f: ["--evaluate", "--checkpoint", "adapt:pretrained",
+                                           "--backend", "ray"], "adapt:pretrained"),
     # the browser
     "serve port 0": (lambda f: ["--serve", "--port", "0"], "--port 0"),
     "host without serve": (lambda f: ["--host", "0.0.0.0"], "--host"),
