@@ -268,8 +268,8 @@ async def run_live(ws, files: Files, live: LiveGames) -> None:
             await asyncio.sleep(max(0.0, due - loop.time()))
             if loop.time() - due > 0.25:
                 due = loop.time()  # after a stall, go on from now rather than race
-    except Exception:  # the page went away mid-send
-        pass
+    except Exception:  # the page went away mid-send (the server's disconnect types vary)
+        return
     finally:
         reader.cancel()
         live.games.pop(gid, None)
@@ -350,7 +350,7 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
         try:
             await run_live(websocket, files, live)
         except (WebSocketDisconnect, RuntimeError, ValueError):
-            pass  # the page closed, or sent something that is not JSON
+            return  # the page closed, or sent something that is not JSON
 
     routes = [Route("/", home), *[Route(f"/{p}", page) for p in PAGES],
               Route("/api/pilots", api_pilots), Route("/api/replays", api_replays),
