@@ -4,7 +4,7 @@ against every pilot of the generalization panel (spacewar_ai/panel/), with and w
     python scripts/strength.py --games 200 --search-games 50
 
 Each cell is torpedo wins over its games (sides swapped) with a 95% interval; "panel mean" is
-the mean of the panel cells. The same figures, one agent at a time:
+the mean of the panel cells, which are `evaluate_panel`'s. The same figures, one agent at a time:
 `spacewar-ai --evaluate --checkpoint SPEC --panel --eval-episodes N` and
 `spacewar-ai --evaluate --checkpoint SPEC --opponent heuristic:hard --eval-episodes N`.
 """
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from spacewar_ai.match import play_match
-from spacewar_ai.panel import label, panel_specs
+from spacewar_ai.panel import evaluate_panel, label, panel_specs
 from spacewar_ai.pilots import make_pilot, spec_files
 from spacewar_ai.ratings import wilson_interval
 
@@ -63,7 +63,11 @@ def main(argv=None) -> int:
             print(f"skipped {name}: {missing[0]} is not on this machine", flush=True)
             continue
         began = time.time()
-        cells = {o: cell(spec, o, games, args.seed + 1000 * k) for k, o in enumerate(opponents)}
+        cells = {o: cell(spec, o, games, args.seed + 1000 * k)
+                 for k, o in enumerate(opponents[:2])}
+        for r in evaluate_panel(spec, games, args.seed, quiet=True)["rows"]:
+            cells[r["spec"]] = {"wins": r["wins"], "games": r["games"], "rate": r["win_rate"],
+                                "ci": r["ci"]}
         panel = [cells[o]["rate"] for o in opponents[2:]]
         rows.append({"name": name, "spec": spec, "games": games, "cells": cells,
                      "panel_mean": sum(panel) / len(panel), "seconds": time.time() - began})

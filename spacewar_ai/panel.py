@@ -25,6 +25,13 @@ def panel_specs() -> list[str]:
     return strategies + networks
 
 
+def match_seed(seed: int, k: int) -> int:
+    """Where panel pilot k's games start. The strength table (scripts/strength.py) gives its
+    first two seeds to the hard and medium pilots, so that `--panel` plays the very games of its
+    panel cells."""
+    return seed + 1000 * (k + 2)
+
+
 def label(spec: str) -> str:
     """A panel pilot's short name: its file's stem."""
     return Path(spec.split(":", 1)[1]).stem
@@ -50,15 +57,16 @@ def evaluate_panel(spec: str, games: int = 200, seed: int = 0, config: GameConfi
     with Progress(games * len(specs), "panel", "game", quiet) as progress:
         for k, opponent in enumerate(specs):
             if ray_address is None:
-                player, opp = fresh(), make_pilot(opponent, config, seed + 1)
+                player = fresh()
+                opp = make_pilot(opponent, config, match_seed(seed, k) + 1)
                 try:
-                    r = play_match(player, opp, games, seed + 1000 * k, config,
+                    r = play_match(player, opp, games, match_seed(seed, k), config,
                                    progress=progress)
                 finally:
                     _closed(player)
                     _closed(opp)
             else:
-                r = play_match_on_ray(spec, opponent, games, seed + 1000 * k, config,
+                r = play_match_on_ray(spec, opponent, games, match_seed(seed, k), config,
                                       ray_address, progress=progress)
             rows.append({"opponent": label(opponent), "spec": opponent, "wins": r.wins_a,
                          "losses": r.wins_b, "draws": r.draws, "games": r.n,

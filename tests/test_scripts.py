@@ -64,3 +64,19 @@ def test_web_tour_measures_latency_and_photographs_the_pages(tmp_path):
     assert {"web-play.png", "web-watch.png", "web-tournaments.png"} <= shots
     assert shots <= {"web-play.png", "web-watch.png", "web-tournaments.png", "web-replays.png"}
     assert all((tmp_path / "shots" / name).stat().st_size > 10_000 for name in shots)
+
+
+def test_strength_table_panel_cells_are_the_panel_commands_games(tmp_path):
+    """The table's panel cells are `--evaluate --panel`'s games, so the figures in
+    docs/strength.md reproduce with either command."""
+    from spacewar_ai.panel import evaluate_panel, panel_specs
+
+    out = _script(tmp_path, "strength", "--games", "2", "--agents", "medium=heuristic:medium",
+                  "--out", "s.json")
+    assert "| medium: `heuristic:medium` (2) |" in out.stdout
+    (row,) = json.loads((tmp_path / "s.json").read_text())
+    assert len(row["cells"]) == 2 + len(panel_specs())
+    panel = evaluate_panel("heuristic:medium", 2, 0, quiet=True)
+    assert [row["cells"][r["spec"]]["wins"] for r in panel["rows"]] == \
+        [r["wins"] for r in panel["rows"]]
+    assert row["panel_mean"] == pytest.approx(panel["mean"])
