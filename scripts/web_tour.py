@@ -13,32 +13,14 @@ canvas draws per second of wall clock while a game plays, for --seconds.
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--no-first-run"]
-
-
-def start_server(root: Path):
-    import uvicorn
-
-    from spacewar_ai.web import create_app
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(root), host="127.0.0.1", port=port,
-                                           log_level="warning", ws="websockets-sansio"))
-    threading.Thread(target=server.run, daemon=True).start()
-    while not server.started:
-        time.sleep(0.05)
-    return server, f"http://127.0.0.1:{port}"
 
 
 def measure(page, url: str, trials: int, seconds: float) -> dict:
@@ -114,8 +96,11 @@ def main(argv=None) -> int:
         return 2
     from playwright.sync_api import sync_playwright
 
+    from spacewar_ai.web import BackgroundServer
+
     root = Path(args.root).resolve()
-    server, url = start_server(root)
+    server = BackgroundServer(root)
+    url = server.url
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
@@ -134,7 +119,7 @@ def main(argv=None) -> int:
                     print(f"wrote {path}")
             browser.close()
     finally:
-        server.should_exit = True
+        server.stop()
     return 0
 
 

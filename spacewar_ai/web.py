@@ -361,6 +361,36 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
     return Starlette(routes=routes)
 
 
+class BackgroundServer:
+    """The app on a free port of 127.0.0.1, served from a thread of this process (the browser
+    tests and scripts/web_tour.py); `stop()` ends it."""
+
+    def __init__(self, root: str | Path = ".", timeout: float = 30.0):
+        import socket
+        import threading
+
+        import uvicorn
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        self._server = uvicorn.Server(uvicorn.Config(create_app(root), host="127.0.0.1",
+                                                     port=port, log_level="warning",
+                                                     ws="websockets-sansio"))
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        deadline = time.time() + timeout
+        while not self._server.started:
+            if time.time() > deadline or not self._thread.is_alive():
+                raise RuntimeError(f"the web app did not start on {self.url}")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(10)
+
+
 def serve(host: str = "127.0.0.1", port: int = 8000, root: str | Path = ".",
           checkpoint_dir: str | Path = "checkpoints", ratings_file=None) -> None:
     """The --serve mode: the app on host:port until Ctrl-C."""

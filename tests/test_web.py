@@ -8,7 +8,6 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("starlette")
-uvicorn = pytest.importorskip("uvicorn")
+pytest.importorskip("uvicorn")
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -51,20 +50,11 @@ def project(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(project):
-    from spacewar_ai.web import create_app
+    from spacewar_ai.web import BackgroundServer
 
-    port = _free_port()
-    srv = uvicorn.Server(uvicorn.Config(create_app(project), host="127.0.0.1", port=port,
-                                        log_level="warning", ws="websockets-sansio"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 30
-    while not srv.started:
-        assert time.time() < deadline, "the server did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(10)
+    srv = BackgroundServer(project)
+    yield srv.url
+    srv.stop()
 
 
 @pytest.fixture(scope="module")
