@@ -343,14 +343,15 @@ class PPOAgent(BaseAgent):
 
     def imitate(self, obs, actions, optimizer: torch.optim.Optimizer, batch_size: int,
                 epochs: int = 1, generator: torch.Generator | None = None, judge: bool = False,
-                on_epoch=None) -> dict[str, float]:
+                on_epoch=None, fit_scaling: bool = True) -> dict[str, float]:
         """Fit the actor to `actions` taken at raw observations `obs` (N, D) by masked
         cross-entropy: behaviour cloning (training.behaviour_clone) and the opponent model
-        (opponent_model.py). The observation statistics take in the data first; then `epochs`
-        passes in minibatches, shuffled by `generator` or else in order. With `judge`, the share
-        of `actions` the actor picked before learning anything from them comes back as
-        "foreseen". Returns the last pass's mean loss and agreement (each minibatch's logits
-        before its own step); `on_epoch(epoch, loss, agreement)` hears every pass."""
+        (opponent_model.py). The observation statistics take in the data first (unless
+        `fit_scaling` is off); then `epochs` passes in minibatches, shuffled by `generator` or
+        else in order. With `judge`, the share of `actions` the actor picked before learning
+        anything from them comes back as "foreseen". Returns the last pass's mean loss and
+        agreement (each minibatch's logits before its own step); `on_epoch(epoch, loss,
+        agreement)` hears every pass."""
         x, mask, _ = self._batch(obs)
         y = torch.from_numpy(np.asarray(actions, dtype=np.int64)).to(self.device)
         n = len(y)
@@ -359,7 +360,8 @@ class PPOAgent(BaseAgent):
             with torch.no_grad():
                 before = self.net.logits(self.obs_norm(x), mask).argmax(-1)
                 out["foreseen"] = float((before == y).float().mean())
-        self.obs_norm.update(x)
+        if fit_scaling:
+            self.obs_norm.update(x)
         xn = self.obs_norm(x)
         for epoch in range(epochs):
             order = (torch.randperm(n, generator=generator).to(self.device)

@@ -24,10 +24,11 @@ made the same way, or the opponent's network itself.
 `adapt:SPEC[+MODEL]` is the same planner whose model of the opponent learns the opponent it
 actually meets (`OpponentLearner`): after every decision it reads from the game what the
 opponent just did (a turn from its heading, thrust from its fuel, a shot from its torpedo count,
-a jump), pairs it with what the opponent saw, and every `every` such moves fine-tunes the model
-on the latest ones, starting from MODEL as its prior. It learns across the games of a match
-(an evaluation, a tournament pairing, a human-play session), since the pilot lives that long;
-so its games depend on the match's earlier games as well as on their seeds.
+a jump), pairs it with what the opponent saw, and fine-tunes the model on random minibatches of
+the latest such moves, a little at every decision, starting from MODEL as its prior. It learns
+across the games of a match (an evaluation, a tournament pairing, a human-play session), since
+the pilot lives that long; so its games depend on the match's earlier games as well as on their
+seeds.
 
 The planner reads the game's whole state, every torpedo in flight included, as a player at the
 screen sees it; the observation vector leaves some of it out. So whoever runs the games tells
@@ -71,14 +72,17 @@ def ending_value(killer: np.ndarray, survivor: np.ndarray, side: np.ndarray) -> 
 class OpponentLearner:
     """Fits a PPO opponent model to the moves the real opponent makes (the module docstring).
 
-    `see(batch, sides)` is called at each decision of the attached games, before planning:
-    for each game still running since the last call it infers the opponent's move from the
-    change in its ship's state, keeps (what the opponent saw then, that move), and every `every`
-    new moves takes one pass over the latest `window`. `foreseen` and `moves` count how many of
-    the moves the model predicted before it learned from them."""
+    `see(batch, sides)` is called at each decision of the attached games, before planning: for
+    each game still running since the last call it infers the opponent's move from the change in
+    its ship's state and keeps (what the opponent saw then, that move), the latest `window` of
+    them. Each move it keeps buys `study` examples of training, drawn at random from the window
+    in minibatches of `batch_size` as soon as a whole one is owed. Learning thus goes at the pace
+    the moves arrive, a minibatch or so per decision: in human play no single frame pays for a
+    whole pass. The model's input scaling stays the prior's. `foreseen` and `moves` count how
+    many of the moves the model predicted before it learned from them."""
 
-    def __init__(self, model, every: int = 64, window: int = 4096, batch_size: int = 256,
-                 learning_rate: float = 3e-4):
+    def __init__(self, model, seed: int = 0, window: int = 4096, batch_size: int = 256,
+                 study: int = 192, learning_rate: float = 1e-3):
         import torch
 
         self.model = model
@@ -86,11 +90,12 @@ class OpponentLearner:
         if self.agent is None or not hasattr(self.agent, "imitate"):
             raise ValueError("an adapting planner's opponent model must be a PPO model "
                              "(pretrained, ppo:PATH or a PPO checkpoint)")
-        self.every, self.window, self.batch_size = every, window, batch_size
+        self.window, self.batch_size, self.study = window, batch_size, study
         self.optimizer = torch.optim.Adam(self.agent.net.parameters(), lr=learning_rate)
-        self._obs: list[np.ndarray] = []
-        self._moves: list[np.ndarray] = []
-        self._new = 0
+        self.rng = np.random.default_rng([seed, 0xADA])
+        self._obs: np.ndarray | None = None  # the latest `window` moves' observations
+        self._moves = np.zeros(0, dtype=np.int64)
+        self._owed = 0.0  # training examples bought by moves and not yet studied
         self._last = None  # the last decision's snapshot of the opponents
         self.moves = 0
         self.foreseen = 0
@@ -117,15 +122,19 @@ class OpponentLearner:
         seen = last["obs"][rows]
         self.foreseen += int((np.asarray(self.model.act(seen)) == moves).sum())
         self.moves += rows.size
-        self._obs.append(seen)
-        self._moves.append(moves)
-        self._new += rows.size
-        if self._new >= self.every:
-            self._new = 0
-            obs = np.concatenate(self._obs)[-self.window:]
-            moves = np.concatenate(self._moves)[-self.window:]
-            self._obs, self._moves = [obs], [moves]
-            self.agent.imitate(obs, moves, self.optimizer, self.batch_size)
+        self._obs = (seen if self._obs is None else
+                     np.concatenate([self._obs, seen]))[-self.window:]
+        self._moves = np.concatenate([self._moves, moves])[-self.window:]
+        if len(self._moves) < self.batch_size:
+            return  # too few to learn from yet, and they buy nothing: no debt to pay at once
+        self._owed += rows.size * self.study
+        steps = int(self._owed // self.batch_size)
+        if steps == 0:
+            return
+        self._owed -= steps * self.batch_size
+        pick = self.rng.integers(len(self._moves), size=steps * self.batch_size)
+        self.agent.imitate(self._obs[pick], self._moves[pick], self.optimizer, self.batch_size,
+                           fit_scaling=False)
 
     @property
     def accuracy(self) -> float:
@@ -176,7 +185,7 @@ class SearchPilot:
                              "PPO model gives; use a PPO checkpoint or samples=1")
         self.policy = policy
         self.opponent_model = opponent_model
-        self.learner = OpponentLearner(opponent_model) if adaptive else None
+        self.learner = OpponentLearner(opponent_model, seed) if adaptive else None
         self.config = config if config is not None else GameConfig()
         self.horizon = int(horizon)
         self.samples = int(samples)

@@ -237,3 +237,18 @@ def test_the_adapting_planner_learns_the_opponent_it_meets():
     assert fixed.learner is None
     assert all(np.array_equal(a, b.detach()) for a, b in
                zip(before, fixed.opponent_model.agent.net.parameters()))
+
+
+@pytest.mark.slow
+def test_the_adapting_planner_beats_an_unlike_opponent_more_often_than_the_fixed_model():
+    """Against the shipped network, which plays nothing like the hard pilot both planners'
+    models start from, adapt: wins more of the same 30 games than search: once a first match
+    has taught it the network's moves."""
+    network = make_pilot("pretrained", CFG, 1)
+    adapting = make_pilot("adapt:pretrained", CFG)
+    fixed = make_pilot("search:pretrained", CFG)
+    play_match(adapting, network, 20, 500)
+    adapted = play_match(adapting, network, 30, 600).wins_a
+    planned = play_match(fixed, network, 30, 600).wins_a
+    assert adapting.learner.accuracy > 0.7
+    assert adapted >= planned + 4, (adapted, planned)
