@@ -110,37 +110,65 @@ def bench_strategy(n: int, steps: int, repeats: int, seed: int) -> float:
     return n * steps / float(np.median(times))
 
 
-def bench_planner(decisions: int, repeats: int, seed: int) -> float:
-    """Decisions per second of `search:pretrained` (search.py) flying one game against the hard
-    pilot, torch on one thread: human play asks for fps / frame_skip of them (12.5 by default)."""
+def bench_planner(spec: str, decisions: int, repeats: int, seed: int) -> tuple[float, float]:
+    """Decisions per second of the planner `spec` (search.py: `search:pretrained` or
+    `adapt:pretrained`) flying one game against the hard pilot, torch on one thread, and its
+    slowest decision in ms: human play asks for fps / frame_skip decisions a second (12.5 by
+    default), and a decision slower than a frame (20 ms) is a frame late."""
     import torch
 
     from .engine import OVER, GameBatch
-    from .search import search_pilot
+    from .pilots import make_pilot
 
     try:
-        pilot = search_pilot("pretrained", GameConfig(), seed)
+        pilot = make_pilot(spec, GameConfig(), seed)
     except ValueError:
-        return float("nan")  # an installed copy without the shipped models
+        return float("nan"), float("nan")  # an installed copy without the shipped models
     hard = HeuristicPilot("hard")
     games = GameBatch(1)
     games.reset(seeds=np.array([seed]))
     pilot.attach(games, 0)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    slowest = [0.0]
 
     def run():
         for _ in range(decisions):
             obs = games.observe()
-            games.step(np.stack([pilot.act(obs[:, 0]), hard.act(obs[:, 1])], axis=1))
+            t = time.perf_counter()
+            mine = pilot.act(obs[:, 0])
+            slowest[0] = max(slowest[0], time.perf_counter() - t)
+            games.step(np.stack([mine, hard.act(obs[:, 1])], axis=1))
             if games.game_i[0, OVER]:
                 games.reset()
 
     try:
         run()
-        return _median_rate(run, decisions, repeats)
+        slowest[0] = 0.0  # the first decisions pay for warming up, which happens before play
+        return _median_rate(run, decisions, repeats), slowest[0] * 1000
     finally:
         torch.set_num_threads(threads)
+
+
+def bench_video(games: int, seed: int) -> float:
+    """Seconds to make one evaluation video (recording.game_gif, training's eval/video) of the
+    shipped network's games against the hard pilot: the median over `games` games."""
+    from .match import play_match
+    from .pilots import make_pilot
+    from .recording import game_gif
+
+    try:
+        pilot = make_pilot("pretrained", GameConfig(), seed)
+    except ValueError:
+        return float("nan")  # an installed copy without the shipped models
+    config = GameConfig()
+    match = play_match(pilot, HeuristicPilot("hard"), games, seed, keep_actions=games)
+    times = []
+    for game in match.games:
+        t = time.perf_counter()
+        game_gif(config, game.seed, game.actions)
+        times.append(time.perf_counter() - t)
+    return float(np.median(times))
 
 
 def run_benchmark(repeats: int = 5, seed: int = 0, quick: bool = False) -> dict[str, float]:
@@ -163,9 +191,14 @@ def run_benchmark(repeats: int = 5, seed: int = 0, quick: bool = False) -> dict[
     v = bench_strategy(256, max(5, int(100 * scale)), repeats, seed)
     figures["strategy_sandbox"] = v
     rows.append(("strategy file in the sandbox, batch of 256", v, "decisions/s"))
-    v = bench_planner(max(3, int(30 * scale)), repeats, seed)
-    figures["planner"] = v
-    rows.append(("search:pretrained, one game, torch on 1 thread", v, "decisions/s"))
+    for spec, key in (("search:pretrained", "planner"), ("adapt:pretrained", "adapting_planner")):
+        v, slowest = bench_planner(spec, max(3, int(30 * scale)), repeats, seed)
+        figures[key], figures[f"{key}_slowest_ms"] = v, slowest
+        rows.append((f"{spec}, one game, torch on 1 thread", v,
+                     f"decisions/s   (slowest {slowest:.1f} ms)"))
+    v = bench_video(max(2, int(10 * scale)) // 2 * 2, seed)
+    figures["eval_video_seconds"] = v
+    rows.append(("evaluation video (last 100 decisions, 192 px GIF)", v * 1000, "ms each"))
     width = max(len(r[0]) for r in rows)
     for name, value, unit in rows:
         extra = ""

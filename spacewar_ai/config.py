@@ -420,6 +420,10 @@ class TrainConfig(_Serializable):
     eval_interval: int = 20  # updates between evaluations
     eval_episodes: int = 100  # games per evaluation (sides swapped)
     eval_opponent: str = "heuristic:hard"  # evaluation opponent, also defines "best"
+    # TensorBoard's eval/video (images tab): a GIF of an evaluation game's last 100 decisions,
+    # made at an evaluation only while all videos so far took under this share of the run's
+    # wall time (0: none). One per evaluation would cost more than that.
+    eval_video: float = 0.02
     # Warm start from a pilot spec ("" = none) on `warm_start_decisions` of its decisions:
     # PPO's actor imitates it for `warm_start_epochs` passes (behaviour cloning); DQN stores its
     # games as demonstrations and pre-trains on them (DQfD), then explores at end_epsilon only.
@@ -455,6 +459,7 @@ class TrainConfig(_Serializable):
         _check_positive(self, ("warm_start_decisions", "warm_start_epochs",
                                "opponent_model_batch"), integer=True)
         _check_positive(self, ("opponent_model_lr",))
+        _check_unit(self, ("eval_video",))
         _require(isinstance(self.opponent_model, bool), "TrainConfig", "opponent_model",
                  self.opponent_model, "must be true or false")
         _require(_finite(self.max_minutes) and self.max_minutes >= 0, "TrainConfig",

@@ -47,12 +47,15 @@ class Renderer:
         self.own_events = own_events
         self.closed = False
         self.scale = self.size / max(config.width, config.height)
-        pygame.init()
+        # Off-screen drawing needs only fonts: starting the display and sound as well would make
+        # SDL complain on a headless machine (a training run's evaluation videos).
         if mode == "human":
+            pygame.init()
             self.screen = pygame.display.set_mode((self.size, self.size))
             pygame.display.set_caption(title)
             self.clock = pygame.time.Clock()
         else:
+            pygame.font.init()
             self.screen = pygame.Surface((self.size, self.size))
             self.clock = None
         self.font = pygame.font.Font(None, max(14, self.size // 36))

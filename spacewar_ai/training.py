@@ -34,6 +34,7 @@ from .opponent_model import FILE_NAME as OPPONENT_MODEL_FILE
 from .opponent_model import OpponentModel
 from .pilots import AgentPilot, make_pilot
 from .progress import Progress
+from .recording import game_gif
 from .shaping import potential, shaped
 from .warm_start import behaviour_clone, demonstration_start
 
@@ -156,6 +157,7 @@ class Trainer:
         self.quiet = quiet
         self.progress: Progress | None = None
         self._best_pilot: AgentPilot | None = None  # best.pt's player, once loaded or made
+        self._video_seconds = 0.0  # spent on eval/video this session
         self.recent = collections.deque(maxlen=100)  # learner outcomes: 1 win, 0.5 draw, 0 loss
         self.recent_wins = collections.deque(maxlen=100)
         self._writer = None
@@ -342,14 +344,18 @@ class Trainer:
         games = t.eval_episodes + t.eval_episodes % 2
         updates = self.counters["updates"]
 
-        def play(player, seed: int):
+        def play(player, seed: int, keep_actions: int = 0):
             return play_match(player, opponent, games, seed=seed, config=self.cfg.game,
-                              reward_config=self.cfg.reward)
+                              reward_config=self.cfg.reward, keep_actions=keep_actions)
 
         selection, confirmation = evaluation_seeds(updates, games)
-        r = play(pilot, selection)
+        video = t.eval_video > 0 and \
+            self._video_seconds <= t.eval_video * self.counters["wall_seconds"]
+        r = play(pilot, selection, keep_actions=int(video))
         rate = r.win_rate_a()
         step = self.counters["global_step"]
+        if video:
+            self._eval_video(r.games[0], step)
         self.writer.add_scalar("eval/win_rate", rate, step)
         self.writer.add_scalar("eval/draw_rate", r.draws / r.n, step)
         self.writer.add_scalar("eval/wall_minutes", self.counters["wall_seconds"] / 60, step)
@@ -377,6 +383,21 @@ class Trainer:
                                  lambda meta: {**meta, "counters": {**meta["counters"], **figure}})
             self.writer.add_scalar("eval/best_win_rate", c["best_eval"], step)
         return rate
+
+    def _eval_video(self, game, step: int) -> None:
+        """eval/video: the evaluation's first game (the learner flies ship 0) as an animated
+        GIF, an image summary as SummaryWriter.add_video writes it, without add_video's moviepy
+        1.x (Gymnasium's RecordVideo wants 2.x)."""
+        from tensorboard.compat.proto.summary_pb2 import Summary
+
+        began = time.time()
+        size = 192
+        gif = game_gif(self.cfg.game, game.seed, game.actions, size)
+        image = Summary.Image(height=size, width=size, colorspace=1, encoded_image_string=gif)
+        summary = Summary(value=[Summary.Value(tag="eval/video", image=image)])
+        # The writer's own file writer, as its add_* methods use: no other public way in.
+        self.writer._get_file_writer().add_summary(summary, step)
+        self._video_seconds += time.time() - began
 
     def _incumbent(self) -> AgentPilot | None:
         """The player saved as best.pt, loaded from the file after a resume."""

@@ -1,6 +1,7 @@
 """Training runs on tiny budgets: learning, determinism, TensorBoard, resume after SIGKILL,
 champion training, evaluation and the CLI's flags."""
 
+import io
 import json
 import os
 import signal
@@ -55,6 +56,13 @@ def test_tensorboard_events_read_back_with_tensorboards_reader(tmp_path):
     assert any(t.startswith("league/win_rate/") for t in scalars)
     assert [e.value for e in ea.Scalars("league/pool_size")][-1] == 2
     assert "hyperparameters/text_summary" in ea.Tags()["tensors"]
+    # An evaluation game to watch: an animated GIF in the images tab, the learner's ship drawn.
+    from PIL import Image
+
+    video = Image.open(io.BytesIO(ea.Images("eval/video")[0].encoded_image_string))
+    assert video.format == "GIF" and video.n_frames > 1 and video.size == (192, 192)
+    video.seek(video.n_frames // 2)
+    assert np.asarray(video.convert("L")).max() > 100  # not a blank screen
     # The HParams dashboard: the settings, and the metrics that compare runs.
     hparams, metrics = _hparams_of(out["log_dir"])
     assert hparams["ppo/learning_rate"] == 3e-3 and hparams["train/num_envs"] == 16
@@ -65,6 +73,15 @@ def test_tensorboard_events_read_back_with_tensorboards_reader(tmp_path):
         meta = load_checkpoint(ck / name)["metadata"]
         assert meta["config"]["train"]["num_envs"] == 16
     assert len(list((ck / "league").glob("*.pt"))) >= 2
+
+
+def test_evaluation_videos_can_be_turned_off(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out = Trainer(tiny(tmp_path, eval_video=0.0), quiet=True).run()
+    ea = EventAccumulator(out["log_dir"])
+    ea.Reload()
+    assert "eval/win_rate" in ea.Tags()["scalars"] and ea.Tags()["images"] == []
 
 
 def _hparams_of(log_dir):
