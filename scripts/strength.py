@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 
 from spacewar_ai.match import play_match
 from spacewar_ai.panel import evaluate_panel, label, panel_specs
-from spacewar_ai.pilots import make_pilot, spec_files
+from spacewar_ai.pilots import close_pilot, make_pilot, spec_files
 from spacewar_ai.ratings import wilson_interval
 
 AGENTS = [
@@ -28,7 +29,15 @@ AGENTS = [
     ("12-minute run (the ladder's PPO from scratch)", "checkpoints/ladder-scratch-s0/best.pt"),
 ]
 SEARCH = [("shipped network with search, fixed model of the hard pilot", "search:pretrained"),
-          ("shipped network with adaptive search, starting from that model", "adapt:pretrained")]
+          ("shipped network with adaptive search, starting from that model", "adapt:pretrained"),
+          ("fresh default run with search, its own model of the hard pilot",
+           "search:checkpoints/ppo-s0-20261123-213155/best.pt"),
+          ("fresh default run with adaptive search, starting from that model",
+           "adapt:checkpoints/ppo-s0-20261123-213155/best.pt"),
+          ("12-minute run with search, its own model of the hard pilot",
+           "search:checkpoints/ladder-scratch-s0/best.pt"),
+          ("12-minute run with adaptive search, starting from that model",
+           "adapt:checkpoints/ladder-scratch-s0/best.pt")]
 
 
 def cell(spec: str, opponent: str, games: int, seed: int) -> dict:
@@ -37,8 +46,7 @@ def cell(spec: str, opponent: str, games: int, seed: int) -> dict:
         r = play_match(a, b, games, seed)
     finally:
         for p in (a, b):
-            if hasattr(p, "close"):
-                p.close()
+            close_pilot(p)
     return {"wins": r.wins_a, "games": r.n, "rate": r.wins_a / r.n,
             "ci": wilson_interval(r.wins_a, r.n)}
 
@@ -50,11 +58,21 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="docs/strength.json", help="the figures, as JSON")
     p.add_argument("--agents", help="name=spec;name=spec instead of the default rows")
+    p.add_argument("--only", help="play only these rows (specs, comma-separated) and replace "
+                   "them in --out's table, keeping its other rows")
     args = p.parse_args(argv)
     agents = [(n, s, args.games) for n, s in AGENTS] + \
         [(n, s, args.search_games) for n, s in SEARCH]
     if args.agents:
         agents = [(*item.split("=", 1), args.games) for item in args.agents.split(";")]
+    order = [spec for _, spec, _ in agents]
+    if args.only:
+        only = [s.strip() for s in args.only.split(",")]
+        unknown = [s for s in only if s not in order]
+        if unknown:
+            raise SystemExit(f"--only {unknown[0]!r} is not a row; name one of: "
+                             f"{', '.join(order)}")
+        agents = [a for a in agents if a[1] in only]
     opponents = ["heuristic:hard", "heuristic:medium", *panel_specs()]
     rows = []
     for name, spec, games in agents:
@@ -73,6 +91,12 @@ def main(argv=None) -> int:
                      "panel_mean": sum(panel) / len(panel), "seconds": time.time() - began})
         print(name, json.dumps({label(o) if ":" in o and "/" in o else o: round(c["rate"], 3)
                                 for o, c in cells.items()}), flush=True)
+    out = Path(args.out)
+    if args.only and out.exists():  # read now, not at the start: rows written meanwhile stay
+        played = {r["spec"] for r in rows}
+        rows += [r for r in json.loads(out.read_text()) if r["spec"] not in played]
+    rows = sorted(rows, key=lambda r: order.index(r["spec"]) if r["spec"] in order
+                  else len(order))
     heads = ["hard", "medium", *[label(o) for o in opponents[2:]], "panel mean"]
     lines = [f"| agent (games per cell) | {' | '.join(heads)} |",
              "|---|" + "---|" * len(heads)]
@@ -81,9 +105,10 @@ def main(argv=None) -> int:
                  for c in r["cells"].values()]
         lines.append(f"| {r['name']}: `{r['spec']}` ({r['games']}) | {' | '.join(cells)} | "
                      f"**{r['panel_mean']:.1%}** |")
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(rows, indent=1))
+    partial = out.with_name(f".{out.name}.partial")
+    partial.write_text(json.dumps(rows, indent=1))
+    os.replace(partial, out)
     print("\n".join(lines))  # the table of docs/strength.md
     return 0
 

@@ -390,8 +390,10 @@ class HumanGame:
         if self.renderer is not None:
             self.renderer.close()
         for who in (self.first, self.opponent):
-            if who is not None and hasattr(who.pilot, "close"):
-                who.pilot.close()  # a sandboxed strategy's child process
+            if who is not None:
+                from .pilots import close_pilot
+
+                close_pilot(who.pilot)
 
 
 def play(config: GameConfig | None = None, opponent: str | None = None,

@@ -18,7 +18,7 @@ import numpy as np
 from . import engine
 from .config import GameConfig, RewardConfig
 from .engine import DeathCause, GameBatch
-from .pilots import make_pilot
+from .pilots import close_pilot, make_pilot
 from .ratings import wilson_interval
 from .replays import state_hash
 
@@ -459,8 +459,7 @@ def _play_part(job) -> MatchResult:
         return play_match(a, b, games, seed, config, keep_actions=keep, first_start=start)
     finally:
         for pilot in (a, b):
-            if hasattr(pilot, "close"):
-                pilot.close()
+            close_pilot(pilot)
 
 
 def evaluate(spec: str, opponent: str = "heuristic:hard", episodes: int = 200, seed: int = 0,
@@ -503,8 +502,7 @@ def evaluate(spec: str, opponent: str = "heuristic:hard", episodes: int = 200, s
                                       deterministic, keep_actions, progress)
     finally:
         for pilot in (player, opp):
-            if hasattr(pilot, "close"):
-                pilot.close()
+            close_pilot(pilot)
     print(report(r))
     if results:
         r.write_jsonl(results)

@@ -81,8 +81,9 @@ def evaluate_panel(spec: str, games: int = 200, seed: int = 0, config: GameConfi
 
 def _closed(pilot):
     """The pilot, its sandboxed child (if any) stopped."""
-    if hasattr(pilot, "close"):
-        pilot.close()
+    from .pilots import close_pilot
+
+    close_pilot(pilot)
     return pilot
 
 

@@ -45,6 +45,14 @@ class Pilot(Protocol):
     def reset(self, mask: np.ndarray | None = None, seeds: np.ndarray | None = None) -> None: ...
 
 
+def close_pilot(pilot) -> None:
+    """Stop what a pilot runs besides itself (a sandboxed strategy's child process); pilots
+    with nothing to stop have no `close`."""
+    close = getattr(pilot, "close", None)
+    if close is not None:
+        close()
+
+
 class AgentPilot:
     """A learned agent flying as a pilot. Greedy by default, sampling with deterministic=False."""
 

@@ -27,7 +27,7 @@ import numpy as np
 from .config import GameConfig
 from .engine import DeathCause
 from .match import MatchResult, play_match
-from .pilots import make_pilot, path_label, spec_path
+from .pilots import close_pilot, make_pilot, path_label, spec_path
 from .progress import Progress
 from .ratings import Entrant, RatingsFile, Results, standings
 
@@ -47,8 +47,7 @@ def resolve_entrants(specs: list[str], config: GameConfig | None = None) -> list
         if identity in seen:
             raise ValueError(f"player {spec!r} appears twice in the tournament")
         seen.add(identity)
-        if hasattr(pilot, "close"):
-            pilot.close()
+        close_pilot(pilot)
         out.append(Entrant(spec, pilot.name, identity))
     return unique_names(out)
 
@@ -95,8 +94,7 @@ def _play_pairing(args) -> tuple[int, int, MatchResult]:
                                 keep_actions=keep_actions)
     finally:
         for pilot in (a, b):
-            if hasattr(pilot, "close"):
-                pilot.close()  # a sandboxed strategy's child process
+            close_pilot(pilot)
 
 
 def play_round_robin(entrants: list[Entrant], games_per_pairing: int = 100, seed: int = 0,

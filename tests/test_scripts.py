@@ -80,3 +80,41 @@ def test_strength_table_panel_cells_are_the_panel_commands_games(tmp_path):
     assert [row["cells"][r["spec"]]["wins"] for r in panel["rows"]] == \
         [r["wins"] for r in panel["rows"]]
     assert row["panel_mean"] == pytest.approx(panel["mean"])
+
+
+def test_strength_reruns_one_row_and_keeps_the_others(tmp_path):
+    agents = "medium=heuristic:medium;easy=heuristic:easy"
+    _script(tmp_path, "strength", "--games", "2", "--agents", agents, "--out", "s.json")
+    out = _script(tmp_path, "strength", "--games", "4", "--agents", agents, "--out", "s.json",
+                  "--only", "heuristic:easy")
+    rows = json.loads((tmp_path / "s.json").read_text())
+    assert [(r["spec"], r["games"]) for r in rows] == [("heuristic:medium", 2),
+                                                       ("heuristic:easy", 4)]
+    assert "| medium: `heuristic:medium` (2) |" in out.stdout
+    bad = subprocess.run([sys.executable, str(ROOT / "scripts" / "strength.py"), "--agents",
+                          agents, "--only", "heuristic:hard", "--out", "s.json"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and bad.stderr.strip().count("\n") == 0
+    assert "'heuristic:hard' is not a row" in bad.stderr
+
+
+@pytest.mark.slow
+def test_adapt_curve_plays_both_planners_match_after_match(tmp_path):
+    out = _script(tmp_path, "adapt_curve", "--opponent", "heuristic:medium", "--matches", "2",
+                  "--games", "2")
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("match 1 against heuristic:medium (2 games, seed 0): foreseen ")
+    assert lines[1].startswith("match 2 against heuristic:medium (2 games, seed 1000)")
+    assert lines[2].startswith("all matches: adapt: ") and "/4 (" in lines[2]
+
+
+@pytest.mark.slow
+def test_engine_ab_times_two_engine_files_side_by_side(tmp_path):
+    engine = str(ROOT / "spacewar_ai" / "engine.py")
+    out = _script(tmp_path, "engine_ab", engine, engine, "--games", "8", "--pairs", "4",
+                  "--steps", "2")
+    assert out.stdout.startswith("8 games, 4 pairs: A ") and "B/A median " in out.stdout
+    missing = subprocess.run([sys.executable, str(ROOT / "scripts" / "engine_ab.py"), engine,
+                              "nowhere.py"], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=120)
+    assert missing.returncode != 0 and "nowhere.py: no such engine file" in missing.stderr
