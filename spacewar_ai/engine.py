@@ -355,7 +355,7 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
     live_o/live_k/live_x/live_y are scratch arrays of 2 * slots: owner, slot and position of each
     live torpedo, so the collision loops visit only torpedoes in flight. torp_near holds each
     torpedo's closest squared distance to its target so far, for the dodge count in stats,
-    kept only when `dodges` is true (it costs a tenth of a frame).
+    kept only when `dodges` is true.
     """
     dodge_r = DODGE_RADII * p[P_HIT_R]
     dodge2 = dodge_r * dodge_r if dodges else -1.0  # -1: no torpedo ever counts as a dodge
@@ -493,14 +493,14 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
         x = ship_f[g, s, SX]
         y = ship_f[g, s, SY]
         for j in range(live):
+            dx = live_x[j] - x
+            # Beyond reach on x alone, a torpedo can neither hit nor (counting dodges) be a near
+            # miss: most pairs stop here, before the scattered load of the torpedo's timer.
+            if _far_apart(dx, reach, w):
+                continue
             o = live_o[j]
             k = live_k[j]
             if torp_t[g, o, k] > 0:
-                dx = live_x[j] - x
-                # Beyond reach on x alone, a torpedo can neither hit nor (counting dodges) be a
-                # near miss: most pairs stop here.
-                if _far_apart(dx, reach, w):
-                    continue
                 dx = _wrap_delta(dx, w)
                 dy = _wrap_delta(live_y[j] - y, h)
                 if dodges and o != s:  # how close the enemy's torpedo comes
@@ -579,12 +579,13 @@ def _finish_game(g, ship_f, ship_i, torp_t, game_i, p, rp, reward):
 
 @_jit
 def step_games(actions, ship_f, ship_i, torp_f, torp_t, game_i, rng, p, rp, reward,
-               terminated, truncated, torp_near, stats, dodges):
+               terminated, truncated, torp_near, stats, dodges=False):
     """Advance every running game by frame_skip frames with actions (N, 2) held throughout.
 
     Invalid (masked) actions are replaced by 0 (drift) and counted in ship_i[..., MASKED].
-    Fills reward (N, 2), terminated (N,) and truncated (N,). Games already over are left alone
-    (their reward is 0 and both flags are false): the caller resets them.
+    Fills reward (N, 2), terminated (N,) and truncated (N,) and returns how many games ended.
+    Games already over are left alone (their reward is 0 and both flags are false): the caller
+    resets them.
     """
     n = actions.shape[0]
     skip = int(p[P_SKIP])
@@ -594,6 +595,7 @@ def step_games(actions, ship_f, ship_i, torp_f, torp_t, game_i, rng, p, rp, rewa
     live_k = np.empty(2 * nslots, dtype=np.int64)
     live_x = np.empty(2 * nslots, dtype=np.float64)
     live_y = np.empty(2 * nslots, dtype=np.float64)
+    ended = 0
     for g in range(n):
         reward[g, 0] = 0.0
         reward[g, 1] = 0.0
@@ -660,6 +662,8 @@ def step_games(actions, ship_f, ship_i, torp_f, torp_t, game_i, rng, p, rp, rewa
                              + rp[R_THRUST] * (fuel1 - ship_f[g, 1, SFUEL]))
         if terminated[g] or truncated[g]:
             _finish_game(g, ship_f, ship_i, torp_t, game_i, p, rp, reward)
+            ended += 1
+    return ended
 
 
 # ----------------------------------------------------------------------------------------------
@@ -671,8 +675,9 @@ def _clip1(x):
 
 
 @_jit
-def write_observations(ship_f, ship_i, torp_f, torp_t, p, obs):
-    """Fill obs (N, 2, D) float32: each ship's view of its game (see SpacewarEnv's docstring)."""
+def write_observations(ship_f, ship_i, torp_f, torp_t, p, obs, mask=None):
+    """Fill obs (N, 2, D) float32 (where mask (N,) is true, if given): each ship's view of its
+    game (see SpacewarEnv's docstring)."""
     n = obs.shape[0]
     w = p[P_W]
     h = p[P_H]
@@ -686,6 +691,9 @@ def write_observations(ship_f, ship_i, torp_f, torp_t, p, obs):
     best_d = np.empty(NEAREST_TORPEDOES, dtype=np.float64)
     best_k = np.empty(NEAREST_TORPEDOES, dtype=np.int64)
     for g in range(n):
+        if mask is not None:  # compiled away when mask is left out (numba prunes the branch)
+            if not mask[g]:
+                continue
         for s in range(2):
             o = 1 - s
             x = ship_f[g, s, SX]
@@ -792,6 +800,11 @@ class GameBatch:
         self.reward = np.zeros((n, 2), dtype=np.float64)
         self.terminated = np.zeros(n, dtype=np.bool_)
         self.truncated = np.zeros(n, dtype=np.bool_)
+        # What step_games reads and writes besides the actions, gathered once: a batch's arrays
+        # are written in place and never replaced, and a single game's step is mostly this call.
+        self._step_state = (self.ship_f, self.ship_i, self.torp_f, self.torp_t, self.game_i,
+                            self.rng, self.params, self.reward_params, self.reward,
+                            self.terminated, self.truncated, self.torp_near, self.stats)
         self._all = np.ones(n, dtype=np.bool_)
         self._no_seed = np.zeros(n, dtype=np.bool_)
         self._seeds = np.zeros(n, dtype=np.uint64)
@@ -811,14 +824,22 @@ class GameBatch:
         reset_games(mask, self._seeds, use, self.ship_f, self.ship_i, self.torp_f, self.torp_t,
                     self.game_i, self.rng, self.params, self.stats)
 
-    def step(self, actions: np.ndarray) -> None:
-        step_games(actions, self.ship_f, self.ship_i, self.torp_f, self.torp_t, self.game_i,
-                   self.rng, self.params, self.reward_params, self.reward, self.terminated,
-                   self.truncated, self.torp_near, self.stats, self.count_dodges)
+    def step(self, actions: np.ndarray) -> int:
+        """Advance every running game by one decision; returns how many games ended."""
+        # Left out, `dodges` is numba's omitted argument, a constant False compiled into its own
+        # version of the step, so the count's code is gone from it rather than skipped.
+        if self.count_dodges:
+            return step_games(actions, *self._step_state, True)
+        return step_games(actions, *self._step_state)
 
-    def observe(self) -> np.ndarray:
-        write_observations(self.ship_f, self.ship_i, self.torp_f, self.torp_t, self.params,
-                           self.obs)
+    def observe(self, mask: np.ndarray | None = None) -> np.ndarray:
+        """Write the observations of the games in mask (all by default); returns all of them."""
+        if mask is None:
+            write_observations(self.ship_f, self.ship_i, self.torp_f, self.torp_t, self.params,
+                               self.obs)
+        else:
+            write_observations(self.ship_f, self.ship_i, self.torp_f, self.torp_t, self.params,
+                               self.obs, mask)
         return self.obs
 
     def place_ship(self, g: int, s: int, x: float, y: float, vx: float = 0.0, vy: float = 0.0,

@@ -206,12 +206,13 @@ class SpacewarEnv(gym.Env):
             self.render()
         return obs[0, 0].copy(), self._info()
 
-    def _info(self) -> dict:
+    def _info(self, masks: np.ndarray | None = None) -> dict:
+        """The info of a step; masks: both ships' action masks when the caller has them."""
         b = self.batch
         si = b.ship_i[0].tolist()
         gi = b.game_i[0].tolist()
         return {
-            "action_mask": b.obs[0, 0, MASK].astype(MASK_DTYPE),
+            "action_mask": b.obs[0, 0, MASK].astype(MASK_DTYPE) if masks is None else masks[0],
             "ship_0_death_cause": _CAUSES[si[0][engine.CAUSE]],
             "ship_1_death_cause": _CAUSES[si[1][engine.CAUSE]],
             "winner": gi[engine.WINNER],
@@ -230,11 +231,12 @@ class SpacewarEnv(gym.Env):
         b = self.batch
         self._actions[0, 0] = a0
         self._actions[0, 1] = a1
-        b.step(self._actions)
+        ended = b.step(self._actions)
         obs = b.observe()
-        terminated = bool(b.terminated[0])
-        truncated = bool(b.truncated[0])
-        if terminated or truncated:
+        terminated = truncated = False
+        if ended:
+            terminated = bool(b.terminated[0])
+            truncated = bool(b.truncated[0])
             self._needs_reset = True
         self._episode_return += b.reward[0]
         self._episode_steps += 1
@@ -258,8 +260,9 @@ class SpacewarEnv(gym.Env):
         a0 = check_action(action_0, n)
         a1 = check_action(action_1, n)
         obs, terminated, truncated = self._advance(a0, a1)
-        info = self._info()
-        info["action_masks"] = obs[0, :, MASK].astype(MASK_DTYPE)
+        masks = obs[0, :, MASK].astype(MASK_DTYPE)
+        info = self._info(masks)
+        info["action_masks"] = masks
         info["masked_actions_both"] = self.batch.ship_i[0, :, engine.MASKED].copy()
         return obs[0].copy(), self.batch.reward[0].copy(), terminated, truncated, info
 
@@ -321,6 +324,7 @@ class SpacewarVectorEnv(VectorEnv):
                              "'SameStep' (the default) or 'NextStep'")
         self.metadata = dict(self.metadata, render_fps=config.fps, autoreset_mode=mode)
         self.autoreset_mode = mode
+        self._next_step = mode == AutoresetMode.NEXT_STEP  # read every step: a bool, not an enum
         self.config = config
         self.reward_config = reward_config
         self.num_envs = int(num_envs)
@@ -360,8 +364,11 @@ class SpacewarVectorEnv(VectorEnv):
         self._ep_return[m] = 0.0
         self._ep_len[m] = 0
         self._pending[m] = False
+        # The other games' observations were written by the step that left them as they are;
+        # rewriting only the reset ones saves a second pass over every game when a few end.
+        obs = b.observe(mask if self._started else None)
         self._started = True
-        return b.observe()
+        return obs
 
     def _reset_rows(self, seed, options):
         mask = None
@@ -385,8 +392,8 @@ class SpacewarVectorEnv(VectorEnv):
             raise RuntimeError("call reset() before step()")
         b = self.batch
         # Next-step autoreset: these games were over last step; they start now.
-        starting = self._pending if self.autoreset_mode == AutoresetMode.NEXT_STEP else None
-        b.step(actions01)  # games already over are left alone (reward 0, both flags false)
+        starting = self._pending if self._next_step else None
+        ended = b.step(actions01)  # games already over are left alone (reward 0, no flags)
         obs = b.observe()
         rewards = b.reward.copy()
         self._ep_return += rewards
@@ -395,25 +402,25 @@ class SpacewarVectorEnv(VectorEnv):
         truncated = b.truncated.copy()
         done = terminated | truncated
         info: dict[str, Any] = {}
-        if done.any():
-            ended = {"episode_return": self._ep_return.copy(),
-                     "episode_length": self._ep_len.copy(),
-                     "winner": b.game_i[:, engine.WINNER].copy(),
-                     "real_winner": b.game_i[:, engine.REAL_WINNER].copy(),
-                     "death_cause": b.ship_i[:, :, engine.CAUSE].copy(),
-                     "shots": b.ship_i[:, :, engine.SHOTS].copy(),
-                     "hits": b.ship_i[:, :, engine.HITS].copy(),
-                     "fuel_used": self.config.max_fuel - b.ship_f[:, :, engine.SFUEL],
-                     "masked_actions": b.ship_i[:, :, engine.MASKED].copy()}
+        if ended:
+            results = {"episode_return": self._ep_return.copy(),
+                       "episode_length": self._ep_len.copy(),
+                       "winner": b.game_i[:, engine.WINNER].copy(),
+                       "real_winner": b.game_i[:, engine.REAL_WINNER].copy(),
+                       "death_cause": b.ship_i[:, :, engine.CAUSE].copy(),
+                       "shots": b.ship_i[:, :, engine.SHOTS].copy(),
+                       "hits": b.ship_i[:, :, engine.HITS].copy(),
+                       "fuel_used": self.config.max_fuel - b.ship_f[:, :, engine.SFUEL],
+                       "masked_actions": b.ship_i[:, :, engine.MASKED].copy()}
             if b.count_dodges:
-                ended["dodged"] = b.stats[:, :, engine.DODGED].copy()
-            ended.update({f"_{k}": done for k in list(ended)})
-            if self.autoreset_mode == AutoresetMode.SAME_STEP:
-                info.update(final_obs=obs.copy(), _final_obs=done, final_info=ended,
+                results["dodged"] = b.stats[:, :, engine.DODGED].copy()
+            results.update({f"_{k}": done for k in list(results)})
+            if not self._next_step:
+                info.update(final_obs=obs.copy(), _final_obs=done, final_info=results,
                             _final_info=done)
                 obs = self._reset_impl(None, done)
             else:
-                info.update(ended)
+                info.update(results)
         if starting is not None:
             if starting.any():
                 obs = self._reset_impl(None, starting)

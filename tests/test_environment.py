@@ -100,6 +100,21 @@ def test_make_vec_uses_the_batch_engine_with_same_step_autoreset():
     assert finished > 0
 
 
+def test_a_partial_reset_starts_only_the_games_it_names():
+    envs = SpacewarVectorEnv(6, opponent=None)
+    envs.reset_both(seed=0)
+    for _ in range(20):
+        before, *_ = envs.step_both(np.full((6, 2), 4))  # both fire: torpedoes in flight
+    mask = np.array([False, True, False, False, True, False])
+    obs, info = envs.reset(seed=50, options={"reset_mask": mask})
+    for g in range(6):
+        if mask[g]:  # game g starts afresh as the single env seeded 50 + g
+            assert np.array_equal(obs[g], SpacewarEnv(opponent=None).reset(seed=50 + g)[0])
+        else:  # the others play on from where they were
+            assert np.array_equal(obs[g], before[g, 0])
+    assert np.array_equal(info["action_mask"], obs[:, 30:].astype(np.int8))
+
+
 def test_two_ship_batch_api_shapes():
     env = SpacewarVectorEnv(4, opponent=None)
     obs, info = env.reset_both(seed=5)

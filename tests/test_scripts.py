@@ -112,9 +112,16 @@ def test_adapt_curve_plays_both_planners_match_after_match(tmp_path):
 def test_engine_ab_times_two_engine_files_side_by_side(tmp_path):
     engine = str(ROOT / "spacewar_ai" / "engine.py")
     out = _script(tmp_path, "engine_ab", engine, engine, "--games", "8", "--pairs", "4",
-                  "--steps", "2")
-    assert out.stdout.startswith("8 games, 4 pairs: A ") and "B/A median " in out.stdout
+                  "--steps", "2", "--observe")
+    assert out.stdout.startswith("8 games with observations, 4 pairs: A ") and "B/A median " in out.stdout
     missing = subprocess.run([sys.executable, str(ROOT / "scripts" / "engine_ab.py"), engine,
                               "nowhere.py"], cwd=tmp_path, capture_output=True, text=True,
                              timeout=120)
-    assert missing.returncode != 0 and "nowhere.py: no such engine file" in missing.stderr
+    assert missing.returncode != 0 and ("nowhere.py: neither an engine file nor a spacewar_ai "
+                                        "package folder") in missing.stderr
+    package = str(ROOT / "spacewar_ai")
+    out = _script(tmp_path, "engine_ab", package, package, "--games", "4", "--pairs", "2",
+                  "--steps", "30")
+    assert out.stdout.startswith("4 games of the vector env, 2 pairs: A ")
+    out = _script(tmp_path, "engine_ab", package, package, "--single", "--pairs", "2")
+    assert out.stdout.startswith("1 game of the single env, 2 pairs: A ")
