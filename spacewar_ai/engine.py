@@ -800,8 +800,8 @@ class GameBatch:
         self.reward = np.zeros((n, 2), dtype=np.float64)
         self.terminated = np.zeros(n, dtype=np.bool_)
         self.truncated = np.zeros(n, dtype=np.bool_)
-        # What step_games reads and writes besides the actions, gathered once: a batch's arrays
-        # are written in place and never replaced, and a single game's step is mostly this call.
+        # What step_games reads and writes besides the actions, gathered once (a batch's arrays
+        # are written in place, never replaced) rather than looked up again at every step.
         self._step_state = (self.ship_f, self.ship_i, self.torp_f, self.torp_t, self.game_i,
                             self.rng, self.params, self.reward_params, self.reward,
                             self.terminated, self.truncated, self.torp_near, self.stats)
