@@ -15,6 +15,8 @@ import collections
 import dataclasses
 import os
 import random
+import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,36 @@ SCHEDULES = ("learning_rate", "epsilon", "priority_beta")  # logged as charts/<n
 # What the HParams dashboard compares runs by: the last value each run logged.
 HPARAM_METRICS = ("eval/win_rate", "eval/best_win_rate", "charts/episodic_return",
                   "charts/win_rate")
+
+
+class StopAtSafePoint:
+    """Ctrl-C during training takes effect at the next game step (`check()`), not wherever the
+    signal lands: a KeyboardInterrupt raised inside TensorBoard's writer once left its writing
+    thread waiting for ever and the run hung on exit. A second Ctrl-C stops at once. Installed
+    only on the main thread (signal handlers live there; Ray's workers run trainers elsewhere)."""
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+
+    def __enter__(self) -> StopAtSafePoint:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def check(self) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
 
 
 def evaluation_seeds(updates: int, games: int) -> tuple[int, int]:
@@ -155,6 +187,7 @@ class Trainer:
         self.render = render
         self.guide = guide
         self.quiet = quiet
+        self._interrupt = StopAtSafePoint()
         self.progress: Progress | None = None
         self._best_pilot: AgentPilot | None = None  # best.pt's player, once loaded or made
         self._video_seconds = 0.0  # spent on eval/video this session
@@ -508,15 +541,16 @@ class Trainer:
         self._wall_base = self.counters["wall_seconds"]
         self._t_start = time.time()
         try:
-            if t.algorithm == "ppo":
-                self._run_ppo()
-            else:
-                self._run_dqn()
-            if self.counters["updates"] % t.eval_interval:
-                # Otherwise the final network, which had no evaluation of its own, could never
-                # become best.pt.
-                self.evaluate_now()
-            self.save("latest.pt")
+            with self._interrupt:
+                if t.algorithm == "ppo":
+                    self._run_ppo()
+                else:
+                    self._run_dqn()
+                if self.counters["updates"] % t.eval_interval:
+                    # Otherwise the final network, which had no evaluation of its own, could
+                    # never become best.pt.
+                    self.evaluate_now()
+                self.save("latest.pt")
         finally:
             self.progress.close()
             if self._writer is not None:
@@ -543,6 +577,7 @@ class Trainer:
         while not self._done():
             t0 = time.time()
             for _ in range(self.cfg.ppo.n_steps):
+                self._interrupt.check()
                 actions[:, 0] = agent.select_action(obs[:, 0])
                 if self.guide is not None:
                     actions[:, 0] = self.guide.mix(obs[:, 0], actions[:, 0])
@@ -578,6 +613,7 @@ class Trainer:
             t0 = time.time()
             losses: dict[str, list[float]] = collections.defaultdict(list)
             for _ in range(DQN_ITERATION_STEPS):
+                self._interrupt.check()
                 agent.set_progress(self._schedule_progress())
                 actions[:, 0] = agent.select_action(obs[:, 0])
                 if self.guide is not None:

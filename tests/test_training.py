@@ -619,6 +619,24 @@ def test_the_planner_command_is_printed_after_ctrl_c(tmp_path):
     assert "plan with it: spacewar-ai --evaluate --checkpoint search:" in out.splitlines()[-1]
 
 
+def test_ctrl_c_stops_training_at_the_next_step_and_twice_at_once():
+    """The first Ctrl-C is held until the loop's next check (so it never lands inside
+    TensorBoard's writer, which once hung the run on exit); a second one stops at once."""
+    from spacewar_ai.training import StopAtSafePoint
+
+    before = signal.getsignal(signal.SIGINT)
+    with StopAtSafePoint() as stop:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.01)  # the handler has run: nothing was raised here
+        assert stop.requested
+        with pytest.raises(KeyboardInterrupt):
+            stop.check()
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+    assert signal.getsignal(signal.SIGINT) is before
+
+
 def test_champion_training_trains_with_models_of_every_generation(tmp_path, capsys):
     """Champions are the best models we know (the given ratings file first): here the shipped
     model, rated in a ratings file outside the checkpoint folder, and a new run's best.pt of the
