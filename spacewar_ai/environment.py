@@ -323,7 +323,6 @@ class SpacewarVectorEnv(VectorEnv):
             raise ValueError(f"autoreset_mode={mode.value!r} is not offered: use "
                              "'SameStep' (the default) or 'NextStep'")
         self.metadata = dict(self.metadata, render_fps=config.fps, autoreset_mode=mode)
-        self.autoreset_mode = mode
         self._next_step = mode == AutoresetMode.NEXT_STEP  # read every step: a bool, not an enum
         self.config = config
         self.reward_config = reward_config
@@ -343,6 +342,10 @@ class SpacewarVectorEnv(VectorEnv):
         self._ep_len = np.zeros(n, dtype=np.int64)
         self._pending = np.zeros(n, dtype=bool)  # next-step: games to start at the next step
         self._started = False
+
+    @property
+    def autoreset_mode(self) -> AutoresetMode:
+        return AutoresetMode.NEXT_STEP if self._next_step else AutoresetMode.SAME_STEP
 
     def _reset_impl(self, seed, mask=None):
         b = self.batch

@@ -54,8 +54,9 @@ HPARAM_METRICS = ("eval/win_rate", "eval/best_win_rate", "charts/episodic_return
 class StopAtSafePoint:
     """Ctrl-C during training takes effect at the next game step (`check()`), not wherever the
     signal lands: a KeyboardInterrupt raised inside TensorBoard's writer once left its writing
-    thread waiting for ever and the run hung on exit. A second Ctrl-C stops at once. Installed
-    only on the main thread (signal handlers live there; Ray's workers run trainers elsewhere)."""
+    thread waiting for ever and the run hung on exit. A request made after the last check ends
+    the block as interrupted all the same; a second Ctrl-C stops at once. Installed only on the
+    main thread (signal handlers live there; Ray's workers run trainers elsewhere)."""
 
     def __init__(self):
         self.requested = False
@@ -75,10 +76,12 @@ class StopAtSafePoint:
         if self.requested:
             raise KeyboardInterrupt
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, kind, value, traceback) -> None:
         if self._previous is not None:
             signal.signal(signal.SIGINT, self._previous)
             self._previous = None
+        if self.requested and kind is None:  # asked for after the last check: still a stop
+            raise KeyboardInterrupt
 
 
 def evaluation_seeds(updates: int, games: int) -> tuple[int, int]:
@@ -540,8 +543,8 @@ class Trainer:
         # Wall-clock time of the whole run (evaluations and saves included), across resumes.
         self._wall_base = self.counters["wall_seconds"]
         self._t_start = time.time()
-        try:
-            with self._interrupt:
+        with self._interrupt:  # the closing below included: it is where a stray signal hung
+            try:
                 if t.algorithm == "ppo":
                     self._run_ppo()
                 else:
@@ -551,14 +554,14 @@ class Trainer:
                     # never become best.pt.
                     self.evaluate_now()
                 self.save("latest.pt")
-        finally:
-            self.progress.close()
-            if self._writer is not None:
-                self._writer.close()
-                self._writer = None
-                self._fresh = False
-            if hasattr(self, "_renderer"):
-                self._renderer.close()
+            finally:
+                self.progress.close()
+                if self._writer is not None:
+                    self._writer.close()
+                    self._writer = None
+                    self._fresh = False
+                if hasattr(self, "_renderer"):
+                    self._renderer.close()
         print(f"done: {self.counters['updates']} updates, {self.counters['global_step']:,} "
               f"steps, {self.counters['episodes']:,} games -> {self.run_dir}", flush=True)
         summary = {"run_dir": str(self.run_dir), "log_dir": str(self.log_dir), **self.counters}

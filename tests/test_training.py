@@ -634,6 +634,14 @@ def test_ctrl_c_stops_training_at_the_next_step_and_twice_at_once():
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(1)
+        stop.requested = False
+    assert signal.getsignal(signal.SIGINT) is before
+    # A Ctrl-C after the loop's last check (during the final save, say) still ends the run as
+    # interrupted, once the block is done.
+    with pytest.raises(KeyboardInterrupt):
+        with StopAtSafePoint():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.01)
     assert signal.getsignal(signal.SIGINT) is before
 
 
