@@ -288,17 +288,17 @@ def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = F
                            opponent: str = "heuristic:medium") -> dict[str, float]:
     """PPO training throughput end to end (rollouts + updates), ours and Stable-Baselines3's, on
     the same environment with the same network (actor and critic MLPs 256-256, our activation),
-    each for about `seconds`, one after the other in this process, both with torch on every core."""
-    import os
-
+    each for about `seconds`, one after the other in this process, both with torch on the default
+    threads (threads.py)."""
     import torch
 
     from .config import LeagueConfig, RunConfig, TrainConfig
+    from .threads import use_torch_threads
     from .training import Trainer
 
     if quick:
         seconds = 8.0
-    torch.set_num_threads(os.cpu_count() or 1)
+    use_torch_threads()
     figures: dict[str, float] = {}
     began = time.perf_counter()
     print(f"PPO training throughput: four trainers one after another (ours; ours without the "

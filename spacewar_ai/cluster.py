@@ -145,9 +145,9 @@ def _absolute(job: tuple, spec_fields) -> tuple:
 def _in_worker(fn, job, spec_fields=(), files=None):
     """A task's body: the job's files made local, then fn(job) with one torch thread, so that
     tasks on a node do not oversubscribe it."""
-    import torch
+    from .threads import use_torch_threads
 
-    torch.set_num_threads(1)
+    use_torch_threads(1)
     if files:
         def local(path: Path) -> Path:
             return local_copy(path, *files[str(path)]) if str(path) in files else path

@@ -410,8 +410,8 @@ class TrainConfig(_Serializable):
     max_minutes: float = 0.0
     seed: int = 0
     device: str = "cpu"  # "cpu", "cuda" or "auto"
-    # Torch threads; 0 = one per core. The engine is single-threaded and never runs at the same
-    # time as torch, so all cores can go to torch without oversubscription.
+    # Torch threads; 0 = the default (threads.py: SPACEWAR_TORCH_THREADS or OMP_NUM_THREADS, else
+    # one). The count changes the arithmetic, so it is part of what a seed reproduces.
     torch_threads: int = 0
     checkpoint_dir: str = "checkpoints"
     log_dir: str = "runs"
@@ -526,7 +526,10 @@ def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfi
     try:
         text = p.read_text(encoding="utf-8")
         if p.suffix.lower() == ".toml":
-            import tomllib
+            try:
+                import tomllib
+            except ModuleNotFoundError:  # Python 3.10: the same parser as a package
+                import tomli as tomllib
 
             data = tomllib.loads(text)
         else:
@@ -537,6 +540,9 @@ def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfi
     if not isinstance(data, dict):
         raise ValueError(f"config file {p}: expected sections such as [train], got "
                          f"{type(data).__name__}")
+    if not any(data.values()):
+        raise ValueError(f"config file {p}: sets nothing; add sections such as [train] with "
+                         "the settings to change, or leave out --config")
     merged = (base or RunConfig()).to_dict()
     for section, fields in data.items():
         if isinstance(fields, dict) and isinstance(merged.get(section), dict):

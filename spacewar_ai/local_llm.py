@@ -147,13 +147,15 @@ action  ::= [0-5]
 """
 
 
-def _llama_cpp():
+def _llama_cpp(model: str = ""):
+    """llama_cpp, or one line saying how to install it (and `model`, what it would then run)."""
     try:
         import llama_cpp
     except ImportError:
+        then = f"; with it this run would use {model}" if model else ""
         raise ValueError("local models need llama-cpp-python: pip install -e \".[local-llm]\" "
                          "(it compiles llama.cpp for several minutes; see docs/strategies.md for "
-                         "CUDA/Metal CMAKE_ARGS)") from None
+                         f"CUDA/Metal CMAKE_ARGS){then}") from None
     return llama_cpp
 
 
@@ -180,11 +182,15 @@ class LocalLLMClient:
     def from_flags(cls, model_path=None, gpu_vram: float | None = None,
                    models_dir=MODELS_DIR) -> "LocalLLMClient":
         """--llm-local-model PATH, else the catalog's pick for this machine (downloaded once)."""
-        _llama_cpp()  # before any download: a model file without llama.cpp is of no use
         if model_path:
+            _llama_cpp(f"the model file {model_path}")
             return cls(model_path)
         hardware = detect_hardware(gpu_vram)
         entry = pick_model(hardware)
+        # Before any download: a model file without llama.cpp is of no use.
+        _llama_cpp(f"{entry.filename} from {Path(models_dir) / entry.filename} (downloaded "
+                   f"there once if missing; --llm-local-model PATH for another), the catalog's "
+                   f"pick for {hardware.backend} with {hardware.vram_gb:.0f} GB")
         print(f"local LLM: {entry.filename} for {hardware.backend} with "
               f"{hardware.vram_gb:.0f} GB ({hardware.source})")
         return cls(ensure_model(entry, models_dir),

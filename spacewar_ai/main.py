@@ -55,6 +55,18 @@ def _count(minimum: int):
     return parse
 
 
+def _timesteps(text: str) -> int:
+    """--timesteps: >= 1, or 0 (the imitation alone, which _train allows with --warm-start)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 1 (or 0 with --warm-start: the imitation "
+                                         f"alone), got {value}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -104,6 +116,9 @@ def build_parser() -> Parser:
     m.add_argument("--benchmark-training", action="store_true",
                    help="train PPO for a minute (ours, then Stable-Baselines3's) and print both "
                         "throughputs; takes a few minutes")
+    m.add_argument("--benchmark-threads", action="store_true",
+                   help="time every torch path at one thread and at one per core, idle and "
+                        "beside a CPU hog; takes about ten minutes")
     m.add_argument("--export", metavar="DST",
                    help="write a play-only copy of --checkpoint (no optimizer state) to DST, "
                         "or with DST.onnx an ONNX model any ONNX runtime can run")
@@ -152,7 +167,7 @@ def build_parser() -> Parser:
     tr.add_argument("--episodes", type=_count(1),
                     help="training: stop after this many games; --iterative: games between "
                          "rounds; demo: games to play")
-    tr.add_argument("--timesteps", type=_count(0),
+    tr.add_argument("--timesteps", type=_timesteps,
                     help="training: stop after this many learner decisions (0 with --warm-start: "
                          "save the imitation alone)")
     tr.add_argument("--minutes", type=_positive_float,
@@ -161,7 +176,8 @@ def build_parser() -> Parser:
     tr.add_argument("--num-envs", type=_count(1), help="games played at once (default 256)")
     tr.add_argument("--learning-rate", type=_positive_float)
     tr.add_argument("--device", choices=("cpu", "cuda", "auto"))
-    tr.add_argument("--torch-threads", type=_count(0), help="torch threads (0 = one per core)")
+    tr.add_argument("--torch-threads", type=_count(0), help="torch threads (default 1, or SPACEWAR_TORCH_THREADS; the count "
+                         "changes the arithmetic, so a seed's weights are those of its count)")
     tr.add_argument("--config", metavar="FILE",
                     help="TOML or JSON file with [train] [ppo] [dqn] [league] [game] [reward] "
                          "sections; flags override it")
@@ -326,12 +342,13 @@ APPLIES = {
     "export": {"checkpoint", "ensemble_with"},
     "benchmark": {"seed", "quick"},
     "benchmark_training": {"seed", "quick"},
+    "benchmark_threads": {"seed", "quick"},
     "iterative": TRAINING | {"iterations", "episodes_per_iteration", "llm_samples"},
     "llm_arena": LLM_ACCESS | {"llm_samples", "matches_per_pairing", "seed"},
 }
-MODE_FLAGS = ("evaluate", "champion_train", "demo", "benchmark", "benchmark_training", "export",
-              "tournament", "human_play", "replay", "iterative", "llm_arena", "datagen",
-              "dataset_info", "pbt", "serve")
+MODE_FLAGS = ("evaluate", "champion_train", "demo", "benchmark", "benchmark_training",
+              "benchmark_threads", "export", "tournament", "human_play", "replay", "iterative",
+              "llm_arena", "datagen", "dataset_info", "pbt", "serve")
 
 
 def _flag(dest: str) -> str:
@@ -370,6 +387,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     mode = _mode(parser, args)
     try:
+        from spacewar_ai.threads import configure_process
+
+        configure_process(getattr(args, "torch_threads", None) or 0)
         return MODES[mode](parser, args)
     except KeyboardInterrupt:
         print("\ninterrupted: the last checkpoint written is intact", file=sys.stderr)
@@ -407,6 +427,9 @@ def _run_config(args):
         ("dataset_pilot", "dataset_pilot")) if getattr(args, flag) is not None}
     if args.episodes is not None and args.timesteps is None:
         train["total_timesteps"] = 10**12  # --episodes alone sets the budget
+    if args.timesteps == 0 and not train.get("warm_start", cfg.train.warm_start):
+        raise ValueError("--timesteps 0 trains nothing: give a number >= 1, or add --warm-start "
+                         "SPEC to save the imitation alone")
     cfg.train = dataclasses.replace(cfg.train, **train)
     if args.reward:
         from spacewar_ai.config import RewardConfig
@@ -537,7 +560,7 @@ def _demo(parser, args) -> int:
     drawn = args.render or args.record
     evaluate(specs[0], specs[1], args.episodes or (1 if drawn else 200), args.seed or 0,
              render=args.render, recorder=open_recorder(args.record, per_decision=True),
-             quiet=args.quiet, results=args.results)
+             quiet=args.quiet, results=args.results, label="demo")
     return 0
 
 
@@ -656,6 +679,13 @@ def _benchmark_training(parser, args) -> int:
     return 0
 
 
+def _benchmark_threads(parser, args) -> int:
+    from spacewar_ai.thread_benchmark import run_thread_benchmark
+
+    run_thread_benchmark(seed=args.seed or 0, quick=args.quick)
+    return 0
+
+
 def _llm_client(args):
     from spacewar_ai.llm_clients import client_from_flags
 
@@ -698,6 +728,7 @@ def _llm_arena(parser, args) -> int:
 MODES = {"train": _train, "champion_train": _train, "evaluate": _evaluate, "demo": _demo,
          "tournament": _tournament, "human_play": _human_play, "replay": _replay,
          "export": _export, "benchmark": _benchmark, "benchmark_training": _benchmark_training,
+         "benchmark_threads": _benchmark_threads,
          "iterative": _iterative, "llm_arena": _llm_arena, "datagen": _datagen,
          "dataset_info": _dataset_info, "pbt": _pbt, "serve": _serve}
 

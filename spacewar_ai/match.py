@@ -466,9 +466,10 @@ def evaluate(spec: str, opponent: str = "heuristic:hard", episodes: int = 200, s
              config: GameConfig | None = None, deterministic: bool = True,
              render: bool = False, recorder=None, keep_actions: int = 0,
              quiet: bool = False, ratings=None, results=None,
-             ray_address: str | None = None) -> dict:
+             ray_address: str | None = None, label: str = "evaluation") -> dict:
     """The evaluation (and demo) mode: `episodes` games (sides swapped, rounded up to even) of a
-    pilot spec against another, printed with a 95% interval, and added to `ratings`
+    pilot spec against another, under a progress bar named `label`, printed with a 95%
+    interval, and added to `ratings`
     (ratings.RatingsFile) when given. With render (or a video recorder) the games are played one
     by one and drawn instead. keep_actions=k saves k games as replays; `results` names a file
     that every game's GameResult is added to, as JSON lines. `ray_address` plays the games as
@@ -493,7 +494,7 @@ def evaluate(spec: str, opponent: str = "heuristic:hard", episodes: int = 200, s
             from .cluster import connect
 
             connect(ray_address or None)
-        with Progress(games, "evaluation", "game", quiet) as progress:
+        with Progress(games, label, "game", quiet) as progress:
             if ray_address is None:
                 r = play_match(player, opp, games, seed, config, keep_actions=keep_actions,
                                progress=progress)

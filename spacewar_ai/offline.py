@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from .config import RunConfig
+from .threads import use_torch_threads
 
 OFFLINE_UPDATE = 100  # gradient steps per "update" for CQL's logs, evaluations and saves
 
@@ -100,6 +101,7 @@ def train_bc(cfg: RunConfig, quiet: bool = False) -> dict:
     from .datasets import arrays
 
     t = cfg.train
+    use_torch_threads(t.torch_threads)
     obs, actions = arrays(t.dataset, t.dataset_pilot or None, cfg.game)
     run = _Run(cfg, "bc")
     agent = PPOAgent(cfg.game.obs_dim, cfg.game.num_actions, cfg.ppo, num_envs=1, game=cfg.game)
@@ -130,12 +132,13 @@ def train_cql(cfg: RunConfig, quiet: bool = False) -> dict:
     from .progress import Progress
 
     t, c = cfg.train, cfg.dqn
+    use_torch_threads(t.torch_threads)
     data = transitions(t.dataset, c.n_step, c.gamma, t.dataset_pilot or None, cfg.game)
     size = len(data["action"])
+    run = _Run(cfg, "cql")  # seeds torch: the network's first weights come from the seed
     agent = DQNAgent(cfg.game.obs_dim, cfg.game.num_actions,
                      dataclasses.replace(c, buffer_size=size), seed=t.seed, game=cfg.game)
     _fill(agent, data, c.reward_scale)
-    run = _Run(cfg, "cql")
     steps = t.offline_steps // c.gradient_steps
     counters = {"decisions": size, "gradient_steps": 0}
     began = time.time()

@@ -85,8 +85,7 @@ def member_config(base: dict, hp: dict, run_dir: str, index: int) -> RunConfig:
     cfg.reward = RewardConfig.preset(hp["personality"])
     cfg.train = dataclasses.replace(cfg.train, seed=cfg.train.seed + index,
                                     run_name=f"member{index}", checkpoint_dir=run_dir,
-                                    log_dir=str(Path(cfg.train.log_dir) / Path(run_dir).name),
-                                    torch_threads=cfg.train.torch_threads or 1)
+                                    log_dir=str(Path(cfg.train.log_dir) / Path(run_dir).name))
     return cfg
 
 

@@ -210,6 +210,9 @@ def _learned_pilot(spec: str, config: GameConfig, deterministic: bool, device: s
         if low.startswith(("ppo:", "dqn:")):
             expect, s = low[:3], s[4:]
         path = Path(s)
+        if path.is_dir():
+            raise ValueError(f"player {spec!r}: is a folder; give the checkpoint file in it, "
+                             f"such as {path / 'best.pt'}")
         if not path.is_file():
             raise ValueError(f"player {spec!r}: not a pilot spec and no such checkpoint file; "
                              f"use one of {SPEC_HELP}")

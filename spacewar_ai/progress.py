@@ -1,16 +1,26 @@
 """Progress bars for long jobs (training, evaluation, tournaments), drawn by tqdm.
 
-On a terminal the bar redraws in place. On a pipe or in a log file it writes one line, the final
-state, when the job ends (a redrawn bar would fill a log with carriage returns), and nothing when
-it fails. With `quiet`,
-nothing. Bars go to stderr, so a report on stdout stays clean for other programs to read.
+On a terminal the bar redraws in place (FALLBACK_COLUMNS wide on one that reports no size). On
+a pipe or in a log file it writes one line, the final state, when the job ends (a redrawn bar
+would fill a log with carriage returns), and nothing when it fails. With `quiet`, nothing. Bars go to stderr, so a report on stdout stays clean for other programs to read.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 from tqdm import tqdm
+
+
+FALLBACK_COLUMNS = 100
+
+
+def _columns(stream) -> int:
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return 0
 
 
 class _LastLine:
@@ -44,7 +54,11 @@ class Progress:
         self.quiet = quiet
         live = hasattr(self.stream, "isatty") and self.stream.isatty()
         self._sink = None if live else _LastLine(self.stream)
-        self.bar = tqdm(total=total, desc=desc, unit=unit, disable=quiet, dynamic_ncols=True,
+        # A terminal that reports no width (a serial console, some containers' ptys) would get
+        # a bar 0 columns wide, that is nothing: give it a fixed width instead.
+        sized = live and _columns(self.stream) > 0
+        self.bar = tqdm(total=total, desc=desc, unit=unit, disable=quiet, dynamic_ncols=sized,
+                        ncols=None if sized or not live else FALLBACK_COLUMNS,
                         file=self.stream if live else self._sink, mininterval=0.5 if live else 0,
                         bar_format=bar_format, smoothing=0.1)
 

@@ -75,13 +75,12 @@ def _pairing_seed(seed: int, i: int, j: int) -> int:
 
 
 def _worker_init(parent_pid: int) -> None:
-    import torch
-
     from .processes import die_with_parent
+    from .threads import use_torch_threads
 
     die_with_parent(parent_pid)
-    # One torch thread per worker: several processes each using every core oversubscribe them.
-    torch.set_num_threads(1)
+    # One torch thread per worker whatever the run asked for: several workers share the cores.
+    use_torch_threads(1)
 
 
 def _play_pairing(args) -> tuple[int, int, MatchResult]:

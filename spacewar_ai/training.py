@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import os
 import random
 import signal
 import threading
@@ -38,6 +37,7 @@ from .pilots import AgentPilot, make_pilot
 from .progress import Progress
 from .recording import game_gif
 from .shaping import potential, shaped
+from .threads import use_torch_threads
 from .warm_start import behaviour_clone, demonstration_start
 
 DQN_ITERATION_STEPS = 64  # DQN vector steps per "update" for logging, evaluation and saving
@@ -135,7 +135,7 @@ class Trainer:
                  render: bool = False, quiet: bool = False, guide=None):
         self.cfg = cfg
         t = cfg.train
-        torch.set_num_threads(t.torch_threads or os.cpu_count() or 1)
+        use_torch_threads(t.torch_threads)
         self.device = "cuda" if t.device == "auto" and torch.cuda.is_available() else (
             "cpu" if t.device == "auto" else t.device)
         # Every pilot the run will meet is built (and a bad spec refused) before the first step;
@@ -702,9 +702,15 @@ def train(cfg: RunConfig, resume: str | None = None, start_from: str | None = No
     init = None
     if start_from:
         init = spec_path(start_from)
-        if init is None or not init.is_file():
+        if init is None:
             raise ValueError(f"--init-from {start_from!r}: training starts from a checkpoint "
                              "file (or pretrained), not a scripted pilot or a planner")
+        if init.is_dir():
+            raise ValueError(f"--init-from {start_from}: is a folder; give the checkpoint file "
+                             f"in it, such as {init / 'best.pt'}")
+        if not init.is_file():
+            raise ValueError(f"--init-from {start_from}: no such file; give a checkpoint file "
+                             "(checkpoints/<run>/best.pt) or pretrained")
         algorithm = load_checkpoint(init)["algorithm"]
         if algorithm != cfg.train.algorithm and champion:
             raise ValueError(f"--champion-train continues a {cfg.train.algorithm} model; "

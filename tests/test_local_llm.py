@@ -191,3 +191,18 @@ def test_a_failed_download_is_reported_in_whole_words(tmp_path, monkeypatch):
         ensure_model(CatalogEntry(0, "Qwen/Tiny-GGUF", "tiny.gguf", 0.001), tmp_path)
     message = str(exc.value)
     assert said in message and "tiny.gguf" in message and str(tmp_path) in message
+
+
+def test_without_llama_cpp_the_refusal_names_the_model_it_would_run(tmp_path):
+    import importlib.util
+
+    from spacewar_ai.local_llm import LocalLLMClient
+
+    if importlib.util.find_spec("llama_cpp") is not None:
+        pytest.skip("llama-cpp-python is installed: nothing is refused")
+    with pytest.raises(ValueError) as exc:
+        LocalLLMClient.from_flags(gpu_vram=0, models_dir=tmp_path)
+    message = str(exc.value)
+    assert "pip install" in message and ".gguf" in message and str(tmp_path) in message
+    with pytest.raises(ValueError, match="the model file my.gguf"):
+        LocalLLMClient.from_flags("my.gguf")

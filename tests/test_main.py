@@ -197,7 +197,8 @@ def _files(d: Path) -> dict:
             "r_empty.json": "{}", "r_list.json": "[]", "r_null.json": "null",
             "r_nan.json": '{"players": {"a": {"spec": "idle", "results": {"b": [NaN, 4]}}}, '
                           '"history": []}', "r_latin1.json": b"\xff\xfe{}",
-            "notjson.replay": "not json", "empty.replay": "{}"}.items():
+            "notjson.replay": "not json", "empty.replay": "{}", "empty.toml": "",
+            "blank.json": "{}", "sections.toml": "[train]\n[ppo]\n"}.items():
         text(name, content)
     (d / "folder").mkdir()
     f["folder"] = str(d / "folder")
@@ -252,6 +253,16 @@ BAD_INPUT = {
     "config priority": (lambda f: ["--config", f["alpha.toml"]], "priority_alpha"),
     "config not UTF-8": (lambda f: ["--config", f["latin1.toml"]], "latin1.toml"),
     "config folder": (lambda f: ["--config", f["folder"]], "is a folder"),
+    "config empty toml": (lambda f: ["--config", f["empty.toml"]], "empty.toml: sets nothing"),
+    "config empty json": (lambda f: ["--config", f["blank.json"]], "blank.json: sets nothing"),
+    "config empty sections": (lambda f: ["--config", f["sections.toml"]], "sets nothing"),
+    "init-from missing": (lambda f: ["--init-from", f["folder"] + "/nothere/best.pt"],
+                          "best.pt: no such file"),
+    "init-from folder": (lambda f: ["--init-from", f["folder"]], "is a folder"),
+    "checkpoint folder": (lambda f: ["--evaluate", "--checkpoint", f["folder"]], "is a folder"),
+    "opponent folder": (lambda f: EV[:-4] + ["--opponent", f["folder"]], "is a folder"),
+    "timesteps 0": (lambda f: ["--timesteps", "0"], "--timesteps 0 trains nothing"),
+    "timesteps negative": (lambda f: ["--timesteps", "-5"], "must be >= 1 (or 0 with"),
     "config with champion": (lambda f: ["--champion-train", "--checkpoint", "pretrained",
                                         "--config", f["judge.toml"]], "'nope'"),
     # specs
@@ -337,7 +348,6 @@ BAD_INPUT = {
     "workers -1": (lambda f: ["--tournament", "--workers", "-1"], "--workers"),
     "num envs 0": (lambda f: ["--num-envs", "0"], "--num-envs"),
     "timesteps -1": (lambda f: ["--timesteps", "-1"], "--timesteps"),
-    "timesteps 0 alone": (lambda f: ["--timesteps", "0"], "total_timesteps"),
     "minutes 0": (lambda f: ["--minutes", "0"], "--minutes"),
     "minutes inf": (lambda f: ["--minutes", "inf"], "--minutes"),
     "learning rate 0": (lambda f: ["--learning-rate", "0"], "--learning-rate"),

@@ -68,3 +68,21 @@ def test_bc_then_cql_then_ppo_from_each(tmp_path, recorded):
 def test_bc_and_cql_need_a_dataset():
     with pytest.raises(ValueError, match="learns from a dataset"):
         TrainConfig(algorithm="cql")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algorithm", ["cql", "bc"])
+def test_the_same_seed_gives_the_same_weights(tmp_path, recorded, algorithm):
+    from spacewar_ai.checkpoints import load_agent
+    from spacewar_ai.training import train
+
+    weights = []
+    for k in range(2):
+        train(_cfg(tmp_path, algorithm, run_name=f"{algorithm}{k}", offline_steps=100,
+                   bc_epochs=1), quiet=True)
+        agent, _ = load_agent(tmp_path / "ck" / f"{algorithm}{k}" / "latest.pt")
+        net = agent.q if algorithm == "cql" else agent.net
+        weights.append(net.state_dict())
+    first, second = weights
+    for name in first:
+        assert torch.equal(first[name], second[name]), name

@@ -32,3 +32,21 @@ def test_quiet_writes_nothing():
         bar.update(4)
         bar.say("a line above the bar")
     assert out.getvalue() == ""
+
+
+def test_a_terminal_that_reports_no_size_still_shows_the_bar():
+    import os
+    import pty
+    import select
+
+    master, slave = pty.openpty()  # a new pty reports 0 columns, 0 lines
+    assert os.get_terminal_size(slave).columns == 0
+    with os.fdopen(slave, "w") as stream:
+        with Progress(10, "train", stream=stream) as bar:
+            bar.update(10)
+        stream.flush()
+        out = b""
+        while select.select([master], [], [], 0.5)[0]:
+            out += os.read(master, 65536)
+    os.close(master)
+    assert b"train: 100%" in out and b"10/10" in out
