@@ -410,6 +410,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(1, f"{PROG}: error: {exc}\n")
 
 
+DEFAULT_FIELD_MODELS = 4  # learned models in a tournament given no --players
+
+
 # --- the modes: each checks its flags and makes one call ---------------------------------------
 def _run_config(args):
     """The resolved run config: defaults (or the resumed run's own), then --config, then flags."""
@@ -565,7 +568,7 @@ def _demo(parser, args) -> int:
 
 
 def _tournament(parser, args) -> int:
-    from spacewar_ai.ratings import best_models
+    from spacewar_ai.ratings import best_models, model_spec
     from spacewar_ai.scripted import SCRIPTED_SPECS
     from spacewar_ai.tournament import run_tournament
 
@@ -575,8 +578,12 @@ def _tournament(parser, args) -> int:
             parser.error(f"--players has an empty entry ({args.players!r}); separate specs with "
                          "single commas")
     else:
+        # The default field: the best few models by best_models' rule, and the scripted pilots.
         models = best_models(args.checkpoint_dir or "checkpoints", args.ratings_file)
-        specs = [str(path) for path, _ in models] + list(SCRIPTED_SPECS)
+        specs = [model_spec(path) for path, _ in models[:DEFAULT_FIELD_MODELS]] + \
+            list(SCRIPTED_SPECS)
+        print(f"players (no --players given: the {DEFAULT_FIELD_MODELS} best models with enough "
+              f"games or training behind them, and the scripted pilots): {','.join(specs)}")
     if args.workers is not None and _ray_address(parser, args) is not None:
         parser.error("--workers counts processes on this machine; on Ray the cluster's CPUs "
                      "play: drop --workers")

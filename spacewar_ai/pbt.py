@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import random
 import shutil
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -255,7 +257,14 @@ def run_pbt(base: RunConfig, population: int = 4, rounds: int = 10, seed: int = 
                                     trial_dirname_creator=lambda t: f"member{t.config['member']}"),
         run_config=tune.RunConfig(name=name, storage_path=str(run_dir / "tune"),
                                   stop={"training_iteration": rounds}, verbose=0))
-    results = tuner.fit()
+    # Tune's own report (a settings box, its own TensorBoard command for a folder the project's
+    # logs are not in) would stand beside this run's; its documented switch to the older output,
+    # silent at verbose=0, leaves this command's lines alone. Members get fresh processes on
+    # purpose (reuse_actors=False): Tune's hint to reuse them is not for this run.
+    os.environ["RAY_AIR_NEW_OUTPUT"] = "0"
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*reuse_actors", category=UserWarning)
+        results = tuner.fit()
     if results.errors:
         first = " ".join(str(results.errors[0]).split())[-300:]
         raise RuntimeError(f"population-based training: {len(results.errors)} member(s) failed; "

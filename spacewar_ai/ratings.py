@@ -10,9 +10,12 @@
 - `RatingsFile`: results accumulated across tournaments and evaluations, keyed by player identity
   (name plus a hash of its file), with a history. Writers take an OS lock and add their games to
   what is on disk at the time of writing, so concurrent runs lose nothing; writes are atomic.
-- `best_models`: the learned models a user has, best first: the ratings file's top-rated, then
-  each run's `best.pt` by the evaluation recorded in it, then the shipped model. Champion
-  training, human play's difficulties and the default tournament field all read it.
+- `best_models`: the learned models a user has that have shown their strength, best first:
+  models of the ratings file with at least MIN_RATED_GAMES rated games, by rating; then runs'
+  `best.pt` that trained for at least MIN_RUN_DECISIONS learner decisions and were evaluated
+  on at least MIN_EVAL_GAMES games, by that evaluation; then the shipped model. A quick test run
+  is neither. Champion training, human play's difficulties and the default tournament field
+  all read it.
 """
 
 from __future__ import annotations
@@ -29,6 +32,11 @@ import numpy as np
 if TYPE_CHECKING:
     from .match import MatchResult
 
+
+# What a model needs behind it before best_models offers it as a champion or a default player.
+MIN_RATED_GAMES = 100
+MIN_RUN_DECISIONS = 1_000_000  # a third of a default PPO run
+MIN_EVAL_GAMES = 100  # one default evaluation
 
 ELO_START = 1500.0
 ELO_K = 32.0
@@ -264,6 +272,18 @@ class RatingsFile:
         return ranked[:n]
 
 
+def rated_games(player: dict[str, Any]) -> int:
+    """The games a player of the ratings file has played, over all its opponents."""
+    return int(sum(g for _, g in player.get("results", {}).values()))
+
+
+def model_spec(path: Path) -> str:
+    """The spec that names a model file best_models found: `pretrained` for the shipped one."""
+    from .pilots import PRETRAINED_PATH
+
+    return "pretrained" if Path(path).resolve() == PRETRAINED_PATH.resolve() else str(path)
+
+
 def _ratings_problem(data) -> str:
     """What is wrong with a parsed ratings file, or ""."""
     if not isinstance(data, dict):
@@ -287,9 +307,9 @@ def _ratings_problem(data) -> str:
 
 def best_models(checkpoint_dir: str | Path = "checkpoints", ratings_file: str | Path | None = None,
                 exclude: str | Path | None = None) -> list[tuple[Path, str]]:
-    """The learned models a user has, best first, each with why it ranks there (the module
-    docstring). An unreadable ratings file or checkpoint is passed over, not fatal: the other
-    sources still know models."""
+    """The learned models a user has that have shown their strength, best first, each with why
+    it ranks there (the rule is the module docstring's). An unreadable ratings file or
+    checkpoint is passed over, not fatal: the other sources still know models."""
     from .checkpoints import CheckpointError, load_checkpoint
     from .pilots import PRETRAINED_PATH, spec_path
 
@@ -309,16 +329,22 @@ def best_models(checkpoint_dir: str | Path = "checkpoints", ratings_file: str | 
         except ValueError:
             rated = []
         for player in rated:
+            if rated_games(player) < MIN_RATED_GAMES:
+                continue
             spec = player.get("spec", "")
             path = spec_path(spec) if not spec.lower().startswith(("strategy:", "search:")) \
                 else None
             if path is not None:
-                take(path, f"top-rated model in {rpath} (rating {player.get('rating', 0):.0f})")
+                take(path, f"top-rated model in {rpath} (rating {player.get('rating', 0):.0f}, "
+                       f"{rated_games(player)} games)")
     runs = []
     for path in checkpoint_dir.glob("*/best.pt"):
         try:
             counters = load_checkpoint(path)["metadata"].get("counters", {})
         except CheckpointError:
+            continue
+        if counters.get("global_step", 0) < MIN_RUN_DECISIONS or \
+                counters.get("best_eval_games", 0) < MIN_EVAL_GAMES:
             continue
         runs.append((float(counters.get("best_eval", 0.0)), path.stat().st_mtime, path))
     for figure, _, path in sorted(runs, key=lambda r: (r[0], r[1]), reverse=True):

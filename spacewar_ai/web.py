@@ -144,12 +144,12 @@ class Files:
         return out
 
     def ratings_rows(self) -> dict[str, Any]:
-        from .ratings import RatingsFile
+        from .ratings import RatingsFile, rated_games
 
         rows = []
         data = RatingsFile(self.ratings).data
         for identity, p in data["players"].items():
-            games = sum(g for _, g in p.get("results", {}).values())
+            games = rated_games(p)
             rows.append({"name": p.get("name", identity), "identity": identity,
                          "rating": p.get("rating"), "ci95": p.get("ci95"), "games": games})
         rows.sort(key=lambda r: -(r["rating"] or 0.0))

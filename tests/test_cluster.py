@@ -164,6 +164,10 @@ def test_population_based_training_exploits_and_restores(tmp_path):
     for k in range(2):
         out = _cli(*args, "--run-name", f"pbt{k}", cwd=tmp_path)
         assert out.returncode == 0, out.stderr[-3000:]
+        # Only this run's own lines: no report of Tune's with a TensorBoard folder of its own,
+        # no hint of Tune's about reusing actors.
+        assert "tensorboard" not in (out.stdout + out.stderr).lower(), out.stdout
+        assert "reuse_actors" not in out.stderr and "View detailed results" not in out.stdout
         runs.append(json.loads((tmp_path / "ck" / f"pbt{k}" / "lineage.json").read_text()))
     lineage = runs[0]
     assert {r["member"] for r in lineage} == {"member0", "member1"}

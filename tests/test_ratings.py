@@ -98,6 +98,7 @@ def test_ratings_file_accumulates_and_survives_a_failed_write(tmp_path, monkeypa
 def test_champions_come_from_the_top_of_the_ratings_file(tmp_path):
     from spacewar_ai.agents import PPOAgent
     from spacewar_ai.config import PPOConfig
+    from spacewar_ai.pilots import PRETRAINED_PATH
     from spacewar_ai.ratings import best_models
 
     paths = []
@@ -109,8 +110,13 @@ def test_champions_come_from_the_top_of_the_ratings_file(tmp_path):
     result = Results(entrants)
     result.matches = play_round_robin(entrants, 4, seed=0).matches
     RatingsFile(tmp_path / "ratings.json").add(result, standings(result), "t")
+    # 8 rated games each: too few to count as a champion.
+    assert [path for path, _ in best_models(tmp_path)] == [PRETRAINED_PATH]
+    result.matches = play_round_robin(entrants, 50, seed=0).matches
+    RatingsFile(tmp_path / "ratings.json").add(result, standings(result), "t")
     got = best_models(tmp_path, exclude=paths[1])
     assert [path for path, _ in got][:1] == [paths[0]] and "top-rated" in got[0][1]
+    assert "108 games" in got[0][1]
 
 
 @pytest.mark.slow

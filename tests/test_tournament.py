@@ -198,3 +198,21 @@ def test_a_killed_tournament_leaves_no_process_behind(tmp_path):
     for pid in survivors:
         os.kill(pid, signal.SIGKILL)
     assert survivors == []
+
+
+def test_the_default_field_is_said_and_leaves_out_toy_runs(tmp_path, monkeypatch, capsys):
+    from spacewar_ai.agents import PPOAgent
+    from spacewar_ai.config import PPOConfig
+    from spacewar_ai.main import main
+
+    monkeypatch.chdir(tmp_path)
+    PPOAgent(36, 6, PPOConfig(hidden_sizes=(8,))).save(
+        tmp_path / "checkpoints" / "toy" / "best.pt",
+        {"counters": {"best_eval": 0.9, "global_step": 16_384, "best_eval_games": 100}})
+    assert main(["--tournament", "--matches-per-pairing", "2", "--workers", "1", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    field = next(line for line in out.splitlines() if line.startswith("players (no --players"))
+    specs = field.split(": ")[-1].split(",")
+    assert specs[0] == "pretrained" and "heuristic:hard" in specs and "idle" in specs
+    assert not any("toy" in s for s in specs)
+    assert "ppo_spacewar.pt" not in out  # the shipped model goes by its spec's name

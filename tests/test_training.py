@@ -648,18 +648,24 @@ def test_ctrl_c_stops_training_at_the_next_step_and_twice_at_once():
 def test_champion_training_trains_with_models_of_every_generation(tmp_path, capsys):
     """Champions are the best models we know (the given ratings file first): here the shipped
     model, rated in a ratings file outside the checkpoint folder, and a new run's best.pt of the
-    same shape but newer view constants. Stacking them once crashed champion training."""
+    same shape but newer view constants. Stacking them once crashed champion training. A toy
+    run (one update, a 4-game evaluation) and a model rated on a few games are passed over."""
     from spacewar_ai.agents import PPOAgent
     from spacewar_ai.pilots import PRETRAINED_PATH
     from spacewar_ai.training import train
 
-    for run in ("run1", "run2"):
+    trained = {"best_eval": 0.1, "global_step": 2_000_000, "best_eval_games": 200}
+    toy = {"best_eval": 0.9, "global_step": 16_384, "best_eval_games": 4}
+    for run, counters in (("run1", trained), ("run2", trained), ("toy", toy)):
         PPOAgent(36, 6, PPOConfig()).save(tmp_path / "ck" / run / "best.pt",
-                                          {"counters": {"best_eval": 0.1}})
+                                          {"counters": counters})
     ratings = tmp_path / "elsewhere" / "ratings.json"
     ratings.parent.mkdir()
     ratings.write_text(json.dumps({"version": 1, "history": [], "players": {
-        "p": {"name": "pretrained", "spec": "pretrained", "rating": 1900, "results": {}}}}))
+        "p": {"name": "pretrained", "spec": "pretrained", "rating": 1900,
+              "results": {"q": [60, 100], "r": [30, 50]}},
+        "q": {"name": "toy", "spec": str(tmp_path / "ck" / "toy" / "best.pt"), "rating": 2500,
+              "results": {"p": [10, 12]}}}}))
     cfg = tiny(tmp_path, total_timesteps=16 * 16 * 2, run_name="champ")
     summary = train(cfg, start_from=str(tmp_path / "ck" / "run1" / "best.pt"), champion=True,
                     ratings_file=str(ratings), quiet=True)
