@@ -265,6 +265,16 @@ def build_parser() -> Parser:
     web.add_argument("--host", help="--serve: the address to listen on (default 127.0.0.1, "
                                     "this machine only)")
     web.add_argument("--port", type=int, help="--serve: the port (default 8000)")
+    web.add_argument("--server-name", metavar="NAME[,NAME]",
+                     help="--serve: the host names visitors reach the app by (default the "
+                          "loopback names; needed with --host): requests naming any other host "
+                          "are refused")
+    web.add_argument("--allowed-origins", metavar="ORIGIN[,ORIGIN]",
+                     help="--serve: pages of other sites allowed to open games and upload "
+                          "(default: only the app's own pages), as https://host[:port]")
+    web.add_argument("--limits", metavar="NAME=VALUE[,...]",
+                     help="--serve: change the server's limits, such as games_in_all=16 "
+                          "(docs/browser.md lists them and their defaults)")
     p.add_argument("--ensemble-with", nargs="+", metavar="CHECKPOINT",
                    help="with --export of a DQN checkpoint: other DQN runs' checkpoints whose "
                         "greedy players join its ensemble in the copy")
@@ -333,7 +343,8 @@ APPLIES = {
     "human_play": {"difficulty", "opponent", "checkpoint", "two_player", "score_limit", "scale",
                    "phosphor", "record", "seed", "checkpoint_dir", "ratings_file", "config"},
     "replay": {"record", "scale", "phosphor", "html"},
-    "serve": {"host", "port", "checkpoint_dir", "ratings_file"},
+    "serve": {"host", "port", "checkpoint_dir", "ratings_file", "server_name", "allowed_origins",
+              "limits"},
     "datagen": {"players", "episodes", "dataset_id", "seed", "reward", "config", "quiet"} | RAY,
     "pbt": {"population", "pbt_rounds", "timesteps", "num_envs", "learning_rate", "config",
             "checkpoint_dir", "run_name", "seed", "quiet", "eval_episodes", "ray_address",
@@ -632,8 +643,14 @@ def _replay(parser, args) -> int:
 def _serve(parser, args) -> int:
     from spacewar_ai.web import serve
 
+    from spacewar_ai.web_guard import Limits
+
+    def names(text):
+        return [n.strip() for n in text.split(",") if n.strip()] if text else []
+
     serve(args.host or "127.0.0.1", args.port if args.port is not None else 8000, ".",
-          args.checkpoint_dir or "checkpoints", args.ratings_file)
+          args.checkpoint_dir or "checkpoints", args.ratings_file, names(args.server_name),
+          names(args.allowed_origins), Limits.parse(args.limits))
     return 0
 
 

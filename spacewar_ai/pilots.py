@@ -190,7 +190,8 @@ def _strategy_pilot(spec: str, path: Path, config: GameConfig):
     try:
         source = load_strategy_file(path)
     except StrategyError as exc:
-        raise ValueError(f"player {spec!r}: {exc}") from None
+        raise StrategyError(f"player {spec!r}: {exc}", f"player {path.name}: {exc.public}") \
+            from None
     return StrategyPilot(path, identity=file_identity(path), source=source,
                          n_actions=config.num_actions)
 

@@ -81,8 +81,10 @@ def load_replay(path) -> dict:
 
 def parse_replay(text: str, source: str = "the replay") -> dict:
     """A replay from its JSON text, checked; ReplayError names `source` and the problem."""
+    from .json_input import loads_strict
+
     try:
-        data = json.loads(text)
+        data = loads_strict(text, "its JSON")
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")
         config = GameConfig.from_dict(data["config"])

@@ -86,24 +86,34 @@ SAFETY_SECONDS = 5.0  # wall clock on top of five times the CPU limits, before a
 
 
 class StrategyError(ValueError):
-    """A strategy file was refused; the message names the file, the line and the reason."""
+    """A strategy file was refused; the message names the file, the line and the reason.
+    `public` says the same with the file's base name and without a word of the file's own text
+    (a name, an import, a string): what a server may show to whoever named the file, which may
+    not be its author (a key file named as a strategy must not come back quoted)."""
+
+    def __init__(self, message: str, public: str | None = None):
+        super().__init__(message)
+        self.public = public or message
 
 
-def _refuse(filename: str, line: int, reason: str) -> StrategyError:
-    return StrategyError(f"{filename}:{line}: {reason}")
+def _refuse(filename: str, line: int, reason: str, rule: str | None = None) -> StrategyError:
+    """`reason` may quote the file; `rule`, the reason without the quote, must not."""
+    return StrategyError(f"{filename}:{line}: {reason}",
+                         f"{Path(filename).name}:{line}: {rule or reason}")
 
 
 def validate_source(source: str, filename: str = "<strategy>") -> ast.Module:
     """Check a strategy's source against the allow-list; returns the parsed tree or raises
     StrategyError naming the file, line and reason. Nothing of the source runs here."""
     if len(source.encode("utf-8", "replace")) > MAX_SOURCE_BYTES:
-        raise StrategyError(f"{filename}:0: the file is larger than {MAX_SOURCE_BYTES} bytes")
+        raise _refuse(filename, 0, f"the file is larger than {MAX_SOURCE_BYTES} bytes")
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as exc:
-        raise StrategyError(f"{filename}:{exc.lineno or 0}: syntax error: {exc.msg}") from None
+        raise _refuse(filename, exc.lineno or 0, f"syntax error: {exc.msg}",
+                      "not valid Python") from None
     except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
-        raise StrategyError(f"{filename}:0: cannot be parsed ({type(exc).__name__})") from None
+        raise _refuse(filename, 0, f"cannot be parsed ({type(exc).__name__})") from None
     bound = set(ALLOWED_BUILTINS)
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
@@ -122,7 +132,7 @@ def validate_source(source: str, filename: str = "<strategy>") -> ast.Module:
         _check_node(node, where[0], filename, bound)
     defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "strategy"]
     if not defs:
-        raise StrategyError(f"{filename}:0: no top-level `def strategy(obs):` found")
+        raise _refuse(filename, 0, "no top-level `def strategy(obs):` found")
     args = defs[-1].args
     if len(args.args) != 1 or args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
         raise _refuse(filename, defs[-1].lineno, "strategy must take exactly one argument: "
@@ -148,18 +158,22 @@ def _located(root, where):
 def _check_node(node, line: int, filename: str, bound: set[str]) -> None:
     if isinstance(node, ast.Name):
         if node.id.startswith("_"):
-            raise _refuse(filename, line, f"name {node.id!r} begins with an underscore")
+            raise _refuse(filename, line, f"name {node.id!r} begins with an underscore",
+                          "a name begins with an underscore")
         if node.id in FORBIDDEN_NAMES:
             raise _refuse(filename, line, f"{node.id}() is not allowed in a strategy")
         if isinstance(node.ctx, ast.Load) and node.id not in bound:
             raise _refuse(filename, line, f"name {node.id!r} is not defined in the file and is "
-                                          f"not an allowed builtin ({', '.join(ALLOWED_BUILTINS)})")
+                                          f"not an allowed builtin ({', '.join(ALLOWED_BUILTINS)})",
+                          "a name is neither defined in the file nor an allowed builtin")
     elif isinstance(node, ast.Attribute):
         attr = node.attr
         if attr.startswith("_"):
-            raise _refuse(filename, line, f"attribute {attr!r} begins with an underscore")
+            raise _refuse(filename, line, f"attribute {attr!r} begins with an underscore",
+                          "an attribute begins with an underscore")
         if attr in FORBIDDEN_ATTRIBUTES or attr.startswith(FORBIDDEN_ATTRIBUTE_PREFIXES):
-            raise _refuse(filename, line, f"attribute {attr!r} is not allowed in a strategy")
+            raise _refuse(filename, line, f"attribute {attr!r} is not allowed in a strategy",
+                          "an attribute that is not allowed in a strategy")
     elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
         text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
         if "__" in text:
@@ -168,39 +182,46 @@ def _check_node(node, line: int, filename: str, bound: set[str]) -> None:
         for alias in node.names:
             if alias.name not in ALLOWED_IMPORTS:
                 raise _refuse(filename, line, f"import {alias.name} is not allowed; `import math` "
-                                              "is the only import")
+                                              "is the only import",
+                              "an import other than `import math`")
     elif isinstance(node, ast.ImportFrom):
         if node.module not in ALLOWED_IMPORTS or node.level:
             raise _refuse(filename, line, f"from {node.module} import is not allowed; "
-                                          "`import math` is the only import")
+                                          "`import math` is the only import",
+                          "an import other than `import math`")
         for alias in node.names:
             if alias.name == "*" or alias.name.startswith("_"):
-                raise _refuse(filename, line, f"from math import {alias.name} is not allowed")
+                raise _refuse(filename, line, f"from math import {alias.name} is not allowed",
+                              "a from-math import of * or a private name")
     elif isinstance(node, ast.FunctionDef):
         if node.decorator_list:
             raise _refuse(filename, line, "decorators are not allowed in a strategy")
         if node.returns is not None or any(a.annotation is not None for a in node.args.args):
             raise _refuse(filename, line, "annotations are not allowed in a strategy")
         if node.name.startswith("_"):
-            raise _refuse(filename, line, f"function name {node.name!r} begins with an underscore")
+            raise _refuse(filename, line, f"function name {node.name!r} begins with an underscore",
+                          "a function name begins with an underscore")
     elif isinstance(node, ast.arg) and node.arg.startswith("_"):
-        raise _refuse(filename, line, f"argument {node.arg!r} begins with an underscore")
+        raise _refuse(filename, line, f"argument {node.arg!r} begins with an underscore",
+                      "an argument begins with an underscore")
     elif isinstance(node, ast.alias) and (node.asname or "").startswith("_"):
-        raise _refuse(filename, line, f"alias {node.asname!r} begins with an underscore")
+        raise _refuse(filename, line, f"alias {node.asname!r} begins with an underscore",
+                      "an alias begins with an underscore")
 
 
 def load_strategy_file(path) -> str:
     """Read and validate a strategy file; StrategyError (a ValueError) names the problem."""
     path = Path(path)
     if not path.is_file():
-        raise StrategyError(f"{path}: no such strategy file")
+        raise StrategyError(f"{path}: no such strategy file",
+                            f"{path.name}: no such strategy file")
     data = path.read_bytes()
     if len(data) > MAX_SOURCE_BYTES:
-        raise StrategyError(f"{path}:0: the file is larger than {MAX_SOURCE_BYTES} bytes")
+        raise _refuse(str(path), 0, f"the file is larger than {MAX_SOURCE_BYTES} bytes")
     try:
         source = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise StrategyError(f"{path}:0: not UTF-8 text ({exc.reason})") from None
+        raise _refuse(str(path), 0, f"not UTF-8 text ({exc.reason})", "not UTF-8 text") from None
     validate_source(source, str(path))
     return source
 
@@ -263,11 +284,13 @@ class StrategyPilot:
                               self.load_ms / 1000.0, expect_actions=0)
         if reply is None:
             self.close()
-            raise StrategyError(f"{self.path}: the sandbox process did not start")
+            raise StrategyError(f"{self.path}: the sandbox process did not start",
+                                f"{Path(self.path).name}: the sandbox process did not start")
         status = json.loads(reply[2])
         if not status.get("ok"):
             self.close()
-            raise StrategyError(f"{self.path}: failed while loading: {status.get('error')}")
+            raise StrategyError(f"{self.path}: failed while loading: {status.get('error')}",
+                                f"{Path(self.path).name}: failed while loading")
         self.unapplied_limits = status.get("unapplied", [])
         if self.unapplied_limits and not _warned_limits:
             # Said once per process: the other walls still stand, but the user should know.

@@ -146,7 +146,7 @@ def run_thread_benchmark(seed: int = 0, quick: bool = False, repeats: int = 3) -
         "DQN training": _trainer_path("dqn", int(20_000 * scale) or 1, seed),
         "behaviour cloning": _bc_path(rows, 2, seed),
         "conservative Q-learning": _cql_path(rows, int(400 * scale) or 1, seed),
-        "evaluation (pretrained, 64 games)": _match_path(max(2, int(64 * scale) // 2 * 2), seed),
+        "evaluation (pretrained, 400 games)": _match_path(max(2, int(400 * scale) // 2 * 2), seed),
         "search:pretrained, one game": _planner_path("search:pretrained",
                                                      int(150 * scale) or 1, seed),
         "adapt:pretrained, one game": _planner_path("adapt:pretrained",

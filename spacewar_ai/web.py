@@ -24,7 +24,7 @@ Starlette, uvicorn and websockets are the `web` extra, imported only when a page
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -35,9 +35,11 @@ from .config import GameConfig
 from .replays import ReplayError, load_replay, parse_replay, replay_game, state_hash
 
 STATIC = Path(__file__).resolve().parent / "web"
-PAGES = ("play", "watch", "replays", "tournaments")
+# The endings a file named by a spec must have, by the spec's prefix ("" = a checkpoint path).
+SPEC_SUFFIXES = {"strategy:": (".py",), "onnx:": (".onnx",), "sb3:": (".zip",),
+                 "ppo:": (".pt",), "dqn:": (".pt",), "": (".pt",)}
+PAGES = ("play", "watch", "replays", "tournaments", "arena")
 SPEEDS = (1, 2, 4, 8)
-UPLOAD_LIMIT = 4 * 2**20  # bytes: the longest game's replay is a few hundred kB
 INSTALL = 'the browser app needs the web extra: pip install -e ".[web]"'
 
 
@@ -115,12 +117,22 @@ class Files:
         return full
 
     def check_spec(self, spec: str) -> str:
-        """A pilot spec whose files (checkpoints, strategy files, models) lie in the project."""
-        from .pilots import map_spec_files
+        """A pilot spec whose files lie in the project and are of the kind the spec says (a
+        strategy file ends in .py, a checkpoint in .pt, ...), so that no other file (a key, a
+        config) is ever opened as a pilot and quoted back in an error."""
+        from .pilots import map_spec_files, spec_files
 
-        spec = str(spec).strip()
+        spec = str(spec).strip()[:500]
         if not spec:
             raise ValueError("no pilot given: choose one from the list or type a spec")
+        low = spec.lower()
+        planner = next((p for p in ("search:", "adapt:") if low.startswith(p)), "")
+        for part in (spec[len(planner):].split("+") if planner else [spec]):
+            kind = next((k for k in SPEC_SUFFIXES if part.lower().startswith(k)), "")
+            for path in spec_files(part) if part else []:
+                if path.suffix.lower() not in SPEC_SUFFIXES[kind]:
+                    raise ValueError(f"{path.name}: a {kind.rstrip(':') or 'checkpoint'} file "
+                                     f"ends in {' or '.join(SPEC_SUFFIXES[kind])}")
         return map_spec_files(spec, self.inside)
 
     def replays(self) -> list[dict[str, Any]]:
@@ -164,26 +176,7 @@ class Files:
         return [*SCRIPTED_SPECS, "pretrained", "search:pretrained", *found]
 
 
-# --- live games --------------------------------------------------------------------------------
-class LiveGames:
-    """The games being played or watched now, by id, so their state can be read back
-    (GET /api/live/ID)."""
-
-    def __init__(self):
-        self.games: dict[str, Any] = {}
-        self._next = 0
-
-    def add(self, game) -> str:
-        self._next += 1
-        gid = f"g{self._next}"
-        self.games[gid] = game
-        return gid
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:400] or type(exc).__name__
-
-
+# --- live games (played in worker processes: game_worker.py, web_games.py) ------------------
 def start_game(message: dict, files: Files, seed: int):
     """The HumanGame a page's start message asks for (ValueError with one line if it cannot)."""
     from .human_play import (DIFFICULTIES, HELP_ALONE, HELP_COMMON, HELP_TWO, HumanGame,
@@ -221,79 +214,34 @@ def start_game(message: dict, files: Files, seed: int):
     return game, HELP_ALONE + HELP_COMMON
 
 
-async def run_live(ws, files: Files, live: LiveGames) -> None:
-    """One WebSocket: a start message, then frames at the game's pace until the page leaves;
-    key messages from the page go to the game as they arrive."""
-    first = await ws.receive_json()
-    try:
-        speed = int(first.get("speed", 1))
-        if speed not in SPEEDS:
-            raise ValueError(f"speed {speed}: use one of {', '.join(map(str, SPEEDS))}")
-        game, help_lines = start_game(first, files, int(first.get("seed", time.time_ns() % 10**9)))
-    except Exception as exc:  # every problem with what the page asked for: one line back
-        await ws.send_json({"type": "error", "message": _one_line(exc)})
-        await ws.close()
-        return
-    gid = live.add(game)
-    await ws.send_json({"type": "start", "id": gid, "names": game.names,
-                        "config": client_config(game.config), "help": help_lines})
-
-    async def read_keys():
-        while True:
-            msg = await ws.receive_json()
-            if msg.get("type") == "key" and isinstance(msg.get("key"), str):
-                (game.key_down if msg.get("down") else game.key_up)(msg["key"][:20])
-            elif msg.get("type") == "speed" and msg.get("speed") in SPEEDS:
-                nonlocal speed
-                speed = msg["speed"]
-
-    reader = asyncio.create_task(read_keys())
-    loop = asyncio.get_running_loop()
-    dt = 1.0 / game.config.fps
-    due = loop.time()
-    saved = 0
-    try:
-        while not game.quit and not reader.done():
-            for _ in range(speed):
-                game.tick()
-            await ws.send_json({"type": "frame", "state": frame_state(game.batch),
-                                "score": game.score, "round": game.round,
-                                "banner": game.overlay(), "hud": game.hud()})
-            while saved < len(game.replays):
-                path = game.replays[saved]
-                await ws.send_json({"type": "replay", "path": str(path.relative_to(files.root)),
-                                    "result": game.results[saved]})
-                saved += 1
-            due += dt
-            await asyncio.sleep(max(0.0, due - loop.time()))
-            if loop.time() - due > 0.25:
-                due = loop.time()  # after a stall, go on from now rather than race
-    except Exception:  # the page went away mid-send (the server's disconnect types vary)
-        return
-    finally:
-        reader.cancel()
-        live.games.pop(gid, None)
-        game.close()
-
-
 # --- the app -----------------------------------------------------------------------------------
 def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints",
-               ratings_file: str | Path | None = None):
-    """The Starlette app over the project folder `root`."""
+               ratings_file: str | Path | None = None, names=None, origins=(),
+               limits=None):
+    """The Starlette app over the project folder `root`, answering to the host `names`
+    (default the loopback names) and pages of those names or of `origins` (web_guard.py),
+    within `limits` (web_guard.Limits)."""
     try:
         from starlette.applications import Starlette
+        from starlette.middleware import Middleware
         from starlette.responses import FileResponse, JSONResponse, RedirectResponse
         from starlette.routing import Mount, Route, WebSocketRoute
         from starlette.staticfiles import StaticFiles
         from starlette.websockets import WebSocketDisconnect
     except ImportError:
         raise ValueError(INSTALL) from None
+    from .game_worker import public_message
+    from .web_arena import arena_routes
+    from .web_games import Workers, run_live
+    from .web_guard import LOOPBACK_NAMES, Guard, Limits, TooLarge, read_body
 
     files = Files(Path(root), checkpoint_dir, ratings_file)
-    live = LiveGames()
+    limits = limits if limits is not None else Limits()
+    workers = Workers(limits)
+    arena_api, arena_runner = arena_routes(files, limits)
 
     def problem(exc: BaseException, status: int = 400):
-        return JSONResponse({"error": _one_line(exc)}, status_code=status)
+        return JSONResponse({"error": public_message(exc)}, status_code=status)
 
     async def page(request):
         return FileResponse(STATIC / "index.html")
@@ -313,10 +261,8 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
     async def api_replay(request):
         try:
             if request.method == "POST":
-                body = await request.body()
-                if len(body) > UPLOAD_LIMIT:
-                    raise ValueError(f"the file is {len(body):,} bytes; a replay is at most "
-                                     f"{UPLOAD_LIMIT:,}")
+                body = await read_body(request, limits.upload_bytes, "the replay",
+                                       "upload_bytes")
                 name = request.query_params.get("name", "the uploaded file")[:200]
                 try:
                     text = body.decode("utf-8")
@@ -327,6 +273,8 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
                 rel = request.query_params.get("path", "")
                 path = files.inside(rel, files.runs)
                 data = replay_frames(load_replay(path), rel)
+        except TooLarge as exc:
+            return problem(exc, 413)
         except (ValueError, OSError) as exc:  # ReplayError is a ValueError
             return problem(exc)
         return JSONResponse(data)
@@ -335,37 +283,57 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
         try:
             ratings = files.ratings_rows()
         except ValueError as exc:
-            ratings = {"file": str(files.ratings), "players": [], "error": _one_line(exc)}
+            ratings = {"file": str(files.ratings), "players": [], "error": public_message(exc)}
         return JSONResponse({"ratings": ratings, "tournaments": files.tournaments()})
 
     async def api_live(request):
-        game = live.games.get(request.path_params["gid"])
-        if game is None:
-            return problem(ValueError("no such game (it has ended?)"), 404)
-        return JSONResponse({"state": frame_state(game.batch), "names": game.names,
-                             "score": game.score, "held": sorted(game.held)})
+        game = workers.live.get(request.path_params["gid"])
+        state = game.state() if game is not None else None
+        if state is None:
+            return problem(ValueError("no such game (it has ended, or not begun?)"), 404)
+        return JSONResponse(state)
 
     async def ws_live(websocket):
         await websocket.accept()
         try:
-            await run_live(websocket, files, live)
-        except (WebSocketDisconnect, RuntimeError, ValueError):
-            return  # the page closed, or sent something that is not JSON
+            await run_live(websocket, files, workers, time.time_ns() % 10**9)
+        except (WebSocketDisconnect, RuntimeError):
+            return  # the page closed
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        workers.prepare()
+        arena_runner.start()
+        yield
+        await arena_runner.close()
+        await workers.close()
 
     routes = [Route("/", home), *[Route(f"/{p}", page) for p in PAGES],
               Route("/api/pilots", api_pilots), Route("/api/replays", api_replays),
               Route("/api/replay", api_replay, methods=["GET", "POST"]),
               Route("/api/tournaments", api_tournaments), Route("/api/live/{gid}", api_live),
-              WebSocketRoute("/ws/live", ws_live),
+              WebSocketRoute("/ws/live", ws_live), *arena_api,
               Mount("/static", StaticFiles(directory=STATIC), name="static")]
-    return Starlette(routes=routes)
+    guard = Middleware(Guard, names=tuple(names or LOOPBACK_NAMES), origins=tuple(origins))
+    app = Starlette(routes=routes, middleware=[guard], lifespan=lifespan)
+    app.state.workers = workers
+    app.state.limits = limits
+    return app
+
+
+def _uvicorn_config(app, host: str, port: int):
+    import uvicorn
+
+    # A WebSocket message is at most the limit's size; uvicorn refuses larger ones itself.
+    return uvicorn.Config(app, host=host, port=port, log_level="warning",
+                          ws="websockets-sansio", ws_max_size=app.state.limits.message_bytes)
 
 
 class BackgroundServer:
     """The app on a free port of 127.0.0.1, served from a thread of this process (the browser
-    tests and scripts/web_tour.py); `stop()` ends it."""
+    tests and scripts/web_tour.py); `stop()` ends it. Keyword arguments go to create_app."""
 
-    def __init__(self, root: str | Path = ".", timeout: float = 30.0):
+    def __init__(self, root: str | Path = ".", timeout: float = 30.0, **app_options):
         import socket
         import threading
 
@@ -375,9 +343,8 @@ class BackgroundServer:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"
-        self._server = uvicorn.Server(uvicorn.Config(create_app(root), host="127.0.0.1",
-                                                     port=port, log_level="warning",
-                                                     ws="websockets-sansio"))
+        self.app = create_app(root, **app_options)
+        self._server = uvicorn.Server(_uvicorn_config(self.app, "127.0.0.1", port))
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self._thread.start()
         deadline = time.time() + timeout
@@ -392,19 +359,28 @@ class BackgroundServer:
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, root: str | Path = ".",
-          checkpoint_dir: str | Path = "checkpoints", ratings_file=None) -> None:
+          checkpoint_dir: str | Path = "checkpoints", ratings_file=None, names=None,
+          origins=(), limits=None) -> None:
     """The --serve mode: the app on host:port until Ctrl-C."""
+    from .web_guard import LOOPBACK_NAMES
+
     if not 0 < int(port) < 65536:
         raise ValueError(f"--port {port}: give a port from 1 to 65535")
-    app = create_app(root, checkpoint_dir, ratings_file)
+    loopback = host in LOOPBACK_NAMES
+    if not loopback and not names:
+        raise ValueError(f"--host {host} lets other machines reach this app: say the names "
+                         "they reach it by with --server-name NAME[,NAME] (requests for other "
+                         "names are refused, which stops DNS rebinding)")
+    app = create_app(root, checkpoint_dir, ratings_file, names, origins, limits)
     try:
         import uvicorn
     except ImportError:
         raise ValueError(INSTALL) from None
-    if host not in ("127.0.0.1", "localhost", "::1"):
+    if not loopback:
         print(f"warning: --host {host} lets other machines on the network reach this app (it "
-              "plays any pilot spec it is given and lists your replays and ratings); use it on "
-              "networks you trust")
-    print(f"Spacewar! AI in the browser: http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}"
+              "plays the pilot specs it is given from this project's files and lists your "
+              "replays and ratings); docs/browser.md says how to host it behind a proxy")
+    shown = (names or [host])[0] if not loopback else host
+    print(f"Spacewar! AI in the browser: http://{'127.0.0.1' if shown in ('0.0.0.0', '::') else shown}"
           f":{port}/play  (Ctrl-C stops it)", flush=True)
-    uvicorn.run(app, host=host, port=int(port), log_level="warning", ws="websockets-sansio")
+    uvicorn.Server(_uvicorn_config(app, host, int(port))).run()

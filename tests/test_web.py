@@ -256,7 +256,8 @@ def test_bad_input_is_one_line_on_the_page(page, server, project):
 
     page.goto(f"{server}/watch")
     page.wait_for_selector("body[data-ready='1']")
-    for spec, says in (("ppo:/etc/passwd", "outside this project"),
+    for spec, says in (("ppo:/etc/model.pt", "outside this project"),
+                       ("ppo:/etc/passwd", "passwd: a ppo file ends in .pt"),
                        ("heuristic:hardest", "heuristic:hardest")):
         page.fill("#a", spec)
         page.click("#start")
@@ -274,10 +275,14 @@ def test_no_file_outside_the_project_is_served(server, project):
     assert status == 404
 
 
-def test_serving_beyond_this_machine_warns(tmp_path):
+def test_serving_beyond_this_machine_needs_its_names_and_warns(tmp_path):
+    out = _cli("--serve", "--host", "0.0.0.0", cwd=tmp_path)
+    assert out.returncode == 2 and "--server-name" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "spacewar_ai", "--serve", "--host", "0.0.0.0",
-                             "--port", str(port)], cwd=tmp_path, stdout=subprocess.PIPE,
+                             "--server-name", "spacewar.example", "--port", str(port)],
+                            cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     try:
         first = proc.stdout.readline()

@@ -379,6 +379,36 @@ const SW = (() => {
       }
       $("#tables").innerHTML = html;
     },
+
+    async arena() {
+      const fmt = (x, d = 0) => (x === null || x === undefined ? "-" : Number(x).toFixed(d));
+      const show = async () => {
+        const data = await getJSON("/api/arena");
+        let html = `<p>${data.games_per_pairing} games a pairing; ${data.queued} waiting for games.</p>` +
+          `<table class="ratings"><tr><th>#</th><th>pilot</th><th>kind</th><th>rating (95% CI)</th><th>games</th><th>status</th><th>games to watch</th></tr>`;
+        data.players.forEach((p, i) => {
+          html += `<tr><td>${i + 1}</td><td>${esc(p.name)}</td><td>${esc(p.kind)}</td>` +
+            `<td>${fmt(p.rating)} &plusmn; ${fmt(p.ci95)}</td><td>${p.games}</td>` +
+            `<td>${esc(p.status)}${p.note ? ": " + esc(p.note) : ""}</td><td>` +
+            p.replays.map((r, k) => `<a href="/replays?path=${encodeURIComponent(r)}">${k + 1}</a>`).join(" ") +
+            `</td></tr>`;
+        });
+        $("#board").innerHTML = html + "</table>";
+      };
+      $("#submit").onclick = async () => {
+        showError("");
+        const file = $("#entry-file").files[0];
+        if (!file) { showError("choose a file to submit"); return; }
+        try {
+          const q = `name=${encodeURIComponent($("#entry-name").value.trim())}&file=${encodeURIComponent(file.name)}`;
+          const data = await getJSON(`/api/arena/submit?${q}`, {method: "POST", body: await file.arrayBuffer()});
+          $("#submitted").textContent = `${data.submitted.name}: queued`;
+          await show();
+        } catch (err) { showError(err.message); }
+      };
+      await show();
+      setInterval(() => show().catch((err) => showError(err.message)), 5000);
+    },
   };
 
   async function boot() {
