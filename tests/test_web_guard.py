@@ -8,9 +8,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
-import threading
 import time
-from pathlib import Path
 
 import pytest
 
