@@ -588,6 +588,7 @@ def _tournament(parser, args) -> int:
         if not all(specs):
             parser.error(f"--players has an empty entry ({args.players!r}); separate specs with "
                          "single commas")
+        specs = [x for s in specs for x in _arena_players(s)]
     else:
         # The default field: the best few models by best_models' rule, and the scripted pilots.
         models = best_models(args.checkpoint_dir or "checkpoints", args.ratings_file)
@@ -605,6 +606,22 @@ def _tournament(parser, args) -> int:
                             ray_address=_ray_address(parser, args))
     print(report.summary())
     return 0
+
+
+def _arena_players(spec: str) -> list[str]:
+    """`arena:PATH/arena.db` stands for the arena's players (arena.py); any other spec for
+    itself."""
+    if not spec.lower().startswith("arena:"):
+        return [spec]
+    from pathlib import Path
+
+    from spacewar_ai.arena import Arena
+
+    db = Path(spec[len("arena:"):])
+    if not db.is_file() or db.name != "arena.db":
+        raise ValueError(f"player {spec!r}: no arena database there; give the arena.db a server "
+                         "keeps, such as arena:runs/arena/arena.db")
+    return Arena(db.parent).player_specs()
 
 
 def _human_play(parser, args) -> int:

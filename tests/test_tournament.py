@@ -216,3 +216,19 @@ def test_the_default_field_is_said_and_leaves_out_toy_runs(tmp_path, monkeypatch
     assert specs[0] == "pretrained" and "heuristic:hard" in specs and "idle" in specs
     assert not any("toy" in s for s in specs)
     assert "ppo_spacewar.pt" not in out  # the shipped model goes by its spec's name
+
+
+def test_an_arenas_players_play_a_tournament(tmp_path, monkeypatch, capsys):
+    from spacewar_ai.arena import HOUSE, Arena
+    from spacewar_ai.main import main
+
+    monkeypatch.chdir(tmp_path)
+    arena = Arena(tmp_path / "runs" / "arena")
+    arena.submit("spinner", "spin.py", b"def strategy(obs):\n    return 1\n", "1.2.3.4", 5)
+    assert main(["--tournament", "--players", "arena:runs/arena/arena.db,idle",
+                 "--matches-per-pairing", "2", "--workers", "1", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert all(h in out for h in HOUSE) and "strategy:" in out and "idle" in out
+    with pytest.raises(SystemExit):
+        main(["--tournament", "--players", "arena:nowhere/arena.db"])
+    assert "no arena database there" in capsys.readouterr().err
