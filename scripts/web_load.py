@@ -27,6 +27,8 @@ from urllib.parse import urlencode
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 STRATEGY = "def strategy(obs):\n    return {action}\n"
+# Seconds inside one C call at every decision, where no timer can interrupt it.
+STUCK = "import math\n\ndef strategy(obs):\n    math.factorial(700000 + int(obs[0] * 0))\n    return 0\n"
 
 
 def _rss_mb(pid: int) -> float:
@@ -89,12 +91,14 @@ async def _game(url: str, start: dict, until: float, stats: dict, keys: bool) ->
         stats["errors"].append(type(exc).__name__)
 
 
-async def run(players: int, watchers: int, seconds: float, submit_every: float) -> dict:
+async def run(players: int, watchers: int, seconds: float, submit_every: float,
+              stuck: bool = False) -> dict:
     from spacewar_ai.web import BackgroundServer
     from spacewar_ai.web_guard import Limits
 
     root = Path(tempfile.mkdtemp(prefix="web-load-"))
-    n = players + watchers
+    (root / "stuck.py").write_text(STUCK)
+    n = players + watchers + stuck
     server = BackgroundServer(root, limits=Limits(games_per_client=n, games_in_all=n,
                                                   submissions_per_hour=10**6))
     port = int(server.url.rsplit(":", 1)[1])
@@ -107,6 +111,11 @@ async def run(players: int, watchers: int, seconds: float, submit_every: float) 
     tasks += [asyncio.ensure_future(_game(ws_url, {"mode": "watch", "a": "pretrained",
                                                    "b": "heuristic:hard", "speed": 2},
                                           until, stats, False)) for _ in range(watchers)]
+    stuck_stats = {"started": 0, "refused": 0, "frames": [], "gaps": [], "errors": []}
+    if stuck:
+        tasks.append(asyncio.ensure_future(_game(
+            ws_url, {"mode": "watch", "a": "strategy:stuck.py", "b": "idle"}, until,
+            stuck_stats, False)))
     latencies, submitted, k = [], 0, 0
     next_submit = time.monotonic()
     while time.monotonic() < until:
@@ -137,6 +146,7 @@ async def run(players: int, watchers: int, seconds: float, submit_every: float) 
             "frame_gap_ms_p50": gaps[len(gaps) // 2],
             "frame_gap_ms_p99": gaps[int(len(gaps) * 0.99)],
             "submissions": submitted, "pairings_played": pairings,
+            "stuck_game_frames": sum(stuck_stats["frames"]) if stuck else "-",
             "memory_mb_start": memory[0], "memory_mb_peak": max(memory)}
 
 
@@ -155,10 +165,14 @@ def main(argv=None) -> int:
     p.add_argument("--seconds", type=float, default=60.0)
     p.add_argument("--submit-every", type=float, default=10.0,
                    help="seconds between arena submissions (0: none)")
+    p.add_argument("--stuck", action="store_true",
+                   help="one more game watched whose strategy spends seconds in C code at every "
+                        "decision")
     a = p.parse_args(argv)
-    out = asyncio.run(run(a.players, a.watchers, a.seconds, a.submit_every))
-    print(f"web load: {a.players} players, {a.watchers} watchers (x2 speed), a submission every "
-          f"{a.submit_every:g} s, {a.seconds:g} s on 127.0.0.1")
+    out = asyncio.run(run(a.players, a.watchers, a.seconds, a.submit_every, a.stuck))
+    print(f"web load: {a.players} players, {a.watchers} watchers (x2 speed)"
+          f"{', a stuck pilot' if a.stuck else ''}, a submission every {a.submit_every:g} s, "
+          f"{a.seconds:g} s on 127.0.0.1")
     for key, value in out.items():
         print(f"  {key:<22} {value:,.1f}" if isinstance(value, float) else
               f"  {key:<22} {value}")

@@ -343,8 +343,9 @@ def best_models(checkpoint_dir: str | Path = "checkpoints", ratings_file: str | 
             counters = load_checkpoint(path)["metadata"].get("counters", {})
         except CheckpointError:
             continue
+        # Checkpoints from before best_eval_games was counted are judged by their size alone.
         if counters.get("global_step", 0) < MIN_RUN_DECISIONS or \
-                counters.get("best_eval_games", 0) < MIN_EVAL_GAMES:
+                counters.get("best_eval_games", MIN_EVAL_GAMES) < MIN_EVAL_GAMES:
             continue
         runs.append((float(counters.get("best_eval", 0.0)), path.stat().st_mtime, path))
     for figure, _, path in sorted(runs, key=lambda r: (r[0], r[1]), reverse=True):

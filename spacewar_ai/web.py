@@ -130,7 +130,8 @@ class Files:
         for part in (spec[len(planner):].split("+") if planner else [spec]):
             kind = next((k for k in SPEC_SUFFIXES if part.lower().startswith(k)), "")
             for path in spec_files(part) if part else []:
-                if path.suffix.lower() not in SPEC_SUFFIXES[kind]:
+                # Only an existing file can be quoted back; a mistyped spec gets make_pilot's word.
+                if (self.root / path).exists() and path.suffix.lower() not in SPEC_SUFFIXES[kind]:
                     raise ValueError(f"{path.name}: a {kind.rstrip(':') or 'checkpoint'} file "
                                      f"ends in {' or '.join(SPEC_SUFFIXES[kind])}")
         return map_spec_files(spec, self.inside)

@@ -132,7 +132,8 @@ def test_each_difficulty_picks_the_documented_model_and_delay(tmp_path):
     # The ratings file's top-rated model comes first.
     rated = tmp_path / "ck" / "old" / "best.pt"
     (tmp_path / "ck" / "ratings.json").write_text(json.dumps({"version": 1, "history": [],
-        "players": {"x": {"name": "x", "spec": str(rated), "rating": 1700, "results": {}},
+        "players": {"x": {"name": "x", "spec": str(rated), "rating": 1700,
+                          "results": {"h": [50, 100]}},
                     "h": {"name": "heuristic:hard", "spec": "heuristic:hard", "rating": 1900,
                           "results": {}}}}))
     path, why = choose_best_model(tmp_path / "ck")

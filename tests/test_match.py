@@ -49,3 +49,11 @@ def test_results_go_to_json_lines(tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "games.jsonl").read_text().splitlines()]
     assert len(rows) == 6 and rows[0]["a"] == "heuristic:easy"
     assert {"how", "shots_a", "fuel_b", "dodged_a", "score_a", "decisions"} <= set(rows[0])
+
+
+def test_a_demo_shows_its_progress_as_a_demo(capsys):
+    from spacewar_ai.main import main
+
+    assert main(["--demo", "--players", "heuristic:easy,idle", "--episodes", "2"]) == 0
+    err = capsys.readouterr().err  # not a terminal: the bar's final line only
+    assert err.startswith("demo: 100%") and "evaluation" not in err

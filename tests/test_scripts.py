@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def _script(tmp_path, name, *args):
     env = dict(os.environ, MINARI_DATASETS_PATH=str(tmp_path / "minari"))
     out = subprocess.run([sys.executable, str(ROOT / "scripts" / f"{name}.py"), *args],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+                         cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=3600)  # a safety net for a loaded host, not a measurement
     assert out.returncode == 0, out.stderr[-2000:]
     return out
 
@@ -125,3 +126,15 @@ def test_engine_ab_times_two_engine_files_side_by_side(tmp_path):
     assert out.stdout.startswith("4 games of the vector env, 2 pairs: A ")
     out = _script(tmp_path, "engine_ab", package, package, "--single", "--pairs", "2")
     assert out.stdout.startswith("1 game of the single env, 2 pairs: A ")
+
+
+@pytest.mark.slow
+def test_web_load_drives_a_local_server_and_reports(tmp_path):
+    pytest.importorskip("uvicorn")
+    out = _script(tmp_path, "web_load", "--players", "1", "--watchers", "1", "--seconds", "8",
+                  "--submit-every", "3", "--stuck")
+    figures = dict(line.split(None, 1) for line in out.stdout.splitlines()[1:])
+    assert figures["games_started"] == "2" and figures["socket_errors"] == "0"
+    assert int(figures["frames_per_game_min"]) > 0 and int(figures["submissions"]) >= 2
+    for key in ("page_ms_p50", "page_ms_p99", "frame_gap_ms_p99", "memory_mb_peak"):
+        assert float(figures[key].replace(",", "")) > 0
