@@ -129,7 +129,7 @@ def main(argv: list[str]) -> int:
     try:
         serve_one(LineReader(sys.stdin.fileno()), out)
     except (BrokenPipeError, KeyboardInterrupt):
-        pass
+        return 0  # the server went away or stopped: the game ends with it
     return 0
 
 

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 from .arena import PAIRING_GAMES, Arena, run_pairing
@@ -35,10 +36,9 @@ class ArenaRunner:
             pairing = await asyncio.to_thread(self.arena.next_pairing)
             if pairing is None:
                 self._wake.clear()
-                try:
+                # Woken by a submission, or after IDLE_SECONDS to look again either way.
+                with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), IDLE_SECONDS)
-                except asyncio.TimeoutError:
-                    pass
                 continue
             a, b = pairing
             outcome = await asyncio.to_thread(run_pairing, self.arena.folder, a, b,
