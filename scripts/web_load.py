@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 STRATEGY = "def strategy(obs):\n    return {action}\n"
 # Seconds inside one C call at every decision, where no timer can interrupt it.
-STUCK = "import math\n\ndef strategy(obs):\n    math.factorial(700000 + int(obs[0] * 0))\n    return 0\n"
+STUCK = ("import math\n\ndef strategy(obs):\n    math.factorial(700000 + int(obs[0] * 0))\n"
+         "    return 0\n")
 
 
 def _rss_mb(pid: int) -> float:

@@ -74,6 +74,7 @@ class Arena:
     def submit(self, name: str, filename: str, data: bytes, client: str,
                per_hour: int) -> dict[str, Any]:
         """Check and queue a submission; ValueError (one line) if it is refused."""
+        from .checkpoints import atomic_write_bytes
         from .sandbox import StrategyError, validate_source
 
         name = str(name).strip()
@@ -114,7 +115,7 @@ class Arena:
                              (name, kind, digest, client, time.time()))
             pid = cur.lastrowid
             file = self.submissions / f"{pid}-{digest[:12]}{suffix}"
-            _atomic_write(file, data)
+            atomic_write_bytes(file, lambda f: f.write(data))
             spec = f"{kind}:{file}"
             db.execute("UPDATE players SET spec = ?, file = ? WHERE id = ?",
                        (spec, file.name, pid))
@@ -211,12 +212,6 @@ class _Closing:
 
     def __exit__(self, *exc) -> None:
         self.db.close()
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    from .checkpoints import atomic_write_bytes
-
-    atomic_write_bytes(path, lambda f: f.write(data))
 
 
 def pairing_seed(a: dict, b: dict) -> int:

@@ -110,6 +110,31 @@ def bench_strategy(n: int, steps: int, repeats: int, seed: int) -> float:
     return n * steps / float(np.median(times))
 
 
+def planner_game(spec: str, seed: int):
+    """The planner `spec` flying ship 0 of one game against the hard pilot: a function that
+    plays one decision and returns the seconds the planner took over it (ValueError if the
+    spec does not load)."""
+    from .engine import OVER, GameBatch
+    from .pilots import make_pilot
+
+    pilot = make_pilot(spec, GameConfig(), seed)
+    hard = HeuristicPilot("hard")
+    games = GameBatch(1)
+    games.reset(seeds=np.array([seed]))
+    pilot.attach(games, 0)
+
+    def decide() -> float:
+        obs = games.observe()
+        t = time.perf_counter()
+        mine = pilot.act(obs[:, 0])
+        took = time.perf_counter() - t
+        games.step(np.stack([mine, hard.act(obs[:, 1])], axis=1))
+        if games.game_i[0, OVER]:
+            games.reset()
+        return took
+    return decide
+
+
 def bench_planner(spec: str, decisions: int, repeats: int, seed: int) -> tuple[float, float]:
     """Decisions per second of the planner `spec` (search.py: `search:pretrained` or
     `adapt:pretrained`) flying one game against the hard pilot, torch on one thread, and its
@@ -117,30 +142,17 @@ def bench_planner(spec: str, decisions: int, repeats: int, seed: int) -> tuple[f
     default), and a decision slower than a frame (20 ms) is a frame late."""
     import torch
 
-    from .engine import OVER, GameBatch
-    from .pilots import make_pilot
-
     try:
-        pilot = make_pilot(spec, GameConfig(), seed)
+        decide = planner_game(spec, seed)
     except ValueError:
         return float("nan"), float("nan")  # an installed copy without the shipped models
-    hard = HeuristicPilot("hard")
-    games = GameBatch(1)
-    games.reset(seeds=np.array([seed]))
-    pilot.attach(games, 0)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     slowest = [0.0]
 
     def run():
         for _ in range(decisions):
-            obs = games.observe()
-            t = time.perf_counter()
-            mine = pilot.act(obs[:, 0])
-            slowest[0] = max(slowest[0], time.perf_counter() - t)
-            games.step(np.stack([mine, hard.act(obs[:, 1])], axis=1))
-            if games.game_i[0, OVER]:
-                games.reset()
+            slowest[0] = max(slowest[0], decide())
 
     try:
         run()

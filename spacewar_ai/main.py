@@ -176,8 +176,9 @@ def build_parser() -> Parser:
     tr.add_argument("--num-envs", type=_count(1), help="games played at once (default 256)")
     tr.add_argument("--learning-rate", type=_positive_float)
     tr.add_argument("--device", choices=("cpu", "cuda", "auto"))
-    tr.add_argument("--torch-threads", type=_count(0), help="torch threads (default 1, or SPACEWAR_TORCH_THREADS; the count "
-                         "changes the arithmetic, so a seed's weights are those of its count)")
+    tr.add_argument("--torch-threads", type=_count(0),
+                    help="torch threads (default 1, or SPACEWAR_TORCH_THREADS; the count changes "
+                         "the arithmetic, so a seed's weights are those of its count)")
     tr.add_argument("--config", metavar="FILE",
                     help="TOML or JSON file with [train] [ppo] [dqn] [league] [game] [reward] "
                          "sections; flags override it")
@@ -659,7 +660,6 @@ def _replay(parser, args) -> int:
 
 def _serve(parser, args) -> int:
     from spacewar_ai.web import serve
-
     from spacewar_ai.web_guard import Limits
 
     def names(text):

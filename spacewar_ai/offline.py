@@ -49,6 +49,7 @@ class _Run:
         self.name = t.run_name or f"{kind}-s{t.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
         self.run_dir = Path(t.checkpoint_dir) / self.name
         self.log_dir = Path(t.log_dir) / self.name
+        use_torch_threads(t.torch_threads)
         torch.manual_seed(t.seed)
         from .pilots import make_pilot
 
@@ -101,7 +102,6 @@ def train_bc(cfg: RunConfig, quiet: bool = False) -> dict:
     from .datasets import arrays
 
     t = cfg.train
-    use_torch_threads(t.torch_threads)
     obs, actions = arrays(t.dataset, t.dataset_pilot or None, cfg.game)
     run = _Run(cfg, "bc")
     agent = PPOAgent(cfg.game.obs_dim, cfg.game.num_actions, cfg.ppo, num_envs=1, game=cfg.game)
@@ -132,10 +132,9 @@ def train_cql(cfg: RunConfig, quiet: bool = False) -> dict:
     from .progress import Progress
 
     t, c = cfg.train, cfg.dqn
-    use_torch_threads(t.torch_threads)
     data = transitions(t.dataset, c.n_step, c.gamma, t.dataset_pilot or None, cfg.game)
     size = len(data["action"])
-    run = _Run(cfg, "cql")  # seeds torch: the network's first weights come from the seed
+    run = _Run(cfg, "cql")  # threads and seed first: the network's first weights come from them
     agent = DQNAgent(cfg.game.obs_dim, cfg.game.num_actions,
                      dataclasses.replace(c, buffer_size=size), seed=t.seed, game=cfg.game)
     _fill(agent, data, c.reward_scale)

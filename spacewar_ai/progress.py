@@ -2,7 +2,8 @@
 
 On a terminal the bar redraws in place (FALLBACK_COLUMNS wide on one that reports no size). On
 a pipe or in a log file it writes one line, the final state, when the job ends (a redrawn bar
-would fill a log with carriage returns), and nothing when it fails. With `quiet`, nothing. Bars go to stderr, so a report on stdout stays clean for other programs to read.
+would fill a log with carriage returns), and nothing when it fails. With `quiet`, nothing. Bars
+go to stderr, so a report on stdout stays clean for other programs to read.
 """
 
 from __future__ import annotations

@@ -95,21 +95,12 @@ def _match_path(games: int, seed: int):
 
 
 def _planner_path(spec: str, decisions: int, seed: int):
-    from .engine import OVER, GameBatch
-    from .pilots import make_pilot
-    from .scripted import HeuristicPilot
+    from .benchmark import planner_game
 
     def run():
-        pilot = make_pilot(spec, GameConfig(), seed)
-        hard = HeuristicPilot("hard")
-        games = GameBatch(1)
-        games.reset(seeds=np.array([seed]))
-        pilot.attach(games, 0)
+        decide = planner_game(spec, seed)
         for _ in range(decisions):
-            obs = games.observe()
-            games.step(np.stack([pilot.act(obs[:, 0]), hard.act(obs[:, 1])], axis=1))
-            if games.game_i[0, OVER]:
-                games.reset()
+            decide()
     return run
 
 

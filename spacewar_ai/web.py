@@ -32,6 +32,7 @@ from typing import Any
 
 from . import engine
 from .config import GameConfig
+from .game_worker import SPEEDS
 from .replays import ReplayError, load_replay, parse_replay, replay_game, state_hash
 
 STATIC = Path(__file__).resolve().parent / "web"
@@ -39,7 +40,6 @@ STATIC = Path(__file__).resolve().parent / "web"
 SPEC_SUFFIXES = {"strategy:": (".py",), "onnx:": (".onnx",), "sb3:": (".zip",),
                  "ppo:": (".pt",), "dqn:": (".pt",), "": (".pt",)}
 PAGES = ("play", "watch", "replays", "tournaments", "arena")
-SPEEDS = (1, 2, 4, 8)
 INSTALL = 'the browser app needs the web extra: pip install -e ".[web]"'
 
 
@@ -381,7 +381,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, root: str | Path = ".",
         print(f"warning: --host {host} lets other machines on the network reach this app (it "
               "plays the pilot specs it is given from this project's files and lists your "
               "replays and ratings); docs/browser.md says how to host it behind a proxy")
-    shown = (names or [host])[0] if not loopback else host
-    print(f"Spacewar! AI in the browser: http://{'127.0.0.1' if shown in ('0.0.0.0', '::') else shown}"
-          f":{port}/play  (Ctrl-C stops it)", flush=True)
+    shown = host if loopback else names[0]  # beyond loopback, names were required above
+    print(f"Spacewar! AI in the browser: http://{shown}:{port}/play  (Ctrl-C stops it)",
+          flush=True)
     uvicorn.Server(_uvicorn_config(app, host, int(port))).run()

@@ -14,7 +14,7 @@ import itertools
 import json
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,6 @@ class LiveGame:
     names: list
     sandboxes: int
     last_frame: str = ""
-    info: dict = field(default_factory=dict)
 
     def state(self) -> dict | None:
         if not self.last_frame:
@@ -93,7 +92,8 @@ class Workers:
         return ""
 
     async def close(self) -> None:
-        procs = [g.proc for g in self.live.values()]
+        # A game still waiting for its worker has none yet.
+        procs = [g.proc for g in self.live.values() if g.proc is not None]
         if self._spare is not None:
             procs.append(await self._spare)
             self._spare = None

@@ -425,3 +425,18 @@ def test_bad_input_is_one_line_naming_the_culprit(case, bad_files, capsys, tmp_p
     err = _refused(argv(bad_files), capsys)
     assert culprit in err, err
     assert not (tmp_path / "runs").exists(), "a run started"
+
+
+@pytest.mark.slow
+def test_thread_benchmark_prints_every_path_idle_and_busy():
+    out = _run(["spacewar-ai", "--benchmark-threads", "--quick"], timeout=3600)
+    assert out.returncode == 0, out.stderr
+    rows = [line for line in out.stdout.splitlines() if "idle 1t" in line]
+    paths = ("PPO training", "DQN training", "behaviour cloning", "conservative Q-learning",
+             "evaluation", "search:pretrained", "adapt:pretrained")
+    assert len(rows) == len(paths) and all(p in r for p, r in zip(paths, rows))
+    for row in rows:
+        seconds = [float(x[:-1]) for x in row.split() if x.endswith("s") and x[:-1]
+                   .replace(".", "").isdigit()]
+        assert len(seconds) == 4 and min(seconds) > 0, row  # idle and busy, 1 and 2 threads
+        assert "busy: default/best" in row

@@ -279,3 +279,18 @@ def test_an_arena_submission_is_rated_and_survives_a_restart(tmp_path):
     specs = Arena(tmp_path / "runs" / "arena").player_specs()
     assert any(s.startswith("strategy:") and s.endswith(".py") for s in specs)
     assert set(HOUSE) <= set(specs)
+
+
+def test_games_and_sandboxes_in_all_are_limited():
+    from spacewar_ai.web_games import LiveGame, Workers, _sandboxes
+    from spacewar_ai.web_guard import Limits
+
+    workers = Workers(Limits(games_in_all=3, games_per_client=5, sandboxes_in_all=2))
+    assert _sandboxes({"mode": "watch", "a": "strategy:a.py", "b": "search:strategy:b.py"}) == 2
+    workers.live["g1"] = LiveGame(None, "1.1.1.1", [], 2)
+    assert "sandboxes_in_all=2" in workers.refusal("2.2.2.2", 1)
+    assert workers.refusal("2.2.2.2", 0) == ""  # a game without strategy files may start
+    workers.live["g2"] = LiveGame(None, "3.3.3.3", [], 0)
+    workers.live["g3"] = LiveGame(None, "4.4.4.4", [], 0)
+    assert "games_in_all=3" in workers.refusal("5.5.5.5", 0)
+    asyncio.run(workers.close())  # games still waiting for a worker hold none to stop
