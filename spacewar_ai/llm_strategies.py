@@ -61,9 +61,10 @@ hit you.
 {ACTION_DOC}
 ## The file
 Define `strategy(obs)`: `obs` is a tuple of the 36 floats above (your ship's point of view) and
-the result must be an int 0..5. It is called for every decision, so keep it fast (well under
-1 ms; 5 ms on average and 200 ms per call are hard limits: a slower, crashing or invalid answer
-forfeits the game).
+the result must be an int 0..5. It is called for every decision, so keep it cheap: every
+function call, loop iteration and range element counts one operation, and a decision may use
+10,000 on average and 100,000 at most (a costlier, crashing or invalid answer forfeits the
+game).
 
 Allowed: module-level constants and helper functions, arithmetic, comparisons, boolean logic,
 if/for/while, indexing and slicing, tuples/lists/dicts, comprehensions, `import math` (the only
@@ -174,9 +175,9 @@ class LLMStrategyGenerator:
                 r = play_match(pilot, opp, self.smoke_games, seed=90_000 + k, config=self.config)
                 games += r.n
                 for g in r.games:
-                    if g.forfeit and g.forfeit.startswith("a:"):
+                    if g.forfeit_of("a") is not None:
                         forfeits += 1
-                        reasons.add(g.forfeit[3:])
+                        reasons.add(g.forfeit_of("a"))
         finally:
             pilot.close()
         return {"games": games, "forfeits": forfeits, "reasons": sorted(reasons)[:3]}

@@ -63,9 +63,18 @@ class GameResult:
     dodged_b: int = 0
     ammo_a: int = 0  # torpedoes left at the end
     ammo_b: int = 0
-    forfeit: str | None = None  # "a: reason" or "b: reason" when a player forfeited the game
+    # "a: reason" or "b: reason" when a player forfeited the game; both lines (joined by a
+    # newline) when both forfeited at the same decision, which is a draw.
+    forfeit: str | None = None
     actions: np.ndarray | None = None  # (steps, 2) by ship, kept for replays (keep_actions)
     final_state: str | None = None  # replays.state_hash of the game's end, with `actions`
+
+    def forfeit_of(self, who: str) -> str | None:
+        """Why player `who` ("a" or "b") forfeited this game, or None."""
+        for line in (self.forfeit or "").splitlines():
+            if line.startswith(who + ": "):
+                return line[len(who) + 2:]
+        return None
 
     @property
     def how(self) -> str:
@@ -254,12 +263,18 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
     while active.any():
         act_a = _act(a, obs[rows, a_side], active)
         act_b = _act(b, obs[rows, 1 - a_side], active)
-        for who, pilot, side in (("a", a, a_side), ("b", b, 1 - a_side)):
+        # Both players' forfeits of this decision are gathered before any game ends, so two at
+        # once make a draw whichever side is listed first.
+        now: dict[int, dict[str, str]] = {}
+        for who, pilot in (("a", a), ("b", b)):
             for g, reason in (getattr(pilot, "new_forfeits", None) or {}).items():
-                if active[g] and g not in forfeits:
-                    forfeits[g] = f"{who}: {reason}"
-                    _end_by_forfeit(batch, g, int(side[g]))
-                    active[g] = False
+                if active[g]:
+                    now.setdefault(g, {})[who] = " ".join(str(reason).split())
+        for g, by in now.items():
+            forfeits[g] = "\n".join(f"{who}: {why}" for who, why in sorted(by.items()))
+            _end_by_forfeit(batch, g, [int(a_side[g]) if who == "a" else 1 - int(a_side[g])
+                                       for who in by])
+            active[g] = False
         actions[rows, a_side] = act_a
         actions[rows, 1 - a_side] = act_b
         if kept.size:
@@ -317,16 +332,18 @@ def _act(pilot, obs: np.ndarray, active: np.ndarray) -> np.ndarray:
     return pilot.act(obs)
 
 
-def _end_by_forfeit(batch: GameBatch, g: int, loser_ship: int) -> None:
-    """End game g now: the ship that forfeited loses, and the win counts as a torpedo win so a
-    forfeit scores exactly like a loss in every table and rating."""
-    winner = 1 - loser_ship
+def _end_by_forfeit(batch: GameBatch, g: int, losers: list[int]) -> None:
+    """End game g now: a ship that forfeited loses, and the other's win counts as a torpedo win
+    so a forfeit scores exactly like a loss in every table and rating; when both ships
+    forfeited, nobody wins (a draw)."""
     gi, si = batch.game_i, batch.ship_i
     gi[g, engine.OVER] = 1
+    winner = 1 - losers[0] if len(losers) == 1 else -1
     gi[g, engine.WINNER] = winner
     gi[g, engine.REAL_WINNER] = winner
-    si[g, loser_ship, engine.ALIVE] = 0
-    si[g, loser_ship, engine.CAUSE] = int(DeathCause.FORFEIT)
+    for ship in losers:
+        si[g, ship, engine.ALIVE] = 0
+        si[g, ship, engine.CAUSE] = int(DeathCause.FORFEIT)
 
 
 def _killed(ships: np.ndarray, ship: int, by: int) -> int:
@@ -353,9 +370,9 @@ def report(r: MatchResult) -> str:
                      f"fuel used, {r.mean(who, 'dodged'):.1f} torpedoes dodged, score "
                      f"{r.mean_score(who):.1f}")
     lines.append(f"  mean game length {r.mean_frames():.0f} frames")
-    for reason in sorted({g.forfeit for g in r.games if g.forfeit})[:5]:
-        who = r.name_a if reason.startswith("a:") else r.name_b
-        lines.append(f"  forfeit by {who}: {reason[3:]}")
+    for who, name in (("a", r.name_a), ("b", r.name_b)):
+        for reason in sorted({g.forfeit_of(who) for g in r.games} - {None})[:5]:
+            lines.append(f"  forfeit by {name}: {reason}")
     return "\n".join(lines)
 
 

@@ -162,8 +162,8 @@ def standings(result: Results) -> list[dict[str, Any]]:
                     figures[idx]["score"].append(game.score(who))
             for c, v in r.causes(who).items():
                 causes[idx][c] = causes[idx].get(c, 0) + v
-            forfeits[idx] += [game.forfeit[3:] for game in r.games
-                              if game.forfeit and game.forfeit.startswith(who + ":")]
+            forfeits[idx] += [game.forfeit_of(who) for game in r.games
+                              if game.forfeit_of(who) is not None]
         for game in r.games:
             shots[i] += game.shots_a
             shots[j] += game.shots_b

@@ -12,15 +12,19 @@ SpacewarEnv's docstring) and the result an action 0..5. Two walls stand between 
    of actions, so the pipe (~75 us a round trip) is crossed once per decision step of a match, not
    once per game.
 
-Time budget (per game), in CPU time of the child, which the machine's load does not change, so
-a seeded tournament gives the same results on an idle or a busy machine: each decision may take
-at most `hard_ms` (200 ms; a profiling timer interrupts it), loading the file `load_ms` (1 s),
-and decisions must average at most `avg_ms` (5 ms, judged after 20 decisions). A strategy that
-raises, runs out of time or memory, or returns anything but an int 0..5 forfeits that game; the
-reason is recorded (`forfeits`) and the other games go on. If the child process dies or stops
-answering within a generous wall-clock safety limit (a hang inside C code), every game it was
-deciding is forfeited, the reason says it was the safety limit, and a new child is started for
-the next call. The child dies with the process that started it, however that one dies.
+Budget (per game), in operations, which the machine's load does not change, so a seeded
+tournament gives the same results on an idle or a busy machine: every function call, loop
+iteration and element of a `range` counts one (the child rewrites the file's syntax tree to
+count them). A decision may use at most `hard_ops` (HARD_OPS) and decisions must average at most
+`avg_ops` (AVG_OPS, judged after 20 decisions); loading the file at most `load_ops`. Work done
+inside a single builtin call is not counted; for that, CPU time is a safety net with a wide
+margin (`hard_ms` 200 ms a decision, `avg_ms` 50 ms on average, `load_ms` 2 s), and only it
+depends on the machine: a file the safety net stops on one machine may pass on a faster one.
+A strategy that raises, goes over a limit, runs out of memory, or returns anything but an int
+0..5 forfeits that game; the reason is recorded (`forfeits`) and the other games go on. If the
+child process dies or stops answering within a generous wall-clock safety limit (a hang inside
+C code), every game it was deciding is forfeited, the reason says it was the safety limit, and
+a new child is started for the next call. The child dies with the process that started it, however that one dies.
 """
 
 from __future__ import annotations
@@ -83,6 +87,9 @@ _ERROR_ACTION = 255
 # package, so the child holds only the standard library and the strategy.
 CHILD_PROGRAM = Path(__file__).resolve().parent / "sandbox_child.py"
 SAFETY_SECONDS = 5.0  # wall clock on top of five times the CPU limits, before a child is killed
+AVG_OPS = 10_000  # operations a decision may use on average (judged after 20 decisions)
+HARD_OPS = 100_000  # operations one decision may use
+LOAD_OPS = 1_000_000  # operations the file's top level may use, once
 
 
 class StrategyError(ValueError):
@@ -247,9 +254,10 @@ class StrategyPilot:
     uses_active_mask = True
 
     def __init__(self, path, name: str | None = None, identity: str | None = None,
-                 hard_ms: float = 200.0, avg_ms: float = 5.0, min_decisions_for_avg: int = 20,
+                 hard_ms: float = 200.0, avg_ms: float = 50.0, min_decisions_for_avg: int = 20,
                  limits: dict | None = None, source: str | None = None, n_actions: int = 6,
-                 load_ms: float = 1000.0):
+                 load_ms: float = 2000.0, avg_ops: int = AVG_OPS, hard_ops: int = HARD_OPS,
+                 load_ops: int = LOAD_OPS):
         self.path = Path(path)
         self.source = source if source is not None else load_strategy_file(self.path)
         self.name = name or f"strategy:{self.path.name}"
@@ -258,6 +266,7 @@ class StrategyPilot:
         self.load_ms = float(load_ms)
         self.n_actions = int(n_actions)
         self.avg_ms = float(avg_ms)
+        self.avg_ops, self.hard_ops, self.load_ops = int(avg_ops), int(hard_ops), int(load_ops)
         self.min_decisions_for_avg = int(min_decisions_for_avg)
         self.limits = dict(DEFAULT_LIMITS if limits is None else limits)
         self.forfeit_reason: dict[int, str] = {}
@@ -277,7 +286,8 @@ class StrategyPilot:
         self._proc = proc
         self._finalizer = weakref.finalize(self, _kill, proc)
         header = {"source": self.source, "filename": str(self.path), "hard_ms": self.hard_ms,
-                  "load_ms": self.load_ms, "limits": self.limits,
+                  "load_ms": self.load_ms, "hard_ops": self.hard_ops, "load_ops": self.load_ops,
+                  "limits": self.limits,
                   "builtins": list(ALLOWED_BUILTINS), "n_actions": self.n_actions,
                   "parent": os.getpid()}
         reply = self._request(_frame(json.dumps(header).encode()), SAFETY_SECONDS + 5 *
@@ -286,7 +296,7 @@ class StrategyPilot:
             self.close()
             raise StrategyError(f"{self.path}: the sandbox process did not start",
                                 f"{Path(self.path).name}: the sandbox process did not start")
-        status = json.loads(reply[2])
+        status = json.loads(reply[3])
         if not status.get("ok"):
             self.close()
             raise StrategyError(f"{self.path}: failed while loading: {status.get('error')}",
@@ -299,13 +309,14 @@ class StrategyPilot:
             _warned_limits.append(True)
 
     def _request(self, payload: bytes, timeout: float, expect_actions: int):
-        """Send payload; return (actions, times, json_bytes) or None if the child died or hung."""
+        """Send payload; return (actions, CPU times, operation counts, json_bytes) or None if
+        the child died or hung."""
         proc = self._proc
         try:
             proc.stdin.write(payload)
             proc.stdin.flush()
             fd = proc.stdout.fileno()
-            need = expect_actions * 5
+            need = expect_actions * 9
             body = _read(fd, need, timeout) if need else b""
             if body is None:
                 return None
@@ -318,8 +329,9 @@ class StrategyPilot:
         except (BrokenPipeError, OSError, ValueError):
             return None
         acts = np.frombuffer(body[:expect_actions], dtype=np.uint8)
-        times = np.frombuffer(body[expect_actions:], dtype="<f4")
-        return acts, times, blob
+        times = np.frombuffer(body[expect_actions:5 * expect_actions], dtype="<f4")
+        ops = np.frombuffer(body[5 * expect_actions:], dtype="<u4")
+        return acts, times, ops, blob
 
     def close(self) -> None:
         """Stop the child process (also done when the pilot is garbage collected)."""
@@ -333,6 +345,7 @@ class StrategyPilot:
         self._n = n
         self._dead = np.zeros(n, dtype=bool)
         self._time = np.zeros(n, dtype=np.float64)
+        self._ops = np.zeros(n, dtype=np.int64)
         self._count = np.zeros(n, dtype=np.int64)
 
     def reset(self, mask=None, seeds=None) -> None:
@@ -345,6 +358,7 @@ class StrategyPilot:
             return
         self._dead[mask] = False
         self._time[mask] = 0.0
+        self._ops[mask] = 0
         self._count[mask] = 0
         for r in np.flatnonzero(mask):
             self.forfeit_reason.pop(int(r), None)
@@ -387,21 +401,27 @@ class StrategyPilot:
             for r in rows:
                 self._forfeit(int(r), why, tracked)
             return out
-        acts, times, blob = reply
+        acts, times, ops, blob = reply
         errors = {int(k): v for k, v in json.loads(blob).items()}
         out[rows] = np.where(acts == _ERROR_ACTION, 0, acts)
         for i, reason in errors.items():
             self._forfeit(int(rows[i]), reason, tracked)
         if tracked:
             self._time[rows] += times
+            self._ops[rows] += ops
             self._count[rows] += 1
-            slow = rows[(self._count[rows] >= self.min_decisions_for_avg)
-                        & (self._time[rows] > self._count[rows] * self.avg_ms / 1000.0)
-                        & ~self._dead[rows]]
-            for r in slow:
-                mean = self._time[r] / self._count[r] * 1000.0
-                self._forfeit(int(r), f"decisions averaged {mean:.1f} ms of CPU time, over the "
-                                      f"budget of {self.avg_ms:g} ms", tracked)
+            judged = rows[(self._count[rows] >= self.min_decisions_for_avg) & ~self._dead[rows]]
+            for r in judged:
+                if self._ops[r] > self._count[r] * self.avg_ops:
+                    self._forfeit(int(r), f"decisions averaged {self._ops[r] / self._count[r]:,.0f}"
+                                          f" operations, over the budget of {self.avg_ops:,}",
+                                  tracked)
+                elif self._time[r] > self._count[r] * self.avg_ms / 1000.0:
+                    mean = self._time[r] / self._count[r] * 1000.0
+                    self._forfeit(int(r), f"decisions averaged {mean:.1f} ms of CPU time, over "
+                                          f"the safety limit of {self.avg_ms:g} ms (work inside "
+                                          "builtin calls, which the operation count does not "
+                                          "see)", tracked)
         return out
 
     def _forfeit(self, row: int, reason: str, tracked: bool) -> None:

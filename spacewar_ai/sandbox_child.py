@@ -3,21 +3,29 @@
 Started as `python -I sandbox_child.py` with an empty environment, so it imports nothing of the
 package: only the standard library, then the strategy. Protocol on stdin/stdout (little-endian):
 
-- in: a header (4-byte length, JSON: source, filename, hard_ms, load_ms, limits, builtins,
-  n_actions, parent); out: a status message (4-byte length, JSON {"ok", "error" or "unapplied"}).
+- in: a header (4-byte length, JSON: source, filename, hard_ms, load_ms, hard_ops, load_ops,
+  limits, builtins, n_actions, parent); out: a status message (4-byte length, JSON {"ok", "error"
+  or "unapplied"}).
 - in: a batch (n, dim as two uint32, then n * dim float64 observations; n = 0 ends the child);
-  out: n action bytes (255: failed), n float32 CPU seconds, then a message of JSON errors by row.
+  out: n action bytes (255: failed), n float32 CPU seconds, n uint32 operation counts, then a
+  message of JSON errors by row.
 
 It asks the kernel to kill it when its parent dies, lowers its own resource limits before the
 strategy runs, and runs the strategy's module with a builtins table of the allowed names only.
-Time is CPU time of this process, which the machine's load does not change: a profiling timer
-interrupts a decision that overruns the hard limit (strategies cannot `try`, so they cannot
-swallow it), and the seconds each decision used are reported for the average budget.
+
+The budget is counted in operations, which no load can change: the strategy's syntax tree is
+rewritten before it is compiled so that every function call, every loop iteration (for, while,
+comprehensions) and every element of a `range` counts one. A decision that goes over `hard_ops`
+stops at once (strategies cannot `try`, so they cannot swallow it), and each decision's count
+goes back to the parent for the average. Work done inside one builtin call (a huge power, a
+long sort) is not counted; CPU time of this process, interrupted by a profiling timer, is the
+safety net for that, and it is the one limit that depends on the machine.
 """
 
 import builtins
 import ctypes
 import ctypes.util
+import ast
 import json
 import math
 import os
@@ -87,13 +95,86 @@ def on_limit(signum, frame):
     raise HardLimit(limit.what)
 
 
+# The operation count of the running decision (or of loading the file), its limit, and what
+# to say when the limit is passed.
+OPS = [0, 0, ""]
+TICK, COUNT = "__spacewar_tick", "__spacewar_count"
+
+
+def tick():
+    OPS[0] += 1
+    if OPS[0] > OPS[1]:
+        raise HardLimit(OPS[2])
+
+
+def count(iterable):
+    """Iterate, counting one operation per item."""
+    for item in iterable:
+        OPS[0] += 1
+        if OPS[0] > OPS[1]:
+            raise HardLimit(OPS[2])
+        yield item
+
+
+def counted_range(*args):
+    """range, counting its length up front: sum(range(n)) is n operations of work."""
+    r = range(*args)
+    try:
+        OPS[0] += len(r)
+    except OverflowError:
+        OPS[0] = OPS[1] + 1
+    if OPS[0] > OPS[1]:
+        raise HardLimit(OPS[2])
+    return r
+
+
+def budget(ops: int, what: str) -> None:
+    OPS[0], OPS[1], OPS[2] = 0, ops, what
+
+
+class Counted(ast.NodeTransformer):
+    """Adds the operation count to a strategy's syntax tree (the module docstring)."""
+
+    @staticmethod
+    def _tick():
+        return ast.Expr(ast.Call(ast.Name(TICK, ast.Load()), [], []))
+
+    @staticmethod
+    def _count(node):
+        return ast.Call(ast.Name(COUNT, ast.Load()), [node], [])
+
+    def visit_FunctionDef(self, node):
+        self.generic_visit(node)
+        node.body.insert(0, self._tick())
+        return node
+
+    def visit_While(self, node):
+        self.generic_visit(node)
+        node.body.insert(0, self._tick())
+        return node
+
+    def visit_For(self, node):
+        self.generic_visit(node)
+        node.iter = self._count(node.iter)
+        return node
+
+    def visit_comprehension(self, node):
+        self.generic_visit(node)
+        node.iter = self._count(node.iter)
+        return node
+
+
 def load_strategy(hdr: dict):
     """Run the strategy's module with the allowed builtins; return its strategy function."""
     table = {k: getattr(builtins, k) for k in hdr["builtins"] if k != "print"}
     table["print"] = discard
+    table["range"] = counted_range
     table["__import__"] = safe_import
-    glb = {"__builtins__": table, "__name__": "strategy"}
-    code = compile(hdr["source"], hdr["filename"], "exec")
+    glb = {"__builtins__": table, "__name__": "strategy", TICK: tick, COUNT: count}
+    tree = ast.fix_missing_locations(Counted().visit(ast.parse(hdr["source"], hdr["filename"])))
+    code = compile(tree, hdr["filename"], "exec")
+    budget(hdr["load_ops"], f"loading the file took more than {hdr['load_ops']:,} operations "
+                            "(its top level runs once, before any game)")
     limit(hdr["load_ms"] / 1000.0, f"loading the file took more than {hdr['load_ms']:g} ms of "
                                    "CPU time (its top level runs once, before any game)")
     exec(code, glb)
@@ -117,16 +198,21 @@ def refuse(a, nact: int) -> str:
 
 
 def answer(fn, n: int, dim: int, hdr: dict) -> None:
-    """Decide one batch of n observations and send the actions, CPU times and errors."""
+    """Decide one batch of n observations and send the actions, CPU times, operation counts
+    and errors."""
     flat = struct.unpack(f"<{n * dim}d", read_exact(8 * n * dim))
     nact = hdr["n_actions"]
     hard = hdr["hard_ms"] / 1000.0
-    what = f"decision took more than the hard limit of {hdr['hard_ms']:g} ms of CPU time"
+    what = (f"decision took more than the CPU-time safety limit of {hdr['hard_ms']:g} ms (work "
+            "inside builtin calls, which the operation count does not see)")
+    over = f"decision took more than the hard limit of {hdr['hard_ops']:,} operations"
     acts = bytearray(n)
     times = [0.0] * n
+    ops = [0] * n
     errors = {}
     for i in range(n):
         obs = flat[i * dim:(i + 1) * dim]
+        budget(hdr["hard_ops"], over)
         t0 = time.process_time()
         try:
             limit(hard, what)
@@ -141,7 +227,9 @@ def answer(fn, n: int, dim: int, hdr: dict) -> None:
             acts[i] = FAILED
             errors[i] = f"{type(exc).__name__}: {exc}"[:300]
         times[i] = time.process_time() - t0
-    sys.stdout.buffer.write(bytes(acts) + struct.pack(f"<{n}f", *times))
+        ops[i] = min(OPS[0], 2**32 - 1)
+    sys.stdout.buffer.write(bytes(acts) + struct.pack(f"<{n}f", *times)
+                            + struct.pack(f"<{n}I", *ops))
     send(json.dumps(errors).encode())
 
 
