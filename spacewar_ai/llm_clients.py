@@ -73,7 +73,10 @@ FRAGMENT = 8  # characters of a key that count as a piece of it
 
 
 def redact_secrets(text: str, secrets: list[str]) -> str:
-    """Replace every run of text that is a piece (FRAGMENT characters or more) of a secret."""
+    """Replace every run of text that is a piece (FRAGMENT characters or more) of a secret.
+    Anything but a string is redacted as its str()."""
+    if not isinstance(text, str):
+        text = str(text)
     pieces = {v[i:i + FRAGMENT] for v in secrets if len(v) >= 6
               for i in range(max(1, len(v) - FRAGMENT + 1))}
     if not pieces or not text:
@@ -192,6 +195,9 @@ PROVIDER_CONFIGS: dict[str, ProviderConfig] = {
 
 
 DEFAULT_DEADLINE = 120.0  # seconds for one request, retries included (--llm-timeout)
+# Bytes of one reply read at most: a strategy file is at most sandbox.MAX_SOURCE_BYTES, and a
+# server that sends more (ignoring max_tokens) is cut off at this size rather than read whole.
+MAX_REPLY_BYTES = 256 * 1024
 
 
 class LLMError(RuntimeError):
@@ -248,12 +254,54 @@ def _fix(exc, client) -> str:
         return "the provider is rate-limiting: wait, or choose another with --llm-provider"
     if status is not None and status >= 500:
         return "the provider's server failed: try again later, or another --llm-provider"
+    if isinstance(exc, ReplyError):
+        return (f"{client.endpoint} does not answer like the {client.provider} API: check the "
+                "server (--llm-base-url)")
     if "Connection" in name:
         return (f"could not reach {client.endpoint}: check the network, or --llm-base-url for "
                 "a server of your own")
     if "Timeout" in name:
         return "no answer in time: give it longer with --llm-timeout SECONDS"
     return "see the provider's message above"
+
+
+class ReplyError(ValueError):
+    """A reply that cannot be a strategy (too large, or its text is not text): not retried."""
+
+
+def _read_reply(response) -> dict:
+    """The JSON body of a streamed HTTP response, read up to MAX_REPLY_BYTES."""
+    import json
+
+    chunks, size = [], 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > MAX_REPLY_BYTES:
+            raise ReplyError(f"the reply is larger than {MAX_REPLY_BYTES // 1024} KB (a strategy "
+                             "file is far smaller): the server ignored max_tokens")
+        chunks.append(chunk)
+    try:
+        data = json.loads(b"".join(chunks))
+    except ValueError:
+        raise ReplyError("the reply is not JSON") from None
+    if not isinstance(data, dict):
+        raise ReplyError(f"the reply is a JSON {type(data).__name__}, not an object")
+    return data
+
+
+def _text(content, where: str) -> str:
+    """A reply's text: a string, or the text parts of a list of content parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(p, dict) for p in content):
+        parts = [p.get("text") for p in content if p.get("type", "text") == "text"]
+        if all(isinstance(t, str) for t in parts):
+            return "".join(parts)
+    kind = {dict: "an object", list: "a list", bool: "a boolean", int: "a number",
+            float: "a number"}.get(type(content), type(content).__name__)
+    raise ReplyError(f"the reply's {where} is {kind}, not text")
 
 
 class _RetryingClient:
@@ -363,9 +411,10 @@ class AnthropicClient(_RetryingClient):
         kwargs = {"system": system} if system else {}
         # The current Messages API takes no temperature (the SDK refuses it): sampling is the
         # model's own, and several samples differ anyway.
-        reply = self._client.messages.create(model=self.model, max_tokens=max_tokens,
-                                             messages=chat, **kwargs)
-        return "".join(getattr(block, "text", "") for block in reply.content)
+        with self._client.messages.with_streaming_response.create(
+                model=self.model, max_tokens=max_tokens, messages=chat, **kwargs) as response:
+            data = _read_reply(response)
+        return _text(data.get("content"), "content")
 
 
 class OpenAICompatibleClient(_RetryingClient):
@@ -397,10 +446,15 @@ class OpenAICompatibleClient(_RetryingClient):
                              timeout=self.timeout, max_retries=0)
 
     def _call(self, messages, max_tokens, temperature) -> str:
-        reply = self._client.chat.completions.create(model=self.model, messages=messages,
-                                                     max_tokens=max_tokens,
-                                                     temperature=temperature)
-        return reply.choices[0].message.content or ""
+        with self._client.chat.completions.with_streaming_response.create(
+                model=self.model, messages=messages, max_tokens=max_tokens,
+                temperature=temperature) as response:
+            data = _read_reply(response)
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict) \
+                or not isinstance(choices[0].get("message"), dict):
+            raise ReplyError("the reply has no choices[0].message")
+        return _text(choices[0]["message"].get("content"), "message content")
 
 
 class FailoverClient:

@@ -134,13 +134,15 @@ class LLMStrategyGenerator:
         folder.mkdir(parents=True, exist_ok=True)
         for attempt in range(self.max_repairs + 1):
             cand.attempts = attempt + 1
-            reply = self.client.generate(messages, max_tokens=self.max_tokens,
-                                         temperature=self.temperature)
+            # Redacted as it arrives: the code, the refusals quoting it, the repair prompts and
+            # every file and line made from them come from this text, so no key can reach them.
+            reply = self.redact(self.client.generate(messages, max_tokens=self.max_tokens,
+                                                     temperature=self.temperature))
             _write_json(folder / f"attempt{attempt}.json",
                         {"provider": getattr(self.client, "provider", "?"),
                          "model": getattr(self.client, "model", "?"),
                          "messages": [{"role": m["role"], "content": self.redact(m["content"])}
-                                      for m in messages], "reply": self.redact(reply)})
+                                      for m in messages], "reply": reply})
             error = None
             try:
                 source = extract_code(reply)

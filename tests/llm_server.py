@@ -12,14 +12,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class FakeLLMServer:
     """`script` is a list of replies used in order (the last one repeats), each one of
     ("text", str), ("status", code, body, headers), ("sleep", seconds, str), ("trickle",
-    seconds) (headers at once, then one byte every `seconds`, never a whole answer), or a
-    callable taking the request's messages and returning a str."""
+    seconds) (headers at once, then one byte every `seconds`, never a whole answer),
+    ("content", value) (a reply whose content is any JSON value, not only text), ("big", bytes)
+    (a text reply of that many bytes, sent in pieces), or a callable taking the request's
+    messages and returning a str."""
 
     def __init__(self, script):
         self.script = list(script)
         self.requests: list[dict] = []
         self._lock = threading.Lock()
         self.stopping = threading.Event()
+        self.cut_off = False
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -46,19 +49,40 @@ class FakeLLMServer:
                     payload = json.dumps({"error": {"type": "error", "message": text or "err"}})
                     self._send(code, payload, headers or {})
                     return
+                if step[0] == "content":
+                    self._send(200, json.dumps(self._reply(None, body, step[1])), {})
+                    return
+                if step[0] == "big":
+                    self._big(step[1], body)
+                    return
                 self._send(200, json.dumps(self._reply(step[1], body)), {})
 
-            def _reply(self, text, body):
+            def _big(self, size, body):
+                reply = json.dumps(self._reply("@" * size, body)).encode()
+                try:
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(reply)))
+                    self.end_headers()
+                    for i in range(0, len(reply), 1 << 16):
+                        self.wfile.write(reply[i:i + (1 << 16)])
+                except (BrokenPipeError, ConnectionResetError):
+                    server.cut_off = True  # the client stopped reading, as it should
+
+            def _reply(self, text, body, content=None):
                 if self.path.endswith("/messages"):
                     return {"id": "msg_1", "type": "message", "role": "assistant",
                             "model": body.get("model", "m"),
-                            "content": [{"type": "text", "text": text}],
+                            "content": [{"type": "text", "text": text}] if content is None
+                            else content,
                             "stop_reason": "end_turn", "stop_sequence": None,
                             "usage": {"input_tokens": 1, "output_tokens": 1}}
                 return {"id": "c1", "object": "chat.completion", "created": 0,
                         "model": body.get("model", "m"),
                         "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": text}}],
+                                     "message": {"role": "assistant",
+                                                 "content": text if content is None
+                                                 else content}}],
                         "usage": {"prompt_tokens": 1, "completion_tokens": 1,
                                   "total_tokens": 2}}
 

@@ -200,3 +200,41 @@ def test_an_unreachable_server_names_the_flag_to_check():
                                     retries=0)
     with pytest.raises(LLMError, match="could not reach http://127.0.0.1:9/v1.*--llm-base-url"):
         client.generate(MESSAGES)
+
+
+@pytest.mark.parametrize("content, said", [({"0": "x"}, "an object, not text"),
+                                           (7, "a number, not text"),
+                                           ([{"type": "text", "text": 5}], "a list, not text")])
+def test_a_reply_whose_content_is_not_text_is_one_line(content, said):
+    with FakeLLMServer([("content", content)]) as server:
+        for cls, args in ((OpenAICompatibleClient, ("custom", None, "m", server.url + "/v1")),
+                          (AnthropicClient, ("k" * 20, "m", server.url))):
+            client = cls(*args, timeout=5, retries=2, backoff=0.01)
+            with pytest.raises(LLMError) as err:
+                client.generate(MESSAGES)
+            assert said in str(err.value) and "\n" not in str(err.value)
+            assert client.attempts == 1  # a malformed reply is not asked for again
+
+
+def test_text_in_content_parts_is_joined():
+    parts = [{"type": "text", "text": "def strategy"}, {"type": "image_url"},
+             {"type": "text", "text": "(obs)"}]
+    with FakeLLMServer([("content", parts)]) as server:
+        client = OpenAICompatibleClient("custom", None, "m", server.url + "/v1", timeout=5)
+        assert client.generate(MESSAGES) == "def strategy(obs)"
+
+
+def test_a_huge_reply_is_cut_off_not_read_whole():
+    import time
+
+    from spacewar_ai.llm_clients import MAX_REPLY_BYTES
+
+    with FakeLLMServer([("big", 60_000_000)]) as server:
+        client = OpenAICompatibleClient("custom", None, "m", server.url + "/v1", timeout=30,
+                                        retries=2, backoff=0.01)
+        start = time.monotonic()
+        with pytest.raises(LLMError) as err:
+            client.generate(MESSAGES)
+        took = time.monotonic() - start
+        assert f"larger than {MAX_REPLY_BYTES // 1024} KB" in str(err.value)
+        assert client.attempts == 1 and took < 30, took

@@ -227,3 +227,53 @@ def test_every_llm_mode_ends_in_one_line_when_no_provider_answers(tmp_path, mode
     assert exc.value.code == 1 and "Traceback" not in err
     last = err.strip().splitlines()[-1]
     assert last.startswith("spacewar-ai: error: ") and "--llm-base-url" in last, err
+
+
+IDENT_KEY = "ABCDEFGHIJKLMNOPQRSTUVWXYZ123456"  # a key that is also a valid Python name
+
+
+def _leaks(text: str, key: str = IDENT_KEY) -> list[str]:
+    return [key[i:i + 8] for i in range(len(key) - 7) if key[i:i + 8] in text]
+
+
+def test_a_reply_that_echoes_the_key_into_code_leaks_it_nowhere(tmp_path, capsys):
+    """The key in an import (refused, and the refusal printed) and in a string constant (a file
+    that passes and is saved): no piece of it on screen, in a saved file or in a repair prompt."""
+    from spacewar_ai.llm_clients import FailoverClient
+    from spacewar_ai.llm_strategies import run_arena
+
+    keys = APIKeyManager("/nonexistent", environ={"OPENAI_API_KEY": IDENT_KEY})
+    refused = f"import {IDENT_KEY}\n\ndef strategy(obs):\n    return 0\n"
+    kept = GOOD.replace("import math", f'import math\nNOTE = "{IDENT_KEY}"', 1)
+    with FakeLLMServer([("text", fenced(refused, f"Key: {IDENT_KEY}")),
+                        ("text", fenced(refused)), ("text", fenced(refused)),
+                        ("text", fenced(kept))]) as server:
+        client = FailoverClient([OpenAICompatibleClient(
+            "custom", keys.get_key("openai"), "m", server.url + "/v1", timeout=10, retries=0,
+            redact=keys.redact)], keys.redact)
+        client.keys = keys
+        folder = run_arena(client, samples=2, games=2, out_root=tmp_path / "arena")
+        prompts = json.dumps([r["body"] for r in server.requests])  # the headers carry the key
+    shown = capsys.readouterr()
+    assert "custom-0: rejected: the file was refused" in shown.out  # the refusal was printed
+    assert "custom-1: ok" in shown.out
+    saved = "".join(p.read_text(errors="replace") for p in folder.rglob("*") if p.is_file())
+    assert "NOTE" in saved and "import" in saved  # the code and the attempts were saved
+    for where, text in (("stdout", shown.out), ("stderr", shown.err), ("files", saved),
+                        ("prompts sent back", prompts)):
+        assert not _leaks(text), (where, _leaks(text))
+
+
+def test_the_iterative_loop_leaks_no_piece_of_an_echoed_key(tmp_path):
+    keys = APIKeyManager("/nonexistent", environ={"OPENAI_API_KEY": IDENT_KEY})
+    refused = f"import {IDENT_KEY}\n\ndef strategy(obs):\n    return 0\n"
+    kept = GOOD.replace("import math", f'import math\nNOTE = "{IDENT_KEY}"', 1)
+    lines = []
+    with FakeLLMServer([("text", fenced(refused)), ("text", fenced(kept))]) as server:
+        loop = IterativeStrategyTrainer(_client(server, keys), tmp_path / "run", iterations=1,
+                                        episodes_per_iteration=2, opponents=("idle",),
+                                        redact=keys.redact, log=lines.append)
+        loop.run()
+    saved = "".join(p.read_text() for p in (tmp_path / "run").rglob("*") if p.is_file())
+    assert "rejected" not in lines[0] and "NOTE" in saved and "file was refused" in saved
+    assert not _leaks("\n".join(lines)) and not _leaks(saved)
