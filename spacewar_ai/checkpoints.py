@@ -106,7 +106,10 @@ def load_checkpoint(path, expect_algorithm: str | None = None,
         raise CheckpointError(f"checkpoint {p}: not a Spacewar! AI checkpoint (no "
                               f"'{FORMAT}' header)")
     version = payload.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
+    if not isinstance(version, int):
+        raise CheckpointError(f"checkpoint {p}: not a Spacewar! AI checkpoint (no format "
+                              "version); use a checkpoint written by spacewar-ai")
+    if version > FORMAT_VERSION:
         raise CheckpointError(f"checkpoint {p}: format version {version} is newer than this "
                               f"spacewar-ai reads ({FORMAT_VERSION}); upgrade spacewar-ai")
     algo = payload.get("algorithm")
@@ -119,10 +122,20 @@ def load_checkpoint(path, expect_algorithm: str | None = None,
         raise CheckpointError(f"checkpoint {p}: trained on {obs_dim}-float observations but this "
                               f"game gives {expect_obs_dim}; use the GameConfig it was trained "
                               f"with (hyperspace adds one)")
+    for key, kind in (("agent", dict), ("obs_dim", int), ("action_dim", int),
+                      ("metadata_json", str)):
+        value = payload.get(key)
+        if not isinstance(value, kind) or (kind is int and value < 1):
+            raise CheckpointError(f"checkpoint {p}: damaged ({key} is missing or not a "
+                                  f"{'positive int' if kind is int else kind.__name__}); use "
+                                  "another checkpoint of the run")
     try:
-        payload["metadata"] = json.loads(payload.get("metadata_json", "{}"))
+        payload["metadata"] = json.loads(payload["metadata_json"])
     except json.JSONDecodeError:
         raise CheckpointError(f"checkpoint {p}: its metadata is not valid JSON") from None
+    if not isinstance(payload["metadata"], dict):
+        raise CheckpointError(f"checkpoint {p}: its metadata is not a JSON object; use another "
+                              "checkpoint of the run")
     return payload
 
 
@@ -158,7 +171,7 @@ def load_agent(path, device: str = "cpu", expect_algorithm: str | None = None,
         config = cfg_cls.from_dict(saved)
         agent = make_agent(algo, ckpt["obs_dim"], ckpt["action_dim"], config, device)
         agent.load_state_dict(ckpt["agent"])
-    except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+    except (KeyError, IndexError, AttributeError, RuntimeError, ValueError, TypeError) as exc:
         raise CheckpointError(f"checkpoint {path}: its {algo} model does not load "
                               f"({error_summary(exc)})") from None
     check_finite(ckpt["agent"], path)
@@ -196,11 +209,10 @@ def export_for_play(src, dst, ensemble_with=()) -> int:
     if Path(dst).is_dir():
         raise CheckpointError(f"--export {dst}: is a folder; give a file name such as "
                               f"{Path(dst) / 'model.pt'}")
+    agent, ckpt = load_agent(src)  # the model must load before a copy of it is written
     if not ensemble_with:
-        ckpt = load_checkpoint(src)
         agent_state = ckpt["agent"]
     else:
-        agent, ckpt = load_agent(src)
         if agent.algorithm != "dqn":
             raise CheckpointError(f"checkpoint {src}: holds a {agent.algorithm.upper()} model; "
                                   "only DQN models join an ensemble")

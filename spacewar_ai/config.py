@@ -468,6 +468,12 @@ class TrainConfig(_Serializable):
                  "must be 'cpu', 'cuda' or 'auto'")
         _check_positive(self, ("num_envs", "save_interval", "eval_interval", "eval_episodes"),
                         integer=True)
+        name = self.run_name
+        _require(isinstance(name, str) and (not name or (
+            name not in (".", "..") and not set(name) & set("/\\\0") and name.strip() == name)),
+            "TrainConfig", "run_name", name, "must be a plain folder name (--run-name NAME, "
+            "without '/', '\\' or '..'): the run's files go in checkpoint_dir/NAME and "
+            "log_dir/NAME")
         # 0 steps: the warm start alone, a network that imitates a pilot (an opponent model for
         # search.py); without a warm start that would be an untrained network.
         _require(_is_int(self.total_timesteps) and (self.total_timesteps > 0 or (
@@ -521,10 +527,13 @@ def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfi
     p = Path(path)
     if p.is_dir():
         raise ValueError(f"config file {p}: is a folder; give the path of a .toml or .json file")
-    if not p.is_file():
+    if not p.exists():
         raise ValueError(f"config file {p}: no such file")
+    from .preflight import read_bounded
+
+    raw = read_bounded(p, "config file", 1024 * 1024)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = raw.decode("utf-8")
         if p.suffix.lower() == ".toml":
             try:
                 import tomllib

@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .preflight import read_bounded
+
 log = logging.getLogger(__name__)
 
 # Provider name -> environment variables that may hold its key (first found wins).
@@ -70,6 +72,7 @@ class Secret:
 
 
 FRAGMENT = 8  # characters of a key that count as a piece of it
+MAX_KEY_FILE_BYTES = 64 * 1024  # a key file or .env holds a few keys, never more than this
 
 
 def redact_secrets(text: str, secrets: list[str]) -> str:
@@ -117,15 +120,20 @@ class APIKeyManager:
             for path in sorted(self.keys_dir.glob("*.key.txt")):
                 provider = canonical_provider(path.name[: -len(".key.txt")])
                 self._check_permissions(path)
-                value = path.read_text(encoding="utf-8", errors="replace").strip()
+                value = read_bounded(path, "key file", MAX_KEY_FILE_BYTES).decode(
+                    "utf-8", errors="replace").strip()
                 if value and provider not in self._keys:
                     self._add(provider, value, path.name)
             dotenv_path = self.keys_dir / ".env"
-            if dotenv_path.is_file():
+            if dotenv_path.exists():
+                import io
+
                 from dotenv import dotenv_values
 
                 self._check_permissions(dotenv_path)
-                self._from_mapping(dotenv_values(dotenv_path), ".env")
+                text = read_bounded(dotenv_path, "keys file", MAX_KEY_FILE_BYTES).decode(
+                    "utf-8", errors="replace")
+                self._from_mapping(dotenv_values(stream=io.StringIO(text)), ".env")
         self._from_mapping(environ, "environment")
 
     def _from_mapping(self, mapping, source: str) -> None:

@@ -402,6 +402,7 @@ def main(argv: list[str] | None = None) -> int:
         from spacewar_ai.threads import configure_process
 
         configure_process(getattr(args, "torch_threads", None) or 0)
+        _check_outputs(args)
         return MODES[mode](parser, args)
     except KeyboardInterrupt:
         print("\ninterrupted: the last checkpoint written is intact", file=sys.stderr)
@@ -423,6 +424,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 DEFAULT_FIELD_MODELS = 4  # learned models in a tournament given no --players
+
+
+def _check_outputs(args) -> None:
+    """Every output path a flag names can be written, checked before any work (preflight.py)."""
+    from spacewar_ai.preflight import writable
+
+    for flag in ("record", "export", "results", "html", "ratings_file"):
+        if getattr(args, flag, None):
+            writable(getattr(args, flag), _flag(flag))
+    if getattr(args, "checkpoint_dir", None):
+        writable(args.checkpoint_dir, "--checkpoint-dir", folder=True)
 
 
 # --- the modes: each checks its flags and makes one call ---------------------------------------
@@ -481,6 +493,11 @@ def _train(parser, args) -> int:
     elif args.dataset or args.dataset_pilot:
         parser.error(f"--{'dataset' if args.dataset else 'dataset-pilot'} is read by --algorithm "
                      f"bc and cql; {algorithm} learns by playing")
+    from spacewar_ai.preflight import check_training, writable
+
+    check_training(cfg)
+    writable(cfg.train.checkpoint_dir, "--checkpoint-dir ([train] checkpoint_dir)", folder=True)
+    writable(cfg.train.log_dir, "[train] log_dir", folder=True)
     guide = _exploration_guide(args, cfg) if args.use_llm else None
     train(cfg, resume=args.resume, start_from=args.init_from or args.checkpoint,
           champion=args.champion_train, ratings_file=args.ratings_file, render=args.render,
@@ -511,8 +528,11 @@ def _ratings(args):
 
     from spacewar_ai.ratings import RatingsFile
 
-    default = Path(args.checkpoint_dir or "checkpoints") / "ratings.json"
-    return RatingsFile(args.ratings_file or default)
+    from spacewar_ai.preflight import writable
+
+    path = args.ratings_file or Path(args.checkpoint_dir or "checkpoints") / "ratings.json"
+    writable(path, "--ratings-file")
+    return RatingsFile(path)
 
 
 def _ray_address(parser, args) -> str | None:
@@ -549,10 +569,13 @@ def _evaluate(parser, args) -> int:
     if drawn and _ray_address(parser, args) is not None:
         parser.error("--render/--record draw games one by one here: drop --backend ray and "
                      "--ray-address")
+    from spacewar_ai.preflight import check_games
+
+    games = args.eval_episodes or (1 if drawn else 200)
+    check_games("--eval-episodes", games)
     ratings = None if drawn else _ratings(args)  # a bad ratings file is refused before any game
     recorder = open_recorder(args.record, per_decision=True)
-    evaluate(args.checkpoint, args.opponent or "heuristic:hard",
-             args.eval_episodes or (1 if drawn else 200), args.seed or 0,
+    evaluate(args.checkpoint, args.opponent or "heuristic:hard", games, args.seed or 0,
              deterministic=not args.stochastic, render=args.render, recorder=recorder,
              keep_actions=args.save_replays or 0, quiet=args.quiet, ratings=ratings,
              results=args.results, ray_address=_ray_address(parser, args))
@@ -572,8 +595,12 @@ def _demo(parser, args) -> int:
         specs = [args.checkpoint or "heuristic:hard", args.opponent or "heuristic:medium"]
     if len(specs) != 2 or not all(specs):
         parser.error(f"--players needs exactly two specs for a demo, A,B (got {args.players!r})")
+    from spacewar_ai.preflight import check_games
+
     drawn = args.render or args.record
-    evaluate(specs[0], specs[1], args.episodes or (1 if drawn else 200), args.seed or 0,
+    games = args.episodes or (1 if drawn else 200)
+    check_games("--episodes", games)
+    evaluate(specs[0], specs[1], games, args.seed or 0,
              render=args.render, recorder=open_recorder(args.record, per_decision=True),
              quiet=args.quiet, results=args.results, label="demo")
     return 0
@@ -600,6 +627,11 @@ def _tournament(parser, args) -> int:
     if args.workers is not None and _ray_address(parser, args) is not None:
         parser.error("--workers counts processes on this machine; on Ray the cluster's CPUs "
                      "play: drop --workers")
+    from spacewar_ai.preflight import check_games, writable
+    from spacewar_ai.tournament import REPORT_DIR
+
+    check_games("--matches-per-pairing", args.matches_per_pairing or 100)
+    writable(REPORT_DIR, "the tournament's report folder", folder=True)
     report = run_tournament(specs, args.tournament_mode or "round_robin",
                             args.matches_per_pairing or 100, args.seed or 0,
                             args.workers or (os.cpu_count() or 1), _ratings(args),
@@ -680,6 +712,11 @@ def _datagen(parser, args) -> int:
     if not args.dataset_id:
         parser.error("--datagen needs --dataset-id NAME (what the dataset will be called)")
     cfg = _run_config(args)
+    from spacewar_ai.datasets import _folder
+    from spacewar_ai.preflight import check_games, writable
+
+    check_games("--episodes", args.episodes or 200)
+    writable(_folder(args.dataset_id), "the dataset's folder", folder=True)
     report = generate([tuple(specs)], args.episodes or 200, args.dataset_id, args.seed or 0,
                       cfg.reward, cfg.game, args.quiet,
                       ray_address=_ray_address(parser, args))

@@ -185,6 +185,9 @@ def standings(result: Results) -> list[dict[str, Any]]:
     return rows
 
 
+MAX_RATINGS_BYTES = 256 * 1024 * 1024  # a ratings file of thousands of players is a few MB
+
+
 class RatingsFile:
     """Accumulated results keyed by player identity, with a history; see the module docstring.
 
@@ -204,10 +207,13 @@ class RatingsFile:
         if p.is_dir():
             raise ValueError(f"ratings file {p}: is a folder; give a file name such as "
                              f"{p / 'ratings.json'}")
-        if not p.exists():
+        if not p.exists() and not p.is_symlink():
             return self._empty()
+        from .preflight import read_bounded
+
+        raw = read_bounded(p, "ratings file", MAX_RATINGS_BYTES)
         try:
-            data = json.loads(p.read_bytes().decode("utf-8"))
+            data = json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError:
             raise ValueError(f"ratings file {p}: not UTF-8 text; {fix}") from None
         except json.JSONDecodeError as exc:

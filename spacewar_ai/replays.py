@@ -70,12 +70,15 @@ def new_replay_path(label: str, directory=REPLAY_DIR) -> Path:
 
 def load_replay(path) -> dict:
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise ReplayError(f"replay {path}: no such file (replays are saved under {REPLAY_DIR}/)")
+    from .preflight import read_bounded
+
     try:
-        text = path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReplayError(f"replay {path}: cannot be read as text ({exc})") from None
+        text = read_bounded(path, "replay", 64 * 1024 * 1024).decode("utf-8")
+    except ValueError as exc:  # a special file, too large, unreadable, or not UTF-8 text
+        raise ReplayError(str(exc) if not isinstance(exc, UnicodeDecodeError) else
+                          f"replay {path}: cannot be read as text ({exc})") from None
     return parse_replay(text, str(path))
 
 

@@ -198,10 +198,22 @@ def _files(d: Path) -> dict:
             "r_nan.json": '{"players": {"a": {"spec": "idle", "results": {"b": [NaN, 4]}}}, '
                           '"history": []}', "r_latin1.json": b"\xff\xfe{}",
             "notjson.replay": "not json", "empty.replay": "{}", "empty.toml": "",
-            "blank.json": "{}", "sections.toml": "[train]\n[ppo]\n"}.items():
+            "blank.json": "{}", "sections.toml": "[train]\n[ppo]\n",
+            "envs_huge.toml": "[train]\nnum_envs = 100000000000\n",
+            "buffer_huge.toml": "[dqn]\nbuffer_size = 1000000000000\n",
+            "eval_huge.toml": "[train]\neval_episodes = 100000000000\n",
+            "name_up.toml": '[train]\nrun_name = ".."\n', "afile": "not a folder",
+            "logdir.toml": f'[train]\nlog_dir = "{d / "afile" / "tb"}"\n'}.items():
         text(name, content)
     (d / "folder").mkdir()
     f["folder"] = str(d / "folder")
+    (d / "keys").mkdir()
+    for link in (d / "zero.json", d / "keys" / "openai.key.txt"):
+        link.symlink_to("/dev/zero")
+    f["zero.json"], f["keys"] = str(d / "zero.json"), str(d / "keys")
+    (d / "envkeys").mkdir()
+    (d / "envkeys" / ".env").symlink_to("/dev/zero")
+    f["envkeys"] = str(d / "envkeys")
     replay = {"version": 1, "config": {}, "seed": 1, "players": ["a", "b"], "actions": ["0", "0"],
               "result": {}, "final_state": ""}
     for name, change in {"seed_big": {"seed": 2**70}, "seed_null": {"seed": None},
@@ -223,7 +235,16 @@ def _files(d: Path) -> dict:
     meta["config"] = {"ppo": {"hidden_sizes": [16]}}
     ckpt["metadata_json"] = _json.dumps(meta)
     torch.save(ckpt, d / "shape.pt")
-    for name in ("nan.pt", "hyper.pt", "ppo.pt", "dqn.pt", "shape.pt"):
+    # Files torch reads, with the header, that are still not checkpoints.
+    for name, edit in {"noversion.pt": lambda c: c.pop("format_version"),
+                       "agentlist.pt": lambda c: c.update(agent=[1, 2]),
+                       "metalist.pt": lambda c: c.update(metadata_json="[1]"),
+                       "actions0.pt": lambda c: c.update(action_dim=0)}.items():
+        c = torch.load(d / "ppo.pt", weights_only=True)
+        edit(c)
+        torch.save(c, d / name)
+    for name in ("nan.pt", "hyper.pt", "ppo.pt", "dqn.pt", "shape.pt", "noversion.pt",
+                 "agentlist.pt", "metalist.pt", "actions0.pt"):
         f[name] = str(d / name)
     return f
 
@@ -313,6 +334,17 @@ BAD_INPUT = {
                                   "/no/such.pt"], "/no/such.pt"),
     "ensemble of PPO": (lambda f: ["--export", f["folder"] + "/x.pt", "--checkpoint",
                                    f["dqn.pt"], "--ensemble-with", f["ppo.pt"]], "ppo.pt"),
+    "checkpoint without version": (lambda f: ["--evaluate", "--checkpoint", f["noversion.pt"]],
+                                   "no format version"),
+    "resume agent list": (lambda f: ["--resume", f["agentlist.pt"]], "agentlist.pt: damaged"),
+    "export metadata list": (lambda f: ["--export", f["folder"] + "/x.pt", "--checkpoint",
+                                        f["metalist.pt"]], "not a JSON object"),
+    "export no actions": (lambda f: ["--export", f["folder"] + "/y.pt", "--checkpoint",
+                                     f["actions0.pt"]], "actions0.pt: damaged (action_dim"),
+    "search model damaged": (lambda f: ["--evaluate", "--checkpoint",
+                                        "search:pretrained+" + f["agentlist.pt"]], "damaged"),
+    "tournament damaged": (lambda f: ["--tournament", "--players", f"idle,{f['noversion.pt']}"],
+                           "no format version"),
     # replays
     "replay missing": (lambda f: ["--replay", "/no/such.json"], "/no/such.json"),
     "replay not JSON": (lambda f: ["--replay", f["notjson.replay"]], "notjson.replay"),
@@ -332,6 +364,17 @@ BAD_INPUT = {
                                f["r_nan.json"]], "r_nan.json"),
     "ratings folder": (lambda f: EV + ["--ratings-file", f["folder"]], "is a folder"),
     "ratings not UTF-8": (lambda f: EV + ["--ratings-file", f["r_latin1.json"]], "not UTF-8"),
+    # special files, never read until memory runs out
+    "ratings /dev/zero": (lambda f: EV + ["--ratings-file", "/dev/zero"], "not a regular file"),
+    "ratings linked to /dev/zero": (lambda f: ["--tournament", "--players", "idle,random",
+                                               "--ratings-file", f["zero.json"]],
+                                    "zero.json: not a regular file"),
+    "key file linked to /dev/zero": (lambda f: ["--iterative", "--keys-dir", f["keys"]],
+                                     "openai.key.txt: not a regular file"),
+    ".env linked to /dev/zero": (lambda f: ["--llm-arena", "--keys-dir", f["envkeys"]],
+                                 ".env: not a regular file"),
+    "replay /dev/zero": (lambda f: ["--replay", "/dev/zero"], "not a regular file"),
+    "config /dev/zero": (lambda f: ["--config", f["zero.json"]], "not a regular file"),
     # seeds
     "evaluate seed": (lambda f: EV + ["--seed", BIG], "--seed"),
     "demo seed": (lambda f: ["--demo", "--seed", BIG], "--seed"),
@@ -359,12 +402,47 @@ BAD_INPUT = {
     "iterations 0": (lambda f: ["--iterative", "--iterations", "0"], "--iterations"),
     "torch threads -1": (lambda f: ["--torch-threads", "-1"], "--torch-threads"),
     "gpu vram -2": (lambda f: ["--iterative", "--gpu-vram", "-2"], "--gpu-vram"),
+    # counts too large for this machine's memory
+    "num envs huge": (lambda f: ["--num-envs", "100000000000"], "--num-envs 100,000,000,000"),
+    "eval episodes huge": (lambda f: EV[:-1] + ["10000000000000"], "lower --eval-episodes"),
+    "pairing huge": (lambda f: ["--tournament", "--players", "idle,random",
+                                "--matches-per-pairing", "100000000000"],
+                     "lower --matches-per-pairing"),
+    "demo huge": (lambda f: ["--demo", "--episodes", "100000000000"], "lower --episodes"),
+    "datagen huge": (lambda f: ["--datagen", "--players", "idle,random", "--dataset-id", "h",
+                                "--episodes", "100000000000"], "lower --episodes"),
+    "config num_envs huge": (lambda f: ["--config", f["envs_huge.toml"]], "of memory"),
+    "config buffer huge": (lambda f: ["--algorithm", "dqn", "--config", f["buffer_huge.toml"]],
+                           "[dqn] buffer_size"),
+    "config eval huge": (lambda f: ["--config", f["eval_huge.toml"]], "--eval-episodes"),
     # paths
     "record format": (lambda f: EV + ["--record", "out.avi"], ".mp4 or .gif"),
     "record folder missing": (lambda f: EV + ["--record", "/no/such/dir/x.mp4"],
                               "does not exist"),
     "checkpoint dir is a file": (lambda f: ["--tournament", "--checkpoint-dir", f["ppo.pt"]],
                                  "is a file"),
+    # outputs that cannot be written, refused before the work
+    "training under a file": (lambda f: ["--timesteps", "256", "--checkpoint-dir",
+                                         f["afile"] + "/ck"], "nothing can be written under it"),
+    "training in /proc": (lambda f: ["--timesteps", "256", "--checkpoint-dir", "/proc/ck"],
+                          "cannot be written"),
+    "tensorboard under a file": (lambda f: ["--timesteps", "256", "--config", f["logdir.toml"]],
+                                 "[train] log_dir"),
+    "ratings under a file": (lambda f: EV + ["--ratings-file", f["afile"] + "/r.json"],
+                             "--ratings-file"),
+    "tournament ratings in /proc": (lambda f: ["--tournament", "--players", "idle,random",
+                                               "--ratings-file", "/proc/r.json"],
+                                    "cannot be written"),
+    "results under a file": (lambda f: EV + ["--results", f["afile"] + "/g.jsonl"], "--results"),
+    "record in /proc": (lambda f: EV[:-1] + ["1", "--record", "/proc/x.gif"], "--record"),
+    "export in /proc": (lambda f: ["--export", "/proc/x.pt", "--checkpoint", "pretrained"],
+                        "--export /proc/x.pt"),
+    "html under a file": (lambda f: ["--replay", f["notjson.replay"], "--html",
+                                     f["afile"] + "/p.html"], "--html"),
+    # run names that would leave their folders
+    "run name up": (lambda f: ["--run-name", "../../elsewhere"], "plain folder name"),
+    "run name path": (lambda f: ["--run-name", "a/b", "--timesteps", "256"], "--run-name NAME"),
+    "config run name": (lambda f: ["--config", f["name_up.toml"]], "run_name"),
     # flags
     "mistyped flag": (lambda f: ["--algoritm", "ppo"], "--algorithm"),
     "two modes": (lambda f: ["--evaluate", "--demo"], "choose one mode"),

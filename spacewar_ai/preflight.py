@@ -1,0 +1,130 @@
+"""Checks made before any work starts, so that a run that cannot finish says so at once.
+
+- `fits_in_memory(what, nbytes, fix)`: counts (games, environments, buffer sizes) from flags or
+  config files are sized against the memory this machine has free; a count too large is one
+  ValueError naming it, instead of an allocation error minutes later or the OS stopping the run.
+- `writable(path, what, folder=...)`: an output path (a checkpoint folder, a ratings file, a
+  results file, a recording, an export) is checked by creating a scratch file where it will go,
+  so a path that cannot be written is refused before the work and not after it.
+- `read_bounded(path, what, limit)`: files read whole (ratings, keys, configs, replays) are read
+  only if they are regular files of a sane size: `/dev/zero`, a FIFO or a link to one is refused
+  instead of read until memory runs out.
+
+Every refusal is a ValueError whose message names the flag or file and the fix (main.py turns
+it into one line and exit code 2).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+# Bytes one game in play needs: the engine's state (about 1.4 KB), both observations, the
+# pilots' per-game buffers and its result record, rounded up.
+GAME_BYTES = 4096
+OBSERVATION_FLOATS = 40  # floats of one observation, rounded up (36, or 37 with hyperspace)
+
+
+def available_memory() -> int | None:
+    """Bytes of memory free for a new allocation (MemAvailable), or None where unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _size(n: float) -> str:
+    for unit in ("bytes", "KB", "MB", "GB", "TB", "PB"):
+        if n < 1024 or unit == "PB":
+            return f"{n:,.0f} {unit}" if unit == "bytes" else f"{n:,.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def fits_in_memory(what: str, nbytes: float, fix: str) -> None:
+    """Refuse `what` when it needs more memory than is free; `fix` says what to lower."""
+    free = available_memory()
+    if free is not None and nbytes > free:
+        raise ValueError(f"{what} needs about {_size(nbytes)} of memory and this machine has "
+                         f"{_size(free)} free; {fix}")
+
+
+def check_games(flag: str, games: int) -> None:
+    """Games played at once (an evaluation, a pairing of a tournament, a demo)."""
+    fits_in_memory(f"{flag} {games:,}", games * GAME_BYTES, f"lower {flag}")
+
+
+def check_training(cfg) -> None:
+    """The arrays a training run allocates for its settings: the games it plays at once with
+    PPO's rollout or DQN's replay buffer, and the evaluation games."""
+    t = cfg.train
+    obs = OBSERVATION_FLOATS * 4
+    if t.algorithm == "dqn":
+        b = cfg.dqn.buffer_size
+        need, what, fix = b * (2 * obs + 32), f"[dqn] buffer_size {b:,}", "lower it"
+    else:
+        n = cfg.ppo.n_steps
+        need = t.num_envs * n * (obs + 32)
+        what = f"--num-envs {t.num_envs:,} with [ppo] n_steps {n:,}"
+        fix = "lower --num-envs or [ppo] n_steps"
+    fits_in_memory(what, need + t.num_envs * GAME_BYTES, fix)
+    check_games("--eval-episodes", t.eval_episodes)
+
+
+def writable(path, what: str, folder: bool = False) -> None:
+    """Refuse an output path that cannot be written: under a file, a file where a folder is
+    wanted (or the other way round), or a place where no file can be created. Creates nothing
+    that stays."""
+    p = Path(path)
+    if p.exists():
+        if folder and not p.is_dir():
+            raise ValueError(f"{what} {p}: is a file; give a folder")
+        if not folder and p.is_dir():
+            raise ValueError(f"{what} {p}: is a folder; give a file name inside it")
+    place = p if folder and p.is_dir() else p.parent
+    while not place.exists() and place != place.parent:
+        place = place.parent
+    if not place.is_dir():
+        raise ValueError(f"{what} {p}: {place} is a file, so nothing can be written under it; "
+                         "give another path")
+    try:
+        with tempfile.TemporaryFile(dir=place):
+            pass
+    except OSError as exc:
+        raise ValueError(f"{what} {p}: cannot be written ({exc.strerror or exc}); give a path "
+                         "in a folder you can write to") from None
+
+
+def read_bounded(path, what: str, limit: int = 64 * 1024 * 1024) -> bytes:
+    """A file's bytes, if it is a regular file of at most `limit` bytes (links are followed to
+    what they name). OSError is turned into a ValueError naming the file."""
+    p = Path(path)
+    try:
+        # Opened without blocking: opening a FIFO for reading would wait for a writer.
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise ValueError(f"{what} {p}: cannot be read ({exc.strerror or exc})") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{what} {p}: not a regular file (a device, pipe or socket, or a "
+                             "link to one); give a file")
+        if st.st_size > limit:
+            raise ValueError(f"{what} {p}: {_size(st.st_size)}, more than the {_size(limit)} "
+                             "such a file can be; give the right file")
+        try:
+            data = f.read(limit + 1)
+        except OSError as exc:
+            raise ValueError(f"{what} {p}: cannot be read ({exc.strerror or exc})") from None
+    if len(data) > limit:
+        raise ValueError(f"{what} {p}: more than {_size(limit)}; give the right file")
+    return data
