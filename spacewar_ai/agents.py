@@ -223,10 +223,11 @@ class BaseAgent(abc.ABC):
         """The config fields that shape this agent's network (ARCHITECTURE_FIELDS)."""
         return {k: getattr(self.config, k) for k in ARCHITECTURE_FIELDS[self.algorithm]}
 
-    def save(self, path, metadata: dict[str, Any] | None = None) -> None:
+    def save(self, path, metadata: dict[str, Any] | None = None,
+             extra: dict[str, Any] | None = None) -> None:
         from .checkpoints import save_checkpoint
 
-        save_checkpoint(path, self, metadata or {})
+        save_checkpoint(path, self, metadata or {}, extra)
 
     def load(self, path) -> dict[str, Any]:
         """Load weights and learning state from a checkpoint; returns its metadata."""

@@ -69,8 +69,11 @@ def remove_stale_temps(folder: str | os.PathLike) -> list[Path]:
     return removed
 
 
-def save_checkpoint(path, agent, metadata: dict[str, Any]) -> None:
-    payload = {
+def save_checkpoint(path, agent, metadata: dict[str, Any],
+                    extra: dict[str, Any] | None = None) -> None:
+    """Write a checkpoint atomically; `extra` are more entries of the payload (tensors and
+    plain data) that must stay consistent with the agent, because one file holds both."""
+    payload = {**(extra or {}),
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "algorithm": agent.algorithm,

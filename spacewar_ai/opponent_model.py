@@ -29,6 +29,7 @@ from .checkpoints import load_checkpoint
 from .config import GameConfig, PPOConfig
 
 FILE_NAME = "opponent_model.pt"
+PAYLOAD_KEY = "opponent_model"  # the model's state inside a run's latest.pt
 
 
 class OpponentModel:
@@ -89,11 +90,20 @@ class OpponentModel:
         """An ordinary PPO checkpoint (atomic), with what it models in its metadata."""
         self.agent.save(path, {"opponent_model_of": self.spec, "decisions": self.decisions})
 
+    def state(self) -> dict:
+        """What a resumed run needs to continue this model (kept inside the run's latest.pt)."""
+        return {"agent": self.agent.state_dict(), "decisions": self.decisions}
+
+    def restore(self, state: dict) -> None:
+        """Continue from `state()`: weights, statistics, optimizer, count."""
+        self.agent.load_state_dict(state["agent"])
+        self.decisions = int(state["decisions"])
+
     def load(self, path: str | Path) -> None:
-        """Continue from a saved model (a resumed run): weights, statistics, optimizer, count."""
+        """Continue from a saved opponent_model.pt (runs saved before latest.pt held it)."""
         ckpt = load_checkpoint(path, expect_algorithm="ppo", expect_obs_dim=self.agent.state_dim)
-        self.agent.load_state_dict(ckpt["agent"])
-        self.decisions = int(ckpt["metadata"].get("decisions", 0))
+        self.restore({"agent": ckpt["agent"],
+                      "decisions": ckpt["metadata"].get("decisions", 0)})
 
 
 def run_model_path(policy_path: str | Path) -> Path | None:

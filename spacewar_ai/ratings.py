@@ -232,7 +232,13 @@ class RatingsFile:
         from filelock import FileLock
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        from .checkpoints import TEMP_SUFFIX
+
         with FileLock(str(self.path) + ".lock"):
+            # Under the lock no other run is writing this file, so a temporary file of it is
+            # what a killed writer left behind.
+            for tmp in self.path.parent.glob(f".{self.path.name}.*{TEMP_SUFFIX}"):
+                tmp.unlink(missing_ok=True)
             self.data = self._read()
             players = self.data["players"]
             s, g = result.score_matrix()

@@ -32,6 +32,7 @@ from .environment import SpacewarVectorEnv
 from .league import League
 from .match import play_match
 from .opponent_model import FILE_NAME as OPPONENT_MODEL_FILE
+from .opponent_model import PAYLOAD_KEY as OPPONENT_MODEL_KEY
 from .opponent_model import OpponentModel
 from .pilots import AgentPilot, make_pilot
 from .progress import Progress
@@ -45,6 +46,9 @@ DQN_ITERATION_STEPS = 64  # DQN vector steps per "update" for logging, evaluatio
 EPISODE_CAUSES = (DeathCause.TORPEDO, DeathCause.STAR, DeathCause.COLLISION, DeathCause.TIMEOUT)
 GAME_FIGURES = ("shots", "hits", "fuel_used", "dodged")  # logged per game under game/
 PROGRESS_UNITS = 1000  # the progress bar counts thousandths of the run's budget
+# latest.pt is also written after a run's first update and whenever this many seconds passed
+# since the last save, so a kill never costs more than a few minutes (or a whole short run).
+SAVE_SECONDS = 120.0
 SCHEDULES = ("learning_rate", "epsilon", "priority_beta")  # logged as charts/<name>
 # What the HParams dashboard compares runs by: the last value each run logged.
 HPARAM_METRICS = ("eval/win_rate", "eval/best_win_rate", "charts/episodic_return",
@@ -186,6 +190,7 @@ class Trainer:
             self.league.add_fixed(path, self.device)
         self.league.set_learner(self.agent)
         self.league.assign()
+        self._resumed_model = (resume_ckpt or {}).get(OPPONENT_MODEL_KEY)
         self.opponent_model = self._opponent_model(resume_ckpt is not None)
         self.render = render
         self.guide = guide
@@ -259,9 +264,11 @@ class Trainer:
         steps = cfg.ppo.n_steps if t.algorithm == "ppo" else DQN_ITERATION_STEPS
         model = OpponentModel(t.eval_opponent, cfg.game, steps * t.num_envs,
                               t.opponent_model_batch, t.opponent_model_lr, self.device)
-        saved = self.run_dir / OPPONENT_MODEL_FILE
-        if resumed and saved.is_file():
-            model.load(saved)
+        if resumed and self._resumed_model is not None:
+            model.restore(self._resumed_model)
+            model.save(self.run_dir / OPPONENT_MODEL_FILE)  # its copy, as of latest.pt again
+        elif resumed and (self.run_dir / OPPONENT_MODEL_FILE).is_file():
+            model.load(self.run_dir / OPPONENT_MODEL_FILE)  # a run saved before latest.pt held it
         return model
 
     # --- helpers ------------------------------------------------------------------------------
@@ -349,11 +356,15 @@ class Trainer:
 
     def save(self, name: str) -> Path:
         path = self.run_dir / name
-        self.agent.save(path, self._metadata())
-        if name == "latest.pt" and self.opponent_model is not None and \
-                self.opponent_model.decisions:
-            # Saved with latest.pt, so a resumed run continues the model it had then.
-            self.opponent_model.save(self.run_dir / OPPONENT_MODEL_FILE)
+        model = self.opponent_model
+        if name == "latest.pt" and model is not None and model.decisions:
+            # Inside latest.pt, so a kill between two writes cannot leave a resumed run with a
+            # model from another update; opponent_model.pt is its copy for search: to read.
+            self.agent.save(path, self._metadata(), {OPPONENT_MODEL_KEY: model.state()})
+            model.save(self.run_dir / OPPONENT_MODEL_FILE)
+        else:
+            self.agent.save(path, self._metadata())
+        self._last_save = time.monotonic()
         return path
 
     def _fit_opponent_model(self) -> None:
@@ -479,7 +490,8 @@ class Trainer:
             rate = self.evaluate_now()
             self.progress.say(f"update {c['updates']:,}, {c['global_step']:,} steps: "
                               f"{rate:.0%} against {t.eval_opponent}")
-        if c["updates"] % t.save_interval == 0:
+        if c["updates"] % t.save_interval == 0 or c["updates"] == 1 \
+                or time.monotonic() - self._last_save >= SAVE_SECONDS:
             self.save("latest.pt")
         if c["updates"] % (t.save_interval * 10) == 0:
             self.save(f"ckpt_{c['updates']:06d}.pt")
@@ -543,6 +555,7 @@ class Trainer:
         # Wall-clock time of the whole run (evaluations and saves included), across resumes.
         self._wall_base = self.counters["wall_seconds"]
         self._t_start = time.time()
+        self._last_save = time.monotonic()
         with self._interrupt:  # the closing below included: it is where a stray signal hung
             try:
                 if t.algorithm == "ppo":

@@ -164,3 +164,23 @@ def test_the_cli_names_the_model_and_the_command_that_plans_with_it(tmp_path, al
     # A DQN run's model serves a PPO policy (search: samples a policy's logits): the shipped one.
     planner = "search:ppo:cli/best.pt" if algorithm == "ppo" else "search:pretrained+ppo:"
     assert f"{planner}" in evaluated.stdout and "vs heuristic:hard: 2 games" in evaluated.stdout
+
+
+def test_a_kill_between_the_two_writes_cannot_mislead_a_resumed_run(tmp_path):
+    """latest.pt holds the opponent model itself; opponent_model.pt is a copy for search. A
+    kill that leaves the copy from another update (here: an older run's) changes nothing: the
+    resumed run goes on with latest.pt's model and writes the copy again."""
+    Trainer(_run_config(tmp_path, 64 * 32 * 2, name="old"), quiet=True).run()
+    Trainer(_run_config(tmp_path, 64 * 32 * 3), quiet=True).run()
+    run = tmp_path / "ck" / "watch"
+    inside = load_checkpoint(run / "latest.pt")["opponent_model"]
+    (run / FILE_NAME).write_bytes((tmp_path / "ck" / "old" / FILE_NAME).read_bytes())
+    assert load_checkpoint(run / FILE_NAME)["metadata"]["decisions"] != inside["decisions"]
+    trainer = Trainer(_run_config(tmp_path, 64 * 32 * 4), resume=run / "latest.pt", quiet=True)
+    model = trainer.opponent_model
+    assert model.decisions == inside["decisions"] == 64 * 32 * 3
+    assert all(torch.equal(model.agent.net.state_dict()[k], v)
+               for k, v in inside["agent"]["net"].items())
+    copy = load_checkpoint(run / FILE_NAME)
+    assert copy["metadata"]["decisions"] == inside["decisions"]
+    assert all(torch.equal(copy["agent"]["net"][k], v) for k, v in inside["agent"]["net"].items())

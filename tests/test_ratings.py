@@ -87,8 +87,15 @@ def test_ratings_file_accumulates_and_survives_a_failed_write(tmp_path, monkeypa
         RatingsFile(path).add(result, standings(result), "second")
     assert path.read_bytes() == before
     monkeypatch.undo()
+    # What a SIGKILL mid-write leaves (no Python code runs to remove it): the next write, under
+    # the file's lock, removes it; other files' temporaries are not its to touch.
+    left = tmp_path / ".ratings.json.k1ll3d.tmp"
+    left.write_bytes(before[:100])
+    other = tmp_path / ".other.json.x.tmp"
+    other.write_bytes(b"{}")
     again = RatingsFile(path)
     again.add(result, standings(result), "second")
+    assert not left.exists() and other.exists()
     data = json.loads(path.read_text())
     assert len(data["history"]) == 2
     hard = next(p for p in data["players"].values() if p["name"] == "heuristic:hard")

@@ -687,3 +687,26 @@ def test_a_run_clears_what_killed_writes_left_behind(tmp_path):
     keep.write_text("not ours")
     Trainer(tiny(tmp_path, total_timesteps=16 * 16 * 2), resume=run / "latest.pt", quiet=True)
     assert not any(p.exists() for p in stale) and keep.exists()
+
+
+def test_a_run_saves_after_its_first_update_and_then_by_time_as_well(tmp_path, monkeypatch):
+    import spacewar_ai.training as training
+
+    def saves(cfg):
+        trainer = Trainer(cfg, quiet=True)
+        seen, real = [], trainer.save
+
+        def spy(name):
+            seen.append((name, trainer.counters["updates"]))
+            return real(name)
+
+        trainer.save = spy
+        trainer.run()
+        return [u for name, u in seen if name == "latest.pt"]
+
+    # save_interval far away: the first update is saved at once, then only the end.
+    assert saves(tiny(tmp_path, run_name="a", save_interval=1000, eval_interval=1000,
+                      total_timesteps=16 * 16 * 4)) == [1, 4]
+    monkeypatch.setattr(training, "SAVE_SECONDS", 0.0)  # every save due by the clock
+    assert saves(tiny(tmp_path, run_name="b", save_interval=1000, eval_interval=1000,
+                      total_timesteps=16 * 16 * 4)) == [1, 2, 3, 4, 4]
