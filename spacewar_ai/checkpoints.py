@@ -8,6 +8,8 @@ A checkpoint is a dict saved with torch.save and read with `torch.load(weights_o
     obs_dim, action_dim
     agent            the agent's state_dict (networks, optimizer, observation statistics, counters)
     metadata_json    JSON text: resolved configs, training counters, league identities, RNG states
+    opponent_model   (a run's latest.pt) the opponent model's state, kept in the same file so a
+                     resumed run goes on with the model of the same update
 
 Writes go to a temporary file in the same folder, are flushed to disk, then renamed over the
 target, so a run killed at any moment leaves the previous checkpoint intact.
@@ -15,10 +17,13 @@ target, so a run killed at any moment leaves the previous checkpoint intact.
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import json
 import os
 import pickle
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -34,10 +39,14 @@ class CheckpointError(ValueError):
 
 
 TEMP_SUFFIX = ".tmp"
+# A temporary file of a write untouched this long was left by a writer that was killed: no
+# write of a file here takes more than seconds, so a live one is never this old.
+STALE_TEMP_SECONDS = 600.0
 
 
 def atomic_write_bytes(path: str | os.PathLike, write) -> None:
-    """Call write(file_object) on a temporary file beside `path`, fsync it, then rename it."""
+    """Call write(file_object) on a temporary file beside `path`, fsync it, then rename it.
+    Temporaries of the same file that a killed writer left behind go with it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
@@ -54,6 +63,11 @@ def atomic_write_bytes(path: str | os.PathLike, write) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    old = time.time() - STALE_TEMP_SECONDS
+    for left in path.parent.glob(f".{glob.escape(path.name)}.*{TEMP_SUFFIX}"):
+        with contextlib.suppress(OSError):  # another process may have removed it first
+            if left.stat().st_mtime < old:
+                left.unlink()
 
 
 def remove_stale_temps(folder: str | os.PathLike) -> list[Path]:

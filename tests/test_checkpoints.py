@@ -129,3 +129,22 @@ def test_the_network_shape_comes_from_the_file(tmp_path):
     tanh = PPOAgent(36, 6, PPOConfig(hidden_sizes=(16,), activation="tanh"))
     with pytest.raises(ValueError, match="relu.*tanh.*saved config"):
         tanh.load(tmp_path / "relu.pt")
+
+
+def test_a_write_removes_what_a_killed_writer_of_the_same_file_left(tmp_path):
+    import os
+    import time
+
+    from spacewar_ai.checkpoints import STALE_TEMP_SECONDS, atomic_write_bytes
+
+    stale = tmp_path / ".state.json.dead1.tmp"
+    live = tmp_path / ".state.json.live2.tmp"  # a writer at work right now
+    other = tmp_path / ".other.json.dead3.tmp"
+    for p in (stale, live, other):
+        p.write_bytes(b"{")
+    long_ago = time.time() - STALE_TEMP_SECONDS - 60
+    for p in (stale, other):
+        os.utime(p, (long_ago, long_ago))
+    atomic_write_bytes(tmp_path / "state.json", lambda f: f.write(b"{}"))
+    assert (tmp_path / "state.json").read_bytes() == b"{}"
+    assert not stale.exists() and live.exists() and other.exists()
