@@ -42,7 +42,7 @@ def parse_args(argv=None):
 
 def make_env(opponent):
     def thunk():
-        return gym.wrappers.RecordEpisodeStatistics(gym.make("Spacewar-v0", opponent=opponent))
+        return gym.wrappers.RecordEpisodeStatistics(gym.make("spacewar_ai:Spacewar-v0", opponent=opponent))
     return thunk
 
 

@@ -535,10 +535,7 @@ def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfi
     try:
         text = raw.decode("utf-8")
         if p.suffix.lower() == ".toml":
-            try:
-                import tomllib
-            except ModuleNotFoundError:  # Python 3.10: the same parser as a package
-                import tomli as tomllib
+            import tomllib
 
             data = tomllib.loads(text)
         else:

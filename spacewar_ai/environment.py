@@ -171,6 +171,26 @@ class SpacewarEnv(gym.Env):
         self._episode_steps = 0
         self._renderer = None
 
+    @property
+    def spec(self):
+        return self.__dict__.get("_spec")
+
+    @spec.setter
+    def spec(self, value) -> None:
+        # gym.make gives the env a spec without a step limit (the registration has none, so no
+        # TimeLimit wrapper doubles the game's own); the limit the game truncates at is filled
+        # in, in decisions, so tools that read spec.max_episode_steps see it.
+        if value is not None and value.max_episode_steps is None:
+            import dataclasses
+
+            value = dataclasses.replace(value, max_episode_steps=self.max_decisions)
+        self.__dict__["_spec"] = value
+
+    @property
+    def max_decisions(self) -> int:
+        """Decisions in a game that runs to its time limit (`max_episode_steps` frames)."""
+        return -(-self.config.max_episode_steps // self.config.frame_skip)
+
     # The docstring is the documentation (Gymnasium style): tables appended here.
     __doc__ += OBSERVATION_DOC + EGOCENTRIC_DOC + TACTICAL_DOC + ACTION_DOC + """
     ## Rewards (RewardConfig, per ship)
@@ -182,7 +202,8 @@ class SpacewarEnv(gym.Env):
 
     ## Episode end
     Terminated when a ship is destroyed (torpedo, star, collision, hyperspace) or both ships are
-    out of torpedoes with none in flight; truncated after `max_episode_steps` frames. info carries
+    out of torpedoes with none in flight; truncated after `max_episode_steps` frames (the env's
+    `spec.max_episode_steps`, made by gym.make, gives the same limit in steps). info carries
     `ship_0_death_cause`, `ship_1_death_cause` (a DeathCause, printed by name; NONE for a ship
     alive), `winner` (the surviving ship when exactly one survived, else -1) and `real_winner`
     (the ship that killed the other with a torpedo, else -1). Each key has one type at every step,

@@ -184,6 +184,8 @@ def build_parser() -> Parser:
                          "sections; flags override it")
     tr.add_argument("--checkpoint-dir", metavar="DIR",
                     help="where runs are saved (default checkpoints/)")
+    tr.add_argument("--log-dir", metavar="DIR",
+                    help="where TensorBoard logs go, one folder per run (default runs/)")
     tr.add_argument("--run-name", help="name of the run folder")
     tr.add_argument("--resume", metavar="PATH",
                     help="continue a run from its checkpoint (latest.pt)")
@@ -326,7 +328,8 @@ def build_parser() -> Parser:
 LLM_ACCESS = {"llm_provider", "llm_model", "llm_base_url", "llm_timeout", "keys_dir",
               "llm_local", "llm_local_model", "local_llm_only", "include_local_llm", "gpu_vram"}
 RUN = {"algorithm", "episodes", "timesteps", "minutes", "num_envs", "learning_rate", "device",
-       "torch_threads", "config", "checkpoint_dir", "run_name", "resume", "quiet", "seed",
+       "torch_threads", "config", "checkpoint_dir", "log_dir", "run_name", "resume", "quiet",
+       "seed",
        "eval_episodes", "reward", "dataset", "dataset_pilot"}
 RAY = {"backend", "ray_address"}
 TRAINING = RUN | LLM_ACCESS | {"warm_start", "render", "checkpoint", "init_from", "use_llm"}
@@ -348,8 +351,8 @@ APPLIES = {
               "limits"},
     "datagen": {"players", "episodes", "dataset_id", "seed", "reward", "config", "quiet"} | RAY,
     "pbt": {"population", "pbt_rounds", "timesteps", "num_envs", "learning_rate", "config",
-            "checkpoint_dir", "run_name", "seed", "quiet", "eval_episodes", "ray_address",
-            "torch_threads"},
+            "checkpoint_dir", "log_dir", "run_name", "seed", "quiet", "eval_episodes",
+            "ray_address", "torch_threads"},
     "dataset_info": set(),
     "export": {"checkpoint", "ensemble_with"},
     "benchmark": {"seed", "quick"},
@@ -376,7 +379,7 @@ def _mode(parser: Parser, args) -> str:
             parser.error(f"{_flag(k)} was given an empty value; give it a "
                          f"{'path' if k in ('replay', 'export', 'resume', 'config') else 'value'}"
                          " or leave the flag out")
-    for k in ("checkpoint_dir", "keys_dir"):
+    for k in ("checkpoint_dir", "log_dir", "keys_dir"):
         value = getattr(args, k)
         if value and os.path.exists(value) and not os.path.isdir(value):
             parser.error(f"{_flag(k)} {value}: is a file; give a folder")
@@ -449,6 +452,7 @@ def _run_config(args):
         ("algorithm", "algorithm"), ("num_envs", "num_envs"), ("timesteps", "total_timesteps"),
         ("episodes", "episodes"), ("seed", "seed"), ("device", "device"),
         ("torch_threads", "torch_threads"), ("checkpoint_dir", "checkpoint_dir"),
+        ("log_dir", "log_dir"),
         ("run_name", "run_name"), ("eval_episodes", "eval_episodes"),
         ("warm_start", "warm_start"), ("minutes", "max_minutes"), ("dataset", "dataset"),
         ("dataset_pilot", "dataset_pilot")) if getattr(args, flag) is not None}
@@ -497,7 +501,7 @@ def _train(parser, args) -> int:
 
     check_training(cfg)
     writable(cfg.train.checkpoint_dir, "--checkpoint-dir ([train] checkpoint_dir)", folder=True)
-    writable(cfg.train.log_dir, "[train] log_dir", folder=True)
+    writable(cfg.train.log_dir, "--log-dir ([train] log_dir)", folder=True)
     guide = _exploration_guide(args, cfg) if args.use_llm else None
     train(cfg, resume=args.resume, start_from=args.init_from or args.checkpoint,
           champion=args.champion_train, ratings_file=args.ratings_file, render=args.render,

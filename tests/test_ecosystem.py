@@ -203,3 +203,39 @@ def test_supersuit_turns_the_parallel_env_into_a_vector_env_for_shared_policies(
         ended += int(dones.sum())
     venv.close()
     assert ended > 0
+
+
+def test_the_spec_gives_the_games_own_step_limit_without_a_second_time_limit():
+    from spacewar_ai import GameConfig
+
+    env = gym.make("Spacewar-v0")
+    assert env.spec.max_episode_steps == 750  # 3,000 frames, a decision every 4
+    wrapper, chain = env, []
+    while hasattr(wrapper, "env"):
+        chain.append(type(wrapper).__name__)
+        wrapper = wrapper.env
+    assert "TimeLimit" not in chain  # the game truncates itself
+    short = gym.make("Spacewar-v0", config=GameConfig(max_episode_steps=402),
+                     opponent="idle")
+    assert short.spec.max_episode_steps == 101
+    short.reset(seed=3)
+    steps, done = 0, False
+    while not done:
+        _, _, terminated, truncated, _ = short.step(0)
+        steps += 1
+        done = terminated or truncated
+    assert steps <= 101 and (terminated or steps == 101)
+
+
+@pytest.mark.slow
+def test_the_module_qualified_id_works_in_spawned_workers():
+    """Subprocess workers start without the user's imports: `spacewar_ai:Spacewar-v0` makes
+    Gymnasium import the package (and register the env) in each of them."""
+    envs = gym.make_vec("spacewar_ai:Spacewar-v0", 2, vectorization_mode="async",
+                        vector_kwargs={"context": "spawn"})
+    try:
+        obs, _ = envs.reset(seed=0)
+        assert obs.shape == (2, 36)
+        envs.step(np.array([4, 4]))
+    finally:
+        envs.close()

@@ -710,3 +710,13 @@ def test_a_run_saves_after_its_first_update_and_then_by_time_as_well(tmp_path, m
     monkeypatch.setattr(training, "SAVE_SECONDS", 0.0)  # every save due by the clock
     assert saves(tiny(tmp_path, run_name="b", save_interval=1000, eval_interval=1000,
                       total_timesteps=16 * 16 * 4)) == [1, 2, 3, 4, 4]
+
+
+def test_log_dir_flag_puts_the_tensorboard_events_there(tmp_path, monkeypatch):
+    from spacewar_ai.main import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["--timesteps", "256", "--num-envs", "16", "--log-dir", "tb", "--run-name", "r",
+                 "--checkpoint-dir", "ck", "--quiet"]) == 0
+    assert list((tmp_path / "tb" / "r").glob("events.out.tfevents.*"))
+    assert (tmp_path / "ck" / "r" / "latest.pt").is_file() and not (tmp_path / "runs").exists()
