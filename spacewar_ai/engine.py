@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import enum
 import math
+import sys
+import threading
 
 import numba as nb
 import numpy as np
@@ -108,6 +110,43 @@ TWO_PI = 2.0 * math.pi
 # division, which costs the hot loop dearly. No fastmath: it would make results depend on the build.
 _jit = nb.njit(cache=True, error_model="numpy")
 _jit_inline = nb.njit(cache=True, error_model="numpy", inline="always")
+
+# numba compiles a jitted function at its first call, or loads it from its cache (__pycache__):
+# seconds of CPU the first time after an install, a fraction of a second after that. Modules
+# with jitted functions register a warm-up (one call on tiny inputs); the first GameBatch of a
+# process runs them, and one registered later runs at once. A warm-up still going after
+# COMPILE_NOTICE_SECONDS is compiling, and the user is told, once per process, so that a first
+# step does not look hung.
+COMPILE_NOTICE_SECONDS = 2.0
+COMPILE_NOTICE = ("spacewar-ai: compiling the game engine with numba, once after installing "
+                  "(about half a minute of CPU; later runs load it from the cache)")
+_warm_ups: list = []
+_warm = {"done": False, "announced": False}
+
+
+def jit_warm_up(fn):
+    """Register `fn` (no arguments) as a warm-up of a module's jitted functions."""
+    _warm_ups.append(fn)
+    if _warm["done"]:
+        _run_warm_ups([fn])
+    return fn
+
+
+def _announce() -> None:
+    if not _warm["announced"]:
+        _warm["announced"] = True
+        print(COMPILE_NOTICE, file=sys.stderr, flush=True)
+
+
+def _run_warm_ups(fns) -> None:
+    timer = threading.Timer(COMPILE_NOTICE_SECONDS, _announce)
+    timer.daemon = True
+    timer.start()
+    try:
+        for fn in fns:
+            fn()
+    finally:
+        timer.cancel()
 
 
 def make_params(cfg: GameConfig) -> np.ndarray:
@@ -778,6 +817,9 @@ class GameBatch:
         if not isinstance(self.reward_config, RewardConfig):
             raise ValueError(
                 f"reward_config must be a RewardConfig, got {type(self.reward_config).__name__}")
+        if not _warm["done"]:
+            _warm["done"] = True
+            _run_warm_ups(list(_warm_ups))
         n = int(num_games)
         self.n = n
         slots = self.config.torpedo_slots
@@ -859,3 +901,11 @@ class GameBatch:
     def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
         for k, v in state.items():
             getattr(self, k)[...] = v
+
+
+@jit_warm_up
+def _warm_up_engine() -> None:
+    batch = GameBatch(1)
+    batch.reset(seeds=np.zeros(1, dtype=np.int64))
+    batch.observe()
+    batch.step(np.zeros((1, 2), dtype=np.int64))

@@ -23,7 +23,7 @@ import numpy as np
 
 from .config import OBSERVATION_VIEWS, GameConfig
 from .ballistics import bends, closest_approach, intercept_time, path_distance
-from .engine import OBS_MASK, TORPEDO_SPAWN_OFFSET
+from .engine import OBS_MASK, TORPEDO_SPAWN_OFFSET, jit_warm_up
 
 VIEWS = OBSERVATION_VIEWS
 MIN_DIM = OBS_MASK  # the egocentric and tactical views read every value before the mask
@@ -274,3 +274,9 @@ def apply_view(obs: np.ndarray, view: str, constants: dict[str, float]) -> np.nd
     if view == "egocentric":
         return egocentric_view(obs)
     return np.ascontiguousarray(obs, np.float32)
+
+
+@jit_warm_up
+def _warm_up_views() -> None:
+    config = GameConfig()
+    tactical_view(np.zeros((1, config.obs_dim), dtype=np.float32), view_constants(config))

@@ -189,6 +189,8 @@ def _seeded(scheduler_class, seed: int):
     import hashlib
 
     class SeededPBT(scheduler_class):
+        # A private method of Ray Tune (no public hook seeds PBT's choices): the range is pinned
+        # in pyproject.toml and tests/test_ecosystem.py fails loudly if the method changes.
         def _checkpoint_or_exploit(self, trial, *args, **kwargs):
             key = f"{seed}/{trial}/{self._trial_state[trial].last_train_time}"
             value = int(hashlib.sha256(key.encode()).hexdigest()[:16], 16)

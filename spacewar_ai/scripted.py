@@ -25,7 +25,7 @@ import numpy as np
 
 from .ballistics import coast, intercept_time
 from .config import GameConfig
-from .engine import OBS_MASK, TORPEDO_SPAWN_OFFSET, Action
+from .engine import OBS_MASK, TORPEDO_SPAWN_OFFSET, Action, jit_warm_up
 
 SCRIPTED_SPECS = ("idle", "random", "heuristic:easy", "heuristic:medium", "heuristic:hard")
 LEVELS = ("easy", "medium", "hard")
@@ -404,3 +404,12 @@ def scripted_pilot(spec: str, config: GameConfig | None = None, seed: int = 0):
     pilot = HeuristicPilot(level, config)
     delay = REACTION_DELAY[level]
     return DelayedPilot(pilot, delay) if delay else pilot
+
+
+@jit_warm_up
+def _warm_up_pilots() -> None:
+    config = GameConfig()
+    obs = np.zeros((1, config.obs_dim), dtype=np.float32)
+    obs[:, OBS_MASK:OBS_MASK + config.num_actions] = 1.0
+    HeuristicPilot("hard", config).act(obs)
+    RandomPilot(0).act(obs)

@@ -239,3 +239,52 @@ def test_the_module_qualified_id_works_in_spawned_workers():
         envs.step(np.array([4, 4]))
     finally:
         envs.close()
+
+
+@pytest.mark.slow
+def test_the_first_step_after_an_install_says_it_is_compiling_once(tmp_path):
+    """A fresh numba cache (as after an install) makes the first step compile for many seconds:
+    the user is told, once; the next process loads the cache and says nothing."""
+    import os
+    import subprocess
+    import sys
+
+    from spacewar_ai.engine import COMPILE_NOTICE
+
+    script = ("import gymnasium as gym, spacewar_ai\n"
+              "env = gym.make('Spacewar-v0', opponent='heuristic:hard')\n"
+              "env.reset(seed=0)\nenv.step(4)\n")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True, timeout=900) for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[0].stderr
+    assert runs[0].stderr.count(COMPILE_NOTICE) == 1, runs[0].stderr
+    assert COMPILE_NOTICE not in runs[1].stderr
+
+
+def test_the_dependency_surfaces_we_lean_on_are_there(tmp_path):
+    """Two places use what their libraries do not document: TensorBoard's GIF goes through
+    SummaryWriter.file_writer (no add_* method takes an encoded image), and PBT's seeding
+    overrides Tune's PopulationBasedTraining._checkpoint_or_exploit. An upgrade that changes
+    either fails here, not silently in a run."""
+    import inspect
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(tmp_path))
+    image = Summary.Image(height=1, width=1, colorspace=1, encoded_image_string=b"GIF89a")
+    writer.file_writer.add_summary(Summary(value=[Summary.Value(tag="eval/video",
+                                                                image=image)]), 3)
+    writer.close()
+    events = EventAccumulator(str(tmp_path))
+    events.Reload()
+    assert events.Images("eval/video")[0].step == 3
+
+    ray_tune = pytest.importorskip("ray.tune.schedulers")
+    method = ray_tune.PopulationBasedTraining._checkpoint_or_exploit
+    assert list(inspect.signature(method).parameters)[:2] == ["self", "trial"]
+    # What the override reads to make its seed (pbt._seeded).
+    source = inspect.getsource(ray_tune.PopulationBasedTraining)
+    assert "self._trial_state" in source and "last_train_time" in source
