@@ -61,3 +61,66 @@ def test_an_onnx_model_of_scores_plays_with_the_mask_applied(tmp_path):
     (tmp_path / "junk.onnx").write_bytes(b"junk")
     with pytest.raises(ValueError, match="not a readable ONNX model"):
         make_pilot(f"onnx:{tmp_path / 'junk.onnx'}")
+
+
+SB3_KINDS = {  # algorithm -> (package, policy, settings for a tiny run)
+    "DQN": ("stable_baselines3", "MlpPolicy", {"learning_starts": 0}),
+    "QRDQN": ("sb3_contrib", "MlpPolicy", {"learning_starts": 0}),
+    "PPO": ("stable_baselines3", "MlpPolicy", {"n_steps": 16, "batch_size": 16}),
+    "A2C": ("stable_baselines3", "MlpPolicy", {"n_steps": 16}),
+    "TRPO": ("sb3_contrib", "MlpPolicy", {"n_steps": 16, "batch_size": 16}),
+    "RecurrentPPO": ("sb3_contrib", "MlpLstmPolicy", {"n_steps": 16, "batch_size": 16}),
+}
+
+
+@pytest.fixture(scope="module")
+def sb3_models(tmp_path_factory):
+    """One model of each kind, trained for 32 steps and saved as a user would."""
+    import importlib
+
+    import gymnasium as gym
+
+    import spacewar_ai  # noqa: F401
+
+    folder = tmp_path_factory.mktemp("sb3")
+    for name, (package, policy, settings) in SB3_KINDS.items():
+        cls = getattr(importlib.import_module(package), name)
+        extra = {"lstm_hidden_size": 8} if name == "RecurrentPPO" else {}
+        model = cls(policy, gym.make("Spacewar-v0", opponent="idle"), seed=0, device="cpu",
+                    policy_kwargs={"net_arch": [8], **extra}, **settings)
+        model.learn(32)
+        model.save(folder / name)
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SB3_KINDS))
+def test_sb3_reads_the_algorithm_from_the_zip_and_plays_it(sb3_models, name):
+    from spacewar_ai.match import play_match
+
+    pilot = make_pilot(f"sb3:{sb3_models / name}.zip")
+    assert type(pilot.model).__name__ == name
+    result = play_match(pilot, "heuristic:easy", 4, seed=3)
+    assert result.n == 4 and not any(g.forfeit for g in result.games)
+
+
+@pytest.mark.slow
+def test_a_recurrent_sb3_model_keeps_its_state_per_game(sb3_models):
+    """The pilot's greedy actions are the model's own predict() with its LSTM state carried
+    (all actions allowed, so the mask changes nothing), and a new game starts a fresh state."""
+    rng = np.random.default_rng(0)
+    obs = rng.uniform(-1, 1, (6, 2, 36)).astype(np.float32)
+    obs[..., 30:36] = 1.0  # every action allowed
+    pilot = make_pilot(f"sb3:{sb3_models / 'RecurrentPPO'}.zip")
+    pilot.reset(np.ones(2, dtype=bool))
+    mine = [pilot.act(o) for o in obs]
+    state, start, theirs = None, np.ones(2, dtype=bool), []
+    for o in obs:
+        action, state = pilot.model.predict(o, state=state, episode_start=start,
+                                            deterministic=True)
+        start = np.zeros(2, dtype=bool)
+        theirs.append(action)
+    assert all((a == b).all() for a, b in zip(mine, theirs))
+    pilot.reset(np.array([True, False]))  # game 0 starts again, game 1 goes on
+    again = pilot.act(obs[0])
+    assert again[0] == mine[0][0]
