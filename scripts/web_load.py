@@ -64,7 +64,8 @@ def _get(port: int, path: str, method="GET", body=b"") -> tuple[int, float]:
     return status, (time.perf_counter() - began) * 1000
 
 
-async def _game(url: str, start: dict, until: float, stats: dict, keys: bool) -> None:
+async def _game(url: str, start: dict, until: float, stats: dict, keys: bool,
+                wait_for_a_frame: bool = True) -> None:
     import websockets
 
     try:
@@ -77,11 +78,13 @@ async def _game(url: str, start: dict, until: float, stats: dict, keys: bool) ->
             stats["started"] += 1
             last = time.perf_counter()
             gaps = []
-            while time.monotonic() < until:
+            # At least one frame, however late: on a loaded host a game's worker may take longer
+            # to start than the whole window, and a game that never showed a frame is a failure.
+            while time.monotonic() < until or (wait_for_a_frame and not gaps):
                 if keys and random.random() < 0.2:
                     await ws.send(json.dumps({"type": "key", "key": random.choice(
                         ["left", "right", "thrust", "fire"]), "down": random.random() < 0.5}))
-                msg = json.loads(await asyncio.wait_for(ws.recv(), 60))
+                msg = json.loads(await asyncio.wait_for(ws.recv(), 300))
                 if msg["type"] == "frame":
                     now = time.perf_counter()
                     gaps.append((now - last) * 1000)
@@ -116,7 +119,7 @@ async def run(players: int, watchers: int, seconds: float, submit_every: float,
     if stuck:
         tasks.append(asyncio.ensure_future(_game(
             ws_url, {"mode": "watch", "a": "strategy:stuck.py", "b": "idle"}, until,
-            stuck_stats, False)))
+            stuck_stats, False, wait_for_a_frame=False)))
     latencies, submitted, k = [], 0, 0
     next_submit = time.monotonic()
     while time.monotonic() < until:
