@@ -164,8 +164,9 @@ def _session_members(sid: int) -> list[int]:
 @pytest.mark.slow
 def test_a_killed_tournament_leaves_no_process_behind(tmp_path):
     """SIGKILL, which no Python code can catch, of a tournament with two workers and a sandboxed
-    strategy busy in C code: its workers, their sandbox children and multiprocessing's helpers
-    all end within seconds (they asked the kernel to follow their parent)."""
+    strategy busy in C code (a factorial at every decision, within its budget): its workers,
+    their sandbox children and multiprocessing's helpers all end within seconds (they asked the
+    kernel to follow their parent)."""
     import os
     import signal
     import subprocess
@@ -173,7 +174,7 @@ def test_a_killed_tournament_leaves_no_process_behind(tmp_path):
     import time
 
     busy = tmp_path / "busy.py"
-    busy.write_text("def strategy(obs):\n    return sum(range(10 ** 11)) % 2\n")
+    busy.write_text("import math\ndef strategy(obs):\n    return math.factorial(20000) % 2\n")
     proc = subprocess.Popen(
         [sys.executable, "-m", "spacewar_ai", "--tournament", "--players",
          f"heuristic:easy,random,idle,strategy:{busy}", "--matches-per-pairing", "4",
@@ -187,7 +188,7 @@ def test_a_killed_tournament_leaves_no_process_behind(tmp_path):
     deadline = time.time() + 60
     while not sandboxed() and time.time() < deadline:
         time.sleep(0.2)
-    time.sleep(1.0)  # the child is now inside sum(): no Python code of its own runs
+    time.sleep(1.0)  # the child now spends its time inside factorial()
     assert sandboxed() and len(_session_members(proc.pid)) >= 4
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
