@@ -16,6 +16,7 @@ it into one line and exit code 2).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import tempfile
@@ -29,13 +30,11 @@ OBSERVATION_FLOATS = 40  # floats of one observation, rounded up (36, or 37 with
 
 def available_memory() -> int | None:
     """Bytes of memory free for a new allocation (MemAvailable), or None where unknown."""
-    try:
+    with contextlib.suppress(OSError, ValueError, IndexError):  # not Linux: ask sysconf
         with open("/proc/meminfo", encoding="ascii") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
                     return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
@@ -97,8 +96,7 @@ def writable(path, what: str, folder: bool = False) -> None:
         raise ValueError(f"{what} {p}: {place} is a file, so nothing can be written under it; "
                          "give another path")
     try:
-        with tempfile.TemporaryFile(dir=place):
-            pass
+        tempfile.TemporaryFile(dir=place).close()  # made and removed: only the trial stays
     except OSError as exc:
         raise ValueError(f"{what} {p}: cannot be written ({exc.strerror or exc}); give a path "
                          "in a folder you can write to") from None
