@@ -57,7 +57,8 @@ def _minari():
     return minari
 
 
-def _folder(did: str) -> Path:
+def dataset_folder(did: str) -> Path:
+    """Where Minari keeps dataset `did` (a `dataset_id`), whether it exists yet or not."""
     from minari.storage import get_dataset_path
 
     return Path(get_dataset_path(did))
@@ -151,7 +152,7 @@ def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
             author="spacewar-ai",
             description=f"Spacewar! games: {', '.join(f'{a} vs {b}' for a, b in pairs)}",
             data_format="hdf5")
-    folder = _folder(did)
+    folder = dataset_folder(did)
     with open(folder / GAMES_FILE, "w") as f:
         for line in lines:
             f.write(json.dumps(line) + "\n")
@@ -223,7 +224,7 @@ def load(name: str, config: GameConfig | None = None):
         raise ValueError(f"dataset {did} does not exist (recorded here: {known}); record one "
                          f"with spacewar-ai --datagen --players A,B --dataset-id {name}")
     data = minari.load_dataset(did)
-    meta_path = _folder(did) / META_FILE
+    meta_path = dataset_folder(did) / META_FILE
     meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
     cfg = config if config is not None else GameConfig()
     shape = data.observation_space.shape
@@ -239,7 +240,7 @@ def _episodes(data, pilot: str | None, name: str):
     """The episodes to learn from: all, or those flown by `pilot` (its name in games.jsonl)."""
     if pilot is None:
         return list(data.iterate_episodes())
-    games = [json.loads(x) for x in (_folder(data.id) / GAMES_FILE).read_text().splitlines()]
+    games = [json.loads(x) for x in (dataset_folder(data.id) / GAMES_FILE).read_text().splitlines()]
     wanted = [g["episodes"][ship] for g in games for ship in (0, 1) if g["pilots"][ship] == pilot]
     if not wanted:
         names = sorted({p for g in games for p in g["pilots"]})
@@ -285,14 +286,14 @@ def transitions(name: str, n_step: int, gamma: float, pilot: str | None = None,
 def info(name: str) -> str:
     """The dataset card: pilots, size, win rates and score summary."""
     data, meta = load(name, GameConfig(**{k: v for k, v in _meta_game(name).items()}))
-    games = [json.loads(x) for x in (_folder(data.id) / GAMES_FILE).read_text().splitlines()]
+    games = [json.loads(x) for x in (dataset_folder(data.id) / GAMES_FILE).read_text().splitlines()]
     lines = [f"dataset {data.id}: {data.total_episodes} episodes ({len(games)} games, each as "
              f"both ships' views), {data.total_steps:,} steps",
              f"  recorded {meta.get('games_per_pair', '?')} games per pair, seed "
              f"{meta.get('seed', '?')}, reward table "
              f"{meta.get('reward', {}).get('personality', 'standard')}",
              f"  observations {data.observation_space.shape}, actions "
-             f"{getattr(data.action_space, 'n', '?')}; folder {_folder(data.id)}"]
+             f"{getattr(data.action_space, 'n', '?')}; folder {dataset_folder(data.id)}"]
     for a, b in sorted({(g["a"], g["b"]) for g in games}):
         mine = [g for g in games if (g["a"], g["b"]) == (a, b)]
         wins = sum(g["real_winner"] == "a" for g in mine)
@@ -307,5 +308,5 @@ def info(name: str) -> str:
 
 
 def _meta_game(name: str) -> dict:
-    path = _folder(dataset_id(name)) / META_FILE
+    path = dataset_folder(dataset_id(name)) / META_FILE
     return json.loads(path.read_text()).get("game", {}) if path.is_file() else {}

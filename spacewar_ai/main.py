@@ -529,12 +529,13 @@ def _export(parser, args) -> int:
 def _ratings(args):
     from pathlib import Path
 
+    from spacewar_ai.preflight import writable
     from spacewar_ai.ratings import RatingsFile
 
-    from spacewar_ai.preflight import writable
-
-    path = args.ratings_file or Path(args.checkpoint_dir or "checkpoints") / "ratings.json"
-    writable(path, "--ratings-file")
+    if args.ratings_file:  # checked with the other outputs (_check_outputs)
+        return RatingsFile(args.ratings_file)
+    path = Path(args.checkpoint_dir or "checkpoints") / "ratings.json"
+    writable(path, "the ratings file (--ratings-file)")
     return RatingsFile(path)
 
 
@@ -715,11 +716,11 @@ def _datagen(parser, args) -> int:
     if not args.dataset_id:
         parser.error("--datagen needs --dataset-id NAME (what the dataset will be called)")
     cfg = _run_config(args)
-    from spacewar_ai.datasets import _folder
+    from spacewar_ai.datasets import dataset_folder, dataset_id
     from spacewar_ai.preflight import check_games, writable
 
     check_games("--episodes", args.episodes or 200)
-    writable(_folder(args.dataset_id), "the dataset's folder", folder=True)
+    writable(dataset_folder(dataset_id(args.dataset_id)), "the dataset's folder", folder=True)
     report = generate([tuple(specs)], args.episodes or 200, args.dataset_id, args.seed or 0,
                       cfg.reward, cfg.game, args.quiet,
                       ray_address=_ray_address(parser, args))

@@ -75,10 +75,13 @@ def load_replay(path) -> dict:
     from .preflight import read_bounded
 
     try:
-        text = read_bounded(path, "replay", 64 * 1024 * 1024).decode("utf-8")
-    except ValueError as exc:  # a special file, too large, unreadable, or not UTF-8 text
-        raise ReplayError(str(exc) if not isinstance(exc, UnicodeDecodeError) else
-                          f"replay {path}: cannot be read as text ({exc})") from None
+        raw = read_bounded(path, "replay", 64 * 1024 * 1024)
+    except ValueError as exc:  # a special file, too large or unreadable
+        raise ReplayError(str(exc)) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ReplayError(f"replay {path}: cannot be read as text ({exc})") from None
     return parse_replay(text, str(path))
 
 

@@ -137,24 +137,24 @@ def test_every_page_loads_and_draws_without_console_errors(page, server, project
     assert page.console_errors == []
 
 
+def _submit(page, name: str, file_name: str, source: bytes) -> None:
+    """Enter a strategy in the arena page's form, as a visitor does."""
+    page.fill("#entry-name", name)
+    page.set_input_files("#entry-file", files=[{"name": file_name, "mimeType": "text/x-python",
+                                                "buffer": source}])
+    page.click("#submit")
+
+
 def test_the_arena_page_takes_a_submission_and_lists_it(page, server, project):
     page.goto(f"{server}/arena")
     page.wait_for_selector("body[data-ready='1']")
     page.wait_for_selector("table.ratings")
-    page.fill("#entry-name", "spinner")
-    page.set_input_files("#entry-file", files=[{
-        "name": "spin.py", "mimeType": "text/x-python",
-        "buffer": b"def strategy(obs):\n    return 1\n"}])
-    page.click("#submit")
+    _submit(page, "spinner", "spin.py", b"def strategy(obs):\n    return 1\n")
     page.wait_for_function("document.querySelector('#board').textContent.includes('spinner')")
     assert "queued" in page.text_content("#submitted")
     assert page.console_errors == []
     # A refused file is one line on the page (its 400 is the browser's only complaint).
-    page.fill("#entry-name", "importer")
-    page.set_input_files("#entry-file", files=[{
-        "name": "os.py", "mimeType": "text/x-python",
-        "buffer": b"import os\ndef strategy(obs):\n    return 1\n"}])
-    page.click("#submit")
+    _submit(page, "importer", "os.py", b"import os\ndef strategy(obs):\n    return 1\n")
     page.wait_for_selector("#error:not([hidden])")
     assert "an import other than `import math`" in page.text_content("#error")
     assert all("400 (Bad Request)" in e for e in page.console_errors), page.console_errors
