@@ -12,6 +12,7 @@ A pilot is an object with `act(obs (N, D)) -> actions (N,)`, `reset(mask, seeds)
 | `search:SPEC[+MODEL]` | SPEC with a lookahead at play time (search.py) |
 | `adapt:SPEC[+MODEL]` | the same, its model of the opponent learning the opponent it meets |
 | `onnx:PATH`, `sb3:PATH.zip` | a model trained elsewhere: ONNX, Stable-Baselines3 (outside_pilots.py) |
+| `lm:MODEL[+ADAPTER][@OPTIONS]` | a language model reading the text view (lm_pilot.py) |
 
 A pilot object passes through unchanged and a plain function `obs -> action` is wrapped, so the
 environments and matches take any of them. Learned pilots play greedily unless
@@ -32,7 +33,8 @@ from .scripted import SCRIPTED_SPECS, scripted_pilot
 
 PRETRAINED_PATH = Path(__file__).resolve().parent / "pretrained" / "ppo_spacewar.pt"
 SPEC_HELP = (f"{', '.join(SCRIPTED_SPECS)}, pretrained, ppo:PATH, dqn:PATH, strategy:PATH.py, "
-             "search:SPEC, adapt:SPEC, onnx:PATH, sb3:PATH.zip or a checkpoint path")
+             "search:SPEC, adapt:SPEC, onnx:PATH, sb3:PATH.zip, lm:MODEL[+ADAPTER] or a checkpoint "
+             "path")
 
 
 class Pilot(Protocol):
@@ -181,6 +183,10 @@ def make_pilot(spec, config: GameConfig | None = None, seed: int = 0,
 
         path = spec_path(s)
         return outside_pilot(s, file_identity(path) if path.is_file() else s)
+    if low.startswith("lm:"):
+        from .lm_pilot import lm_pilot
+
+        return lm_pilot(s[3:], config.num_actions, device, seed)
     return _learned_pilot(spec, config, deterministic, device)
 
 

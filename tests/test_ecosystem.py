@@ -169,9 +169,7 @@ def test_pettingzoo_parallel_env_passes_its_tests_and_has_a_state():
     assert par.state().shape == par.state_space.shape == (72,)
 
 
-def test_the_cleanrl_style_example_trains_with_gymnasiums_sync_vector_env(tmp_path):
-    """examples/cleanrl_ppo.py: a CleanRL-shaped loop over gym.vector.SyncVectorEnv, run for a
-    few hundred steps, writes TensorBoard events."""
+def _load_example():
     import importlib.util
     from pathlib import Path
 
@@ -179,10 +177,77 @@ def test_the_cleanrl_style_example_trains_with_gymnasiums_sync_vector_env(tmp_pa
     spec = importlib.util.spec_from_file_location("cleanrl_ppo", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    steps = module.main(["--total-timesteps", "512", "--num-envs", "4", "--num-steps", "64",
-                         "--log-dir", str(tmp_path)])
-    assert steps == 512
-    assert list(tmp_path.glob("cleanrl_ppo__1__*/events.out.tfevents.*"))
+    return module
+
+
+@pytest.fixture
+def five_decision_games():
+    """An env id whose games last exactly five decisions (20 frames: no ship can die that
+    soon), so a rollout's game ends can be counted by hand."""
+    import gymnasium as gym
+
+    from spacewar_ai.environment import SpacewarEnv
+
+    env_id = "FiveDecisionSpacewar-v0"
+    gym.register(env_id, entry_point=lambda opponent: SpacewarEnv(
+        config={"max_episode_steps": 20}, opponent=opponent))
+    yield env_id
+    gym.registry.pop(env_id)
+
+
+def test_the_cleanrl_example_trains_on_played_decisions_and_every_sample_once_an_epoch(
+        tmp_path, five_decision_games):
+    """examples/cleanrl_ppo.py over Gymnasium's SyncVectorEnv, 2 envs x 16 steps, 2 iterations,
+    games of 5 decisions. By hand: games end after decisions 5, 10, ..., 30 of each env, so a new
+    game starts at steps 5, 10, 15 of the first rollout and 4, 9, 14 of the second; each step
+    costs -0.01 points and a game's last also the draw's -10 (x 0.01 scale); no step is the
+    ignored one Gymnasium's next-step autoreset inserts (reward 0). Each epoch's minibatches
+    cover the batch exactly once; CleanRL's logs are written; the learning rate anneals."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    example = _load_example()
+    rollouts, minibatches = [], []
+    steps = example.main(
+        ["--env-id", five_decision_games, "--num-envs", "2", "--num-steps", "16",
+         "--total-timesteps", "64", "--log-dir", str(tmp_path)],
+        on_rollout=lambda it, batch: rollouts.append({k: v.clone() for k, v in batch.items()}),
+        on_minibatch=lambda epoch, inds: minibatches.append((epoch, inds)))
+    assert steps == 64 and len(rollouts) == 2
+
+    for rollout, starts in zip(rollouts, ([5, 10, 15], [4, 9, 14])):
+        for env in range(2):
+            assert np.flatnonzero(rollout["dones"][:, env].numpy()).tolist() == starts
+            expected = np.full(16, -0.01 * 0.01)
+            expected[[s - 1 for s in starts]] = (-0.01 - 10) * 0.01  # a game's last decision
+            np.testing.assert_allclose(rollout["rewards"][:, env].numpy(), expected, rtol=1e-5)
+
+    assert len(minibatches) == 2 * 4 * 4  # iterations x epochs x minibatches
+    for k in range(0, len(minibatches), 4):
+        epoch = minibatches[k:k + 4]
+        assert len({e for e, _ in epoch}) == 1
+        assert sorted(np.concatenate([inds for _, inds in epoch]).tolist()) == list(range(32))
+
+    events = EventAccumulator(str(next(tmp_path.glob("cleanrl_ppo__1__*"))))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    assert {"losses/approx_kl", "losses/old_approx_kl", "losses/clipfrac",
+            "losses/explained_variance", "losses/entropy", "charts/episodic_return",
+            "charts/episodic_length"} <= tags
+    lrs = [e.value for e in events.Scalars("charts/learning_rate")]
+    assert lrs == pytest.approx([2.5e-4, 1.25e-4])
+    assert {e.value for e in events.Scalars("charts/episodic_length")} == {5}
+    assert [e.value for e in events.Scalars("charts/episodic_return")] == pytest.approx(
+        [-10.05] * 12)  # the game's own points, six games in each of two envs
+
+
+def test_the_cleanrl_example_stops_an_update_at_its_target_kl(tmp_path, five_decision_games):
+    """--target-kl 0: the first epoch's updates move the policy, so every update stops there."""
+    example = _load_example()
+    epochs = []
+    example.main(["--env-id", five_decision_games, "--num-envs", "2", "--num-steps", "16",
+                  "--total-timesteps", "64", "--target-kl", "0", "--log-dir", str(tmp_path)],
+                 on_minibatch=lambda epoch, inds: epochs.append(epoch))
+    assert epochs == [0] * 8  # two iterations of one epoch's four minibatches
 
 
 def test_supersuit_turns_the_parallel_env_into_a_vector_env_for_shared_policies():

@@ -138,3 +138,31 @@ def test_web_load_drives_a_local_server_and_reports(tmp_path):
     assert int(figures["frames_per_game_min"]) > 0 and int(figures["submissions"]) >= 2
     for key in ("page_ms_p50", "page_ms_p99", "frame_gap_ms_p99", "memory_mb_peak"):
         assert float(figures[key].replace(",", "")) > 0
+
+
+def test_cleanrl_curve_records_every_game_the_example_plays(tmp_path):
+    """scripts/cleanrl_curve.py's per-run mode on the example: every game of the budget is
+    recorded with the decisions played so far, its points and a winner, in order. (Its CleanRL
+    half needs a clone of CleanRL, which the tests cannot download.)"""
+    example_file = ROOT / "examples" / "cleanrl_ppo.py"  # stands in for the path checked
+    out = tmp_path / "games.json"
+    _script(tmp_path, "cleanrl_curve", "--cleanrl-ppo", str(example_file), "--one", "example",
+            "--seed", "3", "--total-timesteps", "4096", "--out", str(out),
+            "--log-dir", str(tmp_path / "runs"))
+    games = json.loads(out.read_text())["games"]
+    assert len(games) >= 4
+    decisions = [d for d, _, _ in games]
+    assert decisions == sorted(decisions) and decisions[-1] <= 4096
+    assert {w for _, _, w in games} <= {-1, 0, 1}
+    assert all(points < 0 for _, points, w in games if w == 1)  # a loss costs points
+    assert list((tmp_path / "runs").glob("cleanrl_ppo__3__*/events.out.tfevents.*"))
+
+
+def test_cleanrl_curve_names_a_missing_cleanrl_file(tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "cleanrl_curve.py"),
+                          "--cleanrl-ppo", str(tmp_path / "ppo.py")], capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 2
+    assert out.stderr.strip().endswith("give the path of cleanrl/ppo.py in a clone of "
+                                       "github.com/vwxyzjn/cleanrl")
+    assert len(out.stderr.strip().splitlines()) == 1

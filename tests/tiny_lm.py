@@ -1,0 +1,37 @@
+"""A tiny random-weight causal LM (transformers' Llama architecture) and a word-level tokenizer
+built offline from the text view's own words, saved as a transformers folder, so the LM pilot,
+SFT and GRPO run on a real model in the tests without a download."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+WORDS = ("Spacewar You fly a ship Actions drift turn left right thrust fire and hyperspace Answer "
+         "with one valid action Enemy hidden closing opening ahead behind away Star Torpedo Fuel "
+         "torpedoes Valid Action").split()
+SPECIAL = ["<pad>", "<unk>", "<s>", "</s>"]
+
+
+def make_tiny_lm(folder, hidden: int = 32, layers: int = 2, heads: int = 4, seed: int = 0) -> Path:
+    """Save a tiny Llama model and its tokenizer in `folder` (from_pretrained loads it)."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    vocab = {t: i for i, t in enumerate(SPECIAL + [str(d) for d in range(10)]
+                                        + list("!.,:%+-") + WORDS)}
+    core = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.Whitespace()])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>",
+                                        unk_token="<unk>", bos_token="<s>", eos_token="</s>")
+    torch.manual_seed(seed)
+    config = LlamaConfig(vocab_size=len(vocab), hidden_size=hidden, intermediate_size=2 * hidden,
+                         num_hidden_layers=layers, num_attention_heads=heads,
+                         num_key_value_heads=heads, max_position_embeddings=256,
+                         pad_token_id=0, bos_token_id=2, eos_token_id=3)
+    model = LlamaForCausalLM(config)
+    folder = Path(folder)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
