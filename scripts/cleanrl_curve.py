@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         games = sum(len(results[script, s]["games"]) for s in args.seeds)
         print(f"  {name:24s} " + " ".join("  -  " if m is None else f"{m:5.2f}" for m in mean)
               + f"   {games} games, {sum(wall) / len(wall):.0f} s a run")
-        step = args.total_timesteps / BINS
+        step = args.total_timesteps / BINS / 1000
         series[name] = [((b + 0.5) * step, m) for b, m in enumerate(mean) if m is not None]
         report["runs"][name] = {str(s): {"wall_s": round(results[script, s]["wall_s"], 1),
                                          "games": len(results[script, s]["games"]),
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     from spacewar_ai.charts import line_chart
 
     line_chart(args.chart, series, f"PPO against {args.opponent}, mean of {len(args.seeds)} seeds",
-               "decisions played", "win rate")
+               "thousands of decisions played", "win rate")
     print(f"wrote {args.chart} and {args.json}")
     return 0
 

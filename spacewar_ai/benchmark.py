@@ -217,7 +217,40 @@ def run_benchmark(repeats: int = 5, seed: int = 0, quick: bool = False) -> dict[
         if unit == "game-steps/s":
             extra = f"   ({value * skip:,.0f} frames/s)"
         print(f"  {name:<{width}}  {value:>14,.0f} {unit}{extra}")
+    figures.update(bench_lm(seed, quick))
     figures.update(bench_ray(seed, quick))
+    return figures
+
+
+def bench_lm(seed: int = 0, quick: bool = False, spec: str = "smollm2") -> dict[str, float]:
+    """The LM pilot's decisions/s at a batch of 1 and 64 games, in float32 and bfloat16, with
+    the process's torch threads; not measured (one line why) without transformers or the
+    model."""
+    import torch
+
+    from .lm_models import LMError
+    from .lm_pilot import lm_pilot
+
+    try:
+        pilots = {dtype: lm_pilot(f"{spec}@{dtype}") for dtype in ("fp32", "bf16")}
+    except LMError as exc:
+        print(f"LM pilot: not measured ({exc})")
+        return {}
+    env = SpacewarVectorEnv(64)
+    obs, _ = env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    for _ in range(20):  # into the game: torpedoes out, the star's pull felt
+        obs, *_ = env.step(random_valid_actions(obs, rng))
+    repeats = 1 if quick else 3
+    figures = {}
+    print(f"LM pilot lm:{spec}, one forward pass a decision, torch on "
+          f"{torch.get_num_threads()} threads, medians of {repeats}:")
+    for dtype, pilot in pilots.items():
+        for n in (1, 64):
+            pilot.act(obs[:n])  # the preamble's cache and the first call's allocations
+            v = _median_rate(lambda p=pilot, k=n: p.act(obs[:k]), n, repeats)
+            figures[f"lm_{dtype}_{n}"] = v
+            print(f"  {dtype}, batch of {n:>2} games  {v:>8,.1f} decisions/s")
     return figures
 
 

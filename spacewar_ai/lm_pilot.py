@@ -104,7 +104,7 @@ class LMPilot:
             with torch.no_grad():
                 prefix = torch.tensor([self.coder.prefix], device=device)
                 self._prefix_cache = self.model.get_decoder()(
-                    input_ids=prefix, use_cache=True).past_key_values
+                    input_ids=prefix, use_cache=True).cache
         cache = copy.deepcopy(self._prefix_cache)
         cache.batch_repeat_interleave(n)
         return cache

@@ -6,8 +6,8 @@ indices; the model answers with one index. An example, mid-game:
 
     Spacewar! You fly a ship. Actions: 0 drift, 1 turn left, 2 turn right, 3 thrust, 4 fire,
     5 thrust and fire. Answer with one valid action.
-    Enemy 35 right 4 away, closing. Star 120 left 2 away. Torpedo 10 left 1 away. Fuel 80,
-    torpedoes 12. Valid: 0,1,2,3.
+    Enemy 135 left 6 away, closing. Star 165 left 4 away. Torpedo 135 left 6 away. Fuel 97,
+    torpedoes 29. Valid: 0,1,2,3.
     Action:
 
 (one line each in the prompt; the last ends with a newline, so every index is a token of its

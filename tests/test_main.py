@@ -477,6 +477,11 @@ BAD_INPUT = {
     "render on ray": (lambda f: EV + ["--render", "--backend", "ray"], "--render"),
     "adapting planner on ray": (lambda f: ["--evaluate", "--checkpoint", "adapt:pretrained",
                                            "--backend", "ray"], "adapt:pretrained"),
+    # the LM pilot
+    "lm base missing": (lambda f: [*EV[:2], "lm:nothere", *EV[3:]], "base model nothere"),
+    "lm folder not a model": (lambda f: [*EV[:2], "lm:" + f["folder"], *EV[3:]],
+                              "has no config.json"),
+    "lm bad option": (lambda f: [*EV[:2], "lm:nothere@hot", *EV[3:]], "'hot' after @"),
     # the browser
     "serve port 0": (lambda f: ["--serve", "--port", "0"], "--port 0"),
     "host without serve": (lambda f: ["--host", "0.0.0.0"], "--host"),
