@@ -41,11 +41,12 @@ class LMError(ValueError):
     """A model, adapter or setting the LM pilot cannot use; the message names the fix."""
 
 
-def require_transformers() -> None:
-    """Raise LMError naming the install command when transformers or peft is missing."""
+def require_transformers(*more: str) -> None:
+    """Raise LMError naming the install command when transformers, peft (or `more`, such as
+    trl for training) is missing."""
     import importlib.util
 
-    missing = [m for m in ("transformers", "peft") if importlib.util.find_spec(m) is None]
+    missing = [m for m in ("transformers", "peft", *more) if importlib.util.find_spec(m) is None]
     if missing:
         raise LMError(f"the LM pilot needs {' and '.join(missing)}, which are not installed: "
                       f"{INSTALL_LM}")

@@ -66,7 +66,7 @@ def split(obs: np.ndarray, actions: np.ndarray, examples_wanted: int, held_out: 
 
 def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
     """--algorithm sft: a LoRA adapter on --base-model trained on the dataset's decisions."""
-    require_transformers()
+    require_transformers("trl")
     import tempfile
 
     import torch
