@@ -125,6 +125,7 @@ def gguf_as_folder(base: BaseModel) -> BaseModel:
     file dequantized but still marked quantized, so its Trainer refuses to fine-tune it and it
     cannot be saved; the same weights in a model built from the config train and load in a
     fraction of the time."""
+    import contextlib
     import copy
     import shutil
     import tempfile
@@ -150,10 +151,8 @@ def gguf_as_folder(base: BaseModel) -> BaseModel:
         try:
             model.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
-            try:
+            with contextlib.suppress(OSError):  # another process converted it first: keep theirs
                 tmp.rename(folder)
-            except OSError:  # another process converted it first: keep theirs
-                pass
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return BaseModel(base.spec, str(folder))
