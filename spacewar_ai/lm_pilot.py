@@ -1,15 +1,15 @@
 """The LM pilot: a causal language model that reads the text view and answers an action index.
 
-    spacewar-ai --evaluate lm:smollm2 --opponent heuristic:medium
-    spacewar-ai --tournament --players lm:sft,lm:grpo,pretrained,heuristic:hard
+    spacewar-ai --evaluate --checkpoint lm:smollm2 --opponent heuristic:medium
+    spacewar-ai --tournament --players lm:smollm2@bf16,lm:my-sft-run,heuristic:hard
 
 `lm:MODEL[+ADAPTER]` (lm_models.py says what MODEL and ADAPTER may be). Each decision is one
 forward pass for the whole batch of games: the preamble's keys and values are computed once and
 reused, each game's situation (lm_view.py) is run after it, and the answer is read from the
 logits of the index tokens at the last position: invalid actions get -inf, so no probability
 mass can fall on one; the highest remaining logit is played, or one is sampled at
-`temperature`. `PromptCoder` is the one place prompts become token ids, so the trainers
-(lm_sft.py, lm_grpo.py) train on exactly what the pilot reads.
+`temperature`. `PromptCoder` is the one place prompts become token ids, so training (lm_sft.py)
+sees exactly what the pilot reads.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ class PromptCoder:
 
     def situations(self, obs: np.ndarray) -> list[list[int]]:
         """Token ids of each observation's situation (what follows the preamble)."""
-        return [self.tokenizer(situation(o), add_special_tokens=False).input_ids for o in obs]
+        texts = [situation(o) for o in obs]  # one tokenizer call for the batch
+        return self.tokenizer(texts, add_special_tokens=False).input_ids if texts else []
 
     def full(self, obs: np.ndarray) -> list[list[int]]:
         """Whole prompts: preamble + situation, as training reads them."""
@@ -172,6 +173,6 @@ def lm_pilot(spec: str, num_actions: int = 6, device: str = "cpu", seed: int = 0
     model_spec, temperature, dtype = parse_options(spec)
     model, tokenizer, label = load_lm(model_spec, device)
     model.to(getattr(torch, dtype))
-    _, _, opts = str(spec).partition("@")
+    opts = str(spec).partition("@")[2]
     return LMPilot(model, tokenizer, label + (f"@{opts}" if opts else ""), num_actions,
                    temperature, seed)

@@ -131,12 +131,11 @@ def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
                              callbacks=[TensorBoardCallback(writer), Agreement()])
         result = trainer.train()
     seconds = time.time() - began
+    after = scores.get("after", before)
     save_adapter(peft_model, adapter_dir, t.base_model, model,
                  {"algorithm": "sft", "dataset": t.dataset, "dataset_pilot": t.dataset_pilot,
-                  "examples": len(train_obs), "agreement": scores.get("after", before),
-                  "seconds": round(seconds, 1)})
+                  "examples": len(train_obs), "agreement": after, "seconds": round(seconds, 1)})
     writer.close()
-    after = scores.get("after", before)
     print(f"done: SFT on {len(train_obs):,} decisions in {seconds / 60:.1f} minutes, agreement "
           f"{before:.1%} -> {after:.1%}; play it as lm:{name} -> {adapter_dir}")
     return {"adapter_dir": str(adapter_dir), "log_dir": str(log_dir), "agreement_before": before,

@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from .config import OBS_MASK
+from .config import OBS_MASK, GameConfig
 from .engine import OBS_OPPONENT, OBS_OWN, OBS_STAR, OBS_TORPEDOES
 
 ACTION_WORDS = ("drift", "turn left", "turn right", "thrust", "fire", "thrust and fire",
@@ -36,8 +36,8 @@ ACTION_WORDS = ("drift", "turn left", "turn right", "thrust", "fire", "thrust an
 ANSWER = "Action:\n"
 # Range-rate magnitudes below this (in the observation's units) read as neither closing nor opening.
 STILL = 0.02
-# Torpedoes left are observed as a fraction of the magazine (GameConfig.max_ammo's default).
-MAGAZINE = 32
+# Torpedoes left are observed as a fraction of the magazine; counted against the default one.
+MAGAZINE = GameConfig().max_ammo
 
 
 def preamble(num_actions: int = 6) -> str:
