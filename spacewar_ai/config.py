@@ -392,7 +392,7 @@ class LeagueConfig(_Serializable):
 
 
 # Online RL; behaviour cloning and CQL from a dataset; the LM pilot's supervised fine-tuning.
-ALGORITHMS = ("ppo", "dqn", "bc", "cql", "sft")
+ALGORITHMS = ("ppo", "dqn", "bc", "cql", "sft", "grpo")
 DATASET_ALGORITHMS = ("bc", "cql", "sft")
 
 
@@ -447,14 +447,29 @@ class TrainConfig(_Serializable):
     bc_epochs: int = 6  # behaviour cloning: passes over the data
     offline_steps: int = 20_000  # conservative Q-learning: gradient steps
     cql_alpha: float = 1.0  # the weight of CQL's regulariser
-    # The LM pilot's fine-tuning (lm_sft.py): the base model and the LoRA adapter's training.
+    # The LM pilot's fine-tuning (lm_sft.py, lm_grpo.py): the base model and the LoRA adapter.
     base_model: str = "smollm2"  # smollm2, a .gguf file, a model folder or a hub id
     lm_examples: int = 20_000  # decisions drawn from the dataset to train on (0: all)
     lm_held_out: int = 500  # decisions drawn first, never trained on: agreement is measured there
     lm_epochs: int = 1
-    lm_batch_size: int = 16
+    lm_batch_size: int = 16  # SFT's examples, GRPO's states per gradient step
     lm_learning_rate: float = 2e-4
     lm_lora_rank: int = 16  # alpha is twice the rank
+    lm_lora_layers: int = 8  # LoRA on the top this many decoder layers (0: all of them)
+    lm_bf16: bool = True  # compute in bfloat16 (float32 weights); false: float32 throughout
+    # GRPO (lm_grpo.py): each iteration plays grpo_games games against grpo_opponent, scores
+    # every valid action at grpo_states of the LM's decisions by playing on grpo_horizon
+    # decisions (grpo_rollout_pilot flying the LM's ship), then updates on those groups.
+    grpo_iterations: int = 30
+    grpo_games: int = 16
+    grpo_states: int = 64
+    grpo_horizon: int = 60
+    grpo_opponent: str = "heuristic:medium"
+    grpo_rollout_pilot: str = "heuristic:hard"
+    grpo_epochs: int = 2  # passes over an iteration's states
+    grpo_clip: float = 0.2  # the ratio's clip range, as PPO's
+    grpo_kl: float = 0.05  # the weight of the KL divergence to the adapter GRPO started from
+    grpo_temperature: float = 1.0  # sampling in the iteration's games
 
     def __post_init__(self) -> None:
         _require(self.algorithm in ALGORITHMS, "TrainConfig", "algorithm", self.algorithm,
@@ -463,8 +478,21 @@ class TrainConfig(_Serializable):
                  "dataset", self.dataset, f"{self.algorithm} learns from a dataset: name one "
                  "(--dataset NAME; record one with --datagen)")
         _check_positive(self, ("bc_epochs", "offline_steps", "lm_held_out", "lm_epochs",
-                               "lm_batch_size", "lm_lora_rank"), integer=True)
-        _check_positive(self, ("lm_learning_rate",))
+                               "lm_batch_size", "lm_lora_rank", "grpo_iterations", "grpo_games",
+                               "grpo_states", "grpo_horizon", "grpo_epochs"), integer=True)
+        _check_positive(self, ("lm_learning_rate", "grpo_clip", "grpo_temperature"))
+        _require(_is_int(self.lm_lora_layers) and self.lm_lora_layers >= 0, "TrainConfig",
+                 "lm_lora_layers", self.lm_lora_layers, "must be a whole number >= 0 (0: all)")
+        _require(isinstance(self.lm_bf16, bool), "TrainConfig", "lm_bf16", self.lm_bf16,
+                 "must be true or false")
+        _require(_finite(self.grpo_kl) and self.grpo_kl >= 0, "TrainConfig", "grpo_kl",
+                 self.grpo_kl, "must be a finite number >= 0")
+        for name in ("grpo_opponent", "grpo_rollout_pilot"):
+            _require(isinstance(getattr(self, name), str) and bool(getattr(self, name).strip()),
+                     "TrainConfig", name, getattr(self, name), "must name a pilot, e.g. "
+                     "heuristic:hard")
+        _require(self.grpo_games % 2 == 0, "TrainConfig", "grpo_games", self.grpo_games,
+                 "must be even (games are played in pairs from one start, sides swapped)")
         _require(_is_int(self.lm_examples) and self.lm_examples >= 0, "TrainConfig",
                  "lm_examples", self.lm_examples, "must be a whole number >= 0 (0: all)")
         _require(isinstance(self.base_model, str) and bool(self.base_model.strip()),

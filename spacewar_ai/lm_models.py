@@ -163,7 +163,9 @@ def load_base(spec: str, device: str = "cpu"):
     require_transformers()
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # a bar per weight file would crowd a match's own output
     base = resolve_base(spec)
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise LMError(f"--device {device}: no CUDA device is available here; use --device cpu")
@@ -281,3 +283,32 @@ def load_lm(spec: str, device: str = "cpu"):
     model = PeftModel.from_pretrained(model, str(folder)).merge_and_unload()
     model.eval()
     return model, tokenizer, f"{model_spec}+{folder.name}"
+
+
+def add_lora(model, rank: int, top_layers: int = 0):
+    """A peft model training a LoRA adapter (alpha twice the rank, on the attention's q and v
+    projections, as the original design) on the top `top_layers` decoder layers (0: all).
+    Gradients then flow back through those layers alone, which is most of training's cost."""
+    from peft import LoraConfig, get_peft_model
+
+    layers = model.config.num_hidden_layers
+    extra = {} if not top_layers or top_layers >= layers else {
+        "layers_to_transform": list(range(layers - top_layers, layers))}
+    return get_peft_model(model, LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=0.0,
+                                            target_modules=["q_proj", "v_proj"],
+                                            task_type="CAUSAL_LM", **extra))
+
+
+def load_trainable(adapter: str, device: str = "cpu"):
+    """(peft model with the adapter trainable, tokenizer, adapter folder, its metadata) for
+    training an adapter further (GRPO from an SFT adapter), on the base the adapter names."""
+    from peft import PeftModel
+
+    folder = find_adapter(adapter)
+    meta = adapter_meta(folder)
+    model, tokenizer = load_base(meta["base_model"], device)
+    if meta.get("fingerprint") != fingerprint(model):
+        raise LMError(f"adapter {adapter} names {meta['base_model']} as its base, but that model "
+                      "is not the one it was trained on (another version?); retrain it")
+    model = PeftModel.from_pretrained(model, str(folder), is_trainable=True)
+    return model, tokenizer, folder, meta

@@ -85,8 +85,32 @@ def masked_answer_logits(model, coder: PromptCoder, ids: list[list[int]], masks,
     return logits.masked_fill(~valid, float("-inf"))
 
 
+def prompt_logits(model, coder: PromptCoder, obs: np.ndarray):
+    """masked_answer_logits of a batch of observations as training computes them (SFT, GRPO):
+    the preamble run once for the batch under the current weights, with gradients, its keys and
+    values repeated for every row, then the situations; the pilot reads prompts the same way."""
+    import torch
+
+    device = next(model.parameters()).device
+    cache = model.get_decoder()(input_ids=torch.tensor([coder.prefix], device=device),
+                                use_cache=True).cache
+    cache.batch_repeat_interleave(len(obs))
+    return masked_answer_logits(model, coder, coder.situations(obs), obs[:, OBS_MASK:] > 0.5,
+                                cache=cache)
+
+
+def autocast(device, bf16: bool):
+    """The context training and play in bfloat16 run under (float32 weights kept)."""
+    import torch
+
+    kind = device.type if hasattr(device, "type") else str(device).split(":")[0]
+    return torch.autocast(kind, dtype=torch.bfloat16, enabled=bool(bf16))
+
+
 class LMPilot:
     """A language model flying ships: act(obs (N, D)) -> actions (N,)."""
+
+    uses_active_mask = True  # matches ask about running games only: each row is a forward pass
 
     def __init__(self, model, tokenizer, name: str, num_actions: int = 6,
                  temperature: float = 0.0, seed: int = 0):
@@ -124,19 +148,24 @@ class LMPilot:
             return masked_answer_logits(self.model, self.coder, self.coder.situations(obs),
                                         obs[:, OBS_MASK:] > 0.5, cache=self._cache(len(obs)))
 
-    def act(self, obs: np.ndarray) -> np.ndarray:
+    def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
+        """Actions for every row; with `active`, only those games are read (the others, already
+        over, get 0), so a batch costs what its running games cost."""
         import torch
 
         obs = np.asarray(obs, dtype=np.float32)
-        if obs.shape[0] == 0:
-            return np.zeros(0, dtype=np.int64)
-        logits = self.logits(obs).float().cpu()
+        out = np.zeros(obs.shape[0], dtype=np.int64)
+        rows = np.arange(obs.shape[0]) if active is None else np.flatnonzero(active)
+        if rows.size == 0:
+            return out
+        logits = self.logits(obs[rows]).float().cpu()
         if self.temperature > 0:
             probs = torch.softmax(logits / self.temperature, dim=-1)
             actions = torch.multinomial(probs, 1, generator=self._generator).view(-1)
         else:
             actions = logits.argmax(-1)
-        return actions.numpy().astype(np.int64)
+        out[rows] = actions.numpy()
+        return out
 
 
 DTYPES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp32": "float32", "float32": "float32"}

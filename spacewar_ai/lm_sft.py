@@ -4,54 +4,48 @@
 The teacher's decisions in a recorded dataset (`--datagen`; one pilot's side with
 `--dataset-pilot`) become examples: the prompt the pilot reads (lm_pilot.PromptCoder, the same
 token ids) and the index the teacher played. A LoRA adapter (peft; rank `[train] lm_lora_rank`,
-alpha twice the rank, on the attention's q and v projections) is trained with trl's SFTTrainer,
-the loss on the answer token only. `lm_held_out` decisions, drawn before training and never
-trained on, measure agreement with the teacher (the masked argmax the pilot plays) before
-training and after each epoch.
+alpha twice the rank, on the attention's q and v projections of the top `lm_lora_layers`
+decoder layers) is trained on the cross-entropy of the teacher's index under the pilot's own
+masked answer: the index tokens' logits after the prompt, invalid actions at -inf
+(lm_pilot.prompt_logits, the preamble run once per batch). `lm_held_out` decisions, drawn
+before training and never trained on, measure agreement with the teacher (the masked argmax the
+pilot plays) before training and after each epoch.
 
 The adapter is saved in `models/adapters/<run>/` with `spacewar_lm.json` naming its base, so
-`lm:<run>` (or `lm:MODEL+<run>`) plays it. TensorBoard (`runs/<run>/`): trl's `train/loss`,
-`train/learning_rate`, and `lm/agreement` on the held-out decisions.
+`lm:<run>` (or `lm:MODEL+<run>`) plays it. TensorBoard (`runs/<run>/`): `lm/loss` (every ten
+steps, the mean of those steps), `lm/learning_rate`, `lm/agreement` on the held-out decisions,
+`lm/examples_per_second`.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
 import numpy as np
 
 from .config import OBS_MASK, RunConfig
-from .lm_models import ADAPTERS_DIR, load_base, require_transformers, save_adapter
-from .lm_pilot import PromptCoder, masked_answer_logits
+from .lm_models import ADAPTERS_DIR, add_lora, load_base, require_transformers, save_adapter
+from .lm_pilot import PromptCoder, autocast, prompt_logits
 from .threads import use_torch_threads
 
 
 def agreement(model, coder: PromptCoder, obs: np.ndarray, actions: np.ndarray,
-              batch: int = 32) -> float:
+              batch: int = 32, bf16: bool = False) -> float:
     """The share of decisions where the model's masked argmax is the teacher's action."""
     import torch
 
     was_training = model.training
     model.eval()
     hits = 0
-    with torch.no_grad():
+    device = next(model.parameters()).device
+    with torch.no_grad(), autocast(device, bf16):
         for i in range(0, len(obs), batch):
-            o = obs[i:i + batch]
-            logits = masked_answer_logits(model, coder, coder.full(o), o[:, OBS_MASK:] > 0.5)
+            logits = prompt_logits(model, coder, obs[i:i + batch])
             hits += int((logits.argmax(-1).cpu().numpy() == actions[i:i + batch]).sum())
     model.train(was_training)
     return hits / max(1, len(obs))
-
-
-def examples(coder: PromptCoder, obs: np.ndarray, actions: np.ndarray) -> dict[str, list]:
-    """Pre-tokenized examples for SFTTrainer: the prompt and the answer token, the loss on the
-    answer alone."""
-    ids, masks = [], []
-    for prompt, a in zip(coder.full(obs), actions):
-        ids.append(prompt + [coder.answer_ids[int(a)]])
-        masks.append([0] * len(prompt) + [1])
-    return {"input_ids": ids, "completion_mask": masks}
 
 
 def split(obs: np.ndarray, actions: np.ndarray, examples_wanted: int, held_out: int, seed: int):
@@ -64,24 +58,37 @@ def split(obs: np.ndarray, actions: np.ndarray, examples_wanted: int, held_out: 
     return obs[rest], actions[rest], obs[held], actions[held]
 
 
+def lm_device(cfg: RunConfig) -> str:
+    """The device an LM trains on: --device, auto choosing CUDA when there is one."""
+    import torch
+
+    if cfg.train.device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return cfg.train.device
+
+
+def linear_decay(optimizer, steps: int):
+    """The learning rate falling linearly from its value to zero over `steps` steps."""
+    import torch
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: max(0.0, 1.0 - k / steps))
+
+
 def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
     """--algorithm sft: a LoRA adapter on --base-model trained on the dataset's decisions."""
-    require_transformers("trl")
-    import tempfile
-
+    require_transformers()
     import torch
-    from datasets import Dataset
-    from peft import LoraConfig, get_peft_model
     from torch.utils.tensorboard import SummaryWriter
-    from transformers import TrainerCallback
-    from transformers.integrations import TensorBoardCallback
-    from trl import SFTConfig, SFTTrainer
+    from tqdm import tqdm
 
     from .datasets import arrays
 
     t = cfg.train
     use_torch_threads(t.torch_threads)
     obs, actions = arrays(t.dataset, t.dataset_pilot or None, cfg.game)
+    # An action its own mask calls invalid cannot be the pilot's answer (it is at -inf there).
+    playable = obs[np.arange(len(obs)), OBS_MASK + actions] > 0.5
+    obs, actions = obs[playable], actions[playable]
     if len(obs) <= t.lm_held_out:
         raise ValueError(f"dataset {t.dataset} has {len(obs)} decisions, no more than the "
                          f"{t.lm_held_out} held out ([train] lm_held_out): record more games or "
@@ -91,12 +98,11 @@ def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
     name = t.run_name or f"sft-s{t.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
     adapter_dir = ADAPTERS_DIR / name
     log_dir = Path(t.log_dir) / name
+    device = lm_device(cfg)
     torch.manual_seed(t.seed)
-    model, tokenizer = load_base(t.base_model)
+    model, tokenizer = load_base(t.base_model, device)
     coder = PromptCoder(tokenizer, cfg.game.num_actions)
-    peft_model = get_peft_model(model, LoraConfig(
-        r=t.lm_lora_rank, lora_alpha=2 * t.lm_lora_rank, lora_dropout=0.0,
-        target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"))
+    peft_model = add_lora(model, t.lm_lora_rank, t.lm_lora_layers)
     writer = SummaryWriter(str(log_dir))
     before = agreement(peft_model, coder, held_obs, held_actions)
     writer.add_scalar("lm/agreement", before, 0)
@@ -104,39 +110,52 @@ def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
         print(f"SFT of {t.base_model} on {len(train_obs):,} decisions of {t.dataset}: agreement "
               f"with the teacher on {len(held_obs)} held-out decisions before training "
               f"{before:.1%}")
-    scores = {"before": before}
-
-    class Agreement(TrainerCallback):
-        def on_epoch_end(self, args, state, control, **kwargs):
-            score = agreement(peft_model, coder, held_obs, held_actions)
-            scores["after"] = score
-            writer.add_scalar("lm/agreement", score, state.global_step)
-            writer.flush()
-            if not quiet:
-                print(f"  epoch {round(state.epoch or 0)}: agreement {score:.1%}, "
-                      f"{state.global_step} steps")
-
-    began = time.time()
-    with tempfile.TemporaryDirectory(prefix="sft-") as scratch:
-        args = SFTConfig(
-            output_dir=scratch, num_train_epochs=t.lm_epochs,
-            per_device_train_batch_size=t.lm_batch_size, learning_rate=t.lm_learning_rate,
-            lr_scheduler_type="linear", warmup_steps=0, logging_steps=10, save_strategy="no",
-            report_to="none", completion_only_loss=True,
-            seed=t.seed, data_seed=t.seed, use_cpu=not torch.cuda.is_available(),
-            disable_tqdm=quiet, dataloader_num_workers=0)
-        trainer = SFTTrainer(model=peft_model, args=args, processing_class=tokenizer,
-                             train_dataset=Dataset.from_dict(examples(coder, train_obs,
-                                                                      train_actions)),
-                             callbacks=[TensorBoardCallback(writer), Agreement()])
-        result = trainer.train()
+    per_epoch = math.ceil(len(train_obs) / t.lm_batch_size)
+    optimizer = torch.optim.AdamW([p for p in peft_model.parameters() if p.requires_grad],
+                                  lr=t.lm_learning_rate)
+    schedule = linear_decay(optimizer, per_epoch * t.lm_epochs)
+    rng = np.random.default_rng(t.seed)
+    targets = torch.as_tensor(train_actions, dtype=torch.long, device=device)
+    after, losses, step, began, training = before, [], 0, time.time(), 0.0
+    bar = tqdm(total=per_epoch * t.lm_epochs, desc="sft", unit="step", disable=quiet)
+    peft_model.train()
+    for epoch in range(1, t.lm_epochs + 1):
+        order = rng.permutation(len(train_obs))
+        for start in range(0, len(order), t.lm_batch_size):
+            rows = order[start:start + t.lm_batch_size]
+            tick = time.perf_counter()
+            with autocast(device, t.lm_bf16):
+                logits = prompt_logits(peft_model, coder, train_obs[rows])
+            loss = torch.nn.functional.cross_entropy(logits.float(), targets[rows])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+            training += time.perf_counter() - tick
+            step += 1
+            losses.append(loss.item())
+            bar.update(1)
+            if step % 10 == 0 or step == per_epoch * t.lm_epochs:
+                writer.add_scalar("lm/loss", float(np.mean(losses[-10:])), step)
+                writer.add_scalar("lm/learning_rate", schedule.get_last_lr()[0], step)
+                bar.set_postfix(loss=f"{np.mean(losses[-10:]):.3f}")
+        after = agreement(peft_model, coder, held_obs, held_actions)
+        writer.add_scalar("lm/agreement", after, step)
+        writer.flush()
+        if not quiet:
+            bar.write(f"  epoch {epoch}: agreement {after:.1%}, "
+                      f"loss {np.mean(losses[-per_epoch:]):.3f}")
+    bar.close()
     seconds = time.time() - began
-    after = scores.get("after", before)
+    rate = len(train_obs) * t.lm_epochs / max(training, 1e-9)  # agreement's passes left out
+    writer.add_scalar("lm/examples_per_second", rate, step)
     save_adapter(peft_model, adapter_dir, t.base_model, model,
                  {"algorithm": "sft", "dataset": t.dataset, "dataset_pilot": t.dataset_pilot,
-                  "examples": len(train_obs), "agreement": after, "seconds": round(seconds, 1)})
+                  "examples": len(train_obs), "agreement": after, "seconds": round(seconds, 1),
+                  "examples_per_second": round(rate, 2)})
     writer.close()
     print(f"done: SFT on {len(train_obs):,} decisions in {seconds / 60:.1f} minutes, agreement "
           f"{before:.1%} -> {after:.1%}; play it as lm:{name} -> {adapter_dir}")
     return {"adapter_dir": str(adapter_dir), "log_dir": str(log_dir), "agreement_before": before,
-            "agreement": after, "loss": result.training_loss, "seconds": seconds}
+            "agreement": after, "loss": float(np.mean(losses[-per_epoch:])), "seconds": seconds,
+            "examples_per_second": rate}

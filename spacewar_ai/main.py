@@ -148,10 +148,11 @@ def build_parser() -> Parser:
                    help="the browser app: play, watch, replays, tournaments (--host, --port)")
 
     tr = p.add_argument_group("training")
-    tr.add_argument("--algorithm", choices=("ppo", "dqn", "bc", "cql", "sft"),
+    tr.add_argument("--algorithm", choices=("ppo", "dqn", "bc", "cql", "sft", "grpo"),
                     help="learning algorithm (default ppo); bc (behaviour cloning), cql "
                          "(conservative Q-learning) and sft (a language model's LoRA adapter, "
-                         "played as lm:RUN) learn from a recorded --dataset")
+                         "played as lm:RUN) learn from a recorded --dataset; grpo trains an "
+                         "LM adapter further by playing (--init-from ADAPTER, --opponent)")
     tr.add_argument("--dataset", metavar="NAME",
                     help="bc, cql, sft: the dataset to learn from (record one with --datagen)")
     tr.add_argument("--dataset-pilot", metavar="NAME",
@@ -167,7 +168,8 @@ def build_parser() -> Parser:
                          "or sniper")
     tr.add_argument("--init-from", metavar="CHECKPOINT",
                     help="training: start from this model (the same algorithm's weights; a "
-                         "model of another algorithm is imitated first)")
+                         "model of another algorithm is imitated first); grpo: the LM adapter "
+                         "to start from (a run of --algorithm sft)")
     tr.add_argument("--episodes", type=_count(1),
                     help="training: stop after this many games; --iterative: games between "
                          "rounds; demo: games to play")
@@ -333,7 +335,7 @@ LLM_ACCESS = {"llm_provider", "llm_model", "llm_base_url", "llm_timeout", "keys_
               "llm_local", "llm_local_model", "local_llm_only", "include_local_llm", "gpu_vram"}
 RUN = {"algorithm", "episodes", "timesteps", "minutes", "num_envs", "learning_rate", "device",
        "torch_threads", "config", "checkpoint_dir", "log_dir", "run_name", "resume", "quiet",
-       "seed", "eval_episodes", "reward", "dataset", "dataset_pilot"}
+       "seed", "eval_episodes", "reward", "dataset", "dataset_pilot", "base_model", "opponent"}
 RAY = {"backend", "ray_address"}
 TRAINING = RUN | LLM_ACCESS | {"warm_start", "render", "checkpoint", "init_from", "use_llm"}
 APPLIES = {
@@ -470,7 +472,7 @@ def _run_config(args):
         from spacewar_ai.config import RewardConfig
 
         cfg.reward = RewardConfig.preset(args.reward)
-    if args.learning_rate is not None and cfg.train.algorithm == "sft":
+    if args.learning_rate is not None and cfg.train.algorithm in ("sft", "grpo"):
         cfg.train = dataclasses.replace(cfg.train, lm_learning_rate=args.learning_rate)
     elif args.learning_rate is not None:
         section = {"bc": "ppo", "cql": "dqn"}.get(cfg.train.algorithm, cfg.train.algorithm)
@@ -489,7 +491,24 @@ def _train(parser, args) -> int:
     cfg = _run_config(args)
     algorithm = cfg.train.algorithm
     if args.base_model is not None and algorithm != "sft":
-        parser.error(f"--base-model is read by --algorithm sft; {algorithm} trains a network")
+        what = "trains on the base its --init-from adapter names" if algorithm == "grpo" else \
+            "trains a network"
+        parser.error(f"--base-model is read by --algorithm sft; {algorithm} {what}")
+    if args.opponent is not None and algorithm != "grpo":
+        parser.error(f"--opponent in training is read by --algorithm grpo; {algorithm} sets its "
+                     "opponents in the config's [league] and [train] eval_opponent")
+    if algorithm == "grpo":
+        if not args.init_from:
+            parser.error("--algorithm grpo trains an LM adapter further: name it with --init-from "
+                         "ADAPTER (a run of --algorithm sft, or an adapter folder)")
+        unread = ["timesteps", "num_envs", "warm_start", "render", "use_llm", "checkpoint",
+                  "resume", "champion_train"]
+        given = [k for k in unread if getattr(args, k, None) not in (None, False)]
+        if given:
+            parser.error(f"{_flag(given[0])} does not apply to --algorithm grpo, which plays "
+                         "--episodes games (or [train] grpo_iterations x grpo_games)")
+        if args.opponent is not None:
+            cfg.train = dataclasses.replace(cfg.train, grpo_opponent=args.opponent)
     if algorithm in ("bc", "cql", "sft"):
         # Offline learners read a dataset, not games: the flags that shape play do nothing.
         unread = ["episodes", "minutes", "num_envs", "warm_start", "render", "use_llm"] + (

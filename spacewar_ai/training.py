@@ -706,6 +706,16 @@ def train(cfg: RunConfig, resume: str | None = None, start_from: str | None = No
     from .pilots import spec_path
     from .ratings import best_models
 
+    if cfg.train.algorithm == "grpo":
+        from .lm_grpo import train_grpo
+
+        if resume or champion:
+            raise ValueError("--algorithm grpo starts from an adapter: give --init-from ADAPTER; "
+                             "--resume and --champion-train do not apply")
+        if not start_from:
+            raise ValueError("--algorithm grpo trains an LM adapter further: name it with "
+                             "--init-from ADAPTER (a run of --algorithm sft)")
+        return train_grpo(cfg, start_from, quiet)
     if cfg.train.algorithm == "sft":
         from .lm_sft import train_sft
 

@@ -210,7 +210,7 @@ def test_sft_trains_an_adapter_that_agrees_more_with_its_teacher(tiny, tmp_path,
 
     events = EventAccumulator(str(tmp_path / "runs" / "sft-tiny"))
     events.Reload()
-    losses = [e.value for e in events.Scalars("train/loss")]
+    losses = [e.value for e in events.Scalars("lm/loss")]
     assert len(losses) >= 3 and losses[-1] < losses[0]
     assert [round(e.value, 6) for e in events.Scalars("lm/agreement")][-1] == round(
         out["agreement"], 6)
