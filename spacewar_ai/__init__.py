@@ -1,6 +1,7 @@
 """Spacewar! AI: a faithful, fast Spacewar! (1962) engine with agents, tournaments and human play.
 
-Importing the package registers the Gymnasium environment "Spacewar-v0". The game (engine,
+Importing the package registers the Gymnasium environments "Spacewar-v0" and "SpacewarText-v0"
+(the game as text prompts, for language models: text_env.py). The game (engine,
 environments, configs) loads at once; the learning agents, the league and the LLM key manager load
 on first use (`from spacewar_ai import PPOAgent`), so that playing the environment never imports
 torch.
@@ -20,6 +21,8 @@ if "Spacewar-v0" not in _gym.registry:
         entry_point="spacewar_ai.environment:SpacewarEnv",
         vector_entry_point="spacewar_ai.environment:SpacewarVectorEnv",
     )
+if "SpacewarText-v0" not in _gym.registry:  # prompts for observations, answers for actions
+    _gym.register(id="SpacewarText-v0", entry_point="spacewar_ai.text_env:SpacewarTextEnv")
 
 # Name -> module, imported on first access (PEP 562): these pull in torch or HTTP clients.
 _LAZY = {

@@ -1,0 +1,141 @@
+"""The LM ladder: a teacher's games -> SFT -> GRPO, each measured against the medium and hard
+pilots, GRPO against the SFT adapter it started from, with the wall clock of every stage.
+
+    python scripts/lm_ladder.py --json docs/lm_ladder.json
+
+Stages, each an ordinary command of the CLI's run in this process (the CLI form is printed):
+1. `--datagen --players heuristic:hard,heuristic:medium --episodes GAMES`: the teacher's games;
+2. `--algorithm sft --dataset-pilot heuristic:hard --base-model BASE`, `--sft-examples`
+   decisions;
+3. `--algorithm grpo --init-from <SFT run> --opponent GRPO_OPPONENT --episodes GRPO_GAMES`.
+A stage whose output already exists (the dataset, `models/adapters/<name>-sft`, `...-grpo`) is
+reused, its wall clock read from what it saved, so a ladder can be finished in parts.
+
+Then matches of `--eval-games` games (sides swapped in pairs): the untrained base, SFT, GRPO and
+the teacher against heuristic:medium and heuristic:hard, and GRPO against SFT; torpedo wins with
+95% Wilson intervals. LMs play in bfloat16 (`@bf16`) unless `--float32`. Prints a markdown
+table and writes everything to `--json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from spacewar_ai.config import RunConfig, TrainConfig  # noqa: E402
+from spacewar_ai.lm_models import ADAPTERS_DIR, adapter_meta  # noqa: E402
+from spacewar_ai.match import play_match  # noqa: E402
+from spacewar_ai.ratings import wilson_interval  # noqa: E402
+from spacewar_ai.training import train  # noqa: E402
+
+TEACHER, PUPIL_OF = "heuristic:hard", "heuristic:medium"
+OPPONENTS = ("heuristic:medium", "heuristic:hard")
+
+
+def versus(a: str, b: str, games: int, seed: int) -> dict:
+    began = time.time()
+    r = play_match(a, b, games, seed)
+    lo, hi = wilson_interval(r.wins_a, r.n)
+    return {"a": a, "b": b, "wins": r.wins_a, "losses": r.wins_b, "games": r.n,
+            "rate": r.win_rate_a(), "ci": [lo, hi], "seconds": round(time.time() - began, 1)}
+
+
+def dataset_exists(name: str) -> bool:
+    import minari
+
+    return any(d.startswith(f"spacewar/{name}-v") for d in minari.list_local_datasets())
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--name", default="ladder", help="runs are <name>-sft and <name>-grpo")
+    p.add_argument("--base", default="smollm2")
+    p.add_argument("--dataset-id", default="lm-hard-medium")
+    p.add_argument("--games", type=int, default=600, help="the teacher's recorded games")
+    p.add_argument("--sft-examples", type=int, default=20_000)
+    p.add_argument("--grpo-opponent", default="heuristic:hard")
+    p.add_argument("--grpo-games", type=int, default=960, help="games GRPO plays in all")
+    p.add_argument("--eval-games", type=int, default=64)
+    p.add_argument("--float32", action="store_true", help="LMs play in float32 (slower)")
+    p.add_argument("--torch-threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", default="")
+    args = p.parse_args(argv)
+    stages = {}
+
+    began = time.time()
+    if not dataset_exists(args.dataset_id):
+        from spacewar_ai.datasets import generate
+
+        generate([(TEACHER, PUPIL_OF)], args.games, args.dataset_id, seed=args.seed, quiet=True)
+    stages["datagen"] = {"seconds": round(time.time() - began, 1), "command":
+                         f"spacewar-ai --datagen --players {TEACHER},{PUPIL_OF} --episodes "
+                         f"{args.games} --dataset-id {args.dataset_id}"}
+
+    sft, grpo = f"{args.name}-sft", f"{args.name}-grpo"
+    common = {"torch_threads": args.torch_threads, "seed": args.seed}
+    if not (ADAPTERS_DIR / sft).is_dir():
+        train(RunConfig(train=TrainConfig(
+            algorithm="sft", dataset=args.dataset_id, dataset_pilot=TEACHER,
+            base_model=args.base, lm_examples=args.sft_examples, run_name=sft, **common)))
+    meta = adapter_meta(ADAPTERS_DIR / sft)
+    stages["sft"] = {"seconds": meta["seconds"], "agreement": meta["agreement"],
+                     "examples": meta["examples"],
+                     "examples_per_second": meta.get("examples_per_second"), "command":
+                     f"spacewar-ai --algorithm sft --dataset {args.dataset_id} --dataset-pilot "
+                     f"{TEACHER} --base-model {args.base} --run-name {sft} --torch-threads "
+                     f"{args.torch_threads}"}
+    if not (ADAPTERS_DIR / grpo).is_dir():
+        train(RunConfig(train=TrainConfig(
+            algorithm="grpo", grpo_opponent=args.grpo_opponent, episodes=args.grpo_games,
+            run_name=grpo, **common)), start_from=sft)
+    meta = adapter_meta(ADAPTERS_DIR / grpo)
+    stages["grpo"] = {"seconds": meta["seconds"], "games": meta["games"], "command":
+                      f"spacewar-ai --algorithm grpo --init-from {sft} --opponent "
+                      f"{args.grpo_opponent} --episodes {args.grpo_games} --run-name {grpo} "
+                      f"--torch-threads {args.torch_threads}"}
+
+    from spacewar_ai.threads import use_torch_threads
+
+    use_torch_threads(args.torch_threads)
+    opt = "" if args.float32 else "@bf16"
+    players = {"base (untrained)": f"lm:{args.base}{opt}", "SFT": f"lm:{sft}{opt}",
+               "GRPO": f"lm:{grpo}{opt}", f"teacher ({TEACHER})": TEACHER}
+    table = {}
+    for label, spec in players.items():
+        for opp in OPPONENTS:
+            table[(label, opp)] = versus(spec, opp, args.eval_games, args.seed + 1000)
+            print(f"{label} vs {opp}: {table[(label, opp)]['rate']:.1%}", flush=True)
+    head = versus(players["GRPO"], players["SFT"], args.eval_games, args.seed + 2000)
+
+    def cell(r):
+        return f"{r['rate']:.0%} [{r['ci'][0]:.0%}, {r['ci'][1]:.0%}]"
+
+    lines = ["| pilot | vs heuristic:medium | vs heuristic:hard |", "|---|---|---|"]
+    lines += [f"| {label} | {cell(table[(label, OPPONENTS[0])])} | "
+              f"{cell(table[(label, OPPONENTS[1])])} |" for label in players]
+    lines += ["", f"GRPO against SFT, head to head: {cell(head)} torpedo wins "
+              f"({head['wins']} won, {head['losses']} lost, {head['games']} games)"]
+    lines += ["", "| stage | wall clock | command |", "|---|---|---|"]
+    lines += [f"| {k} | {v['seconds'] / 60:.1f} min | `{v['command']}` |"
+              for k, v in stages.items()]
+    print("\n".join(lines))
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "machine": f"{platform.machine()}, {platform.processor() or platform.system()}",
+            "eval_games": args.eval_games, "lm_dtype": "float32" if args.float32 else "bfloat16",
+            "stages": stages, "head_to_head": head,
+            "matches": [{"pilot": k[0], **v} for k, v in table.items()]}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
