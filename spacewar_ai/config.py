@@ -467,6 +467,7 @@ class TrainConfig(_Serializable):
     grpo_opponent: str = "heuristic:medium"
     grpo_rollout_pilot: str = "heuristic:hard"
     grpo_epochs: int = 2  # passes over an iteration's states
+    grpo_learning_rate: float = 3e-5
     grpo_clip: float = 0.2  # the ratio's clip range, as PPO's
     grpo_kl: float = 0.05  # the weight of the KL divergence to the adapter GRPO started from
     grpo_temperature: float = 1.0  # sampling in the iteration's games
@@ -480,7 +481,8 @@ class TrainConfig(_Serializable):
         _check_positive(self, ("bc_epochs", "offline_steps", "lm_held_out", "lm_epochs",
                                "lm_batch_size", "lm_lora_rank", "grpo_iterations", "grpo_games",
                                "grpo_states", "grpo_horizon", "grpo_epochs"), integer=True)
-        _check_positive(self, ("lm_learning_rate", "grpo_clip", "grpo_temperature"))
+        _check_positive(self, ("lm_learning_rate", "grpo_learning_rate", "grpo_clip",
+                               "grpo_temperature"))
         _require(_is_int(self.lm_lora_layers) and self.lm_lora_layers >= 0, "TrainConfig",
                  "lm_lora_layers", self.lm_lora_layers, "must be a whole number >= 0 (0: all)")
         _require(isinstance(self.lm_bf16, bool), "TrainConfig", "lm_bf16", self.lm_bf16,

@@ -14,7 +14,7 @@ action at one game state, each scored by playing the game on from that state. An
    decisions; the score is the sum of the rewards the reward table (`--reward`: any
    personality) paid the LM's ship, the game's end included when it comes;
 3. an action's advantage is its score's z-score in its group; a state whose valid actions all
-   score alike teaches nothing and is dropped;
+   score alike (within SCORE_NOISE, a point of reward) teaches nothing and is dropped;
 4. `grpo_epochs` passes over the states, `lm_batch_size` states a step, minimise
 
        mean over the group of -min(r A, clip(r, 1 - grpo_clip, 1 + grpo_clip) A)
@@ -48,6 +48,9 @@ from .lm_pilot import LMPilot, PromptCoder, autocast, prompt_logits
 from .threads import use_torch_threads
 
 SAVE_EVERY = 10  # iterations between saves of the adapter
+# Scores closer than this (reward points) are the same outcome: a game ending a few decisions
+# sooner or later moves the step penalties by hundredths, and z-scores would make that a signal.
+SCORE_NOISE = 1.0
 
 
 class StateRecorder:
@@ -125,12 +128,14 @@ def action_scores(states: dict[str, np.ndarray], obs: np.ndarray, sides: np.ndar
 
 def group_advantages(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(advantages (S, A) with 0 at invalid actions, the states that teach something): each
-    valid action's score as a z-score within its state's group."""
+    valid action's score as a z-score within its state's group. A group whose scores spread by
+    less than SCORE_NOISE teaches nothing: z-scores would blow its game-length noise up to the
+    size of a kill."""
     valid = ~np.isnan(scores)
     mean = np.nanmean(scores, axis=1, keepdims=True)
     std = np.nanstd(scores, axis=1, keepdims=True)
-    useful = std[:, 0] > 1e-6
-    adv = np.where(valid, (scores - mean) / np.where(std > 1e-6, std, 1.0), 0.0)
+    useful = std[:, 0] >= SCORE_NOISE
+    adv = np.where(valid & useful[:, None], (scores - mean) / np.maximum(std, SCORE_NOISE), 0.0)
     return adv, useful
 
 
@@ -235,7 +240,7 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
     log_dir = Path(t.log_dir) / name
     writer = SummaryWriter(str(log_dir))
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
-                                  lr=t.lm_learning_rate)
+                                  lr=t.grpo_learning_rate)
     rng = np.random.default_rng(t.seed)
     began = time.time()
     history = []

@@ -41,12 +41,11 @@ class LMError(ValueError):
     """A model, adapter or setting the LM pilot cannot use; the message names the fix."""
 
 
-def require_transformers(*more: str) -> None:
-    """Raise LMError naming the install command when transformers, peft (or `more`, such as
-    trl for training) is missing."""
+def require_transformers() -> None:
+    """Raise LMError naming the install command when transformers or peft is missing."""
     import importlib.util
 
-    missing = [m for m in ("transformers", "peft", *more) if importlib.util.find_spec(m) is None]
+    missing = [m for m in ("transformers", "peft") if importlib.util.find_spec(m) is None]
     if missing:
         raise LMError(f"the LM pilot needs {' and '.join(missing)}, which are not installed: "
                       f"{INSTALL_LM}")
@@ -244,6 +243,12 @@ def save_adapter(model, folder: Path, base_spec: str, base_model, extra: dict | 
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
         model.save_pretrained(str(tmp))
+        # peft writes where the base was loaded from (a path on this machine); name it as
+        # spacewar_lm.json does, so a shipped adapter carries no one's paths.
+        config_file = tmp / "adapter_config.json"
+        config = json.loads(config_file.read_text())
+        config["base_model_name_or_path"] = base_spec
+        config_file.write_text(json.dumps(config, indent=2) + "\n")
         meta = {"base_model": base_spec, "fingerprint": fingerprint(base_model), **(extra or {})}
         (tmp / ADAPTER_META).write_text(json.dumps(meta, indent=1) + "\n")
         if folder.exists():

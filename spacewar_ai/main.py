@@ -207,9 +207,10 @@ def build_parser() -> Parser:
                          "model to train further)")
     ev.add_argument("--opponent", metavar="SPEC",
                     help="player spec: idle, random, heuristic:easy|medium|hard, pretrained, "
-                         "ppo:PATH, dqn:PATH, strategy:PATH.py, search:SPEC[+MODEL] or a "
-                         "checkpoint path (evaluate: default heuristic:hard; human play: "
-                         "instead of --difficulty)")
+                         "ppo:PATH, dqn:PATH, strategy:PATH.py, search:SPEC[+MODEL], "
+                         "lm:MODEL[+ADAPTER] (lm:sft, lm:grpo: the shipped language-model "
+                         "pilots) or a checkpoint path (evaluate: default heuristic:hard; human "
+                         "play: instead of --difficulty; grpo: the opponent it plays)")
     ev.add_argument("--eval-episodes", type=_count(1),
                     help="games per evaluation (default 200; during training 100)")
     ev.add_argument("--stochastic", action="store_true",
@@ -473,7 +474,8 @@ def _run_config(args):
 
         cfg.reward = RewardConfig.preset(args.reward)
     if args.learning_rate is not None and cfg.train.algorithm in ("sft", "grpo"):
-        cfg.train = dataclasses.replace(cfg.train, lm_learning_rate=args.learning_rate)
+        field = "lm_learning_rate" if cfg.train.algorithm == "sft" else "grpo_learning_rate"
+        cfg.train = dataclasses.replace(cfg.train, **{field: args.learning_rate})
     elif args.learning_rate is not None:
         section = {"bc": "ppo", "cql": "dqn"}.get(cfg.train.algorithm, cfg.train.algorithm)
         setattr(cfg, section, dataclasses.replace(getattr(cfg, section),

@@ -33,8 +33,8 @@ from .scripted import SCRIPTED_SPECS, scripted_pilot
 
 PRETRAINED_PATH = Path(__file__).resolve().parent / "pretrained" / "ppo_spacewar.pt"
 SPEC_HELP = (f"{', '.join(SCRIPTED_SPECS)}, pretrained, ppo:PATH, dqn:PATH, strategy:PATH.py, "
-             "search:SPEC, adapt:SPEC, onnx:PATH, sb3:PATH.zip, lm:MODEL[+ADAPTER] or a checkpoint "
-             "path")
+             "search:SPEC, adapt:SPEC, onnx:PATH, sb3:PATH.zip, lm:MODEL[+ADAPTER] (lm:sft and "
+             "lm:grpo: the shipped adapters on SmolLM2) or a checkpoint path")
 
 
 class Pilot(Protocol):

@@ -148,6 +148,15 @@ def test_an_adapter_round_trips_merged_and_is_found_by_name(tiny, tmp_path, monk
     # A run name under models/adapters/, whole or in part; the base named by the adapter.
     assert torch.allclose(lm_pilot(f"{tiny}+run-7").logits(obs)[finite], got[finite], atol=1e-5)
     assert lm_pilot("+sft-run-7").name == f"lm:{tiny}+sft-run-7"
+    # peft's own config names the base as spacewar_lm.json does, not where it was loaded from.
+    import json
+
+    from spacewar_ai.lm_models import save_adapter
+
+    named = save_adapter(peft_model, tmp_path / "named", "my-base", peft_model)
+    config = json.loads((named / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == "my-base" and str(tmp_path) not in json.dumps(
+        config)
 
 
 def test_lm_specs_that_cannot_work_are_refused_in_one_line(tiny, tmp_path, monkeypatch):

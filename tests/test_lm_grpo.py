@@ -80,7 +80,7 @@ def test_grpo_puts_no_probability_or_gradient_on_an_invalid_action(tiny):
     obs[:, OBS_MASK:] = 1.0
     obs[:, OBS_MASK + 4] = 0.0  # fire reloading
     obs[:, OBS_MASK + 5] = 0.0
-    scores = np.array([[1.0, 0.0, 0.0, 0.0, 1e6, 1e6], [0.0, 2.0, 0.0, 0.0, 1e6, 1e6]])
+    scores = np.array([[10.0, 0.0, 0.0, 0.0, 1e6, 1e6], [0.0, 20.0, 0.0, 0.0, 1e6, 1e6]])
     scores[obs[:, OBS_MASK:] < 0.5] = np.nan  # as action_scores marks them
     adv, useful = group_advantages(scores)
     assert useful.all() and (adv[:, 4:] == 0).all()
@@ -135,7 +135,7 @@ def test_grpo_runs_end_to_end_and_its_adapter_plays(tiny, tmp_path, monkeypatch)
     _trained_adapter(tiny, tmp_path / "models" / "adapters" / "sft-start")
     (tmp_path / "grpo.toml").write_text(
         "[train]\ngrpo_games = 4\ngrpo_states = 12\ngrpo_horizon = 20\nlm_batch_size = 4\n"
-        "lm_learning_rate = 0.003\ngrpo_epochs = 2\n")
+        "grpo_learning_rate = 0.003\ngrpo_epochs = 2\n")
     code = main(["--algorithm", "grpo", "--init-from", "sft-start", "--episodes", "8",
                  "--opponent", "heuristic:easy", "--config", "grpo.toml", "--run-name",
                  "grpo-tiny", "--quiet", "--reward", "aggressive"])
@@ -181,3 +181,26 @@ def test_grpo_refuses_what_cannot_work_in_one_line(tiny, tmp_path, monkeypatch, 
         err = capsys.readouterr().err.strip()
         assert exc.value.code == 2 and words in err and len(err.splitlines()) == 1, (args, err)
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_the_benchmark_prints_the_lm_pilot_sft_and_grpo_rates(tiny, capsys):
+    from spacewar_ai.benchmark import bench_lm
+
+    figures = bench_lm(quick=True, spec=str(tiny))
+    out = capsys.readouterr().out
+    for key in ("lm_fp32_1", "lm_bf16_64", "lm_sft_examples_per_s", "lm_grpo_states_per_s"):
+        assert figures[key] > 0, key
+    assert "examples/s" in out and "states/s" in out and "decisions/s" in out
+
+
+def test_a_group_whose_scores_differ_by_game_length_alone_teaches_nothing():
+    """Step penalties of a game a decision longer or shorter are not an outcome: such a group is
+    dropped, while one with a kill in it is kept and z-scored."""
+    from spacewar_ai.lm_grpo import group_advantages
+
+    scores = np.array([[-0.60, -0.61, -0.59, -0.60, np.nan, np.nan],
+                       [-0.60, -0.61, 199.0, -0.60, -150.0, np.nan]])
+    adv, useful = group_advantages(scores)
+    assert useful.tolist() == [False, True]
+    assert (adv[0] == 0).all() and adv[1].argmax() == 2 and adv[1].argmin() == 4
+    assert adv[1, 5] == 0 and abs(adv[1, :5].mean()) < 1e-9
