@@ -336,11 +336,11 @@ LLM_ACCESS = {"llm_provider", "llm_model", "llm_base_url", "llm_timeout", "keys_
               "llm_local", "llm_local_model", "local_llm_only", "include_local_llm", "gpu_vram"}
 RUN = {"algorithm", "episodes", "timesteps", "minutes", "num_envs", "learning_rate", "device",
        "torch_threads", "config", "checkpoint_dir", "log_dir", "run_name", "resume", "quiet",
-       "seed", "eval_episodes", "reward", "dataset", "dataset_pilot", "base_model", "opponent"}
+       "seed", "eval_episodes", "reward", "dataset", "dataset_pilot"}
 RAY = {"backend", "ray_address"}
 TRAINING = RUN | LLM_ACCESS | {"warm_start", "render", "checkpoint", "init_from", "use_llm"}
 APPLIES = {
-    "train": TRAINING,
+    "train": TRAINING | {"base_model", "opponent"},  # sft's base, grpo's opponent
     "champion_train": TRAINING | {"ratings_file"},
     "evaluate": {"checkpoint", "opponent", "eval_episodes", "stochastic", "seed", "render",
                  "record", "save_replays", "ratings_file", "checkpoint_dir", "quiet", "results",

@@ -236,7 +236,7 @@ def test_sft_trains_an_adapter_that_agrees_more_with_its_teacher(tiny, tmp_path,
     assert played == pytest.approx(out["agreement"], abs=0.01)  # merged, it plays as trained
 
 
-def test_sft_refuses_a_pilot_the_dataset_does_not_hold(tiny, tmp_path, monkeypatch):
+def test_sft_refuses_a_pilot_the_dataset_does_not_hold(tiny, tmp_path, monkeypatch, capsys):
     from spacewar_ai.main import main
 
     monkeypatch.chdir(tmp_path)
@@ -248,6 +248,8 @@ def test_sft_refuses_a_pilot_the_dataset_does_not_hold(tiny, tmp_path, monkeypat
         main(["--algorithm", "sft", "--dataset", "teach", "--dataset-pilot", "random",
               "--base-model", str(tiny)])
     assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "random" in err[0], err
     assert not (tmp_path / "models").exists()
 
 
