@@ -11,12 +11,6 @@ from spacewar_ai.config import OBS_MASK, GameConfig  # noqa: E402
 from spacewar_ai.environment import SpacewarVectorEnv  # noqa: E402
 from spacewar_ai.lm_models import LMError  # noqa: E402
 from spacewar_ai.lm_view import prompt, situation, valid_actions  # noqa: E402
-from tiny_lm import make_tiny_lm  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return make_tiny_lm(tmp_path_factory.mktemp("lm") / "tiny")
 
 
 def _observations(n=64, steps=40, seed=0):
@@ -165,6 +159,8 @@ def test_lm_specs_that_cannot_work_are_refused_in_one_line(tiny, tmp_path, monke
     from spacewar_ai.lm_pilot import lm_pilot
 
     monkeypatch.chdir(tmp_path)
+    from tiny_lm import make_tiny_lm
+
     other = make_tiny_lm(tmp_path / "wider", hidden=48)
     adapter, _ = _trained_adapter(other, tmp_path / "models" / "adapters" / "wide")
     cases = {

@@ -10,12 +10,6 @@ pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
 from spacewar_ai.config import OBS_MASK, GameConfig, RewardConfig  # noqa: E402
-from tiny_lm import make_tiny_lm  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return make_tiny_lm(tmp_path_factory.mktemp("lm") / "tiny")
 
 
 def _states(n_games=4, steps=12, seed=0):
