@@ -44,7 +44,7 @@ import numpy as np
 from .config import OBS_MASK, GameConfig, RunConfig
 from .engine import OVER, GameBatch
 from .lm_models import ADAPTERS_DIR, load_lm, load_trainable, require_transformers, save_adapter
-from .lm_pilot import LMPilot, PromptCoder, autocast, prompt_logits
+from .lm_pilot import LMPilot, PromptCoder, answer_logits, autocast, prompt_logits
 from .threads import use_torch_threads
 
 SAVE_EVERY = 10  # iterations between saves of the adapter
@@ -196,17 +196,9 @@ def grpo_update(model, optimizer, coder: PromptCoder, obs: np.ndarray, advantage
     return passes
 
 
-def answer_log_probs(model, coder: PromptCoder, obs: np.ndarray, bf16: bool, batch: int = 64):
-    """log_probs of a model's answers at `obs`, without gradients, in batches."""
-    import torch
-
-    device = next(model.parameters()).device
-    model.eval()
-    out = []
-    with torch.no_grad(), autocast(device, bf16):
-        for i in range(0, len(obs), batch):
-            out.append(log_probs(prompt_logits(model, coder, obs[i:i + batch])))
-    return torch.cat(out)
+def answer_log_probs(model, coder: PromptCoder, obs: np.ndarray, bf16: bool):
+    """log_probs of a model's answers at `obs`, without gradients."""
+    return log_probs(answer_logits(model, coder, obs, bf16))
 
 
 def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
@@ -286,7 +278,7 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
                 old.exp()[torch.arange(len(obs)), torch.as_tensor(best)].mean())
             passes = grpo_update(model, optimizer, coder, obs, adv, old, ref, t.grpo_epochs,
                                  t.lm_batch_size, t.grpo_clip, t.grpo_kl, rng, t.lm_bf16)
-            row.update(loss_first=passes[0]["loss"], **passes[-1])
+            row.update(passes[-1])
         row["states_per_second"] = len(obs) / max(time.time() - tick, 1e-9)
         row["score"] = float(np.mean([g.score("a", cfg.reward, cfg.game) for g in games.games]))
         history.append(row)

@@ -85,18 +85,37 @@ def masked_answer_logits(model, coder: PromptCoder, ids: list[list[int]], masks,
     return logits.masked_fill(~valid, float("-inf"))
 
 
-def prompt_logits(model, coder: PromptCoder, obs: np.ndarray):
-    """masked_answer_logits of a batch of observations as training computes them (SFT, GRPO):
-    the preamble run once for the batch under the current weights, with gradients, its keys and
-    values repeated for every row, then the situations; the pilot reads prompts the same way."""
+def preamble_cache(model, coder: PromptCoder):
+    """The decoder's keys and values of the preamble alone (batch of one)."""
     import torch
 
     device = next(model.parameters()).device
-    cache = model.get_decoder()(input_ids=torch.tensor([coder.prefix], device=device),
-                                use_cache=True).cache
+    return model.get_decoder()(input_ids=torch.tensor([coder.prefix], device=device),
+                               use_cache=True).cache
+
+
+def prompt_logits(model, coder: PromptCoder, obs: np.ndarray, cache=None):
+    """masked_answer_logits of a batch of observations: the preamble's keys and values (`cache`,
+    else computed now under the current weights, with gradients, as SFT and GRPO need) repeated
+    for every row, then the situations."""
+    cache = preamble_cache(model, coder) if cache is None else cache
     cache.batch_repeat_interleave(len(obs))
     return masked_answer_logits(model, coder, coder.situations(obs), obs[:, OBS_MASK:] > 0.5,
                                 cache=cache)
+
+
+def answer_logits(model, coder: PromptCoder, obs: np.ndarray, bf16: bool = False,
+                  batch: int = 64):
+    """prompt_logits without gradients, in batches, the model in eval mode (its mode restored)."""
+    import torch
+
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    with torch.no_grad(), autocast(device, bf16):
+        out = [prompt_logits(model, coder, obs[i:i + batch]) for i in range(0, len(obs), batch)]
+    model.train(was_training)
+    return torch.cat(out)
 
 
 def autocast(device, bf16: bool):
@@ -126,27 +145,16 @@ class LMPilot:
     def reset(self, mask=None, seeds=None) -> None:
         return None
 
-    def _cache(self, n: int):
-        import torch
-
-        if self._prefix_cache is None:
-            device = next(self.model.parameters()).device
-            with torch.no_grad():
-                prefix = torch.tensor([self.coder.prefix], device=device)
-                self._prefix_cache = self.model.get_decoder()(
-                    input_ids=prefix, use_cache=True).cache
-        cache = copy.deepcopy(self._prefix_cache)
-        cache.batch_repeat_interleave(n)
-        return cache
-
     def logits(self, obs: np.ndarray):
-        """The masked index logits of a batch of observations (N, num_actions)."""
+        """The masked index logits of a batch of observations (N, num_actions); the preamble's
+        cache is computed once and copied for each batch."""
         import torch
 
         obs = np.asarray(obs, dtype=np.float32)
         with torch.no_grad():
-            return masked_answer_logits(self.model, self.coder, self.coder.situations(obs),
-                                        obs[:, OBS_MASK:] > 0.5, cache=self._cache(len(obs)))
+            if self._prefix_cache is None:
+                self._prefix_cache = preamble_cache(self.model, self.coder)
+            return prompt_logits(self.model, self.coder, obs, copy.deepcopy(self._prefix_cache))
 
     def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         """Actions for every row; with `active`, only those games are read (the others, already

@@ -27,25 +27,15 @@ import numpy as np
 
 from .config import OBS_MASK, RunConfig
 from .lm_models import ADAPTERS_DIR, add_lora, load_base, require_transformers, save_adapter
-from .lm_pilot import PromptCoder, autocast, prompt_logits
+from .lm_pilot import PromptCoder, answer_logits, autocast, prompt_logits
 from .threads import use_torch_threads
 
 
-def agreement(model, coder: PromptCoder, obs: np.ndarray, actions: np.ndarray,
-              batch: int = 32, bf16: bool = False) -> float:
-    """The share of decisions where the model's masked argmax is the teacher's action."""
-    import torch
-
-    was_training = model.training
-    model.eval()
-    hits = 0
-    device = next(model.parameters()).device
-    with torch.no_grad(), autocast(device, bf16):
-        for i in range(0, len(obs), batch):
-            logits = prompt_logits(model, coder, obs[i:i + batch])
-            hits += int((logits.argmax(-1).cpu().numpy() == actions[i:i + batch]).sum())
-    model.train(was_training)
-    return hits / max(1, len(obs))
+def agreement(model, coder: PromptCoder, obs: np.ndarray, actions: np.ndarray) -> float:
+    """The share of decisions where the model's masked argmax (float32, as the pilot plays by
+    default) is the teacher's action."""
+    hits = answer_logits(model, coder, obs).argmax(-1).cpu().numpy() == actions
+    return float(hits.mean()) if len(obs) else 0.0
 
 
 def split(obs: np.ndarray, actions: np.ndarray, examples_wanted: int, held_out: int, seed: int):
