@@ -64,6 +64,9 @@ def main(argv=None) -> int:
     p.add_argument("--grpo-opponent", default="heuristic:hard")
     p.add_argument("--grpo-games", type=int, default=320, help="games GRPO plays in all")
     p.add_argument("--grpo-games-per-iteration", type=int, default=8)
+    p.add_argument("--grpo-states", type=int, default=TrainConfig.grpo_states,
+                   help="decisions whose actions are scored, per iteration")
+    p.add_argument("--grpo-learning-rate", type=float, default=TrainConfig.grpo_learning_rate)
     p.add_argument("--eval-games", type=int, default=64)
     p.add_argument("--float32", action="store_true", help="LMs play in float32 (slower)")
     p.add_argument("--torch-threads", type=int, default=2)
@@ -97,13 +100,16 @@ def main(argv=None) -> int:
     if not (ADAPTERS_DIR / grpo).is_dir():
         train(RunConfig(train=TrainConfig(
             algorithm="grpo", grpo_opponent=args.grpo_opponent, episodes=args.grpo_games,
-            grpo_games=args.grpo_games_per_iteration, run_name=grpo, **common)), start_from=sft)
+            grpo_games=args.grpo_games_per_iteration, grpo_states=args.grpo_states,
+            grpo_learning_rate=args.grpo_learning_rate, run_name=grpo, **common)),
+            start_from=sft)
     meta = adapter_meta(ADAPTERS_DIR / grpo)
     stages["grpo"] = {"seconds": meta["seconds"], "games": meta["games"], "command":
                       f"spacewar-ai --algorithm grpo --init-from {sft} --opponent "
                       f"{args.grpo_opponent} --episodes {args.grpo_games} --run-name {grpo} "
-                      f"--torch-threads {args.torch_threads} (a --config with [train] grpo_games "
-                      f"= {args.grpo_games_per_iteration})"}
+                      f"--torch-threads {args.torch_threads} --config C (C: [train] grpo_games = "
+                      f"{args.grpo_games_per_iteration}, grpo_states = {args.grpo_states}, "
+                      f"grpo_learning_rate = {args.grpo_learning_rate})"}
 
     from spacewar_ai.threads import use_torch_threads
 

@@ -268,30 +268,51 @@ def save_adapter(model, folder: Path, base_spec: str, base_model, extra: dict | 
     return folder
 
 
-def load_lm(spec: str, device: str = "cpu"):
-    """(model, tokenizer, label) of `MODEL[+ADAPTER]`, the adapter merged in; an adapter's name
-    alone (shipped, or a run under models/adapters/) plays on the base it names. LMError for
-    anything that cannot be used."""
+def resolve_lm(spec: str) -> tuple[str, Path | None]:
+    """(MODEL, the adapter's folder or None) of `MODEL[+ADAPTER]`; an adapter's name alone
+    (shipped, or a run under models/adapters/) means the base it names. Nothing is loaded."""
     s = str(spec).strip()
     model_spec, _, adapter = s.partition("+")
     if not adapter and "/" not in model_spec and (
             model_spec in shipped_adapters() or (ADAPTERS_DIR / model_spec / ADAPTER_META).is_file()):
-        model_spec, adapter = "", model_spec  # an adapter's name alone: on the base it names
+        model_spec, adapter = "", model_spec
     folder = find_adapter(adapter) if adapter else None
-    meta = adapter_meta(folder) if folder else None
     if folder and not model_spec:
-        model_spec = meta["base_model"]
-    model, tokenizer = load_base(model_spec, device)
+        model_spec = adapter_meta(folder)["base_model"]
+    return model_spec, folder
+
+
+def lm_identity(spec: str) -> str:
+    """What ratings key on for `MODEL[+ADAPTER]`: the base's name and the start of the SHA-256
+    of the adapter's files, so an adapter retrained under the same run name is a new player."""
+    model_spec, folder = resolve_lm(spec)
     if folder is None:
-        return model, tokenizer, model_spec
+        return model_spec
+    digest = hashlib.sha256()
+    for f in sorted(folder.glob("adapter_*")):
+        digest.update(f.name.encode() + b"\0" + f.read_bytes())
+    return f"{model_spec}+{folder.name}@{digest.hexdigest()[:12]}"
+
+
+def load_lm(spec: str, device: str = "cpu"):
+    """(model, tokenizer, label) of `MODEL[+ADAPTER]` (resolve_lm), the adapter merged in.
+    LMError for anything that cannot be used."""
+    model_spec, folder = resolve_lm(spec)
+    model, tokenizer = load_base(model_spec, device)
+    # A local model is shown by its file or folder name: a pilot's name reaches pages and
+    # reports, where the path on this machine has no business.
+    shown = Path(model_spec).name if Path(model_spec).expanduser().exists() else model_spec
+    if folder is None:
+        return model, tokenizer, shown
+    meta = adapter_meta(folder)
     if meta.get("fingerprint") != fingerprint(model):
-        raise LMError(f"adapter {adapter} was trained on {meta['base_model']}, a different model "
-                      f"from {model_spec}; play it as lm:{meta['base_model']}+{adapter}")
+        raise LMError(f"adapter {folder.name} was trained on {meta['base_model']}, a different "
+                      f"model from {model_spec}; play it as lm:{meta['base_model']}+{folder}")
     from peft import PeftModel
 
     model = PeftModel.from_pretrained(model, str(folder)).merge_and_unload()
     model.eval()
-    return model, tokenizer, f"{model_spec}+{folder.name}"
+    return model, tokenizer, f"{shown}+{folder.name}"
 
 
 def add_lora(model, rank: int, top_layers: int = 0):

@@ -19,7 +19,7 @@ import copy
 import numpy as np
 
 from .config import OBS_MASK
-from .lm_models import LMError, load_lm
+from .lm_models import LMError, lm_identity, load_lm
 from .lm_view import ANSWER, preamble, situation
 
 
@@ -138,6 +138,7 @@ class LMPilot:
         self.model = model
         self.coder = PromptCoder(tokenizer, num_actions)
         self.name = f"lm:{name}"
+        self.identity = self.name  # lm_pilot() names the adapter's contents too
         self.temperature = float(temperature)
         self._generator = torch.Generator().manual_seed(seed)
         self._prefix_cache = None
@@ -211,5 +212,7 @@ def lm_pilot(spec: str, num_actions: int = 6, device: str = "cpu", seed: int = 0
     model, tokenizer, label = load_lm(model_spec, device)
     model.to(getattr(torch, dtype))
     opts = str(spec).partition("@")[2]
-    return LMPilot(model, tokenizer, label + (f"@{opts}" if opts else ""), num_actions,
-                   temperature, seed)
+    pilot = LMPilot(model, tokenizer, label + (f"@{opts}" if opts else ""), num_actions,
+                    temperature, seed)
+    pilot.identity = f"lm:{lm_identity(model_spec)}" + (f"@{opts}" if opts else "")
+    return pilot

@@ -108,7 +108,7 @@ def spec_path(spec: str) -> Path | None:
     for prefix in ("strategy:", "onnx:", "sb3:"):
         if low.startswith(prefix):
             return Path(s[len(prefix):])
-    if is_scripted(low) or low.startswith(("heuristic", "search:", "adapt:")):
+    if is_scripted(low) or low.startswith(("heuristic", "search:", "adapt:", "lm:")):
         return None
     return Path(s)
 
@@ -121,11 +121,32 @@ def map_spec_files(spec: str, fn: Callable[[Path], Path]) -> str:
         if s.lower().startswith(planner):
             return planner + "+".join(map_spec_files(part, fn) if part else part
                                       for part in s[len(planner):].split("+"))
+    if s.lower().startswith("lm:"):
+        return "lm:" + _map_lm_files(s[3:], fn)
     path = spec_path(s)
     if path is None or s.lower() == "pretrained":
         return s
     prefix = s[:len(s) - len(str(path))] if s.endswith(str(path)) else ""
     return prefix + str(fn(path))
+
+
+def _map_lm_files(spec: str, fn: Callable[[Path], Path]) -> str:
+    """map_spec_files of `MODEL[+ADAPTER][@OPTIONS]`: a local model file or folder and an
+    adapter that is not shipped become fn(path); an adapter named by its run becomes its folder,
+    so the spec means the same thing from another working folder."""
+    from .lm_models import SHIPPED_DIR, LMError, resolve_lm
+
+    body, at, options = spec.partition("@")
+    try:
+        model_spec, folder = resolve_lm(body)
+    except LMError:
+        return spec  # make_pilot names what is wrong
+    parts = [str(fn(Path(model_spec))) if Path(model_spec).expanduser().exists() else model_spec]
+    if folder is not None and folder.parent != SHIPPED_DIR:
+        parts.append(str(fn(folder)))
+    elif folder is not None:
+        parts.append(folder.name)
+    return "+".join(parts) + at + options
 
 
 def spec_files(spec: str) -> list[Path]:

@@ -735,7 +735,8 @@ def train(cfg: RunConfig, resume: str | None = None, start_from: str | None = No
         init = spec_path(start_from)
         if init is None:
             raise ValueError(f"--init-from {start_from!r}: training starts from a checkpoint "
-                             "file (or pretrained), not a scripted pilot or a planner")
+                             "file (or pretrained), not a scripted pilot or a planner; an LM's "
+                             "adapter trains with --algorithm grpo --init-from ADAPTER")
         if init.is_dir():
             raise ValueError(f"--init-from {start_from}: is a folder; give the checkpoint file "
                              f"in it, such as {init / 'best.pt'}")

@@ -95,6 +95,14 @@ def export_html(replay_path, out) -> Path:
     return out
 
 
+def _lm_files(path: Path) -> bool:
+    """Whether `path` is what an lm: spec may name: a GGUF file, or a model's or adapter's
+    folder."""
+    if path.is_file():
+        return path.suffix.lower() == ".gguf"
+    return (path / "config.json").is_file() or (path / "adapter_config.json").is_file()
+
+
 # --- files the app may read --------------------------------------------------------------------
 class Files:
     """The folders the app reads, all under `root` (the folder the server started in)."""
@@ -130,8 +138,14 @@ class Files:
         for part in (spec[len(planner):].split("+") if planner else [spec]):
             kind = next((k for k in SPEC_SUFFIXES if part.lower().startswith(k)), "")
             for path in spec_files(part) if part else []:
+                full = self.root / path
+                if part.lower().startswith("lm:"):
+                    if full.exists() and not _lm_files(full):
+                        raise ValueError(f"{path.name}: an lm: model is a .gguf file or a "
+                                         "folder a model or an adapter was saved into")
+                    continue
                 # Only an existing file can be quoted back; a mistyped spec gets make_pilot's word.
-                if (self.root / path).exists() and path.suffix.lower() not in SPEC_SUFFIXES[kind]:
+                if full.exists() and path.suffix.lower() not in SPEC_SUFFIXES[kind]:
                     raise ValueError(f"{path.name}: a {kind.rstrip(':') or 'checkpoint'} file "
                                      f"ends in {' or '.join(SPEC_SUFFIXES[kind])}")
         return map_spec_files(spec, self.inside)

@@ -99,7 +99,7 @@ def test_an_lm_pilot_plays_matches_the_same_way_twice(tiny):
                           config=GameConfig()) for _ in range(2)]
     assert [g.winner for g in results[0].games] == [g.winner for g in results[1].games]
     assert [g.frames for g in results[0].games] == [g.frames for g in results[1].games]
-    assert results[0].name_a == f"lm:{tiny}"
+    assert results[0].name_a == f"lm:{tiny.name}"
 
 
 def _trained_adapter(base_folder, out, seed=1):
@@ -141,7 +141,7 @@ def test_an_adapter_round_trips_merged_and_is_found_by_name(tiny, tmp_path, monk
     assert not torch.allclose(plain[finite], got[finite], atol=1e-3)  # the adapter matters
     # A run name under models/adapters/, whole or in part; the base named by the adapter.
     assert torch.allclose(lm_pilot(f"{tiny}+run-7").logits(obs)[finite], got[finite], atol=1e-5)
-    assert lm_pilot("+sft-run-7").name == f"lm:{tiny}+sft-run-7"
+    assert lm_pilot("+sft-run-7").name == f"lm:{tiny.name}+sft-run-7"
     # peft's own config names the base as spacewar_lm.json does, not where it was loaded from.
     import json
 
@@ -303,3 +303,58 @@ def test_the_shipped_sft_adapter_plays_on_smollm2_by_its_name_alone():
     obs = np.concatenate(seen)
     agreement = (pilot.act(obs) == hard.act(obs)).mean()
     assert agreement >= 0.7
+
+
+def test_ratings_key_on_an_adapters_contents_and_its_spec_travels(tiny, tmp_path, monkeypatch):
+    import json
+
+    from spacewar_ai.pilots import absolute_spec, make_pilot, spec_path
+    from spacewar_ai.ratings import RatingsFile
+    from spacewar_ai.tournament import run_tournament
+
+    monkeypatch.chdir(tmp_path)
+    _trained_adapter(tiny, tmp_path / "models" / "adapters" / "mine", seed=1)
+    ratings = RatingsFile(tmp_path / "ratings.json")
+    specs = [f"lm:{tiny}+mine", "heuristic:easy"]
+    run_tournament(specs, games_per_pairing=2, ratings=ratings, quiet=True,
+                   report_dir=tmp_path / "t")
+    # Retrained under the same run name: a new player, not the old one's rating carried on.
+    _trained_adapter(tiny, tmp_path / "models" / "adapters" / "mine", seed=2)
+    run_tournament(specs, games_per_pairing=2, ratings=ratings, quiet=True,
+                   report_dir=tmp_path / "t")
+    players = json.loads((tmp_path / "ratings.json").read_text())["players"]
+    lm_ids = [k for k in players if k.startswith("lm:")]
+    assert len(lm_ids) == 2 and all(players[k]["name"] == f"lm:{tiny.name}+mine" for k in lm_ids)
+    # An LM is a model and an adapter folder, never read as a checkpoint file; a Ray worker,
+    # started elsewhere, gets the run's folder by its absolute path and plays the same pilot.
+    assert spec_path("lm:sft") is None
+    travelled = absolute_spec("lm:mine@0.5")
+    assert travelled == f"lm:{tiny}+{tmp_path / 'models' / 'adapters' / 'mine'}@0.5"
+    here = make_pilot("lm:mine@0.5").identity
+    monkeypatch.chdir(tmp_path / "t")
+    assert make_pilot(travelled).identity == here and here.endswith("@0.5")
+
+
+def test_an_lm_flies_in_the_browsers_games_and_only_from_the_project(tiny, tmp_path, monkeypatch):
+    import shutil
+
+    from spacewar_ai.web import Files, start_game
+
+    project = tmp_path / "project"
+    shutil.copytree(tiny, project / "tiny")
+    monkeypatch.chdir(project)
+    files = Files(project)
+    watched, _ = start_game({"mode": "watch", "a": "lm:tiny", "b": "heuristic:easy"}, files, 0)
+    played, _ = start_game({"mode": "play", "opponent": "lm:tiny@0.7"}, files, 0)
+    try:
+        assert watched.first.pilot.name == "lm:tiny" and played.opponent.pilot.name == \
+            "lm:tiny@0.7"
+        for _ in range(3 * watched.decision_frames):
+            watched.tick()
+            played.tick()
+        assert len(watched.log) == len(played.log) == 3 * watched.decision_frames
+    finally:
+        watched.close()
+        played.close()
+    with pytest.raises(ValueError, match="outside this project"):
+        start_game({"mode": "watch", "a": f"lm:{tiny}", "b": "heuristic:easy"}, files, 0)

@@ -144,7 +144,7 @@ def test_grpo_runs_end_to_end_and_its_adapter_plays(tiny, tmp_path, monkeypatch)
     assert meta["base_model"] == str(tiny) and meta["init_from"] == "sft-start"
     assert meta["games"] == 8 and meta["reward"] == "aggressive"
     pilot = make_pilot("lm:grpo-tiny")
-    assert pilot.name == f"lm:{tiny}+grpo-tiny"
+    assert pilot.name == f"lm:{tiny.name}+grpo-tiny"
     assert pilot.act(_states()[1]).shape == (4,)
 
 
