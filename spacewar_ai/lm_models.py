@@ -21,9 +21,11 @@ adapter is merged into the base at load, so play costs what the base costs.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +41,16 @@ CACHE_ENV = "SPACEWAR_CACHE"
 
 class LMError(ValueError):
     """A model, adapter or setting the LM pilot cannot use; the message names the fix."""
+
+
+@contextlib.contextmanager
+def peft_quietly():
+    """peft asks transformers whether gradient checkpointing is on through a method transformers
+    5 warns is deprecated, at every adapter load: a note for peft's authors, not for a user."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*",
+                                category=FutureWarning)
+        yield
 
 
 def require_transformers() -> None:
@@ -310,7 +322,8 @@ def load_lm(spec: str, device: str = "cpu"):
                       f"model from {model_spec}; play it as lm:{meta['base_model']}+{folder}")
     from peft import PeftModel
 
-    model = PeftModel.from_pretrained(model, str(folder)).merge_and_unload()
+    with peft_quietly():
+        model = PeftModel.from_pretrained(model, str(folder)).merge_and_unload()
     model.eval()
     return model, tokenizer, f"{shown}+{folder.name}"
 
@@ -324,9 +337,10 @@ def add_lora(model, rank: int, top_layers: int = 0):
     layers = model.config.num_hidden_layers
     extra = {} if not top_layers or top_layers >= layers else {
         "layers_to_transform": list(range(layers - top_layers, layers))}
-    return get_peft_model(model, LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=0.0,
-                                            target_modules=["q_proj", "v_proj"],
-                                            task_type="CAUSAL_LM", **extra))
+    with peft_quietly():
+        return get_peft_model(model, LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=0.0,
+                                                target_modules=["q_proj", "v_proj"],
+                                                task_type="CAUSAL_LM", **extra))
 
 
 def load_trainable(adapter: str, device: str = "cpu"):
@@ -340,5 +354,6 @@ def load_trainable(adapter: str, device: str = "cpu"):
     if meta.get("fingerprint") != fingerprint(model):
         raise LMError(f"adapter {adapter} names {meta['base_model']} as its base, but that model "
                       "is not the one it was trained on (another version?); retrain it")
-    model = PeftModel.from_pretrained(model, str(folder), is_trainable=True)
+    with peft_quietly():
+        model = PeftModel.from_pretrained(model, str(folder), is_trainable=True)
     return model, tokenizer, folder, meta

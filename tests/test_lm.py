@@ -272,9 +272,11 @@ def test_a_gguf_base_is_converted_once_and_plays(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_the_shipped_sft_adapter_plays_on_smollm2_by_its_name_alone():
-    """lm:sft after the install and the base model's one line: the adapter shipped in the package,
-    on the base it names, agreeing with its teacher on positions of the teacher's own games."""
+@pytest.mark.parametrize("name", ["sft", "grpo"])
+def test_the_shipped_adapters_play_on_smollm2_by_their_names_alone(name):
+    """lm:sft and lm:grpo after the install and the base model's one line: adapters shipped in
+    the package, on the base they name, agreeing with SFT's teacher on positions of the
+    teacher's own games (GRPO starts from SFT and is held near it by its KL term)."""
     import importlib.metadata
 
     try:
@@ -285,9 +287,9 @@ def test_the_shipped_sft_adapter_plays_on_smollm2_by_its_name_alone():
     from spacewar_ai.pilots import make_pilot
     from spacewar_ai.scripted import HeuristicPilot
 
-    assert "sft" in shipped_adapters()
-    pilot = make_pilot("lm:sft")  # float32: the same answers on every machine
-    assert pilot.name == "lm:smollm2+sft"
+    assert name in shipped_adapters()
+    pilot = make_pilot(f"lm:{name}")  # float32: the same answers on every machine
+    assert pilot.name == f"lm:smollm2+{name}"
     from spacewar_ai.engine import GameBatch
 
     cfg = GameConfig()
