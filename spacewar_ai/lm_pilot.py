@@ -8,8 +8,8 @@ forward pass for the whole batch of games: the preamble's keys and values are co
 reused, each game's situation (lm_view.py) is run after it, and the answer is read from the
 logits of the index tokens at the last position: invalid actions get -inf, so no probability
 mass can fall on one; the highest remaining logit is played, or one is sampled at
-`temperature`. `PromptCoder` is the one place prompts become token ids, so training (lm_sft.py)
-sees exactly what the pilot reads.
+`temperature`. `PromptCoder` is the one place prompts become token ids, so training (lm_sft.py,
+lm_grpo.py) sees exactly what the pilot reads.
 """
 
 from __future__ import annotations

@@ -140,7 +140,10 @@ def _map_lm_files(spec: str, fn: Callable[[Path], Path]) -> str:
     try:
         model_spec, folder = resolve_lm(body)
     except LMError:
-        return spec  # make_pilot names what is wrong
+        # make_pilot will name what is wrong; the paths it names are mapped all the same, so
+        # the browser refuses one outside the project before anything reads it.
+        return "+".join(str(fn(Path(part))) if part and Path(part).expanduser().exists()
+                        else part for part in body.split("+")) + at + options
     parts = [str(fn(Path(model_spec))) if Path(model_spec).expanduser().exists() else model_spec]
     if folder is not None and folder.parent != SHIPPED_DIR:
         parts.append(str(fn(folder)))

@@ -140,7 +140,7 @@ class Files:
             for path in spec_files(part) if part else []:
                 full = self.root / path
                 if part.lower().startswith("lm:"):
-                    if full.exists() and not _lm_files(full):
+                    if full.exists() and not _lm_files(self.inside(path)):
                         raise ValueError(f"{path.name}: an lm: model is a .gguf file or a "
                                          "folder a model or an adapter was saved into")
                     continue

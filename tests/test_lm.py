@@ -358,5 +358,10 @@ def test_an_lm_flies_in_the_browsers_games_and_only_from_the_project(tiny, tmp_p
     finally:
         watched.close()
         played.close()
-    with pytest.raises(ValueError, match="outside this project"):
-        start_game({"mode": "watch", "a": f"lm:{tiny}", "b": "heuristic:easy"}, files, 0)
+    (project / "notes.txt").write_text("not a model")
+    refused = {f"lm:{tiny}": "outside this project",  # a model outside the project
+               f"lm:tiny+{tmp_path}": "outside this project",  # not an adapter, and outside
+               "lm:notes.txt": "an lm: model is a .gguf file"}
+    for spec, says in refused.items():
+        with pytest.raises(ValueError, match=says):
+            start_game({"mode": "watch", "a": spec, "b": "heuristic:easy"}, files, 0)
