@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from spacewar_ai.match import play_match
-from spacewar_ai.pilots import close_pilot, make_pilot
+from spacewar_ai.rating.match import play_match
+from spacewar_ai.pilots.specs import close_pilot, make_pilot
 
 
 def main(argv=None) -> int:

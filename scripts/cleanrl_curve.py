@@ -41,7 +41,7 @@ def _register(opponent: str, games: list) -> None:
     """Register ENV_ID: Spacewar-v0 with its games recorded and its rewards scaled."""
     import gymnasium as gym
 
-    from spacewar_ai.environment import SpacewarEnv
+    from spacewar_ai.game.environment import SpacewarEnv
 
     decisions = [0]  # played by all envs of this process (one SyncVectorEnv)
 
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
                                          "win_rate_by_tenth": c}
                                 for s, c in zip(args.seeds, curves)}
     Path(args.json).write_text(json.dumps(report, indent=1))
-    from spacewar_ai.charts import line_chart
+    from spacewar_ai.util.charts import line_chart
 
     line_chart(args.chart, series, f"PPO against {args.opponent}, mean of {len(args.seeds)} seeds",
                "thousands of decisions played", "win rate")

@@ -11,7 +11,7 @@ import sys
 
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from spacewar_ai.charts import line_chart
+from spacewar_ai.util.charts import line_chart
 
 
 def curve(log_dir: str, max_minutes: float | None = None) -> list[tuple[float, float]]:

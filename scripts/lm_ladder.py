@@ -31,10 +31,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from spacewar_ai.config import RunConfig, TrainConfig  # noqa: E402
-from spacewar_ai.lm_models import ADAPTERS_DIR, adapter_meta  # noqa: E402
-from spacewar_ai.match import play_match  # noqa: E402
-from spacewar_ai.ratings import wilson_interval  # noqa: E402
-from spacewar_ai.training import train  # noqa: E402
+from spacewar_ai.lm.models import ADAPTERS_DIR, adapter_meta  # noqa: E402
+from spacewar_ai.rating.match import play_match  # noqa: E402
+from spacewar_ai.rating.ratings import wilson_interval  # noqa: E402
+from spacewar_ai.training.trainer import train  # noqa: E402
 
 TEACHER, PUPIL_OF = "heuristic:hard", "heuristic:medium"
 OPPONENTS = ("heuristic:medium", "heuristic:hard")
@@ -77,7 +77,7 @@ def main(argv=None) -> int:
 
     began = time.time()
     if not dataset_exists(args.dataset_id):
-        from spacewar_ai.datasets import generate
+        from spacewar_ai.training.datasets import generate
 
         generate([(TEACHER, PUPIL_OF)], args.games, args.dataset_id, seed=args.seed, quiet=True)
     stages["datagen"] = {"seconds": round(time.time() - began, 1), "command":
@@ -111,7 +111,7 @@ def main(argv=None) -> int:
                       f"{args.grpo_games_per_iteration}, grpo_states = {args.grpo_states}, "
                       f"grpo_learning_rate = {args.grpo_learning_rate})"}
 
-    from spacewar_ai.threads import use_torch_threads
+    from spacewar_ai.util.threads import use_torch_threads
 
     use_torch_threads(args.torch_threads)
     opt = "" if args.float32 else "@bf16"

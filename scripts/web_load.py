@@ -97,8 +97,8 @@ async def _game(url: str, start: dict, until: float, stats: dict, keys: bool,
 
 async def run(players: int, watchers: int, seconds: float, submit_every: float,
               stuck: bool = False) -> dict:
-    from spacewar_ai.web import BackgroundServer
-    from spacewar_ai.web_guard import Limits
+    from spacewar_ai.web.app import BackgroundServer
+    from spacewar_ai.web.guard import Limits
 
     root = Path(tempfile.mkdtemp(prefix="web-load-"))
     (root / "stuck.py").write_text(STUCK)

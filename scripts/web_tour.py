@@ -96,7 +96,7 @@ def main(argv=None) -> int:
         return 2
     from playwright.sync_api import sync_playwright
 
-    from spacewar_ai.web import BackgroundServer
+    from spacewar_ai.web.app import BackgroundServer
 
     root = Path(args.root).resolve()
     server = BackgroundServer(root)

@@ -9,9 +9,9 @@ torch.
 
 import gymnasium as _gym
 
-from .config import GameConfig, RewardConfig
-from .engine import Action, DeathCause
-from .environment import SpacewarEnv, SpacewarVectorEnv
+from spacewar_ai.config import GameConfig, RewardConfig
+from spacewar_ai.game.engine import Action, DeathCause
+from spacewar_ai.game.environment import SpacewarEnv, SpacewarVectorEnv
 
 __version__ = "0.1.0"
 
@@ -22,17 +22,17 @@ if "Spacewar-v0" not in _gym.registry:
         vector_entry_point="spacewar_ai.environment:SpacewarVectorEnv",
     )
 if "SpacewarText-v0" not in _gym.registry:  # prompts for observations, answers for actions
-    _gym.register(id="SpacewarText-v0", entry_point="spacewar_ai.text_env:SpacewarTextEnv")
+    _gym.register(id="SpacewarText-v0", entry_point="spacewar_ai.lm.text_env:SpacewarTextEnv")
 
 # Name -> module, imported on first access (PEP 562): these pull in torch or HTTP clients.
 _LAZY = {
     "BaseAgent": "agents",
     "PPOAgent": "agents",
     "DQNAgent": "agents",
-    "League": "league",
-    "SelfPlayManager": "league",
+    "League": "training.league",
+    "SelfPlayManager": "training.league",
     "make_pilot": "pilots",
-    "APIKeyManager": "llm_clients",
+    "APIKeyManager": "llm.clients",
 }
 
 

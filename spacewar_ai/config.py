@@ -576,7 +576,7 @@ def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfi
         raise ValueError(f"config file {p}: is a folder; give the path of a .toml or .json file")
     if not p.exists():
         raise ValueError(f"config file {p}: no such file")
-    from .preflight import read_bounded
+    from spacewar_ai.util.preflight import read_bounded
 
     raw = read_bounded(p, "config file", 1024 * 1024)
     try:

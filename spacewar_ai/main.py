@@ -408,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     mode = _mode(parser, args)
     try:
-        from spacewar_ai.threads import configure_process
+        from spacewar_ai.util.threads import configure_process
 
         configure_process(getattr(args, "torch_threads", None) or 0)
         _check_outputs(args)
@@ -425,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         parser.error(str(exc))
     except RuntimeError as exc:
-        from spacewar_ai.llm_clients import LLMError
+        from spacewar_ai.llm.clients import LLMError
 
         if not isinstance(exc, LLMError):
             raise
@@ -437,7 +437,7 @@ DEFAULT_FIELD_MODELS = 4  # learned models in a tournament given no --players
 
 def _check_outputs(args) -> None:
     """Every output path a flag names can be written, checked before any work (preflight.py)."""
-    from spacewar_ai.preflight import writable
+    from spacewar_ai.util.preflight import writable
 
     for flag in ("record", "export", "results", "html", "ratings_file"):
         if getattr(args, flag, None):
@@ -449,7 +449,7 @@ def _check_outputs(args) -> None:
 # --- the modes: each checks its flags and makes one call ---------------------------------------
 def _run_config(args):
     """The resolved run config: defaults (or the resumed run's own), then --config, then flags."""
-    from spacewar_ai.checkpoints import saved_run_config
+    from spacewar_ai.agents.checkpoints import saved_run_config
     from spacewar_ai.config import RunConfig, load_run_config
 
     base = saved_run_config(args.resume) if args.resume else RunConfig()
@@ -484,7 +484,7 @@ def _run_config(args):
 
 
 def _train(parser, args) -> int:
-    from spacewar_ai.training import train
+    from spacewar_ai.training.trainer import train
 
     if args.champion_train and not args.checkpoint:
         parser.error("--champion-train needs --checkpoint PATH (the model to train further)")
@@ -526,7 +526,7 @@ def _train(parser, args) -> int:
     elif args.dataset or args.dataset_pilot:
         parser.error(f"--{'dataset' if args.dataset else 'dataset-pilot'} is read by --algorithm "
                      f"bc, cql and sft; {algorithm} learns by playing")
-    from spacewar_ai.preflight import check_training, writable
+    from spacewar_ai.util.preflight import check_training, writable
 
     check_training(cfg)
     writable(cfg.train.checkpoint_dir, "--checkpoint-dir ([train] checkpoint_dir)", folder=True)
@@ -539,7 +539,7 @@ def _train(parser, args) -> int:
 
 
 def _export(parser, args) -> int:
-    from spacewar_ai.checkpoints import export_for_play
+    from spacewar_ai.agents.saved import export_for_play
 
     if not args.checkpoint:
         parser.error("--export needs --checkpoint PATH (the checkpoint to copy)")
@@ -547,7 +547,7 @@ def _export(parser, args) -> int:
         if args.ensemble_with:
             parser.error("--ensemble-with joins DQN runs in a checkpoint copy, not in ONNX: "
                          "export the joined copy to .onnx afterwards")
-        from spacewar_ai.onnx_export import export_onnx
+        from spacewar_ai.pilots.onnx_export import export_onnx
 
         size = export_onnx(args.checkpoint, args.export)
     else:
@@ -559,8 +559,8 @@ def _export(parser, args) -> int:
 def _ratings(args):
     from pathlib import Path
 
-    from spacewar_ai.preflight import writable
-    from spacewar_ai.ratings import RatingsFile
+    from spacewar_ai.util.preflight import writable
+    from spacewar_ai.rating.ratings import RatingsFile
 
     if args.ratings_file:  # checked with the other outputs (_check_outputs)
         return RatingsFile(args.ratings_file)
@@ -579,14 +579,14 @@ def _ray_address(parser, args) -> str | None:
 
 
 def _evaluate(parser, args) -> int:
-    from spacewar_ai.match import evaluate
-    from spacewar_ai.recording import open_recorder
+    from spacewar_ai.rating.match import evaluate
+    from spacewar_ai.game.recording import open_recorder
 
     if not args.checkpoint:
         parser.error("--evaluate needs --checkpoint SPEC (e.g. pretrained or a checkpoint path)")
     drawn = args.render or args.record
     if args.panel:
-        from spacewar_ai.panel import evaluate_panel
+        from spacewar_ai.rating.panel import evaluate_panel
 
         given = [k for k in ("opponent", "render", "record", "save_replays", "results",
                              "ratings_file", "stochastic") if getattr(args, k)]
@@ -603,7 +603,7 @@ def _evaluate(parser, args) -> int:
     if drawn and _ray_address(parser, args) is not None:
         parser.error("--render/--record draw games one by one here: drop --backend ray and "
                      "--ray-address")
-    from spacewar_ai.preflight import check_games
+    from spacewar_ai.util.preflight import check_games
 
     games = args.eval_episodes or (1 if drawn else 200)
     check_games("--eval-episodes", games)
@@ -617,8 +617,8 @@ def _evaluate(parser, args) -> int:
 
 
 def _demo(parser, args) -> int:
-    from spacewar_ai.match import evaluate
-    from spacewar_ai.recording import open_recorder
+    from spacewar_ai.rating.match import evaluate
+    from spacewar_ai.game.recording import open_recorder
 
     if args.players and (args.checkpoint or args.opponent):
         parser.error("--players names both demo pilots: drop --checkpoint/--opponent, or "
@@ -629,7 +629,7 @@ def _demo(parser, args) -> int:
         specs = [args.checkpoint or "heuristic:hard", args.opponent or "heuristic:medium"]
     if len(specs) != 2 or not all(specs):
         parser.error(f"--players needs exactly two specs for a demo, A,B (got {args.players!r})")
-    from spacewar_ai.preflight import check_games
+    from spacewar_ai.util.preflight import check_games
 
     drawn = args.render or args.record
     games = args.episodes or (1 if drawn else 200)
@@ -641,9 +641,9 @@ def _demo(parser, args) -> int:
 
 
 def _tournament(parser, args) -> int:
-    from spacewar_ai.ratings import best_models, model_spec
-    from spacewar_ai.scripted import SCRIPTED_SPECS
-    from spacewar_ai.tournament import run_tournament
+    from spacewar_ai.rating.ratings import best_models, model_spec
+    from spacewar_ai.pilots.scripted import SCRIPTED_SPECS
+    from spacewar_ai.rating.tournament import run_tournament
 
     if args.players:
         specs = [s.strip() for s in args.players.split(",")]
@@ -661,8 +661,8 @@ def _tournament(parser, args) -> int:
     if args.workers is not None and _ray_address(parser, args) is not None:
         parser.error("--workers counts processes on this machine; on Ray the cluster's CPUs "
                      "play: drop --workers")
-    from spacewar_ai.preflight import check_games, writable
-    from spacewar_ai.tournament import REPORT_DIR
+    from spacewar_ai.util.preflight import check_games, writable
+    from spacewar_ai.rating.tournament import REPORT_DIR
 
     check_games("--matches-per-pairing", args.matches_per_pairing or 100)
     writable(REPORT_DIR, "the tournament's report folder", folder=True)
@@ -682,7 +682,7 @@ def _arena_players(spec: str) -> list[str]:
         return [spec]
     from pathlib import Path
 
-    from spacewar_ai.arena import Arena
+    from spacewar_ai.rating.arena import Arena
 
     db = Path(spec[len("arena:"):])
     if not db.is_file() or db.name != "arena.db":
@@ -692,7 +692,7 @@ def _arena_players(spec: str) -> list[str]:
 
 
 def _human_play(parser, args) -> int:
-    from spacewar_ai.human_play import play
+    from spacewar_ai.human.play import play
 
     if args.checkpoint and args.opponent:
         parser.error("--checkpoint and --opponent both name the computer opponent: give one")
@@ -710,10 +710,10 @@ def _human_play(parser, args) -> int:
 
 
 def _replay(parser, args) -> int:
-    from spacewar_ai.replays import play_replay
+    from spacewar_ai.game.replays import play_replay
 
     if args.html:
-        from spacewar_ai.web import export_html
+        from spacewar_ai.web.app import export_html
 
         if args.record or args.scale or args.phosphor:
             parser.error("--html writes a page that plays the replay by itself: drop "
@@ -725,8 +725,8 @@ def _replay(parser, args) -> int:
 
 
 def _serve(parser, args) -> int:
-    from spacewar_ai.web import serve
-    from spacewar_ai.web_guard import Limits
+    from spacewar_ai.web.app import serve
+    from spacewar_ai.web.guard import Limits
 
     def names(text):
         return [n.strip() for n in text.split(",") if n.strip()] if text else []
@@ -738,7 +738,7 @@ def _serve(parser, args) -> int:
 
 
 def _datagen(parser, args) -> int:
-    from spacewar_ai.datasets import generate
+    from spacewar_ai.training.datasets import generate
 
     specs = [s.strip() for s in (args.players or "").split(",")]
     if len(specs) != 2 or not all(specs):
@@ -746,8 +746,8 @@ def _datagen(parser, args) -> int:
     if not args.dataset_id:
         parser.error("--datagen needs --dataset-id NAME (what the dataset will be called)")
     cfg = _run_config(args)
-    from spacewar_ai.datasets import dataset_folder, dataset_id
-    from spacewar_ai.preflight import check_games, writable
+    from spacewar_ai.training.datasets import dataset_folder, dataset_id
+    from spacewar_ai.util.preflight import check_games, writable
 
     check_games("--episodes", args.episodes or 200)
     writable(dataset_folder(dataset_id(args.dataset_id)), "the dataset's folder", folder=True)
@@ -759,7 +759,7 @@ def _datagen(parser, args) -> int:
 
 
 def _pbt(parser, args) -> int:
-    from spacewar_ai.pbt import run_pbt
+    from spacewar_ai.training.pbt import run_pbt
 
     cfg = _run_config(args)
     if args.timesteps is None:
@@ -771,35 +771,35 @@ def _pbt(parser, args) -> int:
 
 
 def _dataset_info(parser, args) -> int:
-    from spacewar_ai.datasets import info
+    from spacewar_ai.training.datasets import info
 
     print(info(args.dataset_info))
     return 0
 
 
 def _benchmark(parser, args) -> int:
-    from spacewar_ai.benchmark import run_benchmark
+    from spacewar_ai.bench.throughput import run_benchmark
 
     run_benchmark(seed=args.seed or 0, quick=args.quick)
     return 0
 
 
 def _benchmark_training(parser, args) -> int:
-    from spacewar_ai.benchmark import run_training_benchmark
+    from spacewar_ai.bench.throughput import run_training_benchmark
 
     run_training_benchmark(seed=args.seed or 0, quick=args.quick)
     return 0
 
 
 def _benchmark_threads(parser, args) -> int:
-    from spacewar_ai.thread_benchmark import run_thread_benchmark
+    from spacewar_ai.bench.threads import run_thread_benchmark
 
     run_thread_benchmark(seed=args.seed or 0, quick=args.quick)
     return 0
 
 
 def _llm_client(args):
-    from spacewar_ai.llm_clients import client_from_flags
+    from spacewar_ai.llm.clients import client_from_flags
 
     return client_from_flags(args.keys_dir or ".", args.llm_provider, args.llm_model,
                              args.llm_base_url, args.llm_local, args.llm_local_model,
@@ -808,14 +808,14 @@ def _llm_client(args):
 
 
 def _exploration_guide(args, cfg):
-    from spacewar_ai.llm_strategies import exploration_guide
+    from spacewar_ai.llm.strategies import exploration_guide
 
     client = _llm_client(args) if args.use_llm == "generate" else None
     return exploration_guide(args.use_llm, client, cfg)
 
 
 def _iterative(parser, args) -> int:
-    from spacewar_ai.llm_strategies import run_iterative
+    from spacewar_ai.llm.strategies import run_iterative
 
     cfg = _run_config(args)
     if args.timesteps is None and args.episodes is None:
@@ -830,7 +830,7 @@ def _iterative(parser, args) -> int:
 
 
 def _llm_arena(parser, args) -> int:
-    from spacewar_ai.llm_strategies import run_arena
+    from spacewar_ai.llm.strategies import run_arena
 
     run_arena(_llm_client(args), args.llm_samples or 1, args.matches_per_pairing or 20,
               args.seed or 0)

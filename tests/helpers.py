@@ -2,9 +2,9 @@
 
 import numpy as np
 
-from spacewar_ai import engine
+from spacewar_ai.game import engine
 from spacewar_ai.config import GameConfig
-from spacewar_ai.engine import GameBatch
+from spacewar_ai.game.engine import GameBatch
 
 
 def scenario(**config) -> GameBatch:

@@ -6,8 +6,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spacewar_ai.agents import DQNAgent, PPOAgent
-from spacewar_ai.checkpoints import export_for_play, load_agent
+from spacewar_ai.agents.dqn import DQNAgent
+from spacewar_ai.agents.ppo import PPOAgent
+from spacewar_ai.agents.saved import export_for_play, load_agent
 from spacewar_ai.config import DQNConfig, PPOConfig
 
 SMALL_PPO = PPOConfig(hidden_sizes=(32, 32), n_steps=4)
@@ -291,7 +292,7 @@ def _trained_ensemble(seed: int, steps: int) -> DQNAgent:
 def test_two_dqn_runs_join_in_one_exported_ensemble(tmp_path):
     """--export --ensemble-with: the copy's greedy player averages every member of both runs, so
     its Q-values are the two players' means weighted by their sizes, and it loads as any model."""
-    from spacewar_ai.checkpoints import CheckpointError
+    from spacewar_ai.agents.checkpoints import CheckpointError
 
     a, b = _trained_ensemble(0, 4), _trained_ensemble(1, 6)
     a.save(tmp_path / "a.pt")
@@ -424,7 +425,7 @@ def test_dqn_n_step_returns_by_hand():
 def test_policy_stack_plays_like_each_network(activation):
     """The league plays its PPO opponents in one batched pass; greedy, every row gets the action
     its own network would choose, masks included, whatever the grouping."""
-    from spacewar_ai.agents import PolicyStack
+    from spacewar_ai.agents.ppo import PolicyStack
 
     rng = np.random.default_rng(5)
     agents = []

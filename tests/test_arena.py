@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from spacewar_ai.arena import HOUSE, PAIRING_GAMES, Arena, run_pairing
+from spacewar_ai.rating.arena import HOUSE, PAIRING_GAMES, Arena, run_pairing
 
 
 def test_an_onnx_model_is_played_and_a_broken_one_refused(tmp_path):
     pytest.importorskip("onnxruntime")
-    from spacewar_ai.onnx_export import export_onnx
+    from spacewar_ai.pilots.onnx_export import export_onnx
 
     export_onnx("pretrained", tmp_path / "net.onnx")
     arena = Arena(tmp_path / "arena")

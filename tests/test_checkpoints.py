@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from spacewar_ai.agents import DQNAgent, PPOAgent
-from spacewar_ai.checkpoints import (FORMAT_VERSION, CheckpointError, atomic_write_bytes,
-                                     load_agent, load_checkpoint)
+from spacewar_ai.agents.dqn import DQNAgent
+from spacewar_ai.agents.ppo import PPOAgent
+from spacewar_ai.agents.checkpoints import CheckpointError, FORMAT_VERSION, load_checkpoint
+from spacewar_ai.util.files import atomic_write_bytes
+from spacewar_ai.agents.saved import load_agent
 from spacewar_ai.config import DQNConfig, PPOConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,7 +137,7 @@ def test_a_write_removes_what_a_killed_writer_of_the_same_file_left(tmp_path):
     import os
     import time
 
-    from spacewar_ai.checkpoints import STALE_TEMP_SECONDS, atomic_write_bytes
+    from spacewar_ai.util.files import STALE_TEMP_SECONDS, atomic_write_bytes
 
     stale = tmp_path / ".state.json.dead1.tmp"
     live = tmp_path / ".state.json.live2.tmp"  # a writer at work right now

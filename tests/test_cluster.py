@@ -99,8 +99,8 @@ def test_tournament_on_a_two_node_cluster_equals_the_local_one(tmp_path, cluster
 
 @pytest.mark.slow
 def test_evaluation_and_datasets_on_ray_are_the_local_games(tmp_path):
-    from spacewar_ai.datasets import generate, load
-    from spacewar_ai.match import play_match, play_match_on_ray
+    from spacewar_ai.training.datasets import generate, load
+    from spacewar_ai.rating.match import play_match, play_match_on_ray
 
     os.environ["MINARI_DATASETS_PATH"] = str(tmp_path / "minari")
     ray.init(num_cpus=2, logging_level="ERROR", log_to_driver=False, include_dashboard=False)
@@ -131,8 +131,8 @@ def test_a_node_without_a_players_file_plays_from_a_copy(tmp_path):
     machine that started the tournament: it plays from a copy out of Ray's object store."""
     import hashlib
 
-    from spacewar_ai.cluster import local_copy
-    from spacewar_ai.match import play_match
+    from spacewar_ai.rating.cluster import local_copy
+    from spacewar_ai.rating.match import play_match
 
     data = STRATEGY.read_bytes()
     sha = hashlib.sha256(data).hexdigest()
@@ -260,7 +260,7 @@ def test_ray_flags_are_checked_before_anything_runs(tmp_path):
 def test_league_rating_rises_with_the_members_results():
     from types import SimpleNamespace
 
-    from spacewar_ai.pbt import league_rating
+    from spacewar_ai.training.pbt import league_rating
 
     def rating(score):
         return league_rating(SimpleNamespace(results={"heuristic:hard": [score] * 40,

@@ -18,7 +18,7 @@ def minari_home(tmp_path, monkeypatch):
 def test_recorded_games_round_trip_through_minaris_loader(minari_home):
     import minari
 
-    from spacewar_ai.datasets import GAMES_FILE, generate, info, transitions
+    from spacewar_ai.training.datasets import GAMES_FILE, generate, info, transitions
 
     report = generate([("heuristic:hard", "heuristic:easy")], 6, "tiny", seed=3,
                       reward=RewardConfig.preset("sniper"), quiet=True)
@@ -53,7 +53,7 @@ def test_recorded_games_round_trip_through_minaris_loader(minari_home):
 
 def test_bad_names_and_mismatched_datasets_are_one_line(minari_home):
     from spacewar_ai.config import RunConfig
-    from spacewar_ai.datasets import arrays, dataset_id, generate
+    from spacewar_ai.training.datasets import arrays, dataset_id, generate
 
     with pytest.raises(ValueError, match="does not exist.*--datagen"):
         arrays("nothing-here")

@@ -3,7 +3,7 @@
 import numpy as np
 
 from spacewar_ai import SpacewarEnv, SpacewarVectorEnv
-from spacewar_ai.engine import GameBatch
+from spacewar_ai.game.engine import GameBatch
 
 
 def _actions(seed, steps, n):

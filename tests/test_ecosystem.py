@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import spacewar_ai  # noqa: F401 (registers Spacewar-v0)
-from spacewar_ai.engine import DeathCause
-from spacewar_ai.environment import SpacewarEnv, SpacewarVectorEnv
+from spacewar_ai.game.engine import DeathCause
+from spacewar_ai.game.environment import SpacewarEnv, SpacewarVectorEnv
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -146,7 +146,7 @@ def test_single_env_record_video(tmp_path):
 def test_pettingzoo_aec_env_passes_api_seed_and_render_tests():
     from pettingzoo.test import api_test, render_test, seed_test
 
-    from spacewar_ai.environment import env, raw_env
+    from spacewar_ai.game.environment import env, raw_env
 
     api_test(env(), num_cycles=300)
     seed_test(raw_env, num_cycles=100)
@@ -157,8 +157,8 @@ def test_pettingzoo_parallel_env_passes_its_tests_and_has_a_state():
     from pettingzoo.test import (max_cycles_test, parallel_api_test, parallel_seed_test,
                                  state_test)
 
-    import spacewar_ai.environment as module
-    from spacewar_ai.environment import env, parallel_env
+    import spacewar_ai.game.environment as module
+    from spacewar_ai.game.environment import env, parallel_env
 
     parallel_api_test(parallel_env(), num_cycles=300)
     parallel_seed_test(parallel_env, num_cycles=100)
@@ -186,7 +186,7 @@ def five_decision_games():
     soon), so a rollout's game ends can be counted by hand."""
     import gymnasium as gym
 
-    from spacewar_ai.environment import SpacewarEnv
+    from spacewar_ai.game.environment import SpacewarEnv
 
     env_id = "FiveDecisionSpacewar-v0"
     gym.register(env_id, entry_point=lambda opponent: SpacewarEnv(
@@ -255,7 +255,7 @@ def test_supersuit_turns_the_parallel_env_into_a_vector_env_for_shared_policies(
     concatenated, ready for a single-agent learner such as Stable-Baselines3."""
     import supersuit as ss
 
-    from spacewar_ai.environment import parallel_env
+    from spacewar_ai.game.environment import parallel_env
 
     venv = ss.concat_vec_envs_v1(ss.pettingzoo_env_to_vec_env_v1(parallel_env()), 3,
                                  num_cpus=0, base_class="stable_baselines3")
@@ -314,7 +314,7 @@ def test_the_first_step_after_an_install_says_it_is_compiling_once(tmp_path):
     import subprocess
     import sys
 
-    from spacewar_ai.engine import COMPILE_NOTICE
+    from spacewar_ai.game.engine import COMPILE_NOTICE
 
     script = ("import gymnasium as gym, spacewar_ai\n"
               "env = gym.make('Spacewar-v0', opponent='heuristic:hard')\n"

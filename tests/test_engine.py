@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from helpers import cause, run, scenario
 
-from spacewar_ai import engine
+from spacewar_ai.game import engine
 from spacewar_ai.config import GameConfig, RewardConfig
-from spacewar_ai.engine import DeathCause
+from spacewar_ai.game.engine import DeathCause
 
 C = GameConfig()
 R = RewardConfig()
@@ -282,7 +282,7 @@ def test_death_causes_print_by_name_as_in_the_original_diagnostic(capsys):
 def test_counting_dodges_changes_no_game():
     """Dodges are a statistic: a batch that counts them plays the same games, bit for bit, as one
     that does not; only the count differs. The vector env reports it only when asked."""
-    from spacewar_ai.replays import state_hash
+    from spacewar_ai.game.replays import state_hash
 
     rng = np.random.default_rng(5)
     actions = rng.integers(0, 6, size=(300, 64, 2))
@@ -297,7 +297,7 @@ def test_counting_dodges_changes_no_game():
     assert batches[0].stats[:, :, engine.DODGED].sum() > 0
     assert batches[1].stats[:, :, engine.DODGED].sum() == 0
 
-    from spacewar_ai.environment import SpacewarVectorEnv
+    from spacewar_ai.game.environment import SpacewarVectorEnv
 
     for flag in (True, False):
         env = SpacewarVectorEnv(8, opponent="heuristic:hard", count_dodges=flag)

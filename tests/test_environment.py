@@ -11,7 +11,7 @@ import pytest
 import spacewar_ai  # noqa: F401  (registers Spacewar-v0)
 from spacewar_ai import SpacewarEnv, SpacewarVectorEnv
 from spacewar_ai.config import GameConfig
-from spacewar_ai.engine import DeathCause
+from spacewar_ai.game.engine import DeathCause
 
 
 def test_diagnostic_observation_shape():
@@ -71,7 +71,7 @@ def test_stable_baselines3_check_env_and_ppo_trains_2000_steps():
 def test_pettingzoo_parallel_api():
     from pettingzoo.test import parallel_api_test
 
-    from spacewar_ai.environment import parallel_env
+    from spacewar_ai.game.environment import parallel_env
 
     parallel_api_test(parallel_env(), num_cycles=300)
     env = parallel_env()
@@ -211,7 +211,7 @@ def test_the_documented_tables_are_the_environments_own():
     import textwrap
     from pathlib import Path
 
-    from spacewar_ai.environment import ACTION_DOC, OBSERVATION_DOC
+    from spacewar_ai.game.environment import ACTION_DOC, OBSERVATION_DOC
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "game.md").read_text()
     for table in (OBSERVATION_DOC, ACTION_DOC):

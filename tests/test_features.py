@@ -6,14 +6,15 @@ import numpy as np
 import pytest
 
 from helpers import cause, load_script, scenario
-from spacewar_ai import engine
-from spacewar_ai.agents import DQNAgent, PolicyStack, PPOAgent
-from spacewar_ai.pilots import make_pilot
+from spacewar_ai.game import engine
+from spacewar_ai.agents.dqn import DQNAgent
+from spacewar_ai.agents.ppo import PolicyStack, PPOAgent
+from spacewar_ai.pilots.specs import make_pilot
 from spacewar_ai.config import DQNConfig, GameConfig, PPOConfig
-from spacewar_ai.engine import GameBatch
-from spacewar_ai.checkpoints import load_agent
-from spacewar_ai.pilots import PRETRAINED_PATH
-from spacewar_ai.features import egocentric_view, tactical_view, view_constants
+from spacewar_ai.game.engine import GameBatch
+from spacewar_ai.agents.saved import load_agent
+from spacewar_ai.pilots.specs import PRETRAINED_PATH
+from spacewar_ai.game.features import egocentric_view, tactical_view, view_constants
 
 shot_quality = load_script("shot_quality")
 

@@ -10,18 +10,18 @@ import numpy as np
 import pygame
 import pytest
 
-from spacewar_ai import engine
+from spacewar_ai.game import engine
 from spacewar_ai.config import GameConfig
-from spacewar_ai.human_play import (HumanGame, Opponent, choose_best_model, difficulty_opponent,
+from spacewar_ai.human.play import (HumanGame, Opponent, choose_best_model, difficulty_opponent,
                               keys_to_action, CONTROLS_ALONE)
-from spacewar_ai.pilots import PRETRAINED_PATH
-from spacewar_ai.recording import VideoRecorder, read_video_info
-from spacewar_ai.rendering import SHIP_COLORS, STAR
-from spacewar_ai.replays import load_replay, replay_game, state_hash
+from spacewar_ai.pilots.specs import PRETRAINED_PATH
+from spacewar_ai.game.recording import VideoRecorder, read_video_info
+from spacewar_ai.game.rendering import SHIP_COLORS, STAR
+from spacewar_ai.game.replays import load_replay, replay_game, state_hash
 
 
 def _game(tmp_path, opponent="idle", **kwargs) -> HumanGame:
-    from spacewar_ai.human_play import spec_opponent
+    from spacewar_ai.human.play import spec_opponent
 
     cfg = kwargs.pop("config", GameConfig())
     opp = None if kwargs.get("two_player") else spec_opponent(opponent, cfg)
@@ -262,7 +262,7 @@ def test_cli_replay_to_video_and_clear_errors(tmp_path):
 
 
 def test_no_model_at_all_is_a_clear_message(tmp_path, monkeypatch):
-    import spacewar_ai.pilots as pilots
+    import spacewar_ai.pilots.specs as pilots
 
     monkeypatch.setattr(pilots, "PRETRAINED_PATH", tmp_path / "gone.pt")
     with pytest.raises(ValueError, match="no model to play against.*--difficulty easy"):

@@ -4,10 +4,11 @@ kind (snapshots, the current self, champions of another shape, DQN) playing thei
 import numpy as np
 import torch
 
-from spacewar_ai.agents import DQNAgent, PPOAgent
+from spacewar_ai.agents.dqn import DQNAgent
+from spacewar_ai.agents.ppo import PPOAgent
 from spacewar_ai.config import DQNConfig, GameConfig, LeagueConfig, PPOConfig
-from spacewar_ai.environment import SpacewarVectorEnv
-from spacewar_ai.league import SELF, League
+from spacewar_ai.game.environment import SpacewarVectorEnv
+from spacewar_ai.training.league import SELF, League
 
 SMALL = PPOConfig(hidden_sizes=(16,), activation="relu")
 
@@ -86,7 +87,7 @@ def test_champions_of_another_generation_play_beside_new_ones(tmp_path):
     """The shipped model reads the game with older view constants (no `gravity`): it cannot share
     a batched pass with a new model of the same shape, and once crashed champion training. Each
     plays its own games; the new models still share one pass."""
-    from spacewar_ai.pilots import PRETRAINED_PATH
+    from spacewar_ai.pilots.specs import PRETRAINED_PATH
 
     new = PPOAgent(36, 6, PPOConfig(), num_envs=1)
     new.save(tmp_path / "new.pt")

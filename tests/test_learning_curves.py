@@ -6,7 +6,7 @@ import pytest
 from torch.utils.tensorboard import SummaryWriter
 
 from helpers import load_script
-from spacewar_ai.charts import PALETTE
+from spacewar_ai.util.charts import PALETTE
 
 learning_curves = load_script("learning_curves")
 

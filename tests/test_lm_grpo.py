@@ -14,8 +14,8 @@ from spacewar_ai.config import OBS_MASK, GameConfig, RewardConfig  # noqa: E402
 
 def _states(n_games=4, steps=12, seed=0):
     """Game states, observations and sides from the middle of real games (heuristic play)."""
-    from spacewar_ai.engine import GameBatch
-    from spacewar_ai.pilots import make_pilot
+    from spacewar_ai.game.engine import GameBatch
+    from spacewar_ai.pilots.specs import make_pilot
 
     cfg = GameConfig()
     batch = GameBatch(n_games, cfg)
@@ -30,8 +30,8 @@ def _states(n_games=4, steps=12, seed=0):
 def _model(tiny):
     import torch
 
-    from spacewar_ai.lm_models import add_lora, load_base
-    from spacewar_ai.lm_pilot import PromptCoder
+    from spacewar_ai.lm.models import add_lora, load_base
+    from spacewar_ai.lm.pilot import PromptCoder
 
     torch.manual_seed(0)
     model, tokenizer = load_base(str(tiny))
@@ -41,7 +41,7 @@ def _model(tiny):
 def test_grpo_raises_a_rewarded_action_over_an_unrewarded_one_at_the_same_state(tiny):
     import torch
 
-    from spacewar_ai.lm_grpo import answer_log_probs, group_advantages, grpo_update
+    from spacewar_ai.training.grpo import answer_log_probs, group_advantages, grpo_update
 
     model, coder = _model(tiny)
     obs = _states()[1][:1]
@@ -66,8 +66,8 @@ def test_grpo_puts_no_probability_or_gradient_on_an_invalid_action(tiny):
     log-probability, and the loss and its gradients stay finite."""
     import torch
 
-    from spacewar_ai.lm_grpo import answer_log_probs, group_advantages, grpo_loss
-    from spacewar_ai.lm_pilot import prompt_logits
+    from spacewar_ai.training.grpo import answer_log_probs, group_advantages, grpo_loss
+    from spacewar_ai.lm.pilot import prompt_logits
 
     model, coder = _model(tiny)
     obs = _states()[1][:2]
@@ -97,8 +97,8 @@ def test_grpo_puts_no_probability_or_gradient_on_an_invalid_action(tiny):
 def test_actions_are_scored_by_the_reward_table_of_the_game_played_on():
     """Played on one decision under the sniper table (each shot costs 4), firing scores exactly
     4 below drifting; invalid actions are NaN; the same states score the same twice."""
-    from spacewar_ai.lm_grpo import action_scores
-    from spacewar_ai.pilots import make_pilot
+    from spacewar_ai.training.grpo import action_scores
+    from spacewar_ai.pilots.specs import make_pilot
 
     cfg = GameConfig()
     states, obs, sides = _states(n_games=6, steps=8)
@@ -120,9 +120,9 @@ def test_grpo_runs_end_to_end_and_its_adapter_plays(tiny, tmp_path, monkeypatch)
     models/adapters/ naming its base and its start, and lm:RUN playing it."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from spacewar_ai.lm_models import adapter_meta
+    from spacewar_ai.lm.models import adapter_meta
     from spacewar_ai.main import main
-    from spacewar_ai.pilots import make_pilot
+    from spacewar_ai.pilots.specs import make_pilot
     from test_lm import _trained_adapter
 
     monkeypatch.chdir(tmp_path)
@@ -178,7 +178,7 @@ def test_grpo_refuses_what_cannot_work_in_one_line(tiny, tmp_path, monkeypatch, 
 
 
 def test_the_benchmark_prints_the_lm_pilot_sft_and_grpo_rates(tiny, capsys):
-    from spacewar_ai.benchmark import bench_lm
+    from spacewar_ai.bench.throughput import bench_lm
 
     figures = bench_lm(quick=True, spec=str(tiny))
     out = capsys.readouterr().out
@@ -190,7 +190,7 @@ def test_the_benchmark_prints_the_lm_pilot_sft_and_grpo_rates(tiny, capsys):
 def test_a_group_whose_scores_differ_by_game_length_alone_teaches_nothing():
     """Step penalties of a game a decision longer or shorter are not an outcome: such a group is
     dropped, while one with a kill in it is kept and z-scored."""
-    from spacewar_ai.lm_grpo import group_advantages
+    from spacewar_ai.training.grpo import group_advantages
 
     scores = np.array([[-0.60, -0.61, -0.59, -0.60, np.nan, np.nan],
                        [-0.60, -0.61, 199.0, -0.60, -150.0, np.nan]])

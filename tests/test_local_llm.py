@@ -14,9 +14,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from spacewar_ai.local_llm import (MODEL_CATALOG, Hardware, detect_hardware, ensure_model,
+from spacewar_ai.llm.local import (MODEL_CATALOG, Hardware, detect_hardware, ensure_model,
                                    pick_model)
-from spacewar_ai.sandbox import StrategyPilot, validate_source
+from spacewar_ai.pilots.sandbox import StrategyPilot, validate_source
 
 from tiny_gguf import write_tiny_llama
 
@@ -119,14 +119,14 @@ def test_tiny_gguf_is_a_readable_llama_model(tiny_model):
 
 def test_grammar_constrained_local_generation_always_gives_a_valid_strategy(tiny_model):
     pytest.importorskip("llama_cpp", reason="the local-llm extra is not installed")
-    from spacewar_ai.local_llm import LocalLLMClient
+    from spacewar_ai.llm.local import LocalLLMClient
 
     messages = [{"role": "user", "content": "Write a Spacewar! pilot."}]
     sources = []
     for seed in range(3):
         client = LocalLLMClient(tiny_model, n_ctx=2048, n_gpu_layers=0, seed=seed)
         reply = client.generate(messages, max_tokens=1200, temperature=1.0)
-        from spacewar_ai.llm_strategies import extract_code
+        from spacewar_ai.llm.strategies import extract_code
 
         sources.append(extract_code(reply))
     for k, source in enumerate(sources):
@@ -145,7 +145,7 @@ def test_grammar_constrained_local_generation_always_gives_a_valid_strategy(tiny
 def test_llama_cpp_server_serves_the_openai_compatible_client(tiny_model, tmp_path):
     pytest.importorskip("llama_cpp", reason="the local-llm extra is not installed")
     pytest.importorskip("fastapi", reason="llama_cpp.server needs the [server] extra")
-    from spacewar_ai.llm_clients import OpenAICompatibleClient
+    from spacewar_ai.llm.clients import OpenAICompatibleClient
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -176,7 +176,7 @@ def test_llama_cpp_server_serves_the_openai_compatible_client(tiny_model, tmp_pa
 def test_a_failed_download_is_reported_in_whole_words(tmp_path, monkeypatch):
     import huggingface_hub
 
-    from spacewar_ai.local_llm import CatalogEntry, ensure_model
+    from spacewar_ai.llm.local import CatalogEntry, ensure_model
 
     said = ("An error happened while trying to locate the file on the Hub and we cannot find the "
             "requested files in the local cache. Please check your connection and try again or "
@@ -196,7 +196,7 @@ def test_a_failed_download_is_reported_in_whole_words(tmp_path, monkeypatch):
 def test_without_llama_cpp_the_refusal_names_the_model_it_would_run(tmp_path):
     import importlib.util
 
-    from spacewar_ai.local_llm import LocalLLMClient
+    from spacewar_ai.llm.local import LocalLLMClient
 
     if importlib.util.find_spec("llama_cpp") is not None:
         pytest.skip("llama-cpp-python is installed: nothing is refused")

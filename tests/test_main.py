@@ -94,8 +94,8 @@ def test_the_original_designs_whole_flag_set_is_accepted():
 def test_export_joins_dqn_runs_and_ensemble_with_needs_export(tmp_path):
     import torch
 
-    from spacewar_ai.agents import DQNAgent
-    from spacewar_ai.checkpoints import load_agent
+    from spacewar_ai.agents.dqn import DQNAgent
+    from spacewar_ai.agents.saved import load_agent
     from spacewar_ai.config import DQNConfig
 
     cfg = DQNConfig(hidden_sizes=(16,), stream_size=8, buffer_size=64)
@@ -169,9 +169,10 @@ def _files(d: Path) -> dict:
 
     import torch
 
-    from spacewar_ai.agents import DQNAgent, PPOAgent
+    from spacewar_ai.agents.dqn import DQNAgent
+    from spacewar_ai.agents.ppo import PPOAgent
     from spacewar_ai.config import DQNConfig, PPOConfig
-    from spacewar_ai.pilots import PRETRAINED_PATH
+    from spacewar_ai.pilots.specs import PRETRAINED_PATH
 
     f = {}
 

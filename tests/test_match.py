@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from spacewar_ai.config import GameConfig, RewardConfig
-from spacewar_ai.match import play_match, report
+from spacewar_ai.rating.match import play_match, report
 
 
 @pytest.mark.parametrize("personality", ["standard", "aggressive", "survival", "efficient",

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from spacewar_ai.agents import cql_loss
+from spacewar_ai.agents.dqn import cql_loss
 from spacewar_ai.config import DQNConfig, LeagueConfig, PPOConfig, RunConfig, TrainConfig
 
 
@@ -23,7 +23,7 @@ def test_the_cql_regulariser_matches_a_hand_computed_example():
 @pytest.fixture()
 def recorded(tmp_path, monkeypatch):
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
-    from spacewar_ai.datasets import generate
+    from spacewar_ai.training.datasets import generate
 
     generate([("heuristic:hard", "heuristic:easy")], 16, "teach", seed=1, quiet=True)
     return "teach"
@@ -43,8 +43,8 @@ def _cfg(tmp_path, algorithm, **train):
 
 @pytest.mark.slow
 def test_bc_then_cql_then_ppo_from_each(tmp_path, recorded):
-    from spacewar_ai.checkpoints import load_agent
-    from spacewar_ai.training import train
+    from spacewar_ai.agents.saved import load_agent
+    from spacewar_ai.training.trainer import train
 
     bc = train(_cfg(tmp_path, "bc", dataset_pilot="heuristic:hard"), quiet=True)
     assert bc["accuracy"] > 0.6  # it imitates the hard pilot's recorded moves
@@ -73,8 +73,8 @@ def test_bc_and_cql_need_a_dataset():
 @pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["cql", "bc"])
 def test_the_same_seed_gives_the_same_weights(tmp_path, recorded, algorithm):
-    from spacewar_ai.checkpoints import load_agent
-    from spacewar_ai.training import train
+    from spacewar_ai.agents.saved import load_agent
+    from spacewar_ai.training.trainer import train
 
     weights = []
     for k in range(2):

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import torch
 
-from spacewar_ai.environment import SpacewarVectorEnv
-from spacewar_ai.features import apply_view, view_constants
-from spacewar_ai.onnx_export import Features
-from spacewar_ai.pilots import make_pilot
+from spacewar_ai.game.environment import SpacewarVectorEnv
+from spacewar_ai.game.features import apply_view, view_constants
+from spacewar_ai.pilots.onnx_export import Features
+from spacewar_ai.pilots.specs import make_pilot
 
 
 @pytest.fixture(scope="module")
@@ -40,9 +40,9 @@ def test_the_torch_views_equal_the_numba_views(positions, view, constants):
 def test_an_exported_model_chooses_what_the_torch_pilot_chooses(tmp_path, positions, algorithm):
     import onnxruntime as ort
 
-    from spacewar_ai.agents import DQNAgent
+    from spacewar_ai.agents.dqn import DQNAgent
     from spacewar_ai.config import DQNConfig
-    from spacewar_ai.onnx_export import export_onnx
+    from spacewar_ai.pilots.onnx_export import export_onnx
 
     if algorithm == "ppo":
         spec = "pretrained"

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from spacewar_ai.pilots import make_pilot
-from spacewar_ai.ratings import standings
-from spacewar_ai.tournament import play_round_robin, resolve_entrants
+from spacewar_ai.pilots.specs import make_pilot
+from spacewar_ai.rating.ratings import standings
+from spacewar_ai.rating.tournament import play_round_robin, resolve_entrants
 
 
 @pytest.mark.slow
@@ -96,7 +96,7 @@ def sb3_models(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SB3_KINDS))
 def test_sb3_reads_the_algorithm_from_the_zip_and_plays_it(sb3_models, name):
-    from spacewar_ai.match import play_match
+    from spacewar_ai.rating.match import play_match
 
     pilot = make_pilot(f"sb3:{sb3_models / name}.zip")
     assert type(pilot.model).__name__ == name

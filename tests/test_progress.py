@@ -4,7 +4,7 @@ import io
 
 import pytest
 
-from spacewar_ai.progress import Progress
+from spacewar_ai.util.progress import Progress
 
 
 def test_a_pipe_gets_one_line_at_the_end():

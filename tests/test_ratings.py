@@ -6,9 +6,9 @@ import random
 import numpy as np
 import pytest
 
-from spacewar_ai.ratings import (RatingsFile, Results, bradley_terry, elo_incremental,
+from spacewar_ai.rating.ratings import (RatingsFile, Results, bradley_terry, elo_incremental,
                                  standings)
-from spacewar_ai.tournament import play_round_robin, resolve_entrants
+from spacewar_ai.rating.tournament import play_round_robin, resolve_entrants
 
 
 def _synthetic(strengths, games_per_pair, seed):
@@ -77,7 +77,7 @@ def test_ratings_file_accumulates_and_survives_a_failed_write(tmp_path, monkeypa
     before = path.read_bytes()
     assert RatingsFile(path).top(1)[0]["name"] == "heuristic:hard"
 
-    import spacewar_ai.checkpoints as t
+    import spacewar_ai.util.files as t
 
     def dies(path_, write):
         raise KeyboardInterrupt  # a kill during the write
@@ -103,10 +103,10 @@ def test_ratings_file_accumulates_and_survives_a_failed_write(tmp_path, monkeypa
 
 
 def test_champions_come_from_the_top_of_the_ratings_file(tmp_path):
-    from spacewar_ai.agents import PPOAgent
+    from spacewar_ai.agents.ppo import PPOAgent
     from spacewar_ai.config import PPOConfig
-    from spacewar_ai.pilots import PRETRAINED_PATH
-    from spacewar_ai.ratings import best_models
+    from spacewar_ai.pilots.specs import PRETRAINED_PATH
+    from spacewar_ai.rating.ratings import best_models
 
     paths = []
     for k in range(2):

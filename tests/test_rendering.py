@@ -2,8 +2,9 @@
 
 import numpy as np
 
-from spacewar_ai import SpacewarEnv, engine
-from spacewar_ai.rendering import SHIP_COLORS, STAR
+from spacewar_ai import SpacewarEnv
+from spacewar_ai.game import engine
+from spacewar_ai.game.rendering import SHIP_COLORS, STAR
 
 
 def _near(frame, x, y, color, radius=14):

@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spacewar_ai.match import play_match
-from spacewar_ai.pilots import make_pilot
-from spacewar_ai.sandbox import StrategyError, StrategyPilot, validate_source
-from spacewar_ai.ratings import standings
-from spacewar_ai.tournament import play_round_robin, resolve_entrants
+from spacewar_ai.rating.match import play_match
+from spacewar_ai.pilots.specs import make_pilot
+from spacewar_ai.pilots.sandbox import StrategyError, StrategyPilot, validate_source
+from spacewar_ai.rating.ratings import standings
+from spacewar_ai.rating.tournament import play_round_robin, resolve_entrants
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "strategies" / "aim_and_fire.py"
 

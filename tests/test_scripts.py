@@ -70,7 +70,7 @@ def test_web_tour_measures_latency_and_photographs_the_pages(tmp_path):
 def test_strength_table_panel_cells_are_the_panel_commands_games(tmp_path):
     """The table's panel cells are `--evaluate --panel`'s games, so the figures in
     docs/strength.md reproduce with either command."""
-    from spacewar_ai.panel import evaluate_panel, panel_specs
+    from spacewar_ai.rating.panel import evaluate_panel, panel_specs
 
     out = _script(tmp_path, "strength", "--games", "2", "--agents", "medium=heuristic:medium",
                   "--out", "s.json")

@@ -8,14 +8,14 @@ import sys
 import numpy as np
 import pytest
 
-from spacewar_ai import engine
-from spacewar_ai.match import play_match
-from spacewar_ai.scripted import HeuristicPilot
-from spacewar_ai.checkpoints import load_agent
+from spacewar_ai.game import engine
+from spacewar_ai.rating.match import play_match
+from spacewar_ai.pilots.scripted import HeuristicPilot
+from spacewar_ai.agents.saved import load_agent
 from spacewar_ai.config import GameConfig
-from spacewar_ai.environment import SpacewarEnv
-from spacewar_ai.pilots import file_identity, make_pilot
-from spacewar_ai.search import OPPONENT_MODEL_PATH, SearchPilot, search_pilot
+from spacewar_ai.game.environment import SpacewarEnv
+from spacewar_ai.pilots.specs import file_identity, make_pilot
+from spacewar_ai.pilots.search import OPPONENT_MODEL_PATH, SearchPilot, search_pilot
 
 CFG = GameConfig()
 
@@ -98,7 +98,7 @@ def test_a_planner_opponent_in_spacewar_env_kills_a_drifting_ship():
 
 
 def test_human_play_plans_at_the_decision_pace(tmp_path):
-    from spacewar_ai.human_play import HumanGame, Opponent
+    from spacewar_ai.human.play import HumanGame, Opponent
 
     pilot = _planner(60, 2)
     game = HumanGame(CFG, Opponent(pilot, pilot.name, 0, "test"),
@@ -127,7 +127,7 @@ def test_human_play_plans_at_the_decision_pace(tmp_path):
 
 
 def test_endings_are_valued_as_the_tables_count_them():
-    from spacewar_ai.search import DRAW, LOSS, WIN, ending_value
+    from spacewar_ai.pilots.search import DRAW, LOSS, WIN, ending_value
 
     # (killer, survivor) from ship 0's side: its torpedo kill; a torpedo from ship 1; ship 0 in
     # the star (ship 1 lives); ship 1 in the star (no torpedo win); both dead or a timeout.
@@ -188,7 +188,7 @@ def test_cli_evaluates_a_planner(tmp_path):
 def test_the_opponents_moves_are_read_back_from_the_game():
     """What the adapting planner learns from: every valid action, recovered from the change in
     the ship's state over one decision."""
-    from spacewar_ai.search import infer_moves
+    from spacewar_ai.pilots.search import infer_moves
 
     n = 64
     batch = engine.GameBatch(n)

@@ -5,8 +5,8 @@ import numpy as np
 
 import spacewar_ai  # noqa: F401  (registers the environments)
 from spacewar_ai.config import OBS_MASK
-from spacewar_ai.environment import SpacewarEnv
-from spacewar_ai.lm_view import prompt
+from spacewar_ai.game.environment import SpacewarEnv
+from spacewar_ai.lm.view import prompt
 
 
 def test_text_answers_play_the_same_game_as_action_indices():

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from spacewar_ai.threads import DEFAULT_THREADS, ENV_VAR, configure_process, torch_threads
+from spacewar_ai.util.threads import DEFAULT_THREADS, ENV_VAR, configure_process, torch_threads
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,7 +69,7 @@ def test_a_commands_setting_reaches_the_processes_it_starts(clean_env):
 
 
 def _worker_threads() -> int:
-    from spacewar_ai.tournament import _worker_init
+    from spacewar_ai.rating.tournament import _worker_init
 
     _worker_init(os.getppid())
     return _threads_in_child()
@@ -84,7 +84,7 @@ def test_tournament_workers_use_one_thread_whatever_the_run_asked(clean_env):
 
 def test_a_trainer_sets_its_threads_from_its_config(clean_env, tmp_path):
     from spacewar_ai.config import RunConfig, TrainConfig
-    from spacewar_ai.training import Trainer
+    from spacewar_ai.training.trainer import Trainer
 
     torch.set_num_threads(2)
     Trainer(RunConfig(train=TrainConfig(checkpoint_dir=str(tmp_path), log_dir=str(tmp_path))),

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from spacewar_ai.ratings import (standings)
-from spacewar_ai.tournament import crosstable_markdown, play_round_robin, resolve_entrants
+from spacewar_ai.rating.ratings import (standings)
+from spacewar_ai.rating.tournament import crosstable_markdown, play_round_robin, resolve_entrants
 
 
 def test_every_spec_resolves_and_bad_ones_are_named(tmp_path):
@@ -65,7 +65,7 @@ def test_cli_tournament_writes_crosstable_standings_and_ratings(tmp_path):
     data = json.loads(ratings.read_text())
     assert len(data["players"]) == 3 and len(data["history"]) == 1
     # Two replays per pairing (one per side), each replaying to its recorded final state.
-    from spacewar_ai.replays import load_replay, replay_game
+    from spacewar_ai.game.replays import load_replay, replay_game
 
     replays = sorted((tmp_path / "runs" / "tournaments").glob("*/replays/*.json"))
     assert len(replays) == 6
@@ -79,7 +79,7 @@ def test_cli_tournament_writes_crosstable_standings_and_ratings(tmp_path):
 
 
 def test_swiss_pairs_by_score_without_repeats():
-    from spacewar_ai.tournament import play_swiss
+    from spacewar_ai.rating.tournament import play_swiss
 
     entrants = resolve_entrants(["idle", "random", "heuristic:easy", "heuristic:medium",
                                  "heuristic:hard"])
@@ -91,7 +91,7 @@ def test_swiss_pairs_by_score_without_repeats():
 
 
 def test_elimination_follows_the_seeded_bracket():
-    from spacewar_ai.tournament import play_elimination
+    from spacewar_ai.rating.tournament import play_elimination
 
     specs = ["idle", "random", "heuristic:easy", "heuristic:hard", "heuristic:medium"]
     entrants = resolve_entrants(specs)
@@ -130,7 +130,7 @@ def test_players_never_share_a_name(tmp_path):
     apart, in the crosstable, the deaths table and the ratings file alike."""
     import shutil
 
-    from spacewar_ai.pilots import PRETRAINED_PATH
+    from spacewar_ai.pilots.specs import PRETRAINED_PATH
 
     paths = []
     for parent in ("x/run", "y/run", "z/other"):
@@ -202,7 +202,7 @@ def test_a_killed_tournament_leaves_no_process_behind(tmp_path):
 
 
 def test_the_default_field_is_said_and_leaves_out_toy_runs(tmp_path, monkeypatch, capsys):
-    from spacewar_ai.agents import PPOAgent
+    from spacewar_ai.agents.ppo import PPOAgent
     from spacewar_ai.config import PPOConfig
     from spacewar_ai.main import main
 
@@ -220,7 +220,7 @@ def test_the_default_field_is_said_and_leaves_out_toy_runs(tmp_path, monkeypatch
 
 
 def test_an_arenas_players_play_a_tournament(tmp_path, monkeypatch, capsys):
-    from spacewar_ai.arena import HOUSE, Arena
+    from spacewar_ai.rating.arena import HOUSE, Arena
     from spacewar_ai.main import main
 
     monkeypatch.chdir(tmp_path)

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 import torch
 
-from spacewar_ai.checkpoints import load_checkpoint
+from spacewar_ai.agents.checkpoints import load_checkpoint
 from spacewar_ai.config import DQNConfig, GameConfig, LeagueConfig, PPOConfig, TrainConfig
 from spacewar_ai.main import build_parser
 from spacewar_ai.config import RunConfig
-from spacewar_ai.match import evaluate
-from spacewar_ai.training import Trainer, evaluation_seeds
+from spacewar_ai.rating.match import evaluate
+from spacewar_ai.training.trainer import Trainer, evaluation_seeds
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -138,7 +138,7 @@ def test_best_checkpoints_figure_does_not_climb_on_luck(tmp_path):
 def test_best_checkpoint_changes_hands_by_winning_the_same_fresh_games(tmp_path):
     """An untrained network holds best.pt until the shipped model challenges it; after a resume
     best.pt's player is read back from the file, without moving torch's generator."""
-    from spacewar_ai.pilots import PRETRAINED_PATH
+    from spacewar_ai.pilots.specs import PRETRAINED_PATH
 
     cfg = RunConfig(train=TrainConfig(num_envs=16, seed=3, eval_episodes=20, run_name="h2h",
                                       checkpoint_dir=str(tmp_path / "ck"),
@@ -167,7 +167,7 @@ def test_best_checkpoint_changes_hands_by_winning_the_same_fresh_games(tmp_path)
     assert all(torch.equal(held[k], v) for k, v in shipped["net"].items())
 
     # A checkpoint written before the figure was pooled: its figure stood for one evaluation.
-    from spacewar_ai.checkpoints import rewrite_metadata
+    from spacewar_ai.agents.checkpoints import rewrite_metadata
 
     def unpooled(meta):
         meta["counters"].pop("best_eval_games")
@@ -217,8 +217,8 @@ def test_same_seed_gives_identical_weights(tmp_path, algorithm):
 def _learns_to_beat_idle(tmp_path, algorithm, steps, **algo):
     """Win rate against idle (100 games, sampling policy) before and after `steps` decisions.
     A step budget, not a time budget: the outcome is the same on a slow or a fast machine."""
-    from spacewar_ai.match import play_match
-    from spacewar_ai.pilots import AgentPilot
+    from spacewar_ai.rating.match import play_match
+    from spacewar_ai.pilots.specs import AgentPilot
 
     cfg = RunConfig(train=TrainConfig(algorithm=algorithm, num_envs=64, seed=1,
                                       total_timesteps=steps, checkpoint_dir=str(tmp_path),
@@ -374,7 +374,7 @@ def test_cli_refuses_bad_values_in_one_line(tmp_path):
 
 def test_training_with_render_draws_without_slowing_to_fps(tmp_path, monkeypatch):
     monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
-    from spacewar_ai.rendering import Renderer
+    from spacewar_ai.game.rendering import Renderer
 
     calls = []
     original = Renderer.draw
@@ -460,8 +460,8 @@ def test_toml_config_file_with_flag_overrides(tmp_path):
 
 
 def test_export_is_small_and_plays_like_the_original(tmp_path):
-    from spacewar_ai.checkpoints import export_for_play
-    from spacewar_ai.pilots import make_pilot
+    from spacewar_ai.agents.saved import export_for_play
+    from spacewar_ai.pilots.specs import make_pilot
 
     out = Trainer(tiny(tmp_path), quiet=True).run()
     src = Path(out["run_dir"]) / "latest.pt"
@@ -476,13 +476,13 @@ def test_export_is_small_and_plays_like_the_original(tmp_path):
 
 
 def test_the_shipped_model_loads_and_plays():
-    from spacewar_ai.pilots import PRETRAINED_PATH, make_pilot
+    from spacewar_ai.pilots.specs import PRETRAINED_PATH, make_pilot
 
     assert PRETRAINED_PATH.is_file() and PRETRAINED_PATH.stat().st_size < 2_000_000
     pilot = make_pilot("pretrained")
     assert pilot.name == "pretrained"
     torch.load(PRETRAINED_PATH, weights_only=True)
-    from spacewar_ai.match import play_match
+    from spacewar_ai.rating.match import play_match
 
     r = play_match(pilot, "idle", 20, seed=0)
     assert r.n == 20
@@ -492,8 +492,8 @@ def _agreement_with_hard_pilot(**agents) -> dict[str, float]:
     """How often each agent's greedy action is the hard pilot's, on held-out positions (another
     seed, the hard pilot flying against medium); "drift" is always answering 0, the teacher's
     most common action."""
-    from spacewar_ai.environment import SpacewarVectorEnv
-    from spacewar_ai.pilots import make_pilot
+    from spacewar_ai.game.environment import SpacewarVectorEnv
+    from spacewar_ai.pilots.specs import make_pilot
 
     cfg = GameConfig()
     env = SpacewarVectorEnv(64, cfg, opponent="heuristic:medium")
@@ -512,9 +512,9 @@ def _agreement_with_hard_pilot(**agents) -> dict[str, float]:
 
 @pytest.mark.slow
 def test_warm_start_makes_the_actor_imitate_its_teacher():
-    from spacewar_ai.agents import PPOAgent
+    from spacewar_ai.agents.ppo import PPOAgent
     from spacewar_ai.config import GameConfig, PPOConfig
-    from spacewar_ai.warm_start import behaviour_clone
+    from spacewar_ai.training.warm_start import behaviour_clone
 
     fresh = PPOAgent(36, 6, PPOConfig(hidden_sizes=(64, 64)), "cpu", num_envs=8)
     agent = PPOAgent(36, 6, PPOConfig(hidden_sizes=(64, 64)), "cpu", num_envs=8)
@@ -530,9 +530,9 @@ def test_dqn_demonstrations_make_the_greedy_policy_follow_its_teacher():
     """DQfD-style warm start: the teacher's games fill the buffer, the TD + margin pre-training
     makes the greedy policy agree with the teacher far more than an untrained network does, on
     positions from other games."""
-    from spacewar_ai.agents import DQNAgent
+    from spacewar_ai.agents.dqn import DQNAgent
     from spacewar_ai.config import GameConfig
-    from spacewar_ai.warm_start import demonstration_start
+    from spacewar_ai.training.warm_start import demonstration_start
 
     small = DQNConfig(hidden_sizes=(64, 64), stream_size=32, buffer_size=40_000, batch_size=256)
     fresh, agent = DQNAgent(36, 6, small, seed=0), DQNAgent(36, 6, small, seed=0)
@@ -549,7 +549,7 @@ def test_dqn_demonstrations_make_the_greedy_policy_follow_its_teacher():
 def test_zero_steps_with_a_warm_start_saves_the_imitation_alone(tmp_path):
     """What makes the opponent model of search.py: the checkpoint holds the cloned actor, no step
     of RL; zero steps without a warm start (an untrained network) is refused."""
-    from spacewar_ai.checkpoints import load_agent
+    from spacewar_ai.agents.saved import load_agent
 
     cfg = tiny(tmp_path, total_timesteps=0, warm_start="heuristic:hard",
                warm_start_decisions=40_000, warm_start_epochs=4)
@@ -589,7 +589,7 @@ def test_a_bad_spec_is_refused_before_the_first_step_and_leaves_no_folder(tmp_pa
 def test_the_planner_command_is_printed_whenever_a_model_exists(tmp_path, capsys):
     """A run too short to meet the judged pilot still leaves a policy to plan with (forecasting
     with the shipped model of the hard pilot); a run with no best.pt yet says why not."""
-    from spacewar_ai.training import planner_command, train
+    from spacewar_ai.training.trainer import planner_command, train
 
     train(tiny(tmp_path), quiet=True)
     line = capsys.readouterr().out.strip().splitlines()[-1]
@@ -622,7 +622,7 @@ def test_the_planner_command_is_printed_after_ctrl_c(tmp_path):
 def test_ctrl_c_stops_training_at_the_next_step_and_twice_at_once():
     """The first Ctrl-C is held until the loop's next check (so it never lands inside
     TensorBoard's writer, which once hung the run on exit); a second one stops at once."""
-    from spacewar_ai.training import StopAtSafePoint
+    from spacewar_ai.training.trainer import StopAtSafePoint
 
     before = signal.getsignal(signal.SIGINT)
     with StopAtSafePoint() as stop:
@@ -650,9 +650,9 @@ def test_champion_training_trains_with_models_of_every_generation(tmp_path, caps
     model, rated in a ratings file outside the checkpoint folder, and a new run's best.pt of the
     same shape but newer view constants. Stacking them once crashed champion training. A toy
     run (one update, a 4-game evaluation) and a model rated on a few games are passed over."""
-    from spacewar_ai.agents import PPOAgent
-    from spacewar_ai.pilots import PRETRAINED_PATH
-    from spacewar_ai.training import train
+    from spacewar_ai.agents.ppo import PPOAgent
+    from spacewar_ai.pilots.specs import PRETRAINED_PATH
+    from spacewar_ai.training.trainer import train
 
     trained = {"best_eval": 0.1, "global_step": 2_000_000, "best_eval_games": 200}
     toy = {"best_eval": 0.9, "global_step": 16_384, "best_eval_games": 4}
@@ -690,7 +690,7 @@ def test_a_run_clears_what_killed_writes_left_behind(tmp_path):
 
 
 def test_a_run_saves_after_its_first_update_and_then_by_time_as_well(tmp_path, monkeypatch):
-    import spacewar_ai.training as training
+    import spacewar_ai.training.trainer as training
 
     def saves(cfg):
         trainer = Trainer(cfg, quiet=True)

@@ -50,7 +50,7 @@ def project(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(project):
-    from spacewar_ai.web import BackgroundServer
+    from spacewar_ai.web.app import BackgroundServer
 
     srv = BackgroundServer(project)
     yield srv.url
@@ -182,7 +182,7 @@ def test_the_rotate_key_turns_ship_0_on_the_server(page, server):
 
 
 def _final_state(path: Path) -> str:
-    from spacewar_ai.replays import load_replay, replay_game, state_hash
+    from spacewar_ai.game.replays import load_replay, replay_game, state_hash
 
     return state_hash(replay_game(load_replay(path)))
 
@@ -227,7 +227,7 @@ def test_an_uploaded_replay_plays_to_its_recorded_state(page, server, project):
 
 
 def test_two_players_share_the_keyboard_and_a_finished_round_is_saved(page, server, project):
-    from spacewar_ai.replays import load_replay, replay_game
+    from spacewar_ai.game.replays import load_replay, replay_game
 
     page.goto(f"{server}/play")
     page.wait_for_selector("body[data-ready='1']")

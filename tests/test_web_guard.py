@@ -34,8 +34,8 @@ def project(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(project):
-    from spacewar_ai.web import BackgroundServer
-    from spacewar_ai.web_guard import Limits
+    from spacewar_ai.web.app import BackgroundServer
+    from spacewar_ai.web.guard import Limits
 
     srv = BackgroundServer(project, limits=Limits(games_per_client=2, upload_bytes=100_000,
                                                   stall_seconds=30))
@@ -194,7 +194,7 @@ def test_games_per_client_are_limited(server):
 
 
 def test_limits_are_one_line_each():
-    from spacewar_ai.web_guard import Limits
+    from spacewar_ai.web.guard import Limits
 
     assert Limits.parse("games_in_all=16,stall_seconds=2.5").games_in_all == 16
     for text, culprit in (("games_in_al=3", "did you mean 'games_in_all'"),
@@ -237,9 +237,9 @@ def _submit(server, name, filename, data: bytes):
 
 
 def test_an_arena_submission_is_rated_and_survives_a_restart(tmp_path):
-    from spacewar_ai.arena import HOUSE, PAIRING_GAMES
-    from spacewar_ai.web import BackgroundServer
-    from spacewar_ai.web_guard import Limits
+    from spacewar_ai.rating.arena import HOUSE, PAIRING_GAMES
+    from spacewar_ai.web.app import BackgroundServer
+    from spacewar_ai.web.guard import Limits
 
     srv = BackgroundServer(tmp_path, limits=Limits(submissions_per_hour=1))
     try:
@@ -274,7 +274,7 @@ def test_an_arena_submission_is_rated_and_survives_a_restart(tmp_path):
     finally:
         again.stop()
     # The CLI reads the same players.
-    from spacewar_ai.arena import Arena
+    from spacewar_ai.rating.arena import Arena
 
     specs = Arena(tmp_path / "runs" / "arena").player_specs()
     assert any(s.startswith("strategy:") and s.endswith(".py") for s in specs)
@@ -282,8 +282,8 @@ def test_an_arena_submission_is_rated_and_survives_a_restart(tmp_path):
 
 
 def test_games_and_sandboxes_in_all_are_limited():
-    from spacewar_ai.web_games import LiveGame, Workers, _sandboxes
-    from spacewar_ai.web_guard import Limits
+    from spacewar_ai.web.games import LiveGame, Workers, _sandboxes
+    from spacewar_ai.web.guard import Limits
 
     workers = Workers(Limits(games_in_all=3, games_per_client=5, sandboxes_in_all=2))
     assert _sandboxes({"mode": "watch", "a": "strategy:a.py", "b": "search:strategy:b.py"}) == 2

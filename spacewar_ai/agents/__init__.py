@@ -1,0 +1,23 @@
+"""Learning agents, the design's `spacewar_ai.agents`: `PPOAgent(36, 6, None, 'cpu')`.
+
+| module | what it holds |
+|---|---|
+| base.py | `BaseAgent`, observation statistics, masked sampling, the networks' building blocks |
+| ppo.py | `PPOAgent` (clipped surrogate, GAE), `PolicyStack` (many PPO networks in one pass) |
+| dqn.py | `DQNAgent` (dueling double DQN, n-step returns, an ensemble for play), `cql_loss` |
+| replay_buffer.py | DQN's replay buffer and the sum tree of prioritized replay |
+| checkpoints.py | the checkpoint file format: tensors and JSON, one clear error |
+| saved.py | `make_agent`, `load_agent` (the agent a file holds), `export_for_play` |
+| opponent_model.py | the model of the judged opponent a training run learns by watching it |
+
+Agents know observations and masks, not the game's rules.
+"""
+
+from spacewar_ai.agents.base import BaseAgent, RunningNorm
+from spacewar_ai.agents.checkpoints import CheckpointError
+from spacewar_ai.agents.dqn import DQNAgent, cql_loss
+from spacewar_ai.agents.ppo import PolicyStack, PPOAgent
+from spacewar_ai.agents.saved import export_for_play, load_agent, make_agent
+
+__all__ = ["BaseAgent", "CheckpointError", "DQNAgent", "PPOAgent", "PolicyStack", "RunningNorm",
+           "cql_loss", "export_for_play", "load_agent", "make_agent"]

@@ -1,0 +1,232 @@
+"""What every learning agent shares: masked sampling, observation statistics, networks' building
+blocks, devices, and `BaseAgent` (acting, play copies, state dicts, saving). No game rules here.
+
+An agent's whole learnable state (networks, optimizer, observation statistics, counters) is a
+`state_dict()` of tensors and plain values, so checkpoints load with `torch.load(weights_only=True)`.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from spacewar_ai.config import GameConfig
+from spacewar_ai.game.features import MIN_DIM, apply_view, view_constants, view_width
+
+NEG_INF = -1e9  # a finite "minus infinity": keeps softmax and log-probs free of NaN
+# Config fields that shape the network: a checkpoint only loads into an agent built with the same.
+ARCHITECTURE_FIELDS = {"ppo": ("hidden_sizes", "activation", "observation_view"),
+                       "dqn": ("hidden_sizes", "stream_size", "observation_view")}
+# Values of architecture fields for checkpoints saved before the field existed.
+LEGACY_ARCHITECTURE = {"activation": "tanh", "observation_view": "world"}
+
+
+def saved_architecture(algorithm: str, config: dict[str, Any]) -> dict[str, Any]:
+    """The architecture fields of a saved agent config (lists as tuples, legacy defaults filled)."""
+    out = {}
+    for name in ARCHITECTURE_FIELDS.get(algorithm, ()):
+        v = config.get(name, LEGACY_ARCHITECTURE.get(name))
+        if v is not None:
+            out[name] = tuple(v) if isinstance(v, list) else v
+    return out
+
+
+def sample_actions(logits: torch.Tensor, deterministic: bool) -> torch.Tensor:
+    """Greedy, or an exact sample by Gumbel-max (cheaper than torch.distributions.Categorical);
+    masked logits (NEG_INF) are never chosen."""
+    if deterministic:
+        return logits.argmax(-1)
+    u = torch.rand_like(logits).clamp_(1e-12, 1.0)
+    return (logits - torch.log(-torch.log(u))).argmax(-1)
+
+
+class RunningNorm(nn.Module):
+    """Running mean and variance of observations (Welford, batched), saved with the model."""
+
+    def __init__(self, dim: int, clip: float = 10.0):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(dim, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(dim, dtype=torch.float64))
+        self.register_buffer("count", torch.tensor(1e-4, dtype=torch.float64))
+        self.clip = clip
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor) -> None:
+        x = x.reshape(-1, x.shape[-1]).to(torch.float64)
+        n = x.shape[0]
+        if n == 0:
+            return
+        b_mean = x.mean(0)
+        b_var = x.var(0, unbiased=False)
+        delta = b_mean - self.mean
+        total = self.count + n
+        self.mean += delta * n / total
+        m2 = self.var * self.count + b_var * n + delta.pow(2) * self.count * n / total
+        self.var.copy_(m2 / total)
+        self.count.copy_(total)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        z = (x - self.mean.float()) / torch.sqrt(self.var.float() + 1e-8)
+        return z.clamp(-self.clip, self.clip)
+
+
+def _mlp(sizes, out: int, out_std: float, activation: str = "tanh") -> nn.Sequential:
+    act = {"tanh": nn.Tanh, "relu": nn.ReLU}[activation]
+    layers: list[nn.Module] = []
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        layers += [_init(nn.Linear(a, b)), act()]
+    layers.append(_init(nn.Linear(sizes[-1], out), out_std))
+    return nn.Sequential(*layers)
+
+
+def _init(layer: nn.Linear, std: float = math.sqrt(2)) -> nn.Linear:
+    nn.init.orthogonal_(layer.weight, std)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' was asked for but no CUDA GPU is available: use "
+                         "--device cpu (or auto)")
+    return dev
+
+
+class BaseAgent(abc.ABC):
+    """What training, evaluation, tournaments and human play need of a learned pilot."""
+
+    algorithm = "base"
+    config_class: type = object  # the agent's config dataclass
+    _not_in_play_copies: tuple = ("optimizer",)  # state_dict entries play_copy leaves out
+
+    def __init__(self, state_dim: int, action_dim: int, config: Any = None,
+                 device: str | torch.device = "cpu", game: GameConfig | None = None):
+        if not isinstance(state_dim, int) or state_dim <= action_dim:
+            raise ValueError(f"state_dim={state_dim!r} is invalid: must be an int larger than "
+                             f"action_dim ({action_dim}); Spacewar! observations have 36")
+        if not isinstance(action_dim, int) or action_dim < 2:
+            raise ValueError(f"action_dim={action_dim!r} is invalid: must be an int >= 2")
+        self.config = config if config is not None else self.config_class()
+        if not isinstance(self.config, self.config_class):
+            raise ValueError(f"config must be a {self.config_class.__name__}, got "
+                             f"{type(self.config).__name__}")
+        self.state_dim = state_dim
+        self.action_dim = action_dim
+        self.view = self.config.observation_view
+        if self.view != "world" and state_dim < MIN_DIM:
+            raise ValueError(f"observation_view={self.view!r} needs Spacewar! observations (36 or "
+                             f"37 values), not state_dim={state_dim}: use observation_view='world'")
+        # What the first layer takes: the view's width. The game constants the view reads are
+        # saved with the weights (state_dict) and restored on loading.
+        self.input_dim = view_width(self.view, state_dim)
+        self.view_constants = view_constants(game)
+        self.device = resolve_device(device)
+        self.obs_norm = RunningNorm(self.input_dim).to(self.device)
+        self.update_obs_stats = True
+
+    # --- helpers ------------------------------------------------------------------------------
+    def features(self, obs: np.ndarray) -> np.ndarray:
+        """What the network reads of observations (N, D): the config's observation_view."""
+        return apply_view(obs, self.view, self.view_constants)
+
+    def _batch(self, state, mask=None, viewed: bool = False):
+        """(D,) or (N, D) array -> float tensor (N, input_dim) as the network reads it, bool mask
+        (N, A), was_single. `viewed`: the rows are network inputs already (a replay buffer's)."""
+        arr = np.asarray(state, dtype=np.float32)
+        single = arr.ndim == 1
+        if single:
+            arr = arr[None]
+        width = self.input_dim if viewed else self.state_dim
+        if arr.ndim != 2 or arr.shape[1] != width:
+            raise ValueError(f"state has shape {np.shape(state)}: expected ({width},) or "
+                             f"(N, {width})")
+        if mask is None:
+            m = arr[:, -self.action_dim:] > 0.5
+        else:
+            m = np.asarray(mask).reshape(arr.shape[0], self.action_dim) > 0.5
+        m = m.copy()
+        m[~m.any(axis=1), 0] = True  # a row with no valid action may still drift
+        obs = torch.from_numpy(arr if viewed else self.features(arr)).to(self.device)
+        return obs, torch.from_numpy(m).to(self.device), single
+
+    @abc.abstractmethod
+    def select_action(self, state, mask=None, deterministic: bool = False):
+        """Actions for one observation (an int) or a batch (an int64 array)."""
+
+    @abc.abstractmethod
+    def store_transition(self, *args, **kwargs) -> None:
+        """Record experience for the next update."""
+
+    @abc.abstractmethod
+    def update(self, **kwargs) -> dict[str, float]:
+        """Learn from stored experience; returns the losses to log."""
+
+    @abc.abstractmethod
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume learning, as tensors and plain values."""
+
+    @abc.abstractmethod
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+    def play_copy(self) -> BaseAgent:
+        """A frozen copy that plays and learns nothing: the networks, observation statistics,
+        view constants and exploration state, without the replay or rollout buffers and the
+        optimizer's state. League opponents and evaluations hold these: a deep copy would carry a
+        DQN learner's whole replay buffer into every snapshot."""
+        # Building networks draws their initial weights from torch's global generator, which
+        # the learner's sampling also draws from: leave its stream as it was.
+        with torch.random.fork_rng(devices=[]):
+            twin = self._empty_twin()
+        twin.load_state_dict({k: v for k, v in self.state_dict().items()
+                              if k not in self._not_in_play_copies})
+        return twin
+
+    @abc.abstractmethod
+    def _empty_twin(self) -> BaseAgent:
+        """A new agent of this one's shape, with the smallest buffers it can have."""
+
+    def _check_architecture(self, state: dict[str, Any]) -> None:
+        """Refuse weights saved by a differently shaped network (an activation mismatch would
+        otherwise load silently and play badly)."""
+        if "config" not in state:
+            return
+        saved = saved_architecture(self.algorithm, state["config"])
+        mine = self.architecture
+        if saved != mine:
+            raise ValueError(f"the saved {self.algorithm} network is {saved} but this agent was "
+                             f"built with {mine}: build it with the saved config "
+                             "(agents.saved.load_agent does)")
+
+    def _load_view_constants(self, state: dict[str, Any]) -> None:
+        """The view reads the game as the network learned it: the saved constants win."""
+        saved = state.get("view_constants")
+        if saved is not None:
+            self.view_constants = {k: float(v) for k, v in saved.items()}
+
+    @property
+    def architecture(self) -> dict[str, Any]:
+        """The config fields that shape this agent's network (ARCHITECTURE_FIELDS)."""
+        return {k: getattr(self.config, k) for k in ARCHITECTURE_FIELDS[self.algorithm]}
+
+    def save(self, path, metadata: dict[str, Any] | None = None,
+             extra: dict[str, Any] | None = None) -> None:
+        from spacewar_ai.agents.checkpoints import save_checkpoint
+
+        save_checkpoint(path, self, metadata or {}, extra)
+
+    def load(self, path) -> dict[str, Any]:
+        """Load weights and learning state from a checkpoint; returns its metadata."""
+        from spacewar_ai.agents.checkpoints import load_checkpoint
+
+        ckpt = load_checkpoint(path, expect_algorithm=self.algorithm,
+                               expect_obs_dim=self.state_dim)
+        self.load_state_dict(ckpt["agent"])
+        return ckpt

@@ -1,0 +1,114 @@
+"""A model of the opponent, learned from its moves in the learner's own games.
+
+While the learner trains, the opponent it is judged against (`[train] eval_opponent`, the hard
+pilot by default) flies ship 1 in most of its games once the curriculum reaches it. Every one of
+those decisions is a labelled example of how that opponent plays: its observation and the action
+it took. `OpponentModel` fits a PPO actor to them by cross-entropy, one pass over each update's
+fresh decisions, and training saves it beside the checkpoints as `opponent_model.pt`, an ordinary
+PPO checkpoint. `search:` plans with it (search.py): the run then carries its own forecast of
+the opponent, learned in the same minutes, instead of needing a model made by another command.
+
+Why a model and not the opponent's rules: a planner that read its opponent's code would be
+playing a game no human or network opponent offers. This model only watches the opponent play,
+as `--warm-start SPEC --timesteps 0` does offline; it sees the games the learner itself plays,
+which are the games a planner flying the learner's policy forecasts.
+
+The model draws nothing from torch's or numpy's generators (its network is built inside
+`fork_rng`, its minibatches are taken in order), so a run learns the same weights with it or
+without it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+import numpy as np
+import torch
+
+from spacewar_ai.agents.ppo import PPOAgent
+from spacewar_ai.agents.checkpoints import load_checkpoint
+from spacewar_ai.config import GameConfig, PPOConfig
+
+FILE_NAME = "opponent_model.pt"
+PAYLOAD_KEY = "opponent_model"  # the model's state inside a run's latest.pt
+
+
+class OpponentModel:
+    """Imitates one opponent from the (observation, action) pairs it is shown.
+
+    `observe(obs, actions, rows)` is called once per vector step with ship 1's observations and
+    actions and the rows (games) where the modelled opponent flew; `fit()` once per update learns
+    from everything observed since the last call. The network is a PPO actor (the default
+    PPOConfig's shape and view), so the saved file is a PPO model any player spec can load.
+    """
+
+    def __init__(self, spec: str, game: GameConfig, rows_per_update: int,
+                 batch_size: int = 2048, learning_rate: float = 1e-3, device: str = "cpu"):
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size={batch_size!r} is invalid: must be an integer >= 1")
+        self.spec = spec
+        self.batch_size = batch_size
+        with torch.random.fork_rng(devices=[]):
+            self.agent = PPOAgent(game.obs_dim, game.num_actions,
+                                  PPOConfig(learning_rate=learning_rate), device, num_envs=1,
+                                  game=game)
+        self.decisions = 0  # decisions learned from, over the whole run
+        self.accuracy = 0.0  # on the last update's decisions, before learning them
+        # One update's worth of raw observations and actions, filled in place.
+        self._obs = np.zeros((rows_per_update, game.obs_dim), dtype=np.float32)
+        self._actions = np.zeros(rows_per_update, dtype=np.int64)
+        self._filled = 0
+
+    def observe(self, obs: np.ndarray, actions: np.ndarray, rows: np.ndarray) -> None:
+        """Keep the decisions of games `rows` (indices into obs and actions)."""
+        k = rows.size
+        if k == 0:
+            return
+        end = self._filled + k
+        if end > len(self._obs):
+            raise RuntimeError(f"the opponent model holds {len(self._obs)} decisions per update "
+                               f"and was shown {end}: call fit() once per update")
+        self._obs[self._filled:end] = obs[rows]
+        self._actions[self._filled:end] = actions[rows]
+        self._filled = end
+
+    def fit(self) -> dict[str, float]:
+        """One pass over the decisions observed since the last fit, in minibatches, in order.
+        Returns the share of them the model foresaw before it learned from them (a held-out
+        figure: it had never seen these positions; judging each minibatch as it is learned would
+        save that forward pass but count what the update's earlier minibatches had just taught
+        it) and the mean loss; an empty dict when nothing was observed."""
+        n, self._filled = self._filled, 0
+        if n == 0:
+            return {}
+        fitted = self.agent.imitate(self._obs[:n], self._actions[:n], self.agent.optimizer,
+                                    self.batch_size, judge=True)
+        self.decisions += n
+        self.accuracy = fitted["foreseen"]
+        return {"accuracy": self.accuracy, "loss": fitted["loss"]}
+
+    def save(self, path: str | Path) -> None:
+        """An ordinary PPO checkpoint (atomic), with what it models in its metadata."""
+        self.agent.save(path, {"opponent_model_of": self.spec, "decisions": self.decisions})
+
+    def state(self) -> dict:
+        """What a resumed run needs to continue this model (kept inside the run's latest.pt)."""
+        return {"agent": self.agent.state_dict(), "decisions": self.decisions}
+
+    def restore(self, state: dict) -> None:
+        """Continue from `state()`: weights, statistics, optimizer, count."""
+        self.agent.load_state_dict(state["agent"])
+        self.decisions = int(state["decisions"])
+
+    def load(self, path: str | Path) -> None:
+        """Continue from a saved opponent_model.pt (runs saved before latest.pt held it)."""
+        ckpt = load_checkpoint(path, expect_algorithm="ppo", expect_obs_dim=self.agent.state_dim)
+        self.restore({"agent": ckpt["agent"],
+                      "decisions": ckpt["metadata"].get("decisions", 0)})
+
+
+def run_model_path(policy_path: str | Path) -> Path | None:
+    """The opponent model saved by the training run a checkpoint belongs to: `opponent_model.pt`
+    in its folder, or None. Exported copies and the shipped model have none beside them."""
+    candidate = Path(policy_path).parent / FILE_NAME
+    return candidate if candidate.is_file() else None
+

@@ -1,0 +1,83 @@
+"""Agents from and to files: `make_agent` builds one by algorithm, `load_agent` the one a checkpoint
+holds, and `export_for_play` writes a play-only copy (no optimizer state). The file format itself
+is checkpoints.py's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from spacewar_ai.agents.base import BaseAgent, saved_architecture
+from spacewar_ai.agents.checkpoints import (check_finite, CheckpointError, error_summary,
+                                            load_checkpoint)
+from spacewar_ai.agents.dqn import DQNAgent
+from spacewar_ai.agents.ppo import PPOAgent
+from spacewar_ai.config import DQNConfig, GameConfig, PPOConfig
+from spacewar_ai.util.files import atomic_write_bytes
+
+
+def make_agent(algorithm: str, state_dim: int, action_dim: int, config=None, device="cpu",
+               num_envs: int = 1, seed: int = 0, game: GameConfig | None = None) -> BaseAgent:
+    if algorithm == "ppo":
+        return PPOAgent(state_dim, action_dim, config, device, num_envs=num_envs, game=game)
+    if algorithm == "dqn":
+        return DQNAgent(state_dim, action_dim, config, device, seed=seed, game=game)
+    raise ValueError(f"algorithm {algorithm!r} is unknown: use 'ppo' or 'dqn'")
+
+
+def load_agent(path, device: str = "cpu", expect_algorithm: str | None = None,
+               expect_obs_dim: int | None = None):
+    """Build the agent a checkpoint holds (algorithm read from the file) and load it."""
+    ckpt = load_checkpoint(path, expect_algorithm, expect_obs_dim)
+    algo = ckpt["algorithm"]
+    cfg_cls = {"ppo": PPOConfig, "dqn": DQNConfig}.get(algo)
+    if cfg_cls is None:
+        raise CheckpointError(f"checkpoint {path}: unknown algorithm {algo!r}")
+    try:
+        saved = dict(ckpt["agent"]["config"])
+        saved.update(saved_architecture(algo, saved))
+        config = cfg_cls.from_dict(saved)
+        agent = make_agent(algo, ckpt["obs_dim"], ckpt["action_dim"], config, device)
+        agent.load_state_dict(ckpt["agent"])
+    except (KeyError, IndexError, AttributeError, RuntimeError, ValueError, TypeError) as exc:
+        raise CheckpointError(f"checkpoint {path}: its {algo} model does not load "
+                              f"({error_summary(exc)})") from None
+    check_finite(ckpt["agent"], path)
+    return agent, ckpt
+
+
+def export_for_play(src, dst, ensemble_with=()) -> int:
+    """Write a play-only copy of a checkpoint (weights, observation statistics, config and
+    metadata; no optimizer state or target network), atomically. Returns its size in bytes.
+    ensemble_with: DQN checkpoints whose greedy players join src's ensemble in the copy."""
+    if Path(dst).is_dir():
+        raise CheckpointError(f"--export {dst}: is a folder; give a file name such as "
+                              f"{Path(dst) / 'model.pt'}")
+    agent, ckpt = load_agent(src)  # the model must load before a copy of it is written
+    if not ensemble_with:
+        agent_state = ckpt["agent"]
+    else:
+        if agent.algorithm != "dqn":
+            raise CheckpointError(f"checkpoint {src}: holds a {agent.algorithm.upper()} model; "
+                                  "only DQN models join an ensemble")
+        for path in ensemble_with:
+            other, _ = load_agent(path)
+            try:
+                agent.join_ensemble(other, f"checkpoint {path}")
+            except ValueError as exc:
+                raise CheckpointError(str(exc)) from None
+        agent_state = agent.state_dict()
+    agent_state = {k: v for k, v in agent_state.items() if k not in ("optimizer", "q_target")}
+    meta = ckpt["metadata"]
+    meta = {"exported_from": str(src), "run_name": meta.get("run_name"),
+            "counters": meta.get("counters", {}), "config": meta.get("config", {})}
+    if ensemble_with:
+        meta["ensemble_with"] = [str(p) for p in ensemble_with]
+    payload = {k: ckpt[k] for k in ("format", "format_version", "algorithm", "obs_dim",
+                                    "action_dim")}
+    payload["agent"] = agent_state
+    payload["metadata_json"] = json.dumps(meta, sort_keys=True)
+    atomic_write_bytes(dst, lambda f: torch.save(payload, f))
+    return Path(dst).stat().st_size

@@ -1,0 +1,198 @@
+"""Replays: a finished game as its config, seed and both ships' actions, replayed bit for bit.
+
+A replay file is JSON: `{"version", "config" (GameConfig fields), "seed", "players" [ship 0,
+ship 1], "actions" [ship 0 string, ship 1 string] (one digit per engine step), "result",
+"final_state" (SHA-256 of the engine state at the end)}`. A game depends only on its config, seed
+and actions, so replaying reproduces the final state exactly; `replay_game` checks the hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from spacewar_ai.util.files import atomic_write_bytes
+from spacewar_ai.config import GameConfig
+from spacewar_ai.game.engine import GameBatch
+
+VERSION = 1
+REPLAY_DIR = Path("runs") / "replays"
+SEED_RANGE = 2**62  # seeds the engine takes as 64-bit integers, with room for seed + i
+
+
+class ReplayError(ValueError):
+    """A replay file cannot be used; the message names the file and the problem."""
+
+
+def state_hash(batch: GameBatch, g: int = 0) -> str:
+    """SHA-256 over every array of game g's state (positions, torpedoes, counters, random
+    stream)."""
+    h = hashlib.sha256()
+    for name in ("ship_f", "ship_i", "torp_f", "torp_t", "game_i", "rng"):
+        h.update(np.ascontiguousarray(getattr(batch, name)[g]).tobytes())
+    return h.hexdigest()
+
+
+def make_replay(config: GameConfig, seed: int, actions, players, result: dict,
+                final_state: str) -> dict:
+    acts = np.asarray(actions, dtype=np.int64).reshape(-1, 2)
+    return {"version": VERSION, "config": config.to_dict(), "seed": int(seed),
+            "players": [str(p) for p in players],
+            "actions": ["".join(map(str, acts[:, 0])), "".join(map(str, acts[:, 1]))],
+            "result": result, "final_state": final_state,
+            "saved": time.strftime("%Y-%m-%dT%H:%M:%S")}
+
+
+def save_replay(path, replay: dict) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = json.dumps(replay, indent=1).encode()
+    atomic_write_bytes(path, lambda f: f.write(payload))
+    return path
+
+
+def new_replay_path(label: str, directory=REPLAY_DIR) -> Path:
+    """A fresh file name under runs/replays/ (time stamp plus label; never overwrites)."""
+    directory = Path(directory)
+    stem = time.strftime("%Y%m%d-%H%M%S") + "-" + "".join(
+        c if c.isalnum() or c in "-_" else "_" for c in label)[:80]
+    path = directory / f"{stem}.json"
+    k = 1
+    while path.exists():
+        path = directory / f"{stem}-{k}.json"
+        k += 1
+    return path
+
+
+def load_replay(path) -> dict:
+    path = Path(path)
+    if not path.exists():
+        raise ReplayError(f"replay {path}: no such file (replays are saved under {REPLAY_DIR}/)")
+    from spacewar_ai.util.preflight import read_bounded
+
+    try:
+        raw = read_bounded(path, "replay", 64 * 1024 * 1024)
+    except ValueError as exc:  # a special file, too large or unreadable
+        raise ReplayError(str(exc)) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ReplayError(f"replay {path}: cannot be read as text ({exc})") from None
+    return parse_replay(text, str(path))
+
+
+def parse_replay(text: str, source: str = "the replay") -> dict:
+    """A replay from its JSON text, checked; ReplayError names `source` and the problem."""
+    from spacewar_ai.util.json_input import loads_strict
+
+    try:
+        data = loads_strict(text, "its JSON")
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        config = GameConfig.from_dict(data["config"])
+        a0, a1 = data["actions"]
+        if len(a0) != len(a1) or not (a0 + a1).isdigit():
+            raise ValueError("the two action strings differ in length or hold non-digits")
+        if data.get("version") != VERSION:
+            raise ValueError(f"version {data.get('version')!r}, expected {VERSION}")
+        if any(int(c) >= config.num_actions for c in set(a0 + a1)):
+            raise ValueError(f"an action is outside 0..{config.num_actions - 1}")
+        longest = -(-config.max_episode_steps // config.frame_skip)
+        if len(a0) > longest:
+            raise ValueError(f"{len(a0)} steps are longer than a game of this config lasts "
+                             f"({longest})")
+        seed = data["seed"]
+        if type(seed) is not int or not -SEED_RANGE <= seed < SEED_RANGE:
+            raise ValueError(f"seed {seed!r} is not an integer within +-2**62")
+        players = data.get("players", [])
+        if not (isinstance(players, list) and len(players) in (0, 2)
+                and all(isinstance(p, str) for p in players)):
+            raise ValueError(f"players {players!r} is not a list of two names")
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise ReplayError(f"replay {source}: not a valid replay file ({exc})") from None
+    data["game_config"] = config
+    return data
+
+
+def replay_game(replay: dict, on_step=None) -> GameBatch:
+    """Play the recorded actions from the recorded seed. on_step(batch) is called after the reset
+    and after every step (for drawing or recording). Raises ReplayError if the final state
+    differs from the one recorded."""
+    config = replay["game_config"] if "game_config" in replay else \
+        GameConfig.from_dict(replay["config"])
+    batch = GameBatch(1, config)
+    batch.reset(seeds=np.array([int(replay["seed"])], dtype=np.int64))
+    batch.observe()
+    if on_step is not None and on_step(batch) is False:
+        return batch
+    a0, a1 = replay["actions"]
+    actions = np.zeros((1, 2), dtype=np.int64)
+    for c0, c1 in zip(a0, a1):
+        actions[0, 0], actions[0, 1] = int(c0), int(c1)
+        batch.step(actions)
+        batch.observe()
+        if on_step is not None and on_step(batch) is False:
+            return batch
+    expected = replay.get("final_state")
+    if expected and state_hash(batch) != expected:
+        raise ReplayError("the replayed game ended in a different state than the one recorded "
+                          "(was it saved by another engine version?)")
+    return batch
+
+
+def save_match_replays(match, config: GameConfig, label: str, directory=REPLAY_DIR) -> list[Path]:
+    """Save every game of an arena MatchResult that kept its actions (play_match keep_actions)."""
+    saved = []
+    for k, g in enumerate(match.games):
+        if g.actions is None:
+            continue
+        names = [match.name_a, match.name_b] if g.a_side == 0 else [match.name_b, match.name_a]
+        side = {"a": g.a_side, "b": 1 - g.a_side}
+        result = {"winner": side.get(g.winner), "real_winner": side.get(g.real_winner),
+                  "causes": [g.cause_a, g.cause_b] if g.a_side == 0 else [g.cause_b, g.cause_a],
+                  "frames": g.frames}
+        replay = make_replay(config, g.seed, g.actions, names, result, g.final_state)
+        saved.append(save_replay(new_replay_path(f"{label}-g{k}", directory), replay))
+    return saved
+
+
+def play_replay(path, record=None, scale: float = 1.0, phosphor: bool = False) -> str:
+    """The replay mode: play a saved game back in a window at the game's pace, or into a video
+    (`record`); returns the line that says how it ended."""
+    from spacewar_ai.game.recording import open_recorder
+    from spacewar_ai.game.rendering import Renderer
+
+    replay = load_replay(path)
+    cfg = replay["game_config"]
+    recorder = open_recorder(record, per_decision=True, config=cfg)
+    names = " vs ".join(replay.get("players", []))
+    renderer = Renderer(cfg, int(round(640 * scale)), "rgb_array" if recorder else "human",
+                        f"Spacewar! AI - replay {path}", phosphor=phosphor)
+    clock = None if recorder else renderer.pg.time.Clock()
+
+    def show(batch):
+        frame = renderer.draw(batch, 0, (f"replay: {names}",), wait=False)
+        if recorder is not None:
+            recorder.add(frame)
+        elif renderer.closed:
+            return False  # the window was closed: stop quietly
+        else:
+            clock.tick(cfg.fps / cfg.frame_skip)
+        return True
+
+    try:
+        batch = replay_game(replay, show)
+    finally:
+        renderer.close()
+    done = state_hash(batch) == replay.get("final_state")
+    line = (f"replayed {len(replay['actions'][0])} steps ({names}); result {replay.get('result')};"
+            f" final state {'identical to the recording' if done else 'not reached (stopped early)'}")
+    if recorder is not None:
+        written = recorder.close()
+        if written is not None:
+            line += f"\nrecorded {recorder.frames} frames to {written}"
+    return line

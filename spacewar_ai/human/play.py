@@ -1,0 +1,432 @@
+"""Human play: fly against a pilot at a chosen difficulty, or two people at one keyboard.
+
+The game runs one engine frame per tick at `GameConfig.fps` (a fixed timestep: the screen is
+drawn as often as it can be, the game advances exactly fps frames per second). People act every
+frame; the computer pilot decides every `frame_skip` frames as it did in training, on the
+observation of `delay` frames ago (its reaction time).
+
+| difficulty | pilot | delay |
+|---|---|---|
+| easy | heuristic pilot (the easy level's logic) | 3 frames |
+| medium | best model, sampling its policy | 2 frames |
+| hard | best model, greedy | 1 frame |
+| insane | best model, greedy | none |
+
+"Best model": the first of ratings.best_models (the top-rated model of the ratings file, else the
+best evaluated run's `best.pt`, else the shipped pretrained model); `choose_best_model` says which
+and why.
+
+The action space has one action per decision (rotate, thrust, fire or thrust+fire), so keys held
+together are shared out: fire goes first whenever a torpedo is ready, and rotation with thrust
+alternate frame by frame.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from spacewar_ai.game import engine
+from spacewar_ai.config import GameConfig
+from spacewar_ai.game.replays import REPLAY_DIR, make_replay, new_replay_path, save_replay, state_hash
+
+DIFFICULTIES = ("easy", "medium", "hard", "insane")
+# difficulty -> (uses the best model, samples its policy, reaction delay in frames)
+DIFFICULTY_TABLE = {"easy": (False, False, 3), "medium": (True, True, 2),
+                    "hard": (True, False, 1), "insane": (True, False, 0)}
+
+
+@dataclass
+class Opponent:
+    """The computer pilot, and how it was chosen (shown in the title bar and the terminal)."""
+
+    pilot: object
+    name: str
+    delay_frames: int
+    reason: str
+
+
+def choose_best_model(checkpoint_dir="checkpoints", ratings_file=None) -> tuple[Path, str]:
+    """(checkpoint path, why it was chosen): the first of ratings.best_models. Raises ValueError
+    when there is no model at all."""
+    from spacewar_ai.pilots.specs import PRETRAINED_PATH
+    from spacewar_ai.rating.ratings import best_models
+
+    found = best_models(checkpoint_dir, ratings_file)
+    if found:
+        return found[0]
+    rpath = Path(ratings_file) if ratings_file else Path(checkpoint_dir) / "ratings.json"
+    raise ValueError(f"no model to play against: no rated model in {rpath}, no */best.pt under "
+                     f"{checkpoint_dir}/, and the shipped model {PRETRAINED_PATH} is missing; "
+                     "train one (spacewar-ai --algorithm ppo), pass --opponent SPEC, or use "
+                     "--difficulty easy")
+
+
+def difficulty_opponent(difficulty: str, config: GameConfig, checkpoint_dir="checkpoints",
+                        ratings_file=None, seed: int = 0) -> Opponent:
+    """The pilot, name and delay the difficulty table prescribes."""
+    from spacewar_ai.pilots.specs import PRETRAINED_PATH, make_pilot
+    from spacewar_ai.pilots.scripted import HeuristicPilot
+
+    if difficulty not in DIFFICULTY_TABLE:
+        raise ValueError(f"--difficulty {difficulty!r} is unknown: use one of "
+                         f"{', '.join(DIFFICULTIES)}")
+    uses_model, sampling, delay = DIFFICULTY_TABLE[difficulty]
+    if not uses_model:
+        return Opponent(HeuristicPilot("easy", config), "heuristic:easy", delay,
+                        "difficulty easy: the heuristic pilot, 3 frames late")
+    path, why = choose_best_model(checkpoint_dir, ratings_file)
+    spec = "pretrained" if Path(path).resolve() == PRETRAINED_PATH.resolve() else str(path)
+    pilot = make_pilot(spec, config, seed, deterministic=not sampling)
+    how = "sampling its policy" if sampling else "greedy"
+    late = f"{delay} frame{'s' if delay != 1 else ''} late" if delay else "no delay"
+    return Opponent(pilot, pilot.name, delay,
+                    f"difficulty {difficulty}: {path} - {why}; {how}, {late}")
+
+
+def spec_opponent(spec: str, config: GameConfig, seed: int = 0) -> Opponent:
+    from spacewar_ai.pilots.specs import make_pilot
+
+    pilot = make_pilot(spec, config, seed)
+    return Opponent(pilot, pilot.name, 0, f"--opponent {spec}")
+
+
+# Key names (pygame.key.key_code names) per control, per player.
+CONTROLS_ALONE = {"left": ("left", "a"), "right": ("right", "d"), "thrust": ("up", "w"),
+                  "fire": ("space",), "hyperspace": ("down", "s")}
+CONTROLS_TWO = (
+    {"left": ("left",), "right": ("right",), "thrust": ("up",),
+     "fire": ("right ctrl", "return"), "hyperspace": ("down",)},
+    {"left": ("a",), "right": ("d",), "thrust": ("w",), "fire": ("left shift", "space"),
+     "hyperspace": ("s",)},
+)
+HELP_ALONE = ["you fly the needle (left ship colour)",
+              "rotate: LEFT / RIGHT (or A / D)", "thrust: UP (or W)", "fire: SPACE",
+              "hyperspace (when enabled): DOWN (or S)"]
+HELP_TWO = ["player 1 (needle): LEFT / RIGHT rotate, UP thrust, RIGHT CTRL or ENTER fire, "
+            "DOWN hyperspace",
+            "player 2 (wedge): A / D rotate, W thrust, LEFT SHIFT or SPACE fire, S hyperspace"]
+HELP_COMMON = ["P pause   R restart round   F1 or H this help   ESC quit"]
+
+
+def keys_to_action(held: set[str], frame: int, mask: np.ndarray, controls: dict) -> int:
+    """One action from the keys held this frame (see the module docstring for the sharing)."""
+    def down(what):
+        return any(k in held for k in controls[what])
+
+    A = engine.Action
+    rot = (A.ROTATE_LEFT if down("left") and not down("right") else
+           A.ROTATE_RIGHT if down("right") and not down("left") else A.NONE)
+    thrust = down("thrust")
+    if len(mask) > A.HYPERSPACE and down("hyperspace") and mask[A.HYPERSPACE]:
+        return A.HYPERSPACE
+    if down("fire") and mask[A.FIRE]:
+        return A.THRUST_FIRE if thrust and mask[A.THRUST_FIRE] else A.FIRE
+    if rot and thrust and mask[A.THRUST]:
+        return rot if frame % 2 == 0 else A.THRUST
+    if rot:
+        return rot
+    if thrust and mask[A.THRUST]:
+        return A.THRUST
+    return A.NONE
+
+
+class HumanGame:
+    """A match of rounds to `score_limit` points in one window (off-screen with
+    mode="rgb_array"; with no drawing at all, mode=None, when a browser draws it: web.py). Drive
+    it with `run()` (real time) or with `key_down`/`key_up` (or pygame events, `process`) and
+    `tick()`, one frame each. `first`, when given, is a pilot that flies ship 0 instead of the
+    keyboard: two pilots to watch."""
+
+    BANNER_SECONDS = 2.0
+
+    def __init__(self, config: GameConfig | None = None, opponent: Opponent | None = None,
+                 two_player: bool = False, score_limit: int = 5, seed: int = 0,
+                 scale: float = 1.0, phosphor: bool = False, mode: str = "human",
+                 recorder=None, replay_dir=REPLAY_DIR, save_replays: bool = True,
+                 difficulty: str = "", first: Opponent | None = None):
+        base = config if config is not None else GameConfig()
+        if opponent is None and not two_player:
+            raise ValueError("HumanGame needs an opponent, or two_player=True")
+        if score_limit < 1:
+            raise ValueError(f"score_limit={score_limit} is invalid: must be >= 1")
+        if not 0.25 <= scale <= 4:
+            raise ValueError(f"--scale {scale} is invalid: use 0.25 to 4")
+        self.decision_frames = base.frame_skip
+        # People act every frame; the engine therefore steps one frame at a time.
+        self.config = dataclasses.replace(base, frame_skip=1)
+        self.opponent = None if two_player else opponent
+        self.first = first
+        self.two_player = two_player
+        self.score_limit = int(score_limit)
+        self.seed = int(seed)
+        self.difficulty = difficulty
+        self.names = (["player 1", "player 2"] if two_player else
+                      [first.name if first else "you", opponent.name])
+        title = ("Spacewar! AI - two players" if two_player else
+                 f"Spacewar! AI - {self.names[0]} vs {opponent.name} - {opponent.reason}")
+        self.renderer = None
+        if mode is not None:
+            from spacewar_ai.game.rendering import Renderer
+
+            self.renderer = Renderer(self.config, int(round(640 * scale)), mode, title,
+                                     phosphor=phosphor, own_events=False)
+        self.mode = mode
+        self.recorder = recorder
+        self.replay_dir = Path(replay_dir)
+        self.save_replays = save_replays
+        self.batch = engine.GameBatch(1, self.config)
+        for side, who in ((0, self.first), (1, self.opponent)):
+            if who is not None and hasattr(who.pilot, "attach"):
+                # A planner (search:...) reads the game itself; it plays its copies at its own
+                # decision pace, `frame_skip` frames a step.
+                who.pilot.attach(self.batch, side)
+        self.score = [0, 0]
+        self.round = 0
+        self.held: set[str] = set()
+        self.paused = False
+        self.show_help = False
+        self.quit = False
+        self.over = False  # the match is decided
+        self.banner: list[str] = []
+        self.banner_frames = 0
+        self.replays: list[Path] = []
+        self.results: list[dict] = []
+        self._actions = np.zeros((1, 2), dtype=np.int64)
+        self._ai_action = [0, 0]
+        self._start_round()
+
+    # --- rounds ------------------------------------------------------------------------------
+    def _start_round(self) -> None:
+        self.round += 1
+        self.round_seed = self.seed + self.round - 1
+        self.batch.reset(seeds=np.array([self.round_seed], dtype=np.int64))
+        self.batch.observe()
+        self.frame = 0
+        self.log: list[tuple[int, int]] = []
+        self.round_over = False
+        self.banner = []
+        self._seen = [None, None]
+        for side, who in ((0, self.first), (1, self.opponent)):
+            if who is not None:
+                who.pilot.reset(np.ones(1, dtype=bool), self.batch.rng.copy())
+                self._seen[side] = deque(maxlen=who.delay_frames + 1)
+
+    def restart_round(self) -> None:
+        """R: the same round again from a new start; the score stays."""
+        self.round -= 1
+        self.seed += 1000  # a new start position, still reproducible from the replay file
+        self._start_round()
+
+    def _finish_round(self) -> None:
+        gi, si = self.batch.game_i[0], self.batch.ship_i[0]
+        winner = int(gi[engine.WINNER])
+        cause = [engine.DeathCause(int(si[s, engine.CAUSE])).name for s in range(2)]
+        if winner >= 0:
+            self.score[winner] += 1
+            how = {"TORPEDO": "by torpedo", "STAR": "- the other ship fell into the star",
+                   "COLLISION": "- collision", "HYPERSPACE": "- lost in hyperspace"}
+            text = f"{self.names[winner]} win{'s' if self.names[winner] != 'you' else ''} " \
+                   f"{how.get(cause[1 - winner], cause[1 - winner])}"
+        else:
+            text = "draw (" + ("timeout" if cause[0] == "TIMEOUT" else
+                               f"{cause[0]} / {cause[1]}") + ")"
+        result = {"round": self.round, "winner": winner if winner >= 0 else None,
+                  "real_winner": int(gi[engine.REAL_WINNER]) if gi[engine.REAL_WINNER] >= 0
+                  else None, "causes": cause, "frames": int(gi[engine.FRAME]),
+                  "score": list(self.score)}
+        self.results.append(result)
+        if self.save_replays:
+            replay = make_replay(self.config, self.round_seed, self.log, self.names, result,
+                                 state_hash(self.batch))
+            label = f"human-r{self.round}-{self.names[1]}"
+            self.replays.append(save_replay(new_replay_path(label, self.replay_dir), replay))
+        self.round_over = True
+        self.over = max(self.score) >= self.score_limit
+        self.banner = [text, f"score {self.score[0]} : {self.score[1]}"]
+        if self.over:
+            champ = self.names[int(np.argmax(self.score))]
+            self.banner.append(f"{champ} win{'s' if champ != 'you' else ''} the match - "
+                               "R rematch, ESC quit")
+        self.banner_frames = int(self.BANNER_SECONDS * self.config.fps)
+
+    # --- input -------------------------------------------------------------------------------
+    def process(self, events) -> None:
+        """pygame events: the window's keys and its close button."""
+        pg = self.renderer.pg
+        for event in events:
+            if event.type == pg.QUIT:
+                self.quit = True
+            elif event.type == pg.KEYDOWN:
+                self.key_down(pg.key.name(event.key))
+            elif event.type == pg.KEYUP:
+                self.key_up(pg.key.name(event.key))
+
+    def key_down(self, name: str) -> None:
+        """A key pressed, by its pygame name ("left", "space", "right ctrl", ...)."""
+        if name == "escape":
+            self.quit = True
+        elif name == "p":
+            self.paused = not self.paused
+        elif name in ("f1", "h") and not (self.two_player and name == "h"):
+            self.show_help = not self.show_help
+        elif name == "r":
+            if self.over:
+                self.score = [0, 0]
+                self.over = False
+                self.round = 0
+                self._start_round()
+            else:
+                self.restart_round()
+        else:
+            self.held.add(name)
+
+    def key_up(self, name: str) -> None:
+        self.held.discard(name)
+
+    # --- one frame ---------------------------------------------------------------------------
+    def tick(self) -> None:
+        """Advance one frame (or the between-rounds pause); nothing moves while paused."""
+        if self.paused or self.show_help or self.quit:
+            return
+        if self.round_over:
+            if self.over:
+                return
+            self.banner_frames -= 1
+            if self.banner_frames <= 0:
+                self._start_round()
+            return
+        obs = self.batch.obs[0]
+        if self.two_player:
+            a0 = keys_to_action(self.held, self.frame, obs[0, engine.MASK], CONTROLS_TWO[0])
+            a1 = keys_to_action(self.held, self.frame, obs[1, engine.MASK], CONTROLS_TWO[1])
+        else:
+            a0 = (self._pilot_action(0, self.first) if self.first is not None else
+                  keys_to_action(self.held, self.frame, obs[0, engine.MASK], CONTROLS_ALONE))
+            a1 = self._pilot_action(1, self.opponent)
+        self._actions[0] = (a0, a1)
+        self.batch.step(self._actions)
+        self.batch.observe()
+        self.log.append((a0, a1))
+        self.frame += 1
+        if self.batch.game_i[0, engine.OVER]:
+            self._finish_round()
+
+    def _pilot_action(self, side: int, who: Opponent) -> int:
+        """The pilot decides every `frame_skip` frames, as in training, on the game as it was
+        `delay` frames ago (or its start), and holds its action in between."""
+        self._seen[side].append(self.batch.obs[0, side].copy())
+        if self.frame % self.decision_frames == 0:
+            self._ai_action[side] = int(who.pilot.act(self._seen[side][0][None])[0])
+        return self._ai_action[side]
+
+    def advance(self) -> None:
+        """One game frame: tick, and when recording, add the frame as drawn (pauses and the
+        help screen are not recorded)."""
+        frozen = self.paused or self.show_help
+        self.tick()
+        if self.recorder is not None and not frozen:
+            self.draw()
+            self.recorder.add(self.frame_rgb())
+
+    def hud(self) -> list[str]:
+        if self.first is not None:  # two pilots, watched: rounds go on
+            return [f"score {self.names[0]} {self.score[0]} : {self.score[1]} {self.names[1]}   "
+                    f"round {self.round}"]
+        lines = [f"score {self.names[0]} {self.score[0]} : {self.score[1]} {self.names[1]}   "
+                 f"(first to {self.score_limit})   round {self.round}"]
+        if self.opponent is not None:
+            lines.append(f"opponent {self.opponent.name}"
+                         + (f"   difficulty {self.difficulty}" if self.difficulty else ""))
+        return lines
+
+    def overlay(self) -> list[str]:
+        if self.show_help:
+            return (HELP_TWO if self.two_player else HELP_ALONE) + HELP_COMMON
+        if self.paused:
+            return ["paused - P to go on"]
+        return list(self.banner)
+
+    def draw(self):
+        """Draw the current frame; returns the RGB array off-screen (mode rgb_array)."""
+        return self.renderer.draw(self.batch, 0, tuple(self.hud()), wait=False,
+                                  overlay=tuple(self.overlay()))
+
+    def frame_rgb(self) -> np.ndarray:
+        return self.renderer.frame_rgb()
+
+    # --- real time ---------------------------------------------------------------------------
+    def run(self, max_seconds: float | None = None) -> list[dict]:
+        """Play until Esc, the window closes, or max_seconds pass. Returns the rounds' results."""
+        pg = self.renderer.pg
+        dt = 1.0 / self.config.fps
+        acc = 0.0
+        last = start = time.perf_counter()
+        try:
+            while not self.quit:
+                self.process(pg.event.get())
+                now = time.perf_counter()
+                acc += min(now - last, 0.25)  # after a stall, skip rather than race to catch up
+                last = now
+                while acc >= dt and not self.quit:
+                    self.advance()
+                    acc -= dt
+                self.draw()
+                if max_seconds is not None and now - start > max_seconds:
+                    break
+                time.sleep(max(0.0, dt - (time.perf_counter() - now)) * 0.5)
+        except KeyboardInterrupt:
+            self.quit = True  # Ctrl-C in the terminal ends the match like Esc: results are kept
+        finally:
+            self.close()
+        return self.results
+
+    def close(self) -> None:
+        if self.renderer is not None:
+            self.renderer.close()
+        for who in (self.first, self.opponent):
+            if who is not None:
+                from spacewar_ai.pilots.specs import close_pilot
+
+                close_pilot(who.pilot)
+
+
+def play(config: GameConfig | None = None, opponent: str | None = None,
+         difficulty: str | None = None, two_player: bool = False, score_limit: int = 5,
+         seed: int = 0, scale: float = 1.0, phosphor: bool = False, record=None,
+         checkpoint_dir="checkpoints", ratings_file=None) -> list[dict]:
+    """The human-play mode: a match in a window against `opponent` (a pilot spec), the pilot
+    `difficulty` prescribes (default medium), or a second person; prints each round and where
+    its replay went. Returns the rounds' results."""
+    from spacewar_ai.game.recording import open_recorder
+
+    config = config if config is not None else GameConfig()
+    chosen = None
+    if opponent:
+        chosen = spec_opponent(opponent, config, seed)
+    elif not two_player:
+        chosen = difficulty_opponent(difficulty or "medium", config, checkpoint_dir, ratings_file,
+                                     seed)
+    recorder = open_recorder(record, per_decision=False, config=config)
+    game = HumanGame(config, chosen, two_player=two_player, score_limit=score_limit, seed=seed,
+                     scale=scale, phosphor=phosphor, recorder=recorder,
+                     difficulty="" if opponent or two_player else (difficulty or "medium"))
+    if chosen is not None:
+        print(f"opponent: {chosen.name} - {chosen.reason}")
+    print("keys: F1 or H for help, P pause, R restart round, Esc quit")
+    results = game.run()
+    if recorder is not None and recorder.close() is not None:
+        print(f"recorded {recorder.frames} frames to {recorder.path}")
+    for r in results:
+        winner = r["winner"] if r["winner"] is not None else "none"
+        print(f"round {r['round']}: winner {winner}, deaths {r['causes'][0]} / {r['causes'][1]}, "
+              f"score {r['score'][0]}:{r['score'][1]}")
+    if game.replays:
+        print(f"replays: {len(game.replays)} saved under {game.replays[0].parent}/ (play one "
+              f"with --replay {game.replays[-1]})")
+    return results

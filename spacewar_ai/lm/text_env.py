@@ -1,0 +1,101 @@
+"""Spacewar! as text, for your own language model and trainer: `gymnasium.make("SpacewarText-v0")`.
+
+    import gymnasium as gym
+    import spacewar_ai
+
+    env = gym.make("SpacewarText-v0", opponent="heuristic:medium")
+    prompt, info = env.reset(seed=0)
+    while True:
+        answer = my_model(prompt)             # e.g. "4"
+        prompt, reward, terminated, truncated, info = env.step(answer)
+        if terminated or truncated:
+            break
+
+The observation is the prompt the LM pilot reads (lm_view.py: the preamble, the situation, the
+valid actions' indices, then "Action:" and a newline); `preamble=False` leaves the fixed
+preamble out (it is `env.unwrapped.preamble`, for a model that caches it). An action is an index
+or the model's answer as text, read as its first integer. `info["action_mask"]` (int8) and
+`info["valid_actions"]` list what may be answered; an answer that is not one of them (no
+number, out of range, masked) plays drift, costs `invalid_penalty` (default -1, added to the
+step's reward) and is flagged in `info["invalid_answer"]` with the text in
+`info["answer"]`. Rewards, opponents and configs are SpacewarEnv's, whose observation vector is
+`info["obs"]`.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from spacewar_ai.game.environment import SpacewarEnv
+from spacewar_ai.lm.view import preamble as preamble_text
+from spacewar_ai.lm.view import situation, valid_actions
+
+NUMBER = re.compile(r"-?\d+")
+MAX_PROMPT = 1024  # characters; prompts are a few hundred
+
+
+def read_answer(answer: Any) -> int | None:
+    """The index an answer names: an integer, or the first integer in a text; None if none."""
+    if isinstance(answer, (bool, np.bool_)):
+        return None
+    if isinstance(answer, (int, np.integer)):
+        return int(answer)
+    if isinstance(answer, np.ndarray) and answer.ndim == 0:
+        return read_answer(answer[()])
+    if isinstance(answer, str):
+        found = NUMBER.search(answer)
+        return int(found.group()) if found else None
+    return None
+
+
+class SpacewarTextEnv(gym.Env):
+    """SpacewarEnv with prompts for observations and answers for actions (module docstring)."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, opponent: Any = "heuristic:medium", config=None, reward_config=None,
+                 preamble: bool = True, invalid_penalty: float = -1.0):
+        self.game = SpacewarEnv(config, reward_config, opponent=opponent)
+        self.num_actions = self.game.config.num_actions
+        self.preamble = preamble_text(self.num_actions)
+        self.with_preamble = bool(preamble)
+        self.invalid_penalty = float(invalid_penalty)
+        self.observation_space = spaces.Text(MAX_PROMPT, charset=string.printable)
+        self.action_space = spaces.Discrete(self.num_actions)
+        self._obs = None
+
+    def _prompt(self, obs: np.ndarray) -> str:
+        text = situation(obs)
+        return self.preamble + text if self.with_preamble else text
+
+    def _info(self, info: dict, obs: np.ndarray) -> dict:
+        return {**info, "obs": obs, "valid_actions": valid_actions(obs)}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        obs, info = self.game.reset(seed=seed, options=options)
+        self._obs = obs
+        return self._prompt(obs), self._info(info, obs)
+
+    def step(self, action):
+        if self._obs is None:
+            raise RuntimeError("call reset() before step()")
+        index = read_answer(action)
+        invalid = index is None or index not in valid_actions(self._obs)
+        obs, reward, terminated, truncated, info = self.game.step(0 if invalid else index)
+        self._obs = obs
+        info = self._info(info, obs)
+        info["invalid_answer"] = invalid
+        info["answer"] = action if isinstance(action, str) else index
+        if invalid:
+            reward += self.invalid_penalty
+        return self._prompt(obs), reward, terminated, truncated, info
+
+    def action_masks(self) -> np.ndarray:
+        return self.game.action_masks()

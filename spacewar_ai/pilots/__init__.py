@@ -1,0 +1,17 @@
+"""Pilots: anything that flies a ship, and `make_pilot(spec)`, the one spec language that builds
+any of them (specs.py; its docstring is the table of specs).
+
+| module | what it holds |
+|---|---|
+| specs.py | `make_pilot`, the spec language, the files a spec names, `AgentPilot` (a network flying) |
+| scripted.py | idle, random, heuristic easy / medium / hard |
+| search.py | `search:` and `adapt:`, a network planning ahead with a model of its opponent |
+| sandbox.py, sandbox_child.py | `strategy:PATH.py`, a strategy file checked and run in a child process |
+| outside.py, onnx_export.py | `onnx:` and `sb3:` models trained elsewhere; `--export model.onnx` |
+
+The language model that flies (`lm:`) is spacewar_ai/lm/; make_pilot builds it like the rest.
+"""
+
+from spacewar_ai.pilots.specs import PRETRAINED_PATH, SPEC_HELP, AgentPilot, Pilot, make_pilot
+
+__all__ = ["PRETRAINED_PATH", "SPEC_HELP", "AgentPilot", "Pilot", "make_pilot"]

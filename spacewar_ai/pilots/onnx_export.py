@@ -1,0 +1,261 @@
+"""ONNX export: a trained pilot as one file that a browser, a game engine or another language can
+run with any ONNX runtime, no Python or torch needed.
+
+The file takes raw observations, `obs` float32 (N, 36) exactly as the environment gives them, and
+returns `action` int64 (N,) (the greedy choice, masked actions never chosen) and `scores` float32
+(N, A) (PPO's masked logits or DQN's masked Q-values). Everything a network reads is inside: its
+view of the observation (features.py, rewritten here as torch operations and computed in float64
+as the numba kernel computes it), the observation statistics, the network and the masking.
+
+`spacewar-ai --export model.onnx --checkpoint SPEC`; `onnx:model.onnx` plays it back anywhere a
+pilot spec goes (outside_pilots.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import warnings
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+
+from spacewar_ai.game.engine import OBS_MASK
+from spacewar_ai.game.features import ORBIT_STEP, TACTICAL_COLUMNS, VECTOR_X, VECTOR_Y
+
+NEG_INF = -1e9  # as agents.NEG_INF: masked scores never win an argmax
+
+
+def _hypot(x, y):
+    return torch.sqrt(x * x + y * y)
+
+
+def _intercept(dx, dy, rx, ry, speed: float, spawn):
+    """ballistics.intercept_time over tensors (inf where no intercept)."""
+    inf = torch.full_like(dx, math.inf)
+    a = rx * rx + ry * ry - speed * speed
+    b = 2.0 * (dx * rx + dy * ry - spawn * speed)
+    c = dx * dx + dy * dy - spawn * spawn
+    t_lin = torch.where((b < 0) & (-c / b > 0), -c / b, inf)
+    disc = b * b - 4.0 * a * c
+    sq = torch.sqrt(torch.clamp(disc, min=0.0))
+    r1 = (-b - sq) / (2.0 * a)
+    r2 = (-b + sq) / (2.0 * a)
+    t1 = torch.where(r1 > 0, r1, inf)
+    t2 = torch.where((r2 > 0) & (r2 < t1), r2, t1)
+    t_quad = torch.where(disc >= 0, t2, inf)
+    return torch.where(a.abs() < 1e-9, t_lin, t_quad)
+
+
+def _closest(px, py, vx, vy, horizon: float):
+    """ballistics.closest_approach over tensors."""
+    vv = vx * vx + vy * vy
+    t = torch.where(vv > 1e-9, -(px * vx + py * vy) / torch.where(vv > 1e-9, vv, 1.0), 0.0)
+    t = torch.clamp(t, 0.0, horizon)
+    return _hypot(px + vx * t, py + vy * t)
+
+
+def _bends(px, py, vx, vy, gm: float, times: list[float]):
+    """ballistics.bends: (N, steps + 1, 2) displacement of coasting paths from straight lines."""
+    x, y, ux, uy = px, py, vx, vy
+    out = [torch.zeros_like(torch.stack([px, py], -1))]
+    for k in range(1, len(times)):
+        dt = times[k] - times[k - 1]
+        r2 = x * x + y * y
+        rr = torch.sqrt(r2)
+        inv = torch.where(rr > 1.0, dt * gm / torch.where(rr > 1.0, r2 * rr, 1.0), 0.0)
+        ux = ux - x * inv
+        uy = uy - y * inv
+        x = x + ux * dt
+        y = y + uy * dt
+        out.append(torch.stack([x - (px + vx * times[k]), y - (py + vy * times[k])], -1))
+    return torch.stack(out, 1)
+
+
+def _segment2(a, b):
+    d = b - a
+    dd = (d * d).sum(-1)
+    s = torch.where(dd > 1e-12, -(a * d).sum(-1) / torch.where(dd > 1e-12, dd, 1.0), 0.0)
+    e = a + d * torch.clamp(s, 0.0, 1.0).unsqueeze(-1)
+    return (e * e).sum(-1)
+
+
+def _path_distance(path):
+    """ballistics.path_distance over (N, steps + 1, 2) polylines."""
+    steps = path.shape[1] - 1
+    d2 = (path * path).sum(-1)
+    best = torch.argmin(d2, 1)
+    best2 = d2.gather(1, best[:, None])[:, 0]
+    inf = torch.full_like(best2, math.inf)
+
+    def corner(i):
+        return path.gather(1, i[:, None, None].expand(-1, 1, 2))[:, 0]
+
+    here = corner(best)
+    prev = torch.where(best > 0, _segment2(corner(torch.clamp(best - 1, min=0)), here), inf)
+    nxt = torch.where(best < steps, _segment2(here, corner(torch.clamp(best + 1, max=steps))),
+                      inf)
+    return torch.sqrt(torch.minimum(best2, torch.minimum(prev, nxt)))
+
+
+class Features(nn.Module):
+    """features.apply_view as torch operations: the world, egocentric or tactical view."""
+
+    def __init__(self, view: str, constants: dict[str, float]):
+        super().__init__()
+        self.view = view
+        self.k = dict(constants)
+
+    def egocentric(self, obs):
+        s, c = obs[:, 4], obs[:, 5]
+        cols = list(obs.unbind(1))
+        fwd = {}
+        for ix, iy in zip(VECTOR_X.tolist(), VECTOR_Y.tolist()):
+            x, y = obs[:, ix], obs[:, iy]
+            cols[ix], cols[iy] = x * c + y * s, y * c - x * s
+            fwd[ix] = (cols[ix], cols[iy])
+        so, co = obs[:, 13], obs[:, 14]
+        cols[13], cols[14] = so * c - co * s, co * c + so * s
+        f9, r9 = fwd[9]
+        dist = _hypot(f9, r9)
+        inv = torch.where(dist > 1e-6, 1.0 / torch.where(dist > 1e-6, dist, 1.0), 0.0)
+        cols[0], cols[1] = f9 * inv, r9 * inv
+        return torch.stack(cols, 1)
+
+    def tactical_columns(self, obs32):
+        k = self.k
+        o = obs32.double()
+        hw, hh, v2 = k["half_width"], k["half_height"], 2.0 * k["max_speed"]
+        speed, spawn, life = k["torpedo_speed"], k["torpedo_spawn"], k["torpedo_lifetime"]
+        scale, gm = 1.0 / (2.0 * k["hit_radius"]), k.get("gravity", 0.0)
+        steps = int(math.ceil(life / ORBIT_STEP))
+        times = [min(i * ORBIT_STEP, life) for i in range(steps + 1)]
+        tt = torch.tensor(times, dtype=torch.float64)
+        sin_h, cos_h = o[:, 4], o[:, 5]
+        dx, dy, rx, ry = o[:, 9] * hw, o[:, 10] * hh, o[:, 11] * v2, o[:, 12] * v2
+        seen = obs32[:, 13] * obs32[:, 13] + obs32[:, 14] * obs32[:, 14] > 0.5
+        # Straight lines (no star, or gm = 0).
+        t_st = _intercept(dx, dy, rx, ry, speed, torch.full_like(dx, spawn))
+        ax_st, ay_st = dx + rx * t_st, dy + ry * t_st
+        miss_st = _closest(dx - spawn * cos_h, dy - spawn * sin_h, rx - speed * cos_h,
+                           ry - speed * sin_h, life)
+        if gm > 0.0:
+            bent = (o[:, 15] != 0) | (o[:, 16] != 0)
+            sx, sy = -o[:, 15] * hw, -o[:, 16] * hh
+            vx, vy = o[:, 2] * 0.5 * v2, o[:, 3] * 0.5 * v2
+            own = _bends(sx, sy, vx, vy, gm, times)
+            target = _bends(sx + dx, sy + dy, vx + rx, vy + ry, gm, times)
+            q = torch.stack([dx[:, None] + rx[:, None] * tt, dy[:, None] + ry[:, None] * tt],
+                            -1) + target
+            reach = spawn + speed * tt
+            hit = (q * q).sum(-1)[:, 1:] <= (reach * reach)[1:]
+            first = torch.argmax(hit.to(torch.int64), 1) + 1
+            kk = torch.where(hit.any(1), first, torch.full_like(first, steps))
+            qk = q.gather(1, kk[:, None, None].expand(-1, 1, 2))[:, 0]
+            pk = q.gather(1, (kk - 1)[:, None, None].expand(-1, 1, 2))[:, 0]
+            t_prev = tt[kk - 1]
+            w = (qk - pk) / (tt[kk] - t_prev)[:, None]
+            tau = _intercept(pk[:, 0], pk[:, 1], w[:, 0], w[:, 1], speed, spawn + speed * t_prev)
+            t = torch.where(bent, t_prev + tau, t_st)
+            ax = torch.where(bent, pk[:, 0] + w[:, 0] * tau, ax_st)
+            ay = torch.where(bent, pk[:, 1] + w[:, 1] * tau, ay_st)
+            shot = torch.stack([dx[:, None] + (rx - speed * cos_h)[:, None] * tt
+                                - (spawn * cos_h)[:, None],
+                                dy[:, None] + (ry - speed * sin_h)[:, None] * tt
+                                - (spawn * sin_h)[:, None]], -1) + target
+            miss = torch.where(bent, _path_distance(shot), miss_st)
+        else:
+            bent = torch.zeros_like(seen)
+            t, ax, ay, miss = t_st, ax_st, ay_st, miss_st
+        valid = seen & (t < math.inf)
+        t = torch.where(valid, t, 0.0)
+        norm = _hypot(torch.where(valid, ax, 0.0), torch.where(valid, ay, 0.0))
+        aimed = valid & (norm > 1e-6)
+        safe = torch.where(aimed, norm, 1.0)
+        lead_c = torch.where(aimed, (ax * cos_h + ay * sin_h) / safe, 0.0)
+        lead_s = torch.where(aimed, (ay * cos_h - ax * sin_h) / safe, 0.0)
+        quality = torch.where(seen, torch.exp(-miss * scale), 0.0)
+        threat = torch.zeros_like(dx)
+        for j in (18, 22, 26):
+            present = (o[:, j] != 0) | (o[:, j + 1] != 0) | (o[:, j + 2] != 0) | (o[:, j + 3] != 0)
+            jx, jy, ux, uy = o[:, j] * hw, o[:, j + 1] * hh, o[:, j + 2] * v2, o[:, j + 3] * v2
+            d = _closest(jx, jy, ux, uy, life)
+            if gm > 0.0:
+                path = torch.stack([jx[:, None] + ux[:, None] * tt,
+                                    jy[:, None] + uy[:, None] * tt], -1) - own
+                d = torch.where(bent, _path_distance(path), d)
+            threat = torch.where(present, torch.maximum(threat, torch.exp(-d * scale)), threat)
+        cols = [lead_c, lead_s, quality, threat, torch.clamp(t / life, max=2.0)]
+        assert len(cols) == TACTICAL_COLUMNS
+        return torch.stack(cols, 1).float()
+
+    def forward(self, obs):
+        if self.view == "world":
+            return obs
+        ego = self.egocentric(obs)
+        if self.view == "egocentric":
+            return ego
+        return torch.cat([ego[:, :OBS_MASK], self.tactical_columns(obs), ego[:, OBS_MASK:]], 1)
+
+
+class Exported(nn.Module):
+    """obs -> (action, scores) for a PPO or DQN agent, as agents.py plays it greedily."""
+
+    def __init__(self, agent):
+        super().__init__()
+        self.features = Features(agent.view, agent.view_constants)
+        self.actions = agent.action_dim
+        if agent.algorithm == "ppo":
+            self.norm, self.scorer, self.members = agent.obs_norm, agent.net.actor, nn.ModuleList()
+        else:
+            self.norm, self.scorer = agent.obs_norm, agent._played_network()
+            self.members = nn.ModuleList(agent.play_members)
+
+    def forward(self, obs):
+        x = self.features(obs)
+        mask = obs[:, -self.actions:] > 0.5
+        lone = ~mask.any(1, keepdim=True)  # a row with no valid action may still drift
+        mask = mask | (lone & (torch.arange(self.actions) == 0))
+        scores = self.scorer(self.norm(x))
+        for member in self.members:
+            scores = scores + member(x)
+        scores = scores / (1 + len(self.members))
+        scores = torch.where(mask, scores, torch.full_like(scores, NEG_INF))
+        return torch.argmax(scores, 1), scores
+
+
+def export_onnx(spec: str, dst: str | Path) -> int:
+    """Write the learned pilot `spec` (pretrained, ppo:PATH, dqn:PATH, a checkpoint path) to
+    `dst` as ONNX, atomically; returns the file's size in bytes."""
+    from spacewar_ai.agents.checkpoints import CheckpointError
+    from spacewar_ai.util.files import atomic_write_bytes
+    from spacewar_ai.pilots.specs import make_pilot
+
+    try:
+        import onnx  # noqa: F401 (the exporter needs it)
+    except ImportError:
+        raise ValueError("--export to .onnx needs the onnx extra: pip install -e \".[onnx]\"") \
+            from None
+    pilot = make_pilot(spec)
+    agent = getattr(pilot, "agent", None)
+    if agent is None:
+        raise CheckpointError(f"--export {dst}: {spec!r} is not a learned model (pretrained, "
+                              "ppo:PATH, dqn:PATH or a checkpoint path); only those export")
+    model = Exported(agent).eval()
+    example = torch.zeros(4, agent.state_dim)
+    example[:, OBS_MASK:] = 1.0
+    quiet = logging.getLogger("torch.onnx")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # the exporter's notices (torchvision absent, ...) are noise
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            program = torch.onnx.export(model, (example,), input_names=["obs"],
+                                        output_names=["action", "scores"], verbose=False,
+                                        dynamic_shapes={"obs": {0: torch.export.Dim("batch")}})
+    finally:
+        quiet.setLevel(level)
+    data = program.model_proto.SerializeToString()
+    atomic_write_bytes(dst, lambda f: f.write(data))
+    return len(data)

@@ -1,0 +1,182 @@
+"""Pilots trained outside this package: ONNX files and Stable-Baselines3 models.
+
+- `onnx:PATH` (`OnnxPilot`): an ONNX model that takes observations float32 (N, 36), exactly as
+  the environment gives them, as its first input, and whose first output is either actions
+  (integers, (N,)) or scores (floats, (N, A): logits or Q-values; the masked actions are taken
+  out before the argmax). `--export model.onnx` writes this package's models in that form; a
+  model with a fixed batch of 1 is run a row at a time.
+- `sb3:PATH.zip` (`SB3Pilot`): a Stable-Baselines3 or sb3-contrib model trained on
+  `Spacewar-v0`: DQN, QR-DQN, PPO, A2C, TRPO, MaskablePPO or RecurrentPPO, the algorithm read
+  from the zip. It plays greedily with the action mask applied to its logits (Q-values for DQN,
+  the mean of the quantiles for QR-DQN); a recurrent model keeps its state per game.
+
+Both play in every mode a pilot spec goes: evaluation, tournaments, demos, human play.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from spacewar_ai.game.engine import OBS_MASK
+
+NEG_INF = -1e9
+
+
+def _masked_argmax(scores: np.ndarray, obs: np.ndarray) -> np.ndarray:
+    mask = obs[:, OBS_MASK:OBS_MASK + scores.shape[1]] > 0.5
+    mask[~mask.any(1), 0] = True  # a row with no valid action may still drift
+    return np.where(mask, scores, NEG_INF).argmax(1).astype(np.int64)
+
+
+def _file(spec: str, prefix: str, what: str) -> Path:
+    path = Path(spec[len(prefix):])
+    if not path.is_file():
+        raise ValueError(f"player {spec!r}: no such {what} file {path}")
+    return path
+
+
+class OnnxPilot:
+    """An ONNX model flying as a pilot (module docstring)."""
+
+    def __init__(self, spec: str, identity: str):
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            raise ValueError(f"player {spec!r}: ONNX models need onnxruntime: pip install -e "
+                             "\".[onnx]\"") from None
+        path = _file(spec, "onnx:", "ONNX")
+        try:
+            self.session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own exception types
+            raise ValueError(f"player {spec!r}: not a readable ONNX model "
+                             f"({type(exc).__name__})") from None
+        inputs = self.session.get_inputs()
+        self.input = inputs[0].name
+        self.one_row = inputs[0].shape[0] == 1  # a model exported for a batch of one
+        self.name = f"onnx:{path.name}"
+        self.identity = identity
+
+    def reset(self, mask=None, seeds=None) -> None:
+        return None
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        obs = np.ascontiguousarray(obs, dtype=np.float32)
+        if obs.shape[0] == 0:
+            return np.zeros(0, dtype=np.int64)
+        if self.one_row:
+            return np.concatenate([self.act(obs[i:i + 1]) for i in range(obs.shape[0])])
+        out = np.asarray(self.session.run(None, {self.input: obs})[0])
+        if out.dtype.kind in "iu":
+            return out.reshape(-1).astype(np.int64)
+        return _masked_argmax(out.reshape(obs.shape[0], -1), obs)
+
+
+# What each algorithm's saved data holds and no other algorithm's does. SB3's zip names the
+# policy's class, not the algorithm's, so A2C, PPO and TRPO (one policy class) are told apart by
+# their own settings. (module of the policy class, a setting it must have, package, class)
+SB3_ALGORITHMS = (
+    ("sb3_contrib.qrdqn.", None, "sb3_contrib", "QRDQN"),
+    ("stable_baselines3.dqn.", None, "stable_baselines3", "DQN"),
+    ("sb3_contrib.common.recurrent.", None, "sb3_contrib", "RecurrentPPO"),
+    ("sb3_contrib.common.maskable.", None, "sb3_contrib", "MaskablePPO"),
+    ("stable_baselines3.common.policies", "cg_max_steps", "sb3_contrib", "TRPO"),
+    ("stable_baselines3.common.policies", "clip_range", "stable_baselines3", "PPO"),
+    ("stable_baselines3.common.policies", "n_steps", "stable_baselines3", "A2C"),
+)
+
+
+def _sb3_class(path: Path, spec: str):
+    """The algorithm class an SB3 zip was saved by, read from what the zip's data names: its
+    policy's class and the algorithm's own settings (SB3_ALGORITHMS)."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            data = json.loads(z.read("data"))
+        module = str(data["policy_class"].get("__module__", ""))
+    except (zipfile.BadZipFile, KeyError, ValueError, AttributeError, TypeError):
+        raise ValueError(f"player {spec!r}: not a Stable-Baselines3 model (a .zip saved by "
+                         "model.save)") from None
+    for prefix, setting, package, name in SB3_ALGORITHMS:
+        if module.startswith(prefix) and (setting is None or setting in data):
+            try:
+                import importlib
+
+                return getattr(importlib.import_module(package), name)
+            except ImportError:
+                raise ValueError(f"player {spec!r}: a {name} model needs {package}: pip install "
+                                 "-e \".[ecosystem]\"") from None
+    raise ValueError(f"player {spec!r}: a model of policy {module or 'unknown'}, which flies no "
+                     "Discrete(6) ship here; sb3: plays DQN, QR-DQN, PPO, A2C, TRPO, MaskablePPO "
+                     "and RecurrentPPO models")
+
+
+class SB3Pilot:
+    """A Stable-Baselines3 or sb3-contrib model flying as a pilot (module docstring). A
+    recurrent policy keeps its LSTM state per game, cleared when the game starts."""
+
+    def __init__(self, spec: str, identity: str):
+        try:
+            import stable_baselines3  # noqa: F401
+        except ImportError:
+            raise ValueError(f"player {spec!r}: SB3 models need stable-baselines3: pip install "
+                             "-e \".[ecosystem]\"") from None
+        path = _file(spec, "sb3:", "model")
+        cls = _sb3_class(path, spec)
+        try:
+            self.model = cls.load(str(path), device="cpu")
+        except Exception as exc:  # SB3 raises many kinds on a wrong or partial file
+            raise ValueError(f"player {spec!r}: {cls.__name__} could not load it "
+                             f"({type(exc).__name__})") from None
+        self.name = f"sb3:{path.stem}"
+        self.identity = identity
+        self.recurrent = hasattr(self.model.policy, "lstm_hidden_state_shape")
+        self._lstm = None  # (h, c) of the actor, one row per game
+        self._starts = np.zeros(0, dtype=bool)
+
+    def reset(self, mask=None, seeds=None) -> None:
+        if mask is None or not self.recurrent:
+            return
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape[0] != self._starts.shape[0]:
+            self._lstm, self._starts = None, np.ones(mask.shape[0], dtype=bool)
+        self._starts |= mask
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        import torch
+
+        obs = np.ascontiguousarray(obs, dtype=np.float32)
+        if obs.shape[0] == 0:
+            return np.zeros(0, dtype=np.int64)
+        policy = self.model.policy
+        with torch.no_grad():
+            x = torch.as_tensor(obs)
+            if hasattr(policy, "q_net"):
+                scores = policy.q_net(x).numpy()
+            elif hasattr(policy, "quantile_net"):  # QR-DQN: the mean over its quantiles
+                scores = policy.quantile_net(x).mean(dim=1).numpy()
+            elif self.recurrent:
+                scores = self._recurrent_logits(policy, x)
+            else:
+                scores = policy.get_distribution(x).distribution.logits.numpy()
+        return _masked_argmax(scores, obs)
+
+    def _recurrent_logits(self, policy, x):
+        import torch
+
+        n = x.shape[0]
+        if self._lstm is None or self._starts.shape[0] != n:
+            layers, _, size = policy.lstm_hidden_state_shape
+            self._lstm = (torch.zeros(layers, n, size), torch.zeros(layers, n, size))
+            self._starts = np.ones(n, dtype=bool)
+        starts = torch.as_tensor(self._starts, dtype=torch.float32)
+        dist, self._lstm = policy.get_distribution(x, self._lstm, starts)
+        self._starts[:] = False
+        return dist.distribution.logits.numpy()
+
+
+def outside_pilot(spec: str, identity: str):
+    """The pilot an `onnx:` or `sb3:` spec names."""
+    return (OnnxPilot if spec.lower().startswith("onnx:") else SB3Pilot)(spec, identity)

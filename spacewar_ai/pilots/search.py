@@ -1,0 +1,346 @@
+"""Lookahead at play time: a rollout planner over the engine, with a learned model of the opponent.
+
+The player spec `search:SPEC` (SPEC a PPO model: `pretrained`, `ppo:PATH` or a checkpoint path)
+flies like this at every decision of every game it plays:
+
+1. copy the game once per action and sample (6 x `samples` copies);
+2. in each copy play that action, then let SPEC fly this ship, sampling its policy, and the
+   opponent model fly the other ship, for `horizon` decisions;
+3. keep the action whose copies ended best on average: a torpedo win 1, a death that leaves the
+   opponent alive -1 (torpedo, star or hyperspace: losing is losing), anything else -0.2 (both
+   dead, a timeout, the opponent's own crash, which is no torpedo win), a game still open at the
+   horizon 0. Ties go to SPEC's own greedy action.
+
+The opponent model is a network too, not the opponent's rules: by default the one SPEC's own
+training run learned by watching the opponent it was judged against (`opponent_model.pt` beside
+the checkpoint, opponent_model.py), and for a model with none beside it (the shipped one, an
+export) the shipped `pretrained/hard_model.pt`, a PPO actor that imitates `heuristic:hard` from
+that pilot's own observations (behaviour cloning: `--warm-start heuristic:hard --timesteps 0`).
+Where the real opponent plays otherwise, the planner's forecasts are wrong and it gains less
+(docs/performance.md measures how much). `search:SPEC+MODEL` plans with another model: any learned model's spec
+(`pretrained`, `ppo:PATH`, `dqn:PATH`, a checkpoint path), for example a clone of the opponent
+made the same way, or the opponent's network itself.
+
+`adapt:SPEC[+MODEL]` is the same planner whose model of the opponent learns the opponent it
+actually meets (`OpponentLearner`): after every decision it reads from the game what the
+opponent just did (a turn from its heading, thrust from its fuel, a shot from its torpedo count,
+a jump), pairs it with what the opponent saw, and fine-tunes the model on random minibatches of
+the latest such moves, a little at every decision, starting from MODEL as its prior. It learns
+across the games of a match (an evaluation, a tournament pairing, a human-play session), since
+the pilot lives that long; so its games depend on the match's earlier games as well as on their
+seeds.
+
+The planner reads the game's whole state, every torpedo in flight included, as a player at the
+screen sees it; the observation vector leaves some of it out. So whoever runs the games tells
+the pilot which batch it plays in and which ship it flies (`attach`): match.play_match
+(evaluation, tournaments, demos), SpacewarEnv's opponent and human play do. Training leagues do
+not: a planner is far too slow to be a training opponent.
+
+Each game's rollout samples come from a generator keyed by the pilot's seed and the game's own
+state (its random stream and frame count), never by its row in the batch. Rows of one batch go
+through the networks together, and float rounding in a matrix product can depend on the batch's
+size, so a game played in batches of different sizes may (rarely) see a near-tie go the other way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from spacewar_ai.game import engine
+from spacewar_ai.config import GameConfig
+from spacewar_ai.game.engine import FRAME, OBS_MASK, OVER, REAL_WINNER, WINNER, Action, GameBatch
+from spacewar_ai.util.files import SHIPPED_DIR
+
+SEARCH_PREFIX = "search:"
+ADAPT_PREFIX = "adapt:"
+OPPONENT_MODEL_PATH = SHIPPED_DIR / "hard_model.pt"
+# What a copy's ending is worth. Only torpedo wins count (as in every table), so an ending that
+# is neither that nor a loss sits a little below a game still open, which may yet be won.
+WIN, LOSS, DRAW = 1.0, -1.0, -0.2
+HORIZON = 60  # decisions per rollout: 240 frames, 4.8 s of game
+SAMPLES = 8  # rollouts per action
+
+
+def ending_value(killer: np.ndarray, survivor: np.ndarray, side: np.ndarray) -> np.ndarray:
+    """What finished games are worth to ship `side`: WIN for its torpedo kill, LOSS when it died
+    and the other ship lives (whatever killed it), else DRAW. `killer` and `survivor` are the
+    engine's REAL_WINNER and WINNER (-1: none)."""
+    return np.where(killer == side, WIN, np.where(survivor == 1 - side, LOSS, DRAW))
+
+
+class OpponentLearner:
+    """Fits a PPO opponent model to the moves the real opponent makes (the module docstring).
+
+    `see(batch, sides)` is called at each decision of the attached games, before planning: for
+    each game still running since the last call it infers the opponent's move from the change in
+    its ship's state and keeps (what the opponent saw then, that move), the latest `window` of
+    them. Each move it keeps buys `study` examples of training, drawn at random from the window
+    in minibatches of `batch_size` as soon as a whole one is owed. Learning thus goes at the pace
+    the moves arrive, a minibatch or so per decision: in human play no single frame pays for a
+    whole pass. The model's input scaling stays the prior's. `foreseen` and `moves` count how
+    many of the moves the model predicted before it learned from them."""
+
+    def __init__(self, model, seed: int = 0, window: int = 4096, batch_size: int = 256,
+                 study: int = 192, learning_rate: float = 1e-3):
+        import torch
+
+        self.model = model
+        self.agent = getattr(model, "agent", None)
+        if self.agent is None or not hasattr(self.agent, "imitate"):
+            raise ValueError("an adapting planner's opponent model must be a PPO model "
+                             "(pretrained, ppo:PATH or a PPO checkpoint)")
+        self.window, self.batch_size, self.study = window, batch_size, study
+        self.optimizer = torch.optim.Adam(self.agent.net.parameters(), lr=learning_rate)
+        self.rng = np.random.default_rng([seed, 0xADA])
+        self._obs: np.ndarray | None = None  # the latest `window` moves' observations
+        self._moves = np.zeros(0, dtype=np.int64)
+        self._owed = 0.0  # training examples bought by moves and not yet studied
+        self._last = None  # the last decision's snapshot of the opponents
+        self.moves = 0
+        self.foreseen = 0
+
+    def see(self, batch: GameBatch, sides: np.ndarray) -> None:
+        g = np.arange(batch.n)
+        other = 1 - sides
+        now = {"obs": batch.obs[g, other].copy(), "frame": batch.game_i[:, FRAME].copy(),
+               "over": batch.game_i[:, OVER].copy(),
+               "heading": batch.ship_f[g, other, engine.SANG].copy(),
+               "fuel": batch.ship_f[g, other, engine.SFUEL].copy(),
+               "shots": batch.ship_i[g, other, engine.SHOTS].copy(),
+               "jumps": batch.ship_i[g, other, engine.JUMPS].copy(),
+               "alive": batch.ship_i[g, other, engine.ALIVE].copy()}
+        last, self._last = self._last, now
+        if last is None or len(last["frame"]) != batch.n:
+            return
+        # The same game, one decision on, the opponent alive and visible throughout.
+        rows = np.flatnonzero((now["frame"] > last["frame"]) & (last["over"] == 0)
+                              & (last["alive"] == 1) & (now["alive"] == 1))
+        if rows.size == 0:
+            return
+        moves = infer_moves(last, now, rows)
+        seen = last["obs"][rows]
+        self.foreseen += int((np.asarray(self.model.act(seen)) == moves).sum())
+        self.moves += rows.size
+        self._obs = (seen if self._obs is None else
+                     np.concatenate([self._obs, seen]))[-self.window:]
+        self._moves = np.concatenate([self._moves, moves])[-self.window:]
+        if len(self._moves) < self.batch_size:
+            return  # too few to learn from yet, and they buy nothing: no debt to pay at once
+        self._owed += rows.size * self.study
+        steps = int(self._owed // self.batch_size)
+        if steps == 0:
+            return
+        self._owed -= steps * self.batch_size
+        pick = self.rng.integers(len(self._moves), size=steps * self.batch_size)
+        self.agent.imitate(self._obs[pick], self._moves[pick], self.optimizer, self.batch_size,
+                           fit_scaling=False)
+
+    @property
+    def accuracy(self) -> float:
+        """The share of the opponent's moves the model predicted before learning from them."""
+        return self.foreseen / max(self.moves, 1)
+
+
+def infer_moves(last: dict, now: dict, rows: np.ndarray) -> np.ndarray:
+    """The actions that turn the opponents' ships of `last` into those of `now`, for `rows`: a
+    jump, a shot (with thrust if fuel went too), thrust, a turn by the sign of the heading's
+    change, else none. An action the game refused (a shot while reloading) reads as none, which
+    is what it did."""
+    turn = (now["heading"][rows] - last["heading"][rows] + np.pi) % (2 * np.pi) - np.pi
+    fired = now["shots"][rows] > last["shots"][rows]
+    thrust = now["fuel"][rows] < last["fuel"][rows]
+    out = np.full(rows.size, int(Action.NONE))
+    out[turn < -1e-9] = Action.ROTATE_LEFT
+    out[turn > 1e-9] = Action.ROTATE_RIGHT
+    out[thrust] = Action.THRUST
+    out[fired] = Action.FIRE
+    out[fired & thrust] = Action.THRUST_FIRE
+    out[now["jumps"][rows] > last["jumps"][rows]] = Action.HYPERSPACE
+    return out
+
+
+class SearchPilot:
+    """One step of policy improvement at play time (see the module docstring).
+
+    `policy` and `opponent_model` are pilots (`act(obs) -> actions`) that play greedily: a learned
+    one (pilots.AgentPilot, greedy) or a scripted one. Sampled rollouts
+    (samples > 1) draw from the policy's logits, so it must be a PPO model (`policy.agent` has
+    `action_logits`). `config` is the decision-level game (frame_skip frames per decision) the
+    copies are played in.
+    """
+
+    def __init__(self, policy, opponent_model, config: GameConfig | None = None,
+                 horizon: int = HORIZON, samples: int = SAMPLES, seed: int = 0,
+                 name: str = "search", identity: str = "", adaptive: bool = False):
+        if not isinstance(horizon, (int, np.integer)) or horizon < 1:
+            raise ValueError(f"horizon={horizon!r} is invalid: must be an integer >= 1 "
+                             "(decisions per rollout)")
+        if not isinstance(samples, (int, np.integer)) or samples < 1:
+            raise ValueError(f"samples={samples!r} is invalid: must be an integer >= 1 "
+                             "(rollouts per action)")
+        self._logits = getattr(getattr(policy, "agent", None), "action_logits", None)
+        if samples > 1 and self._logits is None:
+            raise ValueError(f"{name}: sampled rollouts need the policy's logits, which only a "
+                             "PPO model gives; use a PPO checkpoint or samples=1")
+        self.policy = policy
+        self.opponent_model = opponent_model
+        self.learner = OpponentLearner(opponent_model, seed) if adaptive else None
+        self.config = config if config is not None else GameConfig()
+        self.horizon = int(horizon)
+        self.samples = int(samples)
+        self.seed = int(seed)
+        self.name = name
+        self.identity = identity or name
+        self.actions = self.config.num_actions
+        self._batch: GameBatch | None = None
+        self._sides = np.zeros(0, dtype=np.int64)
+        self._copies: GameBatch | None = None
+        # (running games, A): each action's mean rollout ending at the last decision.
+        self.last_values = np.zeros((0, self.actions))
+
+    def attach(self, batch: GameBatch, sides) -> None:
+        """Play in `batch`, flying ship `sides` (one int, or one per game)."""
+        self._batch = batch
+        self._sides = np.broadcast_to(np.asarray(sides, dtype=np.int64), (batch.n,)).copy()
+
+    def reset(self, mask=None, seeds=None) -> None:
+        return None
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        batch = self._batch
+        if batch is None:
+            raise RuntimeError(f"{self.name} plans on the game itself and was not told which "
+                               "game it plays in: it plays in --evaluate, tournaments, demos "
+                               "and human play, not as a training opponent")
+        if obs.shape[0] != batch.n:
+            raise RuntimeError(f"{self.name} got {obs.shape[0]} observations for a batch of "
+                               f"{batch.n} games: it must be asked about every game at once")
+        if self.learner is not None:
+            self.learner.see(batch, self._sides)
+        own = np.asarray(self.policy.act(obs), dtype=np.int64).reshape(-1)
+        rows = np.flatnonzero(batch.game_i[:, OVER] == 0)
+        if rows.size == 0:
+            return own
+        value = self.action_values(rows)
+        self.last_values = value.copy()  # what it made of each action, for a look inside
+        value[np.arange(rows.size), own[rows]] += 1e-3  # ties: keep the policy's action
+        value[obs[rows, OBS_MASK:OBS_MASK + self.actions] < 0.5] = -np.inf  # masked actions
+        chosen = own.copy()
+        chosen[rows] = value.argmax(axis=1)
+        return chosen
+
+    def action_values(self, rows: np.ndarray) -> np.ndarray:
+        """(len(rows), A): each action's mean rollout ending for the attached batch's games
+        `rows`, from this pilot's side."""
+        batch = self._batch
+        a, k = self.actions, self.samples
+        per = a * k
+        m = rows.size * per
+        copies = self._copies_of(m)
+        copies.load_state_dict({key: np.repeat(v[rows], per, axis=0)
+                                for key, v in batch.state_dict().items()})
+        side = np.repeat(self._sides[rows], per)
+        other = 1 - side
+        idx = np.arange(m)
+        first = np.tile(np.repeat(np.arange(a), k), rows.size)
+        noise = self._gumbel(batch, rows) if k > 1 else None
+        value = np.zeros(m)
+        ended = copies.game_i[:, OVER] != 0
+        moves = np.zeros((m, 2), dtype=np.int64)
+        for step in range(self.horizon):
+            seen = copies.observe()
+            live = np.flatnonzero(~ended)  # ended copies stand still: no one needs their moves
+            mine, theirs = seen[live, side[live]], seen[live, other[live]]
+            if step == 0:
+                moves[idx, side] = first
+            elif noise is None:
+                moves[live, side[live]] = self.policy.act(mine)
+            else:
+                moves[live, side[live]] = (self._logits(mine) + noise[step][live]).argmax(axis=1)
+            moves[live, other[live]] = self.opponent_model.act(theirs)
+            copies.step(moves)
+            new = (copies.game_i[:, OVER] != 0) & ~ended
+            if new.any():
+                value[new] = ending_value(copies.game_i[new, REAL_WINNER],
+                                          copies.game_i[new, WINNER], side[new])
+                ended |= new
+                if ended.all():
+                    break
+        return value.reshape(rows.size, a, k).mean(axis=2)
+
+    def _copies_of(self, m: int) -> GameBatch:
+        if self._copies is None or self._copies.n != m:
+            self._copies = GameBatch(m, self.config, count_dodges=False)  # plans need no stats
+        return self._copies
+
+    def _gumbel(self, batch: GameBatch, rows: np.ndarray) -> np.ndarray:
+        """(horizon, len(rows) x A x samples, A) Gumbel noise, each game's from a generator
+        keyed by this pilot's seed and the game's random stream and frame count."""
+        a, k, h = self.actions, self.samples, self.horizon
+        out = np.empty((h, rows.size, a * k, a))
+        for j, g in enumerate(rows):
+            key = [self.seed, int(batch.rng[g]), int(batch.game_i[g, FRAME])]
+            out[:, j] = np.random.default_rng(key).gumbel(size=(h, a * k, a))
+        return out.reshape(h, rows.size * a * k, a)
+
+
+def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int = 0,
+                 device: str = "cpu", opponent_model: str | Path = OPPONENT_MODEL_PATH,
+                 horizon: int = HORIZON, samples: int = SAMPLES,
+                 adaptive: bool = False) -> SearchPilot:
+    """The pilot `search:POLICY_SPEC` names; ValueError names the spec and what is wrong with it.
+
+    POLICY_SPEC is `POLICY` or `POLICY+MODEL`: POLICY a PPO model (empty: `pretrained`), MODEL the
+    opponent model, a learned model's spec (`pretrained`, `ppo:PATH`, `dqn:PATH` or a checkpoint
+    path). Without MODEL: the opponent model POLICY's training run learned (`opponent_model.pt`
+    beside its checkpoint), else the file `opponent_model`, the shipped clone of the hard pilot."""
+    from spacewar_ai.agents.opponent_model import run_model_path
+    from spacewar_ai.pilots.specs import make_pilot, spec_path
+
+    config = config if config is not None else GameConfig()
+    prefix = ADAPT_PREFIX if adaptive else SEARCH_PREFIX
+    full = f"{prefix}{policy_spec.strip()}"
+    spec, plus, model_spec = policy_spec.partition("+")
+    spec, model_spec = spec.strip() or "pretrained", model_spec.strip()
+    if any(part.lower().startswith((SEARCH_PREFIX, ADAPT_PREFIX)) for part in (spec, model_spec)):
+        raise ValueError(f"player {full!r}: a planner cannot plan over another planner")
+    policy = make_pilot(spec, config, seed, deterministic=True, device=device)
+    agent = getattr(policy, "agent", None)
+    if agent is None or not hasattr(agent, "action_logits"):
+        raise ValueError(f"player {full!r}: the rollout policy must be a PPO model (pretrained, "
+                         f"ppo:PATH or a PPO checkpoint), not {policy.name}")
+    if plus and not model_spec:
+        raise ValueError(f"player {full!r}: nothing after '+'; name the opponent model (a "
+                         "checkpoint path, pretrained, ppo:PATH or dqn:PATH) or drop the '+' to "
+                         "plan with the policy's own run's model (else the shipped model of the "
+                         "hard pilot)")
+    if not model_spec:
+        # A training run's own model of the opponent it was judged against, when the policy
+        # comes from one (opponent_model.py); else the shipped clone of the hard pilot.
+        policy_path = spec_path(spec)
+        own = run_model_path(policy_path) if policy_path is not None else None
+        model_spec = str(own or opponent_model)
+    path = spec_path(model_spec)
+    if path is None or model_spec.lower().startswith("strategy:"):
+        # The planner forecasts with a network, never with the opponent's own rules.
+        raise ValueError(f"player {full!r}: the opponent model must be a learned model "
+                         f"(pretrained, ppo:PATH, dqn:PATH or a checkpoint path), not "
+                         f"{model_spec!r}; clone a pilot into one with --algorithm ppo "
+                         f"--warm-start {model_spec} --timesteps 0 (docs/search.md)")
+    if not path.is_file():
+        fix = ("name a checkpoint file (or pretrained)" if plus else
+               "reinstall spacewar-ai or make one (docs/search.md)")
+        raise ValueError(f"player {full!r}: its opponent model {path} does not exist; {fix}")
+    try:
+        opponent = make_pilot(model_spec, config, seed + 1, deterministic=True, device=device)
+    except ValueError as exc:
+        raise ValueError(f"player {full!r}, its opponent model: {exc}") from None
+    identity = f"{prefix}{getattr(policy, 'identity', policy.name)}+{opponent.identity}"
+    name = f"{prefix}{policy.name}" + (f"+{opponent.name}" if plus else "")
+    try:
+        return SearchPilot(policy, opponent, config, horizon, samples, seed, name=name,
+                           identity=identity, adaptive=adaptive)
+    except ValueError as exc:
+        raise ValueError(f"player {full!r}: {exc}") from None

@@ -1,0 +1,297 @@
+"""The arena: pilots that visitors submit (a strategy file or an ONNX model), played against the
+house pilots and each other, rated by Bradley-Terry with 95% intervals.
+
+Everything lives in one folder (`runs/arena/` of the project the server runs in): `arena.db`, a
+SQLite database in WAL mode (the operator backs it up with `sqlite3 arena.db ".backup copy.db"`
+while the server runs), `submissions/` (the files, named by id and content hash) and `replays/`
+(two saved games of every pairing). Players and the results of pairings are rows; the pairings
+still to play are those with no row yet, so a server that stops mid-queue picks up where it was,
+and nothing is played twice.
+
+A submission is checked before it is queued: its name, its size, the submitter's hourly allowance
+(`web_guard.Limits`), and for a strategy file the sandbox's static check (nothing of it runs in
+the server). An ONNX model is never imported: the runner (a worker process) opens it with
+onnxruntime and plays it. Each pairing is `PAIRING_GAMES` games with sides swapped, seeded by
+the two players' ids, so the same arena plays the same games.
+
+`spacewar-ai --tournament --players arena:runs/arena/arena.db,heuristic:hard` reads the same
+players as specs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HOUSE = ("random", "heuristic:easy", "heuristic:medium", "heuristic:hard", "pretrained")
+PAIRING_GAMES = 20
+KEPT_REPLAYS = 2
+NAME_RULE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,39}$")
+KINDS = {".py": "strategy", ".onnx": "onnx"}
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS players (
+    id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL, spec TEXT NOT NULL, kind TEXT NOT NULL,
+    file TEXT, sha256 TEXT, client TEXT, created REAL NOT NULL,
+    status TEXT NOT NULL, note TEXT DEFAULT '');
+CREATE TABLE IF NOT EXISTS pairings (
+    a INTEGER NOT NULL, b INTEGER NOT NULL, games INTEGER NOT NULL, wins_a INTEGER NOT NULL,
+    wins_b INTEGER NOT NULL, draws INTEGER NOT NULL, replays TEXT NOT NULL, played REAL NOT NULL,
+    PRIMARY KEY (a, b));
+"""
+
+
+class Arena:
+    """The arena's database and folders under `folder`."""
+
+    def __init__(self, folder: str | Path):
+        self.folder = Path(folder).resolve()
+        self.submissions = self.folder / "submissions"
+        self.replays = self.folder / "replays"
+        self.submissions.mkdir(parents=True, exist_ok=True)
+        self.replays.mkdir(parents=True, exist_ok=True)
+        self.path = self.folder / "arena.db"
+        with self._db() as db:
+            db.executescript(SCHEMA)
+            for spec in HOUSE:
+                db.execute("INSERT OR IGNORE INTO players (name, spec, kind, created, status) "
+                           "VALUES (?, ?, 'house', ?, 'ready')", (spec, spec, time.time()))
+
+    def _db(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.row_factory = sqlite3.Row
+        return _Closing(db)
+
+    # --- submissions ----------------------------------------------------------------------------
+    def submit(self, name: str, filename: str, data: bytes, client: str,
+               per_hour: int) -> dict[str, Any]:
+        """Check and queue a submission; ValueError (one line) if it is refused."""
+        from spacewar_ai.util.files import atomic_write_bytes
+        from spacewar_ai.pilots.sandbox import StrategyError, validate_source
+
+        name = str(name).strip()
+        if not NAME_RULE.match(name):
+            raise ValueError(f"name {name[:40]!r}: 1-40 letters, digits, spaces, '_', '.' or "
+                             "'-', starting with a letter or digit")
+        kind = KINDS.get(Path(str(filename)).suffix.lower())
+        if kind is None:
+            raise ValueError(f"{Path(str(filename)).name[:60]}: submit a strategy file (.py) or "
+                             "an ONNX model (.onnx)")
+        if not data:
+            raise ValueError(f"{name}: the file is empty")
+        if kind == "strategy":
+            try:
+                validate_source(data.decode("utf-8"), f"{name}.py")
+            except UnicodeDecodeError:
+                raise ValueError(f"{name}.py: not UTF-8 text") from None
+            except StrategyError as exc:
+                raise ValueError(exc.public) from None
+        digest = hashlib.sha256(data).hexdigest()
+        with self._db() as db:
+            # One writer at a time from the count to the insert: an address's allowance holds
+            # against submissions that arrive together.
+            db.execute("BEGIN IMMEDIATE")
+            if db.execute("SELECT 1 FROM players WHERE name = ?", (name,)).fetchone():
+                db.execute("ROLLBACK")
+                raise ValueError(f"name {name!r} is taken: choose another")
+            since = time.time() - 3600
+            recent = db.execute("SELECT COUNT(*) FROM players WHERE client = ? AND created > ?",
+                                (client, since)).fetchone()[0]
+            if recent >= per_hour:
+                db.execute("ROLLBACK")
+                raise ValueError(f"{recent} submissions from your address in the last hour, the "
+                                 f"most allowed (--limits submissions_per_hour={per_hour})")
+            suffix = ".py" if kind == "strategy" else ".onnx"
+            cur = db.execute("INSERT INTO players (name, spec, kind, sha256, client, created, "
+                             "status) VALUES (?, '', ?, ?, ?, ?, 'queued')",
+                             (name, kind, digest, client, time.time()))
+            pid = cur.lastrowid
+            file = self.submissions / f"{pid}-{digest[:12]}{suffix}"
+            atomic_write_bytes(file, lambda f: f.write(data))
+            spec = f"{kind}:{file}"
+            db.execute("UPDATE players SET spec = ?, file = ? WHERE id = ?",
+                       (spec, file.name, pid))
+            db.execute("COMMIT")
+        return {"id": pid, "name": name, "kind": kind, "status": "queued"}
+
+    # --- pairings -------------------------------------------------------------------------------
+    def players(self) -> list[dict[str, Any]]:
+        with self._db() as db:
+            return [dict(r) for r in db.execute("SELECT * FROM players ORDER BY id")]
+
+    def next_pairing(self) -> tuple[dict, dict] | None:
+        """The next pairing to play: the newest player's first unplayed opponent, oldest first;
+        players that were refused take no part."""
+        players = [p for p in self.players() if p["status"] != "refused"]
+        with self._db() as db:
+            played = {(r["a"], r["b"]) for r in db.execute("SELECT a, b FROM pairings")}
+        for later in players:
+            for earlier in players:
+                if earlier["id"] >= later["id"]:
+                    break
+                if (earlier["id"], later["id"]) not in played:
+                    return earlier, later
+        return None
+
+    def record(self, a: dict, b: dict, result: dict) -> None:
+        with self._db() as db:
+            db.execute("INSERT OR REPLACE INTO pairings VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                       (a["id"], b["id"], result["games"], result["wins_a"], result["wins_b"],
+                        result["draws"], "\n".join(result["replays"]), time.time()))
+            for p in (a, b):
+                if p["status"] == "queued":
+                    db.execute("UPDATE players SET status = 'rated' WHERE id = ?", (p["id"],))
+
+    def refuse(self, player: dict, note: str) -> None:
+        with self._db() as db:
+            db.execute("UPDATE players SET status = 'refused', note = ? WHERE id = ?",
+                       (note[:300], player["id"]))
+
+    # --- the leaderboard ------------------------------------------------------------------------
+    def leaderboard(self) -> list[dict[str, Any]]:
+        """Every player: Bradley-Terry rating (Elo scale) with its 95% interval over all pairings
+        played, games, status and its saved games; rated players first, best first."""
+        from spacewar_ai.rating.ratings import bradley_terry
+
+        players = self.players()
+        index = {p["id"]: k for k, p in enumerate(players)}
+        n = len(players)
+        scores, games = np.zeros((n, n)), np.zeros((n, n))
+        replays: dict[int, list[str]] = {p["id"]: [] for p in players}
+        with self._db() as db:
+            rows = [dict(r) for r in db.execute("SELECT * FROM pairings")]
+        for r in rows:
+            i, j = index[r["a"]], index[r["b"]]
+            scores[i, j] += r["wins_a"] + 0.5 * r["draws"]
+            scores[j, i] += r["wins_b"] + 0.5 * r["draws"]
+            games[i, j] += r["games"]
+            games[j, i] += r["games"]
+            for rel in filter(None, r["replays"].split("\n")):
+                replays[r["a"]].append(rel)
+                replays[r["b"]].append(rel)
+        played = games.sum(axis=1) > 0
+        ratings = np.full(n, np.nan)
+        ci = np.full(n, np.nan)
+        if played.sum() >= 2:
+            sub = np.flatnonzero(played)
+            r, se = bradley_terry(scores[np.ix_(sub, sub)], games[np.ix_(sub, sub)])
+            ratings[sub], ci[sub] = r, 1.96 * se
+        out = []
+        for k, p in enumerate(players):
+            out.append({"name": p["name"], "kind": p["kind"], "status": p["status"],
+                        "note": p["note"], "games": int(games[k].sum()),
+                        "score": float(scores[k].sum()),
+                        "rating": None if np.isnan(ratings[k]) else round(float(ratings[k]), 1),
+                        "ci95": None if np.isnan(ci[k]) else round(float(ci[k]), 1),
+                        "replays": replays[p["id"]][-6:]})
+        out.sort(key=lambda row: (row["rating"] is None, -(row["rating"] or 0.0)))
+        return out
+
+    def player_specs(self) -> list[str]:
+        """The specs of every player not refused, for --tournament (arena:PATH)."""
+        return [p["spec"] for p in self.players() if p["status"] != "refused"]
+
+
+class _Closing:
+    """A sqlite3 connection as a context manager that also closes it (sqlite3's own only
+    commits)."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        return self.db
+
+    def __exit__(self, *exc) -> None:
+        self.db.close()
+
+
+def pairing_seed(a: dict, b: dict) -> int:
+    return (a["id"] * 1_000_003 + b["id"] * 7919) % 2**31
+
+
+def play_pairing(folder: str, a: dict, b: dict) -> dict[str, Any]:
+    """Play one pairing (a worker process's job): PAIRING_GAMES games with sides swapped, two
+    of them saved as replays under the arena's folder. ValueError names a player that cannot
+    play (an ONNX model that does not load, say)."""
+    from spacewar_ai.config import GameConfig
+    from spacewar_ai.rating.match import play_match
+    from spacewar_ai.pilots.specs import close_pilot, make_pilot
+    from spacewar_ai.game.replays import save_match_replays
+
+    config = GameConfig()
+    seed = pairing_seed(a, b)
+    pilots = []
+    try:
+        for p, s in ((a, seed), (b, seed + 1)):
+            try:
+                pilots.append(make_pilot(p["spec"], config, s))
+            except ValueError as exc:
+                raise PlayerRefused(p["id"], getattr(exc, "public", None) or str(exc)) from None
+        for pilot, p in zip(pilots, (a, b)):
+            pilot.name = p["name"]
+        match = play_match(pilots[0], pilots[1], PAIRING_GAMES, seed, config,
+                           keep_actions=KEPT_REPLAYS)
+    finally:
+        for pilot in pilots:
+            close_pilot(pilot)
+    folder = Path(folder)
+    saved = save_match_replays(match, config, f"{a['id']}v{b['id']}", folder / "replays")
+    return {"games": match.n, "wins_a": match.wins_a, "wins_b": match.wins_b,
+            "draws": match.draws, "replays": [str(p.relative_to(folder.parent.parent))
+                                             for p in saved]}
+
+
+def _pairing_child(conn, folder: str, a: dict, b: dict, parent_pid: int) -> None:
+    from spacewar_ai.util.processes import die_with_parent
+    from spacewar_ai.util.threads import use_torch_threads
+
+    die_with_parent(parent_pid)
+    use_torch_threads(1)
+    try:
+        conn.send(("ok", play_pairing(folder, a, b)))
+    except PlayerRefused as exc:
+        conn.send(("refused", exc.player, str(exc)))
+    except Exception as exc:  # reported to the runner, which refuses the newer player
+        conn.send(("refused", b["id"], f"could not play: {type(exc).__name__}"))
+
+
+def run_pairing(folder: str | Path, a: dict, b: dict, deadline: float) -> tuple:
+    """play_pairing in a process of its own, ended after `deadline` seconds: ("ok", result),
+    ("refused", player id, why) or ("timeout",). Blocking: the server calls it from a thread."""
+    import multiprocessing
+    import os
+
+    ctx = multiprocessing.get_context("spawn")
+    here, there = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_pairing_child, args=(there, str(folder), a, b, os.getpid()),
+                       daemon=True)
+    proc.start()
+    there.close()
+    try:
+        if here.poll(deadline):
+            return here.recv()
+        return ("timeout",)
+    except EOFError:  # the process died without a word (killed, out of memory)
+        return ("refused", b["id"], "its pairing's process died")
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join()
+        here.close()
+
+
+class PlayerRefused(ValueError):
+    """A submitted player that cannot play; `player` is its id."""
+
+    def __init__(self, player: int, message: str):
+        super().__init__(message)
+        self.player = player

@@ -1,0 +1,173 @@
+"""Ray: the same commands on this machine or spread over a cluster.
+
+Without an address, a run that uses Ray starts a local Ray instance (`ray.init()`); with
+`--ray-address ADDRESS` (or the RAY_ADDRESS variable) it joins an existing cluster, started with
+`ray start --head` on one machine and `ray start --address HEAD:PORT` on the others. Ray is the
+scheduler and the transport: matches and recorded games are Ray tasks (`run_tasks`), and
+population-based training is Ray Tune's (pbt.py). Nothing here schedules work itself.
+
+Every task is a pure function of its arguments (a pairing's specs and seed, a chunk of games and
+its seeds), so a tournament on Ray gives the same crosstable, byte for byte, as the local
+backend, whichever node plays which pairing. Sandboxed strategy files still run in their
+sandbox, a child process of the worker that plays them, on whichever node that is.
+
+Ray lives in an extra: `pip install -e ".[cluster]"`, on every node.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import socket
+import sys
+import tempfile
+from pathlib import Path
+
+from spacewar_ai.util.files import atomic_write_bytes
+from spacewar_ai.pilots.specs import absolute_spec, map_spec_files, spec_files
+
+INSTALL = 'install it on this machine and every node of the cluster: pip install -e ".[cluster]"'
+
+
+def ray_module():
+    try:
+        import ray
+    except ImportError:
+        raise ValueError(f"Ray is not installed: {INSTALL}") from None
+    return ray
+
+
+TOKEN_FILE = Path.home() / ".ray" / "auth_token"
+
+
+def connect(address: str | None = None, num_cpus: int | None = None):
+    """Start or join Ray once per process; returns the ray module. A bad address is one
+    ValueError that names it."""
+    ray = ray_module()
+    if ray.is_initialized():
+        return ray
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if address and address != "auto":
+        _answers(address)
+    if address and "RAY_AUTH_MODE" not in os.environ and (
+            os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")
+            or TOKEN_FILE.is_file()):
+        # What `ray start` does: a token on this machine means the cluster asks for it (Ray
+        # turns token authentication on wherever it finds one), while ray.init does not send
+        # it unless told to.
+        os.environ["RAY_AUTH_MODE"] = "token"
+    try:
+        if address:
+            with _quiet_stderr():  # Ray's core logs every failed attempt; one line says it below
+                ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+        else:
+            ray.init(num_cpus=num_cpus, log_to_driver=False, logging_level="ERROR",
+                     include_dashboard=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        first = " ".join(str(exc).split())[:160]
+        raise ValueError(f"--ray-address {address}: the cluster there answers but refused this "
+                         f"machine ({first}); with Ray's token authentication, set "
+                         "RAY_AUTH_MODE=token and RAY_AUTH_TOKEN to the head's token (`ray "
+                         "get-auth-token` on the head prints it)") from None
+    return ray
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Standard error at the descriptor level (where Ray's C++ core writes) goes nowhere."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(os.devnull, "w") as null:
+        os.dup2(null.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _answers(address: str) -> None:
+    """Refuse an address nothing listens on at once: Ray itself would retry for minutes."""
+    host, _, port = address.split("://")[-1].rpartition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=10):
+            return
+    except ValueError:
+        reason = "give it as HOST:PORT"
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+    raise ValueError(f"--ray-address {address}: no Ray cluster answers there ({reason}); start "
+                     "one with `ray start --head` and give the address it prints, or leave the "
+                     "flag out to run Ray on this machine")
+
+
+def run_tasks(fn, jobs: list, progress=None, sizes: list[int] | int = 1,
+              address: str | None = None, spec_fields: tuple[int, ...] = ()) -> list:
+    """fn(job) for every job (a tuple) as Ray tasks, results in the jobs' order (not the order
+    they end), `progress` told of a job's size (games) as it ends. The pilot specs at
+    `spec_fields` of each job travel with their files: a node that lacks a file (or holds other
+    contents at its path) plays from a copy, so checkpoints need not be on every machine. A node
+    that cannot import this package is one ValueError saying what to install where."""
+    ray = connect(address)
+    jobs = [_absolute(job, spec_fields) for job in jobs]
+    files = {}  # path -> (sha256, object ref): each file sent once, whatever plays it
+    for job in jobs:
+        for f in spec_fields:
+            for path in spec_files(job[f]):
+                if str(path) not in files and path.is_file():
+                    data = path.read_bytes()
+                    files[str(path)] = (hashlib.sha256(data).hexdigest(), ray.put(data))
+    remote = ray.remote(num_cpus=1)(_in_worker)
+    pending = {remote.remote(fn, job, spec_fields, files): k for k, job in enumerate(jobs)}
+    out = [None] * len(jobs)
+    sizes = sizes if isinstance(sizes, list) else [sizes] * len(jobs)
+    while pending:
+        done, _ = ray.wait(list(pending), num_returns=1)
+        for ref in done:
+            k = pending.pop(ref)
+            try:
+                out[k] = ray.get(ref)
+            except ray.exceptions.RayError as exc:
+                if "No module named" in str(exc) and "spacewar_ai" in str(exc):
+                    raise ValueError(f"a Ray node cannot import spacewar_ai; {INSTALL}") \
+                        from None
+                raise
+            if progress is not None:
+                progress.update(sizes[k])
+    return out
+
+
+def _absolute(job: tuple, spec_fields) -> tuple:
+    return tuple(absolute_spec(x) if k in spec_fields else x for k, x in enumerate(job))
+
+
+def _in_worker(fn, job, spec_fields=(), files=None):
+    """A task's body: the job's files made local, then fn(job) with one torch thread, so that
+    tasks on a node do not oversubscribe it."""
+    from spacewar_ai.util.threads import use_torch_threads
+
+    use_torch_threads(1)
+    if files:
+        def local(path: Path) -> Path:
+            return local_copy(path, *files[str(path)]) if str(path) in files else path
+
+        job = tuple(map_spec_files(x, local) if k in spec_fields else x
+                    for k, x in enumerate(job))
+    return fn(job)
+
+
+def local_copy(path: Path, sha256: str, ref) -> Path:
+    """`path` itself when this node holds those very contents there (one machine, a shared
+    disk); otherwise a copy fetched from Ray's object store into a cache named by its contents.
+    The copy keeps the file's name and folder name, which is what pilots are labelled by, so the
+    results read the same wherever they were played."""
+    path = Path(path)
+    if path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == sha256:
+        return path
+    cache = Path(tempfile.gettempdir()) / "spacewar_ai-files" / sha256[:16]
+    copy = cache / path.parent.name / path.name
+    if not copy.is_file():
+        data = ray_module().get(ref)
+        atomic_write_bytes(copy, lambda f: f.write(data))
+    return copy

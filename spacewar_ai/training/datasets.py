@@ -1,0 +1,312 @@
+"""Datasets: recorded games as Minari datasets, for behaviour cloning and offline RL.
+
+`spacewar-ai --datagen --players A,B --episodes N --dataset-id NAME` plays N games between two
+pilot specs (sides swapped, seeded) and writes them with Minari, so `minari.load_dataset(NAME)`
+opens them. The schema:
+
+- each game is two episodes, one from each ship's point of view (episodes 2g and 2g + 1 are
+  game g's ship 0 and ship 1), so every episode is an ordinary Spacewar-v0 episode:
+  `observations` (T + 1, 36) float32, `actions` (T,) int64, `rewards` (T,) under the reward
+  table chosen (`--reward`, the standard one by default), `terminations`, `truncations`, and
+  `infos["action_mask"]` (T + 1, 6) int8;
+- `games.jsonl` beside the data: a line per game, its GameResult (match.py) with the pilots'
+  names, which episode each ship's view is, and both sides' scores;
+- `spacewar.json` beside the data: the pilots, the reward table, the seed and the game config.
+
+Minari writes through its episode buffers, not its DataCollector (which needs jax).
+`arrays()` flattens a dataset into the transitions the learners read (`transitions` with n-step
+returns for offline RL). `--dataset-info NAME` prints a card: pilots, size, win rates, scores.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from spacewar_ai.config import GameConfig, RewardConfig
+from spacewar_ai.game.engine import MASK
+from spacewar_ai.game.environment import MASK_DTYPE
+
+META_FILE = "spacewar.json"
+GAMES_FILE = "games.jsonl"
+BATCH = 256  # games played at once
+
+
+def dataset_id(name: str) -> str:
+    """Minari's form of a name: `namespace/name-vN` (`spacewar/` and `-v0` added if missing)."""
+    name = name.strip()
+    if not re.fullmatch(r"[A-Za-z0-9_./-]+", name or "-"):
+        raise ValueError(f"--dataset-id {name!r}: use letters, digits, '-', '_', '.' and '/'")
+    if not re.search(r"-v\d+$", name):
+        name += "-v0"
+    return name if "/" in name else f"spacewar/{name}"
+
+
+def _minari():
+    try:
+        import minari
+    except ImportError:
+        raise ValueError("datasets need Minari with HDF5: pip install -e \".[datasets]\"") \
+            from None
+    return minari
+
+
+def dataset_folder(did: str) -> Path:
+    """Where Minari keeps dataset `did` (a `dataset_id`), whether it exists yet or not."""
+    from minari.storage import get_dataset_path
+
+    return Path(get_dataset_path(did))
+
+
+@dataclass
+class DatagenReport:
+    dataset: str
+    games: int
+    steps: int  # decisions, both ships' views counted
+    play_seconds: float  # the games: engine and pilots
+    write_seconds: float  # Minari's writer
+    folder: Path
+
+    def summary(self) -> str:
+        rate = self.steps / max(self.play_seconds + self.write_seconds, 1e-9)
+        return (f"wrote {self.dataset}: {self.games} games, {self.steps:,} steps ({self.steps // 2:,} "
+                f"decisions of each ship) in {self.play_seconds + self.write_seconds:.1f} s, "
+                f"{rate:,.0f} steps/s; playing took {self.play_seconds:.1f} s "
+                f"({self.steps / max(self.play_seconds, 1e-9):,.0f} steps/s), Minari's writer "
+                f"{self.write_seconds:.1f} s\n  {self.folder}")
+
+
+def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
+             reward: RewardConfig | None = None, config: GameConfig | None = None,
+             quiet: bool = False, overwrite: bool = False,
+             ray_address: str | None = None) -> DatagenReport:
+    """Record `games` games of every pair of pilot specs (sides swapped) as one dataset. The
+    games are played in chunks of BATCH, in this process or (`ray_address` not None; "" for Ray
+    on this machine) as Ray tasks: the same games either way; Minari writes on this machine."""
+    minari = _minari()
+    from minari.data_collector import EpisodeBuffer
+
+    from spacewar_ai.pilots.specs import absolute_spec, close_pilot, make_pilot
+    from spacewar_ai.util.progress import Progress
+
+    did = dataset_id(name)
+    if games < 2 or games % 2:
+        raise ValueError(f"--episodes {games}: a dataset records games in pairs with sides "
+                         "swapped: give an even number >= 2")
+    reward = reward if reward is not None else RewardConfig()
+    config = config if config is not None else GameConfig()
+    if did in minari.list_local_datasets():
+        if not overwrite:
+            raise ValueError(f"dataset {did} exists already; choose another --dataset-id (or "
+                             f"delete it: python -c \"import minari; "
+                             f"minari.delete_dataset('{did}')\")")
+        minari.delete_dataset(did)
+    for a, b in pairs:  # every spec checked before a game is played
+        for spec in (a, b):
+            close_pilot(make_pilot(spec, config))
+    jobs = [(absolute_spec(a), absolute_spec(b), min(BATCH, games - start),
+             seed + 1_000_003 * p + start, config.to_dict(), reward.to_dict())
+            for p, (a, b) in enumerate(pairs) for start in range(0, games, BATCH)]
+    if ray_address is not None:
+        from spacewar_ai.rating.cluster import connect
+
+        connect(ray_address or None)
+    begun = time.perf_counter()
+    with Progress(games * len(pairs), "datagen", "game", quiet) as progress:
+        if ray_address is None:
+            chunks = [record_chunk(job, progress) for job in jobs]
+        else:
+            from spacewar_ai.rating.cluster import run_tasks
+
+            chunks = run_tasks(record_chunk, jobs, progress, [job[2] for job in jobs],
+                               ray_address or None, (0, 1))
+    play = time.perf_counter() - begun
+    buffers, lines = [], []
+    for r, episodes in chunks:
+        for g, game in enumerate(r.games):
+            first = len(buffers)
+            for ship in (0, 1):
+                buffers.append(EpisodeBuffer(id=len(buffers), seed=game.seed,
+                                             **episodes[g][ship]))
+            who = {"a": r.name_a, "b": r.name_b}
+            ships = [who["a"], who["b"]] if game.a_side == 0 else [who["b"], who["a"]]
+            lines.append({**game.to_dict(), "a": r.name_a, "b": r.name_b,
+                          "episodes": [first, first + 1], "pilots": ships,
+                          "score_a": game.score("a", reward, config),
+                          "score_b": game.score("b", reward, config)})
+    begun = time.perf_counter()
+    from spacewar_ai.game.environment import SpacewarEnv
+
+    env = SpacewarEnv(config, reward, opponent=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Minari asks for authors and permalinks we do not have
+        minari.create_dataset_from_buffers(
+            did, buffers, env="Spacewar-v0", observation_space=env.observation_space,
+            action_space=env.action_space, algorithm_name="spacewar-ai --datagen",
+            author="spacewar-ai",
+            description=f"Spacewar! games: {', '.join(f'{a} vs {b}' for a, b in pairs)}",
+            data_format="hdf5")
+    folder = dataset_folder(did)
+    with open(folder / GAMES_FILE, "w") as f:
+        for line in lines:
+            f.write(json.dumps(line) + "\n")
+    (folder / META_FILE).write_text(json.dumps(
+        {"pairs": pairs, "games_per_pair": games, "seed": seed, "reward": reward.to_dict(),
+         "game": config.to_dict(), "obs_dim": config.obs_dim, "actions": config.num_actions},
+        indent=1))
+    write = time.perf_counter() - begun
+    steps = sum(len(b.rewards) for b in buffers)
+    return DatagenReport(did, games * len(pairs), steps, play, write, folder)
+
+
+def record_chunk(job, progress=None):
+    """Play one chunk of games (a, b, games, seed, game config, reward table as dicts) and cut
+    it into episodes: (MatchResult, [[ship 0's episode, ship 1's] per game]), each episode the
+    arrays of an EpisodeBuffer. A pure function of its job: a Ray task plays it alike."""
+    from spacewar_ai.rating.match import play_match
+
+    a, b, n, seed, cfg, rew = job
+    recorder = _Recorder(n)
+    r = play_match(a, b, n, seed, GameConfig.from_dict(cfg), RewardConfig.from_dict(rew),
+                   on_step=recorder.step, progress=progress)
+    return r, [[recorder.episode(g, ship) for ship in (0, 1)] for g in range(n)]
+
+
+class _Recorder:
+    """Collects both ships' views, actions, rewards and ends of a batch of games, step by step
+    (play_match's on_step), and cuts them into episodes."""
+
+    def __init__(self, n: int):
+        self.obs: list[np.ndarray] = []
+        self.actions: list[np.ndarray] = []
+        self.rewards: list[np.ndarray] = []
+        self.running: list[np.ndarray] = []
+        self.last = None
+        self.term = np.zeros(n, dtype=bool)
+        self.trunc = np.zeros(n, dtype=bool)
+
+    def step(self, obs, actions, batch, running) -> None:
+        self.obs.append(obs)
+        self.actions.append(actions.copy())
+        self.rewards.append(batch.reward.copy())
+        self.running.append(running)
+        self.term |= batch.terminated & running
+        self.trunc |= batch.truncated & running
+        self.last = batch.obs.copy()  # games over keep their final observation
+
+    def episode(self, g: int, ship: int) -> dict[str, np.ndarray]:
+        steps = [t for t, r in enumerate(self.running) if r[g]]
+        obs = np.stack([self.obs[t][g, ship] for t in steps] + [self.last[g, ship]])
+        terms = np.zeros(len(steps), dtype=bool)
+        truncs = np.zeros(len(steps), dtype=bool)
+        terms[-1], truncs[-1] = self.term[g], self.trunc[g] or not self.term[g]
+        return {"observations": obs.astype(np.float32),
+                "actions": np.array([self.actions[t][g, ship] for t in steps], dtype=np.int64),
+                "rewards": np.array([self.rewards[t][g, ship] for t in steps], dtype=np.float64),
+                "terminations": terms, "truncations": truncs,
+                "infos": {"action_mask": obs[:, MASK].astype(MASK_DTYPE)}}
+
+
+def load(name: str, config: GameConfig | None = None):
+    """A recorded dataset, checked against the game: (dataset, its spacewar.json metadata).
+    One ValueError names an unknown dataset or one of another observation size or action
+    count."""
+    minari = _minari()
+    did = dataset_id(name)
+    if did not in minari.list_local_datasets():
+        known = ", ".join(sorted(minari.list_local_datasets())) or "none yet"
+        raise ValueError(f"dataset {did} does not exist (recorded here: {known}); record one "
+                         f"with spacewar-ai --datagen --players A,B --dataset-id {name}")
+    data = minari.load_dataset(did)
+    meta_path = dataset_folder(did) / META_FILE
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    cfg = config if config is not None else GameConfig()
+    shape = data.observation_space.shape
+    if shape != (cfg.obs_dim,) or getattr(data.action_space, "n", None) != cfg.num_actions:
+        raise ValueError(f"dataset {did}: its observations have shape {shape} and "
+                         f"{getattr(data.action_space, 'n', '?')} actions, this game "
+                         f"({cfg.obs_dim},) and {cfg.num_actions}: record it again with this "
+                         "game's config, or train with the config it was recorded with")
+    return data, meta
+
+
+def _episodes(data, pilot: str | None, name: str):
+    """The episodes to learn from: all, or those flown by `pilot` (its name in games.jsonl)."""
+    if pilot is None:
+        return list(data.iterate_episodes())
+    games = [json.loads(x) for x in (dataset_folder(data.id) / GAMES_FILE).read_text().splitlines()]
+    wanted = [g["episodes"][ship] for g in games for ship in (0, 1) if g["pilots"][ship] == pilot]
+    if not wanted:
+        names = sorted({p for g in games for p in g["pilots"]})
+        raise ValueError(f"dataset {data.id}: no episodes flown by {pilot!r}; its pilots are "
+                         f"{', '.join(names)}")
+    return list(data.iterate_episodes(wanted))
+
+
+def arrays(name: str, pilot: str | None = None, config: GameConfig | None = None):
+    """Observations (M, D) and actions (M,) of every decision in a dataset (or of one pilot's
+    episodes): what behaviour cloning learns from."""
+    data, _ = load(name, config)
+    eps = _episodes(data, pilot, name)
+    return (np.concatenate([e.observations[:-1] for e in eps]).astype(np.float32),
+            np.concatenate([e.actions for e in eps]).astype(np.int64))
+
+
+def transitions(name: str, n_step: int, gamma: float, pilot: str | None = None,
+                config: GameConfig | None = None) -> dict[str, np.ndarray]:
+    """n-step transitions of a dataset for offline RL: obs, action, the discounted sum of the
+    next n rewards (fewer at an episode's end), next obs (n decisions on, or the last), the
+    discount to apply to it (gamma ** decisions summed) and whether the episode terminated
+    there (no bootstrap)."""
+    data, _ = load(name, config)
+    out = {k: [] for k in ("obs", "action", "ret", "next", "discount", "terminated")}
+    for e in _episodes(data, pilot, name):
+        r = np.asarray(e.rewards, dtype=np.float64)
+        t_len = len(r)
+        idx = np.arange(t_len)
+        end = np.minimum(idx + n_step, t_len)
+        powers = gamma ** np.arange(n_step)
+        padded = np.concatenate([r, np.zeros(n_step)])
+        ret = np.stack([padded[i:i + n_step] for i in range(t_len)]) @ powers if t_len else r
+        out["obs"].append(e.observations[:-1])
+        out["action"].append(e.actions)
+        out["ret"].append(ret)
+        out["next"].append(e.observations[end])
+        out["discount"].append(gamma ** (end - idx).astype(np.float64))
+        out["terminated"].append((end == t_len) & bool(e.terminations[-1]))
+    return {k: np.concatenate(v) for k, v in out.items()}
+
+
+def info(name: str) -> str:
+    """The dataset card: pilots, size, win rates and score summary."""
+    data, meta = load(name, GameConfig(**{k: v for k, v in _meta_game(name).items()}))
+    games = [json.loads(x) for x in (dataset_folder(data.id) / GAMES_FILE).read_text().splitlines()]
+    lines = [f"dataset {data.id}: {data.total_episodes} episodes ({len(games)} games, each as "
+             f"both ships' views), {data.total_steps:,} steps",
+             f"  recorded {meta.get('games_per_pair', '?')} games per pair, seed "
+             f"{meta.get('seed', '?')}, reward table "
+             f"{meta.get('reward', {}).get('personality', 'standard')}",
+             f"  observations {data.observation_space.shape}, actions "
+             f"{getattr(data.action_space, 'n', '?')}; folder {dataset_folder(data.id)}"]
+    for a, b in sorted({(g["a"], g["b"]) for g in games}):
+        mine = [g for g in games if (g["a"], g["b"]) == (a, b)]
+        wins = sum(g["real_winner"] == "a" for g in mine)
+        losses = sum(g["real_winner"] == "b" for g in mine)
+        scores = [(g.get("score_a"), g.get("score_b")) for g in mine if g.get("score_a") is not None]
+        sa = np.mean([s[0] for s in scores]) if scores else float("nan")
+        sb = np.mean([s[1] for s in scores]) if scores else float("nan")
+        lines.append(f"  {a} vs {b}: {len(mine)} games, {a} won {wins / len(mine):.0%}, lost "
+                     f"{losses / len(mine):.0%}; mean score {sa:.1f} against {sb:.1f}; mean "
+                     f"length {np.mean([g['frames'] for g in mine]):.0f} frames")
+    return "\n".join(lines)
+
+
+def _meta_game(name: str) -> dict:
+    path = dataset_folder(dataset_id(name)) / META_FILE
+    return json.loads(path.read_text()).get("game", {}) if path.is_file() else {}

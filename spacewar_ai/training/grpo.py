@@ -1,0 +1,303 @@
+"""Reinforcement learning of the LM pilot with GRPO: `--algorithm grpo --init-from ADAPTER`.
+
+    spacewar-ai --algorithm grpo --init-from my-sft-run --opponent heuristic:medium --episodes 480
+
+Group Relative Policy Optimization (GRPO, as in DeepSeekMath) where a group is every valid
+action at one game state, each scored by playing the game on from that state. An iteration:
+
+1. plays `grpo_games` games against `grpo_opponent` (`--opponent`; in pairs from one start,
+   sides swapped), the LM sampling its answers at `grpo_temperature` from the adapter being
+   trained, and draws `grpo_states` of its decisions at random among those with more than one
+   valid action, the whole game state copied (the engine's state_dict, as search.py plans);
+2. scores each valid action at each drawn state: a copy of the game plays it, then
+   `grpo_rollout_pilot` flies the LM's ship and the opponent its own for `grpo_horizon`
+   decisions; the score is the sum of the rewards the reward table (`--reward`: any
+   personality) paid the LM's ship, the game's end included when it comes;
+3. an action's advantage is its score's z-score in its group; a state whose valid actions all
+   score alike (within SCORE_NOISE, a point of reward) teaches nothing and is dropped;
+4. `grpo_epochs` passes over the states, `lm_batch_size` states a step, minimise
+
+       mean over the group of -min(r A, clip(r, 1 - grpo_clip, 1 + grpo_clip) A)
+       + grpo_kl * KL(pi || pi_ref),     r = pi(a | s) / pi_old(a | s)
+
+   where pi is the masked answer the pilot plays (lm_pilot.prompt_logits: invalid actions at
+   -inf, so they carry no probability in sampling, in the ratio or in the KL), pi_old the
+   adapter at the iteration's start, and pi_ref the adapter GRPO started from; the KL is
+   exact, summed over the valid actions.
+
+The adapter (LoRA, continuing the one --init-from names, on the base that adapter names) is
+saved to `models/adapters/<run>/` every ten iterations and at the end, and plays as
+`lm:<run>`. TensorBoard (`runs/<run>/`): `grpo/win_rate` and `grpo/score` of the iteration's
+games, `grpo/loss`, `grpo/kl`, `grpo/clip_fraction`, `grpo/best_action_probability` (the
+probability the adapter gives the best-scored action at the iteration's states, before its
+update), `grpo/states_per_second`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from spacewar_ai.config import OBS_MASK, GameConfig, RunConfig
+from spacewar_ai.game.engine import OVER, GameBatch
+from spacewar_ai.lm.models import ADAPTERS_DIR, load_lm, load_trainable, require_transformers, save_adapter
+from spacewar_ai.lm.pilot import LMPilot, PromptCoder, answer_logits, autocast, prompt_logits
+from spacewar_ai.util.threads import use_torch_threads
+
+SAVE_EVERY = 10  # iterations between saves of the adapter
+# Scores closer than this (reward points) are the same outcome: a game ending a few decisions
+# sooner or later moves the step penalties by hundredths, and z-scores would make that a signal.
+SCORE_NOISE = 1.0
+
+
+class StateRecorder:
+    """A pilot that flies as `pilot` does and keeps a copy of the game's state at each of its
+    decisions with a choice (more than one valid action): what GRPO scores actions from."""
+
+    uses_active_mask = True
+
+    def __init__(self, pilot):
+        self.pilot = pilot
+        self.name = pilot.name
+        self.states: list[dict[str, np.ndarray]] = []
+        self.obs: list[np.ndarray] = []
+        self.sides: list[np.ndarray] = []
+        self._batch: GameBatch | None = None
+        self._sides = np.zeros(0, dtype=np.int64)
+
+    def attach(self, batch: GameBatch, sides) -> None:
+        self._batch = batch
+        self._sides = np.broadcast_to(np.asarray(sides, dtype=np.int64), (batch.n,)).copy()
+
+    def reset(self, mask=None, seeds=None) -> None:
+        self.pilot.reset(mask, seeds)
+
+    def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
+        actions = self.pilot.act(obs, active)
+        live = np.ones(len(obs), dtype=bool) if active is None else active
+        rows = np.flatnonzero(live & ((obs[:, OBS_MASK:] > 0.5).sum(axis=1) > 1))
+        if rows.size:
+            self.states.append({k: v[rows] for k, v in self._batch.state_dict().items()})
+            self.obs.append(obs[rows].copy())
+            self.sides.append(self._sides[rows])
+        return actions
+
+    def draw(self, count: int, rng: np.random.Generator):
+        """(states, obs, sides) of `count` recorded decisions drawn without replacement."""
+        obs = np.concatenate(self.obs) if self.obs else np.zeros((0, 0), dtype=np.float32)
+        picked = np.sort(rng.choice(len(obs), size=min(count, len(obs)), replace=False))
+        states = {k: np.concatenate([s[k] for s in self.states])[picked] for k in self.states[0]} \
+            if self.states else {}
+        return states, obs[picked], np.concatenate(self.sides)[picked] if self.sides else picked
+
+
+def action_scores(states: dict[str, np.ndarray], obs: np.ndarray, sides: np.ndarray, rollout,
+                  opponent, config: GameConfig, reward_config, horizon: int) -> np.ndarray:
+    """(S, A): for each state and action, the rewards the ship `sides[s]` collects when it plays
+    the action and `rollout` then flies it (and `opponent` the other ship) for `horizon`
+    decisions in all; NaN for the actions its observation marks invalid. Both pilots are asked
+    about all S x A copies at every decision (ended ones too), so a pilot that keeps something
+    per game (a reaction delay) sees one batch throughout: give this call fresh pilots."""
+    a = config.num_actions
+    m = len(sides) * a
+    copies = GameBatch(m, config, reward_config, count_dodges=False)
+    copies.load_state_dict({k: np.repeat(v, a, axis=0) for k, v in states.items()})
+    side = np.repeat(np.asarray(sides, dtype=np.int64), a)
+    other = 1 - side
+    rows = np.arange(m)
+    score = np.zeros(m)
+    ended = copies.game_i[:, OVER] != 0
+    moves = np.zeros((m, 2), dtype=np.int64)
+    for step in range(horizon):
+        seen = copies.observe()
+        moves[rows, side] = np.tile(np.arange(a), len(sides)) if step == 0 else \
+            rollout.act(seen[rows, side])
+        moves[rows, other] = opponent.act(seen[rows, other])
+        copies.step(moves)  # ended copies stand still whatever they are told
+        score += copies.reward[rows, side]  # a game already over pays nothing
+        ended |= copies.game_i[:, OVER] != 0
+        if ended.all():
+            break
+    score = score.reshape(len(sides), a)
+    score[obs[:, OBS_MASK:OBS_MASK + a] < 0.5] = np.nan
+    return score
+
+
+def group_advantages(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(advantages (S, A) with 0 at invalid actions, the states that teach something): each
+    valid action's score as a z-score within its state's group. A group whose scores spread by
+    less than SCORE_NOISE teaches nothing: z-scores would blow its game-length noise up to the
+    size of a kill."""
+    valid = ~np.isnan(scores)
+    mean = np.nanmean(scores, axis=1, keepdims=True)
+    std = np.nanstd(scores, axis=1, keepdims=True)
+    useful = std[:, 0] >= SCORE_NOISE
+    adv = np.where(valid & useful[:, None], (scores - mean) / np.maximum(std, SCORE_NOISE), 0.0)
+    return adv, useful
+
+
+def log_probs(logits):
+    """Masked log-probabilities with 0 (not -inf) at invalid actions, so sums over the group
+    stay finite; the caller weights those places by zero."""
+    import torch
+
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return torch.where(torch.isfinite(logp), logp, torch.zeros_like(logp))
+
+
+def grpo_loss(logits, old_logp, ref_logp, advantages, valid, clip: float, kl_coef: float):
+    """(loss, KL, clip fraction) of a minibatch: the clipped surrogate averaged over each
+    state's valid actions, plus kl_coef times the exact KL to the reference, over states."""
+    import torch
+
+    logp = log_probs(logits)
+    ratio = torch.exp(logp - old_logp)
+    surrogate = torch.min(ratio * advantages,
+                          torch.clamp(ratio, 1 - clip, 1 + clip) * advantages)
+    weight = valid.float()
+    per_state = (surrogate * weight).sum(1) / weight.sum(1)
+    kl = (logp.exp() * weight * (logp - ref_logp)).sum(1)
+    clipped = ((ratio - 1).abs() > clip).float() * weight
+    loss = (-per_state + kl_coef * kl).mean()
+    return loss, kl.mean(), clipped.sum() / weight.sum()
+
+
+def grpo_update(model, optimizer, coder: PromptCoder, obs: np.ndarray, advantages: np.ndarray,
+                old_logp, ref_logp, epochs: int, batch_size: int, clip: float, kl_coef: float,
+                rng: np.random.Generator, bf16: bool = False) -> list[dict]:
+    """`epochs` passes over the states in random minibatches; one dict of means per pass
+    (loss, kl, clip_fraction)."""
+    import torch
+
+    device = next(model.parameters()).device
+    adv = torch.as_tensor(advantages, dtype=torch.float32, device=device)
+    valid = torch.as_tensor(obs[:, OBS_MASK:OBS_MASK + advantages.shape[1]] > 0.5, device=device)
+    model.train()
+    passes = []
+    for _ in range(epochs):
+        sums, steps = np.zeros(3), 0
+        order = rng.permutation(len(obs))
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            idx = torch.as_tensor(rows, device=device)
+            with autocast(device, bf16):
+                logits = prompt_logits(model, coder, obs[rows])
+            loss, kl, clipped = grpo_loss(logits, old_logp[idx], ref_logp[idx], adv[idx],
+                                          valid[idx], clip, kl_coef)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            sums += [loss.item(), kl.item(), clipped.item()]
+            steps += 1
+        passes.append(dict(zip(("loss", "kl", "clip_fraction"), sums / max(steps, 1))))
+    return passes
+
+
+def answer_log_probs(model, coder: PromptCoder, obs: np.ndarray, bf16: bool):
+    """log_probs of a model's answers at `obs`, without gradients."""
+    return log_probs(answer_logits(model, coder, obs, bf16))
+
+
+def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
+    """--algorithm grpo --init-from ADAPTER (module docstring)."""
+    require_transformers()
+    import torch
+    from torch.utils.tensorboard import SummaryWriter
+    from tqdm import tqdm
+
+    from spacewar_ai.training.sft import lm_device
+    from spacewar_ai.rating.match import play_match
+    from spacewar_ai.pilots.specs import make_pilot
+
+    t = cfg.train
+    use_torch_threads(t.torch_threads)
+    device = lm_device(cfg)
+    # Pilots first: a bad spec is refused before any model is loaded. Each iteration's games and
+    # scores get pilots of their own (action_scores says why).
+    for spec in (t.grpo_rollout_pilot, t.grpo_opponent):
+        make_pilot(spec, cfg.game, t.seed)
+    torch.manual_seed(t.seed)
+    model, tokenizer, start_folder, start_meta = load_trainable(init_from, device)
+    reference = load_lm(f"{start_meta['base_model']}+{start_folder}", device)[0]
+    base = start_meta["base_model"]
+    coder = PromptCoder(tokenizer, cfg.game.num_actions)
+    iterations = t.grpo_iterations
+    if t.episodes:
+        iterations = math.ceil(t.episodes / t.grpo_games)
+    name = t.run_name or f"grpo-s{t.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+    adapter_dir = ADAPTERS_DIR / name
+    log_dir = Path(t.log_dir) / name
+    writer = SummaryWriter(str(log_dir))
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
+                                  lr=t.grpo_learning_rate)
+    rng = np.random.default_rng(t.seed)
+    began = time.time()
+    history = []
+    label = f"{base}+{name}"
+
+    def save(done: int) -> None:
+        save_adapter(model, adapter_dir, base, model, {
+            "algorithm": "grpo", "init_from": start_folder.name, "iterations": done,
+            "games": done * t.grpo_games, "opponent": t.grpo_opponent,
+            "rollout_pilot": t.grpo_rollout_pilot, "reward": cfg.reward.personality,
+            "seconds": round(time.time() - began, 1)})
+
+    if not quiet:
+        print(f"GRPO of lm:{base}+{start_folder.name} against {t.grpo_opponent}: {iterations} "
+              f"iterations of {t.grpo_games} games, {t.grpo_states} states scored each "
+              f"({t.grpo_rollout_pilot} plays on {t.grpo_horizon} decisions, "
+              f"{cfg.reward.personality} rewards)")
+    bar = tqdm(total=iterations, desc="grpo", unit="iteration", disable=quiet)
+    done = 0
+    for it in range(iterations):
+        if t.max_minutes and time.time() - began >= 60 * t.max_minutes:
+            break
+        tick = time.time()
+        model.eval()
+        recorder = StateRecorder(LMPilot(model, tokenizer, label, cfg.game.num_actions,
+                                         t.grpo_temperature, seed=t.seed * 100_003 + it))
+        with torch.no_grad(), autocast(device, t.lm_bf16):
+            games = play_match(recorder, t.grpo_opponent, t.grpo_games,
+                               t.seed + it * t.grpo_games, cfg.game, cfg.reward)
+        states, obs, sides = recorder.draw(t.grpo_states, rng)
+        scores = action_scores(
+            states, obs, sides, make_pilot(t.grpo_rollout_pilot, cfg.game, t.seed + 2 * it),
+            make_pilot(t.grpo_opponent, cfg.game, t.seed + 2 * it + 1), cfg.game, cfg.reward,
+            t.grpo_horizon) if len(obs) else np.zeros((0, 1))
+        adv, useful = group_advantages(scores)
+        obs, adv, scores = obs[useful], adv[useful], scores[useful]
+        row = {"iteration": it + 1, "win_rate": games.win_rate_a(), "states": int(len(obs))}
+        if len(obs):
+            old = answer_log_probs(model, coder, obs, t.lm_bf16)
+            ref = answer_log_probs(reference, coder, obs, t.lm_bf16)
+            best = np.nanargmax(scores, axis=1)
+            row["best_action_probability"] = float(
+                old.exp()[torch.arange(len(obs)), torch.as_tensor(best)].mean())
+            passes = grpo_update(model, optimizer, coder, obs, adv, old, ref, t.grpo_epochs,
+                                 t.lm_batch_size, t.grpo_clip, t.grpo_kl, rng, t.lm_bf16)
+            row.update(passes[-1])
+        row["states_per_second"] = len(obs) / max(time.time() - tick, 1e-9)
+        row["score"] = float(np.mean([g.score("a", cfg.reward, cfg.game) for g in games.games]))
+        history.append(row)
+        for key in ("win_rate", "score", "loss", "kl", "clip_fraction", "best_action_probability",
+                    "states_per_second"):
+            if key in row:
+                writer.add_scalar(f"grpo/{key}", row[key], it + 1)
+        writer.flush()
+        done = it + 1
+        bar.update(1)
+        bar.set_postfix(win=f"{row['win_rate']:.2f}",
+                        best=f"{row.get('best_action_probability', 0):.2f}")
+        if done % SAVE_EVERY == 0:
+            save(done)
+    bar.close()
+    save(done)
+    writer.close()
+    seconds = time.time() - began
+    print(f"done: GRPO, {done} iterations ({done * t.grpo_games} games) in {seconds / 60:.1f} "
+          f"minutes; play it as lm:{name} -> {adapter_dir}")
+    return {"adapter_dir": str(adapter_dir), "log_dir": str(log_dir), "iterations": done,
+            "history": history, "seconds": seconds}

@@ -1,0 +1,151 @@
+"""Supervised fine-tuning of the LM pilot with LoRA: `--algorithm sft --dataset NAME
+--base-model MODEL`.
+
+The teacher's decisions in a recorded dataset (`--datagen`; one pilot's side with
+`--dataset-pilot`) become examples: the prompt the pilot reads (lm_pilot.PromptCoder, the same
+token ids) and the index the teacher played. A LoRA adapter (peft; rank `[train] lm_lora_rank`,
+alpha twice the rank, on the attention's q and v projections of the top `lm_lora_layers`
+decoder layers) is trained on the cross-entropy of the teacher's index under the pilot's own
+masked answer: the index tokens' logits after the prompt, invalid actions at -inf
+(lm_pilot.prompt_logits, the preamble run once per batch). `lm_held_out` decisions, drawn
+before training and never trained on, measure agreement with the teacher (the masked argmax the
+pilot plays) before training and after each epoch.
+
+The adapter is saved in `models/adapters/<run>/` with `spacewar_lm.json` naming its base, so
+`lm:<run>` (or `lm:MODEL+<run>`) plays it. TensorBoard (`runs/<run>/`): `lm/loss` (every ten
+steps, the mean of those steps), `lm/learning_rate`, `lm/agreement` on the held-out decisions,
+`lm/examples_per_second`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from spacewar_ai.config import OBS_MASK, RunConfig
+from spacewar_ai.lm.models import ADAPTERS_DIR, add_lora, load_base, require_transformers, save_adapter
+from spacewar_ai.lm.pilot import PromptCoder, answer_logits, autocast, prompt_logits
+from spacewar_ai.util.threads import use_torch_threads
+
+
+def agreement(model, coder: PromptCoder, obs: np.ndarray, actions: np.ndarray) -> float:
+    """The share of decisions where the model's masked argmax (float32, as the pilot plays by
+    default) is the teacher's action."""
+    hits = answer_logits(model, coder, obs).argmax(-1).cpu().numpy() == actions
+    return float(hits.mean()) if len(obs) else 0.0
+
+
+def split(obs: np.ndarray, actions: np.ndarray, examples_wanted: int, held_out: int, seed: int):
+    """(train obs, train actions, held-out obs, held-out actions), drawn without replacement."""
+    order = np.random.default_rng(seed).permutation(len(obs))
+    held = order[:held_out]
+    rest = order[held_out:]
+    if examples_wanted:
+        rest = rest[:examples_wanted]
+    return obs[rest], actions[rest], obs[held], actions[held]
+
+
+def lm_device(cfg: RunConfig) -> str:
+    """The device an LM trains on: --device, auto choosing CUDA when there is one."""
+    import torch
+
+    if cfg.train.device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return cfg.train.device
+
+
+def linear_decay(optimizer, steps: int):
+    """The learning rate falling linearly from its value to zero over `steps` steps."""
+    import torch
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: max(0.0, 1.0 - k / steps))
+
+
+def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
+    """--algorithm sft: a LoRA adapter on --base-model trained on the dataset's decisions."""
+    require_transformers()
+    import torch
+    from torch.utils.tensorboard import SummaryWriter
+    from tqdm import tqdm
+
+    from spacewar_ai.training.datasets import arrays
+
+    t = cfg.train
+    use_torch_threads(t.torch_threads)
+    obs, actions = arrays(t.dataset, t.dataset_pilot or None, cfg.game)
+    # An action its own mask calls invalid cannot be the pilot's answer (it is at -inf there).
+    playable = obs[np.arange(len(obs)), OBS_MASK + actions] > 0.5
+    obs, actions = obs[playable], actions[playable]
+    if len(obs) <= t.lm_held_out:
+        raise ValueError(f"dataset {t.dataset} has {len(obs)} decisions, no more than the "
+                         f"{t.lm_held_out} held out ([train] lm_held_out): record more games or "
+                         "lower lm_held_out")
+    train_obs, train_actions, held_obs, held_actions = split(obs, actions, t.lm_examples,
+                                                             t.lm_held_out, t.seed)
+    name = t.run_name or f"sft-s{t.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+    adapter_dir = ADAPTERS_DIR / name
+    log_dir = Path(t.log_dir) / name
+    device = lm_device(cfg)
+    torch.manual_seed(t.seed)
+    model, tokenizer = load_base(t.base_model, device)
+    coder = PromptCoder(tokenizer, cfg.game.num_actions)
+    peft_model = add_lora(model, t.lm_lora_rank, t.lm_lora_layers)
+    writer = SummaryWriter(str(log_dir))
+    before = agreement(peft_model, coder, held_obs, held_actions)
+    writer.add_scalar("lm/agreement", before, 0)
+    if not quiet:
+        print(f"SFT of {t.base_model} on {len(train_obs):,} decisions of {t.dataset}: agreement "
+              f"with the teacher on {len(held_obs)} held-out decisions before training "
+              f"{before:.1%}")
+    per_epoch = math.ceil(len(train_obs) / t.lm_batch_size)
+    optimizer = torch.optim.AdamW([p for p in peft_model.parameters() if p.requires_grad],
+                                  lr=t.lm_learning_rate)
+    schedule = linear_decay(optimizer, per_epoch * t.lm_epochs)
+    rng = np.random.default_rng(t.seed)
+    targets = torch.as_tensor(train_actions, dtype=torch.long, device=device)
+    after, losses, step, began, training = before, [], 0, time.time(), 0.0
+    bar = tqdm(total=per_epoch * t.lm_epochs, desc="sft", unit="step", disable=quiet)
+    peft_model.train()
+    for epoch in range(1, t.lm_epochs + 1):
+        order = rng.permutation(len(train_obs))
+        for start in range(0, len(order), t.lm_batch_size):
+            rows = order[start:start + t.lm_batch_size]
+            tick = time.perf_counter()
+            with autocast(device, t.lm_bf16):
+                logits = prompt_logits(peft_model, coder, train_obs[rows])
+            loss = torch.nn.functional.cross_entropy(logits.float(), targets[rows])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+            training += time.perf_counter() - tick
+            step += 1
+            losses.append(loss.item())
+            bar.update(1)
+            if step % 10 == 0 or step == per_epoch * t.lm_epochs:
+                writer.add_scalar("lm/loss", float(np.mean(losses[-10:])), step)
+                writer.add_scalar("lm/learning_rate", schedule.get_last_lr()[0], step)
+                bar.set_postfix(loss=f"{np.mean(losses[-10:]):.3f}")
+        after = agreement(peft_model, coder, held_obs, held_actions)
+        writer.add_scalar("lm/agreement", after, step)
+        writer.flush()
+        if not quiet:
+            bar.write(f"  epoch {epoch}: agreement {after:.1%}, "
+                      f"loss {np.mean(losses[-per_epoch:]):.3f}")
+    bar.close()
+    seconds = time.time() - began
+    rate = len(train_obs) * t.lm_epochs / max(training, 1e-9)  # agreement's passes left out
+    writer.add_scalar("lm/examples_per_second", rate, step)
+    save_adapter(peft_model, adapter_dir, t.base_model, model,
+                 {"algorithm": "sft", "dataset": t.dataset, "dataset_pilot": t.dataset_pilot,
+                  "examples": len(train_obs), "agreement": after, "seconds": round(seconds, 1),
+                  "examples_per_second": round(rate, 2)})
+    writer.close()
+    print(f"done: SFT on {len(train_obs):,} decisions in {seconds / 60:.1f} minutes, agreement "
+          f"{before:.1%} -> {after:.1%}; play it as lm:{name} -> {adapter_dir}")
+    return {"adapter_dir": str(adapter_dir), "log_dir": str(log_dir), "agreement_before": before,
+            "agreement": after, "loss": float(np.mean(losses[-per_epoch:])), "seconds": seconds,
+            "examples_per_second": rate}

@@ -1,0 +1,778 @@
+"""Training: the Trainer runs one PPO or DQN run (new, resumed, or continued against champions).
+
+The learner flies ship 0 in `num_envs` games at once (one engine batch); the league (league.py)
+chooses who flies ship 1 in each game. `Trainer._run_ppo` is the loop to read first, top to
+bottom: act, let the league act, show the opponent model the judged opponent's moves, step both
+ships, bootstrap truncated games, store, record finished games, update, then snapshot, evaluate
+and save (`_after_update`). TensorBoard logs go to runs/<run>/, checkpoints to
+checkpoints/<run>/ (latest.pt, best.pt, ckpt_<update>.pt, league/ snapshots, opponent_model.pt).
+A run stops at `total_timesteps`, `episodes` or `max_minutes`, whichever comes first.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import random
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from spacewar_ai.agents.saved import make_agent
+from spacewar_ai.agents.base import saved_architecture
+from spacewar_ai.agents.checkpoints import (check_finite, CheckpointError, error_summary,
+                                            load_checkpoint, rewrite_metadata)
+from spacewar_ai.agents.saved import load_agent
+from spacewar_ai.util.files import remove_stale_temps
+from spacewar_ai.config import RunConfig
+from spacewar_ai.game.engine import DeathCause
+from spacewar_ai.game.environment import SpacewarVectorEnv
+from spacewar_ai.training.league import League
+from spacewar_ai.rating.match import play_match
+from spacewar_ai.agents.opponent_model import FILE_NAME as OPPONENT_MODEL_FILE
+from spacewar_ai.agents.opponent_model import PAYLOAD_KEY as OPPONENT_MODEL_KEY
+from spacewar_ai.agents.opponent_model import OpponentModel
+from spacewar_ai.pilots.specs import AgentPilot, make_pilot
+from spacewar_ai.util.progress import Progress
+from spacewar_ai.game.recording import game_gif
+from spacewar_ai.game.shaping import potential, shaped
+from spacewar_ai.util.threads import use_torch_threads
+from spacewar_ai.training.warm_start import behaviour_clone, demonstration_start
+
+DQN_ITERATION_STEPS = 64  # DQN vector steps per "update" for logging, evaluation and saving
+# How the learner's games end, as logged under charts/death_cause/ (shares of the update's games).
+EPISODE_CAUSES = (DeathCause.TORPEDO, DeathCause.STAR, DeathCause.COLLISION, DeathCause.TIMEOUT)
+GAME_FIGURES = ("shots", "hits", "fuel_used", "dodged")  # logged per game under game/
+PROGRESS_UNITS = 1000  # the progress bar counts thousandths of the run's budget
+# latest.pt is also written after a run's first update and whenever this many seconds passed
+# since the last save, so a kill never costs more than a few minutes (or a whole short run).
+SAVE_SECONDS = 120.0
+SCHEDULES = ("learning_rate", "epsilon", "priority_beta")  # logged as charts/<name>
+# What the HParams dashboard compares runs by: the last value each run logged.
+HPARAM_METRICS = ("eval/win_rate", "eval/best_win_rate", "charts/episodic_return",
+                  "charts/win_rate")
+
+
+class StopAtSafePoint:
+    """Ctrl-C during training takes effect at the next game step (`check()`), not wherever the
+    signal lands: a KeyboardInterrupt raised inside TensorBoard's writer once left its writing
+    thread waiting for ever and the run hung on exit. A request made after the last check ends
+    the block as interrupted all the same; a second Ctrl-C stops at once. Installed only on the
+    main thread (signal handlers live there; Ray's workers run trainers elsewhere)."""
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+
+    def __enter__(self) -> StopAtSafePoint:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def check(self) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+        if self.requested and kind is None:  # asked for after the last check: still a stop
+            raise KeyboardInterrupt
+
+
+def evaluation_seeds(updates: int, games: int) -> tuple[int, int]:
+    """First seeds of the evaluation after `updates` updates and of its confirmation (each plays
+    games / 2 starts, sides swapped). Every evaluation and every confirmation has starts of its
+    own: shared starts would make successive evaluations' noise agree."""
+    return 10_000 + 2 * updates * games, 10_000 + (2 * updates + 1) * games
+
+
+def _write_hparams(writer, cfg: RunConfig) -> None:
+    """The run's settings for TensorBoard's HParams dashboard, with the metrics it compares runs
+    by (their values are the scalars the run logs under the same tags)."""
+    from torch.utils.tensorboard.summary import hparams
+
+    flat = {}
+    for section, values in cfg.to_dict().items():
+        for key, value in values.items():
+            ok = isinstance(value, (int, float, str, bool))
+            flat[f"{section}/{key}"] = value if ok else str(value)
+    for summary in hparams(flat, dict.fromkeys(HPARAM_METRICS, 0.0)):
+        writer.file_writer.add_summary(summary)
+
+
+def _setting(name: str, build, *args, **kwargs):
+    """build(*args), with a refusal naming the setting it came from."""
+    try:
+        return build(*args, **kwargs)
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def _hparams_table(cfg: RunConfig) -> str:
+    rows = ["|section|param|value|", "|-|-|-|"]
+    for section, values in cfg.to_dict().items():
+        for k, v in values.items():
+            rows.append(f"|{section}|{k}|{v}|")
+    return "\n".join(rows)
+
+
+class Trainer:
+    """One training run (new or resumed). `run()` trains and returns a summary."""
+
+    def __init__(self, cfg: RunConfig, resume: str | Path | None = None,
+                 init_weights: str | Path | None = None, champions: list[str] | None = None,
+                 render: bool = False, quiet: bool = False, guide=None):
+        self.cfg = cfg
+        t = cfg.train
+        use_torch_threads(t.torch_threads)
+        self.device = "cuda" if t.device == "auto" and torch.cuda.is_available() else (
+            "cpu" if t.device == "auto" else t.device)
+        # Every pilot the run will meet is built (and a bad spec refused) before the first step;
+        # fork_rng: a network built here must not move the generator the learner samples from.
+        with torch.random.fork_rng(devices=[]):
+            self.eval_opponent = _setting("[train] eval_opponent", make_pilot, t.eval_opponent,
+                                          cfg.game)
+            if t.warm_start:
+                _setting("--warm-start ([train] warm_start)", make_pilot, t.warm_start, cfg.game)
+        # best_eval: best.pt's win rate in evaluations, pooled over best_eval_games games.
+        self.counters = {"global_step": 0, "episodes": 0, "updates": 0, "best_eval": -1.0,
+                         "best_eval_games": 0, "wall_seconds": 0.0}
+        resume_ckpt = self._read_resume(resume) if resume is not None else None
+        if resume_ckpt is None:
+            # A run against champions says so: runs/ otherwise lists it like a fresh start.
+            kind = "champion-" if champions else ""
+            self.run_name = t.run_name or (
+                f"{kind}{t.algorithm}-s{t.seed}-{time.strftime('%Y%m%d-%H%M%S')}")
+        self.run_dir = Path(t.checkpoint_dir) / self.run_name
+        self.log_dir = Path(t.log_dir) / self.run_name
+        remove_stale_temps(self.run_dir)
+        _seed_everything(t.seed + self.counters["updates"])
+        init_ckpt = None
+        if init_weights is not None and resume_ckpt is None:
+            init_ckpt = load_checkpoint(init_weights, expect_algorithm=t.algorithm,
+                                        expect_obs_dim=cfg.game.obs_dim)
+        warm = bool(t.warm_start) and resume_ckpt is None and init_weights is None
+        self._shape_configs(resume_ckpt if resume_ckpt is not None else init_ckpt, warm)
+        self.env = SpacewarVectorEnv(t.num_envs, cfg.game, cfg.reward, opponent=None,
+                                     count_dodges=True)  # for game/dodged in TensorBoard
+        algo_cfg = cfg.ppo if t.algorithm == "ppo" else cfg.dqn
+        self.agent = make_agent(t.algorithm, cfg.game.obs_dim, cfg.game.num_actions, algo_cfg,
+                                self.device, num_envs=t.num_envs, seed=t.seed, game=cfg.game)
+        self.league = _setting("[league] curriculum", League, cfg.league, cfg.game, t.num_envs,
+                               t.seed, snapshot_dir=self.run_dir / "league")
+        if resume_ckpt is not None:
+            self._restore(resume_ckpt, resume)
+        elif init_ckpt is not None:
+            state = dict(init_ckpt["agent"])
+            state.pop("optimizer", None)  # a fresh optimizer for a new run
+            self._load_weights(state, init_weights)
+        if warm:
+            clone = behaviour_clone if t.algorithm == "ppo" else demonstration_start
+            stats = clone(self.agent, t.warm_start, cfg.game, t.warm_start_decisions,
+                          t.warm_start_epochs, t.seed, quiet=quiet)
+            self.counters["warm_start_accuracy"] = stats["accuracy"]
+        for path in champions or []:
+            self.league.add_fixed(path, self.device)
+        self.league.set_learner(self.agent)
+        self.league.assign()
+        self._resumed_model = (resume_ckpt or {}).get(OPPONENT_MODEL_KEY)
+        self.opponent_model = self._opponent_model(resume_ckpt is not None)
+        self.render = render
+        self.guide = guide
+        self.quiet = quiet
+        self._interrupt = StopAtSafePoint()
+        self.progress: Progress | None = None
+        self._best_pilot: AgentPilot | None = None  # best.pt's player, once loaded or made
+        self._video_seconds = 0.0  # spent on eval/video this session
+        self.recent = collections.deque(maxlen=100)  # learner outcomes: 1 win, 0.5 draw, 0 loss
+        self.recent_wins = collections.deque(maxlen=100)
+        self._writer = None
+        self._fresh = self.counters["updates"] == 0  # a new run: its settings go to TensorBoard
+        self._until = cfg.train.total_timesteps
+        self._episode_sums: collections.Counter = collections.Counter()
+
+    # --- building the run ---------------------------------------------------------------------
+    def _read_resume(self, resume) -> dict[str, Any]:
+        t = self.cfg.train
+        ckpt = load_checkpoint(resume, expect_algorithm=t.algorithm,
+                               expect_obs_dim=self.cfg.game.obs_dim)
+        meta = ckpt["metadata"]
+        # A resumed run keeps its name unless the config names another (pbt.py's members
+        # continue a better member's weights under their own).
+        self.run_name = t.run_name or meta.get("run_name") or Path(resume).resolve().parent.name
+        self.counters.update(meta.get("counters", {}))
+        if self.counters["best_eval"] >= 0 and not self.counters["best_eval_games"]:
+            # Written before the figure was pooled: it stood for one evaluation's games.
+            self.counters["best_eval_games"] = t.eval_episodes
+        return ckpt
+
+    def _shape_configs(self, source, warm: bool) -> None:
+        """The network's shape comes from the weights being continued, whatever the config says;
+        a warm-started DQN explores at its final epsilon from the start."""
+        cfg, t = self.cfg, self.cfg.train
+        if source is not None:
+            shape = saved_architecture(t.algorithm, source["agent"].get("config", {}))
+            if t.algorithm == "ppo":
+                cfg.ppo = dataclasses.replace(cfg.ppo, **shape)
+            else:
+                cfg.dqn = dataclasses.replace(cfg.dqn, **shape)
+        if warm and t.algorithm == "dqn":
+            # A warm-started Q-network already flies; epsilon 1.0 would only bury its
+            # demonstrations in random games (DQfD explores at a small constant epsilon too).
+            cfg.dqn = dataclasses.replace(cfg.dqn, start_epsilon=cfg.dqn.end_epsilon)
+
+    def _load_weights(self, state: dict[str, Any], path) -> None:
+        check_finite(state, path)
+        try:
+            self.agent.load_state_dict(state)
+        except (KeyError, RuntimeError, ValueError) as exc:
+            raise CheckpointError(f"checkpoint {path}: its weights do not fit the network its "
+                                  f"saved settings describe ({error_summary(exc)}); it was "
+                                  "written by another version or edited") from None
+
+    def _restore(self, ckpt: dict[str, Any], path) -> None:
+        """Weights, optimizer, league and random streams of a resumed run."""
+        self._load_weights(ckpt["agent"], path)
+        meta = ckpt["metadata"]
+        self.league.load_state(meta.get("league", {}), self.device)
+        rng = meta.get("rng", {})
+        if "torch" in rng:
+            torch.set_rng_state(torch.tensor(rng["torch"], dtype=torch.uint8))
+        if "numpy" in rng:
+            np.random.set_state(tuple(rng["numpy"]))
+
+    def _opponent_model(self, resumed: bool) -> OpponentModel | None:
+        """The model of the judged opponent (opponent_model.py), when it is a league pilot."""
+        cfg, t = self.cfg, self.cfg.train
+        if not (t.opponent_model and t.eval_opponent in self.league.scripted):
+            return None
+        steps = cfg.ppo.n_steps if t.algorithm == "ppo" else DQN_ITERATION_STEPS
+        model = OpponentModel(t.eval_opponent, cfg.game, steps * t.num_envs,
+                              t.opponent_model_batch, t.opponent_model_lr, self.device)
+        if resumed and self._resumed_model is not None:
+            model.restore(self._resumed_model)
+            model.save(self.run_dir / OPPONENT_MODEL_FILE)  # its copy, as of latest.pt again
+        elif resumed and (self.run_dir / OPPONENT_MODEL_FILE).is_file():
+            model.load(self.run_dir / OPPONENT_MODEL_FILE)  # a run saved before latest.pt held it
+        return model
+
+    # --- helpers ------------------------------------------------------------------------------
+    @property
+    def writer(self):
+        """TensorBoard's writer, opened at the first figure: a run refused before its first
+        update leaves no folder behind."""
+        if self._writer is None:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._writer = SummaryWriter(str(self.log_dir))
+            if self._fresh:
+                self._writer.add_text("hyperparameters", _hparams_table(self.cfg))
+                _write_hparams(self._writer, self.cfg)
+        return self._writer
+
+    def _reset_games(self):
+        seed = self.cfg.train.seed * 1_000_003 + self.counters["updates"] * 7919
+        obs, _ = self.env.reset_both(seed=seed)
+        self.league.reset_pilots(np.ones(self.env.num_envs, bool), self.env.batch.rng.copy())
+        return obs
+
+    def _finished(self, info: dict, done: np.ndarray) -> None:
+        rows = np.flatnonzero(done)
+        info = info["final_info"]  # the finished games' statistics (same-step autoreset)
+        real = info["real_winner"][rows]
+        winner = info["winner"][rows]
+        score = np.where(real == 0, 1.0, np.where((winner == -1) | (real == -1) & (winner == 0),
+                                                  0.5, 0.0))
+        score = np.where(real == 1, 0.0, score)
+        self.league.record(rows, score)
+        self.recent.extend(score.tolist())
+        self.recent_wins.extend((real == 0).astype(float).tolist())
+        # Summed here, written once per update as means (PufferLib's habit): a scalar per game
+        # cost a fifth of the run's time in TensorBoard's queue.
+        ep = self._episode_sums
+        ep["count"] += len(rows)
+        ep["return"] += float(info["episode_return"][rows, 0].sum())
+        ep["length"] += float(info["episode_length"][rows].sum())
+        causes = info["death_cause"][rows, 0]
+        for c in EPISODE_CAUSES:
+            ep[c.name.lower()] += float(np.count_nonzero(causes == c))
+        for key in GAME_FIGURES:
+            ep[key] += float(info[key][rows, 0].sum())
+        self.counters["episodes"] += len(rows)
+        self.league.assign(done)
+        self.league.reset_pilots(done, self.env.batch.rng.copy())
+
+    def _log_iteration(self, losses: dict[str, float], sps: float) -> None:
+        w, step = self.writer, self.counters["global_step"]
+        for k, v in losses.items():
+            # CleanRL's tags: schedules under charts/, the learning's figures under losses/.
+            w.add_scalar(f"{'charts' if k in SCHEDULES else 'losses'}/{k}", v, step)
+        w.add_scalar("charts/SPS", sps, step)
+        ep = self._episode_sums
+        if ep["count"]:
+            # Means over the games that ended during this update.
+            w.add_scalar("charts/episodic_return", ep["return"] / ep["count"], step)
+            w.add_scalar("charts/episodic_length", ep["length"] / ep["count"], step)
+            w.add_scalar("charts/episodes_per_update", ep["count"], step)
+            for c in EPISODE_CAUSES:
+                name = c.name.lower()
+                w.add_scalar(f"charts/death_cause/{name}", ep[name] / ep["count"], step)
+            # The learner's GameResult figures, per game (the styles personalities train).
+            for key in GAME_FIGURES:
+                w.add_scalar(f"game/{key}", ep[key] / ep["count"], step)
+            if ep["shots"]:
+                w.add_scalar("game/accuracy", ep["hits"] / ep["shots"], step)
+        self._episode_sums = collections.Counter()
+        if self.recent_wins:
+            w.add_scalar("charts/win_rate", float(np.mean(self.recent_wins)), step)
+        w.add_scalar("league/pool_size", len(self.league.snapshot_keys), step)
+        if self.guide is not None:
+            w.add_scalar("charts/llm_guided_actions", self.guide.used, step)
+        w.add_scalar("league/curriculum_stage", self.league.stage, step)
+        for key in list(self.league.results):
+            name = key.replace(":", "_")
+            w.add_scalar(f"league/win_rate/{name}", self.league.win_rate(key), step)
+
+    def _metadata(self) -> dict[str, Any]:
+        return {"run_name": self.run_name, "config": self.cfg.to_dict(),
+                "counters": dict(self.counters), "league": self.league.state(),
+                "rng": {"torch": torch.get_rng_state().tolist(),
+                        "numpy": _np_state_json(np.random.get_state())}}
+
+    def save(self, name: str) -> Path:
+        path = self.run_dir / name
+        model = self.opponent_model
+        if name == "latest.pt" and model is not None and model.decisions:
+            # Inside latest.pt, so a kill between two writes cannot leave a resumed run with a
+            # model from another update; opponent_model.pt is its copy for search: to read.
+            self.agent.save(path, self._metadata(), {OPPONENT_MODEL_KEY: model.state()})
+            model.save(self.run_dir / OPPONENT_MODEL_FILE)
+        else:
+            self.agent.save(path, self._metadata())
+        self._last_save = time.monotonic()
+        return path
+
+    def _fit_opponent_model(self) -> None:
+        """Learn from the update's decisions of the modelled opponent (timed with the update:
+        charts/SPS counts its cost)."""
+        fitted = self.opponent_model.fit() if self.opponent_model is not None else {}
+        if fitted:
+            step = self.counters["global_step"]
+            self.writer.add_scalar("charts/opponent_model_accuracy", fitted["accuracy"], step)
+            self.writer.add_scalar("losses/opponent_model_loss", fitted["loss"], step)
+
+    def _watch_opponent(self, obs: np.ndarray, actions: np.ndarray) -> None:
+        """Show the opponent model ship 1's moves in the games the modelled opponent flies."""
+        if self.opponent_model is not None:
+            rows = np.flatnonzero(self.league.assignment == self.opponent_model.spec)
+            self.opponent_model.observe(obs[:, 1], actions[:, 1], rows)
+
+    def evaluate_now(self) -> float:
+        """Evaluate the greedy player (eval/win_rate, the learning curve) and let it challenge
+        best.pt. Returns the evaluation's win rate."""
+        t = self.cfg.train
+        pilot = AgentPilot(self.agent.play_copy(), "learner", deterministic=True)
+        opponent = self.eval_opponent
+        games = t.eval_episodes + t.eval_episodes % 2
+        updates = self.counters["updates"]
+
+        def play(player, seed: int, keep_actions: int = 0):
+            return play_match(player, opponent, games, seed=seed, config=self.cfg.game,
+                              reward_config=self.cfg.reward, keep_actions=keep_actions)
+
+        selection, confirmation = evaluation_seeds(updates, games)
+        video = t.eval_video > 0 and \
+            self._video_seconds <= t.eval_video * self.counters["wall_seconds"]
+        r = play(pilot, selection, keep_actions=int(video))
+        rate = r.win_rate_a()
+        step = self.counters["global_step"]
+        if video:
+            self._eval_video(r.games[0], step)
+        self.writer.add_scalar("eval/win_rate", rate, step)
+        self.writer.add_scalar("eval/draw_rate", r.draws / r.n, step)
+        self.writer.add_scalar("eval/wall_minutes", self.counters["wall_seconds"] / 60, step)
+        c = self.counters
+        incumbent = self._incumbent()
+        if incumbent is None or rate > c["best_eval"]:
+            # The highest of many noisy evaluations is mostly luck, and so was best.pt while it
+            # was the highest confirmed figure: a figure that only ever went up. Instead the
+            # challenger and best.pt replay the same fresh games, the challenger must win more of
+            # them, and best.pt's figure pools every replay it survives, so it settles on what
+            # best.pt is worth (ARCHITECTURE.md, design decisions).
+            challenger = play(pilot, confirmation).wins_a
+            self.writer.add_scalar("eval/confirmed_win_rate", challenger / games, step)
+            defended = play(incumbent, confirmation).wins_a if incumbent is not None else -1
+            if challenger > defended:
+                self._best_pilot = pilot
+                c["best_eval"], c["best_eval_games"] = challenger / games, games
+                self.save("best.pt")
+            else:
+                n = c["best_eval_games"]
+                c["best_eval"] = (c["best_eval"] * n + defended) / (n + games)
+                c["best_eval_games"] = n + games
+                figure = {"best_eval": c["best_eval"], "best_eval_games": c["best_eval_games"]}
+                rewrite_metadata(self.run_dir / "best.pt",
+                                 lambda meta: {**meta, "counters": {**meta["counters"], **figure}})
+            self.writer.add_scalar("eval/best_win_rate", c["best_eval"], step)
+        return rate
+
+    def _eval_video(self, game, step: int) -> None:
+        """eval/video: the evaluation's first game (the learner flies ship 0) as an animated
+        GIF, an image summary as SummaryWriter.add_video writes it, without add_video's moviepy
+        1.x (Gymnasium's RecordVideo wants 2.x)."""
+        from tensorboard.compat.proto.summary_pb2 import Summary
+
+        began = time.time()
+        size = 192
+        gif = game_gif(self.cfg.game, game.seed, game.actions, size)
+        image = Summary.Image(height=size, width=size, colorspace=1, encoded_image_string=gif)
+        summary = Summary(value=[Summary.Value(tag="eval/video", image=image)])
+        # Through the writer's file_writer (no add_* method takes an encoded GIF); the attribute
+        # is guarded by tests/test_ecosystem.py::test_the_dependency_surfaces_we_lean_on_are_there.
+        self.writer.file_writer.add_summary(summary, step)
+        self._video_seconds += time.time() - began
+
+    def _incumbent(self) -> AgentPilot | None:
+        """The player saved as best.pt, loaded from the file after a resume."""
+        if self._best_pilot is None and self.counters["best_eval"] >= 0:
+            path = self.run_dir / "best.pt"
+            if not path.exists():
+                return None
+            # Building the network draws initial weights from torch's generator, which the
+            # learner samples from: leave its stream as it was.
+            with torch.random.fork_rng(devices=[]):
+                agent, _ = load_agent(path, self.device)
+            self._best_pilot = AgentPilot(agent, "best", deterministic=True)
+        return self._best_pilot
+
+    def _schedule_progress(self) -> float:
+        """How far the run is through its budget, 0 to 1: epsilon's decay and learning-rate
+        annealing follow it. With a budget of games (`episodes`), whichever budget is nearer its
+        end; `--episodes` alone leaves a step budget no run reaches, and measured by steps alone
+        DQN would explore at epsilon 1.0 to the end."""
+        t, c = self.cfg.train, self.counters
+        progress = c["global_step"] / t.total_timesteps if t.total_timesteps else 1.0
+        if t.episodes:
+            progress = max(progress, c["episodes"] / t.episodes)
+        return min(1.0, progress)
+
+    def _done(self) -> bool:
+        t = self.cfg.train
+        if self.counters["global_step"] >= min(t.total_timesteps, self._until):
+            return True
+        if t.max_minutes and self.counters["wall_seconds"] >= 60 * t.max_minutes:
+            return True
+        return bool(t.episodes) and self.counters["episodes"] >= t.episodes
+
+    def _after_update(self, losses: dict[str, float], sps: float) -> None:
+        t, c = self.cfg.train, self.counters
+        c["updates"] += 1
+        c["wall_seconds"] = self._wall_base + time.time() - self._t_start
+        self.league.set_learner(self.agent)
+        if c["updates"] % self.cfg.league.snapshot_interval == 0:
+            self.league.add_snapshot(self.agent, f"u{c['updates']:06d}")
+        self._log_iteration(losses, sps)
+        if c["updates"] % t.eval_interval == 0:
+            rate = self.evaluate_now()
+            self.progress.say(f"update {c['updates']:,}, {c['global_step']:,} steps: "
+                              f"{rate:.0%} against {t.eval_opponent}")
+        if c["updates"] % t.save_interval == 0 or c["updates"] == 1 \
+                or time.monotonic() - self._last_save >= SAVE_SECONDS:
+            self.save("latest.pt")
+        if c["updates"] % (t.save_interval * 10) == 0:
+            self.save(f"ckpt_{c['updates']:06d}.pt")
+        win = np.mean(self.recent_wins) if self.recent_wins else 0.0
+        self.progress.note(steps=f"{c['global_step']:,}", sps=f"{sps:,.0f}", win=f"{win:.0%}",
+                           stage=self.league.stage_spec)
+        self.progress.set(round(PROGRESS_UNITS * self._budget_used()))
+
+    def _budget_used(self) -> float:
+        """How far the run is through whichever budget ends it first, 0 to 1."""
+        t, c = self.cfg.train, self.counters
+        used = c["global_step"] / t.total_timesteps if t.total_timesteps else 1.0
+        if t.episodes:
+            used = max(used, c["episodes"] / t.episodes)
+        if t.max_minutes:
+            used = max(used, c["wall_seconds"] / (60 * t.max_minutes))
+        return min(1.0, used)
+
+    def _shape(self, obs, next_obs, info, term, reward, gamma) -> np.ndarray:
+        """The learner's rewards, with potential-based shaping when [train] shaping > 0."""
+        scale = self.cfg.train.shaping
+        if not scale:
+            return reward.astype(np.float32)
+        after = next_obs[:, 0].copy()
+        if "final_obs" in info:
+            done = info["_final_obs"]
+            after[done] = info["final_obs"][done, 0]
+        constants = self.agent.view_constants
+        return shaped(reward, potential(obs[:, 0], scale, constants),
+                      potential(after, scale, constants), term, gamma).astype(np.float32)
+
+    def _draw(self) -> None:
+        if not self.render:
+            return
+        if not hasattr(self, "_renderer"):
+            from spacewar_ai.game.rendering import Renderer
+
+            self._renderer = Renderer(self.cfg.game, 512, "human", "Spacewar! AI: training")
+            self._last_draw = 0.0
+        # Draw at most at the game's fps and never wait: the other games must not slow down.
+        now = time.time()
+        if now - self._last_draw >= 1.0 / self.cfg.game.fps:
+            self._last_draw = now
+            self._renderer.draw(self.env.batch, 0, wait=False)
+
+    # --- the loops ----------------------------------------------------------------------------
+    def run(self, until_step: int | None = None) -> dict[str, Any]:
+        """Train until the budget ends, or (until_step) pause at that many steps, the schedules
+        still following the whole budget: population-based training runs a member in rounds."""
+        t = self.cfg.train
+        self._until = until_step if until_step is not None else t.total_timesteps
+        budget = [f"{t.total_timesteps:,} steps" if t.total_timesteps < 10**12 else "",
+                  f"{t.episodes:,} games" if t.episodes else "",
+                  f"{t.max_minutes:g} minutes" if t.max_minutes else ""]
+        self.progress = Progress(PROGRESS_UNITS, self.run_name, quiet=self.quiet,
+                                 bar_format="{desc} {percentage:3.0f}%|{bar}| "
+                                            "{elapsed}<{remaining}{postfix}")
+        self.progress.say(f"training {self.run_name} ({t.algorithm}), until "
+                          f"{' or '.join(b for b in budget if b)}; watch it with: tensorboard "
+                          f"--logdir {self.log_dir}")
+        # Wall-clock time of the whole run (evaluations and saves included), across resumes.
+        self._wall_base = self.counters["wall_seconds"]
+        self._t_start = time.time()
+        self._last_save = time.monotonic()
+        with self._interrupt:  # the closing below included: it is where a stray signal hung
+            try:
+                if t.algorithm == "ppo":
+                    self._run_ppo()
+                else:
+                    self._run_dqn()
+                if self.counters["updates"] % t.eval_interval:
+                    # Otherwise the final network, which had no evaluation of its own, could
+                    # never become best.pt.
+                    self.evaluate_now()
+                self.save("latest.pt")
+            finally:
+                self.progress.close()
+                if self._writer is not None:
+                    self._writer.close()
+                    self._writer = None
+                    self._fresh = False
+                if hasattr(self, "_renderer"):
+                    self._renderer.close()
+        print(f"done: {self.counters['updates']} updates, {self.counters['global_step']:,} "
+              f"steps, {self.counters['episodes']:,} games -> {self.run_dir}", flush=True)
+        summary = {"run_dir": str(self.run_dir), "log_dir": str(self.log_dir), **self.counters}
+        model = self.opponent_model
+        if model is not None and model.decisions:
+            summary["opponent_model"] = {"path": str(self.run_dir / OPPONENT_MODEL_FILE),
+                                         "of": model.spec, "accuracy": model.accuracy}
+        return summary
+
+    def _run_ppo(self) -> None:
+        agent, env, league = self.agent, self.env, self.league
+        gamma = self.cfg.ppo.gamma
+        n = env.num_envs
+        actions = np.zeros((n, 2), dtype=np.int64)
+        obs = self._reset_games()
+        while not self._done():
+            t0 = time.time()
+            for _ in range(self.cfg.ppo.n_steps):
+                self._interrupt.check()
+                actions[:, 0] = agent.select_action(obs[:, 0])
+                if self.guide is not None:
+                    actions[:, 0] = self.guide.mix(obs[:, 0], actions[:, 0])
+                actions[:, 1] = league.act(obs[:, 1])
+                self._watch_opponent(obs, actions)
+                next_obs, rewards, term, trunc, info = env.step_both(actions)
+                reward = self._shape(obs, next_obs, info, term, rewards[:, 0], gamma)
+                if trunc.any():
+                    # A timeout is not the end of the world: bootstrap from the last state.
+                    rows = np.flatnonzero(trunc)
+                    # Values are in scaled reward units; the reward is scaled when stored.
+                    reward[rows] += (gamma * agent.value_of(info["final_obs"][rows, 0])
+                                     / self.cfg.ppo.reward_scale)
+                done = term | trunc
+                agent.store_transition(reward, done, action=actions[:, 0])
+                self.counters["global_step"] += n
+                if done.any():
+                    self._finished(info, done)
+                obs = next_obs
+                self._draw()
+            losses = agent.update(next_obs=obs[:, 0], progress=self._schedule_progress())
+            self._fit_opponent_model()
+            dt = time.time() - t0
+            self._after_update(losses, self.cfg.ppo.n_steps * n / dt)
+
+    def _run_dqn(self) -> None:
+        agent, env, league, c = self.agent, self.env, self.league, self.cfg.dqn
+        n = env.num_envs
+        actions = np.zeros((n, 2), dtype=np.int64)
+        obs = self._reset_games()
+        vector_steps = 0
+        while not self._done():
+            t0 = time.time()
+            losses: dict[str, list[float]] = collections.defaultdict(list)
+            for _ in range(DQN_ITERATION_STEPS):
+                self._interrupt.check()
+                agent.set_progress(self._schedule_progress())
+                actions[:, 0] = agent.select_action(obs[:, 0])
+                if self.guide is not None:
+                    # Only exploration is guided: epsilon x share of the rows.
+                    actions[:, 0] = self.guide.mix(obs[:, 0], actions[:, 0], agent.epsilon)
+                actions[:, 1] = league.act(obs[:, 1])
+                self._watch_opponent(obs, actions)
+                next_obs, rewards, term, trunc, info = env.step_both(actions)
+                done = term | trunc
+                stored_next = next_obs[:, 0].copy()
+                if done.any():
+                    stored_next[done] = info["final_obs"][done, 0]
+                reward = self._shape(obs, next_obs, info, term, rewards[:, 0], c.gamma)
+                agent.store_transition(obs[:, 0], actions[:, 0], reward, stored_next, term,
+                                       done=done)
+                self.counters["global_step"] += n
+                vector_steps += 1
+                if len(agent) >= max(c.learning_starts, c.batch_size) and \
+                        vector_steps % c.train_frequency == 0:
+                    for k, v in agent.update().items():
+                        losses[k].append(v)
+                if done.any():
+                    self._finished(info, done)
+                obs = next_obs
+                self._draw()
+            self._fit_opponent_model()
+            dt = time.time() - t0
+            mean = {k: float(np.mean(v)) for k, v in losses.items()}
+            mean.setdefault("epsilon", float(agent.epsilon))
+            self._after_update(mean, DQN_ITERATION_STEPS * n / dt)
+
+
+def planner_command(run_dir: str | Path, algorithm: str, eval_opponent: str,
+                    accuracy: float | None = None) -> str:
+    """The line that tells a user how to play what a run trained with a lookahead (search.py),
+    or why there is nothing to plan with yet. Printed at the end of every run, Ctrl-C included.
+    `accuracy`: how many of the opponent's last moves its model foresaw, when the run knows."""
+    run_dir = Path(run_dir)
+    best, model = run_dir / "best.pt", run_dir / OPPONENT_MODEL_FILE
+    learned = (f"opponent model of {eval_opponent}: {model}"
+               + (f" ({accuracy:.1%} of its last moves foreseen)" if accuracy is not None else ""))
+    if algorithm == "ppo":
+        if not best.is_file():
+            return (f"no model to plan with yet: {run_dir} has no best.pt (the run stopped before "
+                    f"its first evaluation); continue it with --resume {run_dir / 'latest.pt'}")
+        command = (f"spacewar-ai --evaluate --checkpoint search:{best} "
+                   f"--opponent {eval_opponent}")
+        if not model.is_file():
+            return (f"no opponent model yet (the run had not met {eval_opponent} long enough to "
+                    "learn one), so the planner forecasts with the shipped model of "
+                    f"heuristic:hard; plan with it: {command}")
+        return f"{learned}; plan with it: {command}"
+    if not model.is_file():
+        return (f"no model to plan with: search: rolls out a PPO policy, and this DQN run has not "
+                f"learned a model of {eval_opponent} to lend one")
+    # search: rolls out a PPO policy; a DQN run's model serves the shipped one as +MODEL.
+    return (f"{learned}; plan with it: spacewar-ai --evaluate --checkpoint "
+            f"search:pretrained+{model} --opponent {eval_opponent}")
+
+
+def _np_state_json(state) -> list:
+    name, keys, pos, has_gauss, cached = state
+    return [name, keys.tolist(), int(pos), int(has_gauss), float(cached)]
+
+
+def train(cfg: RunConfig, resume: str | None = None, start_from: str | None = None,
+          champion: bool = False, ratings_file: str | None = None, render: bool = False,
+          quiet: bool = False, guide=None) -> dict[str, Any]:
+    """The training modes: a new run (from scratch, or from the model `start_from` names), a
+    resumed one, or, with `champion`, `start_from` trained further against the best models we
+    know (ratings.best_models) and the hard pilot. Ends by printing how to play the result
+    with a lookahead, Ctrl-C included."""
+    from spacewar_ai.pilots.specs import spec_path
+    from spacewar_ai.rating.ratings import best_models
+
+    if cfg.train.algorithm == "grpo":
+        from spacewar_ai.training.grpo import train_grpo
+
+        if resume or champion:
+            raise ValueError("--algorithm grpo starts from an adapter: give --init-from ADAPTER; "
+                             "--resume and --champion-train do not apply")
+        if not start_from:
+            raise ValueError("--algorithm grpo trains an LM adapter further: name it with "
+                             "--init-from ADAPTER (a run of --algorithm sft)")
+        return train_grpo(cfg, start_from, quiet)
+    if cfg.train.algorithm == "sft":
+        from spacewar_ai.training.sft import train_sft
+
+        if resume or start_from or champion:
+            raise ValueError("--algorithm sft trains a new adapter from a dataset: --resume, "
+                             "--init-from and --champion-train do not apply")
+        return train_sft(cfg, quiet)
+    if cfg.train.algorithm in ("bc", "cql"):
+        from spacewar_ai.training.offline import train_bc, train_cql
+
+        if resume or start_from or champion:
+            raise ValueError(f"--algorithm {cfg.train.algorithm} learns from a dataset alone: "
+                             "--resume, --init-from and --champion-train do not apply")
+        return (train_bc if cfg.train.algorithm == "bc" else train_cql)(cfg, quiet)
+    init = None
+    if start_from:
+        init = spec_path(start_from)
+        if init is None:
+            raise ValueError(f"--init-from {start_from!r}: training starts from a checkpoint "
+                             "file (or pretrained), not a scripted pilot or a planner; an LM's "
+                             "adapter trains with --algorithm grpo --init-from ADAPTER")
+        if init.is_dir():
+            raise ValueError(f"--init-from {start_from}: is a folder; give the checkpoint file "
+                             f"in it, such as {init / 'best.pt'}")
+        if not init.is_file():
+            raise ValueError(f"--init-from {start_from}: no such file; give a checkpoint file "
+                             "(checkpoints/<run>/best.pt) or pretrained")
+        algorithm = load_checkpoint(init)["algorithm"]
+        if algorithm != cfg.train.algorithm and champion:
+            raise ValueError(f"--champion-train continues a {cfg.train.algorithm} model; "
+                             f"{start_from} holds a {algorithm} model: train it with "
+                             f"--algorithm {algorithm}")
+        if algorithm != cfg.train.algorithm:
+            # A model of another algorithm (CQL's Q-network for PPO, say) is imitated first.
+            cfg.train = dataclasses.replace(cfg.train, warm_start=f"{algorithm}:{init}")
+            init = None
+    champions = None
+    if champion:
+        found = best_models(cfg.train.checkpoint_dir, ratings_file, exclude=init)
+        # No other models yet: the model trains against itself first.
+        champions = [str(path) for path, _ in found[:3]] or [str(init)]
+        print("champions: " + ", ".join(champions))
+        cfg.league = dataclasses.replace(cfg.league, curriculum=("heuristic:hard",),
+                                         scripted_share=0.3, past_share=0.8)
+    trainer = Trainer(cfg, resume=resume, init_weights=init, champions=champions,
+                      render=render, quiet=quiet, guide=guide)
+    try:
+        summary = trainer.run()
+        print(f"checkpoints: {summary['run_dir']}  tensorboard --logdir {summary['log_dir']}")
+        return summary
+    finally:
+        if guide is not None:
+            print(f"LLM-guided exploration actions: {guide.used:,}")
+            guide.close()
+        model = trainer.opponent_model
+        print(planner_command(trainer.run_dir, cfg.train.algorithm, cfg.train.eval_opponent,
+                              model.accuracy if model is not None and model.decisions else None))

@@ -1,0 +1,224 @@
+"""The browser app's live games, each in a worker process (game_worker.py), and the limits on
+them. The event loop starts workers, relays their lines to the page and the page's keys to them,
+and never runs a pilot: a pilot that hangs stalls its own game, which ends after
+`Limits.stall_seconds` without a frame, and nothing else.
+
+`Workers` keeps one spare worker started ahead (torch and the pilots imported), so a page's
+game starts at once; `run_live` is one WebSocket's game from its start message to its end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from spacewar_ai.util.json_input import loads_strict
+from spacewar_ai.web.guard import Limits, RateLimit
+from spacewar_ai.util.files import PACKAGE_DIR
+
+PACKAGE_PARENT = str(PACKAGE_DIR.parent)
+START_SECONDS = 120.0  # to load a game's pilots (a big model on a busy host) before giving up
+
+
+@dataclass
+class LiveGame:
+    """A game being played or watched: its worker, who opened it, and its last frame (as the
+    worker wrote it; parsed only when /api/live asks)."""
+
+    proc: Any
+    client: str
+    names: list
+    sandboxes: int
+    last_frame: str = ""
+
+    def state(self) -> dict | None:
+        if not self.last_frame:
+            return None
+        frame = json.loads(self.last_frame)
+        return {"state": frame["state"], "names": self.names, "score": frame["score"],
+                "held": frame.get("held", [])}
+
+
+class Workers:
+    """Game worker processes: one spare started ahead, the live ones by game id."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self.live: dict[str, LiveGame] = {}
+        self._ids = itertools.count(1)
+        self._spare: asyncio.Task | None = None
+
+    async def _spawn(self):
+        env = dict(os.environ, SPACEWAR_TORCH_THREADS="1",
+                   PYTHONPATH=os.pathsep.join(filter(None, [PACKAGE_PARENT,
+                                                            os.environ.get("PYTHONPATH")])))
+        return await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "spacewar_ai.web.worker", str(os.getpid()),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env,
+            limit=2**20)
+
+    def prepare(self) -> None:
+        """Start the spare worker (within a running event loop)."""
+        if self._spare is None:
+            self._spare = asyncio.ensure_future(self._spawn())
+
+    async def take(self):
+        """A worker for a new game: the spare if there is one, and a new spare started."""
+        self.prepare()
+        task, self._spare = self._spare, None
+        proc = await task
+        self.prepare()
+        return proc
+
+    def refusal(self, client: str, sandboxes: int) -> str:
+        """Why a new game from `client` with `sandboxes` strategy files may not start, or ""."""
+        lim = self.limits
+        if len(self.live) >= lim.games_in_all:
+            return (f"the server is playing {len(self.live)} games, its most (--limits "
+                    f"games_in_all={lim.games_in_all}); try again in a minute")
+        mine = sum(g.client == client for g in self.live.values())
+        if mine >= lim.games_per_client:
+            return (f"you have {mine} games open, the most one address may (--limits "
+                    f"games_per_client={lim.games_per_client}); close one first")
+        running = sum(g.sandboxes for g in self.live.values())
+        if sandboxes and running + sandboxes > lim.sandboxes_in_all:
+            return (f"{running} strategy files are playing, the most at once (--limits "
+                    f"sandboxes_in_all={lim.sandboxes_in_all}); try again in a minute")
+        return ""
+
+    async def close(self) -> None:
+        # A game still waiting for its worker has none yet.
+        procs = [g.proc for g in self.live.values() if g.proc is not None]
+        if self._spare is not None:
+            procs.append(await self._spare)
+            self._spare = None
+        for proc in procs:
+            if proc.returncode is None:
+                proc.kill()
+        for proc in procs:
+            await proc.wait()
+
+
+def _sandboxes(message: dict) -> int:
+    """How many strategy files (each a sandboxed process) a start message asks to play."""
+    specs = [message.get(k) for k in ("a", "b", "opponent")]
+    return sum(str(s).lower().count("strategy:") for s in specs if s)
+
+
+async def _refuse(ws, message: str) -> None:
+    await ws.send_json({"type": "error", "message": message})
+    await ws.close()
+
+
+async def run_live(ws, files, workers: Workers, seed: int) -> None:
+    """One WebSocket's game: its start message checked here (size, JSON, limits, specs), the
+    game started in a worker, then frames relayed to the page and keys to the game until one
+    side ends it or the game stalls."""
+    from spacewar_ai.web.worker import SPEEDS, public_message
+
+    limits = workers.limits
+    try:
+        first = loads_strict(await ws.receive_text(), "the start message", limits.json_depth)
+        if not isinstance(first, dict):
+            raise ValueError("the start message is not a JSON object")
+        if first.get("speed", 1) not in SPEEDS:
+            raise ValueError(f"speed {first.get('speed')!r}: use one of "
+                             f"{', '.join(map(str, SPEEDS))}")
+        for key in ("a", "b", "opponent"):
+            if first.get(key):
+                first[key] = files.check_spec(str(first[key]))
+    except Exception as exc:  # every problem with what the page asked for: one line back
+        return await _refuse(ws, public_message(exc))
+    client = ws.client.host if ws.client else "?"
+    sandboxes = _sandboxes(first)
+    why = workers.refusal(client, sandboxes)
+    if why:
+        return await _refuse(ws, why)
+    gid = f"g{next(workers._ids)}"
+    # Held in the count from here on, so that pages arriving together cannot all pass it.
+    game = LiveGame(None, client, [], sandboxes)
+    workers.live[gid] = game
+    try:
+        game.proc = proc = await workers.take()
+        asked = first.get("seed")
+        request = {"message": first, "root": str(files.root),
+                   "checkpoint_dir": str(files.checkpoints), "ratings_file": str(files.ratings),
+                   "seed": asked if type(asked) is int and 0 <= asked < 2**32 else seed}
+        proc.stdin.write((json.dumps(request) + "\n").encode())
+        await proc.stdin.drain()
+        line = await asyncio.wait_for(proc.stdout.readline(), START_SECONDS)
+        reply = json.loads(line) if line else {"type": "error",
+                                               "message": "the game could not start"}
+        if reply.get("type") != "start":
+            return await _refuse(ws, reply.get("message", "the game could not start"))
+        game.names = reply["names"]
+        await ws.send_json({**reply, "id": gid})
+        await _relay(ws, proc, game, limits)
+    except asyncio.TimeoutError:
+        await _refuse(ws, f"the game's pilots did not load within {START_SECONDS:.0f} s")
+    except Exception:  # the page went away mid-send (the server's disconnect types vary)
+        return
+    finally:
+        workers.live.pop(gid, None)
+        if game.proc is not None and game.proc.returncode is None:
+            game.proc.kill()
+            await game.proc.wait()
+
+
+async def _relay(ws, proc, game: LiveGame, limits: Limits) -> None:
+    from spacewar_ai.web.worker import SPEEDS
+
+    async def frames():
+        while True:
+            try:
+                line = await asyncio.wait_for(proc.stdout.readline(), limits.stall_seconds)
+            except asyncio.TimeoutError:
+                await ws.send_json({"type": "error", "message": (
+                    f"the game stalled: a pilot took more than {limits.stall_seconds:g} s over "
+                    "one frame, so it was ended")})
+                return
+            if not line:
+                return  # the game is over (or its worker died)
+            text = line.decode().rstrip("\n")
+            if text.startswith('{"type":"frame"'):
+                game.last_frame = text
+            await ws.send_text(text)
+
+    async def keys():
+        rate = RateLimit(limits.messages_per_second)
+        while True:
+            text = await ws.receive_text()
+            if not rate.allow():
+                await ws.send_json({"type": "error", "message": (
+                    f"more than {limits.messages_per_second} messages a second (--limits "
+                    f"messages_per_second); the game was ended")})
+                return
+            try:
+                msg = loads_strict(text, "a message", limits.json_depth)
+            except ValueError:
+                continue  # not JSON: a page of ours never sends it; nothing to pass on
+            if not isinstance(msg, dict):
+                continue
+            if msg.get("type") == "key" and isinstance(msg.get("key"), str):
+                out = {"type": "key", "key": msg["key"][:20], "down": bool(msg.get("down"))}
+            elif msg.get("type") == "speed" and msg.get("speed") in SPEEDS:
+                out = {"type": "speed", "speed": msg["speed"]}
+            else:
+                continue
+            proc.stdin.write((json.dumps(out) + "\n").encode())
+            await proc.stdin.drain()
+
+    tasks = [asyncio.ensure_future(frames()), asyncio.ensure_future(keys())]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        # A page that left ends its side with a disconnect error: the game ends with it.
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,0 +1,139 @@
+"""One live game of the browser app, in a process of its own (`python -m
+spacewar_ai.web.worker PARENT_PID`), so that a pilot that is slow or hangs (a strategy stuck in
+C code, a big model) costs only its own game: the server's event loop only relays lines.
+
+It speaks JSON lines. In, on stdin: first the start request {"message": the page's start
+message, "root", "checkpoint_dir", "ratings_file", "seed"}; then the page's messages
+({"type": "key", "key", "down"}, {"type": "speed", "speed"}). Out, on stdout: {"type": "start",
+"names", "config", "help"} or {"type": "error", "message"}; then {"type": "frame", ...} at the
+game's pace (50 a second, `speed` engine frames each) and {"type": "replay", "path", "result"}
+as rounds are saved. It ends when stdin closes or the game quits, and dies with the server.
+
+Anything else that prints (a library's warning) goes to stderr: stdout carries the protocol only.
+A worker starts before it is needed and waits on stdin (web_games.Workers keeps one spare), so a
+page's game starts without waiting for torch to import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import sys
+import time
+
+SPEEDS = (1, 2, 4, 8)
+
+
+def public_message(exc: BaseException) -> str:
+    """What a page may be told of a failure: one line, without a word of any file's contents
+    (sandbox.StrategyError.public where the error has one)."""
+    text = getattr(exc, "public", None) or str(exc)
+    return " ".join(text.split())[:400] or type(exc).__name__
+
+
+class LineReader:
+    """Lines from a file descriptor, read with os.read so that select() on the descriptor
+    never misses a line already read into a buffer."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.buffer = b""
+        self.closed = False
+
+    def lines(self, timeout: float | None) -> list[str]:
+        """The complete lines that arrive within `timeout` seconds (None: wait for one)."""
+        while b"\n" not in self.buffer and not self.closed:
+            ready, _, _ = select.select([self.fd], [], [], timeout)
+            if not ready:
+                break
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                self.closed = True
+            self.buffer += chunk
+            timeout = 0.0
+        *done, self.buffer = self.buffer.split(b"\n")
+        return [line.decode() for line in done]
+
+
+def serve_one(reader: LineReader, out) -> None:
+    from spacewar_ai.web.app import Files, client_config, frame_state, start_game
+
+    def send(message: dict) -> None:
+        out.write(json.dumps(message, separators=(",", ":")) + "\n")
+        out.flush()
+
+    first = reader.lines(None)
+    if not first:
+        return
+    request = json.loads(first[0])
+    files = Files(request["root"], request["checkpoint_dir"], request["ratings_file"])
+    message = request["message"]
+    try:
+        speed = int(message.get("speed", 1))
+        if speed not in SPEEDS:
+            raise ValueError(f"speed {speed}: use one of {', '.join(map(str, SPEEDS))}")
+        game, help_lines = start_game(message, files, int(request["seed"]))
+    except Exception as exc:  # every problem with what the page asked for: one line back
+        send({"type": "error", "message": public_message(exc)})
+        return
+    send({"type": "start", "names": game.names, "config": client_config(game.config),
+          "help": help_lines})
+    dt = 1.0 / game.config.fps
+    due = time.monotonic()
+    saved = 0
+    try:
+        while not game.quit:
+            for _ in range(speed):
+                game.tick()
+            send({"type": "frame", "state": frame_state(game.batch), "score": game.score,
+                  "round": game.round, "banner": game.overlay(), "hud": game.hud(),
+                  "held": sorted(game.held)})
+            while saved < len(game.replays):
+                send({"type": "replay", "path": str(game.replays[saved].relative_to(files.root)),
+                      "result": game.results[saved]})
+                saved += 1
+            due += dt
+            # The page's keys are read while waiting for the next frame's time.
+            while True:
+                wait = due - time.monotonic()
+                for line in reader.lines(max(0.0, wait)):
+                    msg = json.loads(line)
+                    if msg.get("type") == "key":
+                        (game.key_down if msg.get("down") else game.key_up)(str(msg["key"])[:20])
+                    elif msg.get("type") == "speed" and msg.get("speed") in SPEEDS:
+                        speed = msg["speed"]
+                if reader.closed:
+                    return  # the server closed the game
+                if due - time.monotonic() <= 0:
+                    break
+            if time.monotonic() - due > 0.25:
+                due = time.monotonic()  # after a stall, go on from now rather than race
+    finally:
+        game.close()
+
+
+def main(argv: list[str]) -> int:
+    from spacewar_ai.util.processes import die_with_parent
+    from spacewar_ai.util.threads import use_torch_threads
+
+    die_with_parent(int(argv[0]) if argv else None)
+    # The protocol keeps the real stdout; whatever else prints lands on stderr.
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    use_torch_threads(1)
+    # Loaded before the start request arrives: a spare worker is ready to play at once.
+    import spacewar_ai.human.play  # noqa: F401
+    import spacewar_ai.pilots.specs  # noqa: F401
+    import spacewar_ai.web.app  # noqa: F401
+    import torch  # noqa: F401
+
+    try:
+        serve_one(LineReader(sys.stdin.fileno()), out)
+    except (BrokenPipeError, KeyboardInterrupt):
+        return 0  # the server went away or stopped: the game ends with it
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
