@@ -29,7 +29,7 @@ if str(ROOT) not in sys.path:
 from spacewar_ai.config import RunConfig, TrainConfig  # noqa: E402
 from spacewar_ai.training.datasets import generate  # noqa: E402
 from spacewar_ai.rating.match import play_match  # noqa: E402
-from spacewar_ai.rating.ratings import wilson_interval  # noqa: E402
+from spacewar_ai.rating.match import wilson_interval  # noqa: E402
 from spacewar_ai.training.trainer import train  # noqa: E402
 
 OPPONENTS = ("heuristic:hard", "heuristic:medium", "heuristic:easy", "random")

@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     from spacewar_ai.rating.match import play_match
     from spacewar_ai.bench.throughput import sb3_activation
     from spacewar_ai.game.environment import SpacewarEnv
-    from spacewar_ai.rating.match import evaluate as evaluate_games
+    from spacewar_ai.rating.evaluation import evaluate as evaluate_games
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--algorithm", choices=("ppo", "dqn"), default="ppo")

@@ -20,7 +20,7 @@ from pathlib import Path
 from spacewar_ai.rating.match import play_match
 from spacewar_ai.rating.panel import evaluate_panel, label, panel_specs
 from spacewar_ai.pilots.specs import close_pilot, make_pilot, spec_files
-from spacewar_ai.rating.ratings import wilson_interval
+from spacewar_ai.rating.match import wilson_interval
 
 AGENTS = [
     ("shipped network", "pretrained"),

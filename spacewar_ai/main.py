@@ -579,7 +579,7 @@ def _ray_address(parser, args) -> str | None:
 
 
 def _evaluate(parser, args) -> int:
-    from spacewar_ai.rating.match import evaluate
+    from spacewar_ai.rating.evaluation import evaluate
     from spacewar_ai.game.recording import open_recorder
 
     if not args.checkpoint:
@@ -617,7 +617,7 @@ def _evaluate(parser, args) -> int:
 
 
 def _demo(parser, args) -> int:
-    from spacewar_ai.rating.match import evaluate
+    from spacewar_ai.rating.evaluation import evaluate
     from spacewar_ai.game.recording import open_recorder
 
     if args.players and (args.checkpoint or args.opponent):
@@ -799,7 +799,7 @@ def _benchmark_threads(parser, args) -> int:
 
 
 def _llm_client(args):
-    from spacewar_ai.llm.clients import client_from_flags
+    from spacewar_ai.llm.failover import client_from_flags
 
     return client_from_flags(args.keys_dir or ".", args.llm_provider, args.llm_model,
                              args.llm_base_url, args.llm_local, args.llm_local_model,

@@ -6,8 +6,9 @@ spacewar_ai/rating/ratings.py; a match between two pilots in spacewar_ai/rating/
 """
 
 from spacewar_ai.rating.match import MatchResult, play_match
-from spacewar_ai.rating.ratings import (Entrant, RatingsFile, Results, bradley_terry,
-                                        elo_incremental, standings, wilson_interval)
+from spacewar_ai.rating.ratings import (bradley_terry, elo_incremental, Entrant, RatingsFile,
+                                        Results, standings)
+from spacewar_ai.rating.match import wilson_interval
 from spacewar_ai.rating.tournament import (TournamentReport, play_elimination, play_round_robin,
                                            play_swiss, resolve_entrants, run_tournament)
 

@@ -7,8 +7,9 @@ import pickle
 
 import pytest
 
-from spacewar_ai.llm.clients import (AnthropicClient, APIKeyManager, FailoverClient,
-                                         LLMError, OpenAICompatibleClient, Secret, build_client)
+from spacewar_ai.llm.clients import (AnthropicClient, APIKeyManager, LLMError,
+                                     OpenAICompatibleClient, Secret)
+from spacewar_ai.llm.failover import build_client, FailoverClient
 
 from llm_server import FakeLLMServer
 

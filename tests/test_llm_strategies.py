@@ -239,7 +239,7 @@ def _leaks(text: str, key: str = IDENT_KEY) -> list[str]:
 def test_a_reply_that_echoes_the_key_into_code_leaks_it_nowhere(tmp_path, capsys):
     """The key in an import (refused, and the refusal printed) and in a string constant (a file
     that passes and is saved): no piece of it on screen, in a saved file or in a repair prompt."""
-    from spacewar_ai.llm.clients import FailoverClient
+    from spacewar_ai.llm.failover import FailoverClient
     from spacewar_ai.llm.strategies import run_arena
 
     keys = APIKeyManager("/nonexistent", environ={"OPENAI_API_KEY": IDENT_KEY})

@@ -340,7 +340,8 @@ def test_ratings_key_on_an_adapters_contents_and_its_spec_travels(tiny, tmp_path
 def test_an_lm_flies_in_the_browsers_games_and_only_from_the_project(tiny, tmp_path, monkeypatch):
     import shutil
 
-    from spacewar_ai.web.app import Files, start_game
+    from spacewar_ai.web.files import Files
+    from spacewar_ai.web.live import start_game
 
     project = tmp_path / "project"
     shutil.copytree(tiny, project / "tiny")

@@ -13,7 +13,8 @@ from spacewar_ai.agents.checkpoints import load_checkpoint
 from spacewar_ai.config import GameConfig, LeagueConfig, PPOConfig, TrainConfig
 from spacewar_ai.agents.opponent_model import FILE_NAME
 from spacewar_ai.pilots.specs import file_identity, make_pilot
-from spacewar_ai.pilots.search import OPPONENT_MODEL_PATH, search_pilot
+from spacewar_ai.pilots.search import OPPONENT_MODEL_PATH
+from spacewar_ai.pilots.specs import search_pilot
 from spacewar_ai.config import RunConfig
 from spacewar_ai.training.trainer import Trainer
 

@@ -15,7 +15,8 @@ from spacewar_ai.agents.saved import load_agent
 from spacewar_ai.config import GameConfig
 from spacewar_ai.game.environment import SpacewarEnv
 from spacewar_ai.pilots.specs import file_identity, make_pilot
-from spacewar_ai.pilots.search import OPPONENT_MODEL_PATH, SearchPilot, search_pilot
+from spacewar_ai.pilots.search import OPPONENT_MODEL_PATH, SearchPilot
+from spacewar_ai.pilots.specs import search_pilot
 
 CFG = GameConfig()
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from spacewar_ai.rating.ratings import (standings)
+from spacewar_ai.rating.ratings import standings
 from spacewar_ai.rating.tournament import crosstable_markdown, play_round_robin, resolve_entrants
 
 

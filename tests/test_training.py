@@ -18,7 +18,7 @@ from spacewar_ai.agents.checkpoints import load_checkpoint
 from spacewar_ai.config import DQNConfig, GameConfig, LeagueConfig, PPOConfig, TrainConfig
 from spacewar_ai.main import build_parser
 from spacewar_ai.config import RunConfig
-from spacewar_ai.rating.match import evaluate
+from spacewar_ai.rating.evaluation import evaluate
 from spacewar_ai.training.trainer import Trainer, evaluation_seeds
 
 ROOT = Path(__file__).resolve().parents[1]

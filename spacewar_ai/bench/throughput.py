@@ -88,7 +88,6 @@ def bench_pilot(num_games: int, calls: int, repeats: int, seed: int) -> float:
 def bench_strategy(n: int, steps: int, repeats: int, seed: int) -> float:
     """Decisions per second of the example strategy file through the sandbox's pipe, one
     message per batch of n observations (what a match sends each decision step)."""
-    from pathlib import Path
 
     from spacewar_ai.pilots.sandbox import StrategyPilot
 
@@ -164,11 +163,11 @@ def bench_planner(spec: str, decisions: int, repeats: int, seed: int) -> tuple[f
 
 
 def bench_video(games: int, seed: int) -> float:
-    """Seconds to make one evaluation video (recording.game_gif, training's eval/video) of the
+    """Seconds to make one evaluation video (replays.game_gif, training's eval/video) of the
     shipped network's games against the hard pilot: the median over `games` games."""
     from spacewar_ai.rating.match import play_match
     from spacewar_ai.pilots.specs import make_pilot
-    from spacewar_ai.game.recording import game_gif
+    from spacewar_ai.game.replays import game_gif
 
     try:
         pilot = make_pilot("pretrained", GameConfig(), seed)

@@ -125,34 +125,3 @@ def open_recorder(path, per_decision: bool, config=None) -> VideoRecorder | None
 
     cfg = config if config is not None else GameConfig()
     return VideoRecorder(path, cfg.fps / cfg.frame_skip if per_decision else cfg.fps)
-
-
-def game_gif(config, seed: int, actions, size: int = 192, last: int = 100) -> bytes:
-    """An animated GIF of a played game's last `last` decisions, one frame per decision at the
-    decision pace, replayed from its seed and both ships' actions (GameResult.actions).
-    Greyscale: a GIF of grey levels needs no colour quantisation, which would cost more than
-    the drawing (TensorBoard's evaluation videos, training.py)."""
-    import io
-
-    from PIL import Image
-
-    from spacewar_ai.game.rendering import Renderer
-    from spacewar_ai.game.replays import replay_game
-
-    acts = np.asarray(actions, dtype=np.int64).reshape(-1, 2)
-    renderer = Renderer(config, size, "rgb_array")
-    first = max(0, len(acts) - last)
-    frames: list = []
-    step = [0]
-
-    def draw(batch) -> None:
-        if step[0] >= first:
-            renderer.draw(batch, 0, (), wait=False)
-            frames.append(Image.fromarray(renderer.frame_rgb()).convert("L"))
-        step[0] += 1
-
-    replay_game({"game_config": config, "seed": seed, "actions": (acts[:, 0], acts[:, 1])}, draw)
-    out = io.BytesIO()
-    frames[0].save(out, format="GIF", save_all=True, append_images=frames[1:], loop=0,
-                   duration=round(1000 * config.frame_skip / config.fps))
-    return out.getvalue()

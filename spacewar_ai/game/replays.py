@@ -144,6 +144,36 @@ def replay_game(replay: dict, on_step=None) -> GameBatch:
     return batch
 
 
+def game_gif(config, seed: int, actions, size: int = 192, last: int = 100) -> bytes:
+    """An animated GIF of a played game's last `last` decisions, one frame per decision at the
+    decision pace, replayed from its seed and both ships' actions (GameResult.actions).
+    Greyscale: a GIF of grey levels needs no colour quantisation, which would cost more than
+    the drawing (TensorBoard's evaluation videos, training/trainer.py)."""
+    import io
+
+    from PIL import Image
+
+    from spacewar_ai.game.rendering import Renderer
+
+    acts = np.asarray(actions, dtype=np.int64).reshape(-1, 2)
+    renderer = Renderer(config, size, "rgb_array")
+    first = max(0, len(acts) - last)
+    frames: list = []
+    step = [0]
+
+    def draw(batch) -> None:
+        if step[0] >= first:
+            renderer.draw(batch, 0, (), wait=False)
+            frames.append(Image.fromarray(renderer.frame_rgb()).convert("L"))
+        step[0] += 1
+
+    replay_game({"game_config": config, "seed": seed, "actions": (acts[:, 0], acts[:, 1])}, draw)
+    out = io.BytesIO()
+    frames[0].save(out, format="GIF", save_all=True, append_images=frames[1:], loop=0,
+                   duration=round(1000 * config.frame_skip / config.fps))
+    return out.getvalue()
+
+
 def save_match_replays(match, config: GameConfig, label: str, directory=REPLAY_DIR) -> list[Path]:
     """Save every game of an arena MatchResult that kept its actions (play_match keep_actions)."""
     saved = []

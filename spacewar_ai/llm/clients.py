@@ -1,7 +1,7 @@
 """LLM access: API keys, cloud clients behind one interface, retries and failover.
 
 LLMs answer in 200-2000 ms and a game frame is 20 ms, so they are used at training time only: to
-write strategy files (llm_strategies.py), never per step.
+write strategy files (strategies.py), never per step.
 
 - `APIKeyManager(keys_dir)` finds keys in `<provider>.key.txt` files, a `.env` file and the
   environment (in that order), resolves aliases (claude -> anthropic, gemini -> google,
@@ -9,10 +9,10 @@ write strategy files (llm_strategies.py), never per step.
 - Every client has `generate(messages, max_tokens, temperature) -> str`, where messages are
   `{"role": "system"|"user"|"assistant", "content": str}`: `AnthropicClient` (anthropic SDK),
   `OpenAICompatibleClient` (openai SDK; any provider of `PROVIDER_CONFIGS` or any server URL),
-  and `local_llm.LocalLLMClient` (llama-cpp-python).
+  and `local.LocalLLMClient` (llama-cpp-python).
 - Failures are retried with exponential backoff when they are worth retrying (429, 5xx,
-  timeouts, dropped connections) and `FailoverClient` moves on to the next provider when one
-  fails; each failure is one line, with any key redacted.
+  timeouts, dropped connections); `failover.FailoverClient` moves on to the next provider when
+  one fails; each failure is one line, with any key redacted.
 """
 
 from __future__ import annotations
@@ -238,14 +238,14 @@ def _retry_after(exc) -> float | None:
 
 
 def _describe(exc) -> str:
-    """The error in one line, whole: cut only after redaction (`_shorten`), or a cut key could
+    """The error in one line, whole: cut only after redaction (`shorten`), or a cut key could
     leave a prefix behind that no longer matches the key."""
     status = _status(exc)
     text = " ".join(str(exc).split()) if str(exc) else type(exc).__name__
     return f"{type(exc).__name__}" + (f" (HTTP {status})" if status else "") + f": {text}"
 
 
-def _shorten(text: str, limit: int = 300) -> str:
+def shorten(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
 
 
@@ -334,7 +334,7 @@ class _RetryingClient:
     def _error(self, text: str, exc=None) -> LLMError:
         line = self._redact(f"{self.provider} ({self.model}): {text}")
         fix = f"; {_fix(exc, self)}" if exc is not None else ""
-        return LLMError(_shorten(line) + fix)
+        return LLMError(shorten(line) + fix)
 
     def generate(self, messages: list[dict], max_tokens: int = 2048,
                  temperature: float = 0.7) -> str:
@@ -356,7 +356,7 @@ class _RetryingClient:
                     raise self._error(f"{_describe(exc)}; no time left for a retry within the "
                                       f"deadline of {self.deadline:g} s", exc) from None
                 log.info("%s: %s; retrying in %.1f s", self.provider,
-                         _shorten(self._redact(_describe(exc))), wait)
+                         shorten(self._redact(_describe(exc))), wait)
                 time.sleep(wait)
         raise AssertionError("unreachable")
 
@@ -463,130 +463,3 @@ class OpenAICompatibleClient(_RetryingClient):
                 or not isinstance(choices[0].get("message"), dict):
             raise ReplyError("the reply has no choices[0].message")
         return _text(choices[0]["message"].get("content"), "message content")
-
-
-class FailoverClient:
-    """Tries its clients in order by generating; the first that answers is used (and tried first
-    next time). `failures` holds one redacted line per failed attempt."""
-
-    def __init__(self, clients: list, redact=None):
-        if not clients:
-            raise LLMError("no LLM client to try")
-        self.clients = list(clients)
-        self.failures: list[str] = []
-        self.active = None
-        self._redact = redact or (lambda s: s)
-
-    @property
-    def provider(self) -> str:
-        return (self.active or self.clients[0]).provider
-
-    @property
-    def model(self) -> str:
-        return (self.active or self.clients[0]).model
-
-    def generate(self, messages: list[dict], max_tokens: int = 2048,
-                 temperature: float = 0.7) -> str:
-        order = self.clients if self.active is None else \
-            [self.active] + [c for c in self.clients if c is not self.active]
-        errors = []
-        for client in order:
-            try:
-                text = client.generate(messages, max_tokens=max_tokens, temperature=temperature)
-            except LLMError as exc:
-                line = _shorten(self._redact(str(exc)), 400)
-                errors.append(line)
-                self.failures.append(line)
-                log.info("LLM provider failed: %s", line)
-                continue
-            self.active = client
-            return text
-        raise LLMError("no LLM provider answered: " + " | ".join(errors))
-
-    def __repr__(self) -> str:
-        return f"FailoverClient({[repr(c) for c in self.clients]})"
-
-
-def build_client(keys: APIKeyManager | None = None, provider: str | None = None,
-                 model: str | None = None, base_url: str | None = None, local: bool = False,
-                 local_model: str | None = None, local_only: bool = False,
-                 include_local: bool = False, gpu_vram: float | None = None,
-                 timeout: float = 60.0, retries: int = 3, backoff: float = 1.0,
-                 models_dir: str | os.PathLike = "models",
-                 deadline: float = DEFAULT_DEADLINE) -> FailoverClient:
-    """The client the CLI flags describe (docs/strategies.md has the rules). `timeout` bounds
-    each read, `deadline` each request, retries included (--llm-timeout)."""
-    keys = keys if keys is not None else APIKeyManager(".")
-    redact = keys.redact
-    common = {"timeout": timeout, "retries": retries, "backoff": backoff, "redact": redact,
-              "deadline": deadline}
-
-    def local_client():
-        from spacewar_ai.llm.local import LocalLLMClient
-
-        return LocalLLMClient.from_flags(local_model, gpu_vram=gpu_vram, models_dir=models_dir)
-
-    if local_only:
-        return FailoverClient([local_client()], redact)
-    clients = []
-    if local:
-        clients.append(local_client())
-    if base_url:
-        key = keys.get_key(provider) if provider else None
-        clients.append(OpenAICompatibleClient(provider or "custom", key, model, base_url,
-                                              key_source=keys.source(provider or "custom"),
-                                              **common))
-    elif provider:
-        name = canonical_provider(provider)
-        if name not in PROVIDER_CONFIGS:
-            raise ValueError(f"--llm-provider {provider!r} is unknown: use one of "
-                             f"{', '.join(PROVIDER_CONFIGS)} (or --llm-base-url URL)")
-        key = keys.get_key(name)
-        if key is None:
-            var = ENV_VARS.get(name, (f"{name.upper()}_API_KEY",))[0]
-            raise ValueError(f"no API key for {name}: put it in {keys.keys_dir / (name + '.key.txt')}"
-                             f", in {keys.keys_dir / '.env'} as {var}=..., or in the environment "
-                             f"as {var}")
-        clients.append(_cloud_client(name, key, model, keys.source(name), **common))
-    else:
-        for name in keys.get_available_providers():
-            if name in PROVIDER_CONFIGS:
-                # --llm-model names one provider's model: it goes with the first one tried.
-                clients.append(_cloud_client(name, keys.get_key(name),
-                                             model if not clients else None, keys.source(name),
-                                             **common))
-    if include_local and not local:
-        clients.append(local_client())
-    if not clients:
-        raise ValueError(f"no LLM available: no API key found in {keys.keys_dir}/*.key.txt, "
-                         f"{keys.keys_dir / '.env'} or the environment; add one (e.g. "
-                         "claude.key.txt), point --llm-base-url at an OpenAI-compatible "
-                         "server, or use a local model with --llm-local")
-    return FailoverClient(clients, redact)
-
-
-def _cloud_client(name: str, key: Secret, model: str | None, source: str | None, **common):
-    config = PROVIDER_CONFIGS[name]
-    if config.kind == "anthropic":
-        return AnthropicClient(key, model, config.base_url, key_source=source, **common)
-    return OpenAICompatibleClient(name, key, model, config.base_url, key_source=source,
-                                  **common)
-
-
-def client_from_flags(keys_dir=".", provider=None, model=None, base_url=None, local=False,
-                      local_model=None, local_only=False, include_local=False, gpu_vram=None,
-                      timeout=None) -> FailoverClient:
-    """The client the CLI's LLM flags describe, with its key manager's warnings printed and the
-    providers it will try listed."""
-    import sys
-
-    keys = APIKeyManager(keys_dir)
-    for warning in keys.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    client = build_client(keys, provider, model, base_url, local=local, local_model=local_model,
-                          local_only=local_only, include_local=include_local, gpu_vram=gpu_vram,
-                          **({"deadline": timeout} if timeout else {}))
-    client.keys = keys
-    print("LLM providers, in order: " + ", ".join(f"{c.provider} ({c.model})"
-                                                  for c in client.clients))
-    return client

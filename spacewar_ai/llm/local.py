@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from spacewar_ai.llm.clients import LLMError
+
 MODELS_DIR = Path("models")
 
 
@@ -198,8 +200,6 @@ class LocalLLMClient:
 
     def generate(self, messages: list[dict], max_tokens: int = 1024,
                  temperature: float = 0.7) -> str:
-        from spacewar_ai.llm.clients import LLMError
-
         try:
             out = self._llama.create_chat_completion(messages=messages, max_tokens=max_tokens,
                                                      temperature=temperature,

@@ -466,7 +466,8 @@ def run_arena(client, samples: int, games: int, seed: int = 0,
     """The --llm-arena mode: `samples` strategies from each provider of `client`, then a round
     robin of them and the scripted pilots (ARENA_SCRIPTED), reported like any tournament under
     `out_root`; returns the report's folder."""
-    from spacewar_ai.llm.clients import FailoverClient, LLMError
+    from spacewar_ai.llm.failover import FailoverClient
+    from spacewar_ai.llm.clients import LLMError
     from spacewar_ai.rating.tournament import run_tournament
 
     out = Path(out_root) / time.strftime("%Y%m%d-%H%M%S")

@@ -44,7 +44,6 @@ size, so a game played in batches of different sizes may (rarely) see a near-tie
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 
@@ -284,63 +283,3 @@ class SearchPilot:
             key = [self.seed, int(batch.rng[g]), int(batch.game_i[g, FRAME])]
             out[:, j] = np.random.default_rng(key).gumbel(size=(h, a * k, a))
         return out.reshape(h, rows.size * a * k, a)
-
-
-def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int = 0,
-                 device: str = "cpu", opponent_model: str | Path = OPPONENT_MODEL_PATH,
-                 horizon: int = HORIZON, samples: int = SAMPLES,
-                 adaptive: bool = False) -> SearchPilot:
-    """The pilot `search:POLICY_SPEC` names; ValueError names the spec and what is wrong with it.
-
-    POLICY_SPEC is `POLICY` or `POLICY+MODEL`: POLICY a PPO model (empty: `pretrained`), MODEL the
-    opponent model, a learned model's spec (`pretrained`, `ppo:PATH`, `dqn:PATH` or a checkpoint
-    path). Without MODEL: the opponent model POLICY's training run learned (`opponent_model.pt`
-    beside its checkpoint), else the file `opponent_model`, the shipped clone of the hard pilot."""
-    from spacewar_ai.agents.opponent_model import run_model_path
-    from spacewar_ai.pilots.specs import make_pilot, spec_path
-
-    config = config if config is not None else GameConfig()
-    prefix = ADAPT_PREFIX if adaptive else SEARCH_PREFIX
-    full = f"{prefix}{policy_spec.strip()}"
-    spec, plus, model_spec = policy_spec.partition("+")
-    spec, model_spec = spec.strip() or "pretrained", model_spec.strip()
-    if any(part.lower().startswith((SEARCH_PREFIX, ADAPT_PREFIX)) for part in (spec, model_spec)):
-        raise ValueError(f"player {full!r}: a planner cannot plan over another planner")
-    policy = make_pilot(spec, config, seed, deterministic=True, device=device)
-    agent = getattr(policy, "agent", None)
-    if agent is None or not hasattr(agent, "action_logits"):
-        raise ValueError(f"player {full!r}: the rollout policy must be a PPO model (pretrained, "
-                         f"ppo:PATH or a PPO checkpoint), not {policy.name}")
-    if plus and not model_spec:
-        raise ValueError(f"player {full!r}: nothing after '+'; name the opponent model (a "
-                         "checkpoint path, pretrained, ppo:PATH or dqn:PATH) or drop the '+' to "
-                         "plan with the policy's own run's model (else the shipped model of the "
-                         "hard pilot)")
-    if not model_spec:
-        # A training run's own model of the opponent it was judged against, when the policy
-        # comes from one (opponent_model.py); else the shipped clone of the hard pilot.
-        policy_path = spec_path(spec)
-        own = run_model_path(policy_path) if policy_path is not None else None
-        model_spec = str(own or opponent_model)
-    path = spec_path(model_spec)
-    if path is None or model_spec.lower().startswith("strategy:"):
-        # The planner forecasts with a network, never with the opponent's own rules.
-        raise ValueError(f"player {full!r}: the opponent model must be a learned model "
-                         f"(pretrained, ppo:PATH, dqn:PATH or a checkpoint path), not "
-                         f"{model_spec!r}; clone a pilot into one with --algorithm ppo "
-                         f"--warm-start {model_spec} --timesteps 0 (docs/search.md)")
-    if not path.is_file():
-        fix = ("name a checkpoint file (or pretrained)" if plus else
-               "reinstall spacewar-ai or make one (docs/search.md)")
-        raise ValueError(f"player {full!r}: its opponent model {path} does not exist; {fix}")
-    try:
-        opponent = make_pilot(model_spec, config, seed + 1, deterministic=True, device=device)
-    except ValueError as exc:
-        raise ValueError(f"player {full!r}, its opponent model: {exc}") from None
-    identity = f"{prefix}{getattr(policy, 'identity', policy.name)}+{opponent.identity}"
-    name = f"{prefix}{policy.name}" + (f"+{opponent.name}" if plus else "")
-    try:
-        return SearchPilot(policy, opponent, config, horizon, samples, seed, name=name,
-                           identity=identity, adaptive=adaptive)
-    except ValueError as exc:
-        raise ValueError(f"player {full!r}: {exc}") from None

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from spacewar_ai.config import GameConfig
-from spacewar_ai.rating.ratings import wilson_interval
+from spacewar_ai.rating.match import wilson_interval
 from spacewar_ai.util.files import SHIPPED_DIR
 
 PANEL_DIR = SHIPPED_DIR / "panel"

@@ -44,17 +44,6 @@ ELO_SCALE = 400.0 / math.log(10.0)  # Bradley-Terry strength -> Elo points
 RATINGS_VERSION = 1
 
 
-def wilson_interval(wins: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% confidence interval of a proportion (Wilson score)."""
-    if n == 0:
-        return 0.0, 1.0
-    p = wins / n
-    d = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / d
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def elo_incremental(n_players: int, games: list[tuple[int, int, float]], k: float = ELO_K,
                     start: float = ELO_START) -> np.ndarray:
     """The original design's Elo: expected = 1 / (1 + 10^((Rb - Ra) / 400)), R += K (S - E),

@@ -39,7 +39,7 @@ from spacewar_ai.agents.opponent_model import PAYLOAD_KEY as OPPONENT_MODEL_KEY
 from spacewar_ai.agents.opponent_model import OpponentModel
 from spacewar_ai.pilots.specs import AgentPilot, make_pilot
 from spacewar_ai.util.progress import Progress
-from spacewar_ai.game.recording import game_gif
+from spacewar_ai.game.replays import game_gif
 from spacewar_ai.game.shaping import potential, shaped
 from spacewar_ai.util.threads import use_torch_threads
 from spacewar_ai.training.warm_start import behaviour_clone, demonstration_start

@@ -30,41 +30,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from spacewar_ai.game import engine
-from spacewar_ai.config import GameConfig
-from spacewar_ai.web.worker import SPEEDS
+from spacewar_ai.web.files import Files
+from spacewar_ai.web.live import SPEEDS, client_config, frame_state, public_message
 from spacewar_ai.game.replays import ReplayError, load_replay, parse_replay, replay_game, state_hash
 
 STATIC = Path(__file__).resolve().parent / "static"
-# The endings a file named by a spec must have, by the spec's prefix ("" = a checkpoint path).
-SPEC_SUFFIXES = {"strategy:": (".py",), "onnx:": (".onnx",), "sb3:": (".zip",),
-                 "ppo:": (".pt",), "dqn:": (".pt",), "": (".pt",)}
 PAGES = ("play", "watch", "replays", "tournaments", "arena")
 INSTALL = 'the browser app needs the web extra: pip install -e ".[web]"'
-
-
-# --- what the page draws -----------------------------------------------------------------------
-def client_config(config: GameConfig) -> dict[str, Any]:
-    """The constants the renderer needs."""
-    return {"width": config.width, "height": config.height, "no_star": config.no_star,
-            "star_radius": config.star_radius, "fps": config.fps, "frame_skip": config.frame_skip,
-            "max_fuel": config.max_fuel, "max_ammo": config.max_ammo}
-
-
-def frame_state(batch, g: int = 0) -> dict[str, Any]:
-    """Game g's frame as the page draws it: frame number, per ship [x, y, heading, alive,
-    thrusting, in hyperspace, fuel left (0-1), torpedoes], torpedoes in flight [x, y]."""
-    sf, si = batch.ship_f[g], batch.ship_i[g]
-    fuel = max(float(batch.config.max_fuel), 1.0)
-    ships = [[round(float(sf[s, engine.SX]), 2), round(float(sf[s, engine.SY]), 2),
-              round(float(sf[s, engine.SANG]), 5), int(si[s, engine.ALIVE]),
-              int(si[s, engine.THRUSTING]), int(si[s, engine.HYPER_HIDDEN] > 0),
-              round(float(sf[s, engine.SFUEL]) / fuel, 4), int(si[s, engine.AMMO])]
-             for s in range(2)]
-    live = batch.torp_t[g] > 0
-    torps = [[round(float(x), 1), round(float(y), 1)]
-             for x, y in batch.torp_f[g][live][:, :2]]
-    return {"f": int(batch.game_i[g, engine.FRAME]), "s": ships, "t": torps}
 
 
 def replay_frames(replay: dict, source: str) -> dict[str, Any]:
@@ -95,140 +67,6 @@ def export_html(replay_path, out) -> Path:
     return out
 
 
-def _lm_files(path: Path) -> bool:
-    """Whether `path` is what an lm: spec may name: a GGUF file, or a model's or adapter's
-    folder."""
-    if path.is_file():
-        return path.suffix.lower() == ".gguf"
-    return (path / "config.json").is_file() or (path / "adapter_config.json").is_file()
-
-
-# --- files the app may read --------------------------------------------------------------------
-class Files:
-    """The folders the app reads, all under `root` (the folder the server started in)."""
-
-    def __init__(self, root: Path, checkpoint_dir: str | Path = "checkpoints",
-                 ratings_file: str | Path | None = None):
-        self.root = Path(root).resolve()
-        self.runs = self.root / "runs"
-        self.checkpoints = (self.root / checkpoint_dir).resolve()
-        self.ratings = (self.root / ratings_file).resolve() if ratings_file else \
-            self.checkpoints / "ratings.json"
-
-    def inside(self, path: str | Path, under: Path | None = None) -> Path:
-        """The path resolved, if it lies under `under` (default the root); else ValueError."""
-        base = under or self.root
-        full = (self.root / path).resolve()
-        if not full.is_relative_to(base):
-            raise ValueError(f"{path}: outside {base.relative_to(self.root) if base != self.root else 'this project'}"
-                             "; only the project's own files can be opened here")
-        return full
-
-    def check_spec(self, spec: str) -> str:
-        """A pilot spec whose files lie in the project and are of the kind the spec says (a
-        strategy file ends in .py, a checkpoint in .pt, ...), so that no other file (a key, a
-        config) is ever opened as a pilot and quoted back in an error."""
-        from spacewar_ai.pilots.specs import map_spec_files, spec_files
-
-        spec = str(spec).strip()[:500]
-        if not spec:
-            raise ValueError("no pilot given: choose one from the list or type a spec")
-        low = spec.lower()
-        planner = next((p for p in ("search:", "adapt:") if low.startswith(p)), "")
-        for part in (spec[len(planner):].split("+") if planner else [spec]):
-            kind = next((k for k in SPEC_SUFFIXES if part.lower().startswith(k)), "")
-            for path in spec_files(part) if part else []:
-                full = self.root / path
-                if part.lower().startswith("lm:"):
-                    if full.exists() and not _lm_files(self.inside(path)):
-                        raise ValueError(f"{path.name}: an lm: model is a .gguf file or a "
-                                         "folder a model or an adapter was saved into")
-                    continue
-                # Only an existing file can be quoted back; a mistyped spec gets make_pilot's word.
-                if full.exists() and path.suffix.lower() not in SPEC_SUFFIXES[kind]:
-                    raise ValueError(f"{path.name}: a {kind.rstrip(':') or 'checkpoint'} file "
-                                     f"ends in {' or '.join(SPEC_SUFFIXES[kind])}")
-        return map_spec_files(spec, self.inside)
-
-    def replays(self) -> list[dict[str, Any]]:
-        found = sorted(self.runs.glob("replays/*.json")) + \
-            sorted(self.runs.glob("tournaments/*/replays/*.json"))
-        found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
-        return [{"path": str(p.relative_to(self.root)), "name": p.name} for p in found[:500]]
-
-    def tournaments(self) -> list[dict[str, Any]]:
-        out = []
-        for folder in sorted(self.runs.glob("tournaments/*/"), reverse=True)[:50]:
-            try:
-                standings = json.loads((folder / "standings.json").read_text())
-            except (OSError, ValueError):
-                continue
-            table = folder / "crosstable.md"
-            out.append({"name": folder.name, "standings": standings,
-                        "crosstable": table.read_text() if table.is_file() else "",
-                        "replays": [str(p.relative_to(self.root))
-                                    for p in sorted(folder.glob("replays/*.json"))]})
-        return out
-
-    def ratings_rows(self) -> dict[str, Any]:
-        from spacewar_ai.rating.ratings import RatingsFile, rated_games
-
-        rows = []
-        data = RatingsFile(self.ratings).data
-        for identity, p in data["players"].items():
-            games = rated_games(p)
-            rows.append({"name": p.get("name", identity), "identity": identity,
-                         "rating": p.get("rating"), "ci95": p.get("ci95"), "games": games})
-        rows.sort(key=lambda r: -(r["rating"] or 0.0))
-        return {"file": str(self.ratings.relative_to(self.root))
-                if self.ratings.is_relative_to(self.root) else str(self.ratings), "players": rows}
-
-    def pilots(self) -> list[str]:
-        from spacewar_ai.pilots.scripted import SCRIPTED_SPECS
-
-        found = [str(p.relative_to(self.root))
-                 for p in sorted(self.checkpoints.glob("*/best.pt"))[:40]]
-        return [*SCRIPTED_SPECS, "pretrained", "search:pretrained", *found]
-
-
-# --- live games (played in worker processes: game_worker.py, web_games.py) ------------------
-def start_game(message: dict, files: Files, seed: int):
-    """The HumanGame a page's start message asks for (ValueError with one line if it cannot)."""
-    from spacewar_ai.human.play import (DIFFICULTIES, HELP_ALONE, HELP_COMMON, HELP_TWO, HumanGame,
-                             Opponent, difficulty_opponent, spec_opponent)
-    from spacewar_ai.pilots.specs import make_pilot
-
-    config = GameConfig()
-    kind = message.get("mode")
-    replay_dir = files.runs / "replays"
-    if kind == "watch":
-        a, b = (files.check_spec(message.get(k, "")) for k in ("a", "b"))
-        first = make_pilot(a, config, seed)
-        second = make_pilot(b, config, seed + 1)
-        game = HumanGame(config, Opponent(second, second.name, 0, "watch"), seed=seed,
-                         score_limit=10**6, mode=None, replay_dir=replay_dir,
-                         first=Opponent(first, first.name, 0, "watch"))
-        return game, []
-    if kind != "play":
-        raise ValueError(f"unknown mode {kind!r}: play or watch")
-    if message.get("two_player"):
-        game = HumanGame(config, None, two_player=True, seed=seed, mode=None,
-                         replay_dir=replay_dir)
-        return game, HELP_TWO + HELP_COMMON
-    spec, difficulty = message.get("opponent") or "", message.get("difficulty") or ""
-    if spec:
-        opponent = spec_opponent(files.check_spec(spec), config, seed)
-    else:
-        if difficulty not in DIFFICULTIES:
-            raise ValueError(f"difficulty {difficulty!r} is unknown: use one of "
-                             f"{', '.join(DIFFICULTIES)}")
-        opponent = difficulty_opponent(difficulty, config, files.checkpoints, files.ratings,
-                                       seed)
-    game = HumanGame(config, opponent, seed=seed, mode=None, replay_dir=replay_dir,
-                     difficulty="" if spec else difficulty)
-    return game, HELP_ALONE + HELP_COMMON
-
-
 # --- the app -----------------------------------------------------------------------------------
 def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints",
                ratings_file: str | Path | None = None, names=None, origins=(),
@@ -245,7 +83,6 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
         from starlette.websockets import WebSocketDisconnect
     except ImportError:
         raise ValueError(INSTALL) from None
-    from spacewar_ai.web.worker import public_message
     from spacewar_ai.web.arena import arena_routes
     from spacewar_ai.web.games import Workers, run_live
     from spacewar_ai.web.guard import LOOPBACK_NAMES, Guard, Limits, TooLarge, read_body

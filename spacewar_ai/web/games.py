@@ -15,11 +15,11 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from spacewar_ai.util.json_input import loads_strict
 from spacewar_ai.web.guard import Limits, RateLimit
+from spacewar_ai.web.live import SPEEDS, public_message
 from spacewar_ai.util.files import PACKAGE_DIR
 
 PACKAGE_PARENT = str(PACKAGE_DIR.parent)
@@ -120,7 +120,6 @@ async def run_live(ws, files, workers: Workers, seed: int) -> None:
     """One WebSocket's game: its start message checked here (size, JSON, limits, specs), the
     game started in a worker, then frames relayed to the page and keys to the game until one
     side ends it or the game stalls."""
-    from spacewar_ai.web.worker import SPEEDS, public_message
 
     limits = workers.limits
     try:
@@ -172,7 +171,6 @@ async def run_live(ws, files, workers: Workers, seed: int) -> None:
 
 
 async def _relay(ws, proc, game: LiveGame, limits: Limits) -> None:
-    from spacewar_ai.web.worker import SPEEDS
 
     async def frames():
         while True:

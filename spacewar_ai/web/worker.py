@@ -10,7 +10,7 @@ game's pace (50 a second, `speed` engine frames each) and {"type": "replay", "pa
 as rounds are saved. It ends when stdin closes or the game quits, and dies with the server.
 
 Anything else that prints (a library's warning) goes to stderr: stdout carries the protocol only.
-A worker starts before it is needed and waits on stdin (web_games.Workers keeps one spare), so a
+A worker starts before it is needed and waits on stdin (games.Workers keeps one spare), so a
 page's game starts without waiting for torch to import.
 """
 
@@ -21,16 +21,6 @@ import os
 import select
 import sys
 import time
-
-SPEEDS = (1, 2, 4, 8)
-
-
-def public_message(exc: BaseException) -> str:
-    """What a page may be told of a failure: one line, without a word of any file's contents
-    (sandbox.StrategyError.public where the error has one)."""
-    text = getattr(exc, "public", None) or str(exc)
-    return " ".join(text.split())[:400] or type(exc).__name__
-
 
 class LineReader:
     """Lines from a file descriptor, read with os.read so that select() on the descriptor
@@ -57,7 +47,8 @@ class LineReader:
 
 
 def serve_one(reader: LineReader, out) -> None:
-    from spacewar_ai.web.app import Files, client_config, frame_state, start_game
+    from spacewar_ai.web.files import Files
+    from spacewar_ai.web.live import SPEEDS, client_config, frame_state, public_message, start_game
 
     def send(message: dict) -> None:
         out.write(json.dumps(message, separators=(",", ":")) + "\n")

@@ -1,0 +1,128 @@
+"""The evaluation and demo modes: a match between two pilot specs with a 95% interval, its games
+saved, written out or added to the ratings file; or, to draw them, games played one at a time
+in an environment (`watch_games`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from spacewar_ai.config import GameConfig
+from spacewar_ai.pilots.specs import close_pilot, make_pilot
+from spacewar_ai.rating.match import play_match, play_match_on_ray, report, wilson_interval
+from spacewar_ai.rating.ratings import Entrant, Results, standings
+
+
+def evaluate(spec: str, opponent: str = "heuristic:hard", episodes: int = 200, seed: int = 0,
+             config: GameConfig | None = None, deterministic: bool = True,
+             render: bool = False, recorder=None, keep_actions: int = 0,
+             quiet: bool = False, ratings=None, results=None,
+             ray_address: str | None = None, label: str = "evaluation") -> dict:
+    """The evaluation (and demo) mode: `episodes` games (sides swapped, rounded up to even) of a
+    pilot spec against another, under a progress bar named `label`, printed with a 95%
+    interval, and added to `ratings`
+    (ratings.RatingsFile) when given. With render (or a video recorder) the games are played one
+    by one and drawn instead. keep_actions=k saves k games as replays; `results` names a file
+    that every game's GameResult is added to, as JSON lines. `ray_address` plays the games as
+    Ray tasks ("" for Ray on this machine): the same games, spread. Returns the figures, the match and
+    both pilots."""
+    from spacewar_ai.util.progress import Progress
+
+    config = config if config is not None else GameConfig()
+    player = make_pilot(spec, config, seed, deterministic)
+    opp = make_pilot(opponent, config, seed + 1)
+    try:
+        if render or recorder is not None:
+            for k, info in enumerate(watch_games(player, opp, episodes, seed, config,
+                                                 recorder=recorder)):
+                print(describe_game(k, info, (player.name, opp.name)))
+            written = recorder.close() if recorder is not None else None
+            if written is not None:
+                print(f"recorded {recorder.frames} frames to {written}")
+            return {}
+        games = episodes + episodes % 2
+        if ray_address is not None:
+            from spacewar_ai.rating.cluster import connect
+
+            connect(ray_address or None)
+        with Progress(games, label, "game", quiet) as progress:
+            if ray_address is None:
+                r = play_match(player, opp, games, seed, config, keep_actions=keep_actions,
+                               progress=progress)
+            else:
+                r = play_match_on_ray(spec, opponent, games, seed, config, ray_address,
+                                      deterministic, keep_actions, progress)
+    finally:
+        for pilot in (player, opp):
+            close_pilot(pilot)
+    print(report(r))
+    if results:
+        r.write_jsonl(results)
+        print(f"  games added to {results}")
+    if keep_actions:
+        from spacewar_ai.game.replays import save_match_replays
+
+        saved = save_match_replays(r, config, "evaluate")
+        print(f"  saved {len(saved)} replays under {saved[0].parent if saved else 'runs/replays'}")
+    if ratings is not None:
+        result = Results([Entrant(s, p.name, getattr(p, "identity", p.name))
+                          for s, p in ((spec, player), (opponent, opp))], [(0, 1, r)])
+        ratings.add(result, standings(result), "evaluation")
+        print(f"  added to ratings: {ratings.path}")
+    return {"wins": r.wins_a, "losses": r.wins_b, "draws": r.draws, "games": r.n,
+            "win_rate": r.win_rate_a(), "ci": wilson_interval(r.wins_a, r.n),
+            "causes_a": r.causes("a"), "causes_b": r.causes("b"),
+            "mean_frames": r.mean_frames(), "match": r, "players": [(spec, player), (opponent, opp)]}
+
+
+def watch_games(pilot_a, pilot_b, games: int = 1, seed: int = 0,
+                config: GameConfig | None = None, render_mode: str | None = "human",
+                frames: list | None = None, recorder=None) -> list[dict]:
+    """Play games one at a time in a SpacewarEnv (A flies ship 0), drawing them as they go.
+
+    With render_mode "rgb_array", each drawn frame (the start of each game, then one per step) is
+    appended to `frames`. A `recorder` (recording.VideoRecorder) gets the same frames drawn
+    off-screen. Returns the final info of each game.
+    """
+    from spacewar_ai.game.environment import SpacewarEnv
+
+    config = config if config is not None else GameConfig()
+    if recorder is not None:
+        render_mode = "rgb_array"
+    a = make_pilot(pilot_a, config, seed)
+    env = SpacewarEnv(config, opponent=make_pilot(pilot_b, config, seed + 1),
+                      render_mode=render_mode)
+    if hasattr(a, "attach"):  # a planner reads the game itself (search.py)
+        a.attach(env.batch, 0)
+    results = []
+
+    def keep(frame):
+        if frames is not None:
+            frames.append(frame)
+        if recorder is not None:
+            recorder.add(frame)
+
+    try:
+        for k in range(games):
+            obs, info = env.reset(seed=seed + k)
+            a.reset(np.ones(1, dtype=bool), env.batch.rng.copy())
+            if render_mode == "rgb_array":
+                keep(env.render())
+            done = False
+            while not done:
+                action = int(a.act(obs[None])[0])
+                obs, _, term, trunc, info = env.step(action)
+                done = term or trunc
+                if render_mode == "rgb_array":
+                    keep(env.render())
+            results.append(info)
+    finally:
+        env.close()
+    return results
+
+
+def describe_game(k: int, info: dict, names: tuple[str, str]) -> str:
+    """One watched game's end, as a line: who won and how each ship's game ended."""
+    winner = info["winner"]
+    who = "none (draw)" if winner < 0 else f"ship {winner} ({names[winner]})"
+    causes = [str(info[f"ship_{s}_death_cause"]) for s in (0, 1)]
+    return f"game {k + 1}: winner {who}, deaths: ship 0 {causes[0]}, ship 1 {causes[1]}"

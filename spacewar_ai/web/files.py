@@ -1,0 +1,109 @@
+"""The project files the browser app may read: every path confined to the folder the server
+started in, and pilot specs whose files are of the kind the spec says, so no other file (a key,
+a config) is ever opened as a pilot and quoted back in an error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+# The endings a file named by a spec must have, by the spec's prefix ("" = a checkpoint path).
+SPEC_SUFFIXES = {"strategy:": (".py",), "onnx:": (".onnx",), "sb3:": (".zip",),
+                 "ppo:": (".pt",), "dqn:": (".pt",), "": (".pt",)}
+
+
+def _lm_files(path: Path) -> bool:
+    """Whether `path` is what an lm: spec may name: a GGUF file, or a model's or adapter's
+    folder."""
+    if path.is_file():
+        return path.suffix.lower() == ".gguf"
+    return (path / "config.json").is_file() or (path / "adapter_config.json").is_file()
+
+
+# --- files the app may read --------------------------------------------------------------------
+class Files:
+    """The folders the app reads, all under `root` (the folder the server started in)."""
+
+    def __init__(self, root: Path, checkpoint_dir: str | Path = "checkpoints",
+                 ratings_file: str | Path | None = None):
+        self.root = Path(root).resolve()
+        self.runs = self.root / "runs"
+        self.checkpoints = (self.root / checkpoint_dir).resolve()
+        self.ratings = (self.root / ratings_file).resolve() if ratings_file else \
+            self.checkpoints / "ratings.json"
+
+    def inside(self, path: str | Path, under: Path | None = None) -> Path:
+        """The path resolved, if it lies under `under` (default the root); else ValueError."""
+        base = under or self.root
+        full = (self.root / path).resolve()
+        if not full.is_relative_to(base):
+            raise ValueError(f"{path}: outside {base.relative_to(self.root) if base != self.root else 'this project'}"
+                             "; only the project's own files can be opened here")
+        return full
+
+    def check_spec(self, spec: str) -> str:
+        """A pilot spec whose files lie in the project and are of the kind the spec says (a
+        strategy file ends in .py, a checkpoint in .pt, ...), so that no other file (a key, a
+        config) is ever opened as a pilot and quoted back in an error."""
+        from spacewar_ai.pilots.specs import map_spec_files, spec_files
+
+        spec = str(spec).strip()[:500]
+        if not spec:
+            raise ValueError("no pilot given: choose one from the list or type a spec")
+        low = spec.lower()
+        planner = next((p for p in ("search:", "adapt:") if low.startswith(p)), "")
+        for part in (spec[len(planner):].split("+") if planner else [spec]):
+            kind = next((k for k in SPEC_SUFFIXES if part.lower().startswith(k)), "")
+            for path in spec_files(part) if part else []:
+                full = self.root / path
+                if part.lower().startswith("lm:"):
+                    if full.exists() and not _lm_files(self.inside(path)):
+                        raise ValueError(f"{path.name}: an lm: model is a .gguf file or a "
+                                         "folder a model or an adapter was saved into")
+                    continue
+                # Only an existing file can be quoted back; a mistyped spec gets make_pilot's word.
+                if full.exists() and path.suffix.lower() not in SPEC_SUFFIXES[kind]:
+                    raise ValueError(f"{path.name}: a {kind.rstrip(':') or 'checkpoint'} file "
+                                     f"ends in {' or '.join(SPEC_SUFFIXES[kind])}")
+        return map_spec_files(spec, self.inside)
+
+    def replays(self) -> list[dict[str, Any]]:
+        found = sorted(self.runs.glob("replays/*.json")) + \
+            sorted(self.runs.glob("tournaments/*/replays/*.json"))
+        found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+        return [{"path": str(p.relative_to(self.root)), "name": p.name} for p in found[:500]]
+
+    def tournaments(self) -> list[dict[str, Any]]:
+        out = []
+        for folder in sorted(self.runs.glob("tournaments/*/"), reverse=True)[:50]:
+            try:
+                standings = json.loads((folder / "standings.json").read_text())
+            except (OSError, ValueError):
+                continue
+            table = folder / "crosstable.md"
+            out.append({"name": folder.name, "standings": standings,
+                        "crosstable": table.read_text() if table.is_file() else "",
+                        "replays": [str(p.relative_to(self.root))
+                                    for p in sorted(folder.glob("replays/*.json"))]})
+        return out
+
+    def ratings_rows(self) -> dict[str, Any]:
+        from spacewar_ai.rating.ratings import rated_games, RatingsFile
+
+        rows = []
+        data = RatingsFile(self.ratings).data
+        for identity, p in data["players"].items():
+            games = rated_games(p)
+            rows.append({"name": p.get("name", identity), "identity": identity,
+                         "rating": p.get("rating"), "ci95": p.get("ci95"), "games": games})
+        rows.sort(key=lambda r: -(r["rating"] or 0.0))
+        return {"file": str(self.ratings.relative_to(self.root))
+                if self.ratings.is_relative_to(self.root) else str(self.ratings), "players": rows}
+
+    def pilots(self) -> list[str]:
+        from spacewar_ai.pilots.scripted import SCRIPTED_SPECS
+
+        found = [str(p.relative_to(self.root))
+                 for p in sorted(self.checkpoints.glob("*/best.pt"))[:40]]
+        return [*SCRIPTED_SPECS, "pretrained", "search:pretrained", *found]

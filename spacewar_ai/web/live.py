@@ -1,0 +1,80 @@
+"""A live game of the browser app: the HumanGame a page's start message asks for, the state the
+page draws each frame, the speeds a page may choose, and the one-line text a page is told of a
+failure. The server (app.py, games.py) and each game's worker process (worker.py) share these."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spacewar_ai.config import GameConfig
+from spacewar_ai.game import engine
+from spacewar_ai.web.files import Files
+
+SPEEDS = (1, 2, 4, 8)
+
+
+def public_message(exc: BaseException) -> str:
+    """What a page may be told of a failure: one line, without a word of any file's contents
+    (sandbox.StrategyError.public where the error has one)."""
+    text = getattr(exc, "public", None) or str(exc)
+    return " ".join(text.split())[:400] or type(exc).__name__
+
+
+def client_config(config: GameConfig) -> dict[str, Any]:
+    """The constants the renderer needs."""
+    return {"width": config.width, "height": config.height, "no_star": config.no_star,
+            "star_radius": config.star_radius, "fps": config.fps, "frame_skip": config.frame_skip,
+            "max_fuel": config.max_fuel, "max_ammo": config.max_ammo}
+
+
+def frame_state(batch, g: int = 0) -> dict[str, Any]:
+    """Game g's frame as the page draws it: frame number, per ship [x, y, heading, alive,
+    thrusting, in hyperspace, fuel left (0-1), torpedoes], torpedoes in flight [x, y]."""
+    sf, si = batch.ship_f[g], batch.ship_i[g]
+    fuel = max(float(batch.config.max_fuel), 1.0)
+    ships = [[round(float(sf[s, engine.SX]), 2), round(float(sf[s, engine.SY]), 2),
+              round(float(sf[s, engine.SANG]), 5), int(si[s, engine.ALIVE]),
+              int(si[s, engine.THRUSTING]), int(si[s, engine.HYPER_HIDDEN] > 0),
+              round(float(sf[s, engine.SFUEL]) / fuel, 4), int(si[s, engine.AMMO])]
+             for s in range(2)]
+    live = batch.torp_t[g] > 0
+    torps = [[round(float(x), 1), round(float(y), 1)]
+             for x, y in batch.torp_f[g][live][:, :2]]
+    return {"f": int(batch.game_i[g, engine.FRAME]), "s": ships, "t": torps}
+
+
+def start_game(message: dict, files: Files, seed: int):
+    """The HumanGame a page's start message asks for (ValueError with one line if it cannot)."""
+    from spacewar_ai.human.play import (DIFFICULTIES, HELP_ALONE, HELP_COMMON, HELP_TWO, HumanGame,
+                             Opponent, difficulty_opponent, spec_opponent)
+    from spacewar_ai.pilots.specs import make_pilot
+
+    config = GameConfig()
+    kind = message.get("mode")
+    replay_dir = files.runs / "replays"
+    if kind == "watch":
+        a, b = (files.check_spec(message.get(k, "")) for k in ("a", "b"))
+        first = make_pilot(a, config, seed)
+        second = make_pilot(b, config, seed + 1)
+        game = HumanGame(config, Opponent(second, second.name, 0, "watch"), seed=seed,
+                         score_limit=10**6, mode=None, replay_dir=replay_dir,
+                         first=Opponent(first, first.name, 0, "watch"))
+        return game, []
+    if kind != "play":
+        raise ValueError(f"unknown mode {kind!r}: play or watch")
+    if message.get("two_player"):
+        game = HumanGame(config, None, two_player=True, seed=seed, mode=None,
+                         replay_dir=replay_dir)
+        return game, HELP_TWO + HELP_COMMON
+    spec, difficulty = message.get("opponent") or "", message.get("difficulty") or ""
+    if spec:
+        opponent = spec_opponent(files.check_spec(spec), config, seed)
+    else:
+        if difficulty not in DIFFICULTIES:
+            raise ValueError(f"difficulty {difficulty!r} is unknown: use one of "
+                             f"{', '.join(DIFFICULTIES)}")
+        opponent = difficulty_opponent(difficulty, config, files.checkpoints, files.ratings,
+                                       seed)
+    game = HumanGame(config, opponent, seed=seed, mode=None, replay_dir=replay_dir,
+                     difficulty="" if spec else difficulty)
+    return game, HELP_ALONE + HELP_COMMON
