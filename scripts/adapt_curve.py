@@ -14,7 +14,7 @@ import argparse
 import time
 
 from spacewar_ai.rating.match import play_match
-from spacewar_ai.pilots.specs import close_pilot, make_pilot
+from spacewar_ai.pilots.specs import make_pilot
 
 
 def main(argv=None) -> int:
@@ -44,7 +44,7 @@ def main(argv=None) -> int:
                   f"foreseen {share:.1%} of {learner.moves - m0} moves; wins adapt: "
                   f"{adapted}, search: {planned}  ({time.time() - began:.0f} s)", flush=True)
     finally:
-        close_pilot(opponent)
+        opponent.close()
     n = args.matches * args.games
     print(f"all matches: adapt: {totals[0]}/{n} ({totals[0] / n:.1%}), "
           f"search: {totals[1]}/{n} ({totals[1] / n:.1%})")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from spacewar_ai.rating.match import play_match
 from spacewar_ai.rating.panel import evaluate_panel, label, panel_specs
-from spacewar_ai.pilots.specs import close_pilot, make_pilot, spec_files
+from spacewar_ai.pilots.specs import make_pilot, spec_files
 from spacewar_ai.rating.match import wilson_interval
 
 AGENTS = [
@@ -46,7 +46,7 @@ def cell(spec: str, opponent: str, games: int, seed: int) -> dict:
         r = play_match(a, b, games, seed)
     finally:
         for p in (a, b):
-            close_pilot(p)
+            p.close()
     return {"wins": r.wins_a, "games": r.n, "rate": r.wins_a / r.n,
             "ci": wilson_interval(r.wins_a, r.n)}
 

@@ -137,7 +137,7 @@ def test_grammar_constrained_local_generation_always_gives_a_valid_strategy(tiny
     try:
         pilot.reset(np.ones(4, dtype=bool))
         actions = pilot.act(np.random.default_rng(0).uniform(-1, 1, (4, 36)))
-        assert pilot.new_forfeits == {} and set(actions) <= set(range(6))
+        assert pilot.forfeits() == {} and set(actions) <= set(range(6))
     finally:
         pilot.close()
 

@@ -10,7 +10,7 @@ from spacewar_ai.config import RunConfig
 from spacewar_ai.game.engine import GameBatch
 from spacewar_ai.main import main
 from spacewar_ai.rating.panel import PANEL_DIR, evaluate_panel, label, panel_specs
-from spacewar_ai.pilots.specs import close_pilot, make_pilot
+from spacewar_ai.pilots.specs import make_pilot
 
 
 def test_the_panel_has_six_styles_of_strategy_file_and_three_networks():
@@ -36,7 +36,7 @@ def test_panel_pilots_fly_differently():
         try:
             choices[label(spec)] = tuple(int(a) for a in pilot.act(obs))
         finally:
-            close_pilot(pilot)
+            pilot.close()
     assert len(set(choices.values())) == len(choices), choices
 
 

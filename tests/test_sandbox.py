@@ -120,11 +120,11 @@ def test_infinite_loop_forfeits_only_its_game_and_the_child_keeps_serving(tmp_pa
         obs[1, 0] = 1.0
         actions = pilot.act(obs)
         assert list(actions) == [4, 0, 4]
-        assert list(pilot.new_forfeits) == [1]
-        assert "hard limit of 100,000 operations" in pilot.new_forfeits[1]
+        assert list(pilot.forfeits()) == [1]
+        assert "hard limit of 100,000 operations" in pilot.forfeits()[1]
         # The forfeited row is not asked again; the others still are, by the same child.
         actions = pilot.act(_obs(3))
-        assert list(actions) == [4, 0, 4] and pilot.new_forfeits == {} and pilot.restarts == 0
+        assert list(actions) == [4, 0, 4] and pilot.forfeits() == {} and pilot.restarts == 0
     finally:
         pilot.close()
 
@@ -135,8 +135,8 @@ def test_memory_bomb_meets_the_address_space_limit(tmp_path):
     try:
         pilot.reset(np.ones(2, dtype=bool))
         assert list(pilot.act(_obs(2))) == [0, 0]
-        assert len(pilot.new_forfeits) == 2
-        assert all("MemoryError" in r for r in pilot.new_forfeits.values())
+        assert len(pilot.forfeits()) == 2
+        assert all("MemoryError" in r for r in pilot.forfeits().values())
         assert pilot.restarts == 0  # contained inside the child, which keeps serving
     finally:
         pilot.close()
@@ -159,7 +159,7 @@ def test_a_child_that_stops_answering_is_killed_and_replaced(tmp_path):
         start = time.perf_counter()
         assert list(pilot.act(_obs(1))) == [0]
         waited = time.perf_counter() - start
-        assert "killed" in pilot.new_forfeits[0] and waited < 60
+        assert "killed" in pilot.forfeits()[0] and waited < 60
         pilot.reset(np.ones(1, dtype=bool))
         assert list(pilot.act(_obs(1))) == [3] and pilot.restarts == 1
     finally:
@@ -180,7 +180,7 @@ def test_invalid_results_and_exceptions_forfeit_with_the_reason(tmp_path, body, 
     try:
         pilot.reset(np.ones(1, dtype=bool))
         pilot.act(_obs(1))
-        assert reason in pilot.new_forfeits[0], pilot.new_forfeits
+        assert reason in pilot.forfeits()[0], pilot.forfeits()
     finally:
         pilot.close()
 
@@ -227,7 +227,7 @@ def test_uncounted_work_in_builtins_meets_the_cpu_safety_net(tmp_path):
     try:
         pilot.reset(np.ones(1, dtype=bool))
         pilot.act(_obs(1))
-        assert "CPU-time safety limit of 200 ms" in pilot.new_forfeits[0], pilot.new_forfeits
+        assert "CPU-time safety limit of 200 ms" in pilot.forfeits()[0], pilot.forfeits()
     finally:
         pilot.close()
 
@@ -242,7 +242,7 @@ def test_the_child_itself_refuses_what_the_validator_would(tmp_path):
         try:
             pilot.reset(np.ones(1, dtype=bool))
             pilot.act(_obs(1))
-            assert reason in pilot.new_forfeits[0]
+            assert reason in pilot.forfeits()[0]
         finally:
             pilot.close()
 
@@ -289,7 +289,7 @@ def test_a_slow_top_level_is_reported_as_the_load_limit(tmp_path):
     try:
         pilot.reset(np.ones(1, dtype=bool))
         pilot.act(_obs(1))
-        reason = pilot.new_forfeits[0]
+        reason = pilot.forfeits()[0]
         assert "loading the file took more than 1,000,000 operations" in reason, reason
     finally:
         pilot.close()
@@ -303,7 +303,7 @@ def test_a_returned_non_action_is_named_without_printing_it(tmp_path, value, sai
     try:
         pilot.reset(np.ones(1, dtype=bool))
         pilot.act(_obs(1))
-        reason = pilot.new_forfeits[0]
+        reason = pilot.forfeits()[0]
         assert said in reason and "an action must be an int 0..5" in reason, reason
     finally:
         pilot.close()

@@ -134,8 +134,7 @@ def _opponent(spec, config: GameConfig, batch: GameBatch):
     from spacewar_ai.pilots.specs import make_pilot  # pilots load networks (torch) only when a spec needs one
 
     pilot = make_pilot(spec, config)
-    if hasattr(pilot, "attach"):
-        pilot.attach(batch, 1)
+    pilot.attach(batch, 1)
     return pilot
 
 

@@ -34,6 +34,7 @@ import numpy as np
 from spacewar_ai.game import engine
 from spacewar_ai.config import GameConfig
 from spacewar_ai.game.replays import REPLAY_DIR, make_replay, new_replay_path, save_replay, state_hash
+from spacewar_ai.game.pilot import Pilot, as_pilot
 
 DIFFICULTIES = ("easy", "medium", "hard", "insane")
 # difficulty -> (uses the best model, samples its policy, reaction delay in frames)
@@ -45,10 +46,13 @@ DIFFICULTY_TABLE = {"easy": (False, False, 3), "medium": (True, True, 2),
 class Opponent:
     """The computer pilot, and how it was chosen (shown in the title bar and the terminal)."""
 
-    pilot: object
+    pilot: Pilot
     name: str
     delay_frames: int
     reason: str
+
+    def __post_init__(self):
+        self.pilot = as_pilot(self.pilot)
 
 
 def choose_best_model(checkpoint_dir="checkpoints", ratings_file=None) -> tuple[Path, str]:
@@ -182,7 +186,7 @@ class HumanGame:
         self.save_replays = save_replays
         self.batch = engine.GameBatch(1, self.config)
         for side, who in ((0, self.first), (1, self.opponent)):
-            if who is not None and hasattr(who.pilot, "attach"):
+            if who is not None:
                 # A planner (search:...) reads the game itself; it plays its copies at its own
                 # decision pace, `frame_skip` frames a step.
                 who.pilot.attach(self.batch, side)
@@ -391,9 +395,7 @@ class HumanGame:
             self.renderer.close()
         for who in (self.first, self.opponent):
             if who is not None:
-                from spacewar_ai.pilots.specs import close_pilot
-
-                close_pilot(who.pilot)
+                who.pilot.close()
 
 
 def play(config: GameConfig | None = None, opponent: str | None = None,

@@ -21,6 +21,7 @@ import numpy as np
 from spacewar_ai.config import OBS_MASK
 from spacewar_ai.lm.models import LMError, lm_identity, load_lm
 from spacewar_ai.lm.view import ANSWER, preamble, situation
+from spacewar_ai.game.pilot import Pilot
 
 
 class PromptCoder:
@@ -126,10 +127,8 @@ def autocast(device, bf16: bool):
     return torch.autocast(kind, dtype=torch.bfloat16, enabled=bool(bf16))
 
 
-class LMPilot:
+class LMPilot(Pilot):
     """A language model flying ships: act(obs (N, D)) -> actions (N,)."""
-
-    uses_active_mask = True  # matches ask about running games only: each row is a forward pass
 
     def __init__(self, model, tokenizer, name: str, num_actions: int = 6,
                  temperature: float = 0.0, seed: int = 0):
@@ -142,9 +141,6 @@ class LMPilot:
         self.temperature = float(temperature)
         self._generator = torch.Generator().manual_seed(seed)
         self._prefix_cache = None
-
-    def reset(self, mask=None, seeds=None) -> None:
-        return None
 
     def logits(self, obs: np.ndarray):
         """The masked index logits of a batch of observations (N, num_actions); the preamble's

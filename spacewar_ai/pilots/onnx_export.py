@@ -230,7 +230,7 @@ def export_onnx(spec: str, dst: str | Path) -> int:
     `dst` as ONNX, atomically; returns the file's size in bytes."""
     from spacewar_ai.agents.checkpoints import CheckpointError
     from spacewar_ai.util.files import atomic_write_bytes
-    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.pilots.specs import AgentPilot, make_pilot
 
     try:
         import onnx  # noqa: F401 (the exporter needs it)
@@ -238,10 +238,10 @@ def export_onnx(spec: str, dst: str | Path) -> int:
         raise ValueError("--export to .onnx needs the onnx extra: pip install -e \".[onnx]\"") \
             from None
     pilot = make_pilot(spec)
-    agent = getattr(pilot, "agent", None)
-    if agent is None:
+    if not isinstance(pilot, AgentPilot):
         raise CheckpointError(f"--export {dst}: {spec!r} is not a learned model (pretrained, "
                               "ppo:PATH, dqn:PATH or a checkpoint path); only those export")
+    agent = pilot.agent
     model = Exported(agent).eval()
     example = torch.zeros(4, agent.state_dim)
     example[:, OBS_MASK:] = 1.0

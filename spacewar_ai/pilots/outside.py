@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from spacewar_ai.game.engine import OBS_MASK
+from spacewar_ai.game.pilot import Pilot
 
 NEG_INF = -1e9
 
@@ -39,7 +40,7 @@ def _file(spec: str, prefix: str, what: str) -> Path:
     return path
 
 
-class OnnxPilot:
+class OnnxPilot(Pilot):
     """An ONNX model flying as a pilot (module docstring)."""
 
     def __init__(self, spec: str, identity: str):
@@ -60,10 +61,7 @@ class OnnxPilot:
         self.name = f"onnx:{path.name}"
         self.identity = identity
 
-    def reset(self, mask=None, seeds=None) -> None:
-        return None
-
-    def act(self, obs: np.ndarray) -> np.ndarray:
+    def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         obs = np.ascontiguousarray(obs, dtype=np.float32)
         if obs.shape[0] == 0:
             return np.zeros(0, dtype=np.int64)
@@ -113,7 +111,7 @@ def _sb3_class(path: Path, spec: str):
                      "and RecurrentPPO models")
 
 
-class SB3Pilot:
+class SB3Pilot(Pilot):
     """A Stable-Baselines3 or sb3-contrib model flying as a pilot (module docstring). A
     recurrent policy keeps its LSTM state per game, cleared when the game starts."""
 
@@ -144,7 +142,7 @@ class SB3Pilot:
             self._lstm, self._starts = None, np.ones(mask.shape[0], dtype=bool)
         self._starts |= mask
 
-    def act(self, obs: np.ndarray) -> np.ndarray:
+    def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         import torch
 
         obs = np.ascontiguousarray(obs, dtype=np.float32)

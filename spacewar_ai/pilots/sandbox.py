@@ -43,6 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
+from spacewar_ai.game.pilot import Pilot
+
 ALLOWED_BUILTINS = ("abs", "min", "max", "len", "range", "sum", "round", "enumerate", "zip",
                     "float", "int", "bool", "list", "tuple", "sorted", "reversed", "any", "all",
                     "isinstance", "print")
@@ -243,15 +245,13 @@ DEFAULT_LIMITS = {
 }
 
 
-class StrategyPilot:
+class StrategyPilot(Pilot):
     """A strategy file flying as a pilot (the pilot interface: act, reset, name, identity).
 
     `act(obs, active)` asks the child for one action per active row; rows whose game was forfeited
     get action 0 and are not asked again until `reset` starts a new game in that row. Forfeits
-    since the last call are in `new_forfeits` ({row: reason}); all of them in `forfeit_reason`.
+    at the last call are `forfeits()` ({row: reason}); all of them are in `forfeit_reason`.
     """
-
-    uses_active_mask = True
 
     def __init__(self, path, name: str | None = None, identity: str | None = None,
                  hard_ms: float = 200.0, avg_ms: float = 50.0, min_decisions_for_avg: int = 20,
@@ -270,7 +270,7 @@ class StrategyPilot:
         self.min_decisions_for_avg = int(min_decisions_for_avg)
         self.limits = dict(DEFAULT_LIMITS if limits is None else limits)
         self.forfeit_reason: dict[int, str] = {}
-        self.new_forfeits: dict[int, str] = {}
+        self._new_forfeits: dict[int, str] = {}
         self.restarts = 0
         self.unapplied_limits: list[str] = []  # rlimits the system refused (reported by the child)
         self._proc: subprocess.Popen | None = None
@@ -333,6 +333,9 @@ class StrategyPilot:
         ops = np.frombuffer(body[5 * expect_actions:], dtype="<u4")
         return acts, times, ops, blob
 
+    def forfeits(self) -> dict[int, str]:
+        return self._new_forfeits
+
     def close(self) -> None:
         """Stop the child process (also done when the pilot is garbage collected)."""
         if self._finalizer is not None:
@@ -363,10 +366,10 @@ class StrategyPilot:
         for r in np.flatnonzero(mask):
             self.forfeit_reason.pop(int(r), None)
 
-    def act(self, obs: np.ndarray, active=None) -> np.ndarray:
+    def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         obs = np.asarray(obs, dtype=np.float64)
         n = obs.shape[0]
-        self.new_forfeits = {}
+        self._new_forfeits = {}
         out = np.zeros(n, dtype=np.int64)
         if n == 0:
             return out
@@ -425,7 +428,7 @@ class StrategyPilot:
         return out
 
     def _forfeit(self, row: int, reason: str, tracked: bool) -> None:
-        self.new_forfeits[row] = reason
+        self._new_forfeits[row] = reason
         if tracked:
             self._dead[row] = True
             self.forfeit_reason[row] = reason

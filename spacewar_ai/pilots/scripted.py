@@ -26,6 +26,7 @@ import numpy as np
 from spacewar_ai.game.ballistics import coast, intercept_time
 from spacewar_ai.config import GameConfig
 from spacewar_ai.game.engine import OBS_MASK, TORPEDO_SPAWN_OFFSET, Action, jit_warm_up
+from spacewar_ai.game.pilot import Pilot
 
 SCRIPTED_SPECS = ("idle", "random", "heuristic:easy", "heuristic:medium", "heuristic:hard")
 LEVELS = ("easy", "medium", "hard")
@@ -33,19 +34,16 @@ LEVEL_CODE = {"easy": 0, "medium": 1, "hard": 2}
 REACTION_DELAY = {"easy": 3, "medium": 0, "hard": 0}  # decisions
 
 
-class IdlePilot:
+class IdlePilot(Pilot):
     """Never acts: a sitting duck that only falls (or orbits)."""
 
     name = "idle"
 
-    def act(self, obs: np.ndarray) -> np.ndarray:
+    def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         return np.zeros(obs.shape[0], dtype=np.int64)
 
-    def reset(self, mask=None, seeds=None) -> None:
-        return None
 
-
-class RandomPilot:
+class RandomPilot(Pilot):
     """Uniform among the valid actions. Each game has its own counter-based stream, so a game's
     choices depend only on its seed, not on the batch it is played in."""
 
@@ -71,7 +69,7 @@ class RandomPilot:
         self._keys[m] = seeds[m]
         self._count[m] = 0
 
-    def act(self, obs: np.ndarray) -> np.ndarray:
+    def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         n = obs.shape[0]
         self._ensure(n)
         out = np.empty(n, dtype=np.int64)
@@ -327,7 +325,7 @@ def _heuristic_kernel(obs, level, k, out):
             out[g] = _steer(err, rot_step)
 
 
-class HeuristicPilot:
+class HeuristicPilot(Pilot):
     """Rule-based pilot at level easy, medium or hard (see the module docstring)."""
 
     def __init__(self, level: str = "medium", config: GameConfig | None = None):
@@ -339,16 +337,13 @@ class HeuristicPilot:
         self._k = _constants(self.config)
         self._code = LEVEL_CODE[level]
 
-    def reset(self, mask=None, seeds=None) -> None:
-        return None
-
-    def act(self, obs: np.ndarray) -> np.ndarray:
+    def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         out = np.empty(obs.shape[0], dtype=np.int64)
         _heuristic_kernel(np.ascontiguousarray(obs, dtype=np.float32), self._code, self._k, out)
         return out
 
 
-class DelayedPilot:
+class DelayedPilot(Pilot):
     """Wraps a pilot so it acts on the observation of `delay` decisions ago (reaction time)."""
 
     def __init__(self, pilot, delay: int):
@@ -370,7 +365,8 @@ class DelayedPilot:
         else:
             self._fresh |= np.asarray(mask, dtype=bool)
 
-    def act(self, obs: np.ndarray) -> np.ndarray:
+    def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
+        # Every row, running or not: the history is per game row and must stay in step.
         if self.delay == 0:
             return self.pilot.act(obs)
         n = obs.shape[0]

@@ -51,6 +51,7 @@ from spacewar_ai.game import engine
 from spacewar_ai.config import GameConfig
 from spacewar_ai.game.engine import FRAME, OBS_MASK, OVER, REAL_WINNER, WINNER, Action, GameBatch
 from spacewar_ai.util.files import SHIPPED_DIR
+from spacewar_ai.game.pilot import Pilot
 
 SEARCH_PREFIX = "search:"
 ADAPT_PREFIX = "adapt:"
@@ -160,7 +161,7 @@ def infer_moves(last: dict, now: dict, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-class SearchPilot:
+class SearchPilot(Pilot):
     """One step of policy improvement at play time (see the module docstring).
 
     `policy` and `opponent_model` are pilots (`act(obs) -> actions`) that play greedily: a learned
@@ -204,10 +205,7 @@ class SearchPilot:
         self._batch = batch
         self._sides = np.broadcast_to(np.asarray(sides, dtype=np.int64), (batch.n,)).copy()
 
-    def reset(self, mask=None, seeds=None) -> None:
-        return None
-
-    def act(self, obs: np.ndarray) -> np.ndarray:
+    def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         batch = self._batch
         if batch is None:
             raise RuntimeError(f"{self.name} plans on the game itself and was not told which "

@@ -1,7 +1,7 @@
-"""Pilots: anything that flies a ship, and the one spec language that builds any of them.
+"""The spec language: `make_pilot(spec)` builds any pilot from the text that names it.
 
-A pilot is an object with `act(obs (N, D)) -> actions (N,)`, `reset(mask, seeds)` and a `name`
-(the `Pilot` protocol). `make_pilot(spec)` turns a spec into one, and every mode uses it:
+A pilot is a `Pilot` (spacewar_ai/game/pilot.py: `act(obs, active)`, `reset(mask, seeds)`,
+`name`, and the optional parts every caller may use). Every mode builds its pilots here:
 
 | spec | pilot |
 |---|---|
@@ -11,24 +11,26 @@ A pilot is an object with `act(obs (N, D)) -> actions (N,)`, `reset(mask, seeds)
 | `strategy:PATH.py` | a strategy file, validated, then run in the sandbox (sandbox.py) |
 | `search:SPEC[+MODEL]` | SPEC with a lookahead at play time (search.py) |
 | `adapt:SPEC[+MODEL]` | the same, its model of the opponent learning the opponent it meets |
-| `onnx:PATH`, `sb3:PATH.zip` | a model trained elsewhere: ONNX, Stable-Baselines3 (outside_pilots.py) |
-| `lm:MODEL[+ADAPTER][@OPTIONS]` | a language model reading the text view (lm_pilot.py) |
+| `onnx:PATH`, `sb3:PATH.zip` | a model trained elsewhere: ONNX, Stable-Baselines3 (outside.py) |
+| `lm:MODEL[+ADAPTER][@OPTIONS]` | a language model reading the text view (spacewar_ai/lm/pilot.py) |
 
-A pilot object passes through unchanged and a plain function `obs -> action` is wrapped, so the
+A `Pilot` passes through unchanged, an object of one's own with `act(obs)` and `reset(...)`
+becomes a `ForeignPilot`, and a plain function `obs -> action` a `CallablePilot`, so the
 environments and matches take any of them. Learned pilots play greedily unless
-`deterministic=False`. Pilots that plan on the game itself have `attach(batch, sides)`;
-sandboxed ones have `close()` and `uses_active_mask`.
+`deterministic=False`. The files a spec names (`spec_files`, `map_spec_files`) are what Ray
+ships to other machines and what the browser confines to the project.
 """
 
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Callable
 
 import numpy as np
 
 from spacewar_ai.config import GameConfig
+from spacewar_ai.game.pilot import Pilot, as_pilot
 from spacewar_ai.pilots.scripted import SCRIPTED_SPECS, scripted_pilot
 from spacewar_ai.pilots.search import (ADAPT_PREFIX, HORIZON, OPPONENT_MODEL_PATH, SAMPLES,
                                        SEARCH_PREFIX, SearchPilot)
@@ -40,25 +42,7 @@ SPEC_HELP = (f"{', '.join(SCRIPTED_SPECS)}, pretrained, ppo:PATH, dqn:PATH, stra
              "lm:grpo: the shipped adapters on SmolLM2) or a checkpoint path")
 
 
-class Pilot(Protocol):
-    """What the environments, matches, tournaments and the league need of anything that flies."""
-
-    name: str
-
-    def act(self, obs: np.ndarray) -> np.ndarray: ...
-
-    def reset(self, mask: np.ndarray | None = None, seeds: np.ndarray | None = None) -> None: ...
-
-
-def close_pilot(pilot) -> None:
-    """Stop what a pilot runs besides itself (a sandboxed strategy's child process); pilots
-    with nothing to stop have no `close`."""
-    close = getattr(pilot, "close", None)
-    if close is not None:
-        close()
-
-
-class AgentPilot:
+class AgentPilot(Pilot):
     """A learned agent flying as a pilot. Greedy by default, sampling with deterministic=False."""
 
     def __init__(self, agent, name: str, deterministic: bool = True, identity: str = ""):
@@ -67,18 +51,15 @@ class AgentPilot:
         self.deterministic = deterministic
         self.identity = identity or name
 
-    def act(self, obs: np.ndarray) -> np.ndarray:
+    def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         if obs.shape[0] == 0:
             return np.zeros(0, dtype=np.int64)
         # `act` (PPO) skips the critic and the rollout bookkeeping that select_action keeps.
         play = getattr(self.agent, "act", self.agent.select_action)
         return np.asarray(play(obs, deterministic=self.deterministic), dtype=np.int64).reshape(-1)
 
-    def reset(self, mask=None, seeds=None) -> None:
-        return None
 
-
-class CallablePilot:
+class CallablePilot(Pilot):
     """Adapts a function obs -> action (one observation at a time) to the batch interface."""
 
     def __init__(self, fn: Callable, name: str | None = None):
@@ -90,7 +71,7 @@ class CallablePilot:
         if callable(reset):
             reset()
 
-    def act(self, obs: np.ndarray) -> np.ndarray:
+    def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         return np.array([int(self.fn(row)) for row in obs], dtype=np.int64)
 
 
@@ -183,8 +164,8 @@ def make_pilot(spec, config: GameConfig | None = None, seed: int = 0,
                deterministic: bool = True, device: str = "cpu"):
     """Turn a spec (module docstring), a pilot object or a function obs -> action into a pilot.
     A bad spec raises ValueError naming it and what to use instead."""
-    if hasattr(spec, "act") and hasattr(spec, "reset"):
-        return spec
+    if isinstance(spec, Pilot) or (hasattr(spec, "act") and hasattr(spec, "reset")):
+        return as_pilot(spec)
     if callable(spec):
         return CallablePilot(spec)
     if not isinstance(spec, str) or not spec.strip():
@@ -277,8 +258,7 @@ def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int =
     if any(part.lower().startswith((SEARCH_PREFIX, ADAPT_PREFIX)) for part in (spec, model_spec)):
         raise ValueError(f"player {full!r}: a planner cannot plan over another planner")
     policy = make_pilot(spec, config, seed, deterministic=True, device=device)
-    agent = getattr(policy, "agent", None)
-    if agent is None or not hasattr(agent, "action_logits"):
+    if not (isinstance(policy, AgentPilot) and hasattr(policy.agent, "action_logits")):
         raise ValueError(f"player {full!r}: the rollout policy must be a PPO model (pretrained, "
                          f"ppo:PATH or a PPO checkpoint), not {policy.name}")
     if plus and not model_spec:
@@ -307,7 +287,7 @@ def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int =
         opponent = make_pilot(model_spec, config, seed + 1, deterministic=True, device=device)
     except ValueError as exc:
         raise ValueError(f"player {full!r}, its opponent model: {exc}") from None
-    identity = f"{prefix}{getattr(policy, 'identity', policy.name)}+{opponent.identity}"
+    identity = f"{prefix}{policy.identity}+{opponent.identity}"
     name = f"{prefix}{policy.name}" + (f"+{opponent.name}" if plus else "")
     try:
         return SearchPilot(policy, opponent, config, horizon, samples, seed, name=name,

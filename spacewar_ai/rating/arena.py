@@ -224,7 +224,7 @@ def play_pairing(folder: str, a: dict, b: dict) -> dict[str, Any]:
     play (an ONNX model that does not load, say)."""
     from spacewar_ai.config import GameConfig
     from spacewar_ai.rating.match import play_match
-    from spacewar_ai.pilots.specs import close_pilot, make_pilot
+    from spacewar_ai.pilots.specs import make_pilot
     from spacewar_ai.game.replays import save_match_replays
 
     config = GameConfig()
@@ -242,7 +242,7 @@ def play_pairing(folder: str, a: dict, b: dict) -> dict[str, Any]:
                            keep_actions=KEPT_REPLAYS)
     finally:
         for pilot in pilots:
-            close_pilot(pilot)
+            pilot.close()
     folder = Path(folder)
     saved = save_match_replays(match, config, f"{a['id']}v{b['id']}", folder / "replays")
     return {"games": match.n, "wins_a": match.wins_a, "wins_b": match.wins_b,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from spacewar_ai.config import GameConfig
-from spacewar_ai.pilots.specs import close_pilot, make_pilot
+from spacewar_ai.pilots.specs import make_pilot
 from spacewar_ai.rating.match import play_match, play_match_on_ray, report, wilson_interval
 from spacewar_ai.rating.ratings import Entrant, Results, standings
 
@@ -53,7 +53,7 @@ def evaluate(spec: str, opponent: str = "heuristic:hard", episodes: int = 200, s
                                       deterministic, keep_actions, progress)
     finally:
         for pilot in (player, opp):
-            close_pilot(pilot)
+            pilot.close()
     print(report(r))
     if results:
         r.write_jsonl(results)
@@ -64,7 +64,7 @@ def evaluate(spec: str, opponent: str = "heuristic:hard", episodes: int = 200, s
         saved = save_match_replays(r, config, "evaluate")
         print(f"  saved {len(saved)} replays under {saved[0].parent if saved else 'runs/replays'}")
     if ratings is not None:
-        result = Results([Entrant(s, p.name, getattr(p, "identity", p.name))
+        result = Results([Entrant(s, p.name, p.identity)
                           for s, p in ((spec, player), (opponent, opp))], [(0, 1, r)])
         ratings.add(result, standings(result), "evaluation")
         print(f"  added to ratings: {ratings.path}")
@@ -91,8 +91,7 @@ def watch_games(pilot_a, pilot_b, games: int = 1, seed: int = 0,
     a = make_pilot(pilot_a, config, seed)
     env = SpacewarEnv(config, opponent=make_pilot(pilot_b, config, seed + 1),
                       render_mode=render_mode)
-    if hasattr(a, "attach"):  # a planner reads the game itself (search.py)
-        a.attach(env.batch, 0)
+    a.attach(env.batch, 0)  # a planner reads the game itself (search.py)
     results = []
 
     def keep(frame):

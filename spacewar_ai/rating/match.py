@@ -19,7 +19,7 @@ import numpy as np
 from spacewar_ai.game import engine
 from spacewar_ai.config import GameConfig, RewardConfig
 from spacewar_ai.game.engine import DeathCause, GameBatch
-from spacewar_ai.pilots.specs import close_pilot, make_pilot
+from spacewar_ai.pilots.specs import make_pilot
 from spacewar_ai.game.replays import state_hash
 
 
@@ -245,8 +245,7 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
     batch.reset(seeds=seeds)
     rows = np.arange(n)
     for pilot, side in ((a, a_side), (b, 1 - a_side)):
-        if hasattr(pilot, "attach"):  # a planner reads the games themselves (search.py)
-            pilot.attach(batch, side)
+        pilot.attach(batch, side)  # a planner reads the games themselves (search.py)
     # Pilots see the games in the order "A's view, B's view" whatever side they fly.
     a.reset(np.ones(n, dtype=bool), batch.rng.copy())
     b.reset(np.ones(n, dtype=bool), batch.rng.copy() ^ np.uint64(0x5A5A5A5A))
@@ -261,13 +260,14 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
     obs = batch.observe()
     decisions = np.zeros(n, dtype=np.int64)
     while active.any():
-        act_a = _act(a, obs[rows, a_side], active)
-        act_b = _act(b, obs[rows, 1 - a_side], active)
+        # Pilots that cost real time a decision (strategies, language models) read `active`.
+        act_a = a.act(obs[rows, a_side], active)
+        act_b = b.act(obs[rows, 1 - a_side], active)
         # Both players' forfeits of this decision are gathered before any game ends, so two at
         # once make a draw whichever side is listed first.
         now: dict[int, dict[str, str]] = {}
         for who, pilot in (("a", a), ("b", b)):
-            for g, reason in (getattr(pilot, "new_forfeits", None) or {}).items():
+            for g, reason in pilot.forfeits().items():
                 if active[g]:
                     now.setdefault(g, {})[who] = " ".join(str(reason).split())
         for g, by in now.items():
@@ -291,7 +291,7 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
         active &= batch.game_i[:, engine.OVER] == 0
         if progress is not None:
             progress.update(running - int(active.sum()))
-    result = MatchResult(getattr(a, "name", str(pilot_a)), getattr(b, "name", str(pilot_b)))
+    result = MatchResult(a.name, b.name)
     gi, si, sf = batch.game_i, batch.ship_i, batch.ship_f
     ends = {engine.END_DEATH: "DEATH", engine.END_NO_AMMO: "NO_AMMO",
             engine.END_TRUNCATED: "TRUNCATED"}
@@ -323,13 +323,6 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
             # which is the engine's promise that a game does not depend on its batch.
             result.games[g].final_state = state_hash(batch, int(g))
     return result
-
-
-def _act(pilot, obs: np.ndarray, active: np.ndarray) -> np.ndarray:
-    # Sandboxed strategies are only asked about games still running: each call costs real time.
-    if getattr(pilot, "uses_active_mask", False):
-        return pilot.act(obs, active)
-    return pilot.act(obs)
 
 
 def _end_by_forfeit(batch: GameBatch, g: int, losers: list[int]) -> None:
@@ -433,4 +426,4 @@ def _play_part(job) -> MatchResult:
         return play_match(a, b, games, seed, config, keep_actions=keep, first_start=start)
     finally:
         for pilot in (a, b):
-            close_pilot(pilot)
+            pilot.close()

@@ -82,9 +82,7 @@ def evaluate_panel(spec: str, games: int = 200, seed: int = 0, config: GameConfi
 
 def _closed(pilot):
     """The pilot, its sandboxed child (if any) stopped."""
-    from spacewar_ai.pilots.specs import close_pilot
-
-    close_pilot(pilot)
+    pilot.close()
     return pilot
 
 

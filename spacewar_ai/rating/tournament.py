@@ -27,7 +27,7 @@ import numpy as np
 from spacewar_ai.config import GameConfig
 from spacewar_ai.game.engine import DeathCause
 from spacewar_ai.rating.match import MatchResult, play_match
-from spacewar_ai.pilots.specs import close_pilot, make_pilot, path_label, spec_path
+from spacewar_ai.pilots.specs import make_pilot, path_label, spec_path
 from spacewar_ai.util.progress import Progress
 from spacewar_ai.rating.ratings import Entrant, RatingsFile, Results, standings
 
@@ -43,11 +43,11 @@ def resolve_entrants(specs: list[str], config: GameConfig | None = None) -> list
     seen = set()
     for spec in specs:
         pilot = make_pilot(spec, config)  # raises ValueError naming the spec
-        identity = getattr(pilot, "identity", None) or pilot.name
+        identity = pilot.identity
         if identity in seen:
             raise ValueError(f"player {spec!r} appears twice in the tournament")
         seen.add(identity)
-        close_pilot(pilot)
+        pilot.close()
         out.append(Entrant(spec, pilot.name, identity))
     return unique_names(out)
 
@@ -93,7 +93,7 @@ def _play_pairing(args) -> tuple[int, int, MatchResult]:
                                 keep_actions=keep_actions)
     finally:
         for pilot in (a, b):
-            close_pilot(pilot)
+            pilot.close()
 
 
 def play_round_robin(entrants: list[Entrant], games_per_pairing: int = 100, seed: int = 0,

@@ -92,7 +92,7 @@ def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
     minari = _minari()
     from minari.data_collector import EpisodeBuffer
 
-    from spacewar_ai.pilots.specs import absolute_spec, close_pilot, make_pilot
+    from spacewar_ai.pilots.specs import absolute_spec, make_pilot
     from spacewar_ai.util.progress import Progress
 
     did = dataset_id(name)
@@ -109,7 +109,7 @@ def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
         minari.delete_dataset(did)
     for a, b in pairs:  # every spec checked before a game is played
         for spec in (a, b):
-            close_pilot(make_pilot(spec, config))
+            make_pilot(spec, config).close()
     jobs = [(absolute_spec(a), absolute_spec(b), min(BATCH, games - start),
              seed + 1_000_003 * p + start, config.to_dict(), reward.to_dict())
             for p, (a, b) in enumerate(pairs) for start in range(0, games, BATCH)]

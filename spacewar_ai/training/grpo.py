@@ -43,6 +43,7 @@ import numpy as np
 
 from spacewar_ai.config import OBS_MASK, GameConfig, RunConfig
 from spacewar_ai.game.engine import OVER, GameBatch
+from spacewar_ai.game.pilot import Pilot
 from spacewar_ai.lm.models import ADAPTERS_DIR, load_lm, load_trainable, require_transformers, save_adapter
 from spacewar_ai.lm.pilot import LMPilot, PromptCoder, answer_logits, autocast, prompt_logits
 from spacewar_ai.util.threads import use_torch_threads
@@ -53,11 +54,9 @@ SAVE_EVERY = 10  # iterations between saves of the adapter
 SCORE_NOISE = 1.0
 
 
-class StateRecorder:
+class StateRecorder(Pilot):
     """A pilot that flies as `pilot` does and keeps a copy of the game's state at each of its
     decisions with a choice (more than one valid action): what GRPO scores actions from."""
-
-    uses_active_mask = True
 
     def __init__(self, pilot):
         self.pilot = pilot

@@ -152,7 +152,7 @@ class League:
         if self._stack is None:
             keys, agents = [], []
             for key, pilot in self.pilots.items():
-                agent = getattr(pilot, "agent", None)
+                agent = pilot.agent if isinstance(pilot, AgentPilot) else None
                 if isinstance(agent, PPOAgent) and not pilot.deterministic:
                     keys.append(key)
                     agents.append(agent)
