@@ -26,11 +26,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from spacewar_ai.config import RunConfig, TrainConfig  # noqa: E402
+from spacewar_ai.config import OfflineConfig, RunConfig, TrainConfig  # noqa: E402
 from spacewar_ai.training.datasets import generate  # noqa: E402
 from spacewar_ai.rating.match import play_match  # noqa: E402
 from spacewar_ai.rating.match import wilson_interval  # noqa: E402
-from spacewar_ai.training.trainer import train  # noqa: E402
+from spacewar_ai.training import train  # noqa: E402
 
 OPPONENTS = ("heuristic:hard", "heuristic:medium", "heuristic:easy", "random")
 
@@ -78,8 +78,8 @@ def main(argv=None) -> int:
                                          run_name=f"{args.name}-bc-s{args.seed}", **base))
     _, times["bc"] = run(bc_cfg)
     cql_cfg = RunConfig(train=TrainConfig(algorithm="cql", dataset=dataset,
-                                          offline_steps=args.cql_steps,
-                                          run_name=f"{args.name}-cql-s{args.seed}", **base))
+                                          run_name=f"{args.name}-cql-s{args.seed}", **base),
+                        offline=OfflineConfig(cql_steps=args.cql_steps))
     _, times["cql"] = run(cql_cfg)
     cql_model = f"checkpoints/{args.name}-cql-s{args.seed}/best.pt"
     ppo_cfg = RunConfig(train=TrainConfig(total_timesteps=10**10, max_minutes=args.ppo_minutes,

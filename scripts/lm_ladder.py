@@ -30,11 +30,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from spacewar_ai.config import RunConfig, TrainConfig  # noqa: E402
+from spacewar_ai.config import GRPOConfig, RunConfig, SFTConfig, TrainConfig  # noqa: E402
 from spacewar_ai.lm.models import ADAPTERS_DIR, adapter_meta  # noqa: E402
 from spacewar_ai.rating.match import play_match  # noqa: E402
 from spacewar_ai.rating.match import wilson_interval  # noqa: E402
-from spacewar_ai.training.trainer import train  # noqa: E402
+from spacewar_ai.training import train  # noqa: E402
 
 TEACHER, PUPIL_OF = "heuristic:hard", "heuristic:medium"
 OPPONENTS = ("heuristic:medium", "heuristic:hard")
@@ -64,9 +64,9 @@ def main(argv=None) -> int:
     p.add_argument("--grpo-opponent", default="heuristic:hard")
     p.add_argument("--grpo-games", type=int, default=320, help="games GRPO plays in all")
     p.add_argument("--grpo-games-per-iteration", type=int, default=8)
-    p.add_argument("--grpo-states", type=int, default=TrainConfig.grpo_states,
+    p.add_argument("--grpo-states", type=int, default=GRPOConfig.states,
                    help="decisions whose actions are scored, per iteration")
-    p.add_argument("--grpo-learning-rate", type=float, default=TrainConfig.grpo_learning_rate)
+    p.add_argument("--grpo-learning-rate", type=float, default=GRPOConfig.learning_rate)
     p.add_argument("--eval-games", type=int, default=64)
     p.add_argument("--float32", action="store_true", help="LMs play in float32 (slower)")
     p.add_argument("--torch-threads", type=int, default=2)
@@ -88,8 +88,8 @@ def main(argv=None) -> int:
     common = {"torch_threads": args.torch_threads, "seed": args.seed}
     if not (ADAPTERS_DIR / sft).is_dir():
         train(RunConfig(train=TrainConfig(
-            algorithm="sft", dataset=args.dataset_id, dataset_pilot=TEACHER,
-            base_model=args.base, lm_examples=args.sft_examples, run_name=sft, **common)))
+            algorithm="sft", dataset=args.dataset_id, dataset_pilot=TEACHER, run_name=sft,
+            **common), sft=SFTConfig(base_model=args.base, examples=args.sft_examples)))
     meta = adapter_meta(ADAPTERS_DIR / sft)
     stages["sft"] = {"seconds": meta["seconds"], "agreement": meta["agreement"],
                      "examples": meta["examples"],
@@ -99,17 +99,17 @@ def main(argv=None) -> int:
                      f"{args.torch_threads}"}
     if not (ADAPTERS_DIR / grpo).is_dir():
         train(RunConfig(train=TrainConfig(
-            algorithm="grpo", grpo_opponent=args.grpo_opponent, episodes=args.grpo_games,
-            grpo_games=args.grpo_games_per_iteration, grpo_states=args.grpo_states,
-            grpo_learning_rate=args.grpo_learning_rate, run_name=grpo, **common)),
+            algorithm="grpo", episodes=args.grpo_games, run_name=grpo, **common),
+            grpo=GRPOConfig(opponent=args.grpo_opponent, games=args.grpo_games_per_iteration,
+                            states=args.grpo_states, learning_rate=args.grpo_learning_rate)),
             start_from=sft)
     meta = adapter_meta(ADAPTERS_DIR / grpo)
     stages["grpo"] = {"seconds": meta["seconds"], "games": meta["games"], "command":
                       f"spacewar-ai --algorithm grpo --init-from {sft} --opponent "
                       f"{args.grpo_opponent} --episodes {args.grpo_games} --run-name {grpo} "
-                      f"--torch-threads {args.torch_threads} --config C (C: [train] grpo_games = "
-                      f"{args.grpo_games_per_iteration}, grpo_states = {args.grpo_states}, "
-                      f"grpo_learning_rate = {args.grpo_learning_rate})"}
+                      f"--torch-threads {args.torch_threads} --config C (C: [grpo] games = "
+                      f"{args.grpo_games_per_iteration}, states = {args.grpo_states}, "
+                      f"learning_rate = {args.grpo_learning_rate})"}
 
     from spacewar_ai.util.threads import use_torch_threads
 

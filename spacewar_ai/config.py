@@ -391,16 +391,103 @@ class LeagueConfig(_Serializable):
                         integer=True)
 
 
-# Online RL; behaviour cloning and CQL from a dataset; the LM pilot's supervised fine-tuning.
+# Online RL; behaviour cloning and CQL from a dataset; the LM pilot's supervised fine-tuning
+# and its GRPO.
 ALGORITHMS = ("ppo", "dqn", "bc", "cql", "sft", "grpo")
 DATASET_ALGORITHMS = ("bc", "cql", "sft")
 
 
 @dataclass
-class TrainConfig(_Serializable):
-    """A training run: the algorithm, its budget and where outputs go."""
+class OfflineConfig(_Serializable):
+    """Learning from a recorded dataset without playing (offline.py): behaviour cloning
+    (`--algorithm bc`, PPO's actor) and conservative Q-learning (`--algorithm cql`, DQN's network).
+    Their learning rates are [ppo]'s and [dqn]'s."""
 
-    algorithm: str = "ppo"  # "ppo" or "dqn"
+    bc_epochs: int = 6  # behaviour cloning: passes over the data
+    cql_steps: int = 20_000  # conservative Q-learning: gradient steps
+    cql_alpha: float = 1.0  # the weight of CQL's regulariser
+
+    def __post_init__(self) -> None:
+        _check_positive(self, ("bc_epochs", "cql_steps"), integer=True)
+        _require(_finite(self.cql_alpha) and self.cql_alpha >= 0, "OfflineConfig", "cql_alpha",
+                 self.cql_alpha, "must be a finite number >= 0")
+
+
+def _check_lm_compute(obj) -> None:
+    _require(isinstance(obj.bf16, bool), type(obj).__name__, "bf16", obj.bf16,
+             "must be true or false")
+
+
+@dataclass
+class SFTConfig(_Serializable):
+    """The LM pilot's supervised fine-tuning (sft.py): a LoRA adapter on `base_model` trained on
+    a dataset's decisions."""
+
+    base_model: str = "smollm2"  # smollm2, a .gguf file, a model folder or a hub id
+    examples: int = 20_000  # decisions drawn from the dataset to train on (0: all)
+    held_out: int = 500  # decisions drawn first, never trained on: agreement is measured there
+    epochs: int = 1
+    batch_size: int = 16
+    learning_rate: float = 2e-4
+    lora_rank: int = 16  # alpha is twice the rank
+    lora_layers: int = 8  # LoRA on the top this many decoder layers (0: all of them)
+    bf16: bool = True  # compute in bfloat16 (float32 weights); false: float32 throughout
+
+    def __post_init__(self) -> None:
+        _check_positive(self, ("held_out", "epochs", "batch_size", "lora_rank"), integer=True)
+        _check_positive(self, ("learning_rate",))
+        _require(_is_int(self.lora_layers) and self.lora_layers >= 0, "SFTConfig",
+                 "lora_layers", self.lora_layers, "must be a whole number >= 0 (0: all)")
+        _require(_is_int(self.examples) and self.examples >= 0, "SFTConfig", "examples",
+                 self.examples, "must be a whole number >= 0 (0: all)")
+        _require(isinstance(self.base_model, str) and bool(self.base_model.strip()),
+                 "SFTConfig", "base_model", self.base_model,
+                 "must name a model: smollm2, a .gguf file, a model folder or a hub id")
+        _check_lm_compute(self)
+
+
+@dataclass
+class GRPOConfig(_Serializable):
+    """GRPO of the LM pilot (grpo.py). Each iteration plays `games` games against `opponent`,
+    scores every valid action at `states` of the LM's decisions by playing on `horizon` decisions
+    (`rollout_pilot` flying the LM's ship), then updates on those groups."""
+
+    iterations: int = 30
+    games: int = 16
+    states: int = 64
+    horizon: int = 60
+    opponent: str = "heuristic:medium"
+    rollout_pilot: str = "heuristic:hard"
+    epochs: int = 2  # passes over an iteration's states
+    batch_size: int = 16  # states per gradient step
+    learning_rate: float = 3e-5
+    clip: float = 0.2  # the ratio's clip range, as PPO's
+    kl: float = 0.05  # the weight of the KL divergence to the adapter GRPO started from
+    temperature: float = 1.0  # sampling in the iteration's games
+    bf16: bool = True  # compute in bfloat16 (float32 weights); false: float32 throughout
+
+    def __post_init__(self) -> None:
+        _check_positive(self, ("iterations", "games", "states", "horizon", "epochs",
+                               "batch_size"), integer=True)
+        _check_positive(self, ("learning_rate", "clip", "temperature"))
+        _require(_finite(self.kl) and self.kl >= 0, "GRPOConfig", "kl", self.kl,
+                 "must be a finite number >= 0")
+        for name in ("opponent", "rollout_pilot"):
+            _require(isinstance(getattr(self, name), str) and bool(getattr(self, name).strip()),
+                     "GRPOConfig", name, getattr(self, name), "must name a pilot, e.g. "
+                     "heuristic:hard")
+        _require(self.games % 2 == 0, "GRPOConfig", "games", self.games,
+                 "must be even (games are played in pairs from one start, sides swapped)")
+        _check_lm_compute(self)
+
+
+@dataclass
+class TrainConfig(_Serializable):
+    """A training run: the algorithm, its budget, where outputs go, evaluation, and what every
+    online run (PPO, DQN) can add: a warm start, an opponent model, reward shaping. Each
+    algorithm's own settings are its section's ([ppo], [dqn], [offline], [sft], [grpo])."""
+
+    algorithm: str = "ppo"  # one of ALGORITHMS
     num_envs: int = 256  # games played at once
     # Learner decisions; the run stops at this or `episodes`. 0 with warm_start: imitation alone.
     total_timesteps: int = 3_000_000
@@ -441,36 +528,9 @@ class TrainConfig(_Serializable):
     # Potential-based shaping (shaping.py): r + gamma * Phi(s') - Phi(s), Phi scaled by this;
     # 0 leaves the rewards as the reward table pays them.
     shaping: float = 0.0
-    # Learning from a recorded dataset (datasets.py, offline.py): algorithm "bc" or "cql".
-    dataset: str = ""  # its name (--dataset)
+    # The recorded dataset bc, cql and sft learn from (--dataset), and whose episodes.
+    dataset: str = ""  # its name
     dataset_pilot: str = ""  # learn only from the episodes this pilot flew ("": all)
-    bc_epochs: int = 6  # behaviour cloning: passes over the data
-    offline_steps: int = 20_000  # conservative Q-learning: gradient steps
-    cql_alpha: float = 1.0  # the weight of CQL's regulariser
-    # The LM pilot's fine-tuning (lm_sft.py, lm_grpo.py): the base model and the LoRA adapter.
-    base_model: str = "smollm2"  # smollm2, a .gguf file, a model folder or a hub id
-    lm_examples: int = 20_000  # decisions drawn from the dataset to train on (0: all)
-    lm_held_out: int = 500  # decisions drawn first, never trained on: agreement is measured there
-    lm_epochs: int = 1
-    lm_batch_size: int = 16  # SFT's examples, GRPO's states per gradient step
-    lm_learning_rate: float = 2e-4
-    lm_lora_rank: int = 16  # alpha is twice the rank
-    lm_lora_layers: int = 8  # LoRA on the top this many decoder layers (0: all of them)
-    lm_bf16: bool = True  # compute in bfloat16 (float32 weights); false: float32 throughout
-    # GRPO (lm_grpo.py): each iteration plays grpo_games games against grpo_opponent, scores
-    # every valid action at grpo_states of the LM's decisions by playing on grpo_horizon
-    # decisions (grpo_rollout_pilot flying the LM's ship), then updates on those groups.
-    grpo_iterations: int = 30
-    grpo_games: int = 16
-    grpo_states: int = 64
-    grpo_horizon: int = 60
-    grpo_opponent: str = "heuristic:medium"
-    grpo_rollout_pilot: str = "heuristic:hard"
-    grpo_epochs: int = 2  # passes over an iteration's states
-    grpo_learning_rate: float = 3e-5
-    grpo_clip: float = 0.2  # the ratio's clip range, as PPO's
-    grpo_kl: float = 0.05  # the weight of the KL divergence to the adapter GRPO started from
-    grpo_temperature: float = 1.0  # sampling in the iteration's games
 
     def __post_init__(self) -> None:
         _require(self.algorithm in ALGORITHMS, "TrainConfig", "algorithm", self.algorithm,
@@ -478,31 +538,8 @@ class TrainConfig(_Serializable):
         _require(self.algorithm not in DATASET_ALGORITHMS or bool(self.dataset), "TrainConfig",
                  "dataset", self.dataset, f"{self.algorithm} learns from a dataset: name one "
                  "(--dataset NAME; record one with --datagen)")
-        _check_positive(self, ("bc_epochs", "offline_steps", "lm_held_out", "lm_epochs",
-                               "lm_batch_size", "lm_lora_rank", "grpo_iterations", "grpo_games",
-                               "grpo_states", "grpo_horizon", "grpo_epochs"), integer=True)
-        _check_positive(self, ("lm_learning_rate", "grpo_learning_rate", "grpo_clip",
-                               "grpo_temperature"))
-        _require(_is_int(self.lm_lora_layers) and self.lm_lora_layers >= 0, "TrainConfig",
-                 "lm_lora_layers", self.lm_lora_layers, "must be a whole number >= 0 (0: all)")
-        _require(isinstance(self.lm_bf16, bool), "TrainConfig", "lm_bf16", self.lm_bf16,
-                 "must be true or false")
-        _require(_finite(self.grpo_kl) and self.grpo_kl >= 0, "TrainConfig", "grpo_kl",
-                 self.grpo_kl, "must be a finite number >= 0")
-        for name in ("grpo_opponent", "grpo_rollout_pilot"):
-            _require(isinstance(getattr(self, name), str) and bool(getattr(self, name).strip()),
-                     "TrainConfig", name, getattr(self, name), "must name a pilot, e.g. "
-                     "heuristic:hard")
-        _require(self.grpo_games % 2 == 0, "TrainConfig", "grpo_games", self.grpo_games,
-                 "must be even (games are played in pairs from one start, sides swapped)")
-        _require(_is_int(self.lm_examples) and self.lm_examples >= 0, "TrainConfig",
-                 "lm_examples", self.lm_examples, "must be a whole number >= 0 (0: all)")
-        _require(isinstance(self.base_model, str) and bool(self.base_model.strip()),
-                 "TrainConfig", "base_model", self.base_model,
-                 "must name a model: smollm2, a .gguf file, a model folder or a hub id")
-        for name in ("shaping", "cql_alpha"):
-            v = getattr(self, name)
-            _require(_finite(v) and v >= 0, "TrainConfig", name, v, "must be a finite number >= 0")
+        _require(_finite(self.shaping) and self.shaping >= 0, "TrainConfig", "shaping",
+                 self.shaping, "must be a finite number >= 0")
         _check_positive(self, ("warm_start_decisions", "warm_start_epochs",
                                "opponent_model_batch"), integer=True)
         _check_positive(self, ("opponent_model_lr",))
@@ -534,6 +571,40 @@ class TrainConfig(_Serializable):
         _require(_is_int(self.seed), "TrainConfig", "seed", self.seed, "must be an integer")
 
 
+# [train] keys of earlier versions and the section and name each now has. Files and saved
+# checkpoints that use them still load; a config file that does is told where they went.
+MOVED_TRAIN_KEYS = {
+    "bc_epochs": [("offline", "bc_epochs")], "offline_steps": [("offline", "cql_steps")],
+    "cql_alpha": [("offline", "cql_alpha")], "base_model": [("sft", "base_model")],
+    "lm_examples": [("sft", "examples")], "lm_held_out": [("sft", "held_out")],
+    "lm_epochs": [("sft", "epochs")], "lm_learning_rate": [("sft", "learning_rate")],
+    "lm_lora_rank": [("sft", "lora_rank")], "lm_lora_layers": [("sft", "lora_layers")],
+    # One setting served both LM trainers; each has its own now.
+    "lm_batch_size": [("sft", "batch_size"), ("grpo", "batch_size")],
+    "lm_bf16": [("sft", "bf16"), ("grpo", "bf16")],
+    **{f"grpo_{name}": [("grpo", name)] for name in (
+        "iterations", "games", "states", "horizon", "opponent", "rollout_pilot", "epochs",
+        "learning_rate", "clip", "kl", "temperature")},
+}
+
+
+def move_old_keys(data: dict[str, Any]) -> list[str]:
+    """Move [train] keys of earlier versions into their sections, in place (a key given in its
+    new place wins); returns "old -> [section] new" for each one moved."""
+    train = data.get("train")
+    if not isinstance(train, dict):
+        return []
+    moved = []
+    for old in [k for k in train if k in MOVED_TRAIN_KEYS]:
+        value = train.pop(old)
+        for section, new in MOVED_TRAIN_KEYS[old]:
+            if not isinstance(data.setdefault(section, {}), dict):
+                continue  # a bad section: from_dict names it
+            data[section].setdefault(new, value)
+        moved.append(f"{old} -> " + " and ".join(f"[{s}] {n}" for s, n in MOVED_TRAIN_KEYS[old]))
+    return moved
+
+
 @dataclass
 class RunConfig:
     """Everything a training run is made of; its dict is the resolved config saved in
@@ -542,17 +613,24 @@ class RunConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
     dqn: DQNConfig = field(default_factory=DQNConfig)
+    offline: OfflineConfig = field(default_factory=OfflineConfig)
+    sft: SFTConfig = field(default_factory=SFTConfig)
+    grpo: GRPOConfig = field(default_factory=GRPOConfig)
     league: LeagueConfig = field(default_factory=LeagueConfig)
     game: GameConfig = field(default_factory=GameConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
 
-    SECTIONS = ("train", "ppo", "dqn", "league", "game", "reward")
+    SECTIONS = ("train", "ppo", "dqn", "offline", "sft", "grpo", "league", "game", "reward")
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k).to_dict() for k in self.SECTIONS}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunConfig":
+        """The config a dict describes (a checkpoint's saved config, a file's sections); [train]
+        keys of earlier versions are read from where they used to be."""
+        data = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
+        move_old_keys(data)
         parts = {f.name: f.default_factory for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - set(parts))
         if unknown:
@@ -568,9 +646,10 @@ class RunConfig:
 
 
 def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfig:
-    """Read a TOML or JSON file with sections [train], [ppo], [dqn], [league], [game], [reward].
-    Its fields override `base` (default: the defaults); a resumed run's base is its saved config.
-    Any problem is one ValueError naming the file and the field."""
+    """Read a TOML or JSON file with any of RunConfig.SECTIONS. Its fields override `base`
+    (default: the defaults); a resumed run's base is its saved config. Any problem is one
+    ValueError naming the file and the field; [train] keys of earlier versions are read from
+    their old place with one line on stderr saying where they moved."""
     p = Path(path)
     if p.is_dir():
         raise ValueError(f"config file {p}: is a folder; give the path of a .toml or .json file")
@@ -579,6 +658,7 @@ def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfi
     from spacewar_ai.util.preflight import read_bounded
 
     raw = read_bounded(p, "config file", 1024 * 1024)
+    sections = " ".join(f"[{s}]" for s in RunConfig.SECTIONS)
     try:
         text = raw.decode("utf-8")
         if p.suffix.lower() == ".toml":
@@ -589,13 +669,20 @@ def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfi
             data = json.loads(text)
     except (OSError, UnicodeDecodeError, ValueError) as exc:  # tomllib's and json's errors
         raise ValueError(f"config file {p}: cannot be parsed ({exc}); write TOML (.toml) or "
-                         "JSON with [train] [ppo] [dqn] [league] [game] [reward] sections") from None
+                         f"JSON with {sections} sections") from None
     if not isinstance(data, dict):
         raise ValueError(f"config file {p}: expected sections such as [train], got "
                          f"{type(data).__name__}")
     if not any(data.values()):
         raise ValueError(f"config file {p}: sets nothing; add sections such as [train] with "
                          "the settings to change, or leave out --config")
+    data = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
+    moved = move_old_keys(data)
+    if moved:
+        import sys
+
+        print(f"note: config file {p}: [train] keys that moved were read from their new "
+              f"places: {', '.join(moved)}", file=sys.stderr)
     merged = (base or RunConfig()).to_dict()
     for section, fields in data.items():
         if isinstance(fields, dict) and isinstance(merged.get(section), dict):
@@ -616,5 +703,6 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-__all__ = ["DQNConfig", "GameConfig", "LeagueConfig", "PPOConfig", "RewardConfig", "RunConfig",
-           "START_POSITIONS", "TrainConfig", "load_run_config"]
+__all__ = ["DQNConfig", "GRPOConfig", "GameConfig", "LeagueConfig", "OfflineConfig", "PPOConfig",
+           "RewardConfig", "RunConfig", "SFTConfig", "START_POSITIONS", "TrainConfig",
+           "load_run_config"]

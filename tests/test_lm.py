@@ -198,20 +198,21 @@ def test_sft_trains_an_adapter_that_agrees_more_with_its_teacher(tiny, tmp_path,
     held-out decisions rises, and the adapter saved under models/adapters/ plays as lm:RUN."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from spacewar_ai.config import RunConfig, TrainConfig
+    from spacewar_ai.config import RunConfig, SFTConfig, TrainConfig
     from spacewar_ai.training.datasets import generate
     from spacewar_ai.lm.models import adapter_meta
     from spacewar_ai.training.sft import agreement, split
     from spacewar_ai.pilots.specs import make_pilot
-    from spacewar_ai.training.trainer import train
+    from spacewar_ai.training import train
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
     generate([("heuristic:hard", "heuristic:medium")], 32, "teach", seed=1, quiet=True)
     cfg = RunConfig(train=TrainConfig(
-        algorithm="sft", dataset="teach", dataset_pilot="heuristic:hard", base_model=str(tiny),
-        lm_examples=1000, lm_held_out=200, lm_epochs=3, lm_batch_size=32,
-        lm_learning_rate=3e-3, run_name="sft-tiny", log_dir=str(tmp_path / "runs"), seed=2))
+        algorithm="sft", dataset="teach", dataset_pilot="heuristic:hard", run_name="sft-tiny",
+        log_dir=str(tmp_path / "runs"), seed=2),
+        sft=SFTConfig(base_model=str(tiny), examples=1000, held_out=200, epochs=3, batch_size=32,
+                      learning_rate=3e-3))
     out = train(cfg, quiet=True)
     assert out["agreement"] > out["agreement_before"] + 0.1, out
 

@@ -128,8 +128,8 @@ def test_grpo_runs_end_to_end_and_its_adapter_plays(tiny, tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path)
     _trained_adapter(tiny, tmp_path / "models" / "adapters" / "sft-start")
     (tmp_path / "grpo.toml").write_text(
-        "[train]\ngrpo_games = 4\ngrpo_states = 12\ngrpo_horizon = 20\nlm_batch_size = 4\n"
-        "grpo_learning_rate = 0.003\ngrpo_epochs = 2\n")
+        "[grpo]\ngames = 4\nstates = 12\nhorizon = 20\nbatch_size = 4\n"
+        "learning_rate = 0.003\nepochs = 2\n")
     code = main(["--algorithm", "grpo", "--init-from", "sft-start", "--episodes", "8",
                  "--opponent", "heuristic:easy", "--config", "grpo.toml", "--run-name",
                  "grpo-tiny", "--quiet", "--reward", "aggressive"])

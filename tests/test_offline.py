@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from spacewar_ai.agents.dqn import cql_loss
-from spacewar_ai.config import DQNConfig, LeagueConfig, PPOConfig, RunConfig, TrainConfig
+from spacewar_ai.config import (DQNConfig, LeagueConfig, OfflineConfig, PPOConfig, RunConfig,
+                                TrainConfig)
 
 
 def test_the_cql_regulariser_matches_a_hand_computed_example():
@@ -29,13 +30,13 @@ def recorded(tmp_path, monkeypatch):
     return "teach"
 
 
-def _cfg(tmp_path, algorithm, **train):
+def _cfg(tmp_path, algorithm, bc_epochs=3, cql_steps=400, **train):
     t = dict(algorithm=algorithm, dataset="teach", checkpoint_dir=str(tmp_path / "ck"),
              log_dir=str(tmp_path / "runs"), run_name=algorithm, eval_episodes=4,
-             eval_interval=1, bc_epochs=3, offline_steps=400, num_envs=16,
-             total_timesteps=16 * 16 * 2)
+             eval_interval=1, num_envs=16, total_timesteps=16 * 16 * 2)
     t.update(train)
-    return RunConfig(train=TrainConfig(**t), ppo=PPOConfig(hidden_sizes=(64, 64), n_steps=16),
+    return RunConfig(train=TrainConfig(**t),
+                     offline=OfflineConfig(bc_epochs=bc_epochs, cql_steps=cql_steps), ppo=PPOConfig(hidden_sizes=(64, 64), n_steps=16),
                      dqn=DQNConfig(hidden_sizes=(64, 64), stream_size=32, batch_size=64,
                                    play_ensemble=1),
                      league=LeagueConfig(snapshot_interval=1, pool_size=2))
@@ -44,7 +45,7 @@ def _cfg(tmp_path, algorithm, **train):
 @pytest.mark.slow
 def test_bc_then_cql_then_ppo_from_each(tmp_path, recorded):
     from spacewar_ai.agents.saved import load_agent
-    from spacewar_ai.training.trainer import train
+    from spacewar_ai.training import train
 
     bc = train(_cfg(tmp_path, "bc", dataset_pilot="heuristic:hard"), quiet=True)
     assert bc["accuracy"] > 0.6  # it imitates the hard pilot's recorded moves
@@ -74,11 +75,11 @@ def test_bc_and_cql_need_a_dataset():
 @pytest.mark.parametrize("algorithm", ["cql", "bc"])
 def test_the_same_seed_gives_the_same_weights(tmp_path, recorded, algorithm):
     from spacewar_ai.agents.saved import load_agent
-    from spacewar_ai.training.trainer import train
+    from spacewar_ai.training import train
 
     weights = []
     for k in range(2):
-        train(_cfg(tmp_path, algorithm, run_name=f"{algorithm}{k}", offline_steps=100,
+        train(_cfg(tmp_path, algorithm, run_name=f"{algorithm}{k}", cql_steps=100,
                    bc_epochs=1), quiet=True)
         agent, _ = load_agent(tmp_path / "ck" / f"{algorithm}{k}" / "latest.pt")
         net = agent.q if algorithm == "cql" else agent.net

@@ -19,7 +19,8 @@ from spacewar_ai.config import DQNConfig, GameConfig, LeagueConfig, PPOConfig, T
 from spacewar_ai.main import build_parser
 from spacewar_ai.config import RunConfig
 from spacewar_ai.rating.evaluation import evaluate
-from spacewar_ai.training.trainer import Trainer, evaluation_seeds
+from spacewar_ai.training.evaluation import evaluation_seeds
+from spacewar_ai.training.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -162,7 +163,7 @@ def test_best_checkpoint_changes_hands_by_winning_the_same_fresh_games(tmp_path)
     resumed = Trainer(cfg, resume=tr.run_dir / "latest.pt", quiet=True)
     assert resumed.counters["best_eval"] == tr.counters["best_eval"]
     before = torch.get_rng_state()
-    held = resumed._incumbent().agent.state_dict()["net"]
+    held = resumed.evaluator.incumbent().agent.state_dict()["net"]
     assert torch.equal(torch.get_rng_state(), before)
     assert all(torch.equal(held[k], v) for k, v in shipped["net"].items())
 
@@ -391,7 +392,7 @@ def test_training_with_render_draws_without_slowing_to_fps(tmp_path, monkeypatch
 
 @pytest.mark.slow
 def test_resume_keeps_the_runs_own_settings_unless_told_otherwise(tmp_path):
-    from spacewar_ai.main import _run_config
+    from spacewar_ai.cli.common import run_config as _run_config
 
     cfg = tiny(tmp_path, "dqn", total_timesteps=16 * 16 * 2)
     cfg.dqn = DQNConfig(hidden_sizes=(24, 24), stream_size=8, buffer_size=3000, learning_rate=7e-4,
@@ -415,7 +416,7 @@ def test_resume_keeps_the_runs_own_settings_unless_told_otherwise(tmp_path):
 
 @pytest.mark.slow
 def test_a_time_limit_stops_the_run_and_saves_it(tmp_path):
-    from spacewar_ai.main import _run_config
+    from spacewar_ai.cli.common import run_config as _run_config
 
     p = build_parser()
     assert _run_config(p.parse_args(["--minutes", "10"])).train.max_minutes == 10.0
@@ -444,7 +445,7 @@ def test_a_budget_of_games_drives_the_schedules(tmp_path):
 
 
 def test_toml_config_file_with_flag_overrides(tmp_path):
-    from spacewar_ai.main import _run_config
+    from spacewar_ai.cli.common import run_config as _run_config
 
     cfg_file = tmp_path / "run.toml"
     cfg_file.write_text('[train]\nnum_envs = 12\nseed = 9\n[ppo]\nhidden_sizes = [48, 48]\n'
@@ -589,7 +590,8 @@ def test_a_bad_spec_is_refused_before_the_first_step_and_leaves_no_folder(tmp_pa
 def test_the_planner_command_is_printed_whenever_a_model_exists(tmp_path, capsys):
     """A run too short to meet the judged pilot still leaves a policy to plan with (forecasting
     with the shipped model of the hard pilot); a run with no best.pt yet says why not."""
-    from spacewar_ai.training.trainer import planner_command, train
+    from spacewar_ai.training import train
+    from spacewar_ai.training.trainer import planner_command
 
     train(tiny(tmp_path), quiet=True)
     line = capsys.readouterr().out.strip().splitlines()[-1]
@@ -652,7 +654,7 @@ def test_champion_training_trains_with_models_of_every_generation(tmp_path, caps
     run (one update, a 4-game evaluation) and a model rated on a few games are passed over."""
     from spacewar_ai.agents.ppo import PPOAgent
     from spacewar_ai.pilots.specs import PRETRAINED_PATH
-    from spacewar_ai.training.trainer import train
+    from spacewar_ai.training import train
 
     trained = {"best_eval": 0.1, "global_step": 2_000_000, "best_eval_games": 200}
     toy = {"best_eval": 0.9, "global_step": 16_384, "best_eval_games": 4}

@@ -257,30 +257,30 @@ def bench_lm(seed: int = 0, quick: bool = False, spec: str = "smollm2") -> dict[
 
 
 def bench_lm_training(states: dict, obs: np.ndarray, spec: str, repeats: int) -> dict[str, float]:
-    """SFT's examples/s and GRPO's states/s at the training defaults (TrainConfig: LoRA rank and
-    layers, bfloat16, 16 a step), on the 64 mid-game observations `obs` of the games `states`.
+    """SFT's examples/s and GRPO's states/s at the training defaults ([sft] and [grpo]: LoRA rank
+    and layers, bfloat16, 16 a step), on the 64 mid-game observations `obs` of the games `states`.
     A GRPO state's cost here is its scoring by the engine, the start's and the reference's
     answers and two update passes; the iteration's own games cost what the pilot's
     decisions/s says."""
     import torch
 
-    from spacewar_ai.config import GameConfig, RewardConfig, TrainConfig
+    from spacewar_ai.config import GameConfig, GRPOConfig, RewardConfig, SFTConfig
     from spacewar_ai.training.grpo import action_scores, answer_log_probs, group_advantages, grpo_update
     from spacewar_ai.lm.models import add_lora, load_base
     from spacewar_ai.lm.pilot import PromptCoder, autocast, prompt_logits
     from spacewar_ai.pilots.specs import make_pilot
 
-    t, cfg = TrainConfig(), GameConfig()
+    s, g, cfg = SFTConfig(), GRPOConfig(), GameConfig()
     model, tokenizer = load_base(spec)
     coder = PromptCoder(tokenizer, cfg.num_actions)
-    model = add_lora(model, t.lm_lora_rank, t.lm_lora_layers)
+    model = add_lora(model, s.lora_rank, s.lora_layers)
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
     rng = np.random.default_rng(0)
     targets = torch.as_tensor(obs[:, MASK].argmax(1))  # any valid action as the teacher's
 
     def sft_step():
-        rows = rng.choice(len(obs), t.lm_batch_size, replace=False)
-        with autocast("cpu", t.lm_bf16):
+        rows = rng.choice(len(obs), s.batch_size, replace=False)
+        with autocast("cpu", s.bf16):
             logits = prompt_logits(model, coder, obs[rows])
         loss = torch.nn.functional.cross_entropy(logits.float(), targets[rows])
         optimizer.zero_grad()
@@ -289,22 +289,22 @@ def bench_lm_training(states: dict, obs: np.ndarray, spec: str, repeats: int) ->
 
     def grpo_iteration():
         scores = action_scores(states, obs, np.zeros(len(obs), dtype=np.int64),
-                               make_pilot(t.grpo_rollout_pilot, cfg),
-                               make_pilot(t.grpo_opponent, cfg),
-                               cfg, RewardConfig(), t.grpo_horizon)
+                               make_pilot(g.rollout_pilot, cfg),
+                               make_pilot(g.opponent, cfg),
+                               cfg, RewardConfig(), g.horizon)
         adv, useful = group_advantages(scores)
-        old = answer_log_probs(model, coder, obs, t.lm_bf16)
-        ref = answer_log_probs(model, coder, obs, t.lm_bf16)  # a second model's cost
-        grpo_update(model, optimizer, coder, obs, adv, old, ref, t.grpo_epochs, t.lm_batch_size,
-                    t.grpo_clip, t.grpo_kl, rng, t.lm_bf16)
+        old = answer_log_probs(model, coder, obs, g.bf16)
+        ref = answer_log_probs(model, coder, obs, g.bf16)  # a second model's cost
+        grpo_update(model, optimizer, coder, obs, adv, old, ref, g.epochs, g.batch_size,
+                    g.clip, g.kl, rng, g.bf16)
 
     model.train()
     sft_step()  # first-call allocations
-    sft = _median_rate(sft_step, t.lm_batch_size, max(3, repeats))
+    sft = _median_rate(sft_step, s.batch_size, max(3, repeats))
     grpo = _median_rate(grpo_iteration, len(obs), 1)
-    print(f"  SFT (LoRA on the top {t.lm_lora_layers} layers, bf16, {t.lm_batch_size} a step) "
+    print(f"  SFT (LoRA on the top {s.lora_layers} layers, bf16, {s.batch_size} a step) "
           f"{sft:>8,.1f} examples/s")
-    print(f"  GRPO (64 states: scoring, answers, {t.grpo_epochs} update passes) "
+    print(f"  GRPO (64 states: scoring, answers, {g.epochs} update passes) "
           f"{grpo:>8,.1f} states/s")
     return {"lm_sft_examples_per_s": sft, "lm_grpo_states_per_s": grpo}
 

@@ -1,0 +1,18 @@
+"""Training: every learning algorithm's run, and what runs share.
+
+| module | what it holds |
+|---|---|
+| run.py | `train(cfg)`: the table of algorithms and the one call that runs any of them |
+| trainer.py | `Trainer`: a PPO or DQN run against the league (the loop, saving, TensorBoard) |
+| evaluation.py | a run's evaluations and the choice of its best.pt |
+| league.py | `League`: curriculum, snapshots, PFSP, champions: who flies ship 1 |
+| warm_start.py | learning from a pilot before RL (behaviour cloning; DQfD demonstrations) |
+| datasets.py | recorded games as Minari datasets (--datagen, --dataset-info) |
+| offline.py | behaviour cloning and conservative Q-learning from a dataset |
+| sft.py, grpo.py | the language model's LoRA adapter: supervised, then GRPO on game outcomes |
+| pbt.py | population-based training on Ray Tune |
+"""
+
+from spacewar_ai.training.run import ALGORITHMS, train
+
+__all__ = ["ALGORITHMS", "train"]

@@ -5,20 +5,20 @@
 Group Relative Policy Optimization (GRPO, as in DeepSeekMath) where a group is every valid
 action at one game state, each scored by playing the game on from that state. An iteration:
 
-1. plays `grpo_games` games against `grpo_opponent` (`--opponent`; in pairs from one start,
-   sides swapped), the LM sampling its answers at `grpo_temperature` from the adapter being
-   trained, and draws `grpo_states` of its decisions at random among those with more than one
+1. plays `[grpo] games` games against `[grpo] opponent` (`--opponent`; in pairs from one
+   start, sides swapped), the LM sampling its answers at `[grpo] temperature` from the adapter being
+   trained, and draws `[grpo] states` of its decisions at random among those with more than one
    valid action, the whole game state copied (the engine's state_dict, as search.py plans);
 2. scores each valid action at each drawn state: a copy of the game plays it, then
-   `grpo_rollout_pilot` flies the LM's ship and the opponent its own for `grpo_horizon`
+   `[grpo] rollout_pilot` flies the LM's ship and the opponent its own for `[grpo] horizon`
    decisions; the score is the sum of the rewards the reward table (`--reward`: any
    personality) paid the LM's ship, the game's end included when it comes;
 3. an action's advantage is its score's z-score in its group; a state whose valid actions all
    score alike (within SCORE_NOISE, a point of reward) teaches nothing and is dropped;
-4. `grpo_epochs` passes over the states, `lm_batch_size` states a step, minimise
+4. `[grpo] epochs` passes over the states, `[grpo] batch_size` states a step, minimise
 
-       mean over the group of -min(r A, clip(r, 1 - grpo_clip, 1 + grpo_clip) A)
-       + grpo_kl * KL(pi || pi_ref),     r = pi(a | s) / pi_old(a | s)
+       mean over the group of -min(r A, clip(r, 1 - eps, 1 + eps) A) + beta KL(pi || pi_ref),
+       r = pi(a | s) / pi_old(a | s),   eps = [grpo] clip,   beta = [grpo] kl
 
    where pi is the masked answer the pilot plays (lm_pilot.prompt_logits: invalid actions at
    -inf, so they carry no probability in sampling, in the ratio or in the KL), pi_old the
@@ -211,27 +211,27 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
     from spacewar_ai.rating.match import play_match
     from spacewar_ai.pilots.specs import make_pilot
 
-    t = cfg.train
+    t, g = cfg.train, cfg.grpo
     use_torch_threads(t.torch_threads)
     device = lm_device(cfg)
     # Pilots first: a bad spec is refused before any model is loaded. Each iteration's games and
     # scores get pilots of their own (action_scores says why).
-    for spec in (t.grpo_rollout_pilot, t.grpo_opponent):
+    for spec in (g.rollout_pilot, g.opponent):
         make_pilot(spec, cfg.game, t.seed)
     torch.manual_seed(t.seed)
     model, tokenizer, start_folder, start_meta = load_trainable(init_from, device)
     reference = load_lm(f"{start_meta['base_model']}+{start_folder}", device)[0]
     base = start_meta["base_model"]
     coder = PromptCoder(tokenizer, cfg.game.num_actions)
-    iterations = t.grpo_iterations
+    iterations = g.iterations
     if t.episodes:
-        iterations = math.ceil(t.episodes / t.grpo_games)
+        iterations = math.ceil(t.episodes / g.games)
     name = t.run_name or f"grpo-s{t.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
     adapter_dir = ADAPTERS_DIR / name
     log_dir = Path(t.log_dir) / name
     writer = SummaryWriter(str(log_dir))
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
-                                  lr=t.grpo_learning_rate)
+                                  lr=g.learning_rate)
     rng = np.random.default_rng(t.seed)
     began = time.time()
     history = []
@@ -240,14 +240,14 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
     def save(done: int) -> None:
         save_adapter(model, adapter_dir, base, model, {
             "algorithm": "grpo", "init_from": start_folder.name, "iterations": done,
-            "games": done * t.grpo_games, "opponent": t.grpo_opponent,
-            "rollout_pilot": t.grpo_rollout_pilot, "reward": cfg.reward.personality,
+            "games": done * g.games, "opponent": g.opponent,
+            "rollout_pilot": g.rollout_pilot, "reward": cfg.reward.personality,
             "seconds": round(time.time() - began, 1)})
 
     if not quiet:
-        print(f"GRPO of lm:{base}+{start_folder.name} against {t.grpo_opponent}: {iterations} "
-              f"iterations of {t.grpo_games} games, {t.grpo_states} states scored each "
-              f"({t.grpo_rollout_pilot} plays on {t.grpo_horizon} decisions, "
+        print(f"GRPO of lm:{base}+{start_folder.name} against {g.opponent}: {iterations} "
+              f"iterations of {g.games} games, {g.states} states scored each "
+              f"({g.rollout_pilot} plays on {g.horizon} decisions, "
               f"{cfg.reward.personality} rewards)")
     bar = tqdm(total=iterations, desc="grpo", unit="iteration", disable=quiet)
     done = 0
@@ -257,26 +257,26 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
         tick = time.time()
         model.eval()
         recorder = StateRecorder(LMPilot(model, tokenizer, label, cfg.game.num_actions,
-                                         t.grpo_temperature, seed=t.seed * 100_003 + it))
-        with torch.no_grad(), autocast(device, t.lm_bf16):
-            games = play_match(recorder, t.grpo_opponent, t.grpo_games,
-                               t.seed + it * t.grpo_games, cfg.game, cfg.reward)
-        states, obs, sides = recorder.draw(t.grpo_states, rng)
+                                         g.temperature, seed=t.seed * 100_003 + it))
+        with torch.no_grad(), autocast(device, g.bf16):
+            games = play_match(recorder, g.opponent, g.games,
+                               t.seed + it * g.games, cfg.game, cfg.reward)
+        states, obs, sides = recorder.draw(g.states, rng)
         scores = action_scores(
-            states, obs, sides, make_pilot(t.grpo_rollout_pilot, cfg.game, t.seed + 2 * it),
-            make_pilot(t.grpo_opponent, cfg.game, t.seed + 2 * it + 1), cfg.game, cfg.reward,
-            t.grpo_horizon) if len(obs) else np.zeros((0, 1))
+            states, obs, sides, make_pilot(g.rollout_pilot, cfg.game, t.seed + 2 * it),
+            make_pilot(g.opponent, cfg.game, t.seed + 2 * it + 1), cfg.game, cfg.reward,
+            g.horizon) if len(obs) else np.zeros((0, 1))
         adv, useful = group_advantages(scores)
         obs, adv, scores = obs[useful], adv[useful], scores[useful]
         row = {"iteration": it + 1, "win_rate": games.win_rate_a(), "states": int(len(obs))}
         if len(obs):
-            old = answer_log_probs(model, coder, obs, t.lm_bf16)
-            ref = answer_log_probs(reference, coder, obs, t.lm_bf16)
+            old = answer_log_probs(model, coder, obs, g.bf16)
+            ref = answer_log_probs(reference, coder, obs, g.bf16)
             best = np.nanargmax(scores, axis=1)
             row["best_action_probability"] = float(
                 old.exp()[torch.arange(len(obs)), torch.as_tensor(best)].mean())
-            passes = grpo_update(model, optimizer, coder, obs, adv, old, ref, t.grpo_epochs,
-                                 t.lm_batch_size, t.grpo_clip, t.grpo_kl, rng, t.lm_bf16)
+            passes = grpo_update(model, optimizer, coder, obs, adv, old, ref, g.epochs,
+                                 g.batch_size, g.clip, g.kl, rng, g.bf16)
             row.update(passes[-1])
         row["states_per_second"] = len(obs) / max(time.time() - tick, 1e-9)
         row["score"] = float(np.mean([g.score("a", cfg.reward, cfg.game) for g in games.games]))
@@ -296,7 +296,7 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
     save(done)
     writer.close()
     seconds = time.time() - began
-    print(f"done: GRPO, {done} iterations ({done * t.grpo_games} games) in {seconds / 60:.1f} "
+    print(f"done: GRPO, {done} iterations ({done * g.games} games) in {seconds / 60:.1f} "
           f"minutes; play it as lm:{name} -> {adapter_dir}")
     return {"adapter_dir": str(adapter_dir), "log_dir": str(log_dir), "iterations": done,
             "history": history, "seconds": seconds}

@@ -110,12 +110,12 @@ def train_bc(cfg: RunConfig, quiet: bool = False) -> dict:
         run.writer.add_scalar("losses/bc_loss", loss, epoch + 1)
         run.writer.add_scalar("charts/bc_agreement", agreement, epoch + 1)
         if not quiet:
-            print(f"behaviour cloning from {t.dataset}: pass {epoch + 1}/{t.bc_epochs}, loss "
+            print(f"behaviour cloning from {t.dataset}: pass {epoch + 1}/{cfg.offline.bc_epochs}, loss "
                   f"{loss:.3f}, agreement {agreement:.1%}")
 
-    fitted = behaviour_clone(agent, obs, actions, t.bc_epochs, t.seed, report=report)
+    fitted = behaviour_clone(agent, obs, actions, cfg.offline.bc_epochs, t.seed, report=report)
     counters = {"decisions": len(actions), "bc_agreement": fitted["accuracy"]}
-    rate = run.evaluate(agent, t.bc_epochs, counters)
+    rate = run.evaluate(agent, cfg.offline.bc_epochs, counters)
     run.save(agent, "latest.pt", counters)
     run.close()
     print(f"done: behaviour cloning on {len(actions):,} decisions, agreement "
@@ -138,12 +138,12 @@ def train_cql(cfg: RunConfig, quiet: bool = False) -> dict:
     agent = DQNAgent(cfg.game.obs_dim, cfg.game.num_actions,
                      dataclasses.replace(c, buffer_size=size), seed=t.seed, game=cfg.game)
     _fill(agent, data, c.reward_scale)
-    steps = t.offline_steps // c.gradient_steps
+    steps = cfg.offline.cql_steps // c.gradient_steps
     counters = {"decisions": size, "gradient_steps": 0}
     began = time.time()
     with Progress(steps, run.name, "update", quiet) as progress:
         for k in range(1, steps + 1):
-            losses = agent.update(cql_alpha=t.cql_alpha)
+            losses = agent.update(cql_alpha=cfg.offline.cql_alpha)
             counters["gradient_steps"] = k * c.gradient_steps
             if k % OFFLINE_UPDATE == 0 or k == steps:
                 step = counters["gradient_steps"]

@@ -3,11 +3,11 @@
 
 The teacher's decisions in a recorded dataset (`--datagen`; one pilot's side with
 `--dataset-pilot`) become examples: the prompt the pilot reads (lm_pilot.PromptCoder, the same
-token ids) and the index the teacher played. A LoRA adapter (peft; rank `[train] lm_lora_rank`,
-alpha twice the rank, on the attention's q and v projections of the top `lm_lora_layers`
+token ids) and the index the teacher played. A LoRA adapter (peft; rank `[sft] lora_rank`,
+alpha twice the rank, on the attention's q and v projections of the top `[sft] lora_layers`
 decoder layers) is trained on the cross-entropy of the teacher's index under the pilot's own
 masked answer: the index tokens' logits after the prompt, invalid actions at -inf
-(lm_pilot.prompt_logits, the preamble run once per batch). `lm_held_out` decisions, drawn
+(lm_pilot.prompt_logits, the preamble run once per batch). `[sft] held_out` decisions, drawn
 before training and never trained on, measure agreement with the teacher (the masked argmax the
 pilot plays) before training and after each epoch.
 
@@ -73,48 +73,48 @@ def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
 
     from spacewar_ai.training.datasets import arrays
 
-    t = cfg.train
+    t, s = cfg.train, cfg.sft
     use_torch_threads(t.torch_threads)
     obs, actions = arrays(t.dataset, t.dataset_pilot or None, cfg.game)
     # An action its own mask calls invalid cannot be the pilot's answer (it is at -inf there).
     playable = obs[np.arange(len(obs)), OBS_MASK + actions] > 0.5
     obs, actions = obs[playable], actions[playable]
-    if len(obs) <= t.lm_held_out:
+    if len(obs) <= s.held_out:
         raise ValueError(f"dataset {t.dataset} has {len(obs)} decisions, no more than the "
-                         f"{t.lm_held_out} held out ([train] lm_held_out): record more games or "
-                         "lower lm_held_out")
-    train_obs, train_actions, held_obs, held_actions = split(obs, actions, t.lm_examples,
-                                                             t.lm_held_out, t.seed)
+                         f"{s.held_out} held out ([sft] held_out): record more games or "
+                         "lower held_out")
+    train_obs, train_actions, held_obs, held_actions = split(obs, actions, s.examples,
+                                                             s.held_out, t.seed)
     name = t.run_name or f"sft-s{t.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
     adapter_dir = ADAPTERS_DIR / name
     log_dir = Path(t.log_dir) / name
     device = lm_device(cfg)
     torch.manual_seed(t.seed)
-    model, tokenizer = load_base(t.base_model, device)
+    model, tokenizer = load_base(s.base_model, device)
     coder = PromptCoder(tokenizer, cfg.game.num_actions)
-    peft_model = add_lora(model, t.lm_lora_rank, t.lm_lora_layers)
+    peft_model = add_lora(model, s.lora_rank, s.lora_layers)
     writer = SummaryWriter(str(log_dir))
     before = agreement(peft_model, coder, held_obs, held_actions)
     writer.add_scalar("lm/agreement", before, 0)
     if not quiet:
-        print(f"SFT of {t.base_model} on {len(train_obs):,} decisions of {t.dataset}: agreement "
+        print(f"SFT of {s.base_model} on {len(train_obs):,} decisions of {t.dataset}: agreement "
               f"with the teacher on {len(held_obs)} held-out decisions before training "
               f"{before:.1%}")
-    per_epoch = math.ceil(len(train_obs) / t.lm_batch_size)
+    per_epoch = math.ceil(len(train_obs) / s.batch_size)
     optimizer = torch.optim.AdamW([p for p in peft_model.parameters() if p.requires_grad],
-                                  lr=t.lm_learning_rate)
-    schedule = linear_decay(optimizer, per_epoch * t.lm_epochs)
+                                  lr=s.learning_rate)
+    schedule = linear_decay(optimizer, per_epoch * s.epochs)
     rng = np.random.default_rng(t.seed)
     targets = torch.as_tensor(train_actions, dtype=torch.long, device=device)
     after, losses, step, began, training = before, [], 0, time.time(), 0.0
-    bar = tqdm(total=per_epoch * t.lm_epochs, desc="sft", unit="step", disable=quiet)
+    bar = tqdm(total=per_epoch * s.epochs, desc="sft", unit="step", disable=quiet)
     peft_model.train()
-    for epoch in range(1, t.lm_epochs + 1):
+    for epoch in range(1, s.epochs + 1):
         order = rng.permutation(len(train_obs))
-        for start in range(0, len(order), t.lm_batch_size):
-            rows = order[start:start + t.lm_batch_size]
+        for start in range(0, len(order), s.batch_size):
+            rows = order[start:start + s.batch_size]
             tick = time.perf_counter()
-            with autocast(device, t.lm_bf16):
+            with autocast(device, s.bf16):
                 logits = prompt_logits(peft_model, coder, train_obs[rows])
             loss = torch.nn.functional.cross_entropy(logits.float(), targets[rows])
             optimizer.zero_grad()
@@ -125,7 +125,7 @@ def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
             step += 1
             losses.append(loss.item())
             bar.update(1)
-            if step % 10 == 0 or step == per_epoch * t.lm_epochs:
+            if step % 10 == 0 or step == per_epoch * s.epochs:
                 writer.add_scalar("lm/loss", float(np.mean(losses[-10:])), step)
                 writer.add_scalar("lm/learning_rate", schedule.get_last_lr()[0], step)
                 bar.set_postfix(loss=f"{np.mean(losses[-10:]):.3f}")
@@ -137,9 +137,9 @@ def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
                       f"loss {np.mean(losses[-per_epoch:]):.3f}")
     bar.close()
     seconds = time.time() - began
-    rate = len(train_obs) * t.lm_epochs / max(training, 1e-9)  # agreement's passes left out
+    rate = len(train_obs) * s.epochs / max(training, 1e-9)  # agreement's passes left out
     writer.add_scalar("lm/examples_per_second", rate, step)
-    save_adapter(peft_model, adapter_dir, t.base_model, model,
+    save_adapter(peft_model, adapter_dir, s.base_model, model,
                  {"algorithm": "sft", "dataset": t.dataset, "dataset_pilot": t.dataset_pilot,
                   "examples": len(train_obs), "agreement": after, "seconds": round(seconds, 1),
                   "examples_per_second": round(rate, 2)})

@@ -26,20 +26,18 @@ import torch
 from spacewar_ai.agents.saved import make_agent
 from spacewar_ai.agents.base import saved_architecture
 from spacewar_ai.agents.checkpoints import (check_finite, CheckpointError, error_summary,
-                                            load_checkpoint, rewrite_metadata)
-from spacewar_ai.agents.saved import load_agent
+                                            load_checkpoint)
 from spacewar_ai.util.files import remove_stale_temps
 from spacewar_ai.config import RunConfig
 from spacewar_ai.game.engine import DeathCause
 from spacewar_ai.game.environment import SpacewarVectorEnv
+from spacewar_ai.training.evaluation import Evaluator
 from spacewar_ai.training.league import League
-from spacewar_ai.rating.match import play_match
 from spacewar_ai.agents.opponent_model import FILE_NAME as OPPONENT_MODEL_FILE
 from spacewar_ai.agents.opponent_model import PAYLOAD_KEY as OPPONENT_MODEL_KEY
 from spacewar_ai.agents.opponent_model import OpponentModel
-from spacewar_ai.pilots.specs import AgentPilot, make_pilot
+from spacewar_ai.pilots.specs import make_pilot
 from spacewar_ai.util.progress import Progress
-from spacewar_ai.game.replays import game_gif
 from spacewar_ai.game.shaping import potential, shaped
 from spacewar_ai.util.threads import use_torch_threads
 from spacewar_ai.training.warm_start import behaviour_clone, demonstration_start
@@ -89,13 +87,6 @@ class StopAtSafePoint:
             self._previous = None
         if self.requested and kind is None:  # asked for after the last check: still a stop
             raise KeyboardInterrupt
-
-
-def evaluation_seeds(updates: int, games: int) -> tuple[int, int]:
-    """First seeds of the evaluation after `updates` updates and of its confirmation (each plays
-    games / 2 starts, sides swapped). Every evaluation and every confirmation has starts of its
-    own: shared starts would make successive evaluations' noise agree."""
-    return 10_000 + 2 * updates * games, 10_000 + (2 * updates + 1) * games
 
 
 def _write_hparams(writer, cfg: RunConfig) -> None:
@@ -200,8 +191,8 @@ class Trainer:
         self.quiet = quiet
         self._interrupt = StopAtSafePoint()
         self.progress: Progress | None = None
-        self._best_pilot: AgentPilot | None = None  # best.pt's player, once loaded or made
-        self._video_seconds = 0.0  # spent on eval/video this session
+        self.evaluator = Evaluator(cfg, self.run_dir, self.eval_opponent, self.device,
+                                   self.counters)
         self.recent = collections.deque(maxlen=100)  # learner outcomes: 1 win, 0.5 draw, 0 loss
         self.recent_wins = collections.deque(maxlen=100)
         self._writer = None
@@ -386,82 +377,8 @@ class Trainer:
             self.opponent_model.observe(obs[:, 1], actions[:, 1], rows)
 
     def evaluate_now(self) -> float:
-        """Evaluate the greedy player (eval/win_rate, the learning curve) and let it challenge
-        best.pt. Returns the evaluation's win rate."""
-        t = self.cfg.train
-        pilot = AgentPilot(self.agent.play_copy(), "learner", deterministic=True)
-        opponent = self.eval_opponent
-        games = t.eval_episodes + t.eval_episodes % 2
-        updates = self.counters["updates"]
-
-        def play(player, seed: int, keep_actions: int = 0):
-            return play_match(player, opponent, games, seed=seed, config=self.cfg.game,
-                              reward_config=self.cfg.reward, keep_actions=keep_actions)
-
-        selection, confirmation = evaluation_seeds(updates, games)
-        video = t.eval_video > 0 and \
-            self._video_seconds <= t.eval_video * self.counters["wall_seconds"]
-        r = play(pilot, selection, keep_actions=int(video))
-        rate = r.win_rate_a()
-        step = self.counters["global_step"]
-        if video:
-            self._eval_video(r.games[0], step)
-        self.writer.add_scalar("eval/win_rate", rate, step)
-        self.writer.add_scalar("eval/draw_rate", r.draws / r.n, step)
-        self.writer.add_scalar("eval/wall_minutes", self.counters["wall_seconds"] / 60, step)
-        c = self.counters
-        incumbent = self._incumbent()
-        if incumbent is None or rate > c["best_eval"]:
-            # The highest of many noisy evaluations is mostly luck, and so was best.pt while it
-            # was the highest confirmed figure: a figure that only ever went up. Instead the
-            # challenger and best.pt replay the same fresh games, the challenger must win more of
-            # them, and best.pt's figure pools every replay it survives, so it settles on what
-            # best.pt is worth (ARCHITECTURE.md, design decisions).
-            challenger = play(pilot, confirmation).wins_a
-            self.writer.add_scalar("eval/confirmed_win_rate", challenger / games, step)
-            defended = play(incumbent, confirmation).wins_a if incumbent is not None else -1
-            if challenger > defended:
-                self._best_pilot = pilot
-                c["best_eval"], c["best_eval_games"] = challenger / games, games
-                self.save("best.pt")
-            else:
-                n = c["best_eval_games"]
-                c["best_eval"] = (c["best_eval"] * n + defended) / (n + games)
-                c["best_eval_games"] = n + games
-                figure = {"best_eval": c["best_eval"], "best_eval_games": c["best_eval_games"]}
-                rewrite_metadata(self.run_dir / "best.pt",
-                                 lambda meta: {**meta, "counters": {**meta["counters"], **figure}})
-            self.writer.add_scalar("eval/best_win_rate", c["best_eval"], step)
-        return rate
-
-    def _eval_video(self, game, step: int) -> None:
-        """eval/video: the evaluation's first game (the learner flies ship 0) as an animated
-        GIF, an image summary as SummaryWriter.add_video writes it, without add_video's moviepy
-        1.x (Gymnasium's RecordVideo wants 2.x)."""
-        from tensorboard.compat.proto.summary_pb2 import Summary
-
-        began = time.time()
-        size = 192
-        gif = game_gif(self.cfg.game, game.seed, game.actions, size)
-        image = Summary.Image(height=size, width=size, colorspace=1, encoded_image_string=gif)
-        summary = Summary(value=[Summary.Value(tag="eval/video", image=image)])
-        # Through the writer's file_writer (no add_* method takes an encoded GIF); the attribute
-        # is guarded by tests/test_ecosystem.py::test_the_dependency_surfaces_we_lean_on_are_there.
-        self.writer.file_writer.add_summary(summary, step)
-        self._video_seconds += time.time() - began
-
-    def _incumbent(self) -> AgentPilot | None:
-        """The player saved as best.pt, loaded from the file after a resume."""
-        if self._best_pilot is None and self.counters["best_eval"] >= 0:
-            path = self.run_dir / "best.pt"
-            if not path.exists():
-                return None
-            # Building the network draws initial weights from torch's generator, which the
-            # learner samples from: leave its stream as it was.
-            with torch.random.fork_rng(devices=[]):
-                agent, _ = load_agent(path, self.device)
-            self._best_pilot = AgentPilot(agent, "best", deterministic=True)
-        return self._best_pilot
+        """Evaluate the learner now and let it challenge best.pt (evaluation.py); the win rate."""
+        return self.evaluator.evaluate(self.agent, self.writer, lambda: self.save("best.pt"))
 
     def _schedule_progress(self) -> float:
         """How far the run is through its budget, 0 to 1: epsilon's decay and learning-rate
@@ -697,82 +614,3 @@ def planner_command(run_dir: str | Path, algorithm: str, eval_opponent: str,
 def _np_state_json(state) -> list:
     name, keys, pos, has_gauss, cached = state
     return [name, keys.tolist(), int(pos), int(has_gauss), float(cached)]
-
-
-def train(cfg: RunConfig, resume: str | None = None, start_from: str | None = None,
-          champion: bool = False, ratings_file: str | None = None, render: bool = False,
-          quiet: bool = False, guide=None) -> dict[str, Any]:
-    """The training modes: a new run (from scratch, or from the model `start_from` names), a
-    resumed one, or, with `champion`, `start_from` trained further against the best models we
-    know (ratings.best_models) and the hard pilot. Ends by printing how to play the result
-    with a lookahead, Ctrl-C included."""
-    from spacewar_ai.pilots.specs import spec_path
-    from spacewar_ai.rating.ratings import best_models
-
-    if cfg.train.algorithm == "grpo":
-        from spacewar_ai.training.grpo import train_grpo
-
-        if resume or champion:
-            raise ValueError("--algorithm grpo starts from an adapter: give --init-from ADAPTER; "
-                             "--resume and --champion-train do not apply")
-        if not start_from:
-            raise ValueError("--algorithm grpo trains an LM adapter further: name it with "
-                             "--init-from ADAPTER (a run of --algorithm sft)")
-        return train_grpo(cfg, start_from, quiet)
-    if cfg.train.algorithm == "sft":
-        from spacewar_ai.training.sft import train_sft
-
-        if resume or start_from or champion:
-            raise ValueError("--algorithm sft trains a new adapter from a dataset: --resume, "
-                             "--init-from and --champion-train do not apply")
-        return train_sft(cfg, quiet)
-    if cfg.train.algorithm in ("bc", "cql"):
-        from spacewar_ai.training.offline import train_bc, train_cql
-
-        if resume or start_from or champion:
-            raise ValueError(f"--algorithm {cfg.train.algorithm} learns from a dataset alone: "
-                             "--resume, --init-from and --champion-train do not apply")
-        return (train_bc if cfg.train.algorithm == "bc" else train_cql)(cfg, quiet)
-    init = None
-    if start_from:
-        init = spec_path(start_from)
-        if init is None:
-            raise ValueError(f"--init-from {start_from!r}: training starts from a checkpoint "
-                             "file (or pretrained), not a scripted pilot or a planner; an LM's "
-                             "adapter trains with --algorithm grpo --init-from ADAPTER")
-        if init.is_dir():
-            raise ValueError(f"--init-from {start_from}: is a folder; give the checkpoint file "
-                             f"in it, such as {init / 'best.pt'}")
-        if not init.is_file():
-            raise ValueError(f"--init-from {start_from}: no such file; give a checkpoint file "
-                             "(checkpoints/<run>/best.pt) or pretrained")
-        algorithm = load_checkpoint(init)["algorithm"]
-        if algorithm != cfg.train.algorithm and champion:
-            raise ValueError(f"--champion-train continues a {cfg.train.algorithm} model; "
-                             f"{start_from} holds a {algorithm} model: train it with "
-                             f"--algorithm {algorithm}")
-        if algorithm != cfg.train.algorithm:
-            # A model of another algorithm (CQL's Q-network for PPO, say) is imitated first.
-            cfg.train = dataclasses.replace(cfg.train, warm_start=f"{algorithm}:{init}")
-            init = None
-    champions = None
-    if champion:
-        found = best_models(cfg.train.checkpoint_dir, ratings_file, exclude=init)
-        # No other models yet: the model trains against itself first.
-        champions = [str(path) for path, _ in found[:3]] or [str(init)]
-        print("champions: " + ", ".join(champions))
-        cfg.league = dataclasses.replace(cfg.league, curriculum=("heuristic:hard",),
-                                         scripted_share=0.3, past_share=0.8)
-    trainer = Trainer(cfg, resume=resume, init_weights=init, champions=champions,
-                      render=render, quiet=quiet, guide=guide)
-    try:
-        summary = trainer.run()
-        print(f"checkpoints: {summary['run_dir']}  tensorboard --logdir {summary['log_dir']}")
-        return summary
-    finally:
-        if guide is not None:
-            print(f"LLM-guided exploration actions: {guide.used:,}")
-            guide.close()
-        model = trainer.opponent_model
-        print(planner_command(trainer.run_dir, cfg.train.algorithm, cfg.train.eval_opponent,
-                              model.accuracy if model is not None and model.decisions else None))

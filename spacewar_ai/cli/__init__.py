@@ -1,0 +1,60 @@
+"""The command line: flags in, one mode, one call into the package. No game or learning logic.
+
+Reached three ways with the same flags: `spacewar-ai`, `python -m spacewar_ai`,
+`python spacewar_ai/main.py`. Without a mode flag it trains (`--algorithm ppo` by default).
+Every flag a mode does not read is refused, and every bad value is one line on stderr that names
+it and the fix, with exit code 2.
+
+| module | modes |
+|---|---|
+| parser.py | (the machinery: flags declared once, modes that list what they read, the checks) |
+| common.py | (flags several modes read, and the helpers they share) |
+| train.py | training (the default), --champion-train, --pbt, --export |
+| play.py | --evaluate, --demo, --human-play, --replay |
+| rate.py | --tournament |
+| data.py | --datagen, --dataset-info |
+| llm.py | --iterative, --llm-arena |
+| serve.py | --serve |
+| bench.py | --benchmark, --benchmark-training, --benchmark-threads |
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# Each module declares its modes and flags when imported; --help lists them in this order.
+from spacewar_ai.cli import bench, data, llm, play, rate, serve, train  # noqa: F401
+from spacewar_ai.cli.common import check_outputs
+from spacewar_ai.cli.parser import MODES, PROG, build_parser, choose_mode
+
+__all__ = ["MODES", "build_parser", "main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    chosen = choose_mode(parser, args)
+    try:
+        from spacewar_ai.util.threads import configure_process
+
+        configure_process(args.torch_threads or 0)
+        check_outputs(args)
+        return chosen.run(parser, args)
+    except KeyboardInterrupt:
+        print("\ninterrupted: the last checkpoint written is intact", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # Output piped into `head` or similar: stop quietly, like other command-line tools.
+        sys.stdout = open(os.devnull, "w")
+        return 0
+    except ValueError as exc:  # every input problem (bad specs, files, configs) is one of these
+        if os.environ.get("SPACEWAR_AI_TRACEBACK"):
+            raise
+        parser.error(str(exc))
+    except RuntimeError as exc:
+        from spacewar_ai.llm.clients import LLMError
+
+        if not isinstance(exc, LLMError):
+            raise
+        parser.exit(1, f"{PROG}: error: {exc}\n")

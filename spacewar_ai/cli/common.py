@@ -1,0 +1,253 @@
+"""Flags several modes read, and the helpers those modes share (the run's config, the ratings
+file, the Ray address, the LLM client)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from spacewar_ai.cli.parser import count, flag, flag_name, positive_float, seed
+
+# --- the run: training, population-based training and the LLM loop's RL --------------------------
+ALGORITHM = flag("--algorithm", "training", choices=("ppo", "dqn", "bc", "cql", "sft", "grpo"),
+                 help="learning algorithm (default ppo); bc (behaviour cloning), cql "
+                      "(conservative Q-learning) and sft (a language model's LoRA adapter, "
+                      "played as lm:RUN) learn from a recorded --dataset; grpo trains an "
+                      "LM adapter further by playing (--init-from ADAPTER, --opponent)")
+DATASET = flag("--dataset", "training", metavar="NAME",
+               help="bc, cql, sft: the dataset to learn from (record one with --datagen)")
+DATASET_PILOT = flag("--dataset-pilot", "training", metavar="NAME",
+                     help="bc, cql, sft: learn only from the episodes this pilot flew")
+REWARD = flag("--reward", "training", metavar="PERSONALITY",
+              help="the reward table: standard (default), aggressive, survival, efficient "
+                   "or sniper")
+EPISODES = flag("--episodes", "training", type=count(1),
+                help="training: stop after this many games; --iterative: games between "
+                     "rounds; demo: games to play")
+
+
+def _timesteps(text: str) -> int:
+    """--timesteps: >= 1, or 0 (the imitation alone, which training allows with --warm-start)."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 1 (or 0 with --warm-start: the imitation "
+                                         f"alone), got {value}")
+    return value
+
+
+TIMESTEPS = flag("--timesteps", "training", type=_timesteps,
+                 help="training: stop after this many learner decisions (0 with --warm-start: "
+                      "save the imitation alone)")
+MINUTES = flag("--minutes", "training", type=positive_float,
+               help="training: also stop after this many minutes, whichever of --timesteps, "
+                    "--episodes and --minutes comes first")
+NUM_ENVS = flag("--num-envs", "training", type=count(1), help="games played at once (default 256)")
+LEARNING_RATE = flag("--learning-rate", "training", type=positive_float)
+DEVICE = flag("--device", "training", choices=("cpu", "cuda", "auto"))
+TORCH_THREADS = flag("--torch-threads", "training", type=count(0),
+                     help="torch threads (default 1, or SPACEWAR_TORCH_THREADS; the count "
+                          "changes the arithmetic, so a seed's weights are those of its count)")
+CONFIG = flag("--config", "training", metavar="FILE",
+              help="TOML or JSON file with [train] [ppo] [dqn] [sft] [grpo] [offline] [league] "
+                   "[game] [reward] sections; flags override it")
+CHECKPOINT_DIR = flag("--checkpoint-dir", "training", metavar="DIR",
+                      help="where runs are saved (default checkpoints/)")
+LOG_DIR = flag("--log-dir", "training", metavar="DIR",
+               help="where TensorBoard logs go, one folder per run (default runs/)")
+RUN_NAME = flag("--run-name", "training", help="name of the run folder")
+RESUME = flag("--resume", "training", metavar="PATH",
+              help="continue a run from its checkpoint (latest.pt)")
+QUIET = flag("--quiet", "training", action="store_true", help="no progress bar")
+WARM_START = flag("--warm-start", "training", metavar="SPEC",
+                  help="learn from this pilot first, e.g. heuristic:hard (PPO: behaviour "
+                       "cloning; DQN: its games as demonstrations, DQfD), then by RL")
+INIT_FROM = flag("--init-from", "training", metavar="CHECKPOINT",
+                 help="training: start from this model (the same algorithm's weights; a "
+                      "model of another algorithm is imitated first); grpo: the LM adapter "
+                      "to start from (a run of --algorithm sft)")
+
+# --- players ---------------------------------------------------------------------------------
+CHECKPOINT = flag("--checkpoint", "players", metavar="SPEC",
+                  help="the model: a checkpoint file or any player spec, e.g. pretrained or "
+                       "search:pretrained (training: start from it; champion training: the "
+                       "model to train further)")
+OPPONENT = flag("--opponent", "players", metavar="SPEC",
+                help="player spec: idle, random, heuristic:easy|medium|hard, pretrained, "
+                     "ppo:PATH, dqn:PATH, strategy:PATH.py, search:SPEC[+MODEL], "
+                     "lm:MODEL[+ADAPTER] (lm:sft, lm:grpo: the shipped language-model "
+                     "pilots) or a checkpoint path (evaluate: default heuristic:hard; human "
+                     "play: instead of --difficulty; grpo: the opponent it plays)")
+EVAL_EPISODES = flag("--eval-episodes", "players", type=count(1),
+                     help="games per evaluation (default 200; during training 100)")
+PLAYERS = flag("--players", "players", metavar="SPECS",
+               help="player specs, comma separated (demo: two, default heuristic:hard,"
+                    "heuristic:medium; tournament: default the best models we know and "
+                    "the scripted pilots)")
+RESULTS = flag("--results", "players", metavar="FILE.jsonl",
+               help="evaluate, demo: add every game's GameResult to FILE as JSON lines "
+                    "(tournaments write games.jsonl beside their report)")
+MATCHES_PER_PAIRING = flag("--matches-per-pairing", "tournaments", type=count(2),
+                           help="games per pair of players, an even number (default 100; LLM "
+                                "arena 20)")
+RATINGS_FILE = flag("--ratings-file", "tournaments", metavar="PATH",
+                    help="ratings accumulated across tournaments and evaluations (default "
+                         "<checkpoint-dir>/ratings.json)")
+SAVE_REPLAYS = flag("--save-replays", "play", type=count(0), metavar="N",
+                    help="evaluate: save N games as replays (under runs/replays/); tournament: "
+                         "N games per pairing (in the tournament's folder)")
+RECORD = flag("--record", "play", metavar="PATH",
+              help="record human play, --demo, --evaluate or --replay games to a .mp4 or "
+                   ".gif (drawn off-screen for demo and evaluate)")
+SCALE = flag("--scale", "play", type=positive_float,
+             help="window scale, 0.25 to 4 (default 1.0 = 640 x 640 pixels)")
+PHOSPHOR = flag("--phosphor", "play", action="store_true",
+                help="phosphor trails: frames fade out instead of being cleared")
+
+# --- Ray -------------------------------------------------------------------------------------
+BACKEND = flag("--backend", "ray", choices=("local", "ray"),
+               help="evaluate, tournament, datagen: local (default: this process or a process "
+                    "pool) or ray (Ray tasks; the same results)")
+RAY_ADDRESS = flag("--ray-address", "ray", metavar="ADDRESS",
+                   help="join this Ray cluster (as printed by `ray start --head`; default the "
+                        "RAY_ADDRESS variable, else a Ray instance on this machine); implies "
+                        "--backend ray")
+
+# --- LLM access: the strategy loop, the LLM arena, and training's --use-llm --------------------
+LLM_SAMPLES = flag("--llm-samples", "llm", type=count(1),
+                   help="strategies asked for per round (--iterative) or per provider "
+                        "(--llm-arena) (default 1)")
+USE_LLM = flag("--use-llm", "llm", nargs="?", const="generate", metavar="STRATEGY",
+               help="training: about 10%% of exploration actions come from an LLM strategy "
+                    "(a strategy file, or one generated now)")
+LLM_ACCESS = (
+    flag("--llm-provider", "llm",
+         help="anthropic (claude), openai, google (gemini), xai (grok), groq, together, "
+              "mistral, deepseek, openrouter; default: every provider with a key, in that "
+              "order, until one answers"),
+    flag("--llm-model", "llm", help="model name for the first provider"),
+    flag("--llm-base-url", "llm", metavar="URL",
+         help="any OpenAI-compatible server (llama.cpp, vLLM, Ollama), e.g. "
+              "http://127.0.0.1:8080/v1; a key is optional"),
+    flag("--llm-timeout", "llm", type=positive_float, metavar="SECONDS",
+         help="total deadline of one LLM request, retries included (default 120)"),
+    flag("--keys-dir", "llm", metavar="DIR",
+         help="folder with *.key.txt files and .env (default .)"),
+    flag("--llm-local", "llm", action="store_true",
+         help="use a local GGUF model first (llama-cpp-python), then the cloud"),
+    flag("--llm-local-model", "llm", metavar="PATH",
+         help="the local GGUF file (default: the catalog's pick, in models/)"),
+    flag("--local-llm-only", "llm", action="store_true", help="only the local model"),
+    flag("--include-local-llm", "llm", action="store_true",
+         help="try the local model after the cloud providers"),
+    flag("--gpu-vram", "llm", type=lambda t: _nonnegative(t), metavar="GB",
+         help="GPU memory to plan the local model for, 0 for the CPU (overrides detection)"),
+)
+
+# --- common ----------------------------------------------------------------------------------
+RENDER = flag("--render", "common", action="store_true", help="show a game in a window")
+SEED = flag("--seed", "common", type=seed, help="random seed, 0..2**32-1 (default 0)")
+
+RAY = (BACKEND, RAY_ADDRESS)
+# What a training run reads, and what the modes that run one (--iterative) read too.
+RUN = (ALGORITHM, EPISODES, TIMESTEPS, MINUTES, NUM_ENVS, LEARNING_RATE, DEVICE, TORCH_THREADS,
+       CONFIG, CHECKPOINT_DIR, LOG_DIR, RUN_NAME, RESUME, QUIET, SEED, EVAL_EPISODES, REWARD,
+       DATASET, DATASET_PILOT)
+TRAINING = (*RUN, *LLM_ACCESS, WARM_START, RENDER, CHECKPOINT, INIT_FROM, USE_LLM)
+
+
+def _nonnegative(text: str) -> float:
+    from spacewar_ai.cli.parser import nonnegative_float
+
+    return nonnegative_float(text)
+
+
+def split_specs(text: str | None) -> list[str]:
+    return [s.strip() for s in (text or "").split(",")]
+
+
+def run_config(args):
+    """The resolved run config: defaults (or the resumed run's own), then --config, then flags."""
+    from spacewar_ai.agents.checkpoints import saved_run_config
+    from spacewar_ai.config import RewardConfig, RunConfig, load_run_config
+
+    base = saved_run_config(args.resume) if getattr(args, "resume", None) else RunConfig()
+    cfg = load_run_config(args.config, base) if args.config else base
+    train = {field: getattr(args, dest) for dest, field in (
+        ("algorithm", "algorithm"), ("num_envs", "num_envs"), ("timesteps", "total_timesteps"),
+        ("episodes", "episodes"), ("seed", "seed"), ("device", "device"),
+        ("torch_threads", "torch_threads"), ("checkpoint_dir", "checkpoint_dir"),
+        ("log_dir", "log_dir"), ("run_name", "run_name"), ("eval_episodes", "eval_episodes"),
+        ("warm_start", "warm_start"), ("minutes", "max_minutes"), ("dataset", "dataset"),
+        ("dataset_pilot", "dataset_pilot"))
+        if getattr(args, dest, None) is not None}
+    if getattr(args, "episodes", None) is not None and getattr(args, "timesteps", None) is None:
+        train["total_timesteps"] = 10**12  # --episodes alone sets the budget
+    if getattr(args, "timesteps", None) == 0 and not train.get("warm_start", cfg.train.warm_start):
+        raise ValueError("--timesteps 0 trains nothing: give a number >= 1, or add --warm-start "
+                         "SPEC to save the imitation alone")
+    cfg.train = dataclasses.replace(cfg.train, **train)
+    if getattr(args, "base_model", None) is not None:
+        cfg.sft = dataclasses.replace(cfg.sft, base_model=args.base_model)
+    if getattr(args, "reward", None):
+        cfg.reward = RewardConfig.preset(args.reward)
+    if getattr(args, "learning_rate", None) is not None:
+        # Each algorithm's own section holds its learning rate: BC trains PPO's actor and CQL
+        # DQN's network, so they take those sections' rates.
+        section = {"bc": "ppo", "cql": "dqn"}.get(cfg.train.algorithm, cfg.train.algorithm)
+        setattr(cfg, section, dataclasses.replace(getattr(cfg, section),
+                                                  learning_rate=args.learning_rate))
+    return cfg
+
+
+def ratings_file(args):
+    """The ratings file the run adds to: --ratings-file, else <checkpoint-dir>/ratings.json."""
+    from spacewar_ai.rating.ratings import RatingsFile
+    from spacewar_ai.util.preflight import writable
+
+    if args.ratings_file:  # checked with the other outputs (check_outputs)
+        return RatingsFile(args.ratings_file)
+    path = Path(args.checkpoint_dir or "checkpoints") / "ratings.json"
+    writable(path, "the ratings file (--ratings-file)")
+    return RatingsFile(path)
+
+
+def ray_address(parser, args) -> str | None:
+    """None: play here; "" : Ray on this machine (or RAY_ADDRESS); else the cluster's address."""
+    if args.ray_address and args.backend == "local":
+        parser.error("--ray-address joins a Ray cluster and --backend local plays here: drop one")
+    if args.ray_address:
+        return args.ray_address
+    return "" if args.backend == "ray" else None
+
+
+def check_outputs(args) -> None:
+    """Every output path a flag names can be written, checked before any work (preflight.py)."""
+    from spacewar_ai.util.preflight import writable
+
+    for dest in ("record", "export", "results", "html", "ratings_file"):
+        if getattr(args, dest, None):
+            writable(getattr(args, dest), flag_name(dest))
+    if getattr(args, "checkpoint_dir", None):
+        writable(args.checkpoint_dir, "--checkpoint-dir", folder=True)
+
+
+def llm_client(args):
+    from spacewar_ai.llm.failover import client_from_flags
+
+    return client_from_flags(args.keys_dir or ".", args.llm_provider, args.llm_model,
+                             args.llm_base_url, args.llm_local, args.llm_local_model,
+                             args.local_llm_only, args.include_local_llm, args.gpu_vram,
+                             args.llm_timeout)
+
+
+def exploration_guide(args, cfg):
+    """--use-llm: the LLM strategy that takes a share of training's exploration actions."""
+    from spacewar_ai.llm.strategies import exploration_guide as guide
+
+    client = llm_client(args) if args.use_llm == "generate" else None
+    return guide(args.use_llm, client, cfg)

@@ -1,0 +1,133 @@
+"""Modes that play games to watch or measure: evaluation, demos, human play and replays."""
+
+from __future__ import annotations
+
+from spacewar_ai.cli import common
+from spacewar_ai.cli.common import (CHECKPOINT, CHECKPOINT_DIR, CONFIG, EPISODES, EVAL_EPISODES,
+                                    OPPONENT, PHOSPHOR, PLAYERS, QUIET, RATINGS_FILE, RAY, RECORD,
+                                    RENDER, RESULTS, SAVE_REPLAYS, SCALE, SEED)
+from spacewar_ai.cli.parser import count, flag, flag_name, mode
+
+STOCHASTIC = flag("--stochastic", "players", action="store_true",
+                  help="evaluate the sampling policy instead of the greedy one")
+PANEL = flag("--panel", "players", action="store_true",
+             help="evaluate against every pilot of the generalization panel (pilots no training "
+                  "meets), --eval-episodes games each, instead of --opponent")
+DIFFICULTY = flag("--difficulty", "play", choices=("easy", "medium", "hard", "insane"),
+                  help="easy: heuristic pilot 3 frames late; medium: best model sampling, 2 "
+                       "frames late; hard: best model greedy, 1 frame late; insane: no delay "
+                       "(default medium)")
+TWO_PLAYER = flag("--two-player", "play", action="store_true",
+                  help="two people at one keyboard, as in 1962")
+SCORE_LIMIT = flag("--score-limit", "play", type=count(1),
+                   help="points that win the match (default 5)")
+HTML = flag("--html", "play", metavar="OUT.html",
+            help="with --replay: write one self-contained page that plays the replay in any "
+                 "browser, no server needed")
+
+
+@mode("evaluate", reads=(CHECKPOINT, OPPONENT, EVAL_EPISODES, STOCHASTIC, SEED, RENDER, RECORD,
+                         SAVE_REPLAYS, RATINGS_FILE, CHECKPOINT_DIR, QUIET, RESULTS, PANEL, *RAY),
+      flag_help="play --eval-episodes games of --checkpoint against --opponent")
+def evaluate(parser, args) -> int:
+    from spacewar_ai.game.recording import open_recorder
+    from spacewar_ai.rating.evaluation import evaluate as run
+    from spacewar_ai.util.preflight import check_games
+
+    if not args.checkpoint:
+        parser.error("--evaluate needs --checkpoint SPEC (e.g. pretrained or a checkpoint path)")
+    drawn = args.render or args.record
+    if args.panel:
+        from spacewar_ai.rating.panel import evaluate_panel
+
+        given = [k for k in ("opponent", "render", "record", "save_replays", "results",
+                             "ratings_file", "stochastic") if getattr(args, k)]
+        if given:
+            parser.error(f"{flag_name(given[0])} does not apply to --panel, which plays every "
+                         "panel pilot and reports each win rate; drop one of them")
+        evaluate_panel(args.checkpoint, args.eval_episodes or 200, args.seed or 0,
+                       quiet=args.quiet, ray_address=common.ray_address(parser, args))
+        return 0
+    for kept in ("save_replays", "results"):
+        if drawn and getattr(args, kept):
+            parser.error(f"{flag_name(kept)} keeps games of a match, and --render/--record play "
+                         "games one by one to draw them: use one or the other")
+    if drawn and common.ray_address(parser, args) is not None:
+        parser.error("--render/--record draw games one by one here: drop --backend ray and "
+                     "--ray-address")
+    games = args.eval_episodes or (1 if drawn else 200)
+    check_games("--eval-episodes", games)
+    # A bad ratings file is refused before any game.
+    ratings = None if drawn else common.ratings_file(args)
+    recorder = open_recorder(args.record, per_decision=True)
+    run(args.checkpoint, args.opponent or "heuristic:hard", games, args.seed or 0,
+        deterministic=not args.stochastic, render=args.render, recorder=recorder,
+        keep_actions=args.save_replays or 0, quiet=args.quiet, ratings=ratings,
+        results=args.results, ray_address=common.ray_address(parser, args))
+    return 0
+
+
+@mode("demo", reads=(PLAYERS, CHECKPOINT, OPPONENT, EPISODES, SEED, RENDER, RECORD, QUIET,
+                     RESULTS),
+      flag_help="two pilots play (--players A,B); --render shows the window")
+def demo(parser, args) -> int:
+    from spacewar_ai.game.recording import open_recorder
+    from spacewar_ai.rating.evaluation import evaluate as run
+    from spacewar_ai.util.preflight import check_games
+
+    if args.players and (args.checkpoint or args.opponent):
+        parser.error("--players names both demo pilots: drop --checkpoint/--opponent, or "
+                     "--players")
+    if args.players:
+        specs = common.split_specs(args.players)
+    else:
+        specs = [args.checkpoint or "heuristic:hard", args.opponent or "heuristic:medium"]
+    if len(specs) != 2 or not all(specs):
+        parser.error(f"--players needs exactly two specs for a demo, A,B (got {args.players!r})")
+    drawn = args.render or args.record
+    games = args.episodes or (1 if drawn else 200)
+    check_games("--episodes", games)
+    run(specs[0], specs[1], games, args.seed or 0, render=args.render,
+        recorder=open_recorder(args.record, per_decision=True), quiet=args.quiet,
+        results=args.results, label="demo")
+    return 0
+
+
+@mode("human_play", reads=(DIFFICULTY, OPPONENT, CHECKPOINT, TWO_PLAYER, SCORE_LIMIT, SCALE,
+                           PHOSPHOR, RECORD, SEED, CHECKPOINT_DIR, RATINGS_FILE, CONFIG),
+      flag_help="fly against the AI (--difficulty, or --opponent SPEC), or --two-player; F1 "
+                "shows the keys")
+def human_play(parser, args) -> int:
+    from spacewar_ai.human.play import play
+
+    if args.checkpoint and args.opponent:
+        parser.error("--checkpoint and --opponent both name the computer opponent: give one")
+    opponent = args.opponent or args.checkpoint
+    if args.two_player and opponent:
+        parser.error("--two-player and --opponent exclude each other: two people need no "
+                     "computer opponent")
+    if args.difficulty and (opponent or args.two_player):
+        parser.error("--difficulty chooses the computer opponent: drop it, or drop "
+                     f"{'--opponent' if opponent else '--two-player'}")
+    play(common.run_config(args).game if args.config else None, opponent, args.difficulty,
+         args.two_player, args.score_limit or 5, args.seed or 0, args.scale or 1.0,
+         args.phosphor, args.record, args.checkpoint_dir or "checkpoints", args.ratings_file)
+    return 0
+
+
+@mode("replay", reads=(RECORD, SCALE, PHOSPHOR, HTML), metavar="PATH",
+      flag_help="play back a saved replay (runs/replays/*.json) in a window, to a video with "
+                "--record, or into one HTML page with --html")
+def replay(parser, args) -> int:
+    from spacewar_ai.game.replays import play_replay
+
+    if args.html:
+        from spacewar_ai.web.app import export_html
+
+        if args.record or args.scale or args.phosphor:
+            parser.error("--html writes a page that plays the replay by itself: drop "
+                         "--record, --scale and --phosphor")
+        print(f"wrote {export_html(args.replay, args.html)}: open it in any browser")
+        return 0
+    print(play_replay(args.replay, args.record, args.scale or 1.0, args.phosphor))
+    return 0

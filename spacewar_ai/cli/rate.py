@@ -1,0 +1,71 @@
+"""Tournaments: many matches, ratings fitted from them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from spacewar_ai.cli import common
+from spacewar_ai.cli.common import (CHECKPOINT_DIR, MATCHES_PER_PAIRING, PLAYERS, QUIET,
+                                    RATINGS_FILE, RAY, SAVE_REPLAYS, SEED)
+from spacewar_ai.cli.parser import count, flag, mode
+
+TOURNAMENT_MODE = flag("--tournament-mode", "tournaments",
+                       choices=("round_robin", "swiss", "elimination"),
+                       help="round_robin (default): every pair; swiss: pairs by score, no "
+                            "repeats; elimination: single elimination seeded by rating")
+WORKERS = flag("--workers", "tournaments", type=count(0),
+               help="processes playing pairings (0 = one per core, the default); results do "
+                    "not depend on it")
+DEFAULT_FIELD_MODELS = 4  # learned models in a tournament given no --players
+
+
+@mode("tournament", reads=(PLAYERS, TOURNAMENT_MODE, MATCHES_PER_PAIRING, WORKERS, RATINGS_FILE,
+                           CHECKPOINT_DIR, SEED, SAVE_REPLAYS, QUIET, *RAY),
+      flag_help="--players play each other; ratings with 95%% intervals, crosstable, ratings "
+                "file")
+def tournament(parser, args) -> int:
+    from spacewar_ai.pilots.scripted import SCRIPTED_SPECS
+    from spacewar_ai.rating.ratings import best_models, model_spec
+    from spacewar_ai.rating.tournament import REPORT_DIR, run_tournament
+    from spacewar_ai.util.preflight import check_games, writable
+
+    if args.players:
+        specs = common.split_specs(args.players)
+        if not all(specs):
+            parser.error(f"--players has an empty entry ({args.players!r}); separate specs with "
+                         "single commas")
+        specs = [x for s in specs for x in arena_players(s)]
+    else:
+        # The default field: the best few models by best_models' rule, and the scripted pilots.
+        models = best_models(args.checkpoint_dir or "checkpoints", args.ratings_file)
+        specs = [model_spec(path) for path, _ in models[:DEFAULT_FIELD_MODELS]] + \
+            list(SCRIPTED_SPECS)
+        print(f"players (no --players given: the {DEFAULT_FIELD_MODELS} best models with enough "
+              f"games or training behind them, and the scripted pilots): {','.join(specs)}")
+    if args.workers is not None and common.ray_address(parser, args) is not None:
+        parser.error("--workers counts processes on this machine; on Ray the cluster's CPUs "
+                     "play: drop --workers")
+    check_games("--matches-per-pairing", args.matches_per_pairing or 100)
+    writable(REPORT_DIR, "the tournament's report folder", folder=True)
+    report = run_tournament(specs, args.tournament_mode or "round_robin",
+                            args.matches_per_pairing or 100, args.seed or 0,
+                            args.workers or (os.cpu_count() or 1), common.ratings_file(args),
+                            args.save_replays or 0, args.quiet,
+                            ray_address=common.ray_address(parser, args))
+    print(report.summary())
+    return 0
+
+
+def arena_players(spec: str) -> list[str]:
+    """`arena:PATH/arena.db` stands for the arena's players (rating/arena.py); any other spec
+    for itself."""
+    if not spec.lower().startswith("arena:"):
+        return [spec]
+    from spacewar_ai.rating.arena import Arena
+
+    db = Path(spec[len("arena:"):])
+    if not db.is_file() or db.name != "arena.db":
+        raise ValueError(f"player {spec!r}: no arena database there; give the arena.db a server "
+                         "keeps, such as arena:runs/arena/arena.db")
+    return Arena(db.parent).player_specs()

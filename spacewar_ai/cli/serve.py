@@ -1,0 +1,36 @@
+"""The browser app."""
+
+from __future__ import annotations
+
+from spacewar_ai.cli.common import CHECKPOINT_DIR, RATINGS_FILE
+from spacewar_ai.cli.parser import flag, mode
+
+HOST = flag("--host", "web", help="--serve: the address to listen on (default 127.0.0.1, this "
+                                  "machine only)")
+PORT = flag("--port", "web", type=int, help="--serve: the port (default 8000)")
+SERVER_NAME = flag("--server-name", "web", metavar="NAME[,NAME]",
+                   help="--serve: the host names visitors reach the app by (default the "
+                        "loopback names; needed with --host): requests naming any other host "
+                        "are refused")
+ALLOWED_ORIGINS = flag("--allowed-origins", "web", metavar="ORIGIN[,ORIGIN]",
+                       help="--serve: pages of other sites allowed to open games and upload "
+                            "(default: only the app's own pages), as https://host[:port]")
+LIMITS = flag("--limits", "web", metavar="NAME=VALUE[,...]",
+              help="--serve: change the server's limits, such as games_in_all=16 "
+                   "(docs/browser.md lists them and their defaults)")
+
+
+@mode("serve", reads=(HOST, PORT, CHECKPOINT_DIR, RATINGS_FILE, SERVER_NAME, ALLOWED_ORIGINS,
+                      LIMITS),
+      flag_help="the browser app: play, watch, replays, tournaments (--host, --port)")
+def serve(parser, args) -> int:
+    from spacewar_ai.web.app import serve as run
+    from spacewar_ai.web.guard import Limits
+
+    def names(text):
+        return [n.strip() for n in text.split(",") if n.strip()] if text else []
+
+    run(args.host or "127.0.0.1", args.port if args.port is not None else 8000, ".",
+        args.checkpoint_dir or "checkpoints", args.ratings_file, names(args.server_name),
+        names(args.allowed_origins), Limits.parse(args.limits))
+    return 0

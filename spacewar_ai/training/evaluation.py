@@ -1,0 +1,116 @@
+"""A run's evaluations and the choice of its best.pt.
+
+Every `eval_interval` updates the learner's greedy player plays `eval_episodes` games against
+`eval_opponent` on starts of its own (`evaluation_seeds`): eval/win_rate, the learning curve. A
+figure above best.pt's makes it a challenger: it and best.pt replay the same fresh games, and
+the challenger must win more of them to take best.pt's place; otherwise best.pt's figure
+pools the replay it survived, so the figure settles on what best.pt is worth instead of
+keeping the luckiest of many noisy evaluations (ARCHITECTURE.md, design decisions). While
+videos have cost less than `eval_video` of the run's time, an evaluation's first game also
+goes to TensorBoard as eval/video.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from spacewar_ai.agents.checkpoints import rewrite_metadata
+from spacewar_ai.agents.saved import load_agent
+from spacewar_ai.config import RunConfig
+from spacewar_ai.game.replays import game_gif
+from spacewar_ai.pilots.specs import AgentPilot
+from spacewar_ai.rating.match import play_match
+
+
+def evaluation_seeds(updates: int, games: int) -> tuple[int, int]:
+    """First seeds of the evaluation after `updates` updates and of its confirmation (each plays
+    games / 2 starts, sides swapped). Every evaluation and every confirmation has starts of its
+    own: shared starts would make successive evaluations' noise agree."""
+    return 10_000 + 2 * updates * games, 10_000 + (2 * updates + 1) * games
+
+
+class Evaluator:
+    """Evaluations of one run and its best.pt. `counters` is the run's own dict (read for the
+    step, updates and wall time; best_eval and best_eval_games are written back)."""
+
+    def __init__(self, cfg: RunConfig, run_dir: Path, opponent, device: str, counters: dict):
+        self.cfg = cfg
+        self.run_dir = Path(run_dir)
+        self.opponent = opponent
+        self.device = device
+        self.counters = counters
+        self._best: AgentPilot | None = None  # best.pt's player, once loaded or made
+        self._video_seconds = 0.0  # spent on eval/video this session
+
+    def evaluate(self, agent, writer, save_best: Callable[[], Path]) -> float:
+        """Evaluate `agent`'s greedy player and let it challenge best.pt (`save_best` writes
+        the learner as best.pt when it wins). Returns the evaluation's win rate."""
+        t, c = self.cfg.train, self.counters
+        pilot = AgentPilot(agent.play_copy(), "learner", deterministic=True)
+        games = t.eval_episodes + t.eval_episodes % 2
+
+        def play(player, seed: int, keep_actions: int = 0):
+            return play_match(player, self.opponent, games, seed=seed, config=self.cfg.game,
+                              reward_config=self.cfg.reward, keep_actions=keep_actions)
+
+        selection, confirmation = evaluation_seeds(c["updates"], games)
+        video = t.eval_video > 0 and self._video_seconds <= t.eval_video * c["wall_seconds"]
+        r = play(pilot, selection, keep_actions=int(video))
+        rate = r.win_rate_a()
+        step = c["global_step"]
+        if video:
+            self._video(writer, r.games[0], step)
+        writer.add_scalar("eval/win_rate", rate, step)
+        writer.add_scalar("eval/draw_rate", r.draws / r.n, step)
+        writer.add_scalar("eval/wall_minutes", c["wall_seconds"] / 60, step)
+        incumbent = self.incumbent()
+        if incumbent is None or rate > c["best_eval"]:
+            challenger = play(pilot, confirmation).wins_a
+            writer.add_scalar("eval/confirmed_win_rate", challenger / games, step)
+            defended = play(incumbent, confirmation).wins_a if incumbent is not None else -1
+            if challenger > defended:
+                self._best = pilot
+                c["best_eval"], c["best_eval_games"] = challenger / games, games
+                save_best()
+            else:
+                n = c["best_eval_games"]
+                c["best_eval"] = (c["best_eval"] * n + defended) / (n + games)
+                c["best_eval_games"] = n + games
+                figure = {"best_eval": c["best_eval"], "best_eval_games": c["best_eval_games"]}
+                rewrite_metadata(self.run_dir / "best.pt",
+                                 lambda meta: {**meta, "counters": {**meta["counters"], **figure}})
+            writer.add_scalar("eval/best_win_rate", c["best_eval"], step)
+        return rate
+
+    def incumbent(self) -> AgentPilot | None:
+        """The player saved as best.pt, read from the file after a resume."""
+        if self._best is None and self.counters["best_eval"] >= 0:
+            path = self.run_dir / "best.pt"
+            if not path.exists():
+                return None
+            # Building the network draws initial weights from torch's generator, which the
+            # learner samples from: leave its stream as it was.
+            with torch.random.fork_rng(devices=[]):
+                agent, _ = load_agent(path, self.device)
+            self._best = AgentPilot(agent, "best", deterministic=True)
+        return self._best
+
+    def _video(self, writer, game, step: int) -> None:
+        """eval/video: the evaluation's first game (the learner flies ship 0) as an animated
+        GIF, an image summary as SummaryWriter.add_video writes it, without add_video's moviepy
+        1.x (Gymnasium's RecordVideo wants 2.x)."""
+        from tensorboard.compat.proto.summary_pb2 import Summary
+
+        began = time.time()
+        size = 192
+        gif = game_gif(self.cfg.game, game.seed, game.actions, size)
+        image = Summary.Image(height=size, width=size, colorspace=1, encoded_image_string=gif)
+        summary = Summary(value=[Summary.Value(tag="eval/video", image=image)])
+        # Through the writer's file_writer (no add_* method takes an encoded GIF); the attribute
+        # is guarded by tests/test_ecosystem.py::test_the_dependency_surfaces_we_lean_on_are_there.
+        writer.file_writer.add_summary(summary, step)
+        self._video_seconds += time.time() - began

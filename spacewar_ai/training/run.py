@@ -1,0 +1,133 @@
+"""`train(cfg)`: one training run of whichever algorithm the config names, from the table below.
+
+| algorithm | learns from | starts from | module |
+|---|---|---|---|
+| ppo, dqn | games against the league | nothing, a checkpoint (`--init-from`), a resumed run, or champions | trainer.py |
+| bc, cql | a recorded dataset | nothing | offline.py |
+| sft | a recorded dataset | a base language model | sft.py |
+| grpo | games against `[grpo] opponent` | an SFT adapter (`--init-from`, required) | grpo.py |
+
+Each algorithm's settings are its own config section ([ppo], [dqn], [offline], [sft], [grpo]);
+what every run shares is [train]. The table also says what each algorithm cannot take (a resume,
+a starting model, champions), and `train` refuses those in one line before any work.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from spacewar_ai.config import RunConfig
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    run: Callable[..., dict[str, Any]]  # run(cfg, start_from, champion, ...) -> the summary
+    what: str  # how it learns, for the one-line refusals
+    starts_from: str  # "optional" (a checkpoint), "required" (an adapter) or "" (nothing)
+    resumes: bool  # --resume continues a run of it
+    champions: bool  # --champion-train trains it further against the best models
+
+
+def _online(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide):
+    """PPO or DQN (trainer.py): a new run, from a model, resumed, or against champions."""
+    from spacewar_ai.agents.checkpoints import load_checkpoint
+    from spacewar_ai.pilots.specs import spec_path
+    from spacewar_ai.rating.ratings import best_models
+    from spacewar_ai.training.trainer import Trainer, planner_command
+
+    init = None
+    if start_from:
+        init = spec_path(start_from)
+        if init is None:
+            raise ValueError(f"--init-from {start_from!r}: training starts from a checkpoint "
+                             "file (or pretrained), not a scripted pilot or a planner; an LM's "
+                             "adapter trains with --algorithm grpo --init-from ADAPTER")
+        if init.is_dir():
+            raise ValueError(f"--init-from {start_from}: is a folder; give the checkpoint file "
+                             f"in it, such as {init / 'best.pt'}")
+        if not init.is_file():
+            raise ValueError(f"--init-from {start_from}: no such file; give a checkpoint file "
+                             "(checkpoints/<run>/best.pt) or pretrained")
+        algorithm = load_checkpoint(init)["algorithm"]
+        if algorithm != cfg.train.algorithm and champion:
+            raise ValueError(f"--champion-train continues a {cfg.train.algorithm} model; "
+                             f"{start_from} holds a {algorithm} model: train it with "
+                             f"--algorithm {algorithm}")
+        if algorithm != cfg.train.algorithm:
+            # A model of another algorithm (CQL's Q-network for PPO, say) is imitated first.
+            cfg.train = dataclasses.replace(cfg.train, warm_start=f"{algorithm}:{init}")
+            init = None
+    champions = None
+    if champion:
+        found = best_models(cfg.train.checkpoint_dir, ratings_file, exclude=init)
+        # No other models yet: the model trains against itself first.
+        champions = [str(path) for path, _ in found[:3]] or [str(init)]
+        print("champions: " + ", ".join(champions))
+        cfg.league = dataclasses.replace(cfg.league, curriculum=("heuristic:hard",),
+                                         scripted_share=0.3, past_share=0.8)
+    trainer = Trainer(cfg, resume=resume, init_weights=init, champions=champions,
+                      render=render, quiet=quiet, guide=guide)
+    try:
+        summary = trainer.run()
+        print(f"checkpoints: {summary['run_dir']}  tensorboard --logdir {summary['log_dir']}")
+        return summary
+    finally:
+        if guide is not None:
+            print(f"LLM-guided exploration actions: {guide.used:,}")
+            guide.close()
+        model = trainer.opponent_model
+        print(planner_command(trainer.run_dir, cfg.train.algorithm, cfg.train.eval_opponent,
+                              model.accuracy if model is not None and model.decisions else None))
+
+
+def _offline(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide):
+    from spacewar_ai.training.offline import train_bc, train_cql
+
+    return (train_bc if cfg.train.algorithm == "bc" else train_cql)(cfg, quiet)
+
+
+def _sft(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide):
+    from spacewar_ai.training.sft import train_sft
+
+    return train_sft(cfg, quiet)
+
+
+def _grpo(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide):
+    from spacewar_ai.training.grpo import train_grpo
+
+    return train_grpo(cfg, start_from, quiet)
+
+
+ALGORITHMS = {
+    "ppo": Algorithm(_online, "learns by playing", "optional", True, True),
+    "dqn": Algorithm(_online, "learns by playing", "optional", True, True),
+    "bc": Algorithm(_offline, "learns from a dataset alone", "", False, False),
+    "cql": Algorithm(_offline, "learns from a dataset alone", "", False, False),
+    "sft": Algorithm(_sft, "trains a new adapter from a dataset", "", False, False),
+    "grpo": Algorithm(_grpo, "trains an LM adapter further by playing", "required", False,
+                      False),
+}
+
+
+def train(cfg: RunConfig, resume: str | None = None, start_from: str | None = None,
+          champion: bool = False, ratings_file: str | None = None, render: bool = False,
+          quiet: bool = False, guide=None) -> dict[str, Any]:
+    """One training run of `cfg.train.algorithm`: new (from scratch, or from the model
+    `start_from` names), resumed, or, with `champion`, `start_from` trained further against
+    the best models we know (ratings.best_models) and the hard pilot. Returns the run's
+    summary; PPO and DQN runs end by printing how to play the result with a lookahead."""
+    name = cfg.train.algorithm
+    algorithm = ALGORITHMS[name]
+    refused = [flag for flag, given, allowed in (
+        ("--resume", resume, algorithm.resumes),
+        ("--init-from", start_from, bool(algorithm.starts_from)),
+        ("--champion-train", champion, algorithm.champions)) if given and not allowed]
+    if refused:
+        raise ValueError(f"--algorithm {name} {algorithm.what}: {' and '.join(refused)} "
+                         f"{'does' if len(refused) == 1 else 'do'} not apply")
+    if algorithm.starts_from == "required" and not start_from:
+        raise ValueError(f"--algorithm {name} {algorithm.what}: name the adapter it starts from "
+                         "with --init-from ADAPTER (a run of --algorithm sft)")
+    return algorithm.run(cfg, start_from, champion, resume, ratings_file, render, quiet, guide)
