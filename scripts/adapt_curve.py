@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from spacewar_ai.rating.match import play_match
 from spacewar_ai.pilots.specs import make_pilot
+from spacewar_ai.rating.match import play_match
 
 
 def main(argv=None) -> int:

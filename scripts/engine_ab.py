@@ -1,7 +1,7 @@
 """Two versions of the engine, or of the whole vector env, timed side by side in one process.
 
     git show d2fecad:spacewar_ai/engine.py > /tmp/engine_before.py
-    python scripts/engine_ab.py /tmp/engine_before.py spacewar_ai/engine.py
+    python scripts/engine_ab.py /tmp/engine_before.py spacewar_ai/game/engine.py
     git worktree add /tmp/before d2fecad
     python scripts/engine_ab.py /tmp/before/spacewar_ai spacewar_ai --games 64
 
@@ -39,7 +39,11 @@ ENV_STATE = ("_ep_return", "_ep_len")  # the vector env's own, beside its batch'
 
 def load(path: Path, k: int):
     """The engine file, or the package folder, at `path` under a name of its own."""
-    name = f"spacewar_ai._engine_ab{k}" if path.is_file() else f"_spacewar_ab{k}"
+    # An engine file imports the package relatively: from the package itself in the flat
+    # layout (`from .config`), from inside spacewar_ai.game since (`from ..config`).
+    inside = "spacewar_ai.game" if path.is_file() and "from ..config" in path.read_text() \
+        else "spacewar_ai"
+    name = f"{inside}._engine_ab{k}" if path.is_file() else f"_spacewar_ab{k}"
     where = path if path.is_file() else path / "__init__.py"
     spec = importlib.util.spec_from_file_location(
         name, where, submodule_search_locations=None if path.is_file() else [str(path)])

@@ -27,10 +27,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from spacewar_ai.config import OfflineConfig, RunConfig, TrainConfig  # noqa: E402
-from spacewar_ai.training.datasets import generate  # noqa: E402
-from spacewar_ai.rating.match import play_match  # noqa: E402
-from spacewar_ai.rating.match import wilson_interval  # noqa: E402
+from spacewar_ai.rating.match import (
+    play_match,  # noqa: E402
+    wilson_interval,  # noqa: E402
+)
 from spacewar_ai.training import train  # noqa: E402
+from spacewar_ai.training.datasets import generate  # noqa: E402
 
 OPPONENTS = ("heuristic:hard", "heuristic:medium", "heuristic:easy", "random")
 

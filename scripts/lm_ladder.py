@@ -32,8 +32,10 @@ if str(ROOT) not in sys.path:
 
 from spacewar_ai.config import GRPOConfig, RunConfig, SFTConfig, TrainConfig  # noqa: E402
 from spacewar_ai.lm.models import ADAPTERS_DIR, adapter_meta  # noqa: E402
-from spacewar_ai.rating.match import play_match  # noqa: E402
-from spacewar_ai.rating.match import wilson_interval  # noqa: E402
+from spacewar_ai.rating.match import (
+    play_match,  # noqa: E402
+    wilson_interval,  # noqa: E402
+)
 from spacewar_ai.training import train  # noqa: E402
 
 TEACHER, PUPIL_OF = "heuristic:hard", "heuristic:medium"

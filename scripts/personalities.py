@@ -25,11 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from spacewar_ai.util.charts import bar_chart  # noqa: E402
 from spacewar_ai.config import REWARD_PERSONALITIES, RewardConfig, RunConfig, TrainConfig  # noqa: E402
 from spacewar_ai.rating.match import play_match  # noqa: E402
 from spacewar_ai.rating.tournament import run_tournament  # noqa: E402
 from spacewar_ai.training import train  # noqa: E402
+from spacewar_ai.util.charts import bar_chart  # noqa: E402
 
 FIGURES = (("win rate", "win"), ("shots", "shots"), ("accuracy", "accuracy"),
            ("fuel used", "fuel"), ("dodged", "dodged"), ("length (frames)", "frames"))

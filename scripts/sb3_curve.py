@@ -54,10 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     from stable_baselines3.common.env_util import make_vec_env
     from torch.utils.tensorboard import SummaryWriter
 
-    from spacewar_ai.rating.match import play_match
     from spacewar_ai.bench.throughput import sb3_activation
     from spacewar_ai.game.environment import SpacewarEnv
     from spacewar_ai.rating.evaluation import evaluate as evaluate_games
+    from spacewar_ai.rating.match import play_match
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--algorithm", choices=("ppo", "dqn"), default="ppo")

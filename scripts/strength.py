@@ -1,5 +1,5 @@
 """The strength table of docs/strength.md: agents against the hard and medium pilots and
-against every pilot of the generalization panel (spacewar_ai/panel/), with and without search.
+against every pilot of the generalization panel (spacewar_ai/pretrained/panel/), with and without search.
 
     python scripts/strength.py --games 200 --search-games 50
 
@@ -17,10 +17,9 @@ import os
 import time
 from pathlib import Path
 
-from spacewar_ai.rating.match import play_match
-from spacewar_ai.rating.panel import evaluate_panel, label, panel_specs
 from spacewar_ai.pilots.specs import make_pilot, spec_files
-from spacewar_ai.rating.match import wilson_interval
+from spacewar_ai.rating.match import play_match, wilson_interval
+from spacewar_ai.rating.panel import evaluate_panel, label, panel_specs
 
 AGENTS = [
     ("shipped network", "pretrained"),

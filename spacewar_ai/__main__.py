@@ -1,6 +1,6 @@
 """`python -m spacewar_ai`: the same CLI as `spacewar-ai`."""
 
-from spacewar_ai.main import main
+from .main import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

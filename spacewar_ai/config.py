@@ -655,7 +655,7 @@ def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfi
         raise ValueError(f"config file {p}: is a folder; give the path of a .toml or .json file")
     if not p.exists():
         raise ValueError(f"config file {p}: no such file")
-    from spacewar_ai.util.preflight import read_bounded
+    from .util.preflight import read_bounded
 
     raw = read_bounded(p, "config file", 1024 * 1024)
     sections = " ".join(f"[{s}]" for s in RunConfig.SECTIONS)

@@ -6,9 +6,19 @@ They live in spacewar_ai/game/environment.py: `SpacewarEnv` (Gymnasium, one game
 that recorded the id load whatever moves behind this door.
 """
 
-from spacewar_ai.game.environment import (ACTION_DOC, AGENTS, OBSERVATION_DOC, SpacewarEnv,
-                                          SpacewarParallelEnv, SpacewarVectorEnv, check_action,
-                                          check_actions, env, parallel_env, raw_env)
+from .game.environment import (
+                                          ACTION_DOC,
+                                          AGENTS,
+                                          OBSERVATION_DOC,
+                                          SpacewarEnv,
+                                          SpacewarParallelEnv,
+                                          SpacewarVectorEnv,
+                                          check_action,
+                                          check_actions,
+                                          env,
+                                          parallel_env,
+                                          raw_env,
+)
 
 __all__ = ["ACTION_DOC", "AGENTS", "OBSERVATION_DOC", "SpacewarEnv", "SpacewarParallelEnv",
            "SpacewarVectorEnv", "check_action", "check_actions", "env", "parallel_env", "raw_env"]

@@ -6,11 +6,16 @@ measured, refined and played (strategies.py). The language model that flies a sh
 spacewar_ai/lm/ (`lm:` pilots).
 """
 
-from spacewar_ai.llm.clients import AnthropicClient, APIKeyManager, LLMError, OpenAICompatibleClient
-from spacewar_ai.llm.failover import build_client, client_from_flags, FailoverClient
-from spacewar_ai.llm.strategies import (IterativeStrategyTrainer, LLMExplorationGuide,
-                                        LLMStrategyGenerator, evaluate_strategy, run_arena,
-                                        strategy_prompt)
+from .llm.clients import AnthropicClient, APIKeyManager, LLMError, OpenAICompatibleClient
+from .llm.failover import FailoverClient, build_client, client_from_flags
+from .llm.strategies import (
+                                        IterativeStrategyTrainer,
+                                        LLMExplorationGuide,
+                                        LLMStrategyGenerator,
+                                        evaluate_strategy,
+                                        run_arena,
+                                        strategy_prompt,
+)
 
 __all__ = ["APIKeyManager", "AnthropicClient", "FailoverClient", "IterativeStrategyTrainer",
            "LLMError", "LLMExplorationGuide", "LLMStrategyGenerator", "OpenAICompatibleClient",

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from spacewar_ai.game import engine
 from spacewar_ai.config import GameConfig
+from spacewar_ai.game import engine
 from spacewar_ai.game.engine import GameBatch
 
 

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from spacewar_ai.agents.checkpoints import FORMAT_VERSION, CheckpointError, load_checkpoint
 from spacewar_ai.agents.dqn import DQNAgent
 from spacewar_ai.agents.ppo import PPOAgent
-from spacewar_ai.agents.checkpoints import CheckpointError, FORMAT_VERSION, load_checkpoint
-from spacewar_ai.util.files import atomic_write_bytes
 from spacewar_ai.agents.saved import load_agent
 from spacewar_ai.config import DQNConfig, PPOConfig
+from spacewar_ai.util.files import atomic_write_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 PPO = PPOConfig(hidden_sizes=(16,))

@@ -99,8 +99,8 @@ def test_tournament_on_a_two_node_cluster_equals_the_local_one(tmp_path, cluster
 
 @pytest.mark.slow
 def test_evaluation_and_datasets_on_ray_are_the_local_games(tmp_path):
-    from spacewar_ai.training.datasets import generate, load
     from spacewar_ai.rating.match import play_match, play_match_on_ray
+    from spacewar_ai.training.datasets import generate, load
 
     os.environ["MINARI_DATASETS_PATH"] = str(tmp_path / "minari")
     ray.init(num_cpus=2, logging_level="ERROR", log_to_driver=False, include_dashboard=False)

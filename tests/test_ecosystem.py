@@ -154,8 +154,7 @@ def test_pettingzoo_aec_env_passes_api_seed_and_render_tests():
 
 
 def test_pettingzoo_parallel_env_passes_its_tests_and_has_a_state():
-    from pettingzoo.test import (max_cycles_test, parallel_api_test, parallel_seed_test,
-                                 state_test)
+    from pettingzoo.test import max_cycles_test, parallel_api_test, parallel_seed_test, state_test
 
     import spacewar_ai.game.environment as module
     from spacewar_ai.game.environment import env, parallel_env

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from helpers import cause, run, scenario
 
-from spacewar_ai.game import engine
 from spacewar_ai.config import GameConfig, RewardConfig
+from spacewar_ai.game import engine
 from spacewar_ai.game.engine import DeathCause
 
 C = GameConfig()

@@ -4,17 +4,16 @@ import math
 
 import numpy as np
 import pytest
-
 from helpers import cause, load_script, scenario
-from spacewar_ai.game import engine
+
 from spacewar_ai.agents.dqn import DQNAgent
 from spacewar_ai.agents.ppo import PolicyStack, PPOAgent
-from spacewar_ai.pilots.specs import make_pilot
-from spacewar_ai.config import DQNConfig, GameConfig, PPOConfig
-from spacewar_ai.game.engine import GameBatch
 from spacewar_ai.agents.saved import load_agent
-from spacewar_ai.pilots.specs import PRETRAINED_PATH
+from spacewar_ai.config import DQNConfig, GameConfig, PPOConfig
+from spacewar_ai.game import engine
+from spacewar_ai.game.engine import GameBatch
 from spacewar_ai.game.features import egocentric_view, tactical_view, view_constants
+from spacewar_ai.pilots.specs import PRETRAINED_PATH, make_pilot
 
 shot_quality = load_script("shot_quality")
 

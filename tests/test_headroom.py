@@ -1,7 +1,6 @@
 """scripts/headroom.py: the rollout planner that measures how far above a policy play can go."""
 
 import pytest
-
 from helpers import load_script
 
 headroom = load_script("headroom")

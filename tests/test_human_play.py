@@ -10,14 +10,20 @@ import numpy as np
 import pygame
 import pytest
 
-from spacewar_ai.game import engine
 from spacewar_ai.config import GameConfig
-from spacewar_ai.human.play import (HumanGame, Opponent, choose_best_model, difficulty_opponent,
-                              keys_to_action, CONTROLS_ALONE)
-from spacewar_ai.pilots.specs import PRETRAINED_PATH
+from spacewar_ai.game import engine
 from spacewar_ai.game.recording import VideoRecorder, read_video_info
 from spacewar_ai.game.rendering import SHIP_COLORS, STAR
 from spacewar_ai.game.replays import load_replay, replay_game, state_hash
+from spacewar_ai.human.play import (
+    CONTROLS_ALONE,
+    HumanGame,
+    Opponent,
+    choose_best_model,
+    difficulty_opponent,
+    keys_to_action,
+)
+from spacewar_ai.pilots.specs import PRETRAINED_PATH
 
 
 def _game(tmp_path, opponent="idle", **kwargs) -> HumanGame:

@@ -3,9 +3,9 @@
 import os
 
 import pytest
+from helpers import load_script
 from torch.utils.tensorboard import SummaryWriter
 
-from helpers import load_script
 from spacewar_ai.util.charts import PALETTE
 
 learning_curves = load_script("learning_curves")

@@ -6,12 +6,16 @@ import os
 import pickle
 
 import pytest
-
-from spacewar_ai.llm.clients import (AnthropicClient, APIKeyManager, LLMError,
-                                     OpenAICompatibleClient, Secret)
-from spacewar_ai.llm.failover import build_client, FailoverClient
-
 from llm_server import FakeLLMServer
+
+from spacewar_ai.llm.clients import (
+    AnthropicClient,
+    APIKeyManager,
+    LLMError,
+    OpenAICompatibleClient,
+    Secret,
+)
+from spacewar_ai.llm.failover import FailoverClient, build_client
 
 KEY = "sk-test-1234567890abcdef"
 MESSAGES = [{"role": "system", "content": "You write code."},

@@ -11,15 +11,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from llm_server import FakeLLMServer
 
 from spacewar_ai.config import GameConfig
 from spacewar_ai.llm.clients import APIKeyManager, OpenAICompatibleClient
-from spacewar_ai.llm.strategies import (IterativeStrategyTrainer, LLMExplorationGuide,
-                                        LLMStrategyGenerator, extract_code,
-                                        strategy_prompt)
+from spacewar_ai.llm.strategies import (
+    IterativeStrategyTrainer,
+    LLMExplorationGuide,
+    LLMStrategyGenerator,
+    extract_code,
+    strategy_prompt,
+)
 from spacewar_ai.pilots.sandbox import StrategyError
-
-from llm_server import FakeLLMServer
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD = (ROOT / "examples" / "strategies" / "aim_and_fire.py").read_text()

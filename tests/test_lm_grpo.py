@@ -66,8 +66,8 @@ def test_grpo_puts_no_probability_or_gradient_on_an_invalid_action(tiny):
     log-probability, and the loss and its gradients stay finite."""
     import torch
 
-    from spacewar_ai.training.grpo import answer_log_probs, group_advantages, grpo_loss
     from spacewar_ai.lm.pilot import prompt_logits
+    from spacewar_ai.training.grpo import answer_log_probs, group_advantages, grpo_loss
 
     model, coder = _model(tiny)
     obs = _states()[1][:2]
@@ -97,8 +97,8 @@ def test_grpo_puts_no_probability_or_gradient_on_an_invalid_action(tiny):
 def test_actions_are_scored_by_the_reward_table_of_the_game_played_on():
     """Played on one decision under the sniper table (each shot costs 4), firing scores exactly
     4 below drifting; invalid actions are NaN; the same states score the same twice."""
-    from spacewar_ai.training.grpo import action_scores
     from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.training.grpo import action_scores
 
     cfg = GameConfig()
     states, obs, sides = _states(n_games=6, steps=8)
@@ -119,11 +119,11 @@ def test_grpo_runs_end_to_end_and_its_adapter_plays(tiny, tmp_path, monkeypatch)
     """--algorithm grpo --init-from an SFT run: TensorBoard's grpo/ curves, an adapter under
     models/adapters/ naming its base and its start, and lm:RUN playing it."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from test_lm import _trained_adapter
 
     from spacewar_ai.lm.models import adapter_meta
     from spacewar_ai.main import main
     from spacewar_ai.pilots.specs import make_pilot
-    from test_lm import _trained_adapter
 
     monkeypatch.chdir(tmp_path)
     _trained_adapter(tiny, tmp_path / "models" / "adapters" / "sft-start")
@@ -149,8 +149,9 @@ def test_grpo_runs_end_to_end_and_its_adapter_plays(tiny, tmp_path, monkeypatch)
 
 
 def test_grpo_refuses_what_cannot_work_in_one_line(tiny, tmp_path, monkeypatch, capsys):
-    from spacewar_ai.main import main
     from test_lm import _trained_adapter
+
+    from spacewar_ai.main import main
 
     monkeypatch.chdir(tmp_path)
     _trained_adapter(tiny, tmp_path / "models" / "adapters" / "sft-start")

@@ -13,12 +13,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
-
-from spacewar_ai.llm.local import (MODEL_CATALOG, Hardware, detect_hardware, ensure_model,
-                                   pick_model)
-from spacewar_ai.pilots.sandbox import StrategyPilot, validate_source
-
 from tiny_gguf import write_tiny_llama
+
+from spacewar_ai.llm.local import MODEL_CATALOG, Hardware, detect_hardware, ensure_model, pick_model
+from spacewar_ai.pilots.sandbox import StrategyPilot, validate_source
 
 
 @pytest.mark.parametrize("vram, expected", [

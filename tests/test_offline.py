@@ -7,8 +7,14 @@ import pytest
 import torch
 
 from spacewar_ai.agents.dqn import cql_loss
-from spacewar_ai.config import (DQNConfig, LeagueConfig, OfflineConfig, PPOConfig, RunConfig,
-                                TrainConfig)
+from spacewar_ai.config import (
+    DQNConfig,
+    LeagueConfig,
+    OfflineConfig,
+    PPOConfig,
+    RunConfig,
+    TrainConfig,
+)
 
 
 def test_the_cql_regulariser_matches_a_hand_computed_example():

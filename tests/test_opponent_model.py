@@ -6,16 +6,14 @@ import numpy as np
 import pytest
 import torch
 
+from spacewar_ai.agents.checkpoints import load_checkpoint
+from spacewar_ai.agents.opponent_model import FILE_NAME
+from spacewar_ai.agents.saved import export_for_play
+from spacewar_ai.config import GameConfig, LeagueConfig, PPOConfig, RunConfig, TrainConfig
 from spacewar_ai.game import engine
 from spacewar_ai.pilots.scripted import HeuristicPilot
-from spacewar_ai.agents.saved import export_for_play
-from spacewar_ai.agents.checkpoints import load_checkpoint
-from spacewar_ai.config import GameConfig, LeagueConfig, PPOConfig, TrainConfig
-from spacewar_ai.agents.opponent_model import FILE_NAME
-from spacewar_ai.pilots.specs import file_identity, make_pilot
 from spacewar_ai.pilots.search import OPPONENT_MODEL_PATH
-from spacewar_ai.pilots.specs import search_pilot
-from spacewar_ai.config import RunConfig
+from spacewar_ai.pilots.specs import file_identity, make_pilot, search_pilot
 from spacewar_ai.training.trainer import Trainer
 
 CFG = GameConfig()

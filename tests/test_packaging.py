@@ -28,5 +28,10 @@ def test_the_wheel_declares_its_license_and_carries_what_it_needs(tmp_path):
     assert "Typing :: Typed" in classifiers
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     for shipped in ("spacewar_ai/py.typed", "spacewar_ai/pretrained/ppo_spacewar.pt",
-                    "spacewar_ai/pretrained/hard_model.pt", "spacewar_ai/web/index.html"):
+                    "spacewar_ai/pretrained/hard_model.pt", "spacewar_ai/web/static/index.html"):
         assert shipped in names, shipped
+    # Every module of every layer, every page and every shipped pilot and adapter file.
+    package = ROOT / "spacewar_ai"
+    files = {str(p.relative_to(ROOT)) for p in package.rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts}
+    assert files - names == set()

@@ -9,8 +9,8 @@ import pytest
 from spacewar_ai.config import RunConfig
 from spacewar_ai.game.engine import GameBatch
 from spacewar_ai.main import main
-from spacewar_ai.rating.panel import PANEL_DIR, evaluate_panel, label, panel_specs
 from spacewar_ai.pilots.specs import make_pilot
+from spacewar_ai.rating.panel import PANEL_DIR, evaluate_panel, label, panel_specs
 
 
 def test_the_panel_has_six_styles_of_strategy_file_and_three_networks():

@@ -6,8 +6,13 @@ import random
 import numpy as np
 import pytest
 
-from spacewar_ai.rating.ratings import (bradley_terry, elo_incremental, RatingsFile, Results,
-                                        standings)
+from spacewar_ai.rating.ratings import (
+    RatingsFile,
+    Results,
+    bradley_terry,
+    elo_incremental,
+    standings,
+)
 from spacewar_ai.rating.tournament import play_round_robin, resolve_entrants
 
 

@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from spacewar_ai.agents.dqn import DQNAgent
-from spacewar_ai.config import DQNConfig
 from spacewar_ai.agents.replay_buffer import SumTree
+from spacewar_ai.config import DQNConfig
 
 
 def test_slots_are_drawn_in_proportion_to_their_priority():

@@ -1,9 +1,8 @@
 """scripts/sb3_curve.py: the Stable-Baselines3 peers, PPO and DQN, trained and measured as ours."""
 
 import pytest
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
 from helpers import load_script
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 sb3_curve = load_script("sb3_curve")
 

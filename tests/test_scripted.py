@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from spacewar_ai import SpacewarVectorEnv
-from spacewar_ai.rating.match import play_match
-from spacewar_ai.pilots.specs import make_pilot
 from spacewar_ai.pilots.scripted import DelayedPilot, HeuristicPilot
+from spacewar_ai.pilots.specs import make_pilot
+from spacewar_ai.rating.match import play_match
 
 
 def test_pilot_strength_ordering_hard_medium_easy_random():

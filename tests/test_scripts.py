@@ -111,7 +111,7 @@ def test_adapt_curve_plays_both_planners_match_after_match(tmp_path):
 
 @pytest.mark.slow
 def test_engine_ab_times_two_engine_files_side_by_side(tmp_path):
-    engine = str(ROOT / "spacewar_ai" / "engine.py")
+    engine = str(ROOT / "spacewar_ai" / "game" / "engine.py")
     out = _script(tmp_path, "engine_ab", engine, engine, "--games", "8", "--pairs", "4",
                   "--steps", "2", "--observe")
     assert out.stdout.startswith("8 games with observations, 4 pairs: A ") and "B/A median " in out.stdout

@@ -8,15 +8,14 @@ import sys
 import numpy as np
 import pytest
 
-from spacewar_ai.game import engine
-from spacewar_ai.rating.match import play_match
-from spacewar_ai.pilots.scripted import HeuristicPilot
 from spacewar_ai.agents.saved import load_agent
 from spacewar_ai.config import GameConfig
+from spacewar_ai.game import engine
 from spacewar_ai.game.environment import SpacewarEnv
-from spacewar_ai.pilots.specs import file_identity, make_pilot
+from spacewar_ai.pilots.scripted import HeuristicPilot
 from spacewar_ai.pilots.search import OPPONENT_MODEL_PATH, SearchPilot
-from spacewar_ai.pilots.specs import search_pilot
+from spacewar_ai.pilots.specs import file_identity, make_pilot, search_pilot
+from spacewar_ai.rating.match import play_match
 
 CFG = GameConfig()
 
@@ -221,7 +220,7 @@ def test_the_opponents_moves_are_read_back_from_the_game():
 def test_the_adapting_planner_learns_the_opponent_it_meets():
     """adapt: against the spinner, a pilot nothing like the hard pilot its model starts from:
     its forecasts of the spinner's moves improve match by match, while search: keeps its model."""
-    spinner = make_pilot("strategy:spacewar_ai/panel/spinner.py", CFG, 1)
+    spinner = make_pilot("strategy:spacewar_ai/pretrained/panel/spinner.py", CFG, 1)
     adapting = make_pilot("adapt:pretrained", CFG)
     fixed = make_pilot("search:pretrained", CFG)
     before = [p.detach().clone() for p in fixed.opponent_model.agent.net.parameters()]

@@ -220,8 +220,8 @@ def test_the_default_field_is_said_and_leaves_out_toy_runs(tmp_path, monkeypatch
 
 
 def test_an_arenas_players_play_a_tournament(tmp_path, monkeypatch, capsys):
-    from spacewar_ai.rating.arena import HOUSE, Arena
     from spacewar_ai.main import main
+    from spacewar_ai.rating.arena import HOUSE, Arena
 
     monkeypatch.chdir(tmp_path)
     arena = Arena(tmp_path / "runs" / "arena")

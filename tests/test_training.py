@@ -15,9 +15,15 @@ import pytest
 import torch
 
 from spacewar_ai.agents.checkpoints import load_checkpoint
-from spacewar_ai.config import DQNConfig, GameConfig, LeagueConfig, PPOConfig, TrainConfig
+from spacewar_ai.config import (
+    DQNConfig,
+    GameConfig,
+    LeagueConfig,
+    PPOConfig,
+    RunConfig,
+    TrainConfig,
+)
 from spacewar_ai.main import build_parser
-from spacewar_ai.config import RunConfig
 from spacewar_ai.rating.evaluation import evaluate
 from spacewar_ai.training.evaluation import evaluation_seeds
 from spacewar_ai.training.trainer import Trainer
@@ -218,8 +224,8 @@ def test_same_seed_gives_identical_weights(tmp_path, algorithm):
 def _learns_to_beat_idle(tmp_path, algorithm, steps, **algo):
     """Win rate against idle (100 games, sampling policy) before and after `steps` decisions.
     A step budget, not a time budget: the outcome is the same on a slow or a fast machine."""
-    from spacewar_ai.rating.match import play_match
     from spacewar_ai.pilots.specs import AgentPilot
+    from spacewar_ai.rating.match import play_match
 
     cfg = RunConfig(train=TrainConfig(algorithm=algorithm, num_envs=64, seed=1,
                                       total_timesteps=steps, checkpoint_dir=str(tmp_path),

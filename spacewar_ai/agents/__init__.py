@@ -13,11 +13,11 @@
 Agents know observations and masks, not the game's rules.
 """
 
-from spacewar_ai.agents.base import BaseAgent, RunningNorm
-from spacewar_ai.agents.checkpoints import CheckpointError
-from spacewar_ai.agents.dqn import DQNAgent, cql_loss
-from spacewar_ai.agents.ppo import PolicyStack, PPOAgent
-from spacewar_ai.agents.saved import export_for_play, load_agent, make_agent
+from .base import BaseAgent, RunningNorm
+from .checkpoints import CheckpointError
+from .dqn import DQNAgent, cql_loss
+from .ppo import PolicyStack, PPOAgent
+from .saved import export_for_play, load_agent, make_agent
 
 __all__ = ["BaseAgent", "CheckpointError", "DQNAgent", "PPOAgent", "PolicyStack", "RunningNorm",
            "cql_loss", "export_for_play", "load_agent", "make_agent"]

@@ -15,8 +15,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from spacewar_ai.config import GameConfig
-from spacewar_ai.game.features import MIN_DIM, apply_view, view_constants, view_width
+from ..config import GameConfig
+from ..game.features import MIN_DIM, apply_view, view_constants, view_width
 
 NEG_INF = -1e9  # a finite "minus infinity": keeps softmax and log-probs free of NaN
 # Config fields that shape the network: a checkpoint only loads into an agent built with the same.
@@ -218,13 +218,13 @@ class BaseAgent(abc.ABC):
 
     def save(self, path, metadata: dict[str, Any] | None = None,
              extra: dict[str, Any] | None = None) -> None:
-        from spacewar_ai.agents.checkpoints import save_checkpoint
+        from .checkpoints import save_checkpoint
 
         save_checkpoint(path, self, metadata or {}, extra)
 
     def load(self, path) -> dict[str, Any]:
         """Load weights and learning state from a checkpoint; returns its metadata."""
-        from spacewar_ai.agents.checkpoints import load_checkpoint
+        from .checkpoints import load_checkpoint
 
         ckpt = load_checkpoint(path, expect_algorithm=self.algorithm,
                                expect_obs_dim=self.state_dim)

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from spacewar_ai.util.files import atomic_write_bytes
+from ..util.files import atomic_write_bytes
 
 FORMAT = "spacewar-ai-checkpoint"
 FORMAT_VERSION = 1
@@ -111,7 +111,7 @@ def load_checkpoint(path, expect_algorithm: str | None = None,
 def saved_run_config(path):
     """The settings a checkpoint's run was made with (the resolved config saved in it): the base
     of a resumed run. A bad file raises CheckpointError (a ValueError) naming it."""
-    from spacewar_ai.config import RunConfig
+    from ..config import RunConfig
 
     saved = load_checkpoint(path)["metadata"].get("config") or {}
     try:

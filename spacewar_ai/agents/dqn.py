@@ -13,9 +13,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from spacewar_ai.agents.base import BaseAgent
-from spacewar_ai.agents.replay_buffer import ReplayBuffer
-from spacewar_ai.config import DQNConfig, GameConfig
+from ..config import DQNConfig, GameConfig
+from .base import BaseAgent
+from .replay_buffer import ReplayBuffer
+
 
 def cql_loss(q_all: torch.Tensor, actions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Conservative Q-learning's regulariser (Kumar et al. 2020, discrete): the mean over the

@@ -21,12 +21,13 @@ without it.
 from __future__ import annotations
 
 from pathlib import Path
+
 import numpy as np
 import torch
 
-from spacewar_ai.agents.ppo import PPOAgent
-from spacewar_ai.agents.checkpoints import load_checkpoint
-from spacewar_ai.config import GameConfig, PPOConfig
+from ..config import GameConfig, PPOConfig
+from .checkpoints import load_checkpoint
+from .ppo import PPOAgent
 
 FILE_NAME = "opponent_model.pt"
 PAYLOAD_KEY = "opponent_model"  # the model's state inside a run's latest.pt

@@ -10,8 +10,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from spacewar_ai.agents.base import NEG_INF, BaseAgent, _mlp, sample_actions
-from spacewar_ai.config import GameConfig, PPOConfig
+from ..config import GameConfig, PPOConfig
+from .base import NEG_INF, BaseAgent, _mlp, sample_actions
+
 
 class ActorCritic(nn.Module):
     def __init__(self, state_dim: int, action_dim: int, hidden: tuple, activation: str = "tanh"):

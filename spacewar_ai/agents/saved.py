@@ -9,13 +9,12 @@ from pathlib import Path
 
 import torch
 
-from spacewar_ai.agents.base import BaseAgent, saved_architecture
-from spacewar_ai.agents.checkpoints import (check_finite, CheckpointError, error_summary,
-                                            load_checkpoint)
-from spacewar_ai.agents.dqn import DQNAgent
-from spacewar_ai.agents.ppo import PPOAgent
-from spacewar_ai.config import DQNConfig, GameConfig, PPOConfig
-from spacewar_ai.util.files import atomic_write_bytes
+from ..config import DQNConfig, GameConfig, PPOConfig
+from ..util.files import atomic_write_bytes
+from .base import BaseAgent, saved_architecture
+from .checkpoints import CheckpointError, check_finite, error_summary, load_checkpoint
+from .dqn import DQNAgent
+from .ppo import PPOAgent
 
 
 def make_agent(algorithm: str, state_dim: int, action_dim: int, config=None, device="cpu",

@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from spacewar_ai.config import GameConfig
+from ..config import GameConfig
 
 
 def _time(fn) -> float:
@@ -32,8 +32,8 @@ def _time(fn) -> float:
 def _trainer_path(algorithm: str, timesteps: int, seed: int):
     import torch
 
-    from spacewar_ai.config import RunConfig, TrainConfig
-    from spacewar_ai.training.trainer import Trainer
+    from ..config import RunConfig, TrainConfig
+    from ..training.trainer import Trainer
 
     def run():
         with tempfile.TemporaryDirectory() as tmp:
@@ -48,7 +48,7 @@ def _trainer_path(algorithm: str, timesteps: int, seed: int):
 
 def _teacher_data(decisions: int, seed: int):
     """The hard pilot's decisions and transitions (warm_start.teacher_games), once."""
-    from spacewar_ai.training.warm_start import teacher_games
+    from ..training.warm_start import teacher_games
 
     rows = []
     teacher_games("heuristic:hard", GameConfig(), decisions, seed,
@@ -57,9 +57,9 @@ def _teacher_data(decisions: int, seed: int):
 
 
 def _bc_path(rows, epochs: int, seed: int):
-    from spacewar_ai.agents.ppo import PPOAgent
-    from spacewar_ai.config import PPOConfig
-    from spacewar_ai.training.offline import behaviour_clone
+    from ..agents.ppo import PPOAgent
+    from ..config import PPOConfig
+    from ..training.offline import behaviour_clone
 
     obs = np.concatenate([r[0] for r in rows])
     actions = np.concatenate([r[1] for r in rows])
@@ -72,8 +72,8 @@ def _bc_path(rows, epochs: int, seed: int):
 
 
 def _cql_path(rows, updates: int, seed: int):
-    from spacewar_ai.agents.dqn import DQNAgent
-    from spacewar_ai.config import DQNConfig
+    from ..agents.dqn import DQNAgent
+    from ..config import DQNConfig
 
     def run():
         config = GameConfig()
@@ -88,14 +88,14 @@ def _cql_path(rows, updates: int, seed: int):
 
 
 def _match_path(games: int, seed: int):
-    from spacewar_ai.rating.match import play_match
-    from spacewar_ai.pilots.scripted import HeuristicPilot
+    from ..pilots.scripted import HeuristicPilot
+    from ..rating.match import play_match
 
     return lambda: play_match("pretrained", HeuristicPilot("hard"), games, seed)
 
 
 def _planner_path(spec: str, decisions: int, seed: int):
-    from spacewar_ai.bench.throughput import planner_game
+    from .throughput import planner_game
 
     def run():
         decide = planner_game(spec, seed)
@@ -106,7 +106,7 @@ def _planner_path(spec: str, decisions: int, seed: int):
 
 def start_hog(processes: int) -> list[subprocess.Popen]:
     """One busy Python process per requested core, each killed by the kernel if this one dies."""
-    from spacewar_ai.util.processes import die_with_parent
+    from ..util.processes import die_with_parent
 
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"],
                              preexec_fn=die_with_parent) for _ in range(processes)]
@@ -124,7 +124,7 @@ def run_thread_benchmark(seed: int = 0, quick: bool = False, repeats: int = 3) -
     return {path: {(condition, threads): seconds}}."""
     import torch
 
-    from spacewar_ai.util.threads import DEFAULT_THREADS
+    from ..util.threads import DEFAULT_THREADS
 
     cores = os.cpu_count() or 1
     settings = sorted({1, cores})

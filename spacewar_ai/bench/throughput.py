@@ -12,11 +12,11 @@ import time
 
 import numpy as np
 
-from spacewar_ai.game.engine import MASK
-from spacewar_ai.pilots.scripted import HeuristicPilot
-from spacewar_ai.config import GameConfig
-from spacewar_ai.game.environment import SpacewarEnv, SpacewarVectorEnv
-from spacewar_ai.util.files import PACKAGE_DIR
+from ..config import GameConfig
+from ..game.engine import MASK
+from ..game.environment import SpacewarEnv, SpacewarVectorEnv
+from ..pilots.scripted import HeuristicPilot
+from ..util.files import PACKAGE_DIR
 
 
 def _median_rate(fn, work: int, repeats: int) -> float:
@@ -89,7 +89,7 @@ def bench_strategy(n: int, steps: int, repeats: int, seed: int) -> float:
     """Decisions per second of the example strategy file through the sandbox's pipe, one
     message per batch of n observations (what a match sends each decision step)."""
 
-    from spacewar_ai.pilots.sandbox import StrategyPilot
+    from ..pilots.sandbox import StrategyPilot
 
     path = PACKAGE_DIR.parent / "examples" / "strategies" / "aim_and_fire.py"
     if not path.is_file():
@@ -114,8 +114,8 @@ def planner_game(spec: str, seed: int):
     """The planner `spec` flying ship 0 of one game against the hard pilot: a function that
     plays one decision and returns the seconds the planner took over it (ValueError if the
     spec does not load)."""
-    from spacewar_ai.game.engine import OVER, GameBatch
-    from spacewar_ai.pilots.specs import make_pilot
+    from ..game.engine import OVER, GameBatch
+    from ..pilots.specs import make_pilot
 
     pilot = make_pilot(spec, GameConfig(), seed)
     hard = HeuristicPilot("hard")
@@ -165,9 +165,9 @@ def bench_planner(spec: str, decisions: int, repeats: int, seed: int) -> tuple[f
 def bench_video(games: int, seed: int) -> float:
     """Seconds to make one evaluation video (replays.game_gif, training's eval/video) of the
     shipped network's games against the hard pilot: the median over `games` games."""
-    from spacewar_ai.rating.match import play_match
-    from spacewar_ai.pilots.specs import make_pilot
-    from spacewar_ai.game.replays import game_gif
+    from ..game.replays import game_gif
+    from ..pilots.specs import make_pilot
+    from ..rating.match import play_match
 
     try:
         pilot = make_pilot("pretrained", GameConfig(), seed)
@@ -228,8 +228,8 @@ def bench_lm(seed: int = 0, quick: bool = False, spec: str = "smollm2") -> dict[
     model."""
     import torch
 
-    from spacewar_ai.lm.models import LMError
-    from spacewar_ai.lm.pilot import lm_pilot
+    from ..lm.models import LMError
+    from ..lm.pilot import lm_pilot
 
     try:
         pilots = {dtype: lm_pilot(f"{spec}@{dtype}") for dtype in ("fp32", "bf16")}
@@ -264,11 +264,11 @@ def bench_lm_training(states: dict, obs: np.ndarray, spec: str, repeats: int) ->
     decisions/s says."""
     import torch
 
-    from spacewar_ai.config import GameConfig, GRPOConfig, RewardConfig, SFTConfig
-    from spacewar_ai.training.grpo import action_scores, answer_log_probs, group_advantages, grpo_update
-    from spacewar_ai.lm.models import add_lora, load_base
-    from spacewar_ai.lm.pilot import PromptCoder, autocast, prompt_logits
-    from spacewar_ai.pilots.specs import make_pilot
+    from ..config import GameConfig, GRPOConfig, RewardConfig, SFTConfig
+    from ..lm.models import add_lora, load_base
+    from ..lm.pilot import PromptCoder, autocast, prompt_logits
+    from ..pilots.specs import make_pilot
+    from ..training.grpo import action_scores, answer_log_probs, group_advantages, grpo_update
 
     s, g, cfg = SFTConfig(), GRPOConfig(), GameConfig()
     model, tokenizer = load_base(spec)
@@ -320,14 +320,14 @@ def bench_ray(seed: int = 0, quick: bool = False, address: str | None = None) ->
     import pickle
 
     try:
-        from spacewar_ai.rating.cluster import connect
+        from ..rating.cluster import connect
         ray = connect(address)
     except ValueError as exc:
         print(f"Ray backend: not measured ({exc})")
         return {}
-    from spacewar_ai.agents.checkpoints import load_checkpoint
-    from spacewar_ai.pilots.specs import PRETRAINED_PATH
-    from spacewar_ai.rating.tournament import play_round_robin, resolve_entrants
+    from ..agents.checkpoints import load_checkpoint
+    from ..pilots.specs import PRETRAINED_PATH
+    from ..rating.tournament import play_round_robin, resolve_entrants
 
     games = 20 if quick else 100
     entrants = resolve_entrants(list(RAY_PLAYERS))
@@ -379,7 +379,7 @@ def sb3_activation():
     """The torch module of our PPO default activation, for SB3's policy_kwargs."""
     import torch
 
-    from spacewar_ai.config import PPOConfig
+    from ..config import PPOConfig
 
     return {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[PPOConfig().activation]
 
@@ -392,9 +392,9 @@ def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = F
     threads (threads.py)."""
     import torch
 
-    from spacewar_ai.config import LeagueConfig, RunConfig, TrainConfig
-    from spacewar_ai.util.threads import use_torch_threads
-    from spacewar_ai.training.trainer import Trainer
+    from ..config import LeagueConfig, RunConfig, TrainConfig
+    from ..training.trainer import Trainer
+    from ..util.threads import use_torch_threads
 
     if quick:
         seconds = 8.0
@@ -452,7 +452,7 @@ def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = F
     except ImportError:
         print("  Stable-Baselines3 is not installed (pip install -e '.[dev]'): no comparison")
         return figures
-    from spacewar_ai.game.environment import SpacewarEnv
+    from ..game.environment import SpacewarEnv
 
     class _StopAfter(BaseCallback):
         def _on_step(self) -> bool:

@@ -24,9 +24,9 @@ import os
 import sys
 
 # Each module declares its modes and flags when imported; --help lists them in this order.
-from spacewar_ai.cli import bench, data, llm, play, rate, serve, train  # noqa: F401
-from spacewar_ai.cli.common import check_outputs
-from spacewar_ai.cli.parser import MODES, PROG, build_parser, choose_mode
+from . import bench, data, llm, play, rate, serve, train  # noqa: F401
+from .common import check_outputs
+from .parser import MODES, PROG, build_parser, choose_mode
 
 __all__ = ["MODES", "build_parser", "main"]
 
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     chosen = choose_mode(parser, args)
     try:
-        from spacewar_ai.util.threads import configure_process
+        from ..util.threads import configure_process
 
         configure_process(args.torch_threads or 0)
         check_outputs(args)
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         parser.error(str(exc))
     except RuntimeError as exc:
-        from spacewar_ai.llm.clients import LLMError
+        from ..llm.clients import LLMError
 
         if not isinstance(exc, LLMError):
             raise

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from spacewar_ai.cli.common import SEED
-from spacewar_ai.cli.parser import flag, mode
+from .common import SEED
+from .parser import flag, mode
 
 QUICK = flag("--quick", "common", action="store_true",
              help="benchmarks: a tenth of the work, for a smoke test")
@@ -12,7 +12,7 @@ QUICK = flag("--quick", "common", action="store_true",
 @mode("benchmark", reads=(SEED, QUICK),
       flag_help="print engine, vector env and pilot throughput")
 def benchmark(parser, args) -> int:
-    from spacewar_ai.bench.throughput import run_benchmark
+    from ..bench.throughput import run_benchmark
 
     run_benchmark(seed=args.seed or 0, quick=args.quick)
     return 0
@@ -22,7 +22,7 @@ def benchmark(parser, args) -> int:
       flag_help="train PPO for a minute (ours, then Stable-Baselines3's) and print both "
                 "throughputs; takes a few minutes")
 def benchmark_training(parser, args) -> int:
-    from spacewar_ai.bench.throughput import run_training_benchmark
+    from ..bench.throughput import run_training_benchmark
 
     run_training_benchmark(seed=args.seed or 0, quick=args.quick)
     return 0
@@ -32,7 +32,7 @@ def benchmark_training(parser, args) -> int:
       flag_help="time every torch path at one thread and at one per core, idle and beside a "
                 "CPU hog; takes about ten minutes")
 def benchmark_threads(parser, args) -> int:
-    from spacewar_ai.bench.threads import run_thread_benchmark
+    from ..bench.threads import run_thread_benchmark
 
     run_thread_benchmark(seed=args.seed or 0, quick=args.quick)
     return 0

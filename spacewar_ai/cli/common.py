@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from spacewar_ai.cli.parser import count, flag, flag_name, positive_float, seed
+from .parser import count, flag, flag_name, positive_float, seed
 
 # --- the run: training, population-based training and the LLM loop's RL --------------------------
 ALGORITHM = flag("--algorithm", "training", choices=("ppo", "dqn", "bc", "cql", "sft", "grpo"),
@@ -161,7 +161,7 @@ TRAINING = (*RUN, *LLM_ACCESS, WARM_START, RENDER, CHECKPOINT, INIT_FROM, USE_LL
 
 
 def _nonnegative(text: str) -> float:
-    from spacewar_ai.cli.parser import nonnegative_float
+    from .parser import nonnegative_float
 
     return nonnegative_float(text)
 
@@ -172,8 +172,8 @@ def split_specs(text: str | None) -> list[str]:
 
 def run_config(args):
     """The resolved run config: defaults (or the resumed run's own), then --config, then flags."""
-    from spacewar_ai.agents.checkpoints import saved_run_config
-    from spacewar_ai.config import RewardConfig, RunConfig, load_run_config
+    from ..agents.checkpoints import saved_run_config
+    from ..config import RewardConfig, RunConfig, load_run_config
 
     base = saved_run_config(args.resume) if getattr(args, "resume", None) else RunConfig()
     cfg = load_run_config(args.config, base) if args.config else base
@@ -206,8 +206,8 @@ def run_config(args):
 
 def ratings_file(args):
     """The ratings file the run adds to: --ratings-file, else <checkpoint-dir>/ratings.json."""
-    from spacewar_ai.rating.ratings import RatingsFile
-    from spacewar_ai.util.preflight import writable
+    from ..rating.ratings import RatingsFile
+    from ..util.preflight import writable
 
     if args.ratings_file:  # checked with the other outputs (check_outputs)
         return RatingsFile(args.ratings_file)
@@ -227,7 +227,7 @@ def ray_address(parser, args) -> str | None:
 
 def check_outputs(args) -> None:
     """Every output path a flag names can be written, checked before any work (preflight.py)."""
-    from spacewar_ai.util.preflight import writable
+    from ..util.preflight import writable
 
     for dest in ("record", "export", "results", "html", "ratings_file"):
         if getattr(args, dest, None):
@@ -237,7 +237,7 @@ def check_outputs(args) -> None:
 
 
 def llm_client(args):
-    from spacewar_ai.llm.failover import client_from_flags
+    from ..llm.failover import client_from_flags
 
     return client_from_flags(args.keys_dir or ".", args.llm_provider, args.llm_model,
                              args.llm_base_url, args.llm_local, args.llm_local_model,
@@ -247,7 +247,7 @@ def llm_client(args):
 
 def exploration_guide(args, cfg):
     """--use-llm: the LLM strategy that takes a share of training's exploration actions."""
-    from spacewar_ai.llm.strategies import exploration_guide as guide
+    from ..llm.strategies import exploration_guide as guide
 
     client = llm_client(args) if args.use_llm == "generate" else None
     return guide(args.use_llm, client, cfg)

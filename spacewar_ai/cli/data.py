@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from spacewar_ai.cli import common
-from spacewar_ai.cli.common import CONFIG, EPISODES, PLAYERS, QUIET, RAY, REWARD, SEED
-from spacewar_ai.cli.parser import flag, mode
+from . import common
+from .common import CONFIG, EPISODES, PLAYERS, QUIET, RAY, REWARD, SEED
+from .parser import flag, mode
 
 DATASET_ID = flag("--dataset-id", "training", metavar="NAME",
                   help="--datagen: the dataset's name (Minari's namespace/name-vN form; "
@@ -15,8 +15,8 @@ DATASET_ID = flag("--dataset-id", "training", metavar="NAME",
       flag_help="record --episodes games between --players A,B as a Minari dataset "
                 "(--dataset-id NAME)")
 def datagen(parser, args) -> int:
-    from spacewar_ai.training.datasets import dataset_folder, dataset_id, generate
-    from spacewar_ai.util.preflight import check_games, writable
+    from ..training.datasets import dataset_folder, dataset_id, generate
+    from ..util.preflight import check_games, writable
 
     specs = common.split_specs(args.players)
     if len(specs) != 2 or not all(specs):
@@ -36,7 +36,7 @@ def datagen(parser, args) -> int:
 @mode("dataset_info", reads=(), metavar="NAME",
       flag_help="print a dataset's card: pilots, size, win rates, scores")
 def dataset_info(parser, args) -> int:
-    from spacewar_ai.training.datasets import info
+    from ..training.datasets import info
 
     print(info(args.dataset_info))
     return 0

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from spacewar_ai.cli import common
-from spacewar_ai.cli.common import LLM_ACCESS, LLM_SAMPLES, MATCHES_PER_PAIRING, SEED, TRAINING
-from spacewar_ai.cli.parser import count, flag, mode
+from . import common
+from .common import LLM_ACCESS, LLM_SAMPLES, MATCHES_PER_PAIRING, SEED, TRAINING
+from .parser import count, flag, mode
 
 ITERATIONS = flag("--iterations", "llm", type=count(1), help="--iterative: rounds (default 5)")
 EPISODES_PER_ITERATION = flag("--episodes-per-iteration", "llm", type=count(2),
@@ -19,7 +19,7 @@ EPISODES_PER_ITERATION = flag("--episodes-per-iteration", "llm", type=count(2),
                 "--iterations rounds; the RL agent trains against the best strategy between "
                 "rounds (--timesteps or --episodes per round)")
 def iterative(parser, args) -> int:
-    from spacewar_ai.llm.strategies import run_iterative
+    from ..llm.strategies import run_iterative
 
     cfg = common.run_config(args)
     if args.timesteps is None and args.episodes is None:
@@ -37,7 +37,7 @@ def iterative(parser, args) -> int:
       flag_help="LLM-written strategies (--llm-samples per provider) play a tournament against "
                 "each other and the scripted pilots")
 def llm_arena(parser, args) -> int:
-    from spacewar_ai.llm.strategies import run_arena
+    from ..llm.strategies import run_arena
 
     run_arena(common.llm_client(args), args.llm_samples or 1, args.matches_per_pairing or 20,
               args.seed or 0)

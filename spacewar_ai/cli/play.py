@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
-from spacewar_ai.cli import common
-from spacewar_ai.cli.common import (CHECKPOINT, CHECKPOINT_DIR, CONFIG, EPISODES, EVAL_EPISODES,
-                                    OPPONENT, PHOSPHOR, PLAYERS, QUIET, RATINGS_FILE, RAY, RECORD,
-                                    RENDER, RESULTS, SAVE_REPLAYS, SCALE, SEED)
-from spacewar_ai.cli.parser import count, flag, flag_name, mode
+from . import common
+from .common import (
+    CHECKPOINT,
+    CHECKPOINT_DIR,
+    CONFIG,
+    EPISODES,
+    EVAL_EPISODES,
+    OPPONENT,
+    PHOSPHOR,
+    PLAYERS,
+    QUIET,
+    RATINGS_FILE,
+    RAY,
+    RECORD,
+    RENDER,
+    RESULTS,
+    SAVE_REPLAYS,
+    SCALE,
+    SEED,
+)
+from .parser import count, flag, flag_name, mode
 
 STOCHASTIC = flag("--stochastic", "players", action="store_true",
                   help="evaluate the sampling policy instead of the greedy one")
@@ -30,15 +46,15 @@ HTML = flag("--html", "play", metavar="OUT.html",
                          SAVE_REPLAYS, RATINGS_FILE, CHECKPOINT_DIR, QUIET, RESULTS, PANEL, *RAY),
       flag_help="play --eval-episodes games of --checkpoint against --opponent")
 def evaluate(parser, args) -> int:
-    from spacewar_ai.game.recording import open_recorder
-    from spacewar_ai.rating.evaluation import evaluate as run
-    from spacewar_ai.util.preflight import check_games
+    from ..game.recording import open_recorder
+    from ..rating.evaluation import evaluate as run
+    from ..util.preflight import check_games
 
     if not args.checkpoint:
         parser.error("--evaluate needs --checkpoint SPEC (e.g. pretrained or a checkpoint path)")
     drawn = args.render or args.record
     if args.panel:
-        from spacewar_ai.rating.panel import evaluate_panel
+        from ..rating.panel import evaluate_panel
 
         given = [k for k in ("opponent", "render", "record", "save_replays", "results",
                              "ratings_file", "stochastic") if getattr(args, k)]
@@ -71,9 +87,9 @@ def evaluate(parser, args) -> int:
                      RESULTS),
       flag_help="two pilots play (--players A,B); --render shows the window")
 def demo(parser, args) -> int:
-    from spacewar_ai.game.recording import open_recorder
-    from spacewar_ai.rating.evaluation import evaluate as run
-    from spacewar_ai.util.preflight import check_games
+    from ..game.recording import open_recorder
+    from ..rating.evaluation import evaluate as run
+    from ..util.preflight import check_games
 
     if args.players and (args.checkpoint or args.opponent):
         parser.error("--players names both demo pilots: drop --checkpoint/--opponent, or "
@@ -98,7 +114,7 @@ def demo(parser, args) -> int:
       flag_help="fly against the AI (--difficulty, or --opponent SPEC), or --two-player; F1 "
                 "shows the keys")
 def human_play(parser, args) -> int:
-    from spacewar_ai.human.play import play
+    from ..human.play import play
 
     if args.checkpoint and args.opponent:
         parser.error("--checkpoint and --opponent both name the computer opponent: give one")
@@ -119,10 +135,10 @@ def human_play(parser, args) -> int:
       flag_help="play back a saved replay (runs/replays/*.json) in a window, to a video with "
                 "--record, or into one HTML page with --html")
 def replay(parser, args) -> int:
-    from spacewar_ai.game.replays import play_replay
+    from ..game.replays import play_replay
 
     if args.html:
-        from spacewar_ai.web.app import export_html
+        from ..web.app import export_html
 
         if args.record or args.scale or args.phosphor:
             parser.error("--html writes a page that plays the replay by itself: drop "

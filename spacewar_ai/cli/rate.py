@@ -5,10 +5,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from spacewar_ai.cli import common
-from spacewar_ai.cli.common import (CHECKPOINT_DIR, MATCHES_PER_PAIRING, PLAYERS, QUIET,
-                                    RATINGS_FILE, RAY, SAVE_REPLAYS, SEED)
-from spacewar_ai.cli.parser import count, flag, mode
+from . import common
+from .common import (
+    CHECKPOINT_DIR,
+    MATCHES_PER_PAIRING,
+    PLAYERS,
+    QUIET,
+    RATINGS_FILE,
+    RAY,
+    SAVE_REPLAYS,
+    SEED,
+)
+from .parser import count, flag, mode
 
 TOURNAMENT_MODE = flag("--tournament-mode", "tournaments",
                        choices=("round_robin", "swiss", "elimination"),
@@ -25,10 +33,10 @@ DEFAULT_FIELD_MODELS = 4  # learned models in a tournament given no --players
       flag_help="--players play each other; ratings with 95%% intervals, crosstable, ratings "
                 "file")
 def tournament(parser, args) -> int:
-    from spacewar_ai.pilots.scripted import SCRIPTED_SPECS
-    from spacewar_ai.rating.ratings import best_models, model_spec
-    from spacewar_ai.rating.tournament import REPORT_DIR, run_tournament
-    from spacewar_ai.util.preflight import check_games, writable
+    from ..pilots.scripted import SCRIPTED_SPECS
+    from ..rating.ratings import best_models, model_spec
+    from ..rating.tournament import REPORT_DIR, run_tournament
+    from ..util.preflight import check_games, writable
 
     if args.players:
         specs = common.split_specs(args.players)
@@ -62,7 +70,7 @@ def arena_players(spec: str) -> list[str]:
     for itself."""
     if not spec.lower().startswith("arena:"):
         return [spec]
-    from spacewar_ai.rating.arena import Arena
+    from ..rating.arena import Arena
 
     db = Path(spec[len("arena:"):])
     if not db.is_file() or db.name != "arena.db":

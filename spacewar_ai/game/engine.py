@@ -30,7 +30,7 @@ import threading
 import numba as nb
 import numpy as np
 
-from spacewar_ai.config import OBS_MASK, GameConfig, RewardConfig
+from ..config import OBS_MASK, GameConfig, RewardConfig
 
 
 class DeathCause(enum.IntEnum):

@@ -21,10 +21,10 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from spacewar_ai.game import engine
-from spacewar_ai.config import OBS_MASK, GameConfig, RewardConfig
-from spacewar_ai.game.engine import MASK, OBS_OWN, OBS_STAR, DeathCause, GameBatch
-from spacewar_ai.game.features import EGOCENTRIC_DOC, TACTICAL_DOC
+from ..config import OBS_MASK, GameConfig, RewardConfig
+from . import engine
+from .engine import MASK, OBS_OWN, OBS_STAR, DeathCause, GameBatch
+from .features import EGOCENTRIC_DOC, TACTICAL_DOC
 
 OBSERVATION_DOC = """
     ## Observation: 36 float32 (37 with hyperspace), from the observing ship's point of view
@@ -131,7 +131,7 @@ def _opponent(spec, config: GameConfig, batch: GameBatch):
     themselves, so it is told which batch it plays in (search.py)."""
     if spec is None:
         return None
-    from spacewar_ai.pilots.specs import make_pilot  # pilots load networks (torch) only when a spec needs one
+    from ..pilots.specs import make_pilot  # pilots load networks (torch) only when a spec needs one
 
     pilot = make_pilot(spec, config)
     pilot.attach(batch, 1)
@@ -292,7 +292,7 @@ class SpacewarEnv(gym.Env):
                             "'rgb_array' to SpacewarEnv")
             return None
         if self._renderer is None:
-            from spacewar_ai.game.rendering import Renderer
+            from .rendering import Renderer
             self._renderer = Renderer(self.config, self.render_size, self.render_mode)
         return self._renderer.draw(self.batch, 0)
 
@@ -479,7 +479,7 @@ class SpacewarVectorEnv(VectorEnv):
         if self.render_mode is None:
             return None
         if self._renderer is None:
-            from spacewar_ai.game.rendering import Renderer
+            from .rendering import Renderer
             self._renderer = Renderer(self.config, self.render_size, "rgb_array")
         return [self._renderer.draw(self.batch, g) for g in range(self.num_envs)]
 

@@ -21,9 +21,9 @@ import math
 import numba as nb
 import numpy as np
 
-from spacewar_ai.config import OBSERVATION_VIEWS, GameConfig
-from spacewar_ai.game.ballistics import bends, closest_approach, intercept_time, path_distance
-from spacewar_ai.game.engine import OBS_MASK, TORPEDO_SPAWN_OFFSET, jit_warm_up
+from ..config import OBSERVATION_VIEWS, GameConfig
+from .ballistics import bends, closest_approach, intercept_time, path_distance
+from .engine import OBS_MASK, TORPEDO_SPAWN_OFFSET, jit_warm_up
 
 VIEWS = OBSERVATION_VIEWS
 MIN_DIM = OBS_MASK  # the egocentric and tactical views read every value before the mask

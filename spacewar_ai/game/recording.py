@@ -121,7 +121,7 @@ def open_recorder(path, per_decision: bool, config=None) -> VideoRecorder | None
     played at the decision pace (demo, evaluate, replays), else one per frame (human play)."""
     if not path:
         return None
-    from spacewar_ai.config import GameConfig
+    from ..config import GameConfig
 
     cfg = config if config is not None else GameConfig()
     return VideoRecorder(path, cfg.fps / cfg.frame_skip if per_decision else cfg.fps)

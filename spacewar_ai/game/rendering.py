@@ -9,8 +9,8 @@ import math
 
 import numpy as np
 
-from spacewar_ai.game import engine
-from spacewar_ai.config import GameConfig
+from ..config import GameConfig
+from . import engine
 
 BLACK = (0, 0, 0)
 STAR = (255, 255, 220)

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from spacewar_ai.util.files import atomic_write_bytes
-from spacewar_ai.config import GameConfig
-from spacewar_ai.game.engine import GameBatch
+from ..config import GameConfig
+from ..util.files import atomic_write_bytes
+from .engine import GameBatch
 
 VERSION = 1
 REPLAY_DIR = Path("runs") / "replays"
@@ -72,7 +72,7 @@ def load_replay(path) -> dict:
     path = Path(path)
     if not path.exists():
         raise ReplayError(f"replay {path}: no such file (replays are saved under {REPLAY_DIR}/)")
-    from spacewar_ai.util.preflight import read_bounded
+    from ..util.preflight import read_bounded
 
     try:
         raw = read_bounded(path, "replay", 64 * 1024 * 1024)
@@ -87,7 +87,7 @@ def load_replay(path) -> dict:
 
 def parse_replay(text: str, source: str = "the replay") -> dict:
     """A replay from its JSON text, checked; ReplayError names `source` and the problem."""
-    from spacewar_ai.util.json_input import loads_strict
+    from ..util.json_input import loads_strict
 
     try:
         data = loads_strict(text, "its JSON")
@@ -153,7 +153,7 @@ def game_gif(config, seed: int, actions, size: int = 192, last: int = 100) -> by
 
     from PIL import Image
 
-    from spacewar_ai.game.rendering import Renderer
+    from .rendering import Renderer
 
     acts = np.asarray(actions, dtype=np.int64).reshape(-1, 2)
     renderer = Renderer(config, size, "rgb_array")
@@ -193,8 +193,8 @@ def save_match_replays(match, config: GameConfig, label: str, directory=REPLAY_D
 def play_replay(path, record=None, scale: float = 1.0, phosphor: bool = False) -> str:
     """The replay mode: play a saved game back in a window at the game's pace, or into a video
     (`record`); returns the line that says how it ended."""
-    from spacewar_ai.game.recording import open_recorder
-    from spacewar_ai.game.rendering import Renderer
+    from .recording import open_recorder
+    from .rendering import Renderer
 
     replay = load_replay(path)
     cfg = replay["game_config"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from spacewar_ai.game.features import tactical_columns, view_constants
+from .features import tactical_columns, view_constants
 
 QUALITY, THREAT = 2, 3  # columns of features.tactical_columns
 

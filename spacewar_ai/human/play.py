@@ -31,10 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
-from spacewar_ai.game import engine
-from spacewar_ai.config import GameConfig
-from spacewar_ai.game.replays import REPLAY_DIR, make_replay, new_replay_path, save_replay, state_hash
-from spacewar_ai.game.pilot import Pilot, as_pilot
+from ..config import GameConfig
+from ..game import engine
+from ..game.pilot import Pilot, as_pilot
+from ..game.replays import REPLAY_DIR, make_replay, new_replay_path, save_replay, state_hash
 
 DIFFICULTIES = ("easy", "medium", "hard", "insane")
 # difficulty -> (uses the best model, samples its policy, reaction delay in frames)
@@ -58,8 +58,8 @@ class Opponent:
 def choose_best_model(checkpoint_dir="checkpoints", ratings_file=None) -> tuple[Path, str]:
     """(checkpoint path, why it was chosen): the first of ratings.best_models. Raises ValueError
     when there is no model at all."""
-    from spacewar_ai.pilots.specs import PRETRAINED_PATH
-    from spacewar_ai.rating.ratings import best_models
+    from ..pilots.specs import PRETRAINED_PATH
+    from ..rating.ratings import best_models
 
     found = best_models(checkpoint_dir, ratings_file)
     if found:
@@ -74,8 +74,8 @@ def choose_best_model(checkpoint_dir="checkpoints", ratings_file=None) -> tuple[
 def difficulty_opponent(difficulty: str, config: GameConfig, checkpoint_dir="checkpoints",
                         ratings_file=None, seed: int = 0) -> Opponent:
     """The pilot, name and delay the difficulty table prescribes."""
-    from spacewar_ai.pilots.specs import PRETRAINED_PATH, make_pilot
-    from spacewar_ai.pilots.scripted import HeuristicPilot
+    from ..pilots.scripted import HeuristicPilot
+    from ..pilots.specs import PRETRAINED_PATH, make_pilot
 
     if difficulty not in DIFFICULTY_TABLE:
         raise ValueError(f"--difficulty {difficulty!r} is unknown: use one of "
@@ -94,7 +94,7 @@ def difficulty_opponent(difficulty: str, config: GameConfig, checkpoint_dir="che
 
 
 def spec_opponent(spec: str, config: GameConfig, seed: int = 0) -> Opponent:
-    from spacewar_ai.pilots.specs import make_pilot
+    from ..pilots.specs import make_pilot
 
     pilot = make_pilot(spec, config, seed)
     return Opponent(pilot, pilot.name, 0, f"--opponent {spec}")
@@ -176,7 +176,7 @@ class HumanGame:
                  f"Spacewar! AI - {self.names[0]} vs {opponent.name} - {opponent.reason}")
         self.renderer = None
         if mode is not None:
-            from spacewar_ai.game.rendering import Renderer
+            from ..game.rendering import Renderer
 
             self.renderer = Renderer(self.config, int(round(640 * scale)), mode, title,
                                      phosphor=phosphor, own_events=False)
@@ -405,7 +405,7 @@ def play(config: GameConfig | None = None, opponent: str | None = None,
     """The human-play mode: a match in a window against `opponent` (a pilot spec), the pilot
     `difficulty` prescribes (default medium), or a second person; prints each round and where
     its replay went. Returns the rounds' results."""
-    from spacewar_ai.game.recording import open_recorder
+    from ..game.recording import open_recorder
 
     config = config if config is not None else GameConfig()
     chosen = None

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from spacewar_ai.util.preflight import read_bounded
+from ..util.preflight import read_bounded
 
 log = logging.getLogger(__name__)
 

@@ -8,10 +8,19 @@ from __future__ import annotations
 import logging
 import os
 
-from spacewar_ai.llm.clients import (AnthropicClient, APIKeyManager, canonical_provider, shorten,
-                                     DEFAULT_DEADLINE, ENV_VARS, LLMError, OpenAICompatibleClient,
-                                     PROVIDER_CONFIGS, Secret)
-from spacewar_ai.llm.local import LocalLLMClient
+from .clients import (
+    DEFAULT_DEADLINE,
+    ENV_VARS,
+    PROVIDER_CONFIGS,
+    AnthropicClient,
+    APIKeyManager,
+    LLMError,
+    OpenAICompatibleClient,
+    Secret,
+    canonical_provider,
+    shorten,
+)
+from .local import LocalLLMClient
 
 log = logging.getLogger(__name__)
 

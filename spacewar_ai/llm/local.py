@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from spacewar_ai.llm.clients import LLMError
+from .clients import LLMError
 
 MODELS_DIR = Path("models")
 

@@ -28,12 +28,17 @@ from pathlib import Path
 
 import numpy as np
 
-from spacewar_ai.rating.match import play_match
-from spacewar_ai.util.files import atomic_write_bytes
-from spacewar_ai.config import OBS_MASK, GameConfig
-from spacewar_ai.game.environment import ACTION_DOC, OBSERVATION_DOC
-from spacewar_ai.pilots.sandbox import (ALLOWED_BUILTINS, StrategyError, StrategyPilot, load_strategy_file,
-                      validate_source)
+from ..config import OBS_MASK, GameConfig
+from ..game.environment import ACTION_DOC, OBSERVATION_DOC
+from ..pilots.sandbox import (
+    ALLOWED_BUILTINS,
+    StrategyError,
+    StrategyPilot,
+    load_strategy_file,
+    validate_source,
+)
+from ..rating.match import play_match
+from ..util.files import atomic_write_bytes
 
 SYSTEM_PROMPT = ("You are an expert game-AI programmer. You write small, fast, deterministic "
                  "Python pilots for the 1962 game Spacewar!. You answer with exactly one "
@@ -188,7 +193,7 @@ class LLMStrategyGenerator:
 def evaluate_strategy(path, opponents, games: int, config: GameConfig, seed: int = 0) -> dict:
     """Measured results of a strategy against each opponent (pilot specs or pilots): the score
     used to rank strategies is the mean torpedo-win rate over the opponents."""
-    from spacewar_ai.pilots.specs import make_pilot
+    from ..pilots.specs import make_pilot
 
     per = {}
     totals = {"games": 0, "wins": 0, "shots": 0, "hits": 0, "frames": 0, "fuel_used": 0.0,
@@ -283,7 +288,7 @@ class IterativeStrategyTrainer:
     def _opponents(self) -> list:
         opps = list(self.opponents)
         if self.trainer is not None:
-            from spacewar_ai.pilots.specs import AgentPilot
+            from ..pilots.specs import AgentPilot
 
             opps.append(AgentPilot(self.trainer.agent.play_copy(), "learner",
                                    deterministic=True))
@@ -431,8 +436,8 @@ def run_iterative(client, cfg, iterations: int, games: int, samples: int,
     config's step budget per round, or `train_games` games); prints where it all went. The
     agent's run takes the training modes' options (a model to start from, rendering, an
     exploration guide)."""
-    from spacewar_ai.pilots.specs import spec_path
-    from spacewar_ai.training.trainer import Trainer
+    from ..pilots.specs import spec_path
+    from ..training.trainer import Trainer
 
     init = spec_path(start_from) if start_from else None
     trainer = Trainer(cfg, resume=resume, init_weights=init, render=render, quiet=quiet,
@@ -466,9 +471,9 @@ def run_arena(client, samples: int, games: int, seed: int = 0,
     """The --llm-arena mode: `samples` strategies from each provider of `client`, then a round
     robin of them and the scripted pilots (ARENA_SCRIPTED), reported like any tournament under
     `out_root`; returns the report's folder."""
-    from spacewar_ai.llm.failover import FailoverClient
-    from spacewar_ai.llm.clients import LLMError
-    from spacewar_ai.rating.tournament import run_tournament
+    from ..rating.tournament import run_tournament
+    from .clients import LLMError
+    from .failover import FailoverClient
 
     out = Path(out_root) / time.strftime("%Y%m%d-%H%M%S")
     paths, failed = [], []

@@ -28,7 +28,8 @@ import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from spacewar_ai.util.files import SHIPPED_DIR as PACKAGE_SHIPPED
+
+from ..util.files import SHIPPED_DIR as PACKAGE_SHIPPED
 
 ADAPTERS_DIR = Path("models") / "adapters"
 SHIPPED_DIR = PACKAGE_SHIPPED / "lm"

@@ -18,10 +18,10 @@ import copy
 
 import numpy as np
 
-from spacewar_ai.config import OBS_MASK
-from spacewar_ai.lm.models import LMError, lm_identity, load_lm
-from spacewar_ai.lm.view import ANSWER, preamble, situation
-from spacewar_ai.game.pilot import Pilot
+from ..config import OBS_MASK
+from ..game.pilot import Pilot
+from .models import LMError, lm_identity, load_lm
+from .view import ANSWER, preamble, situation
 
 
 class PromptCoder:

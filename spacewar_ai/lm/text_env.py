@@ -32,9 +32,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from spacewar_ai.game.environment import SpacewarEnv
-from spacewar_ai.lm.view import preamble as preamble_text
-from spacewar_ai.lm.view import situation, valid_actions
+from ..game.environment import SpacewarEnv
+from .view import preamble as preamble_text
+from .view import situation, valid_actions
 
 NUMBER = re.compile(r"-?\d+")
 MAX_PROMPT = 1024  # characters; prompts are a few hundred

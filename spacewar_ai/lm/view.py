@@ -28,8 +28,8 @@ import math
 
 import numpy as np
 
-from spacewar_ai.config import OBS_MASK, GameConfig
-from spacewar_ai.game.engine import OBS_OPPONENT, OBS_OWN, OBS_STAR, OBS_TORPEDOES
+from ..config import OBS_MASK, GameConfig
+from ..game.engine import OBS_OPPONENT, OBS_OWN, OBS_STAR, OBS_TORPEDOES
 
 ACTION_WORDS = ("drift", "turn left", "turn right", "thrust", "fire", "thrust and fire",
                 "hyperspace")

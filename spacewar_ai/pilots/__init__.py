@@ -12,6 +12,6 @@ any of them (specs.py; its docstring is the table of specs).
 The language model that flies (`lm:`) is spacewar_ai/lm/; make_pilot builds it like the rest.
 """
 
-from spacewar_ai.pilots.specs import PRETRAINED_PATH, SPEC_HELP, AgentPilot, Pilot, make_pilot
+from .specs import PRETRAINED_PATH, SPEC_HELP, AgentPilot, Pilot, make_pilot
 
 __all__ = ["PRETRAINED_PATH", "SPEC_HELP", "AgentPilot", "Pilot", "make_pilot"]

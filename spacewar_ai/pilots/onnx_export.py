@@ -21,8 +21,8 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
-from spacewar_ai.game.engine import OBS_MASK
-from spacewar_ai.game.features import ORBIT_STEP, TACTICAL_COLUMNS, VECTOR_X, VECTOR_Y
+from ..game.engine import OBS_MASK
+from ..game.features import ORBIT_STEP, TACTICAL_COLUMNS, VECTOR_X, VECTOR_Y
 
 NEG_INF = -1e9  # as agents.NEG_INF: masked scores never win an argmax
 
@@ -228,9 +228,9 @@ class Exported(nn.Module):
 def export_onnx(spec: str, dst: str | Path) -> int:
     """Write the learned pilot `spec` (pretrained, ppo:PATH, dqn:PATH, a checkpoint path) to
     `dst` as ONNX, atomically; returns the file's size in bytes."""
-    from spacewar_ai.agents.checkpoints import CheckpointError
-    from spacewar_ai.util.files import atomic_write_bytes
-    from spacewar_ai.pilots.specs import AgentPilot, make_pilot
+    from ..agents.checkpoints import CheckpointError
+    from ..util.files import atomic_write_bytes
+    from .specs import AgentPilot, make_pilot
 
     try:
         import onnx  # noqa: F401 (the exporter needs it)

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from spacewar_ai.game.engine import OBS_MASK
-from spacewar_ai.game.pilot import Pilot
+from ..game.engine import OBS_MASK
+from ..game.pilot import Pilot
 
 NEG_INF = -1e9
 

@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from spacewar_ai.game.pilot import Pilot
+from ..game.pilot import Pilot
 
 ALLOWED_BUILTINS = ("abs", "min", "max", "len", "range", "sum", "round", "enumerate", "zip",
                     "float", "int", "bool", "list", "tuple", "sorted", "reversed", "any", "all",

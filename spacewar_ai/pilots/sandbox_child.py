@@ -22,10 +22,10 @@ long sort) is not counted; CPU time of this process, interrupted by a profiling 
 safety net for that, and it is the one limit that depends on the machine.
 """
 
+import ast
 import builtins
 import ctypes
 import ctypes.util
-import ast
 import json
 import math
 import os

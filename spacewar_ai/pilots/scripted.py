@@ -23,10 +23,10 @@ import math
 import numba as nb
 import numpy as np
 
-from spacewar_ai.game.ballistics import coast, intercept_time
-from spacewar_ai.config import GameConfig
-from spacewar_ai.game.engine import OBS_MASK, TORPEDO_SPAWN_OFFSET, Action, jit_warm_up
-from spacewar_ai.game.pilot import Pilot
+from ..config import GameConfig
+from ..game.ballistics import coast, intercept_time
+from ..game.engine import OBS_MASK, TORPEDO_SPAWN_OFFSET, Action, jit_warm_up
+from ..game.pilot import Pilot
 
 SCRIPTED_SPECS = ("idle", "random", "heuristic:easy", "heuristic:medium", "heuristic:hard")
 LEVELS = ("easy", "medium", "hard")

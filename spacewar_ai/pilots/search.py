@@ -44,14 +44,13 @@ size, so a game played in batches of different sizes may (rarely) see a near-tie
 
 from __future__ import annotations
 
-
 import numpy as np
 
-from spacewar_ai.game import engine
-from spacewar_ai.config import GameConfig
-from spacewar_ai.game.engine import FRAME, OBS_MASK, OVER, REAL_WINNER, WINNER, Action, GameBatch
-from spacewar_ai.util.files import SHIPPED_DIR
-from spacewar_ai.game.pilot import Pilot
+from ..config import GameConfig
+from ..game import engine
+from ..game.engine import FRAME, OBS_MASK, OVER, REAL_WINNER, WINNER, Action, GameBatch
+from ..game.pilot import Pilot
+from ..util.files import SHIPPED_DIR
 
 SEARCH_PREFIX = "search:"
 ADAPT_PREFIX = "adapt:"

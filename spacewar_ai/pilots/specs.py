@@ -29,12 +29,11 @@ from typing import Callable
 
 import numpy as np
 
-from spacewar_ai.config import GameConfig
-from spacewar_ai.game.pilot import Pilot, as_pilot
-from spacewar_ai.pilots.scripted import SCRIPTED_SPECS, scripted_pilot
-from spacewar_ai.pilots.search import (ADAPT_PREFIX, HORIZON, OPPONENT_MODEL_PATH, SAMPLES,
-                                       SEARCH_PREFIX, SearchPilot)
-from spacewar_ai.util.files import SHIPPED_DIR
+from ..config import GameConfig
+from ..game.pilot import Pilot, as_pilot
+from ..util.files import SHIPPED_DIR
+from .scripted import SCRIPTED_SPECS, scripted_pilot
+from .search import ADAPT_PREFIX, HORIZON, OPPONENT_MODEL_PATH, SAMPLES, SEARCH_PREFIX, SearchPilot
 
 PRETRAINED_PATH = SHIPPED_DIR / "ppo_spacewar.pt"
 SPEC_HELP = (f"{', '.join(SCRIPTED_SPECS)}, pretrained, ppo:PATH, dqn:PATH, strategy:PATH.py, "
@@ -118,7 +117,7 @@ def _map_lm_files(spec: str, fn: Callable[[Path], Path]) -> str:
     """map_spec_files of `MODEL[+ADAPTER][@OPTIONS]`: a local model file or folder and an
     adapter that is not shipped become fn(path); an adapter named by its run becomes its folder,
     so the spec means the same thing from another working folder."""
-    from spacewar_ai.lm.models import SHIPPED_DIR, LMError, resolve_lm
+    from ..lm.models import SHIPPED_DIR, LMError, resolve_lm
 
     body, at, options = spec.partition("@")
     try:
@@ -185,19 +184,19 @@ def make_pilot(spec, config: GameConfig | None = None, seed: int = 0,
     if low.startswith("strategy:"):
         return _strategy_pilot(spec, Path(s[len("strategy:"):]), config)
     if low.startswith(("onnx:", "sb3:")):
-        from spacewar_ai.pilots.outside import outside_pilot
+        from .outside import outside_pilot
 
         path = spec_path(s)
         return outside_pilot(s, file_identity(path) if path.is_file() else s)
     if low.startswith("lm:"):
-        from spacewar_ai.lm.pilot import lm_pilot
+        from ..lm.pilot import lm_pilot
 
         return lm_pilot(s[3:], config.num_actions, device, seed)
     return _learned_pilot(spec, config, deterministic, device)
 
 
 def _strategy_pilot(spec: str, path: Path, config: GameConfig):
-    from spacewar_ai.pilots.sandbox import StrategyError, StrategyPilot, load_strategy_file
+    from .sandbox import StrategyError, StrategyPilot, load_strategy_file
 
     try:
         source = load_strategy_file(path)
@@ -209,8 +208,8 @@ def _strategy_pilot(spec: str, path: Path, config: GameConfig):
 
 
 def _learned_pilot(spec: str, config: GameConfig, deterministic: bool, device: str):
-    from spacewar_ai.agents.checkpoints import CheckpointError
-    from spacewar_ai.agents.saved import load_agent
+    from ..agents.checkpoints import CheckpointError
+    from ..agents.saved import load_agent
 
     s = spec.strip()
     low = s.lower()
@@ -248,7 +247,7 @@ def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int =
     opponent model, a learned model's spec (`pretrained`, `ppo:PATH`, `dqn:PATH` or a checkpoint
     path). Without MODEL: the opponent model POLICY's training run learned (`opponent_model.pt`
     beside its checkpoint), else the file `opponent_model`, the shipped clone of the hard pilot."""
-    from spacewar_ai.agents.opponent_model import run_model_path
+    from ..agents.opponent_model import run_model_path
 
     config = config if config is not None else GameConfig()
     prefix = ADAPT_PREFIX if adaptive else SEARCH_PREFIX

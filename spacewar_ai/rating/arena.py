@@ -74,8 +74,8 @@ class Arena:
     def submit(self, name: str, filename: str, data: bytes, client: str,
                per_hour: int) -> dict[str, Any]:
         """Check and queue a submission; ValueError (one line) if it is refused."""
-        from spacewar_ai.util.files import atomic_write_bytes
-        from spacewar_ai.pilots.sandbox import StrategyError, validate_source
+        from ..pilots.sandbox import StrategyError, validate_source
+        from ..util.files import atomic_write_bytes
 
         name = str(name).strip()
         if not NAME_RULE.match(name):
@@ -159,7 +159,7 @@ class Arena:
     def leaderboard(self) -> list[dict[str, Any]]:
         """Every player: Bradley-Terry rating (Elo scale) with its 95% interval over all pairings
         played, games, status and its saved games; rated players first, best first."""
-        from spacewar_ai.rating.ratings import bradley_terry
+        from .ratings import bradley_terry
 
         players = self.players()
         index = {p["id"]: k for k, p in enumerate(players)}
@@ -222,10 +222,10 @@ def play_pairing(folder: str, a: dict, b: dict) -> dict[str, Any]:
     """Play one pairing (a worker process's job): PAIRING_GAMES games with sides swapped, two
     of them saved as replays under the arena's folder. ValueError names a player that cannot
     play (an ONNX model that does not load, say)."""
-    from spacewar_ai.config import GameConfig
-    from spacewar_ai.rating.match import play_match
-    from spacewar_ai.pilots.specs import make_pilot
-    from spacewar_ai.game.replays import save_match_replays
+    from ..config import GameConfig
+    from ..game.replays import save_match_replays
+    from ..pilots.specs import make_pilot
+    from .match import play_match
 
     config = GameConfig()
     seed = pairing_seed(a, b)
@@ -251,8 +251,8 @@ def play_pairing(folder: str, a: dict, b: dict) -> dict[str, Any]:
 
 
 def _pairing_child(conn, folder: str, a: dict, b: dict, parent_pid: int) -> None:
-    from spacewar_ai.util.processes import die_with_parent
-    from spacewar_ai.util.threads import use_torch_threads
+    from ..util.processes import die_with_parent
+    from ..util.threads import use_torch_threads
 
     die_with_parent(parent_pid)
     use_torch_threads(1)

@@ -24,8 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from spacewar_ai.util.files import atomic_write_bytes
-from spacewar_ai.pilots.specs import absolute_spec, map_spec_files, spec_files
+from ..pilots.specs import absolute_spec, map_spec_files, spec_files
+from ..util.files import atomic_write_bytes
 
 INSTALL = 'install it on this machine and every node of the cluster: pip install -e ".[cluster]"'
 
@@ -145,7 +145,7 @@ def _absolute(job: tuple, spec_fields) -> tuple:
 def _in_worker(fn, job, spec_fields=(), files=None):
     """A task's body: the job's files made local, then fn(job) with one torch thread, so that
     tasks on a node do not oversubscribe it."""
-    from spacewar_ai.util.threads import use_torch_threads
+    from ..util.threads import use_torch_threads
 
     use_torch_threads(1)
     if files:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from spacewar_ai.config import GameConfig
-from spacewar_ai.pilots.specs import make_pilot
-from spacewar_ai.rating.match import play_match, play_match_on_ray, report, wilson_interval
-from spacewar_ai.rating.ratings import Entrant, Results, standings
+from ..config import GameConfig
+from ..pilots.specs import make_pilot
+from .match import play_match, play_match_on_ray, report, wilson_interval
+from .ratings import Entrant, Results, standings
 
 
 def evaluate(spec: str, opponent: str = "heuristic:hard", episodes: int = 200, seed: int = 0,
@@ -25,7 +25,7 @@ def evaluate(spec: str, opponent: str = "heuristic:hard", episodes: int = 200, s
     that every game's GameResult is added to, as JSON lines. `ray_address` plays the games as
     Ray tasks ("" for Ray on this machine): the same games, spread. Returns the figures, the match and
     both pilots."""
-    from spacewar_ai.util.progress import Progress
+    from ..util.progress import Progress
 
     config = config if config is not None else GameConfig()
     player = make_pilot(spec, config, seed, deterministic)
@@ -41,7 +41,7 @@ def evaluate(spec: str, opponent: str = "heuristic:hard", episodes: int = 200, s
             return {}
         games = episodes + episodes % 2
         if ray_address is not None:
-            from spacewar_ai.rating.cluster import connect
+            from .cluster import connect
 
             connect(ray_address or None)
         with Progress(games, label, "game", quiet) as progress:
@@ -59,7 +59,7 @@ def evaluate(spec: str, opponent: str = "heuristic:hard", episodes: int = 200, s
         r.write_jsonl(results)
         print(f"  games added to {results}")
     if keep_actions:
-        from spacewar_ai.game.replays import save_match_replays
+        from ..game.replays import save_match_replays
 
         saved = save_match_replays(r, config, "evaluate")
         print(f"  saved {len(saved)} replays under {saved[0].parent if saved else 'runs/replays'}")
@@ -83,7 +83,7 @@ def watch_games(pilot_a, pilot_b, games: int = 1, seed: int = 0,
     appended to `frames`. A `recorder` (recording.VideoRecorder) gets the same frames drawn
     off-screen. Returns the final info of each game.
     """
-    from spacewar_ai.game.environment import SpacewarEnv
+    from ..game.environment import SpacewarEnv
 
     config = config if config is not None else GameConfig()
     if recorder is not None:

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from spacewar_ai.game import engine
-from spacewar_ai.config import GameConfig, RewardConfig
-from spacewar_ai.game.engine import DeathCause, GameBatch
-from spacewar_ai.pilots.specs import make_pilot
-from spacewar_ai.game.replays import state_hash
+from ..config import GameConfig, RewardConfig
+from ..game import engine
+from ..game.engine import DeathCause, GameBatch
+from ..game.replays import state_hash
+from ..pilots.specs import make_pilot
 
 
 @dataclass
@@ -390,7 +390,7 @@ def play_match_on_ray(spec_a: str, spec_b: str, games: int, seed: int = 0,
     """play_match(spec_a, spec_b, games, seed) (sides swapped) as Ray tasks of RAY_CHUNK pairs
     each, on this machine's Ray ("") or the cluster at `ray_address`, merged back into
     play_match's order: the same MatchResult as playing it here, game for game."""
-    from spacewar_ai.rating.cluster import run_tasks
+    from .cluster import run_tasks
 
     config = config if config is not None else GameConfig()
     if games < 2 or games % 2:

@@ -2,7 +2,7 @@
 
 `spacewar-ai --evaluate --checkpoint SPEC --panel` plays SPEC against every panel pilot
 (`--eval-episodes` games each, sides swapped) and prints the win rate against each with its 95%
-interval, and their mean. The panel (spacewar_ai/panel/, its README says who is who) is six
+interval, and their mean. The panel (spacewar_ai/pretrained/panel/, its README says who is who) is six
 strategy files of different styles, run in the sandbox, and three networks trained with other
 reward personalities; it is in no curriculum, league or evaluation opponent, so a run's score on
 it measures play against opponents it has never seen or modelled.
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spacewar_ai.config import GameConfig
-from spacewar_ai.rating.match import wilson_interval
-from spacewar_ai.util.files import SHIPPED_DIR
+from ..config import GameConfig
+from ..util.files import SHIPPED_DIR
+from .match import wilson_interval
 
 PANEL_DIR = SHIPPED_DIR / "panel"
 
@@ -42,9 +42,9 @@ def evaluate_panel(spec: str, games: int = 200, seed: int = 0, config: GameConfi
                    quiet: bool = False, ray_address: str | None = None) -> dict:
     """SPEC against every panel pilot, `games` games each (sides swapped, torpedo wins only);
     prints a line per pilot and the mean, and returns them."""
-    from spacewar_ai.rating.match import play_match, play_match_on_ray
-    from spacewar_ai.pilots.specs import make_pilot
-    from spacewar_ai.util.progress import Progress
+    from ..pilots.specs import make_pilot
+    from ..util.progress import Progress
+    from .match import play_match, play_match_on_ray
 
     config = config if config is not None else GameConfig()
     games += games % 2

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from spacewar_ai.rating.match import MatchResult
+    from .match import MatchResult
 
 
 # What a model needs behind it before best_models offers it as a champion or a default player.
@@ -198,7 +198,7 @@ class RatingsFile:
                              f"{p / 'ratings.json'}")
         if not p.exists() and not p.is_symlink():
             return self._empty()
-        from spacewar_ai.util.preflight import read_bounded
+        from ..util.preflight import read_bounded
 
         raw = read_bounded(p, "ratings file", MAX_RATINGS_BYTES)
         try:
@@ -221,7 +221,7 @@ class RatingsFile:
         from filelock import FileLock
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        from spacewar_ai.util.files import TEMP_SUFFIX
+        from ..util.files import TEMP_SUFFIX
 
         with FileLock(str(self.path) + ".lock"):
             # Under the lock no other run is writing this file, so a temporary file of it is
@@ -244,7 +244,7 @@ class RatingsFile:
             self.data["history"].append({"time": time.strftime("%Y-%m-%dT%H:%M:%S"),
                                          "label": label, "standings": rows})
             payload = json.dumps(self.data, indent=1, sort_keys=True).encode()
-            from spacewar_ai.util.files import atomic_write_bytes
+            from ..util.files import atomic_write_bytes
 
             atomic_write_bytes(self.path, lambda f: f.write(payload))
 
@@ -280,7 +280,7 @@ def rated_games(player: dict[str, Any]) -> int:
 
 def model_spec(path: Path) -> str:
     """The spec that names a model file best_models found: `pretrained` for the shipped one."""
-    from spacewar_ai.pilots.specs import PRETRAINED_PATH
+    from ..pilots.specs import PRETRAINED_PATH
 
     return "pretrained" if Path(path).resolve() == PRETRAINED_PATH.resolve() else str(path)
 
@@ -311,8 +311,8 @@ def best_models(checkpoint_dir: str | Path = "checkpoints", ratings_file: str | 
     """The learned models a user has that have shown their strength, best first, each with why
     it ranks there (the rule is the module docstring's). An unreadable ratings file or
     checkpoint is passed over, not fatal: the other sources still know models."""
-    from spacewar_ai.agents.checkpoints import CheckpointError, load_checkpoint
-    from spacewar_ai.pilots.specs import PRETRAINED_PATH, spec_path
+    from ..agents.checkpoints import CheckpointError, load_checkpoint
+    from ..pilots.specs import PRETRAINED_PATH, spec_path
 
     checkpoint_dir = Path(checkpoint_dir)
     rpath = Path(ratings_file) if ratings_file else checkpoint_dir / "ratings.json"

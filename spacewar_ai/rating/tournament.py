@@ -24,12 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from spacewar_ai.config import GameConfig
-from spacewar_ai.game.engine import DeathCause
-from spacewar_ai.rating.match import MatchResult, play_match
-from spacewar_ai.pilots.specs import make_pilot, path_label, spec_path
-from spacewar_ai.util.progress import Progress
-from spacewar_ai.rating.ratings import Entrant, RatingsFile, Results, standings
+from ..config import GameConfig
+from ..game.engine import DeathCause
+from ..pilots.specs import make_pilot, path_label, spec_path
+from ..util.progress import Progress
+from .match import MatchResult, play_match
+from .ratings import Entrant, RatingsFile, Results, standings
 
 MODES = ("round_robin", "swiss", "elimination")
 REPORT_DIR = Path("runs") / "tournaments"
@@ -75,8 +75,8 @@ def _pairing_seed(seed: int, i: int, j: int) -> int:
 
 
 def _worker_init(parent_pid: int) -> None:
-    from spacewar_ai.util.processes import die_with_parent
-    from spacewar_ai.util.threads import use_torch_threads
+    from ..util.processes import die_with_parent
+    from ..util.threads import use_torch_threads
 
     die_with_parent(parent_pid)
     # One torch thread per worker whatever the run asked for: several workers share the cores.
@@ -121,7 +121,7 @@ def _play_pairs(entrants, pairs, games, seed, config, workers, keep_actions=0, p
              keep_actions) for i, j in pairs]
     out = []
     if ray_address is not None:
-        from spacewar_ai.rating.cluster import run_tasks
+        from .cluster import run_tasks
 
         return run_tasks(_play_pairing, jobs, progress, games, ray_address or None, (2, 3))
     if workers > 1 and len(jobs) > 1:
@@ -360,7 +360,7 @@ def run_tournament(specs: list[str], mode: str = "round_robin", games_per_pairin
         raise ValueError("a tournament needs at least two players (--players A,B,...)")
     total = planned_games(mode, len(entrants), games_per_pairing)
     if ray_address is not None:
-        from spacewar_ai.rating.cluster import connect
+        from .cluster import connect
 
         connect(ray_address or None)  # a cluster that does not answer is refused before play
     common = {"workers": workers, "keep_actions": save_replays, "ray_address": ray_address}
@@ -383,7 +383,7 @@ def run_tournament(specs: list[str], mode: str = "round_robin", games_per_pairin
     (folder / "standings.json").write_text(json.dumps(rows, indent=1))
     for _, _, match in result.matches:
         match.write_jsonl(folder / "games.jsonl")
-    from spacewar_ai.util.charts import ratings_chart
+    from ..util.charts import ratings_chart
 
     ratings_chart(folder / "ratings.png", [r["name"] for r in rows], [r["rating"] for r in rows],
                   [r["ci95"] for r in rows], f"Bradley-Terry ratings, 95% intervals ({mode})")
@@ -391,7 +391,7 @@ def run_tournament(specs: list[str], mode: str = "round_robin", games_per_pairin
         ratings.add(result, rows, f"{mode} of {len(entrants)}")
     saved = []
     if save_replays:
-        from spacewar_ai.game.replays import save_match_replays
+        from ..game.replays import save_match_replays
 
         for _, _, r in result.matches:
             saved += save_match_replays(r, GameConfig(), f"{r.name_a}-vs-{r.name_b}",

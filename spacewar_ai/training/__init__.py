@@ -13,6 +13,6 @@
 | pbt.py | population-based training on Ray Tune |
 """
 
-from spacewar_ai.training.run import ALGORITHMS, train
+from .run import ALGORITHMS, train
 
 __all__ = ["ALGORITHMS", "train"]

@@ -29,9 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-from spacewar_ai.config import GameConfig, RewardConfig
-from spacewar_ai.game.engine import MASK
-from spacewar_ai.game.environment import MASK_DTYPE
+from ..config import GameConfig, RewardConfig
+from ..game.engine import MASK
+from ..game.environment import MASK_DTYPE
 
 META_FILE = "spacewar.json"
 GAMES_FILE = "games.jsonl"
@@ -92,8 +92,8 @@ def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
     minari = _minari()
     from minari.data_collector import EpisodeBuffer
 
-    from spacewar_ai.pilots.specs import absolute_spec, make_pilot
-    from spacewar_ai.util.progress import Progress
+    from ..pilots.specs import absolute_spec, make_pilot
+    from ..util.progress import Progress
 
     did = dataset_id(name)
     if games < 2 or games % 2:
@@ -114,7 +114,7 @@ def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
              seed + 1_000_003 * p + start, config.to_dict(), reward.to_dict())
             for p, (a, b) in enumerate(pairs) for start in range(0, games, BATCH)]
     if ray_address is not None:
-        from spacewar_ai.rating.cluster import connect
+        from ..rating.cluster import connect
 
         connect(ray_address or None)
     begun = time.perf_counter()
@@ -122,7 +122,7 @@ def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
         if ray_address is None:
             chunks = [record_chunk(job, progress) for job in jobs]
         else:
-            from spacewar_ai.rating.cluster import run_tasks
+            from ..rating.cluster import run_tasks
 
             chunks = run_tasks(record_chunk, jobs, progress, [job[2] for job in jobs],
                                ray_address or None, (0, 1))
@@ -141,7 +141,7 @@ def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
                           "score_a": game.score("a", reward, config),
                           "score_b": game.score("b", reward, config)})
     begun = time.perf_counter()
-    from spacewar_ai.game.environment import SpacewarEnv
+    from ..game.environment import SpacewarEnv
 
     env = SpacewarEnv(config, reward, opponent=None)
     with warnings.catch_warnings():
@@ -169,7 +169,7 @@ def record_chunk(job, progress=None):
     """Play one chunk of games (a, b, games, seed, game config, reward table as dicts) and cut
     it into episodes: (MatchResult, [[ship 0's episode, ship 1's] per game]), each episode the
     arrays of an EpisodeBuffer. A pure function of its job: a Ray task plays it alike."""
-    from spacewar_ai.rating.match import play_match
+    from ..rating.match import play_match
 
     a, b, n, seed, cfg, rew = job
     recorder = _Recorder(n)

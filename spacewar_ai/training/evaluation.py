@@ -18,12 +18,12 @@ from typing import Callable
 
 import torch
 
-from spacewar_ai.agents.checkpoints import rewrite_metadata
-from spacewar_ai.agents.saved import load_agent
-from spacewar_ai.config import RunConfig
-from spacewar_ai.game.replays import game_gif
-from spacewar_ai.pilots.specs import AgentPilot
-from spacewar_ai.rating.match import play_match
+from ..agents.checkpoints import rewrite_metadata
+from ..agents.saved import load_agent
+from ..config import RunConfig
+from ..game.replays import game_gif
+from ..pilots.specs import AgentPilot
+from ..rating.match import play_match
 
 
 def evaluation_seeds(updates: int, games: int) -> tuple[int, int]:

@@ -41,12 +41,12 @@ from pathlib import Path
 
 import numpy as np
 
-from spacewar_ai.config import OBS_MASK, GameConfig, RunConfig
-from spacewar_ai.game.engine import OVER, GameBatch
-from spacewar_ai.game.pilot import Pilot
-from spacewar_ai.lm.models import ADAPTERS_DIR, load_lm, load_trainable, require_transformers, save_adapter
-from spacewar_ai.lm.pilot import LMPilot, PromptCoder, answer_logits, autocast, prompt_logits
-from spacewar_ai.util.threads import use_torch_threads
+from ..config import OBS_MASK, GameConfig, RunConfig
+from ..game.engine import OVER, GameBatch
+from ..game.pilot import Pilot
+from ..lm.models import ADAPTERS_DIR, load_lm, load_trainable, require_transformers, save_adapter
+from ..lm.pilot import LMPilot, PromptCoder, answer_logits, autocast, prompt_logits
+from ..util.threads import use_torch_threads
 
 SAVE_EVERY = 10  # iterations between saves of the adapter
 # Scores closer than this (reward points) are the same outcome: a game ending a few decisions
@@ -207,9 +207,9 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
     from torch.utils.tensorboard import SummaryWriter
     from tqdm import tqdm
 
-    from spacewar_ai.training.sft import lm_device
-    from spacewar_ai.rating.match import play_match
-    from spacewar_ai.pilots.specs import make_pilot
+    from ..pilots.specs import make_pilot
+    from ..rating.match import play_match
+    from .sft import lm_device
 
     t, g = cfg.train, cfg.grpo
     use_torch_threads(t.torch_threads)

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from spacewar_ai.config import RunConfig
-from spacewar_ai.util.threads import use_torch_threads
+from ..config import RunConfig
+from ..util.threads import use_torch_threads
 
 OFFLINE_UPDATE = 100  # gradient steps per "update" for CQL's logs, evaluations and saves
 
@@ -51,7 +51,7 @@ class _Run:
         self.log_dir = Path(t.log_dir) / self.name
         use_torch_threads(t.torch_threads)
         torch.manual_seed(t.seed)
-        from spacewar_ai.pilots.specs import make_pilot
+        from ..pilots.specs import make_pilot
 
         self.opponent = make_pilot(t.eval_opponent, cfg.game)
         self.best = -1.0
@@ -68,8 +68,8 @@ class _Run:
 
     def evaluate(self, agent, step: int, counters: dict) -> float:
         """Greedy play against eval_opponent on starts of its own; best.pt keeps the best."""
-        from spacewar_ai.rating.match import play_match
-        from spacewar_ai.pilots.specs import AgentPilot
+        from ..pilots.specs import AgentPilot
+        from ..rating.match import play_match
 
         t = self.cfg.train
         games = t.eval_episodes + t.eval_episodes % 2
@@ -98,8 +98,8 @@ class _Run:
 
 def train_bc(cfg: RunConfig, quiet: bool = False) -> dict:
     """--algorithm bc: a PPO actor cloned from the dataset's decisions (or one pilot's)."""
-    from spacewar_ai.agents.ppo import PPOAgent
-    from spacewar_ai.training.datasets import arrays
+    from ..agents.ppo import PPOAgent
+    from .datasets import arrays
 
     t = cfg.train
     obs, actions = arrays(t.dataset, t.dataset_pilot or None, cfg.game)
@@ -127,9 +127,9 @@ def train_cql(cfg: RunConfig, quiet: bool = False) -> dict:
     """--algorithm cql: conservative Q-learning on the dataset's n-step transitions."""
     import dataclasses
 
-    from spacewar_ai.agents.dqn import DQNAgent
-    from spacewar_ai.training.datasets import transitions
-    from spacewar_ai.util.progress import Progress
+    from ..agents.dqn import DQNAgent
+    from ..util.progress import Progress
+    from .datasets import transitions
 
     t, c = cfg.train, cfg.dqn
     data = transitions(t.dataset, c.n_step, c.gamma, t.dataset_pilot or None, cfg.game)

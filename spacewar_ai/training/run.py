@@ -18,7 +18,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from spacewar_ai.config import RunConfig
+from ..config import RunConfig
 
 
 @dataclass(frozen=True)
@@ -32,10 +32,10 @@ class Algorithm:
 
 def _online(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide):
     """PPO or DQN (trainer.py): a new run, from a model, resumed, or against champions."""
-    from spacewar_ai.agents.checkpoints import load_checkpoint
-    from spacewar_ai.pilots.specs import spec_path
-    from spacewar_ai.rating.ratings import best_models
-    from spacewar_ai.training.trainer import Trainer, planner_command
+    from ..agents.checkpoints import load_checkpoint
+    from ..pilots.specs import spec_path
+    from ..rating.ratings import best_models
+    from .trainer import Trainer, planner_command
 
     init = None
     if start_from:
@@ -83,19 +83,19 @@ def _online(cfg: RunConfig, start_from, champion, resume, ratings_file, render, 
 
 
 def _offline(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide):
-    from spacewar_ai.training.offline import train_bc, train_cql
+    from .offline import train_bc, train_cql
 
     return (train_bc if cfg.train.algorithm == "bc" else train_cql)(cfg, quiet)
 
 
 def _sft(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide):
-    from spacewar_ai.training.sft import train_sft
+    from .sft import train_sft
 
     return train_sft(cfg, quiet)
 
 
 def _grpo(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide):
-    from spacewar_ai.training.grpo import train_grpo
+    from .grpo import train_grpo
 
     return train_grpo(cfg, start_from, quiet)
 

@@ -25,10 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from spacewar_ai.config import OBS_MASK, RunConfig
-from spacewar_ai.lm.models import ADAPTERS_DIR, add_lora, load_base, require_transformers, save_adapter
-from spacewar_ai.lm.pilot import PromptCoder, answer_logits, autocast, prompt_logits
-from spacewar_ai.util.threads import use_torch_threads
+from ..config import OBS_MASK, RunConfig
+from ..lm.models import ADAPTERS_DIR, add_lora, load_base, require_transformers, save_adapter
+from ..lm.pilot import PromptCoder, answer_logits, autocast, prompt_logits
+from ..util.threads import use_torch_threads
 
 
 def agreement(model, coder: PromptCoder, obs: np.ndarray, actions: np.ndarray) -> float:
@@ -71,7 +71,7 @@ def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
     from torch.utils.tensorboard import SummaryWriter
     from tqdm import tqdm
 
-    from spacewar_ai.training.datasets import arrays
+    from .datasets import arrays
 
     t, s = cfg.train, cfg.sft
     use_torch_threads(t.torch_threads)

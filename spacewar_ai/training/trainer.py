@@ -23,24 +23,23 @@ from typing import Any
 import numpy as np
 import torch
 
-from spacewar_ai.agents.saved import make_agent
-from spacewar_ai.agents.base import saved_architecture
-from spacewar_ai.agents.checkpoints import (check_finite, CheckpointError, error_summary,
-                                            load_checkpoint)
-from spacewar_ai.util.files import remove_stale_temps
-from spacewar_ai.config import RunConfig
-from spacewar_ai.game.engine import DeathCause
-from spacewar_ai.game.environment import SpacewarVectorEnv
-from spacewar_ai.training.evaluation import Evaluator
-from spacewar_ai.training.league import League
-from spacewar_ai.agents.opponent_model import FILE_NAME as OPPONENT_MODEL_FILE
-from spacewar_ai.agents.opponent_model import PAYLOAD_KEY as OPPONENT_MODEL_KEY
-from spacewar_ai.agents.opponent_model import OpponentModel
-from spacewar_ai.pilots.specs import make_pilot
-from spacewar_ai.util.progress import Progress
-from spacewar_ai.game.shaping import potential, shaped
-from spacewar_ai.util.threads import use_torch_threads
-from spacewar_ai.training.warm_start import behaviour_clone, demonstration_start
+from ..agents.base import saved_architecture
+from ..agents.checkpoints import CheckpointError, check_finite, error_summary, load_checkpoint
+from ..agents.opponent_model import FILE_NAME as OPPONENT_MODEL_FILE
+from ..agents.opponent_model import PAYLOAD_KEY as OPPONENT_MODEL_KEY
+from ..agents.opponent_model import OpponentModel
+from ..agents.saved import make_agent
+from ..config import RunConfig
+from ..game.engine import DeathCause
+from ..game.environment import SpacewarVectorEnv
+from ..game.shaping import potential, shaped
+from ..pilots.specs import make_pilot
+from ..util.files import remove_stale_temps
+from ..util.progress import Progress
+from ..util.threads import use_torch_threads
+from .evaluation import Evaluator
+from .league import League
+from .warm_start import behaviour_clone, demonstration_start
 
 DQN_ITERATION_STEPS = 64  # DQN vector steps per "update" for logging, evaluation and saving
 # How the learner's games end, as logged under charts/death_cause/ (shares of the update's games).
@@ -448,7 +447,7 @@ class Trainer:
         if not self.render:
             return
         if not hasattr(self, "_renderer"):
-            from spacewar_ai.game.rendering import Renderer
+            from ..game.rendering import Renderer
 
             self._renderer = Renderer(self.cfg.game, 512, "human", "Spacewar! AI: training")
             self._last_draw = 0.0

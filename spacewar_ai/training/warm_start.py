@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from spacewar_ai.training import offline
-from spacewar_ai.config import GameConfig
-from spacewar_ai.game.environment import SpacewarVectorEnv
-from spacewar_ai.pilots.specs import make_pilot
+from ..config import GameConfig
+from ..game.environment import SpacewarVectorEnv
+from ..pilots.specs import make_pilot
+from . import offline
 
 WARM_START_OPPONENTS = ("heuristic:hard", "heuristic:medium", "heuristic:easy", "idle", "random")
 

@@ -13,7 +13,6 @@ import sys
 
 from tqdm import tqdm
 
-
 FALLBACK_COLUMNS = 100
 
 

@@ -30,9 +30,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from spacewar_ai.web.files import Files
-from spacewar_ai.web.live import SPEEDS, client_config, frame_state, public_message
-from spacewar_ai.game.replays import ReplayError, load_replay, parse_replay, replay_game, state_hash
+from ..game.replays import ReplayError, load_replay, parse_replay, replay_game, state_hash
+from .files import Files
+from .live import SPEEDS, client_config, frame_state, public_message
 
 STATIC = Path(__file__).resolve().parent / "static"
 PAGES = ("play", "watch", "replays", "tournaments", "arena")
@@ -53,7 +53,7 @@ def replay_frames(replay: dict, source: str) -> dict[str, Any]:
 
 def export_html(replay_path, out) -> Path:
     """`--replay FILE --html OUT`: one self-contained page that plays the replay."""
-    from spacewar_ai.util.files import atomic_write_bytes
+    from ..util.files import atomic_write_bytes
 
     out = Path(out)
     if out.suffix.lower() not in (".html", ".htm"):
@@ -83,9 +83,9 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
         from starlette.websockets import WebSocketDisconnect
     except ImportError:
         raise ValueError(INSTALL) from None
-    from spacewar_ai.web.arena import arena_routes
-    from spacewar_ai.web.games import Workers, run_live
-    from spacewar_ai.web.guard import LOOPBACK_NAMES, Guard, Limits, TooLarge, read_body
+    from .arena import arena_routes
+    from .games import Workers, run_live
+    from .guard import LOOPBACK_NAMES, Guard, Limits, TooLarge, read_body
 
     files = Files(Path(root), checkpoint_dir, ratings_file)
     limits = limits if limits is not None else Limits()
@@ -102,7 +102,7 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
         return RedirectResponse("/play")
 
     async def api_pilots(request):
-        from spacewar_ai.human.play import DIFFICULTIES
+        from ..human.play import DIFFICULTIES
 
         return JSONResponse({"pilots": files.pilots(), "difficulties": list(DIFFICULTIES),
                              "speeds": list(SPEEDS)})
@@ -214,7 +214,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, root: str | Path = ".",
           checkpoint_dir: str | Path = "checkpoints", ratings_file=None, names=None,
           origins=(), limits=None) -> None:
     """The --serve mode: the app on host:port until Ctrl-C."""
-    from spacewar_ai.web.guard import LOOPBACK_NAMES
+    from .guard import LOOPBACK_NAMES
 
     if not 0 < int(port) < 65536:
         raise ValueError(f"--port {port}: give a port from 1 to 65535")

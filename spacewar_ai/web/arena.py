@@ -10,8 +10,8 @@ import asyncio
 import contextlib
 from pathlib import Path
 
-from spacewar_ai.rating.arena import PAIRING_GAMES, Arena, run_pairing
-from spacewar_ai.web.live import public_message
+from ..rating.arena import PAIRING_GAMES, Arena, run_pairing
+from .live import public_message
 
 PAIRING_DEADLINE = 900.0  # seconds for one pairing; past it the newer player is refused
 IDLE_SECONDS = 30.0  # the runner looks for work this often when nothing woke it
@@ -64,7 +64,7 @@ def arena_routes(files, limits):
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    from spacewar_ai.web.guard import TooLarge, read_body
+    from .guard import TooLarge, read_body
 
     arena = Arena(Path(files.runs) / "arena")
     runner = ArenaRunner(arena)

@@ -46,7 +46,7 @@ class Files:
         """A pilot spec whose files lie in the project and are of the kind the spec says (a
         strategy file ends in .py, a checkpoint in .pt, ...), so that no other file (a key, a
         config) is ever opened as a pilot and quoted back in an error."""
-        from spacewar_ai.pilots.specs import map_spec_files, spec_files
+        from ..pilots.specs import map_spec_files, spec_files
 
         spec = str(spec).strip()[:500]
         if not spec:
@@ -89,7 +89,7 @@ class Files:
         return out
 
     def ratings_rows(self) -> dict[str, Any]:
-        from spacewar_ai.rating.ratings import rated_games, RatingsFile
+        from ..rating.ratings import RatingsFile, rated_games
 
         rows = []
         data = RatingsFile(self.ratings).data
@@ -102,7 +102,7 @@ class Files:
                 if self.ratings.is_relative_to(self.root) else str(self.ratings), "players": rows}
 
     def pilots(self) -> list[str]:
-        from spacewar_ai.pilots.scripted import SCRIPTED_SPECS
+        from ..pilots.scripted import SCRIPTED_SPECS
 
         found = [str(p.relative_to(self.root))
                  for p in sorted(self.checkpoints.glob("*/best.pt"))[:40]]

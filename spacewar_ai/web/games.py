@@ -17,10 +17,10 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from spacewar_ai.util.json_input import loads_strict
-from spacewar_ai.web.guard import Limits, RateLimit
-from spacewar_ai.web.live import SPEEDS, public_message
-from spacewar_ai.util.files import PACKAGE_DIR
+from ..util.files import PACKAGE_DIR
+from ..util.json_input import loads_strict
+from .guard import Limits, RateLimit
+from .live import SPEEDS, public_message
 
 PACKAGE_PARENT = str(PACKAGE_DIR.parent)
 START_SECONDS = 120.0  # to load a game's pilots (a big model on a busy host) before giving up

@@ -50,7 +50,7 @@ class Limits:
     @classmethod
     def parse(cls, text: str | None) -> "Limits":
         """`NAME=VALUE,NAME=VALUE` over the defaults; ValueError naming a bad part."""
-        from spacewar_ai.config import nearest
+        from ..config import nearest
 
         if not text:
             return cls()

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from spacewar_ai.config import GameConfig
-from spacewar_ai.game import engine
-from spacewar_ai.web.files import Files
+from ..config import GameConfig
+from ..game import engine
+from .files import Files
 
 SPEEDS = (1, 2, 4, 8)
 
@@ -45,9 +45,17 @@ def frame_state(batch, g: int = 0) -> dict[str, Any]:
 
 def start_game(message: dict, files: Files, seed: int):
     """The HumanGame a page's start message asks for (ValueError with one line if it cannot)."""
-    from spacewar_ai.human.play import (DIFFICULTIES, HELP_ALONE, HELP_COMMON, HELP_TWO, HumanGame,
-                             Opponent, difficulty_opponent, spec_opponent)
-    from spacewar_ai.pilots.specs import make_pilot
+    from ..human.play import (
+        DIFFICULTIES,
+        HELP_ALONE,
+        HELP_COMMON,
+        HELP_TWO,
+        HumanGame,
+        Opponent,
+        difficulty_opponent,
+        spec_opponent,
+    )
+    from ..pilots.specs import make_pilot
 
     config = GameConfig()
     kind = message.get("mode")

@@ -22,6 +22,7 @@ import select
 import sys
 import time
 
+
 class LineReader:
     """Lines from a file descriptor, read with os.read so that select() on the descriptor
     never misses a line already read into a buffer."""
@@ -47,8 +48,8 @@ class LineReader:
 
 
 def serve_one(reader: LineReader, out) -> None:
-    from spacewar_ai.web.files import Files
-    from spacewar_ai.web.live import SPEEDS, client_config, frame_state, public_message, start_game
+    from .files import Files
+    from .live import SPEEDS, client_config, frame_state, public_message, start_game
 
     def send(message: dict) -> None:
         out.write(json.dumps(message, separators=(",", ":")) + "\n")
@@ -105,8 +106,8 @@ def serve_one(reader: LineReader, out) -> None:
 
 
 def main(argv: list[str]) -> int:
-    from spacewar_ai.util.processes import die_with_parent
-    from spacewar_ai.util.threads import use_torch_threads
+    from ..util.processes import die_with_parent
+    from ..util.threads import use_torch_threads
 
     die_with_parent(int(argv[0]) if argv else None)
     # The protocol keeps the real stdout; whatever else prints lands on stderr.
@@ -114,10 +115,11 @@ def main(argv: list[str]) -> int:
     os.dup2(2, 1)
     use_torch_threads(1)
     # Loaded before the start request arrives: a spare worker is ready to play at once.
+    import torch  # noqa: F401
+
     import spacewar_ai.human.play  # noqa: F401
     import spacewar_ai.pilots.specs  # noqa: F401
     import spacewar_ai.web.app  # noqa: F401
-    import torch  # noqa: F401
 
     try:
         serve_one(LineReader(sys.stdin.fileno()), out)

@@ -1,0 +1,82 @@
+"""One live game's worker process (`python -m spacewar_ai.web.worker PARENT_PID`), spoken to as
+the server speaks to it: JSON lines in and out over real pipes."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from spacewar_ai.web.worker import LineReader
+
+pytestmark = pytest.mark.slow  # each worker imports torch and the pilots before it answers
+
+
+def _worker(root):
+    return subprocess.Popen([sys.executable, "-m", "spacewar_ai.web.worker", str(os.getpid())],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, cwd=root)
+
+
+def _start(proc, message, root):
+    proc.stdin.write(json.dumps({"message": message, "root": str(root),
+                                 "checkpoint_dir": "checkpoints", "ratings_file": None,
+                                 "seed": 3}) + "\n")
+    proc.stdin.flush()
+    return json.loads(proc.stdout.readline())
+
+
+def test_a_worker_plays_a_game_takes_keys_and_ends_with_its_stdin(tmp_path):
+    proc = _worker(tmp_path)
+    try:
+        start = _start(proc, {"mode": "play", "opponent": "heuristic:easy", "speed": 2}, tmp_path)
+        assert start["type"] == "start" and start["names"][1] == "heuristic:easy"
+        assert start["config"]["fps"] == 50 and start["help"]
+        frames = [json.loads(proc.stdout.readline()) for _ in range(5)]
+        assert [f["type"] for f in frames] == ["frame"] * 5
+        numbers = [f["state"]["f"] for f in frames]
+        assert numbers == sorted(numbers) and numbers[1] - numbers[0] == 2  # speed 2: two a line
+        proc.stdin.write(json.dumps({"type": "key", "key": "up", "down": True}) + "\n")
+        proc.stdin.flush()
+        held = []
+        for _ in range(50):  # the key lands within a few frames
+            held = json.loads(proc.stdout.readline())["held"]
+            if held:
+                break
+        assert held == ["up"]
+        proc.stdin.close()  # the server closes the game
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+
+
+def test_a_start_the_worker_cannot_make_is_one_error_line(tmp_path):
+    for message, says in (({"mode": "play", "opponent": "grandmaster"}, "grandmaster"),
+                          ({"mode": "dance"}, "unknown mode 'dance'"),
+                          ({"mode": "play", "difficulty": "hard", "speed": 3}, "speed 3")):
+        proc = _worker(tmp_path)
+        try:
+            reply = _start(proc, message, tmp_path)
+            assert reply["type"] == "error" and says in reply["message"], reply
+            assert "\n" not in reply["message"]
+            assert proc.wait(timeout=60) == 0
+        finally:
+            proc.kill()
+
+
+def test_lines_arrive_whole_however_the_bytes_are_split():
+    read_fd, write_fd = os.pipe()
+    reader = LineReader(read_fd)
+    try:
+        os.write(write_fd, b'{"type": "ke')
+        assert reader.lines(0.05) == []  # half a line waits for the rest
+        os.write(write_fd, b'y"}\n{"type": "speed"}\n{"par')
+        assert reader.lines(0.05) == ['{"type": "key"}', '{"type": "speed"}']
+        os.close(write_fd)
+        began = time.monotonic()
+        assert reader.lines(5.0) == [] and reader.closed
+        assert time.monotonic() - began < 5.0  # a closed pipe answers at once
+    finally:
+        os.close(read_fd)
