@@ -1,10 +1,14 @@
 """Small builders shared by the tests."""
 
+from pathlib import Path
+
 import numpy as np
 
 from spacewar_ai.config import GameConfig
 from spacewar_ai.game import engine
 from spacewar_ai.game.engine import GameBatch
+
+ROOT = Path(__file__).resolve().parents[1]  # the project's folder
 
 
 def scenario(**config) -> GameBatch:
@@ -33,10 +37,56 @@ def cause(b: GameBatch, s: int):
 def load_script(name: str):
     """A module of scripts/ (measurement scripts, not part of the package) by file name."""
     import importlib.util
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
+    path = ROOT / "scripts" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def game_observations(n=64, steps=40, seed=0):
+    """Observations from real games: random play, so fuel, torpedoes and reloads vary."""
+    from spacewar_ai.game.environment import SpacewarVectorEnv
+
+    env = SpacewarVectorEnv(n, opponent="heuristic:medium")
+    obs, _ = env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    seen = []
+    for _ in range(steps):
+        obs, *_ = env.step(rng.integers(0, 6, n))
+        seen.append(obs.copy())
+    return np.concatenate(seen)
+
+
+def http_request(server, method: str, path: str, body: bytes = b"", headers=None,
+                 timeout: float = 60):
+    """(status, body) of one request to a BackgroundServer on 127.0.0.1."""
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=timeout)
+    conn.request(method, path, body=body, headers=headers or {})
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response.status, data
+
+
+def key_pieces(secret: str, n: int = 8) -> set[str]:
+    """Every run of n characters of a secret: none may appear in anything shown."""
+    return {secret[i:i + n] for i in range(len(secret) - n + 1)}
+
+
+def tiny_run(tmp_path, algorithm="ppo", **train):
+    """A training run small enough for a test: 16 games, small networks, evaluations of 4
+    games every 2 updates, everything under tmp_path."""
+    from spacewar_ai.config import DQNConfig, LeagueConfig, PPOConfig, RunConfig, TrainConfig
+
+    t = dict(algorithm=algorithm, num_envs=16, total_timesteps=16 * 16 * 3, seed=3,
+             checkpoint_dir=str(tmp_path / "ck"), log_dir=str(tmp_path / "runs"),
+             run_name="tiny", eval_interval=2, save_interval=1, eval_episodes=4)
+    t.update(train)
+    return RunConfig(train=TrainConfig(**t), ppo=PPOConfig(n_steps=16, hidden_sizes=(32, 32)),
+                     dqn=DQNConfig(hidden_sizes=(32, 32), stream_size=16, buffer_size=5000,
+                                   learning_starts=64, batch_size=32),
+                     league=LeagueConfig(snapshot_interval=1, pool_size=2))

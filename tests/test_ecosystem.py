@@ -8,6 +8,7 @@ import pytest
 import spacewar_ai  # noqa: F401 (registers Spacewar-v0)
 from spacewar_ai.game.engine import DeathCause
 from spacewar_ai.game.environment import SpacewarEnv, SpacewarVectorEnv
+from tests.helpers import ROOT
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -170,9 +171,8 @@ def test_pettingzoo_parallel_env_passes_its_tests_and_has_a_state():
 
 def _load_example():
     import importlib.util
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "examples" / "cleanrl_ppo.py"
+    path = ROOT / "examples" / "cleanrl_ppo.py"
     spec = importlib.util.spec_from_file_location("cleanrl_ppo", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
+
 PACKAGE = ROOT / "spacewar_ai"
 DOORS = "doors"  # the package's own __init__ and the top-level front doors, above everything
 

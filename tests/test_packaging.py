@@ -4,11 +4,10 @@ it carries (the license text, the typing marker, the shipped models and pages)."
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
 
 
 @pytest.mark.slow

@@ -35,3 +35,22 @@ def make_tiny_lm(folder, hidden: int = 32, layers: int = 2, heads: int = 4, seed
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+def trained_adapter(base_folder, out, seed=1):
+    """A LoRA adapter on `base_folder` with nonzero weights (as if trained), saved as
+    --algorithm sft saves one."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from spacewar_ai.lm.models import load_base, save_adapter
+
+    model, _ = load_base(str(base_folder))
+    peft_model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8,
+                                                  target_modules=["q_proj", "v_proj"]))
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for name, p in peft_model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5)
+    return save_adapter(peft_model, out, str(base_folder), model), peft_model

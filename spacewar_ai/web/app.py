@@ -194,6 +194,7 @@ class BackgroundServer:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
+        self.port = port
         self.url = f"http://127.0.0.1:{port}"
         self.app = create_app(root, **app_options)
         self._server = uvicorn.Server(_uvicorn_config(self.app, "127.0.0.1", port))

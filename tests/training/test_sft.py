@@ -1,0 +1,66 @@
+"""Supervised fine-tuning of the LM pilot (--algorithm sft) on a tiny model built offline."""
+
+import pytest
+
+pytest.importorskip("transformers")
+pytest.importorskip("peft")
+
+
+
+def test_sft_trains_an_adapter_that_agrees_more_with_its_teacher(tiny, tmp_path, monkeypatch):
+    """--algorithm sft on a recorded dataset, one pilot's side: the loss falls, agreement on
+    held-out decisions rises, and the adapter saved under models/adapters/ plays as lm:RUN."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from spacewar_ai.config import RunConfig, SFTConfig, TrainConfig
+    from spacewar_ai.lm.models import adapter_meta
+    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.training import train
+    from spacewar_ai.training.datasets import generate
+    from spacewar_ai.training.sft import agreement, split
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    generate([("heuristic:hard", "heuristic:medium")], 32, "teach", seed=1, quiet=True)
+    cfg = RunConfig(train=TrainConfig(
+        algorithm="sft", dataset="teach", dataset_pilot="heuristic:hard", run_name="sft-tiny",
+        log_dir=str(tmp_path / "runs"), seed=2),
+        sft=SFTConfig(base_model=str(tiny), examples=1000, held_out=200, epochs=3, batch_size=32,
+                      learning_rate=3e-3))
+    out = train(cfg, quiet=True)
+    assert out["agreement"] > out["agreement_before"] + 0.1, out
+
+    events = EventAccumulator(str(tmp_path / "runs" / "sft-tiny"))
+    events.Reload()
+    losses = [e.value for e in events.Scalars("lm/loss")]
+    assert len(losses) >= 3 and losses[-1] < losses[0]
+    assert [round(e.value, 6) for e in events.Scalars("lm/agreement")][-1] == round(
+        out["agreement"], 6)
+
+    folder = tmp_path / "models" / "adapters" / "sft-tiny"
+    meta = adapter_meta(folder)
+    assert meta["base_model"] == str(tiny) and meta["dataset_pilot"] == "heuristic:hard"
+    pilot = make_pilot("lm:sft-tiny")  # the run's name alone: on the base it names
+    from spacewar_ai.training.datasets import arrays
+
+    obs, actions = arrays("teach", "heuristic:hard")
+    _, _, held_obs, held_actions = split(obs, actions, 1000, 200, 2)
+    played = agreement(pilot.model, pilot.coder, held_obs, held_actions)
+    assert played == pytest.approx(out["agreement"], abs=0.01)  # merged, it plays as trained
+
+
+def test_sft_refuses_a_pilot_the_dataset_does_not_hold(tiny, tmp_path, monkeypatch, capsys):
+    from spacewar_ai.main import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    from spacewar_ai.training.datasets import generate
+
+    generate([("heuristic:hard", "heuristic:easy")], 2, "teach", seed=1, quiet=True)
+    with pytest.raises(SystemExit) as exc:
+        main(["--algorithm", "sft", "--dataset", "teach", "--dataset-pilot", "random",
+              "--base-model", str(tiny)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "random" in err[0], err
+    assert not (tmp_path / "models").exists()

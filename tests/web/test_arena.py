@@ -1,0 +1,109 @@
+"""The arena's routes in the browser app over real HTTP on 127.0.0.1: the leaderboard, and
+submissions refused in one line (too large, a file of another kind, a bad or taken name, a
+secret in the file, too many an hour) or queued, played against the house pilots, rated, and
+still there after a restart."""
+
+import json
+import time
+from urllib.parse import urlencode
+
+import pytest
+
+from tests.helpers import http_request, key_pieces
+
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+
+pytestmark = pytest.mark.slow
+
+KEY = "AIzaSyD3x4mpl3K3yN0tR34l-abcdefghijklmno"
+
+
+def test_the_routes_answer_and_refuse_before_anything_is_queued(tmp_path):
+    from spacewar_ai.rating.arena import HOUSE, PAIRING_GAMES
+    from spacewar_ai.web.app import BackgroundServer
+    from spacewar_ai.web.guard import Limits
+
+    srv = BackgroundServer(tmp_path, limits=Limits(submission_bytes=2000))
+    try:
+        status, body = http_request(srv, "GET", "/api/arena")
+        board = json.loads(body)
+        assert status == 200 and board["games_per_pairing"] == PAIRING_GAMES
+        assert board["limits"]["submission_bytes"] == 2000
+        assert {p["name"] for p in board["players"]} == set(HOUSE)
+        for name, filename, data, code, says in (
+                ("big", "big.py", b"x" * 5000, 413, "submission_bytes"),
+                ("text", "notes.txt", AIM.encode(), 400, "a strategy file (.py) or an ONNX"),
+                ("", "aim.py", AIM.encode(), 400, "1-40 letters"),
+                ("empty", "aim.py", b"", 400, "the file is empty"),
+                ("imports", "aim.py", b"import os\n", 400, "os")):
+            status, reply = _submit(srv, name, filename, data)
+            assert status == code and says in reply["error"], (name, reply)
+            assert "\n" not in reply["error"] and str(tmp_path) not in reply["error"]
+        assert http_request(srv, "GET", "/api/arena/submit")[0] == 405
+        assert {p["name"] for p in json.loads(http_request(srv, "GET", "/api/arena")[1])[
+            "players"]} == set(HOUSE)  # nothing refused was queued
+    finally:
+        srv.stop()
+
+
+AIM = '''import math
+
+
+def strategy(obs):
+    if obs[34] > 0.5 and abs(obs[12]) < 0.2:
+        return 4
+    return 1 if obs[12] > 0 else 2
+'''
+
+
+def _submit(server, name, filename, data: bytes):
+
+    status, body = http_request(server, "POST", "/api/arena/submit?" + urlencode(
+        {"name": name, "file": filename}), data)
+    return status, json.loads(body)
+
+
+def test_an_arena_submission_is_rated_and_survives_a_restart(tmp_path):
+    from spacewar_ai.rating.arena import HOUSE, PAIRING_GAMES
+    from spacewar_ai.web.app import BackgroundServer
+    from spacewar_ai.web.guard import Limits
+
+    srv = BackgroundServer(tmp_path, limits=Limits(submissions_per_hour=1))
+    try:
+        assert _submit(srv, "aimer", "aim.py", AIM.encode())[0] == 200
+        status, reply = _submit(srv, "leaker", "x.py", f"def strategy(obs):\n    return {KEY}\n"
+                                .encode())
+        assert status == 400 and not any(p in json.dumps(reply) for p in key_pieces(KEY))
+        assert _submit(srv, "aimer", "aim2.py", AIM.encode()) == (
+            400, {"error": "name 'aimer' is taken: choose another"})
+        assert _submit(srv, "bad kind", "aim.txt", AIM.encode())[0] == 400
+        status, reply = _submit(srv, "third", "aim3.py", AIM.encode())
+        assert status == 400 and "submissions_per_hour=1" in reply["error"]
+        # Played against every house pilot, then rated with an interval.
+        deadline = time.monotonic() + 900
+        while True:
+            board = json.loads(http_request(srv, "GET", "/api/arena")[1])
+            mine = next(p for p in board["players"] if p["name"] == "aimer")
+            if mine["games"] >= PAIRING_GAMES * len(HOUSE) or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert mine["games"] == PAIRING_GAMES * len(HOUSE), board
+        assert mine["rating"] is not None and mine["ci95"] > 0 and mine["replays"]
+        assert http_request(srv, "GET", "/api/replay?path=" + mine["replays"][0])[0] == 200
+    finally:
+        srv.stop()
+    # The same folder served again: the same players and results, nothing played twice.
+    again = BackgroundServer(tmp_path)
+    try:
+        board2 = json.loads(http_request(again, "GET", "/api/arena")[1])
+        assert [(p["name"], p["games"], p["rating"]) for p in board2["players"]] == \
+            [(p["name"], p["games"], p["rating"]) for p in board["players"]]
+    finally:
+        again.stop()
+    # The CLI reads the same players.
+    from spacewar_ai.rating.arena import Arena
+
+    specs = Arena(tmp_path / "runs" / "arena").player_specs()
+    assert any(s.startswith("strategy:") and s.endswith(".py") for s in specs)
+    assert set(HOUSE) <= set(specs)
