@@ -16,7 +16,8 @@ import sys
 import warnings
 
 # old module (under spacewar_ai.) -> new module (under spacewar_ai.). A name that was split
-# points at the module holding most of it; the others are named in CHANGELOG.md.
+# points at the module holding most of it; the others are named in CHANGELOG.md. The old
+# pilots.py and training.py are packages now, which export their old public names themselves.
 MOVED = {
     "threads": "util.threads", "processes": "util.processes", "progress": "util.progress",
     "preflight": "util.preflight", "json_input": "util.json_input", "charts": "util.charts",
@@ -27,13 +28,13 @@ MOVED = {
     "opponent_model": "agents.opponent_model",
     "lm_view": "lm.view", "lm_models": "lm.models", "lm_pilot": "lm.pilot",
     "text_env": "lm.text_env",
-    "pilots": "pilots.specs", "scripted": "pilots.scripted", "search": "pilots.search",
+    "scripted": "pilots.scripted", "search": "pilots.search",
     "outside_pilots": "pilots.outside", "onnx_export": "pilots.onnx_export",
     "sandbox": "pilots.sandbox", "sandbox_child": "pilots.sandbox_child",
     "match": "rating.match", "ratings": "rating.ratings", "arena": "rating.arena",
     "cluster": "rating.cluster", "panel": "rating.panel",
     "human_play": "human.play",
-    "training": "training.trainer", "league": "training.league",
+    "league": "training.league",
     "warm_start": "training.warm_start", "offline": "training.offline",
     "datasets": "training.datasets", "pbt": "training.pbt", "lm_sft": "training.sft",
     "lm_grpo": "training.grpo",

@@ -40,3 +40,45 @@ def test_json_round_trip_and_unknown_fields():
 def test_reward_values_must_be_finite():
     with pytest.raises(ValueError, match="kill_reward"):
         RewardConfig(kill_reward=float("inf"))
+
+
+def test_each_algorithm_has_its_section_and_the_old_train_keys_still_load(tmp_path, capsys):
+    from spacewar_ai.config import RunConfig, load_run_config
+
+    old = tmp_path / "old.toml"
+    old.write_text("[train]\nalgorithm = \"grpo\"\ngrpo_games = 4\nlm_batch_size = 8\n"
+                   "offline_steps = 300\nbase_model = \"tiny\"\n[grpo]\nstates = 12\n")
+    cfg = load_run_config(old)
+    assert (cfg.grpo.games, cfg.grpo.states, cfg.grpo.batch_size) == (4, 12, 8)
+    assert cfg.sft.batch_size == 8 and cfg.sft.base_model == "tiny"  # lm_ keys served both
+    assert cfg.offline.cql_steps == 300 and cfg.train.algorithm == "grpo"
+    note = capsys.readouterr().err
+    assert note.count("\n") == 1 and "grpo_games -> [grpo] games" in note
+    assert "lm_batch_size -> [sft] batch_size and [grpo] batch_size" in note
+    # A key given in its new place wins over the old one.
+    both = tmp_path / "both.toml"
+    both.write_text("[train]\ngrpo_kl = 0.5\n[grpo]\nkl = 0.1\n")
+    assert load_run_config(both).grpo.kl == 0.1
+    # A checkpoint saved before the sections existed holds its settings under [train].
+    saved = RunConfig().to_dict()
+    saved["train"]["lm_learning_rate"] = 1e-3
+    for section in ("offline", "sft", "grpo"):
+        del saved[section]
+    assert RunConfig.from_dict(saved).sft.learning_rate == 1e-3
+
+
+@pytest.mark.parametrize("text, says", [
+    ("[grpo]\ngames = 3\n", "[grpo] GRPOConfig.games=3 is invalid: must be even"),
+    ("[sft]\nlora_layers = -1\n", "[sft] SFTConfig.lora_layers=-1"),
+    ("[offline]\ncql_alpha = -1\n", "[offline] OfflineConfig.cql_alpha=-1"),
+    ("[grpo]\nopponent = \"\"\n", "must name a pilot"),
+    ("[sfts]\nepochs = 2\n", "did you mean 'sft'"),
+])
+def test_the_new_sections_name_the_field_and_the_rule(tmp_path, text, says):
+    from spacewar_ai.config import load_run_config
+
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    with pytest.raises(ValueError) as exc:
+        load_run_config(path)
+    assert says in str(exc.value) and str(path) in str(exc.value), str(exc.value)

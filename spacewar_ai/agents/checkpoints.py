@@ -18,6 +18,7 @@ target, so a run killed at any moment leaves the previous checkpoint intact.
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import zipfile
 from pathlib import Path
@@ -119,6 +120,26 @@ def saved_run_config(path):
     except ValueError as exc:
         raise CheckpointError(f"checkpoint {path}: its saved settings cannot be read ({exc}); "
                               "it was written by another version of spacewar-ai") from None
+
+
+def publish_best(best: Path, algorithm: str) -> Path:
+    """The original design's paths for a run's best model: `<checkpoint_dir>/<algorithm>_best.pt`,
+    a copy of `best` (the latest run's best.pt, run_dir/best.pt, whichever run wrote last), and
+    `<algorithm>_best_model.pt`, a link to that copy, the design's other name for it. Both
+    appear at once: the copy is written atomically, and the link is made under a temporary name
+    and renamed over the old one."""
+    best = Path(best)
+    folder = best.parent.parent
+    copy = folder / f"{algorithm}_best.pt"
+    data = best.read_bytes()
+    atomic_write_bytes(copy, lambda f: f.write(data))
+    link = folder / f"{algorithm}_best_model.pt"
+    if not link.is_symlink() or os.readlink(link) != copy.name:
+        temporary = folder / f".{link.name}.{os.getpid()}.link"
+        temporary.unlink(missing_ok=True)
+        temporary.symlink_to(copy.name)
+        os.replace(temporary, link)
+    return copy
 
 
 def error_summary(exc: Exception, limit: int = 160) -> str:

@@ -23,10 +23,13 @@ from __future__ import annotations
 import os
 import sys
 
-# Each module declares its modes and flags when imported; --help lists them in this order.
-from . import bench, data, llm, play, rate, serve, train  # noqa: F401
 from .common import check_outputs
 from .parser import MODES, PROG, build_parser, choose_mode
+
+# Each module declares its modes and flags when imported; --help lists them in this order.
+# isort: off
+from . import train, play, rate, data, llm, serve, bench  # noqa: E402,F401
+# isort: on
 
 __all__ = ["MODES", "build_parser", "main"]
 

@@ -12,6 +12,22 @@ any of them (specs.py; its docstring is the table of specs).
 The language model that flies (`lm:`) is spacewar_ai/lm/; make_pilot builds it like the rest.
 """
 
-from .specs import PRETRAINED_PATH, SPEC_HELP, AgentPilot, Pilot, make_pilot
+from .specs import (
+    PRETRAINED_PATH,
+    SPEC_HELP,
+    AgentPilot,
+    CallablePilot,
+    Pilot,
+    absolute_spec,
+    file_identity,
+    is_scripted,
+    make_pilot,
+    map_spec_files,
+    path_label,
+    spec_files,
+    spec_path,
+)
 
-__all__ = ["PRETRAINED_PATH", "SPEC_HELP", "AgentPilot", "Pilot", "make_pilot"]
+__all__ = ["PRETRAINED_PATH", "SPEC_HELP", "AgentPilot", "CallablePilot", "Pilot",
+           "absolute_spec", "file_identity", "is_scripted", "make_pilot", "map_spec_files",
+           "path_label", "spec_files", "spec_path"]

@@ -18,7 +18,7 @@ from typing import Callable
 
 import torch
 
-from ..agents.checkpoints import rewrite_metadata
+from ..agents.checkpoints import publish_best, rewrite_metadata
 from ..agents.saved import load_agent
 from ..config import RunConfig
 from ..game.replays import game_gif
@@ -83,6 +83,7 @@ class Evaluator:
                 figure = {"best_eval": c["best_eval"], "best_eval_games": c["best_eval_games"]}
                 rewrite_metadata(self.run_dir / "best.pt",
                                  lambda meta: {**meta, "counters": {**meta["counters"], **figure}})
+            publish_best(self.run_dir / "best.pt", self.cfg.train.algorithm)
             writer.add_scalar("eval/best_win_rate", c["best_eval"], step)
         return rate
 

@@ -86,9 +86,13 @@ class _Run:
         return rate
 
     def save(self, agent, name: str, counters: dict) -> Path:
+        from ..agents.checkpoints import publish_best
+
         path = self.run_dir / name
         agent.save(path, {"run_name": self.name, "config": self.cfg.to_dict(),
                           "counters": dict(counters)})
+        if name == "best.pt":
+            publish_best(path, self.cfg.train.algorithm)
         return path
 
     def close(self) -> None:

@@ -1,5 +1,6 @@
 """Checkpoint files: atomic writes, and one clear error for every bad file."""
 
+import os
 import subprocess
 import sys
 
@@ -130,3 +131,18 @@ def test_the_network_shape_comes_from_the_file(tmp_path):
     tanh = PPOAgent(36, 6, PPOConfig(hidden_sizes=(16,), activation="tanh"))
     with pytest.raises(ValueError, match="relu.*tanh.*saved config"):
         tanh.load(tmp_path / "relu.pt")
+
+
+def test_the_latest_runs_best_model_is_published_under_the_designs_names(tmp_path):
+    from spacewar_ai.agents.checkpoints import publish_best
+
+    for run, updates in (("first", 1), ("second", 2)):
+        best = tmp_path / run / "best.pt"
+        PPOAgent(36, 6, PPO).save(best, {"counters": {"updates": updates}})
+        assert publish_best(best, "ppo") == tmp_path / "ppo_best.pt"
+        assert (tmp_path / "ppo_best.pt").read_bytes() == best.read_bytes()
+    link = tmp_path / "ppo_best_model.pt"
+    assert link.is_symlink() and os.readlink(link) == "ppo_best.pt"
+    assert load_checkpoint(link)["metadata"]["counters"]["updates"] == 2  # the latest run's
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "first", "ppo_best.pt", "ppo_best_model.pt", "second"]  # no temporary left

@@ -1,0 +1,94 @@
+"""The spec language: every kind of spec builds its kind of pilot, the files a spec names are
+found and mapped (what Ray ships and the browser confines), and a bad spec is one line that
+names it and what to use instead."""
+
+import numpy as np
+import pytest
+
+from spacewar_ai.config import GameConfig
+from spacewar_ai.game.pilot import ForeignPilot
+from spacewar_ai.pilots.sandbox import StrategyPilot
+from spacewar_ai.pilots.scripted import DelayedPilot, HeuristicPilot, IdlePilot, RandomPilot
+from spacewar_ai.pilots.search import SearchPilot
+from spacewar_ai.pilots.specs import (
+    PRETRAINED_PATH,
+    AgentPilot,
+    CallablePilot,
+    absolute_spec,
+    file_identity,
+    make_pilot,
+    map_spec_files,
+    path_label,
+    spec_files,
+    spec_path,
+)
+from tests.helpers import ROOT
+
+STRATEGY = ROOT / "examples" / "strategies" / "aim_and_fire.py"
+
+
+def test_each_kind_of_spec_builds_its_kind_of_pilot():
+    kinds = {"idle": IdlePilot, "random": RandomPilot, "heuristic:medium": HeuristicPilot,
+             "heuristic": HeuristicPilot, "heuristic:easy": DelayedPilot,
+             "pretrained": AgentPilot, f"ppo:{PRETRAINED_PATH}": AgentPilot,
+             str(PRETRAINED_PATH): AgentPilot, "search:pretrained": SearchPilot,
+             f"strategy:{STRATEGY}": StrategyPilot}
+    for spec, kind in kinds.items():
+        pilot = make_pilot(spec, GameConfig())
+        try:
+            assert isinstance(pilot, kind), (spec, pilot)
+        finally:
+            pilot.close()
+    assert make_pilot("pretrained").name == "pretrained"
+    assert make_pilot("pretrained").identity == file_identity(PRETRAINED_PATH)
+
+
+def test_functions_and_objects_of_ones_own_fly_too():
+    one_at_a_time = make_pilot(lambda row: 4)
+    assert isinstance(one_at_a_time, CallablePilot)
+    assert list(one_at_a_time.act(np.zeros((3, 36), dtype=np.float32))) == [4, 4, 4]
+
+    class Mine:
+        def act(self, obs):
+            return np.zeros(len(obs), dtype=np.int64)
+
+        def reset(self, mask=None, seeds=None):
+            return None
+
+    assert isinstance(make_pilot(Mine()), ForeignPilot)
+
+
+def test_the_files_a_spec_names(tmp_path):
+    assert spec_path("pretrained") == PRETRAINED_PATH
+    assert spec_path("ppo:runs/x/best.pt").as_posix() == "runs/x/best.pt"
+    assert spec_path("onnx:m.onnx").name == "m.onnx" and spec_path("heuristic:hard") is None
+    assert spec_path("search:pretrained") is None and spec_path("lm:sft") is None
+    planner = "search:ppo:a/best.pt+b/model.pt"
+    assert [p.as_posix() for p in spec_files(planner)] == ["a/best.pt", "b/model.pt"]
+    assert map_spec_files(planner, lambda p: tmp_path / p.name) == \
+        f"search:ppo:{tmp_path / 'best.pt'}+{tmp_path / 'model.pt'}"
+    assert spec_files("pretrained") == []  # installed wherever the package is: never shipped
+    assert absolute_spec("strategy:x.py") == f"strategy:{(tmp_path.cwd() / 'x.py').resolve()}"
+    assert path_label(tmp_path / "run-7" / "best.pt") == "run-7/best.pt"
+
+
+@pytest.mark.parametrize("spec, says", [
+    ("grandmaster", "not a pilot spec and no such checkpoint file"),
+    ("heuristic:insane", "the heuristic levels are heuristic:easy, heuristic:medium and"),
+    ("strategy:nowhere.py", "nowhere.py"),
+    ("search:pretrained+heuristic:hard", "the opponent model must be a learned model"),
+    ("search:search:pretrained", "a planner cannot plan over another planner"),
+    ("search:heuristic:hard", "the rollout policy must be a PPO model"),
+    ("  ", "invalid"),
+])
+def test_a_bad_spec_is_one_line_naming_it(spec, says):
+    with pytest.raises(ValueError) as exc:
+        make_pilot(spec)
+    message = str(exc.value)
+    assert says in message and "\n" not in message, message
+
+
+def test_a_folder_is_told_which_file_to_give(tmp_path):
+    (tmp_path / "run").mkdir()
+    with pytest.raises(ValueError, match="is a folder; give the checkpoint file in it, such as"):
+        make_pilot(str(tmp_path / "run"))

@@ -1,0 +1,84 @@
+"""What README.md and docs/ tell a user to type still works: every command line they show is one
+the CLI accepts for its mode (parsed and checked, not run: many train for hours), every import
+they show imports (from where the package keeps it now, not an old name), and README's Python
+example runs."""
+
+import contextlib
+import importlib
+import io
+import re
+import shlex
+import warnings
+
+import pytest
+
+from spacewar_ai.cli import build_parser
+from spacewar_ai.cli.parser import choose_mode
+from tests.helpers import ROOT
+
+DOCS = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").glob("*.md"))]
+PREFIXES = ("spacewar-ai", "python spacewar_ai/main.py", "python -m spacewar_ai")
+PLACEHOLDERS = {"S": "1", "N": "2", "M": "1"}  # numbers the docs leave to the reader
+COMMAND = re.compile(r"^(?:spacewar-ai|python spacewar_ai/main\.py|python -m spacewar_ai)(?:\s|$)")
+
+
+def _commands():
+    found = set()
+    for doc in DOCS:
+        text = doc.read_text()
+        for block in re.findall(r"```[a-z]*\n(.*?)```", text, re.S):
+            for line in re.sub(r"\\\n\s*", " ", block).splitlines():
+                line = line.strip()
+                if COMMAND.match(line):
+                    found.add((doc.name, re.split(r"\s+#", line)[0].strip()))
+        for span in re.findall(r"`([^`\n]+)`", re.sub(r"```.*?```", "", text, flags=re.S)):
+            if COMMAND.match(span):
+                found.add((doc.name, span.strip()))
+    return sorted(found)
+
+
+def _imports():
+    found = set()
+    for doc in DOCS:
+        for line in re.findall(r"(?:from spacewar_ai[\w.]* import [\w, ]+|import spacewar_ai[\w.]*)",
+                               doc.read_text()):
+            found.add((doc.name, line.strip().rstrip(",")))
+    return sorted(found)
+
+
+def test_the_docs_show_commands_and_imports():
+    assert len(_commands()) >= 80 and len(_imports()) >= 8
+
+
+@pytest.mark.parametrize("doc, command", _commands())
+def test_a_documented_command_is_accepted_as_written(doc, command):
+    prefix = next(p for p in PREFIXES if command.startswith(p))
+    argv = [PLACEHOLDERS.get(word, word) for word in shlex.split(command[len(prefix):])]
+    if argv == ["--help"]:
+        return
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            parser = build_parser()
+            choose_mode(parser, parser.parse_args(argv))
+    except SystemExit:
+        pytest.fail(f"{doc}: `{command}` is refused: {err.getvalue().strip()}")
+
+
+@pytest.mark.parametrize("doc, line", _imports())
+def test_a_documented_import_imports_from_where_the_package_keeps_it(doc, line):
+    module, _, names = line.removeprefix("from ").partition(" import ")
+    if line.startswith("import "):
+        module, names = line.removeprefix("import ").split(" as ")[0], ""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)  # an old name that moved fails here
+        imported = importlib.import_module(module)
+    for name in filter(None, (n.strip() for n in names.split(","))):
+        assert hasattr(imported, name) or importlib.util.find_spec(f"{module}.{name}"), \
+            f"{doc}: {line}: no {name}"
+
+
+def test_the_readmes_python_example_runs(capsys):
+    block = re.search(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S).group(1)
+    exec(compile(block, "README.md", "exec"), {})
+    assert capsys.readouterr().out.strip() == "NONE"  # ship 1's death cause while it lives

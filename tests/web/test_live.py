@@ -1,0 +1,84 @@
+"""What a live game is made of, without a server: the files the app may read, the HumanGame a
+page's start message asks for, the state a page draws, and the one line a page is told."""
+
+import numpy as np
+import pytest
+
+from spacewar_ai.config import GameConfig
+from spacewar_ai.game.engine import GameBatch
+from spacewar_ai.web.files import Files
+from spacewar_ai.web.live import client_config, frame_state, public_message, start_game
+from tests.helpers import ROOT
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "project"
+    (root / "runs" / "replays").mkdir(parents=True)
+    (root / "runs" / "replays" / "a.json").write_text("{}")
+    (root / "checkpoints" / "run-1").mkdir(parents=True)
+    (root / "checkpoints" / "run-1" / "best.pt").write_bytes(b"")
+    (root / "openai.key.txt").write_text("sk-not-a-real-key\n")
+    strategy = (ROOT / "examples" / "strategies" / "aim_and_fire.py").read_text()
+    (root / "aim.py").write_text(strategy)
+    (tmp_path / "outside.py").write_text(strategy)  # beside the project, not in it
+    return Files(root)
+
+
+def test_only_the_projects_own_files_and_of_the_kind_a_spec_says(project):
+    assert project.inside("runs/replays/a.json") == project.root / "runs" / "replays" / "a.json"
+    with pytest.raises(ValueError, match="outside this project"):
+        project.inside("../elsewhere.json")
+    with pytest.raises(ValueError, match="outside this project"):
+        project.check_spec("strategy:../outside.py")
+    with pytest.raises(ValueError, match="passwd: a strategy file ends in .py"):
+        project.check_spec("strategy:/etc/passwd")
+    with pytest.raises(ValueError, match="openai.key.txt: a strategy file ends in .py"):
+        project.check_spec("strategy:openai.key.txt")
+    with pytest.raises(ValueError, match="a checkpoint file ends in .pt"):
+        project.check_spec("openai.key.txt")
+    assert project.check_spec("strategy:aim.py") == f"strategy:{project.root / 'aim.py'}"
+    assert project.check_spec("heuristic:hard") == "heuristic:hard"
+    assert [r["path"] for r in project.replays()] == ["runs/replays/a.json"]
+    assert "checkpoints/run-1/best.pt" in project.pilots()
+    assert "search:pretrained" in project.pilots()
+
+
+def test_a_start_message_makes_the_game_it_asks_for(project):
+    game, help_lines = start_game({"mode": "watch", "a": "heuristic:hard",
+                                   "b": "strategy:aim.py"}, project, seed=1)
+    try:
+        assert game.names == ["heuristic:hard", "strategy:aim.py"] and help_lines == []
+    finally:
+        game.close()
+    game, help_lines = start_game({"mode": "play", "two_player": True}, project, seed=1)
+    try:
+        assert help_lines and game.opponent is None
+    finally:
+        game.close()
+    with pytest.raises(ValueError, match="unknown mode 'dance': play or watch"):
+        start_game({"mode": "dance"}, project, seed=1)
+    with pytest.raises(ValueError, match="difficulty 'godlike' is unknown"):
+        start_game({"mode": "play", "difficulty": "godlike"}, project, seed=1)
+
+
+def test_the_page_draws_what_the_engine_holds():
+    config = GameConfig()
+    batch = GameBatch(1, config)
+    batch.reset(seeds=np.array([5]))
+    batch.step(np.array([[4, 0]]))  # ship 0 fires
+    state = frame_state(batch)
+    assert state["f"] == config.frame_skip and len(state["s"]) == 2 and len(state["t"]) == 1
+    x, y, heading, alive, thrusting, hidden, fuel, torpedoes = state["s"][0]
+    assert (alive, hidden, fuel, torpedoes) == (1, 0, 1.0, config.max_ammo - 1)
+    assert set(client_config(config)) >= {"width", "height", "fps", "frame_skip", "star_radius"}
+
+
+def test_a_page_is_told_one_line_and_no_more():
+    class Refused(ValueError):
+        public = "strategy.py: line 3: import is not allowed"
+
+    assert public_message(Refused("/srv/project/strategy.py: the whole source...")) == \
+        Refused.public
+    assert public_message(ValueError("two\nlines")) == "two lines"
+    assert len(public_message(ValueError("x" * 5000))) == 400
