@@ -61,6 +61,8 @@ def evaluate(parser, args) -> int:
         if given:
             parser.error(f"{flag_name(given[0])} does not apply to --panel, which plays every "
                          "panel pilot and reports each win rate; drop one of them")
+        if args.eval_episodes and args.eval_episodes % 2:
+            parser.error(_pairs("--eval-episodes", args.eval_episodes))
         evaluate_panel(args.checkpoint, args.eval_episodes or 200, args.seed or 0,
                        quiet=args.quiet, ray_address=common.ray_address(parser, args))
         return 0
@@ -72,6 +74,8 @@ def evaluate(parser, args) -> int:
         parser.error("--render/--record draw games one by one here: drop --backend ray and "
                      "--ray-address")
     games = args.eval_episodes or (1 if drawn else 200)
+    if games % 2 and not drawn:
+        parser.error(_pairs("--eval-episodes", games))
     check_games("--eval-episodes", games)
     # A bad ratings file is refused before any game.
     ratings = None if drawn else common.ratings_file(args)
@@ -102,6 +106,8 @@ def demo(parser, args) -> int:
         parser.error(f"--players needs exactly two specs for a demo, A,B (got {args.players!r})")
     drawn = args.render or args.record
     games = args.episodes or (1 if drawn else 200)
+    if games % 2 and not drawn:
+        parser.error(_pairs("--episodes", games))
     check_games("--episodes", games)
     run(specs[0], specs[1], games, args.seed or 0, render=args.render,
         recorder=open_recorder(args.record, per_decision=True), quiet=args.quiet,
@@ -147,3 +153,10 @@ def replay(parser, args) -> int:
         return 0
     print(play_replay(args.replay, args.record, args.scale or 1.0, args.phosphor))
     return 0
+
+
+def _pairs(flag: str, games: int) -> str:
+    near = f"{games - 1} or {games + 1}" if games > 1 else "2"
+    return (f"{flag} {games}: a match plays its games in pairs from one start with the sides "
+            f"swapped; give an even number, such as {near} (drawn games, with --render or "
+            "--record, may be any number)")

@@ -48,17 +48,18 @@ class Pilot(abc.ABC):
     def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         """The actions (N,) int64 for observations (N, D); `active` marks the running games."""
 
-    def reset(self, mask: np.ndarray | None = None, seeds: np.ndarray | None = None) -> None:
+    def reset(self, mask: np.ndarray | None = None,  # noqa: B027 (a default that does nothing)
+              seeds: np.ndarray | None = None) -> None:
         """Games start in the rows `mask` (None: all) with these per-game seeds."""
 
-    def attach(self, batch, sides) -> None:
+    def attach(self, batch, sides) -> None:  # noqa: B027 (a default that does nothing)
         """The games this pilot plays (a GameBatch) and the ship it flies in each of them."""
 
     def forfeits(self) -> dict[int, str]:
         """{game row: reason} of the games this pilot forfeited at its last decision."""
         return {}
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (a default that does nothing)
         """Stop whatever the pilot runs besides itself."""
 
 

@@ -120,9 +120,57 @@ def resolve_base(spec: str) -> BaseModel:
                           "saved by transformers (save_pretrained), a .gguf file or smollm2")
         return BaseModel(s, str(path.resolve()))
     if s.startswith((".", "/", "~")) or s.count("/") != 1:
-        raise LMError(f"base model {s}: no such file or folder, and not a hub id (OWNER/NAME); "
-                      f"the one every install can have: {SMOLLM2} ({INSTALL_SMOLLM2})")
+        raise LMError(f"{s!r} is neither a base model nor an adapter: the bases here are "
+                      f"{', '.join(known_bases())} (or a .gguf file, a model folder or a hub id "
+                      f"OWNER/NAME); the adapters are {', '.join(known_adapters())}")
     return BaseModel(s, s)
+
+
+def known_bases() -> list[str]:
+    """The base models this machine has: smollm2 when its wheel is installed, and the GGUF files
+    and model folders under models/."""
+    import importlib.metadata
+
+    found = []
+    try:
+        importlib.metadata.distribution(SMOLLM2_WHEEL)
+        found.append(SMOLLM2)
+    except importlib.metadata.PackageNotFoundError:
+        found.append(f"{SMOLLM2} once installed ({INSTALL_SMOLLM2})")
+    models = Path("models")
+    if models.is_dir():
+        found += sorted(str(p) for p in models.glob("*.gguf"))
+        found += sorted(str(p) for p in models.iterdir() if (p / "config.json").is_file())
+    return found
+
+
+def known_adapters() -> list[str]:
+    """The adapters lm:NAME finds: the shipped ones and the runs under models/adapters/."""
+    runs = sorted(p.name for p in ADAPTERS_DIR.iterdir()
+                  if (p / "adapter_config.json").is_file()) if ADAPTERS_DIR.is_dir() else []
+    return [f"{name} (shipped)" for name in shipped_adapters()] + runs or ["none"]
+
+
+def hub_reachable(repo: str) -> None:
+    """Refuse, in one line and at once, a hub id that is not in the local cache when the hub
+    cannot be asked (HF_HUB_OFFLINE, or no connection to it): transformers would otherwise
+    retry for most of a minute, a line per attempt."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if isinstance(try_to_load_from_cache(repo, "config.json"), str):
+        return  # downloaded before: from_pretrained reads the cache
+    fix = f"give a local .gguf file or model folder, or {SMOLLM2}"
+    if constants.HF_HUB_OFFLINE:
+        raise LMError(f"base model {repo}: not downloaded, and HF_HUB_OFFLINE is set; {fix}")
+    host = urlsplit(constants.ENDPOINT)
+    try:
+        socket.create_connection((host.hostname, host.port or 443), timeout=5).close()
+    except OSError as exc:
+        raise LMError(f"base model {repo}: not downloaded, and the hub ({host.hostname}) cannot "
+                      f"be reached ({exc.strerror or type(exc).__name__}); {fix}") from None
 
 
 def cache_dir() -> Path:
@@ -182,6 +230,8 @@ def load_base(spec: str, device: str = "cpu"):
     base = resolve_base(spec)
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise LMError(f"--device {device}: no CUDA device is available here; use --device cpu")
+    if base.source == base.spec and not Path(base.source).exists():
+        hub_reachable(base.source)
     try:
         if base.gguf_file:
             base = gguf_as_folder(base)
@@ -256,7 +306,9 @@ def save_adapter(model, folder: Path, base_spec: str, base_model, extra: dict | 
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
-        model.save_pretrained(str(tmp))
+        # Our adapters never touch the embeddings; "auto" would ask the hub for the base's
+        # config to find out, a network call at every save.
+        model.save_pretrained(str(tmp), save_embedding_layers=False)
         # peft writes where the base was loaded from (a path on this machine); name it as
         # spacewar_lm.json does, so a shipped adapter carries no one's paths.
         config_file = tmp / "adapter_config.json"

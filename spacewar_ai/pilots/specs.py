@@ -227,6 +227,11 @@ def _learned_pilot(spec: str, config: GameConfig, deterministic: bool, device: s
             raise ValueError(f"player {spec!r}: is a folder; give the checkpoint file in it, "
                              f"such as {path / 'best.pt'}")
         if not path.is_file():
+            runs = sorted(str(p) for p in path.parent.glob("*/best.pt"))[:4] \
+                if path.suffix == ".pt" and path.parent.is_dir() else []
+            if runs:
+                raise ValueError(f"player {spec!r}: no such checkpoint file; the runs in "
+                                 f"{path.parent} keep theirs as {', '.join(runs)}")
             raise ValueError(f"player {spec!r}: not a pilot spec and no such checkpoint file; "
                              f"use one of {SPEC_HELP}")
     try:

@@ -145,7 +145,8 @@ def train_cql(cfg: RunConfig, quiet: bool = False) -> dict:
     steps = cfg.offline.cql_steps // c.gradient_steps
     counters = {"decisions": size, "gradient_steps": 0}
     began = time.time()
-    with Progress(steps, run.name, "update", quiet) as progress:
+    # The bar counts what the summary counts: gradient steps (`gradient_steps` an update).
+    with Progress(steps * c.gradient_steps, run.name, "gradient step", quiet) as progress:
         for k in range(1, steps + 1):
             losses = agent.update(cql_alpha=cfg.offline.cql_alpha)
             counters["gradient_steps"] = k * c.gradient_steps
@@ -157,7 +158,7 @@ def train_cql(cfg: RunConfig, quiet: bool = False) -> dict:
                     rate = run.evaluate(agent, step, counters)
                     progress.say(f"{step:,} gradient steps: {rate:.0%} against "
                                  f"{t.eval_opponent}")
-            progress.update()
+            progress.update(c.gradient_steps)
             if t.max_minutes and time.time() - began >= 60 * t.max_minutes:
                 rate = run.evaluate(agent, counters["gradient_steps"], counters)
                 break

@@ -130,6 +130,22 @@ def test_a_mistyped_flag_gets_the_flag_meant(capsys):
     err = _refused(["--algoritm", "ppo"], capsys)
     assert "'--algoritm'" in err and "did you mean --algorithm?" in err
     assert "did you mean --eval-episodes?" in _refused(["--eval-epsiodes", "4"], capsys)
+    # A prefix is not the flag: a flag added later could otherwise change what it means.
+    err = _refused(["--evaluate", "--checkpoint", "pretrained", "--eval-episode", "4"], capsys)
+    assert "'--eval-episode'" in err and "did you mean --eval-episodes?" in err
+
+
+def test_which_flags_a_mode_reads_comes_from_its_declaration():
+    from spacewar_ai.cli import MODES, build_parser
+    from spacewar_ai.cli.parser import FLAGS
+
+    parser = build_parser()
+    dests = set(vars(parser.parse_args([])))
+    assert dests == set(FLAGS) | {m for m in MODES if m != "train"}
+    for mode in MODES.values():
+        assert mode.reads <= set(FLAGS), (mode.name, mode.reads - set(FLAGS))
+    # Every flag is read by some mode: a flag no mode reads could only ever be refused.
+    assert set(FLAGS) == set().union(*(m.reads for m in MODES.values()))
 
 
 @pytest.mark.parametrize("flag", ["--replay", "--export", "--resume", "--config", "--checkpoint",
@@ -258,6 +274,20 @@ def _ck(name):
 BIG = "99999999999999999999"
 EV = ["--evaluate", "--checkpoint", "pretrained", "--opponent", "idle", "--eval-episodes", "2"]
 BAD_INPUT = {
+    # games in pairs: an odd count would be played as one more, without a word
+    "odd eval episodes": (lambda f: ["--evaluate", "--checkpoint", "idle", "--eval-episodes",
+                                     "5"], "give an even number, such as 4 or 6"),
+    "odd demo episodes": (lambda f: ["--demo", "--episodes", "1"], "such as 2"),
+    "odd panel episodes": (lambda f: ["--evaluate", "--checkpoint", "idle", "--panel",
+                                      "--eval-episodes", "3"], "--eval-episodes 3"),
+    "abbreviated flag": (lambda f: ["--evaluate", "--checkpoint", "idle", "--eval-ep", "4"],
+                         "did you mean --eval-episodes?"),
+    # language models: a mistyped adapter names the ones there are; a hub id is refused at once
+    "lm mistyped adapter": (lambda f: ["--evaluate", "--checkpoint", "lm:sft2"],
+                            "'sft2' is neither a base model nor an adapter"),
+    "lm hub id out of reach": (lambda f: ["--evaluate", "--checkpoint",
+                                          "lm:nobody-here/no-such-model"],
+                               "nobody-here/no-such-model"),
     # configs
     "config missing": (lambda f: ["--config", f["folder"] + "/none.toml"], "none.toml"),
     "config syntax": (lambda f: ["--config", f["syntax.toml"]], "cannot be parsed"),
@@ -480,7 +510,8 @@ BAD_INPUT = {
     "adapting planner on ray": (lambda f: ["--evaluate", "--checkpoint", "adapt:pretrained",
                                            "--backend", "ray"], "adapt:pretrained"),
     # the LM pilot
-    "lm base missing": (lambda f: [*EV[:2], "lm:nothere", *EV[3:]], "base model nothere"),
+    "lm base missing": (lambda f: [*EV[:2], "lm:nothere", *EV[3:]],
+                        "'nothere' is neither a base model nor an adapter"),
     "lm folder not a model": (lambda f: [*EV[:2], "lm:" + f["folder"], *EV[3:]],
                               "has no config.json"),
     "lm bad option": (lambda f: [*EV[:2], "lm:nothere@hot", *EV[3:]], "'hot' after @"),

@@ -35,7 +35,7 @@ def test_a_saved_game_replays_to_the_same_engine_state(saved):
         game = next(g for g in match.games if g.seed == replay["seed"] and g.actions is not None
                     and g.final_state == replay["final_state"])
         steps = []
-        batch = replay_game(replay, lambda b: steps.append(int(b.game_i[0, 0])))
+        batch = replay_game(replay, lambda b, steps=steps: steps.append(int(b.game_i[0, 0])))
         assert state_hash(batch) == game.final_state
         assert len(steps) == len(game.actions) + 1  # the reset, then every decision
 

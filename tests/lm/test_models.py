@@ -58,7 +58,7 @@ def test_lm_specs_that_cannot_work_are_refused_in_one_line(tiny, tmp_path, monke
     cases = {
         f"{tiny}+{adapter}": "was trained on",
         f"{tiny}+nothere": "train one with --algorithm sft",
-        "nothere": "not a hub id",
+        "nothere": "neither a base model nor an adapter",
         str(tmp_path / "none.gguf"): "no such GGUF file",
         str(tmp_path): "has no config.json",
         f"{tiny}@hot": "neither a temperature",
@@ -102,3 +102,53 @@ def test_a_gguf_base_is_converted_once_and_plays(tmp_path, monkeypatch):
     obs = game_observations(n=4, steps=2)
     assert (obs[np.arange(len(obs)), OBS_MASK + pilot.act(obs)] > 0.5).all()
     assert (folder / "config.json").stat().st_mtime_ns == stamp  # reused, not converted again
+
+
+def test_a_hub_id_that_cannot_be_fetched_is_one_line_at_once(monkeypatch):
+    import time
+
+    from huggingface_hub import constants
+
+    from spacewar_ai.pilots.specs import make_pilot
+
+    for offline, endpoint, says in (
+            (True, constants.ENDPOINT, "not downloaded, and HF_HUB_OFFLINE is set"),
+            (False, "http://127.0.0.1:9", "the hub (127.0.0.1) cannot be reached")):
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", offline)
+        monkeypatch.setattr(constants, "ENDPOINT", endpoint)
+        began = time.monotonic()
+        with pytest.raises(LMError) as exc:
+            make_pilot("lm:nobody-here/no-such-model")
+        assert says in str(exc.value) and "\n" not in str(exc.value)
+        assert time.monotonic() - began < 60  # refused, not retried (a safety net, not a timing)
+
+
+def test_a_name_that_is_neither_a_base_nor_an_adapter_lists_both(tmp_path, monkeypatch):
+    from spacewar_ai.pilots.specs import make_pilot
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models" / "adapters" / "my-run").mkdir(parents=True)
+    (tmp_path / "models" / "adapters" / "my-run" / "adapter_config.json").write_text("{}")
+    with pytest.raises(LMError) as exc:
+        make_pilot("lm:sft2")
+    message = str(exc.value)
+    assert message.startswith("'sft2' is neither a base model nor an adapter")
+    assert "sft (shipped)" in message and "my-run" in message and "smollm2" in message
+
+
+def test_saving_and_loading_an_adapter_ask_nothing_of_the_hub(tiny, tmp_path, monkeypatch,
+                                                               recwarn, caplog):
+    from huggingface_hub import constants
+
+    from spacewar_ai.lm.models import load_trainable, save_adapter
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # a hub call would warn, not pass
+    folder, _ = trained_adapter(tiny, tmp_path / "models" / "adapters" / "start")
+    model, _, _, meta = load_trainable("start")
+    # As GRPO holds it: the adapter's config names its base by the spec, not by a local path.
+    model.peft_config["default"].base_model_name_or_path = "someone/base-on-the-hub"
+    save_adapter(model, tmp_path / "models" / "adapters" / "again", meta["base_model"],
+                 model.get_base_model())
+    said = [str(w.message) for w in recwarn] + [r.getMessage() for r in caplog.records]
+    assert not [s for s in said if "remote" in s.lower() or "hub" in s.lower()], said

@@ -92,3 +92,15 @@ def test_a_folder_is_told_which_file_to_give(tmp_path):
     (tmp_path / "run").mkdir()
     with pytest.raises(ValueError, match="is a folder; give the checkpoint file in it, such as"):
         make_pilot(str(tmp_path / "run"))
+
+
+def test_a_checkpoint_that_is_not_there_names_the_runs_that_are(tmp_path):
+    for run in ("ppo-s0", "dqn-s1"):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "best.pt").write_bytes(b"")
+    with pytest.raises(ValueError) as exc:
+        make_pilot(str(tmp_path / "ppo_best.pt"))
+    message = str(exc.value)
+    assert "no such checkpoint file; the runs in" in message and "\n" not in message
+    assert str(tmp_path / "ppo-s0" / "best.pt") in message
+    assert str(tmp_path / "dqn-s1" / "best.pt") in message

@@ -42,14 +42,15 @@ def _cfg(tmp_path, algorithm, bc_epochs=3, cql_steps=400, **train):
              eval_interval=1, num_envs=16, total_timesteps=16 * 16 * 2)
     t.update(train)
     return RunConfig(train=TrainConfig(**t),
-                     offline=OfflineConfig(bc_epochs=bc_epochs, cql_steps=cql_steps), ppo=PPOConfig(hidden_sizes=(64, 64), n_steps=16),
+                     offline=OfflineConfig(bc_epochs=bc_epochs, cql_steps=cql_steps),
+                     ppo=PPOConfig(hidden_sizes=(64, 64), n_steps=16),
                      dqn=DQNConfig(hidden_sizes=(64, 64), stream_size=32, batch_size=64,
                                    play_ensemble=1),
                      league=LeagueConfig(snapshot_interval=1, pool_size=2))
 
 
 @pytest.mark.slow
-def test_bc_then_cql_then_ppo_from_each(tmp_path, recorded):
+def test_bc_then_cql_then_ppo_from_each(tmp_path, recorded, capsys):
     from spacewar_ai.agents.saved import load_agent
     from spacewar_ai.training import train
 
@@ -57,8 +58,12 @@ def test_bc_then_cql_then_ppo_from_each(tmp_path, recorded):
     assert bc["accuracy"] > 0.6  # it imitates the hard pilot's recorded moves
     agent, ckpt = load_agent(tmp_path / "ck" / "bc" / "best.pt")
     assert agent.algorithm == "ppo" and ckpt["metadata"]["counters"]["best_eval"] >= 0
-    cql = train(_cfg(tmp_path, "cql"), quiet=True)
+    capsys.readouterr()
+    cql = train(_cfg(tmp_path, "cql"))
     assert cql["gradient_steps"] == 400
+    out = capsys.readouterr()
+    # The bar (its last line, on a pipe) counts what the summary counts: gradient steps.
+    assert "400/400 gradient step" in out.err and "400 gradient steps" in out.out
     agent, _ = load_agent(tmp_path / "ck" / "cql" / "latest.pt")
     assert agent.algorithm == "dqn"
     # PPO from BC's weights, and from CQL's Q-network (imitated first, as a warm start).
