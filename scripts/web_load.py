@@ -27,6 +27,7 @@ from urllib.parse import urlencode
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 STRATEGY = "def strategy(obs):\n    return {action}\n"
+MIN_FRAMES = 10  # every game that starts is watched for at least this many frames
 # Seconds inside one C call at every decision, where no timer can interrupt it.
 STUCK = ("import math\n\ndef strategy(obs):\n    math.factorial(700000 + int(obs[0] * 0))\n"
          "    return 0\n")
@@ -78,9 +79,10 @@ async def _game(url: str, start: dict, until: float, stats: dict, keys: bool,
             stats["started"] += 1
             last = time.perf_counter()
             gaps = []
-            # At least one frame, however late: on a loaded host a game's worker may take longer
-            # to start than the whole window, and a game that never showed a frame is a failure.
-            while time.monotonic() < until or (wait_for_a_frame and not gaps):
+            # At least MIN_FRAMES frames, however late: on a loaded host a game's worker may
+            # take longer to start than the whole window, and a game that never showed its
+            # frames is a failure, not a figure of zero.
+            while time.monotonic() < until or (wait_for_a_frame and len(gaps) < MIN_FRAMES):
                 if keys and random.random() < 0.2:
                     await ws.send(json.dumps({"type": "key", "key": random.choice(
                         ["left", "right", "thrust", "fire"]), "down": random.random() < 0.5}))

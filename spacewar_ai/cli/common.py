@@ -6,7 +6,15 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from .parser import count, flag, flag_name, positive_float, seed
+from .parser import (
+    count,
+    flag,
+    flag_name,
+    nonnegative_float,
+    positive_float,
+    seed,
+    timesteps,
+)
 
 # --- the run: training, population-based training and the LLM loop's RL --------------------------
 ALGORITHM = flag("--algorithm", "training", choices=("ppo", "dqn", "bc", "cql", "sft", "grpo"),
@@ -26,21 +34,7 @@ EPISODES = flag("--episodes", "training", type=count(1),
                      "rounds; demo: games to play")
 
 
-def _timesteps(text: str) -> int:
-    """--timesteps: >= 1, or 0 (the imitation alone, which training allows with --warm-start)."""
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 1 (or 0 with --warm-start: the imitation "
-                                         f"alone), got {value}")
-    return value
-
-
-TIMESTEPS = flag("--timesteps", "training", type=_timesteps,
+TIMESTEPS = flag("--timesteps", "training", type=timesteps,
                  help="training: stop after this many learner decisions (0 with --warm-start: "
                       "save the imitation alone)")
 MINUTES = flag("--minutes", "training", type=positive_float,
@@ -144,7 +138,7 @@ LLM_ACCESS = (
     flag("--local-llm-only", "llm", action="store_true", help="only the local model"),
     flag("--include-local-llm", "llm", action="store_true",
          help="try the local model after the cloud providers"),
-    flag("--gpu-vram", "llm", type=lambda t: _nonnegative(t), metavar="GB",
+    flag("--gpu-vram", "llm", type=nonnegative_float, metavar="GB",
          help="GPU memory to plan the local model for, 0 for the CPU (overrides detection)"),
 )
 

@@ -73,6 +73,18 @@ def count(minimum: int):
     return parse
 
 
+def timesteps(text: str) -> int:
+    """--timesteps: >= 1, or 0 (the imitation alone, which training allows with --warm-start)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 1 (or 0 with --warm-start: the imitation "
+                                         f"alone), got {value}")
+    return value
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)

@@ -63,7 +63,8 @@ def test_bc_then_cql_then_ppo_from_each(tmp_path, recorded, capsys):
     assert cql["gradient_steps"] == 400
     out = capsys.readouterr()
     # The bar (its last line, on a pipe) counts what the summary counts: gradient steps.
-    assert "400/400 gradient step" in out.err and "400 gradient steps" in out.out
+    bar = out.err.strip().splitlines()[-1]
+    assert "400/400" in bar and "gradient step/s" in bar and "400 gradient steps" in out.out
     agent, _ = load_agent(tmp_path / "ck" / "cql" / "latest.pt")
     assert agent.algorithm == "dqn"
     # PPO from BC's weights, and from CQL's Q-network (imitated first, as a warm start).
