@@ -33,10 +33,15 @@ def _run(cmd, cwd, shell=False):
     return out.stdout
 
 
+# The quick reference's training lines, at a budget a test can pay: short games, few evaluations.
+QUICK = TINY.replace("eval_interval = 1", "eval_interval = 10") + "[game]\nmax_episode_steps = 400\n"
+
+
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
     folder = tmp_path_factory.mktemp("design")
     (folder / "tiny.toml").write_text(TINY)
+    (folder / "quick.toml").write_text(QUICK)
     _run([sys.executable, str(ROOT / "spacewar_ai" / "main.py"), "--algorithm", "ppo",
           "--timesteps", str(16 * 16 * 3), "--config", "tiny.toml", "--run-name", "tiny",
           "--quiet"], folder)
@@ -84,3 +89,45 @@ def test_the_best_model_of_the_latest_run_is_where_the_design_says(project):
     out = _run([sys.executable, str(ROOT / "spacewar_ai" / "main.py"), "--evaluate",
                 "--checkpoint", "checkpoints/ppo_best.pt", "--render"], project)
     assert out.startswith("game 1: winner")
+
+
+def _interrupted(argv, cwd, wait_for: str):
+    """Start a command that runs until stopped (a window), wait for `wait_for` on its stdout,
+    then press Ctrl-C as a person would; (exit code, stdout)."""
+    import signal
+
+    env = {**os.environ, "SDL_VIDEODRIVER": "dummy", "SDL_AUDIODRIVER": "dummy",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        seen = []
+        for line in proc.stdout:
+            seen.append(line)
+            if wait_for in line:
+                break
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=300)
+        return proc.returncode, "".join(seen) + out, err
+    finally:
+        proc.kill()
+
+
+def test_the_quick_references_commands_run_as_written(project):
+    """Its command lines, as written but for the training budgets (smaller here) and a dummy
+    video driver; human play is ended with Ctrl-C, as a person at the terminal would."""
+    main = [sys.executable, str(ROOT / "spacewar_ai" / "main.py")]
+    budget = ["--config", "quick.toml", "--quiet"]
+    # Basic training; with rendering
+    out = _run([*main, "--algorithm", "ppo", "--episodes", "64", *budget], project)
+    assert "checkpoints: checkpoints/ppo-s0-" in out
+    out = _run([*main, "--algorithm", "ppo", "--episodes", "32", "--render", *budget], project)
+    assert "checkpoints: checkpoints/ppo-s0-" in out
+    # Tournament mode: the best models we know (none has played enough yet) and the scripted
+    assert "heuristic:hard" in _run([*main, "--tournament", "--tournament-mode", "round_robin"],
+                                    project)
+    # Human play, against the AI and against the hardest AI
+    for difficulty in ("medium", "insane"):
+        code, out, err = _interrupted([*main, "--human-play", "--difficulty", difficulty],
+                                      project, "keys: F1 or H for help")
+        assert code == 0 and out.startswith("opponent: "), err

@@ -267,10 +267,6 @@ def _files(d: Path) -> dict:
     return f
 
 
-def _ck(name):
-    return lambda f: f[name]
-
-
 BIG = "99999999999999999999"
 EV = ["--evaluate", "--checkpoint", "pretrained", "--opponent", "idle", "--eval-episodes", "2"]
 BAD_INPUT = {

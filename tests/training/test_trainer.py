@@ -88,14 +88,6 @@ def _hparams_of(log_dir):
     return hparams, metrics
 
 
-def _eval_events(tr, tag):
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    ea = EventAccumulator(str(tr.log_dir))
-    ea.Reload()
-    return [e.value for e in ea.Scalars(tag)] if tag in ea.Tags()["scalars"] else []
-
-
 def test_a_run_that_stops_between_evaluations_evaluates_its_final_network(tmp_path):
     """Otherwise the final network could never become best.pt."""
     out = Trainer(tiny_run(tmp_path, eval_interval=2), quiet=True).run()  # 3 updates
@@ -382,28 +374,6 @@ def test_the_shipped_model_loads_and_plays():
 
     r = play_match(pilot, "idle", 20, seed=0)
     assert r.n == 20
-
-
-def _agreement_with_hard_pilot(**agents) -> dict[str, float]:
-    """How often each agent's greedy action is the hard pilot's, on held-out positions (another
-    seed, the hard pilot flying against medium); "drift" is always answering 0, the teacher's
-    most common action."""
-    from spacewar_ai.game.environment import SpacewarVectorEnv
-    from spacewar_ai.pilots.specs import make_pilot
-
-    cfg = GameConfig()
-    env = SpacewarVectorEnv(64, cfg, opponent="heuristic:medium")
-    obs, _ = env.reset(seed=777)
-    teacher = make_pilot("heuristic:hard", cfg)
-    teacher.reset(np.ones(64, dtype=bool), env.batch.rng.copy())
-    agree = {name: [] for name in (*agents, "drift")}
-    for _ in range(60):
-        target = teacher.act(obs)
-        for name, agent in agents.items():
-            agree[name].append(np.mean(agent.select_action(obs, deterministic=True) == target))
-        agree["drift"].append(np.mean(target == 0))
-        obs, *_ = env.step(target)
-    return {name: float(np.mean(v)) for name, v in agree.items()}
 
 
 def test_a_bad_spec_is_refused_before_the_first_step_and_leaves_no_folder(tmp_path):
