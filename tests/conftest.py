@@ -13,3 +13,16 @@ def tiny(tmp_path_factory):
     from tests.tiny_lm import make_tiny_lm
 
     return make_tiny_lm(tmp_path_factory.mktemp("lm") / "tiny")
+
+
+@pytest.fixture(autouse=True)
+def no_ray_left_running():
+    """A test that starts Ray in the test process stops it: a Ray instance left behind makes a
+    later test's ray.init fail, and a later `ray stop` kills this process as its driver."""
+    import sys
+
+    yield
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
+        pytest.fail("the test left a Ray instance running in the test process")

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..config import GameConfig
 from ..pilots.specs import make_pilot
-from .match import play_match, play_match_on_ray, report, wilson_interval
+from .match import check_ray_match, play_match, play_match_on_ray, report, wilson_interval
 from .ratings import Entrant, Results, standings
 
 
@@ -43,6 +43,7 @@ def evaluate(spec: str, opponent: str = "heuristic:hard", episodes: int = 200, s
         if ray_address is not None:
             from .cluster import connect
 
+            check_ray_match(spec, opponent, games)  # refused before Ray starts
             connect(ray_address or None)
         with Progress(games, label, "game", quiet) as progress:
             if ray_address is None:

@@ -383,6 +383,19 @@ def report(r: MatchResult) -> str:
 RAY_CHUNK = 50  # pairs of games per Ray task: enough work to pay for a task's start
 
 
+def check_ray_match(spec_a: str, spec_b: str, games: int) -> None:
+    """Refuse a match Ray cannot split into parts, before Ray is started for it."""
+    if games < 2 or games % 2:
+        raise ValueError(f"games={games} is invalid: must be even and >= 2 (pairs of games from "
+                         "one start with sides swapped)")
+    for spec in (spec_a, spec_b):
+        if str(spec).strip().lower().startswith("adapt:"):
+            # Its games depend on all the match's earlier moves, which parts played apart lack.
+            raise ValueError(f"player {spec!r} learns across the games of a match, which Ray "
+                             "would split into parts: evaluate it without --backend ray and "
+                             "--ray-address (tournaments on Ray keep each pairing whole)")
+
+
 def play_match_on_ray(spec_a: str, spec_b: str, games: int, seed: int = 0,
                       config: GameConfig | None = None, ray_address: str = "",
                       deterministic: bool = True, keep_actions: int = 0,
@@ -393,15 +406,7 @@ def play_match_on_ray(spec_a: str, spec_b: str, games: int, seed: int = 0,
     from .cluster import run_tasks
 
     config = config if config is not None else GameConfig()
-    if games < 2 or games % 2:
-        raise ValueError(f"games={games} is invalid: must be even and >= 2 (pairs of games from "
-                         "one start with sides swapped)")
-    for spec in (spec_a, spec_b):
-        if str(spec).strip().lower().startswith("adapt:"):
-            # Its games depend on all the match's earlier moves, which parts played apart lack.
-            raise ValueError(f"player {spec!r} learns across the games of a match, which Ray "
-                             "would split into parts: evaluate it without --backend ray and "
-                             "--ray-address (tournaments on Ray keep each pairing whole)")
+    check_ray_match(spec_a, spec_b, games)
     half = games // 2
     chunk = max(RAY_CHUNK, (keep_actions + 1) // 2)  # kept games all come from the first part
     jobs = [(spec_a, spec_b, 2 * min(chunk, half - start), seed,
