@@ -6,11 +6,15 @@ from .common import SEED
 from .parser import flag, mode
 
 QUICK = flag("--quick", "common", action="store_true",
-             help="benchmarks: a tenth of the work, for a smoke test")
+             help="benchmarks: a tenth of each measurement's work: a smoke test, not figures "
+                  "to quote (on 2 idle cores --benchmark took about 2 minutes, "
+                  "--benchmark-training and --benchmark-threads under one each; a busy machine "
+                  "takes several times as long)")
 
 
 @mode("benchmark", reads=(SEED, QUICK),
-      flag_help="print engine, vector env and pilot throughput")
+      flag_help="print engine, vector env, pilot, language-model and Ray throughput; several "
+                "minutes (--quick: a smoke test)")
 def benchmark(parser, args) -> int:
     from ..bench.throughput import run_benchmark
 
@@ -20,7 +24,7 @@ def benchmark(parser, args) -> int:
 
 @mode("benchmark_training", reads=(SEED, QUICK),
       flag_help="train PPO for a minute (ours, then Stable-Baselines3's) and print both "
-                "throughputs; takes a few minutes")
+                "throughputs; a few minutes (--quick: a smoke test)")
 def benchmark_training(parser, args) -> int:
     from ..bench.throughput import run_training_benchmark
 
@@ -30,7 +34,8 @@ def benchmark_training(parser, args) -> int:
 
 @mode("benchmark_threads", reads=(SEED, QUICK),
       flag_help="time every torch path at one thread and at one per core, idle and beside a "
-                "CPU hog; takes about ten minutes")
+                "CPU hog, three times each; many minutes, more on a busy machine (--quick: a "
+                "smoke test)")
 def benchmark_threads(parser, args) -> int:
     from ..bench.threads import run_thread_benchmark
 
