@@ -34,43 +34,11 @@ def test_demo_with_render_opens_a_window_and_reports():
 
 
 @pytest.mark.slow
-def test_benchmark_prints_figures():
-    out = _run(["spacewar-ai", "--benchmark", "--quick"])
-    assert out.returncode == 0, out.stderr
-    for row in ("single env step_both", "1024 games", "4096 games", "hard pilot"):
-        assert row in out.stdout
-    assert "game-steps/s" in out.stdout
-    planner = next(line for line in out.stdout.splitlines() if "search:pretrained" in line)
-    assert float(planner.split()[-2].replace(",", "")) > 0, planner  # the shipped models load
-    pytest.importorskip("ray")
-    rates = [float(line.split()[-2].replace(",", "")) for line in out.stdout.splitlines()
-             if line.strip().startswith("tournament games, ")]
-    assert len(rates) == 2 and min(rates) > 0, out.stdout  # the pool, then Ray
-    assert "a Ray task's round trip" in out.stdout
-
-
-@pytest.mark.slow
 def test_bad_spec_is_one_clear_line():
     out = _run(["spacewar-ai", "--demo", "--players", "idle,grandmaster"])
     assert out.returncode == 2
     assert "player 'grandmaster'" in out.stderr and "heuristic:hard" in out.stderr
     assert "Traceback" not in out.stderr
-
-
-@pytest.mark.slow
-def test_training_benchmark_prints_ours_and_sb3_side_by_side():
-    out = _run(["spacewar-ai", "--benchmark-training", "--quick"], timeout=600)
-    assert out.returncode == 0, out.stderr
-    assert "spacewar-ai PPO" in out.stdout and "Stable-Baselines3 PPO" in out.stdout
-    assert "league full (10 snapshots" in out.stdout
-    rates = [float(line.split()[-2].replace(",", "")) for line in out.stdout.splitlines()
-             if line.rstrip().endswith("steps/s")]
-    assert "without the opponent model" in out.stdout
-    assert len(rates) == 4 and all(r > 0 for r in rates)
-    assert "ratio:" in out.stdout
-    # What it does is said up front, and how long it took at the end.
-    assert "four trainers one after another" in out.stdout
-    assert "the benchmark took" in out.stdout.splitlines()[-1]
 
 
 def test_the_original_designs_whole_flag_set_is_accepted():
@@ -540,18 +508,3 @@ def test_bad_input_is_one_line_naming_the_culprit(case, bad_files, capsys, tmp_p
     err = _refused(argv(bad_files), capsys)
     assert culprit in err, err
     assert not (tmp_path / "runs").exists(), "a run started"
-
-
-@pytest.mark.slow
-def test_thread_benchmark_prints_every_path_idle_and_busy():
-    out = _run(["spacewar-ai", "--benchmark-threads", "--quick"], timeout=3600)
-    assert out.returncode == 0, out.stderr
-    rows = [line for line in out.stdout.splitlines() if "idle 1t" in line]
-    paths = ("PPO training", "DQN training", "behaviour cloning", "conservative Q-learning",
-             "evaluation", "search:pretrained", "adapt:pretrained")
-    assert len(rows) == len(paths) and all(p in r for p, r in zip(paths, rows))
-    for row in rows:
-        seconds = [float(x[:-1]) for x in row.split() if x.endswith("s") and x[:-1]
-                   .replace(".", "").isdigit()]
-        assert len(seconds) == 4 and min(seconds) > 0, row  # idle and busy, 1 and 2 threads
-        assert "busy: default/best" in row

@@ -1,10 +1,9 @@
-"""PPO and DQN agents: GAE, masking, batching, save/load."""
+"""DQN: masked double-DQN targets, the target network, greedy play by averages and ensembles,
+exploration and learning-rate schedules, n-step returns by hand."""
 
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from spacewar_ai.agents.dqn import DQNAgent
 from spacewar_ai.agents.ppo import PPOAgent
@@ -12,93 +11,37 @@ from spacewar_ai.agents.saved import export_for_play, load_agent
 from spacewar_ai.config import DQNConfig, PPOConfig
 
 SMALL_PPO = PPOConfig(hidden_sizes=(32, 32), n_steps=4)
-SMALL_DQN = DQNConfig(hidden_sizes=(32, 32), stream_size=16, buffer_size=1000, batch_size=8)
 
 
-def test_diagnostic_constructor():
-    agent = PPOAgent(36, 6, None, "cpu")
-    assert isinstance(agent.select_action(np.zeros(36, np.float32)), int)
+def _averaging_dqn(tau: float) -> DQNAgent:
+    cfg = DQNConfig(hidden_sizes=(16,), stream_size=8, buffer_size=64, batch_size=16,
+                    gradient_steps=1, learning_rate=1e-2, play_average_tau=tau)
+    agent = DQNAgent(36, 6, cfg, seed=0)
+    obs = np.random.default_rng(0).random((16, 36)).astype(np.float32)
+    obs[:, 30:] = 1.0
+    agent.store_transition(obs, np.arange(16) % 6, np.arange(16) % 3, obs, np.ones(16, bool))
+    return agent
 
 
-def test_gae_matches_a_hand_computed_example():
-    # Two games, three steps; game 0 ends after step 1 (index 1), so step 2 starts a new game.
-    r = torch.tensor([[1.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
-    v = torch.tensor([[0.5, 0.1], [0.4, 0.2], [0.3, 0.3]])
-    d = torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 0.0]])
-    nv = torch.tensor([0.6, 0.7])
-    g, lam = 0.9, 0.8
-    # Game 0, backwards: t2 = 0 + .9*.6 - .3 = .24; t1 (terminal) = 2 - .4 = 1.6;
-    # t0 = 1 + .9*.4 - .5 + .72*1.6 = 2.012.
-    # Game 1: t2 = 1 + .9*.7 - .3 = 1.33; t1 = 0 + .9*.3 - .2 + .72*1.33 = 1.0276;
-    # t0 = .9*.2 - .1 + .72*1.0276 = .819872.
-    adv, ret = PPOAgent.compute_gae(r, v, d, nv, g, lam)
-    expected = torch.tensor([[2.012, 0.819872], [1.6, 1.0276], [0.24, 1.33]])
-    assert torch.allclose(adv, expected, atol=1e-6)
-    assert torch.allclose(ret, expected + v)
+def _ensemble_dqn(members: int) -> DQNAgent:
+    cfg = DQNConfig(hidden_sizes=(16,), stream_size=8, buffer_size=64, batch_size=16,
+                    gradient_steps=1, learning_rate=1e-2, play_ensemble=members,
+                    play_ensemble_interval=2)
+    agent = DQNAgent(36, 6, cfg, seed=0)
+    obs = np.random.default_rng(0).random((16, 36)).astype(np.float32)
+    obs[:, 30:] = 1.0
+    agent.store_transition(obs, np.arange(16) % 6, np.arange(16) % 3, obs, np.ones(16, bool))
+    return agent
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.lists(st.booleans(), min_size=6, max_size=6), min_size=1, max_size=16),
-       st.integers(0, 2**31 - 1), st.booleans())
-def test_masked_actions_are_never_chosen(mask_rows, seed, deterministic):
+def _trained_ensemble(seed: int, steps: int) -> DQNAgent:
+    """A DQN whose greedy player is its network and two snapshots, trained from `seed`."""
     torch.manual_seed(seed)
-    masks = np.array(mask_rows, dtype=np.float32)
-    obs = np.random.default_rng(seed).normal(size=(len(masks), 36)).astype(np.float32)
-    obs[:, 30:] = masks
-    for agent in (PPOAgent(36, 6, SMALL_PPO), DQNAgent(36, 6, SMALL_DQN, seed=seed)):
-        if isinstance(agent, DQNAgent):
-            agent.epsilon = 0.0 if deterministic else 1.0
-        played = [agent.select_action(obs, deterministic=deterministic)]
-        if isinstance(agent, PPOAgent):
-            # The play-only path (opponents, evaluation) masks the same way and, greedy, agrees.
-            played.append(agent.act(obs, deterministic=deterministic))
-            if deterministic:
-                assert np.array_equal(played[0], played[1])
-        for actions in played:
-            for a, m in zip(actions, masks):
-                assert m[a] == 1.0 or (not m.any() and a == 0)
-
-
-def test_batches_and_single_observations():
-    agent = PPOAgent(36, 6, SMALL_PPO)
-    batch = agent.select_action(np.zeros((5, 36), np.float32))
-    assert batch.shape == (5,) and batch.dtype == np.int64
-    with pytest.raises(ValueError, match=r"\(36,\) or \(N, 36\)"):
-        agent.select_action(np.zeros(35, np.float32))
-
-
-@pytest.mark.parametrize("cls,cfg", [(PPOAgent, SMALL_PPO), (DQNAgent, SMALL_DQN)])
-def test_save_load_round_trip_gives_identical_actions(tmp_path, cls, cfg):
-    agent = cls(36, 6, cfg)
-    obs = np.random.default_rng(0).normal(size=(64, 36)).astype(np.float32)
-    obs[:, 30:] = 1.0
-    agent.obs_norm.update(torch.from_numpy(agent.features(obs * 3 + 1)))  # stats of the view
-    path = tmp_path / "a.pt"
-    agent.save(path, {"note": "test"})
-    other = cls(36, 6, cfg)
-    meta = other.load(path)
-    assert meta["metadata"] == {"note": "test"}
-    assert np.array_equal(agent.select_action(obs, deterministic=True),
-                          other.select_action(obs, deterministic=True))
-    assert torch.equal(agent.obs_norm.mean, other.obs_norm.mean)
-    # weights_only: the file holds no pickled objects.
-    torch.load(path, weights_only=True)
-
-
-def test_ppo_update_changes_the_policy_and_reports_losses():
-    agent = PPOAgent(36, 6, SMALL_PPO, num_envs=8)
-    obs = np.random.default_rng(1).normal(size=(8, 36)).astype(np.float32)
-    obs[:, 30:] = 1.0
-    before = [p.clone() for p in agent.net.actor.parameters()]
-    for _ in range(4):
-        a = agent.select_action(obs)
-        agent.store_transition(np.where(a == 4, 100.0, 0.0), np.zeros(8, bool), action=a)
-    losses = agent.update(next_obs=obs)
-    assert set(losses) >= {"policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac",
-                           "old_approx_kl"}
-    assert any(not torch.equal(b, p) for b, p in zip(before, agent.net.actor.parameters()))
-    with pytest.raises(RuntimeError, match="full rollout"):
-        agent.update(next_obs=obs)
+    agent = _ensemble_dqn(members=3)
+    for _ in range(steps):
+        agent.update()
+    assert len(agent.play_members) == 2
+    return agent
 
 
 def test_dqn_double_target_uses_masks_and_terminations():
@@ -139,16 +82,6 @@ def test_dqn_target_network_copies_or_trails_by_polyak_averaging(tau):
                 assert torch.equal(target, before)
             else:
                 assert torch.equal(target, online)
-
-
-def _averaging_dqn(tau: float) -> DQNAgent:
-    cfg = DQNConfig(hidden_sizes=(16,), stream_size=8, buffer_size=64, batch_size=16,
-                    gradient_steps=1, learning_rate=1e-2, play_average_tau=tau)
-    agent = DQNAgent(36, 6, cfg, seed=0)
-    obs = np.random.default_rng(0).random((16, 36)).astype(np.float32)
-    obs[:, 30:] = 1.0
-    agent.store_transition(obs, np.arange(16) % 6, np.arange(16) % 3, obs, np.ones(16, bool))
-    return agent
 
 
 def test_dqn_greedy_play_averages_the_learning_networks_weights():
@@ -204,17 +137,6 @@ def test_dqn_plays_greedily_with_the_average_and_explores_with_the_learner(tmp_p
     assert plain.q_play is None and "q_play" not in plain.state_dict()
     with pytest.raises(ValueError, match="play_average_tau"):
         DQNConfig(play_average_tau=1.5)
-
-
-def _ensemble_dqn(members: int) -> DQNAgent:
-    cfg = DQNConfig(hidden_sizes=(16,), stream_size=8, buffer_size=64, batch_size=16,
-                    gradient_steps=1, learning_rate=1e-2, play_ensemble=members,
-                    play_ensemble_interval=2)
-    agent = DQNAgent(36, 6, cfg, seed=0)
-    obs = np.random.default_rng(0).random((16, 36)).astype(np.float32)
-    obs[:, 30:] = 1.0
-    agent.store_transition(obs, np.arange(16) % 6, np.arange(16) % 3, obs, np.ones(16, bool))
-    return agent
 
 
 def test_dqn_greedy_play_averages_q_over_snapshots_each_with_its_own_statistics(tmp_path):
@@ -279,16 +201,6 @@ def test_dqn_greedy_play_averages_q_over_snapshots_each_with_its_own_statistics(
         DQNConfig(play_ensemble=0)
 
 
-def _trained_ensemble(seed: int, steps: int) -> DQNAgent:
-    """A DQN whose greedy player is its network and two snapshots, trained from `seed`."""
-    torch.manual_seed(seed)
-    agent = _ensemble_dqn(members=3)
-    for _ in range(steps):
-        agent.update()
-    assert len(agent.play_members) == 2
-    return agent
-
-
 def test_two_dqn_runs_join_in_one_exported_ensemble(tmp_path):
     """--export --ensemble-with: the copy's greedy player averages every member of both runs, so
     its Q-values are the two players' means weighted by their sizes, and it loads as any model."""
@@ -327,42 +239,6 @@ def test_two_dqn_runs_join_in_one_exported_ensemble(tmp_path):
             export_for_play(tmp_path / "a.pt", tmp_path / "x.pt",
                             ensemble_with=[tmp_path / f"{name}.pt"])
     assert not (tmp_path / "x.pt").exists()
-
-
-@pytest.mark.parametrize("cls", [PPOAgent, DQNAgent])
-def test_play_copy_plays_alike_and_carries_no_buffers(cls):
-    cfg = SMALL_DQN if cls is DQNAgent else SMALL_PPO
-    kwargs = {"seed": 3} if cls is DQNAgent else {"num_envs": 64}
-    agent = cls(36, 6, cfg, **kwargs)
-    obs = np.random.default_rng(0).random((64, 36)).astype(np.float32)
-    obs[:, 30:] = 1.0
-    if cls is DQNAgent:  # fill the buffer and learn a little, so the copy has state to match
-        agent.store_transition(obs, np.arange(64) % 6, np.ones(64), obs, np.ones(64, bool))
-        agent.update()
-        agent.epsilon = 0.5
-    rng_before = torch.get_rng_state()
-    twin = agent.play_copy()
-    # Building the copy's networks must not move torch's global generator: the learner's
-    # sampling draws from it, and a moved stream would change the run.
-    assert torch.equal(torch.get_rng_state(), rng_before)
-    # DQN's replay rows are axis 0, PPO's games axis 1 of its (n_steps, num_envs, D) rollouts.
-    if cls is DQNAgent:
-        pairs = [(twin.replay.obs, agent.replay.obs, 0), (twin.replay.next, agent.replay.next, 0)]
-    else:
-        pairs = [(twin.buf_obs, agent.buf_obs, 1), (twin.buf_raw, agent.buf_raw, 1)]
-    for mine, theirs, axis in pairs:
-        assert mine.shape[axis] == 1 < theirs.shape[axis]
-    assert not twin.optimizer.state  # no optimizer moments either
-    assert twin.architecture == agent.architecture
-    np.testing.assert_array_equal(twin.select_action(obs, deterministic=True),
-                                  agent.select_action(obs, deterministic=True))
-    if cls is DQNAgent:  # exploration draws the same numbers: the random generator came along
-        np.testing.assert_array_equal(twin.select_action(obs), agent.select_action(obs))
-    frozen = twin.select_action(obs, deterministic=True)
-    with torch.no_grad():  # the learner moves on; the copy does not
-        for p in (agent.q if cls is DQNAgent else agent.net).parameters():
-            p.mul_(-1.0)
-    np.testing.assert_array_equal(twin.select_action(obs, deterministic=True), frozen)
 
 
 def test_epsilon_schedule():
@@ -419,31 +295,3 @@ def test_dqn_n_step_returns_by_hand():
     }
     # Game 0's new game (decisions 2 and 3) is still waiting for its third decision.
     assert len(agent) == 6
-
-
-@pytest.mark.parametrize("activation", ["tanh", "relu"])
-def test_policy_stack_plays_like_each_network(activation):
-    """The league plays its PPO opponents in one batched pass; greedy, every row gets the action
-    its own network would choose, masks included, whatever the grouping."""
-    from spacewar_ai.agents.ppo import PolicyStack
-
-    rng = np.random.default_rng(5)
-    agents = []
-    for k in range(3):
-        torch.manual_seed(k)
-        a = PPOAgent(36, 6, PPOConfig(hidden_sizes=(32, 16), activation=activation))
-        raw = rng.normal(k, 1 + k, size=(100, 36)).astype(np.float32)
-        a.obs_norm.update(torch.from_numpy(a.features(raw)))  # the statistics are of the view
-        agents.append(a)
-    obs = rng.normal(size=(50, 36)).astype(np.float32)
-    obs[:, 30:] = rng.random((50, 6)) < 0.6
-    which = rng.integers(0, 3, 50)
-    which[:5] = 2  # uneven groups: padding rows must not leak into real ones
-    got = PolicyStack(agents).act(obs, which, deterministic=True)
-    want = np.array([agents[w].act(o, deterministic=True) for o, w in zip(obs, which)])
-    assert np.array_equal(got, want)
-    sampled = PolicyStack(agents).act(obs, which)
-    for a, m in zip(sampled, obs[:, 30:]):
-        assert m[a] == 1.0 or (not m.any() and a == 0)
-    with pytest.raises(ValueError, match="one shape"):
-        PolicyStack([agents[0], PPOAgent(36, 6, PPOConfig(hidden_sizes=(8,)))])

@@ -1,0 +1,71 @@
+"""PPO: GAE by hand, an update that moves the policy, and many PPO networks played as one pass."""
+
+import numpy as np
+import pytest
+import torch
+
+from spacewar_ai.agents.ppo import PPOAgent
+from spacewar_ai.config import PPOConfig
+
+SMALL_PPO = PPOConfig(hidden_sizes=(32, 32), n_steps=4)
+
+
+def test_gae_matches_a_hand_computed_example():
+    # Two games, three steps; game 0 ends after step 1 (index 1), so step 2 starts a new game.
+    r = torch.tensor([[1.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
+    v = torch.tensor([[0.5, 0.1], [0.4, 0.2], [0.3, 0.3]])
+    d = torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 0.0]])
+    nv = torch.tensor([0.6, 0.7])
+    g, lam = 0.9, 0.8
+    # Game 0, backwards: t2 = 0 + .9*.6 - .3 = .24; t1 (terminal) = 2 - .4 = 1.6;
+    # t0 = 1 + .9*.4 - .5 + .72*1.6 = 2.012.
+    # Game 1: t2 = 1 + .9*.7 - .3 = 1.33; t1 = 0 + .9*.3 - .2 + .72*1.33 = 1.0276;
+    # t0 = .9*.2 - .1 + .72*1.0276 = .819872.
+    adv, ret = PPOAgent.compute_gae(r, v, d, nv, g, lam)
+    expected = torch.tensor([[2.012, 0.819872], [1.6, 1.0276], [0.24, 1.33]])
+    assert torch.allclose(adv, expected, atol=1e-6)
+    assert torch.allclose(ret, expected + v)
+
+
+def test_ppo_update_changes_the_policy_and_reports_losses():
+    agent = PPOAgent(36, 6, SMALL_PPO, num_envs=8)
+    obs = np.random.default_rng(1).normal(size=(8, 36)).astype(np.float32)
+    obs[:, 30:] = 1.0
+    before = [p.clone() for p in agent.net.actor.parameters()]
+    for _ in range(4):
+        a = agent.select_action(obs)
+        agent.store_transition(np.where(a == 4, 100.0, 0.0), np.zeros(8, bool), action=a)
+    losses = agent.update(next_obs=obs)
+    assert set(losses) >= {"policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac",
+                           "old_approx_kl"}
+    assert any(not torch.equal(b, p) for b, p in zip(before, agent.net.actor.parameters()))
+    with pytest.raises(RuntimeError, match="full rollout"):
+        agent.update(next_obs=obs)
+
+
+@pytest.mark.parametrize("activation", ["tanh", "relu"])
+def test_policy_stack_plays_like_each_network(activation):
+    """The league plays its PPO opponents in one batched pass; greedy, every row gets the action
+    its own network would choose, masks included, whatever the grouping."""
+    from spacewar_ai.agents.ppo import PolicyStack
+
+    rng = np.random.default_rng(5)
+    agents = []
+    for k in range(3):
+        torch.manual_seed(k)
+        a = PPOAgent(36, 6, PPOConfig(hidden_sizes=(32, 16), activation=activation))
+        raw = rng.normal(k, 1 + k, size=(100, 36)).astype(np.float32)
+        a.obs_norm.update(torch.from_numpy(a.features(raw)))  # the statistics are of the view
+        agents.append(a)
+    obs = rng.normal(size=(50, 36)).astype(np.float32)
+    obs[:, 30:] = rng.random((50, 6)) < 0.6
+    which = rng.integers(0, 3, 50)
+    which[:5] = 2  # uneven groups: padding rows must not leak into real ones
+    got = PolicyStack(agents).act(obs, which, deterministic=True)
+    want = np.array([agents[w].act(o, deterministic=True) for o, w in zip(obs, which)])
+    assert np.array_equal(got, want)
+    sampled = PolicyStack(agents).act(obs, which)
+    for a, m in zip(sampled, obs[:, 30:]):
+        assert m[a] == 1.0 or (not m.any() and a == 0)
+    with pytest.raises(ValueError, match="one shape"):
+        PolicyStack([agents[0], PPOAgent(36, 6, PPOConfig(hidden_sizes=(8,)))])

@@ -1,0 +1,39 @@
+"""The files the browser app may read: all in the project, and of the kind a spec says."""
+
+import pytest
+
+from spacewar_ai.web.files import Files
+from tests.helpers import ROOT
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "project"
+    (root / "runs" / "replays").mkdir(parents=True)
+    (root / "runs" / "replays" / "a.json").write_text("{}")
+    (root / "checkpoints" / "run-1").mkdir(parents=True)
+    (root / "checkpoints" / "run-1" / "best.pt").write_bytes(b"")
+    (root / "openai.key.txt").write_text("sk-not-a-real-key\n")
+    strategy = (ROOT / "examples" / "strategies" / "aim_and_fire.py").read_text()
+    (root / "aim.py").write_text(strategy)
+    (tmp_path / "outside.py").write_text(strategy)  # beside the project, not in it
+    return Files(root)
+
+
+def test_only_the_projects_own_files_and_of_the_kind_a_spec_says(project):
+    assert project.inside("runs/replays/a.json") == project.root / "runs" / "replays" / "a.json"
+    with pytest.raises(ValueError, match="outside this project"):
+        project.inside("../elsewhere.json")
+    with pytest.raises(ValueError, match="outside this project"):
+        project.check_spec("strategy:../outside.py")
+    with pytest.raises(ValueError, match="passwd: a strategy file ends in .py"):
+        project.check_spec("strategy:/etc/passwd")
+    with pytest.raises(ValueError, match="openai.key.txt: a strategy file ends in .py"):
+        project.check_spec("strategy:openai.key.txt")
+    with pytest.raises(ValueError, match="a checkpoint file ends in .pt"):
+        project.check_spec("openai.key.txt")
+    assert project.check_spec("strategy:aim.py") == f"strategy:{project.root / 'aim.py'}"
+    assert project.check_spec("heuristic:hard") == "heuristic:hard"
+    assert [r["path"] for r in project.replays()] == ["runs/replays/a.json"]
+    assert "checkpoints/run-1/best.pt" in project.pilots()
+    assert "search:pretrained" in project.pilots()
