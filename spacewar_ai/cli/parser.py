@@ -58,62 +58,45 @@ class Parser(argparse.ArgumentParser):
 
 
 # --- values --------------------------------------------------------------------------------------
+def _value(text: str, convert, expected: str, ok, rule: str):
+    """`convert(text)` if it parses and `ok` holds of it; else one line: what was expected."""
+    try:
+        value = convert(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"must be {rule}, got {text}")
+    return value
+
+
 def count(minimum: int):
     """An argparse type: an integer >= minimum, refused in words otherwise."""
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected an integer >= {minimum}, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
+        return _value(text, int, f"an integer >= {minimum}", lambda v: v >= minimum,
+                      f">= {minimum}")
     parse.__name__ = f"integer >= {minimum}"
     return parse
 
 
 def timesteps(text: str) -> int:
     """--timesteps: >= 1, or 0 (the imitation alone, which training allows with --warm-start)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 1 (or 0 with --warm-start: the imitation "
-                                         f"alone), got {value}")
-    return value
+    return _value(text, int, "an integer >= 1", lambda v: v >= 0,
+                  ">= 1 (or 0 with --warm-start: the imitation alone)")
 
 
 def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
-    return value
+    return _value(text, float, "a number > 0", lambda v: 0 < v < float("inf"),
+                  "a finite number > 0")
 
 
 def nonnegative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
-    return value
+    return _value(text, float, "a number >= 0", lambda v: 0 <= v < float("inf"),
+                  "a finite number >= 0")
 
 
 def seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected an integer 0..{SEED_LIMIT - 1}, got {text!r}") from None
-    if not 0 <= value < SEED_LIMIT:
-        raise argparse.ArgumentTypeError(f"must be 0..{SEED_LIMIT - 1}, got {value}")
-    return value
+    return _value(text, int, f"an integer 0..{SEED_LIMIT - 1}", lambda v: 0 <= v < SEED_LIMIT,
+                  f"0..{SEED_LIMIT - 1}")
 
 
 # --- declarations ----------------------------------------------------------------------------------

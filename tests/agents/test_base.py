@@ -67,37 +67,6 @@ def test_save_load_round_trip_gives_identical_actions(tmp_path, cls, cfg):
     torch.load(path, weights_only=True)
 
 
-def _averaging_dqn(tau: float) -> DQNAgent:
-    cfg = DQNConfig(hidden_sizes=(16,), stream_size=8, buffer_size=64, batch_size=16,
-                    gradient_steps=1, learning_rate=1e-2, play_average_tau=tau)
-    agent = DQNAgent(36, 6, cfg, seed=0)
-    obs = np.random.default_rng(0).random((16, 36)).astype(np.float32)
-    obs[:, 30:] = 1.0
-    agent.store_transition(obs, np.arange(16) % 6, np.arange(16) % 3, obs, np.ones(16, bool))
-    return agent
-
-
-def _ensemble_dqn(members: int) -> DQNAgent:
-    cfg = DQNConfig(hidden_sizes=(16,), stream_size=8, buffer_size=64, batch_size=16,
-                    gradient_steps=1, learning_rate=1e-2, play_ensemble=members,
-                    play_ensemble_interval=2)
-    agent = DQNAgent(36, 6, cfg, seed=0)
-    obs = np.random.default_rng(0).random((16, 36)).astype(np.float32)
-    obs[:, 30:] = 1.0
-    agent.store_transition(obs, np.arange(16) % 6, np.arange(16) % 3, obs, np.ones(16, bool))
-    return agent
-
-
-def _trained_ensemble(seed: int, steps: int) -> DQNAgent:
-    """A DQN whose greedy player is its network and two snapshots, trained from `seed`."""
-    torch.manual_seed(seed)
-    agent = _ensemble_dqn(members=3)
-    for _ in range(steps):
-        agent.update()
-    assert len(agent.play_members) == 2
-    return agent
-
-
 @pytest.mark.parametrize("cls", [PPOAgent, DQNAgent])
 def test_play_copy_plays_alike_and_carries_no_buffers(cls):
     cfg = SMALL_DQN if cls is DQNAgent else SMALL_PPO

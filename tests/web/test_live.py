@@ -13,16 +13,10 @@ from tests.helpers import ROOT
 
 @pytest.fixture
 def project(tmp_path):
-    root = tmp_path / "project"
-    (root / "runs" / "replays").mkdir(parents=True)
-    (root / "runs" / "replays" / "a.json").write_text("{}")
-    (root / "checkpoints" / "run-1").mkdir(parents=True)
-    (root / "checkpoints" / "run-1" / "best.pt").write_bytes(b"")
-    (root / "openai.key.txt").write_text("sk-not-a-real-key\n")
-    strategy = (ROOT / "examples" / "strategies" / "aim_and_fire.py").read_text()
-    (root / "aim.py").write_text(strategy)
-    (tmp_path / "outside.py").write_text(strategy)  # beside the project, not in it
-    return Files(root)
+    """A project folder holding one strategy file (the files a page may name: test_files.py)."""
+    (tmp_path / "aim.py").write_text((ROOT / "examples" / "strategies" / "aim_and_fire.py")
+                                     .read_text())
+    return Files(tmp_path)
 
 
 def test_a_start_message_makes_the_game_it_asks_for(project):
