@@ -35,7 +35,14 @@ def _fields_from_dict(cls, data: dict[str, Any]):
     if unknown:
         hint = nearest(unknown[0], known) or f"valid fields are {sorted(known)}"
         raise ValueError(f"{cls.__name__}: unknown field {unknown[0]!r}; {hint}")
+    for name, v in data.items():
+        # Checked here, where the field is known: numpy and torch would only say "overflow".
+        _require(not _is_int(v) or abs(v) <= MAX_INTEGER, cls.__name__, name, v,
+                 "integers here are at most 2**53 in size")
     return cls(**data)
+
+
+MAX_INTEGER = 2**53  # the largest integer a float (and so JSON anywhere) holds exactly
 
 
 def _require(cond: bool, cls_name: str, name: str, value: Any, rule: str) -> None:
@@ -505,7 +512,10 @@ class TrainConfig(_Serializable):
     checkpoint_dir: str = "checkpoints"
     log_dir: str = "runs"
     run_name: str = ""  # default: <algorithm>-s<seed>-<time>, champion-... against champions
-    save_interval: int = 20  # updates between periodic checkpoints ("latest" after every eval)
+    save_interval: int = 20  # updates between periodic checkpoints ("latest" at every eval)
+    # latest.pt is also written after the first update and once this many seconds have passed
+    # since the last save, so a kill costs at most about this much of the run.
+    save_seconds: float = 60.0
     eval_interval: int = 20  # updates between evaluations
     eval_episodes: int = 100  # games per evaluation (sides swapped)
     eval_opponent: str = "heuristic:hard"  # evaluation opponent, also defines "best"
@@ -552,6 +562,7 @@ class TrainConfig(_Serializable):
                  "must be 'cpu', 'cuda' or 'auto'")
         _check_positive(self, ("num_envs", "save_interval", "eval_interval", "eval_episodes"),
                         integer=True)
+        _check_positive(self, ("save_seconds",))
         name = self.run_name
         _require(isinstance(name, str) and (not name or (
             name not in (".", "..") and not set(name) & set("/\\\0") and name.strip() == name)),

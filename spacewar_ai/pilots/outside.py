@@ -16,6 +16,8 @@ Both play in every mode a pilot spec goes: evaluation, tournaments, demos, human
 from __future__ import annotations
 
 import json
+import sys
+import threading
 import zipfile
 from pathlib import Path
 
@@ -41,36 +43,155 @@ def _file(spec: str, prefix: str, what: str) -> Path:
 
 
 class OnnxPilot(Pilot):
-    """An ONNX model flying as a pilot (module docstring)."""
+    """An ONNX model flying as a pilot (module docstring). The model is checked first
+    (onnx_check.onnx_problems): here a problem is a warning, for the file is the user's own; the
+    arena and the browser refuse it before it gets this far.
 
-    def __init__(self, spec: str, identity: str):
+    `confine(seconds)` gives every decision a deadline (the arena's): a call over it is stopped
+    and the decision forfeited (every ship it flies drifts), and after `MAX_SLOW_DECISIONS` of
+    them, or once the model fails while deciding, the pilot gives up (`gave_up` says why) and
+    forfeits every game it plays from then on. An action outside 0..5 forfeits its game, as a
+    strategy file's does, and is recorded as a drift so that the game's replay loads."""
+
+    MAX_SLOW_DECISIONS = 3
+
+    def __init__(self, spec: str, identity: str, n_actions: int = 6):
         try:
             import onnxruntime as ort
         except ImportError:
             raise ValueError(f"player {spec!r}: ONNX models need onnxruntime: pip install -e "
                              "\".[onnx]\"") from None
         path = _file(spec, "onnx:", "ONNX")
+        data = path.read_bytes()
+        problems = _problems(data)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = options.inter_op_num_threads = 1
+        options.log_severity_level = 4  # onnxruntime's own console lines would follow our one
         try:
-            self.session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+            # From bytes when it may be: the runtime then has no folder to look for files in.
+            self.session = ort.InferenceSession(str(path) if problems else data, options,
+                                                providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own exception types
             raise ValueError(f"player {spec!r}: not a readable ONNX model "
                              f"({type(exc).__name__})") from None
+        if problems:
+            print(f"warning: {spec}: {problems[0]} (the arena would refuse this model)",
+                  file=sys.stderr)
         inputs = self.session.get_inputs()
         self.input = inputs[0].name
         self.one_row = inputs[0].shape[0] == 1  # a model exported for a batch of one
         self.name = f"onnx:{path.name}"
         self.identity = identity
+        self.n_actions = int(n_actions)
+        self.decision_seconds: float | None = None
+        self.slow_decisions = 0
+        self.gave_up: str | None = None
+        self._dead = np.zeros(0, dtype=bool)
+        self._new_forfeits: dict[int, str] = {}
+
+    def confine(self, decision_seconds: float) -> None:
+        self.decision_seconds = float(decision_seconds)
+
+    def reset(self, mask=None, seeds=None) -> None:
+        if mask is None:
+            return
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape[0] != self._dead.shape[0]:
+            self._dead = np.zeros(mask.shape[0], dtype=bool)
+        self._dead[mask] = False
+
+    def forfeits(self) -> dict[int, str]:
+        return self._new_forfeits
 
     def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         obs = np.ascontiguousarray(obs, dtype=np.float32)
-        if obs.shape[0] == 0:
-            return np.zeros(0, dtype=np.int64)
-        if self.one_row:
-            return np.concatenate([self.act(obs[i:i + 1]) for i in range(obs.shape[0])])
-        out = np.asarray(self.session.run(None, {self.input: obs})[0])
+        n = obs.shape[0]
+        out = np.zeros(n, dtype=np.int64)
+        self._new_forfeits = {}
+        if self._dead.shape[0] != n:
+            self._dead = np.zeros(n, dtype=bool)
+        ask = np.ones(n, dtype=bool) if active is None else np.asarray(active, dtype=bool).copy()
+        rows = np.flatnonzero(ask & ~self._dead)
+        if rows.size == 0:
+            return out
+        if self.gave_up is None:
+            try:
+                answer = self._decide(obs[rows])
+            except _TooSlow:
+                self.slow_decisions += 1
+                if self.slow_decisions < self.MAX_SLOW_DECISIONS:
+                    return out  # this decision forfeited: every ship drifts
+                self.gave_up = (f"{self.slow_decisions} decisions over the limit of "
+                                f"{self.decision_seconds * 1000:.0f} ms")
+            except Exception as exc:  # anything the runtime raises: out of memory, bad shapes
+                self.gave_up = f"the model failed while deciding ({_reason(exc)})"
+        if self.gave_up is not None:
+            for r in rows:
+                self._forfeit(int(r), self.gave_up)
+            return out
+        valid = (answer >= 0) & (answer < self.n_actions)
+        out[rows[valid]] = answer[valid]
+        for r, a in zip(rows[~valid], answer[~valid]):
+            self._forfeit(int(r), f"answered action {int(a)}, not one of 0..{self.n_actions - 1}")
+        return out
+
+    def _forfeit(self, row: int, reason: str) -> None:
+        self._new_forfeits[row] = reason
+        self._dead[row] = True
+
+    def _decide(self, obs: np.ndarray) -> np.ndarray:
+        """Actions of the rows of `obs` (an ndarray of ints, any values the model gives)."""
+        if self.one_row and obs.shape[0] > 1:
+            return np.concatenate([self._decide_rows(obs[i:i + 1]) for i in range(obs.shape[0])])
+        return self._decide_rows(obs)
+
+    def _decide_rows(self, obs: np.ndarray) -> np.ndarray:
+        out = np.asarray(self._run(obs))
+        n = obs.shape[0]
         if out.dtype.kind in "iu":
+            if out.size != n:
+                raise ValueError(f"answered {out.size} actions for {n} observations")
             return out.reshape(-1).astype(np.int64)
-        return _masked_argmax(out.reshape(obs.shape[0], -1), obs)
+        if out.dtype.kind != "f" or out.size != n * self.n_actions:
+            raise ValueError(f"answered {out.dtype} of shape {out.shape}, not actions (N,) or "
+                             f"scores (N, {self.n_actions})")
+        return _masked_argmax(out.reshape(n, self.n_actions), obs)
+
+    def _run(self, obs: np.ndarray):
+        if self.decision_seconds is None:
+            return self.session.run(None, {self.input: obs})[0]
+        import onnxruntime as ort
+
+        # onnxruntime stops a run whose options' terminate flag another thread sets.
+        options = ort.RunOptions()
+        timer = threading.Timer(self.decision_seconds, setattr, (options, "terminate", True))
+        timer.start()
+        try:
+            return self.session.run(None, {self.input: obs}, options)[0]
+        except Exception:
+            if options.terminate:
+                raise _TooSlow() from None
+            raise
+        finally:
+            timer.cancel()
+
+
+class _TooSlow(Exception):
+    """A decision stopped at its deadline."""
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception in a few words: its class, or our own one-line message."""
+    return str(exc)[:120] if isinstance(exc, ValueError) else type(exc).__name__
+
+
+def _problems(data: bytes) -> list[str]:
+    try:
+        from .onnx_check import onnx_problems
+
+        return onnx_problems(data)
+    except ImportError:  # without the onnx package only onnxruntime's own checks stand
+        return []
 
 
 # What each algorithm's saved data holds and no other algorithm's does. SB3's zip names the

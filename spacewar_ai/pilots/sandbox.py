@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from ..game.pilot import Pilot
+from ..util.processes import child_command
 
 ALLOWED_BUILTINS = ("abs", "min", "max", "len", "range", "sum", "round", "enumerate", "zip",
                     "float", "int", "bool", "list", "tuple", "sorted", "reversed", "any", "all",
@@ -280,7 +281,7 @@ class StrategyPilot(Pilot):
 
     # --- the child process -------------------------------------------------------------------
     def _start(self) -> None:
-        proc = subprocess.Popen([sys.executable, "-I", str(CHILD_PROGRAM)],
+        proc = subprocess.Popen(child_command([sys.executable, "-I", str(CHILD_PROGRAM)]),
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, env={}, close_fds=True)
         self._proc = proc

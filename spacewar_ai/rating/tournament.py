@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -27,6 +26,7 @@ import numpy as np
 from ..config import GameConfig
 from ..game.engine import DeathCause
 from ..pilots.specs import make_pilot, path_label, spec_path
+from ..util.processes import spawn_context
 from ..util.progress import Progress
 from .match import MatchResult, play_match
 from .ratings import Entrant, RatingsFile, Results, standings
@@ -126,7 +126,7 @@ def _play_pairs(entrants, pairs, games, seed, config, workers, keep_actions=0, p
         return run_tasks(_play_pairing, jobs, progress, games, ray_address or None, (2, 3))
     if workers > 1 and len(jobs) > 1:
         # spawn, not fork: a forked child inherits torch's OpenMP state and can spin forever.
-        ctx = multiprocessing.get_context("spawn")
+        ctx = spawn_context()
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
                                  initargs=(os.getpid(),)) as pool:
             for done in pool.map(_play_pairing, jobs):

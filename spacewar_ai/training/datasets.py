@@ -41,8 +41,11 @@ BATCH = 256  # games played at once
 def dataset_id(name: str) -> str:
     """Minari's form of a name: `namespace/name-vN` (`spacewar/` and `-v0` added if missing)."""
     name = name.strip()
-    if not re.fullmatch(r"[A-Za-z0-9_./-]+", name or "-"):
-        raise ValueError(f"--dataset-id {name!r}: use letters, digits, '-', '_', '.' and '/'")
+    # Each part becomes a folder under Minari's root: none may be empty, "." or "..".
+    if not all(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", part) and ".." not in part
+               for part in name.split("/")):
+        raise ValueError(f"--dataset-id {name[:80]!r}: use NAME or NAMESPACE/NAME, each of "
+                         "letters, digits, '-', '_' and '.', starting with a letter or digit")
     if not re.search(r"-v\d+$", name):
         name += "-v0"
     return name if "/" in name else f"spacewar/{name}"

@@ -46,9 +46,6 @@ DQN_ITERATION_STEPS = 64  # DQN vector steps per "update" for logging, evaluatio
 EPISODE_CAUSES = (DeathCause.TORPEDO, DeathCause.STAR, DeathCause.COLLISION, DeathCause.TIMEOUT)
 GAME_FIGURES = ("shots", "hits", "fuel_used", "dodged")  # logged per game under game/
 PROGRESS_UNITS = 1000  # the progress bar counts thousandths of the run's budget
-# latest.pt is also written after a run's first update and whenever this many seconds passed
-# since the last save, so a kill never costs more than a few minutes (or a whole short run).
-SAVE_SECONDS = 120.0
 SCHEDULES = ("learning_rate", "epsilon", "priority_beta")  # logged as charts/<name>
 # What the HParams dashboard compares runs by: the last value each run logged.
 HPARAM_METRICS = ("eval/win_rate", "eval/best_win_rate", "charts/episodic_return",
@@ -406,12 +403,16 @@ class Trainer:
         if c["updates"] % self.cfg.league.snapshot_interval == 0:
             self.league.add_snapshot(self.agent, f"u{c['updates']:06d}")
         self._log_iteration(losses, sps)
-        if c["updates"] % t.eval_interval == 0:
+        evaluating = c["updates"] % t.eval_interval == 0
+        # Saved before an evaluation too (a kill there loses only the evaluation), and again
+        # after it, so that latest.pt holds what the evaluation decided.
+        if evaluating or c["updates"] % t.save_interval == 0 or c["updates"] == 1 \
+                or time.monotonic() - self._last_save >= t.save_seconds:
+            self.save("latest.pt")
+        if evaluating:
             rate = self.evaluate_now()
             self.progress.say(f"update {c['updates']:,}, {c['global_step']:,} steps: "
                               f"{rate:.0%} against {t.eval_opponent}")
-        if c["updates"] % t.save_interval == 0 or c["updates"] == 1 \
-                or time.monotonic() - self._last_save >= SAVE_SECONDS:
             self.save("latest.pt")
         if c["updates"] % (t.save_interval * 10) == 0:
             self.save(f"ckpt_{c['updates']:06d}.pt")
@@ -484,7 +485,8 @@ class Trainer:
                     self._run_dqn()
                 if self.counters["updates"] % t.eval_interval:
                     # Otherwise the final network, which had no evaluation of its own, could
-                    # never become best.pt.
+                    # never become best.pt; saved first, as at every evaluation.
+                    self.save("latest.pt")
                     self.evaluate_now()
                 self.save("latest.pt")
             finally:

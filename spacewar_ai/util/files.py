@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -62,3 +63,12 @@ def remove_stale_temps(folder: str | os.PathLike) -> list[Path]:
                 tmp.unlink(missing_ok=True)
                 removed.append(tmp)
     return removed
+
+
+_ABSOLUTE = re.compile(r"(?<![\w.~])/(?:[^\s/'\"]+/)+([^\s/'\"]+)")
+
+
+def hide_paths(text: str) -> str:
+    """`text` with every absolute path shortened to its last part, for words a visitor reads:
+    a file's name helps them, where it lies on the server does not concern them."""
+    return _ABSOLUTE.sub(lambda m: m.group(1), str(text))

@@ -123,8 +123,12 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
                 data = replay_frames(parse_replay(text, name), name)
             else:
                 rel = request.query_params.get("path", "")
-                path = files.inside(rel, files.runs)
-                data = replay_frames(load_replay(path), rel)
+                path = files.replay(rel)
+                try:
+                    replay = load_replay(path)
+                except (ValueError, OSError):  # its words may quote the file or its path
+                    raise ValueError(f"{rel[:300]}: not a valid replay") from None
+                data = replay_frames(replay, rel)
         except TooLarge as exc:
             return problem(exc, 413)
         except (ValueError, OSError) as exc:  # ReplayError is a ValueError

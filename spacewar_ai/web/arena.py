@@ -1,7 +1,8 @@
 """The arena's pages in the browser app: `/arena` (submit a pilot, read the leaderboard),
 `GET /api/arena` and `POST /api/arena/submit?name=NAME&file=FILE` (the file as the body), and
-`ArenaRunner`, which plays the queued pairings one at a time in a process of its own
-(arena.run_pairing) so that no pilot ever runs in the server's event loop.
+`ArenaRunner`, which plays the queued pairings, `arena_runners` at a time, each in a confined
+process of its own (rating.arena.run_pairing), so that no pilot ever runs in the server's event
+loop and no one submission can hold the queue.
 """
 
 from __future__ import annotations
@@ -10,31 +11,38 @@ import asyncio
 import contextlib
 from pathlib import Path
 
-from ..rating.arena import PAIRING_GAMES, Arena, run_pairing
+from ..rating.arena import PAIRING_GAMES, Arena, Confinement, run_pairing
 from .live import public_message
 
-PAIRING_DEADLINE = 900.0  # seconds for one pairing; past it the newer player is refused
-IDLE_SECONDS = 30.0  # the runner looks for work this often when nothing woke it
+IDLE_SECONDS = 30.0  # a runner looks for work this often when nothing woke it
 
 
 class ArenaRunner:
-    """Plays the arena's unplayed pairings in order, one at a time, for as long as the server
-    runs; `wake()` after a submission starts its games at once."""
+    """Plays the arena's unplayed pairings for as long as the server runs, `runners` at once
+    (Arena.next_pairing chooses, fairly between submitters); `wake()` after a submission starts
+    its games at once."""
 
-    def __init__(self, arena: Arena):
+    def __init__(self, arena: Arena, limits: Confinement = Confinement(), runners: int = 1):
         self.arena = arena
+        self.limits = limits
+        self.runners = int(runners)
+        self.busy: set[tuple[int, int]] = set()
         self._wake = asyncio.Event()
-        self._task: asyncio.Task | None = None
+        self._choosing = asyncio.Lock()
+        self._tasks: list[asyncio.Task] = []
 
     def start(self) -> None:
-        self._task = asyncio.ensure_future(self._loop())
+        self._tasks = [asyncio.ensure_future(self._loop()) for _ in range(self.runners)]
 
     def wake(self) -> None:
         self._wake.set()
 
     async def _loop(self) -> None:
         while True:
-            pairing = await asyncio.to_thread(self.arena.next_pairing)
+            async with self._choosing:  # chosen and marked busy before another runner looks
+                pairing = await asyncio.to_thread(self.arena.next_pairing, frozenset(self.busy))
+                if pairing is not None:
+                    self.busy.add((pairing[0]["id"], pairing[1]["id"]))
             if pairing is None:
                 self._wake.clear()
                 # Woken by a submission, or after IDLE_SECONDS to look again either way.
@@ -42,21 +50,30 @@ class ArenaRunner:
                     await asyncio.wait_for(self._wake.wait(), IDLE_SECONDS)
                 continue
             a, b = pairing
-            outcome = await asyncio.to_thread(run_pairing, self.arena.folder, a, b,
-                                              PAIRING_DEADLINE)
-            if outcome[0] == "ok":
-                await asyncio.to_thread(self.arena.record, a, b, outcome[1])
-            elif outcome[0] == "refused":
-                who = a if outcome[1] == a["id"] else b
-                await asyncio.to_thread(self.arena.refuse, who, outcome[2])
-            else:  # too slow: the newer player, whose games these were, leaves the arena
-                await asyncio.to_thread(self.arena.refuse, b, (
-                    f"its pairing against {a['name']} took over {PAIRING_DEADLINE:.0f} s"))
+            key = (a["id"], b["id"])
+            self._wake.set()  # another runner may take the next pairing now
+            try:
+                await self._play(a, b)
+            finally:
+                self.busy.discard(key)
+
+    async def _play(self, a: dict, b: dict) -> None:
+        spent = await asyncio.to_thread(self.arena.spent, a, b)
+        outcome = await asyncio.to_thread(run_pairing, self.arena.folder, a, b, self.limits,
+                                          spent, lambda t: self.arena.charge(a, b, t))
+        if outcome[0] == "ok":
+            await asyncio.to_thread(self.arena.record, a, b, outcome[1])
+        elif outcome[0] == "refused":
+            who = a if outcome[1] == a["id"] else b
+            await asyncio.to_thread(self.arena.refuse, who, outcome[2], (a, b))
+        else:  # too slow: the newer player, whose games these were, leaves the arena
+            await asyncio.to_thread(self.arena.refuse, b, (
+                f"its pairing against {a['name']} took over {self.limits.seconds:.0f} s"), (a, b))
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
 def arena_routes(files, limits):
@@ -67,15 +84,20 @@ def arena_routes(files, limits):
     from .guard import TooLarge, read_body
 
     arena = Arena(Path(files.runs) / "arena")
-    runner = ArenaRunner(arena)
+    runner = ArenaRunner(arena, Confinement(limits.pairing_memory_mb, limits.pairing_cpu_seconds,
+                                            limits.decision_ms, limits.pairing_seconds),
+                         limits.arena_runners)
 
     async def api_arena(request):
         rows = await asyncio.to_thread(arena.leaderboard)
         queued = sum(r["status"] == "queued" for r in rows)
-        return JSONResponse({"players": rows, "queued": queued,
+        left = await asyncio.to_thread(arena.pairings_left)
+        return JSONResponse({"players": rows, "queued": queued, "pairings_left": left,
                              "games_per_pairing": PAIRING_GAMES,
                              "limits": {"submission_bytes": limits.submission_bytes,
-                                        "submissions_per_hour": limits.submissions_per_hour}})
+                                        "submissions_per_hour": limits.submissions_per_hour,
+                                        "decision_ms": limits.decision_ms,
+                                        "pairing_seconds": limits.pairing_seconds}})
 
     async def api_submit(request):
         client = request.client.host if request.client else "?"

@@ -46,6 +46,7 @@ class Files:
         """A pilot spec whose files lie in the project and are of the kind the spec says (a
         strategy file ends in .py, a checkpoint in .pt, ...), so that no other file (a key, a
         config) is ever opened as a pilot and quoted back in an error."""
+        from ..pilots.onnx_check import check_onnx_file
         from ..pilots.specs import map_spec_files, spec_files
 
         spec = str(spec).strip()[:500]
@@ -55,6 +56,8 @@ class Files:
         planner = next((p for p in ("search:", "adapt:") if low.startswith(p)), "")
         for part in (spec[len(planner):].split("+") if planner else [spec]):
             kind = next((k for k in SPEC_SUFFIXES if part.lower().startswith(k)), "")
+            if part.lower().startswith("lm:"):
+                self._local_lm(part[3:])
             for path in spec_files(part) if part else []:
                 full = self.root / path
                 if part.lower().startswith("lm:"):
@@ -66,7 +69,39 @@ class Files:
                 if full.exists() and path.suffix.lower() not in SPEC_SUFFIXES[kind]:
                     raise ValueError(f"{path.name}: a {kind.rstrip(':') or 'checkpoint'} file "
                                      f"ends in {' or '.join(SPEC_SUFFIXES[kind])}")
+                if kind == "onnx:" and full.is_file():
+                    check_onnx_file(self.inside(path), path.name)  # as the arena checks it
         return map_spec_files(spec, self.inside)
+
+    def _local_lm(self, body: str) -> None:
+        """Refuse an lm: spec whose base model is not on this server: a hub id (which the game
+        worker would download), or an adapter whose record names one. The spec is named as the
+        page gave it, never the record's words."""
+        from ..lm.models import SMOLLM2, LMError, resolve_lm
+
+        try:
+            model, _ = resolve_lm(body.partition("@")[0])
+        except LMError:
+            return  # make_pilot names what is wrong; its paths are checked like any other
+        # A path that exists is judged with the spec's other files (inside the project or not).
+        if model.strip().lower() != SMOLLM2 and not (self.root / Path(model).expanduser()).exists():
+            raise ValueError(f"lm:{body[:80]}: only language models on this server fly here "
+                             f"({SMOLLM2}, or a model or adapter folder inside the project); a "
+                             "hub id is never downloaded for a page")
+
+    def replay(self, rel: str) -> Path:
+        """The replay file `rel` names (a path as /api/replays lists them): a .json file in a
+        replays/ folder under runs/; ValueError otherwise, naming `rel` as given."""
+        rel = str(rel)[:300]
+        try:
+            full = self.inside(rel, self.runs)
+        except ValueError:
+            full = None
+        if full is None or full.suffix != ".json" or full.parent.name != "replays":
+            raise ValueError(f"{rel}: not a replay of this server (the Replays page lists them)")
+        if not full.is_file():
+            raise ValueError(f"{rel}: no such replay (the Replays page lists them)")
+        return full
 
     def replays(self) -> list[dict[str, Any]]:
         found = sorted(self.runs.glob("replays/*.json")) + \

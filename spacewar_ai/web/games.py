@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..util.files import PACKAGE_DIR
+from ..util.processes import child_command
 from ..util.json_input import loads_strict
 from .guard import Limits, RateLimit
 from .live import SPEEDS, public_message
@@ -59,7 +60,7 @@ class Workers:
                    PYTHONPATH=os.pathsep.join(filter(None, [PACKAGE_PARENT,
                                                             os.environ.get("PYTHONPATH")])))
         return await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "spacewar_ai.web.worker", str(os.getpid()),
+            *child_command([sys.executable, "-m", "spacewar_ai.web.worker", str(os.getpid())]),
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env,
             limit=2**20)
 

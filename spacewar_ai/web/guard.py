@@ -12,7 +12,9 @@
 - **Limits** (`Limits`, `--limits NAME=VALUE,...`): bodies read in chunks and refused once past
   their size (never read whole first), JSON depth, live games per client and in all, sandboxed
   strategy processes in all, a socket's messages per second, arena submissions per client per
-  hour. Each refusal is one line naming the limit and its setting.
+  hour, and what an arena pairing may use (runners at once, memory, CPU time, wall-clock time,
+  an ONNX model's time per decision). Each refusal is one line naming the limit and its
+  setting.
 """
 
 from __future__ import annotations
@@ -40,6 +42,11 @@ class Limits:
     sandboxes_in_all: int = 4  # strategy files playing live, each a sandboxed process
     submissions_per_hour: int = 5  # arena uploads from one address
     stall_seconds: float = 10.0  # a live game whose worker sends nothing for this long ends
+    arena_runners: int = 2  # arena pairings played at once, each a process of its own
+    pairing_memory_mb: int = 2048  # a pairing process's address space
+    pairing_cpu_seconds: int = 1800  # a pairing process's CPU time
+    pairing_seconds: float = 900.0  # a pairing's wall-clock time, kept across restarts
+    decision_ms: float = 250.0  # an ONNX model's decision in the arena
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

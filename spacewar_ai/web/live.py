@@ -8,6 +8,7 @@ from typing import Any
 
 from ..config import GameConfig
 from ..game import engine
+from ..util.files import hide_paths
 from .files import Files
 
 SPEEDS = (1, 2, 4, 8)
@@ -15,8 +16,9 @@ SPEEDS = (1, 2, 4, 8)
 
 def public_message(exc: BaseException) -> str:
     """What a page may be told of a failure: one line, without a word of any file's contents
-    (sandbox.StrategyError.public where the error has one)."""
-    text = getattr(exc, "public", None) or str(exc)
+    (sandbox.StrategyError.public where the error has one) and no path of the server (a file
+    by its name alone)."""
+    text = hide_paths(getattr(exc, "public", None) or str(exc))
     return " ".join(text.split())[:400] or type(exc).__name__
 
 

@@ -150,7 +150,14 @@ def test_an_lm_flies_in_the_browsers_games_and_only_from_the_project(tiny, tmp_p
     (project / "notes.txt").write_text("not a model")
     refused = {f"lm:{tiny}": "outside this project",  # a model outside the project
                f"lm:tiny+{tmp_path}": "outside this project",  # not an adapter, and outside
-               "lm:notes.txt": "an lm: model is a .gguf file"}
+               "lm:notes.txt": "an lm: model is a .gguf file",
+               # The hub is never asked for a page: not by id, nor by an adapter's record.
+               "lm:HuggingFaceTB/SmolLM2-135M-Instruct": "a hub id is never downloaded",
+               "lm:hubbed": "a hub id is never downloaded"}
+    hubbed = project / "models" / "adapters" / "hubbed"
+    hubbed.mkdir(parents=True)
+    (hubbed / "adapter_config.json").write_text("{}")
+    (hubbed / "spacewar_lm.json").write_text('{"base_model": "SomeOwner/some-model"}')
     for spec, says in refused.items():
         with pytest.raises(ValueError, match=says):
             start_game({"mode": "watch", "a": spec, "b": "heuristic:easy"}, files, 0)

@@ -42,6 +42,7 @@ def test_an_exported_model_chooses_what_the_torch_pilot_chooses(tmp_path, positi
 
     from spacewar_ai.agents.dqn import DQNAgent
     from spacewar_ai.config import DQNConfig
+    from spacewar_ai.pilots.onnx_check import onnx_problems
     from spacewar_ai.pilots.onnx_export import export_onnx
 
     if algorithm == "ppo":
@@ -58,6 +59,7 @@ def test_an_exported_model_chooses_what_the_torch_pilot_chooses(tmp_path, positi
         spec = str(tmp_path / "dqn.pt")
     size = export_onnx(spec, tmp_path / "m.onnx")
     assert size == (tmp_path / "m.onnx").stat().st_size
+    assert onnx_problems((tmp_path / "m.onnx").read_bytes()) == []  # the arena takes it
     session = ort.InferenceSession(str(tmp_path / "m.onnx"))
     actions, scores = session.run(None, {"obs": positions})
     expected = make_pilot(spec).act(positions)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from spacewar_ai.rating.arena import HOUSE, PAIRING_GAMES, Arena, run_pairing
+from spacewar_ai.rating.arena import HOUSE, PAIRING_GAMES, Arena, Confinement, run_pairing
 
 
 def test_an_onnx_model_is_played_and_a_broken_one_refused(tmp_path):
@@ -15,20 +15,29 @@ def test_an_onnx_model_is_played_and_a_broken_one_refused(tmp_path):
     export_onnx("pretrained", tmp_path / "net.onnx")
     arena = Arena(tmp_path / "arena")
     arena.submit("exported", "net.onnx", (tmp_path / "net.onnx").read_bytes(), "1.1.1.1", 5)
-    arena.submit("broken", "junk.onnx", b"not a model at all", "1.1.1.1", 5)
+    with pytest.raises(ValueError, match="^broken.onnx: not an ONNX model"):
+        arena.submit("broken", "junk.onnx", b"not a model at all", "1.1.1.1", 5)
+    arena.submit("swapped", "net.onnx", (tmp_path / "net.onnx").read_bytes(), "1.1.1.1", 5)
     players = {p["name"]: p for p in arena.players()}
     hard = players["heuristic:hard"]
-    outcome = run_pairing(arena.folder, hard, players["exported"], 600)
+    outcome = run_pairing(arena.folder, hard, players["exported"])
     assert outcome[0] == "ok" and outcome[1]["games"] == PAIRING_GAMES
     arena.record(hard, players["exported"], outcome[1])
-    outcome = run_pairing(arena.folder, hard, players["broken"], 600)
-    assert outcome[0] == "refused" and outcome[1] == players["broken"]["id"]
-    assert "not a readable ONNX model" in outcome[2]
-    arena.refuse(players["broken"], outcome[2])
+    # A file changed on disk after it was checked is checked again before it plays.
+    swapped = players["swapped"]
+    (arena.submissions / swapped["file"]).write_bytes(b"not a model at all")
+    outcome = run_pairing(arena.folder, hard, swapped)
+    assert outcome[0] == "refused" and outcome[1] == swapped["id"]
+    assert outcome[2] == "swapped: not an ONNX model (it does not parse)"
+    arena.refuse(swapped, outcome[2], (hard, swapped))
     board = {row["name"]: row for row in arena.leaderboard()}
     assert board["exported"]["games"] == PAIRING_GAMES and board["exported"]["rating"] is not None
-    assert board["broken"]["status"] == "refused"
-    assert players["broken"]["spec"] not in arena.player_specs()
+    assert board["swapped"]["status"] == "refused"
+    assert board["swapped"]["note"] == "swapped: not an ONNX model (it does not parse)"
+    assert swapped["spec"] not in arena.player_specs()
+    while (pair := arena.next_pairing()) is not None:  # the rest of the queue, without it
+        assert swapped["id"] not in (pair[0]["id"], pair[1]["id"])
+        arena.record(*pair, {"games": 2, "wins_a": 1, "wins_b": 1, "draws": 0, "replays": []})
 
 
 def test_pairings_are_each_played_once_in_order(tmp_path):
@@ -54,3 +63,58 @@ def test_pairings_are_each_played_once_in_order(tmp_path):
 def test_a_refused_submission_is_one_line(tmp_path, name, file, data, says):
     with pytest.raises(ValueError, match=says):
         Arena(tmp_path / "arena").submit(name, file, data, "3.3.3.3", 5)
+
+
+def _arena_with(tmp_path, *builds):
+    """An arena with one ONNX submission per (name, builder) from address 9.9.9.9."""
+    arena = Arena(tmp_path / "arena")
+    for name, build in builds:
+        arena.submit(name, "m.onnx", build(tmp_path / f"{name}.onnx").read_bytes(), "9.9.9.9", 9)
+    players = {p["name"]: p for p in arena.players()}
+    return arena, players
+
+
+def test_a_memory_bomb_and_a_slow_model_are_confined_and_refused(tmp_path):
+    pytest.importorskip("onnxruntime")
+    from tests import hostile_onnx as hostile
+
+    arena, players = _arena_with(tmp_path, ("bomb", hostile.memory_bomb), ("slow", hostile.slow))
+    house = players["random"]
+    outcome = run_pairing(arena.folder, house, players["bomb"], Confinement(memory_mb=2048))
+    assert outcome[:2] == ("refused", players["bomb"]["id"])
+    assert outcome[2].startswith("bomb: the model failed while deciding (")
+    outcome = run_pairing(arena.folder, house, players["slow"], Confinement(decision_ms=50))
+    assert outcome == ("refused", players["slow"]["id"],
+                       "slow: 3 decisions over the limit of 50 ms")
+
+
+def test_a_pairing_deadline_counts_the_time_spent_before_a_restart(tmp_path):
+    arena = Arena(tmp_path / "arena")
+    a, b = arena.next_pairing()
+    assert arena.spent(a, b) == 0.0
+    arena.charge(a, b, 42.5)  # written every few seconds while the pairing runs
+    assert Arena(tmp_path / "arena").spent(a, b) == 42.5  # what a restarted server reads
+    limits = Confinement(seconds=40.0)
+    assert run_pairing(arena.folder, a, b, limits, arena.spent(a, b)) == ("timeout",)
+    arena.refuse(b, "its pairing took too long", (a, b))
+    assert arena.spent(a, b) == 0.0 and b["id"] not in {
+        p["id"] for p in arena.players() if p["status"] != "refused"}
+
+
+def test_the_next_pairing_is_fair_between_submitters(tmp_path):
+    arena = Arena(tmp_path / "arena")
+    while (pair := arena.next_pairing()) is not None:  # the house pilots' own pairings
+        arena.record(*pair, {"games": 2, "wins_a": 1, "wins_b": 1, "draws": 0, "replays": []})
+    source = b"def strategy(obs):\n    return 1\n"
+    for k in range(3):
+        arena.submit(f"many{k}", "s.py", source, "6.6.6.6", 9)
+    arena.submit("late", "s.py", source, "7.7.7.7", 9)
+    client = {p["id"]: p["client"] for p in arena.players()}
+    first = arena.next_pairing()
+    assert client[first[1]["id"]] == "6.6.6.6"  # the oldest submission first
+    busy = frozenset({(first[0]["id"], first[1]["id"])})
+    second = arena.next_pairing(busy)  # the other runner: not the busy address again
+    assert client[second[1]["id"]] == "7.7.7.7"
+    arena.record(*first, {"games": 2, "wins_a": 1, "wins_b": 1, "draws": 0, "replays": []})
+    # 6.6.6.6 has had a pairing played this hour and 7.7.7.7 none: 7.7.7.7 goes first.
+    assert client[arena.next_pairing()[1]["id"]] == "7.7.7.7"

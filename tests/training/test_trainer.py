@@ -487,27 +487,36 @@ def test_a_run_clears_what_killed_writes_left_behind(tmp_path):
     assert not any(p.exists() for p in stale) and keep.exists()
 
 
-def test_a_run_saves_after_its_first_update_and_then_by_time_as_well(tmp_path, monkeypatch):
-    import spacewar_ai.training.trainer as training
-
-    def saves(cfg):
+def test_a_run_saves_after_its_first_update_by_time_and_before_each_evaluation(tmp_path):
+    def events(cfg):
+        """("save", update) of each latest.pt and ("eval", update) of each evaluation."""
         trainer = Trainer(cfg, quiet=True)
-        seen, real = [], trainer.save
+        seen, save, evaluate = [], trainer.save, trainer.evaluate_now
 
-        def spy(name):
-            seen.append((name, trainer.counters["updates"]))
-            return real(name)
+        def spy_save(name):
+            if name == "latest.pt":
+                seen.append(("save", trainer.counters["updates"]))
+            return save(name)
 
-        trainer.save = spy
+        def spy_evaluate():
+            seen.append(("eval", trainer.counters["updates"]))
+            return evaluate()
+
+        trainer.save, trainer.evaluate_now = spy_save, spy_evaluate
         trainer.run()
-        return [u for name, u in seen if name == "latest.pt"]
+        return seen
 
-    # save_interval far away: the first update is saved at once, then only the end.
-    assert saves(tiny_run(tmp_path, run_name="a", save_interval=1000, eval_interval=1000,
-                      total_timesteps=16 * 16 * 4)) == [1, 4]
-    monkeypatch.setattr(training, "SAVE_SECONDS", 0.0)  # every save due by the clock
-    assert saves(tiny_run(tmp_path, run_name="b", save_interval=1000, eval_interval=1000,
-                      total_timesteps=16 * 16 * 4)) == [1, 2, 3, 4, 4]
+    # save_interval far away: the first update is saved at once; each evaluation (here every
+    # second update) is saved before it starts, so a kill in it loses nothing, and after it.
+    assert events(tiny_run(tmp_path, run_name="a", save_interval=1000, eval_interval=2,
+                           total_timesteps=16 * 16 * 4)) == [
+        ("save", 1), ("save", 2), ("eval", 2), ("save", 2), ("save", 4), ("eval", 4),
+        ("save", 4), ("save", 4)]
+    # Every save due by the clock; the final evaluation (off the interval) saved around too.
+    assert events(tiny_run(tmp_path, run_name="b", save_interval=1000, eval_interval=1000,
+                           save_seconds=1e-9, total_timesteps=16 * 16 * 4)) == [
+        ("save", 1), ("save", 2), ("save", 3), ("save", 4), ("save", 4), ("eval", 4),
+        ("save", 4)]
 
 
 def test_log_dir_flag_puts_the_tensorboard_events_there(tmp_path, monkeypatch):

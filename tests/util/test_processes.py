@@ -1,5 +1,5 @@
 """A worker asks the kernel to kill it when its parent dies: a SIGKILL of the run, which no
-Python code can catch, still takes its workers with it."""
+Python code can catch, still takes its workers with it, even one still importing torch."""
 
 import os
 import signal
@@ -59,3 +59,39 @@ def test_a_worker_whose_parent_died_before_it_asked_exits():
                          capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 1 and "still here" not in out.stdout  # its parent is not pid 1
+
+
+# A parent that starts a worker as the package starts its workers (spawn_context), prints its pid
+# and waits to be killed; the worker's own code would leave a mark once torch is imported.
+EARLY = """
+import sys, time
+from spacewar_ai.util.processes import spawn_context
+from tests.util.late_worker import run
+proc = spawn_context().Process(target=run, args=(sys.argv[1],))
+proc.start()
+print(proc.pid, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_a_worker_killed_with_its_parent_while_it_imports_runs_none_of_its_code(tmp_path):
+    from spacewar_ai.util.processes import _setpriv, child_command
+
+    if _setpriv() is None:
+        pytest.skip("setpriv --pdeathsig (util-linux) is not installed")
+    assert child_command(["python"])[-1] == "python"
+    marker = tmp_path / "ran"
+    parent = subprocess.Popen([sys.executable, "-c", EARLY, str(marker)], stdout=subprocess.PIPE,
+                              text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        worker = int(parent.stdout.readline())
+        parent.send_signal(signal.SIGKILL)  # the worker is still importing torch
+        parent.wait(timeout=60)
+        deadline = time.monotonic() + 60  # a safety net for a slow host; the kernel acts at once
+        while _alive(worker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(worker)
+        assert not marker.exists()  # killed before any of its code ran
+    finally:
+        parent.kill()

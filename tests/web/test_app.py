@@ -289,11 +289,25 @@ def test_bad_input_is_one_line_on_the_page(page, server, project):
         assert "Traceback" not in page.text_content("#error")
 
 
-def test_no_file_outside_the_project_is_served(server, project):
-    status, body = _get(f"{server}/api/replay?path=../../../../etc/passwd")
-    assert status == 400 and "outside" in body["error"]
-    status, body = _get(f"{server}/api/replay?path=checkpoints/ratings.json")
-    assert status == 400 and "outside runs" in body["error"]  # replays come from runs/ only
+def test_only_replay_files_are_served(server, project):
+    """Nothing but the replays under runs/ (not the arena's database or uploads, not a file
+    outside the project); errors name the path as asked, never the server's, nor a byte."""
+    arena = project / "runs" / "arena" / "submissions"
+    arena.mkdir(parents=True, exist_ok=True)
+    (arena / "1-abc.onnx").write_bytes(b"\x08\x07model bytes")
+    (project / "runs" / "replays").mkdir(exist_ok=True)
+    (project / "runs" / "replays" / "torn.json").write_bytes(b'{"version": \xff\xfe}')
+    for path, says in (("../../../../etc/passwd", "not a replay of this server"),
+                       ("checkpoints/ratings.json", "not a replay of this server"),
+                       ("runs/arena/arena.db", "not a replay of this server"),
+                       ("runs/arena/submissions/1-abc.onnx", "not a replay of this server"),
+                       ("runs/replays/none.json", "no such replay"),
+                       ("runs/replays/torn.json", "not a valid replay")):
+        status, body = _get(f"{server}/api/replay?path={path}")
+        assert status == 400 and body["error"] == f"{path}: {says}" + (
+            " (the Replays page lists them)" if "valid" not in says else ""), body
+        assert str(project) not in body["error"]
+    (project / "runs" / "replays" / "torn.json").unlink()  # the module's other tests list them
     status, _ = _get(f"{server}/static/..%2fweb.py", as_json=False)
     assert status == 404
 

@@ -37,3 +37,14 @@ def test_only_the_projects_own_files_and_of_the_kind_a_spec_says(project):
     assert [r["path"] for r in project.replays()] == ["runs/replays/a.json"]
     assert "checkpoints/run-1/best.pt" in project.pilots()
     assert "search:pretrained" in project.pilots()
+
+
+def test_an_onnx_spec_is_checked_as_the_arena_checks_an_upload(project):
+    pytest.importorskip("onnx")
+    from tests import hostile_onnx as hostile
+
+    hostile.custom_op(project.root / "evil.onnx")
+    with pytest.raises(ValueError, match="^evil.onnx: it imports the operator domain 'com.evil'"):
+        project.check_spec("onnx:evil.onnx")
+    hostile.plain(project.root / "plain.onnx")
+    assert project.check_spec("onnx:plain.onnx") == f"onnx:{project.root / 'plain.onnx'}"

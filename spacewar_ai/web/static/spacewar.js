@@ -384,7 +384,7 @@ const SW = (() => {
       const fmt = (x, d = 0) => (x === null || x === undefined ? "-" : Number(x).toFixed(d));
       const show = async () => {
         const data = await getJSON("/api/arena");
-        let html = `<p>${data.games_per_pairing} games a pairing; ${data.queued} waiting for games.</p>` +
+        let html = `<p>${data.games_per_pairing} games a pairing; ${data.queued} waiting for their first games, ${data.pairings_left} pairings to play.</p>` +
           `<table class="ratings"><tr><th>#</th><th>pilot</th><th>kind</th><th>rating (95% CI)</th><th>games</th><th>status</th><th>games to watch</th></tr>`;
         data.players.forEach((p, i) => {
           html += `<tr><td>${i + 1}</td><td>${esc(p.name)}</td><td>${esc(p.kind)}</td>` +

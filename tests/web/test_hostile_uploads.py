@@ -1,0 +1,96 @@
+"""Uploads a hostile visitor might send to the arena, over real HTTP on 127.0.0.1: every model
+that breaks a rule is refused in one line before it is queued; those that keep the rules and
+misbehave when they run (a slow model, a memory bomb, actions out of range, a strategy that
+crashes) are confined: refused or forfeited, while honest submissions are rated beside them and
+the server answers pages throughout. No answer names a path of the server."""
+
+import json
+import time
+from urllib.parse import urlencode
+
+import pytest
+
+from tests.helpers import http_request
+
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from tests import hostile_onnx as hostile  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+AIM = (b"def strategy(obs):\n    if obs[34] > 0.5 and abs(obs[12]) < 0.2:\n        return 4\n"
+       b"    return 1 if obs[12] > 0 else 2\n")
+CRASH = b"def strategy(obs):\n    return [1, 2][5]\n"
+
+
+def _submit(server, name, filename, data: bytes):
+    status, body = http_request(server, "POST", "/api/arena/submit?" + urlencode(
+        {"name": name, "file": filename}), data)
+    return status, json.loads(body)
+
+
+def test_hostile_uploads_are_refused_or_confined_and_the_arena_goes_on(tmp_path):
+    from spacewar_ai.rating.arena import HOUSE, PAIRING_GAMES
+    from spacewar_ai.web.app import BackgroundServer
+    from spacewar_ai.web.guard import Limits
+
+    made = tmp_path / "made"
+    made.mkdir()
+    secret = tmp_path / "secret.bin"
+    secret.write_bytes(bytes(24))
+    refused_at_once = {
+        "relative": hostile.external_data(made / "r.onnx", "../secret.bin"),
+        "absolute": hostile.external_data(made / "a.onnx", str(secret)),
+        "symlinked": hostile.symlinked(made / "s.onnx", str(secret)),
+        "custom-op": hostile.custom_op(made / "c.onnx"),
+        "huge": hostile.huge_tensor(made / "h.onnx"),
+        "shape-bomb": hostile.constant_of_shape(made / "b.onnx"),
+    }
+    srv = BackgroundServer(tmp_path / "project", limits=Limits(
+        submissions_per_hour=50, decision_ms=100, pairing_memory_mb=2048))
+    try:
+        for name, path in refused_at_once.items():
+            status, reply = _submit(srv, name, "model.onnx", path.read_bytes())
+            assert status == 400 and reply["error"].startswith(f"{name}.onnx: "), reply
+            assert "\n" not in reply["error"] and str(tmp_path) not in reply["error"]
+        board = json.loads(http_request(srv, "GET", "/api/arena")[1])
+        assert {p["name"] for p in board["players"]} == set(HOUSE)  # none of them queued
+
+        uploads = {"slow": ("m.onnx", hostile.slow(made / "slow.onnx").read_bytes()),
+                   "bomb": ("m.onnx", hostile.memory_bomb(made / "bomb.onnx").read_bytes()),
+                   "wild": ("m.onnx", hostile.actions(made / "wild.onnx", 123456).read_bytes()),
+                   "crash": ("c.py", CRASH), "aimer": ("a.py", AIM)}
+        for name, (filename, data) in uploads.items():
+            assert _submit(srv, name, filename, data)[0] == 200, name
+        answered = 0
+        deadline = time.monotonic() + 1500  # a safety net for a slow host
+        while time.monotonic() < deadline:
+            # The pages answer while the pairings play (the figures: scripts/web_load.py).
+            status, _ = http_request(srv, "GET", "/api/pilots", timeout=30)
+            assert status == 200
+            answered += 1
+            board = json.loads(http_request(srv, "GET", "/api/arena")[1])
+            if board["pairings_left"] == 0:
+                break
+            time.sleep(0.5)
+        players = {p["name"]: p for p in board["players"]}
+        assert board["pairings_left"] == 0 and answered > 1, board
+        assert players["slow"]["status"] == "refused"
+        assert players["slow"]["note"] == "slow: 3 decisions over the limit of 100 ms"
+        assert players["bomb"]["status"] == "refused"
+        assert players["bomb"]["note"].startswith("bomb: the model failed while deciding (")
+        # Forfeits, not refusals: every game of theirs is lost, and each saved game loads.
+        for name in ("wild", "crash", "aimer"):
+            assert players[name]["status"] == "rated", players[name]
+            assert players[name]["games"] >= PAIRING_GAMES * len(HOUSE)
+        assert players["aimer"]["score"] > players["wild"]["score"]
+        for rel in players["wild"]["replays"] + players["crash"]["replays"]:
+            status, body = http_request(srv, "GET", "/api/replay?path=" + rel)
+            assert status == 200, body
+        shown = json.dumps(board)
+        assert str(tmp_path) not in shown and "/runs/arena/submissions" not in shown
+    finally:
+        srv.stop()
