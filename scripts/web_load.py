@@ -4,6 +4,7 @@ pages' latency percentiles, the frames each game got, games and pairings complet
 memory of the server with its workers.
 
     python scripts/web_load.py --players 4 --watchers 4 --seconds 60
+    python scripts/web_load.py --players 2 --watchers 2 --seconds 90 --hostile
 
 Every request goes to 127.0.0.1 (a server this script starts over a temporary project), and the
 script stops by itself after --seconds.
@@ -97,17 +98,29 @@ async def _game(url: str, start: dict, until: float, stats: dict, keys: bool,
         stats["errors"].append(type(exc).__name__)
 
 
+def _hostile_uploads(folder: Path) -> dict[str, bytes]:
+    """A slow ONNX model and a memory bomb (tests/hostile_onnx.py), as a visitor would upload."""
+    from tests import hostile_onnx
+
+    return {name: build(folder / f"{name}.onnx").read_bytes()
+            for name, build in (("slow", hostile_onnx.slow), ("bomb", hostile_onnx.memory_bomb))}
+
+
 async def run(players: int, watchers: int, seconds: float, submit_every: float,
-              stuck: bool = False) -> dict:
+              stuck: bool = False, hostile: bool = False) -> dict:
     from spacewar_ai.web.app import BackgroundServer
     from spacewar_ai.web.guard import Limits
 
     root = Path(tempfile.mkdtemp(prefix="web-load-"))
     (root / "stuck.py").write_text(STUCK)
     n = players + watchers + stuck
+    n = max(n, 1)  # the limits are > 0 even when no game is played
     server = BackgroundServer(root, limits=Limits(games_per_client=n, games_in_all=n,
                                                   submissions_per_hour=10**6))
     port = int(server.url.rsplit(":", 1)[1])
+    for name, data in (_hostile_uploads(root) if hostile else {}).items():
+        query = urlencode({"name": name, "file": f"{name}.onnx"})
+        await asyncio.to_thread(_get, port, f"/api/arena/submit?{query}", "POST", data)
     ws_url = server.url.replace("http", "ws") + "/ws/live"
     stats = {"started": 0, "refused": 0, "frames": [], "gaps": [], "errors": []}
     until = time.monotonic() + seconds
@@ -141,6 +154,9 @@ async def run(players: int, watchers: int, seconds: float, submit_every: float,
     await asyncio.gather(*tasks)
     board = json.loads(http_get_body(port, "/api/arena"))
     pairings = sum(p["games"] for p in board["players"]) // 2 // 20
+    mine = [p for p in board["players"] if p["name"].startswith("load")]
+    refused = [p for p in board["players"] if p["name"] in ("slow", "bomb")
+               and p["status"] == "refused"]
     server.stop()
     q = statistics.quantiles(latencies, n=100)
     gaps = sorted(stats["gaps"]) or [0.0]
@@ -151,7 +167,10 @@ async def run(players: int, watchers: int, seconds: float, submit_every: float,
             "frames_per_game_min": min(stats["frames"] or [0]),
             "frame_gap_ms_p50": gaps[len(gaps) // 2],
             "frame_gap_ms_p99": gaps[int(len(gaps) * 0.99)],
+            "page_ms_max": max(latencies),
             "submissions": submitted, "pairings_played": pairings,
+            "submissions_rated": sum(p["status"] == "rated" for p in mine),
+            "hostile_refused": f"{len(refused)} of 2" if hostile else "-",
             "stuck_game_frames": sum(stuck_stats["frames"]) if stuck else "-",
             "memory_mb_start": memory[0], "memory_mb_peak": max(memory)}
 
@@ -174,10 +193,15 @@ def main(argv=None) -> int:
     p.add_argument("--stuck", action="store_true",
                    help="one more game watched whose strategy spends seconds in C code at every "
                         "decision")
+    p.add_argument("--hostile", action="store_true",
+                   help="a slow ONNX model and a memory bomb submitted to the arena first")
     a = p.parse_args(argv)
-    out = asyncio.run(run(a.players, a.watchers, a.seconds, a.submit_every, a.stuck))
+    out = asyncio.run(run(a.players, a.watchers, a.seconds, a.submit_every, a.stuck,
+                          a.hostile))
     print(f"web load: {a.players} players, {a.watchers} watchers (x2 speed)"
-          f"{', a stuck pilot' if a.stuck else ''}, a submission every {a.submit_every:g} s, "
+          f"{', a stuck pilot' if a.stuck else ''}"
+          f"{', a slow model and a memory bomb queued' if a.hostile else ''}, a submission "
+          f"every {a.submit_every:g} s, "
           f"{a.seconds:g} s on 127.0.0.1")
     for key, value in out.items():
         print(f"  {key:<22} {value:,.1f}" if isinstance(value, float) else

@@ -189,6 +189,8 @@ def _files(d: Path) -> dict:
             "buffer_huge.toml": "[dqn]\nbuffer_size = 1000000000000\n",
             "eval_huge.toml": "[train]\neval_episodes = 100000000000\n",
             "name_up.toml": '[train]\nrun_name = ".."\n', "afile": "not a folder",
+            "seed_huge.toml": "[train]\nseed = 158456325028528675187087900672\n",
+            "save_seconds.toml": "[train]\nsave_seconds = 0\n",
             "logdir.toml": f'[train]\nlog_dir = "{d / "afile" / "tb"}"\n'}.items():
         text(name, content)
     (d / "folder").mkdir()
@@ -464,6 +466,15 @@ BAD_INPUT = {
                            "--players A,B"),
     "dataset id characters": (lambda f: ["--datagen", "--players", "random,idle",
                                          "--dataset-id", "a b"], "--dataset-id"),
+    # checked before the first game: nothing is made outside Minari's folder
+    "dataset id climbs": (lambda f: ["--datagen", "--players", "random,idle",
+                                     "--dataset-id", "../../../escaped"],
+                          "--dataset-id '../../../escaped': use NAME or NAMESPACE/NAME"),
+    "config seed overflows": (lambda f: ["--config", f["seed_huge.toml"]],
+                              "seed_huge.toml: [train] TrainConfig.seed="),
+    "config save_seconds 0": (lambda f: ["--config", f["save_seconds.toml"]], "save_seconds"),
+    "onnx spec from nowhere": (lambda f: ["--evaluate", "--checkpoint", "onnx:none.onnx"],
+                               "no such ONNX file"),
     "reward personality typo": (lambda f: ["--reward", "agressive"], "aggressive"),
     # Ray
     "pbt population 1": (lambda f: ["--pbt", "--population", "1"], "--population"),

@@ -159,11 +159,13 @@ def _session_members(sid: int) -> list[int]:
 
 
 @pytest.mark.slow
-def test_a_killed_tournament_leaves_no_process_behind(tmp_path):
+@pytest.mark.parametrize("when", ["importing", "playing"])
+def test_a_killed_tournament_leaves_no_process_behind(tmp_path, when):
     """SIGKILL, which no Python code can catch, of a tournament with two workers and a sandboxed
-    strategy busy in C code (a factorial at every decision, within its budget): its workers,
-    their sandbox children and multiprocessing's helpers all end within seconds (they asked the
-    kernel to follow their parent)."""
+    strategy busy in C code (a factorial at every decision, within its budget), either as soon
+    as its workers exist (still importing torch) or once the strategy plays: its workers, their
+    sandbox children and multiprocessing's helpers all end at once (the kernel was asked to
+    follow their parent before each of them started)."""
     import os
     import signal
     import subprocess
@@ -183,13 +185,18 @@ def test_a_killed_tournament_leaves_no_process_behind(tmp_path):
                 if b"sandbox_child" in Path(f"/proc/{p}/cmdline").read_bytes()]
 
     deadline = time.time() + 60
-    while not sandboxed() and time.time() < deadline:
-        time.sleep(0.2)
-    time.sleep(1.0)  # the child now spends its time inside factorial()
-    assert sandboxed() and len(_session_members(proc.pid)) >= 4
+    if when == "importing":
+        while len(_session_members(proc.pid)) < 3 and time.time() < deadline:
+            time.sleep(0.02)
+        assert not sandboxed()  # no worker has got as far as playing
+    else:
+        while not sandboxed() and time.time() < deadline:
+            time.sleep(0.2)
+        time.sleep(1.0)  # the child now spends its time inside factorial()
+        assert sandboxed() and len(_session_members(proc.pid)) >= 4
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    deadline = time.time() + 3
+    deadline = time.time() + 2
     while _session_members(proc.pid) and time.time() < deadline:
         time.sleep(0.1)
     survivors = _session_members(proc.pid)

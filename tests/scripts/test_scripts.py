@@ -133,14 +133,14 @@ def test_web_load_drives_a_local_server_and_reports(tmp_path):
     pytest.importorskip("uvicorn")
     web_load = load_script("web_load")
     out = _script(tmp_path, "web_load", "--players", "1", "--watchers", "1", "--seconds", "8",
-                  "--submit-every", "3", "--stuck")
+                  "--submit-every", "3", "--stuck", "--hostile")
     figures = dict(line.split(None, 1) for line in out.stdout.splitlines()[1:])
     # Behaviour, whatever the host's load: both games started and showed their frames beside
     # the stuck one, no socket failed, the arena took the submissions, and every figure the
     # report promises is there (their values are the benchmark's business, not this test's).
     assert figures["games_started"] == "2" and figures["socket_errors"] == "0"
     assert int(figures["frames_per_game_min"]) >= web_load.MIN_FRAMES
-    assert int(figures["submissions"]) >= 2
+    assert int(figures["submissions"]) >= 2 and figures["hostile_refused"].endswith(" of 2")
     for key in ("page_ms_p50", "page_ms_p99", "frame_gap_ms_p99", "memory_mb_peak"):
         assert float(figures[key].replace(",", "")) > 0  # measured, not missing
 
