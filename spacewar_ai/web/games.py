@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..util.files import PACKAGE_DIR
-from ..util.processes import child_command
 from ..util.json_input import loads_strict
+from ..util.processes import child_command
 from .guard import Limits, RateLimit
 from .live import SPEEDS, public_message
 

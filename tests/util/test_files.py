@@ -10,6 +10,7 @@ from spacewar_ai.util.files import (
     SHIPPED_DIR,
     STALE_TEMP_SECONDS,
     atomic_write_bytes,
+    hide_paths,
     remove_stale_temps,
 )
 
@@ -66,3 +67,10 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_words_for_a_visitor_show_a_file_by_its_name_alone():
+    said = ("player 'onnx:/srv/app/runs/arena/submissions/6-ab.onnx': not readable; see "
+            "'/home/u/x.toml' and runs/replays/a.json at 1/50 s, from ~/notes/a.txt")
+    assert hide_paths(said) == ("player 'onnx:6-ab.onnx': not readable; see 'x.toml' and "
+                                "runs/replays/a.json at 1/50 s, from ~/notes/a.txt")
