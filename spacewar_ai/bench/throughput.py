@@ -183,7 +183,8 @@ def bench_video(games: int, seed: int) -> float:
     return float(np.median(times))
 
 
-def run_benchmark(repeats: int = 5, seed: int = 0, quick: bool = False) -> dict[str, float]:
+def run_benchmark(repeats: int = 5, seed: int = 0, quick: bool = False,
+                  lm_spec: str = "smollm2") -> dict[str, float]:
     """Measure and print; returns the figures (game-steps/s, decisions/s)."""
     skip = GameConfig().frame_skip
     scale = 0.1 if quick else 1.0
@@ -217,7 +218,7 @@ def run_benchmark(repeats: int = 5, seed: int = 0, quick: bool = False) -> dict[
         if unit == "game-steps/s":
             extra = f"   ({value * skip:,.0f} frames/s)"
         print(f"  {name:<{width}}  {value:>14,.0f} {unit}{extra}")
-    figures.update(bench_lm(seed, quick))
+    figures.update(bench_lm(seed, quick, lm_spec))
     figures.update(bench_ray(seed, quick))
     return figures
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .common import SEED
 from .parser import flag, mode
+from .train import BASE_MODEL
 
 QUICK = flag("--quick", "common", action="store_true",
              help="benchmarks: a tenth of each measurement's work: a smoke test, not figures "
@@ -12,13 +13,13 @@ QUICK = flag("--quick", "common", action="store_true",
                   "takes several times as long)")
 
 
-@mode("benchmark", reads=(SEED, QUICK),
+@mode("benchmark", reads=(SEED, QUICK, BASE_MODEL),
       flag_help="print engine, vector env, pilot, language-model and Ray throughput; several "
                 "minutes (--quick: a smoke test)")
 def benchmark(parser, args) -> int:
     from ..bench.throughput import run_benchmark
 
-    run_benchmark(seed=args.seed or 0, quick=args.quick)
+    run_benchmark(seed=args.seed or 0, quick=args.quick, lm_spec=args.base_model or "smollm2")
     return 0
 
 

