@@ -171,3 +171,28 @@ def test_cleanrl_curve_names_a_missing_cleanrl_file(tmp_path):
     assert out.stderr.strip().endswith("give the path of cleanrl/ppo.py in a clone of "
                                        "github.com/vwxyzjn/cleanrl")
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_lm_ceiling_reads_back_what_the_prompt_says_and_reports(tmp_path):
+    """scripts/lm_ceiling.py: the prompt's numbers are exactly its text's (a state's situation
+    read back), and a small run writes the agreement of every view on every set of states."""
+    from spacewar_ai.lm.view import situation
+    from tests.helpers import game_observations
+
+    ceiling = load_script("lm_ceiling")
+    obs = game_observations()[:200]
+    numbers = [ceiling.prompt_numbers(situation(o)) for o in obs]
+    assert {len(n) for n in numbers} == {19}
+    assert [n[-6:] for n in numbers] == [(o[30:36] > 0.5).astype(float).tolist() for o in obs]
+    assert ceiling.prompt_numbers("Enemy 35 right 4 away, closing. Fuel 50, torpedoes 16. "
+                                  "Valid: 0,2.\nAction:\n")[:7] == [1.0, 35 / 180, 0.4, 0.0, 0.0,
+                                                                   0.0, 0.0]
+    out = tmp_path / "c.json"
+    _script(tmp_path, "lm_ceiling", "--games", "6", "--epochs", "2", "--student",
+            "heuristic:medium", "--student-games", "2", "--json", str(out))
+    figures = json.loads(out.read_text())
+    assert set(figures["agreement"]) == {"prompt", "prompt+aim", "observation", "tactical"}
+    for row in figures["agreement"].values():
+        assert set(row) == {"teacher", "noisy", "student"}
+        assert all(0.0 <= v <= 1.0 for v in row.values())
+    assert min(figures["states"].values()) > 0

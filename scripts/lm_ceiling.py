@@ -1,0 +1,227 @@
+"""How well can the teacher's action be predicted from what the LM's prompt says? The ceiling of
+the text view, measured against the full observation.
+
+    python scripts/lm_ceiling.py --games 400 --json docs/lm_ceiling.json
+
+States come from games of the teacher (heuristic:hard against heuristic:medium) and from games
+a student that errs would reach: the same teacher, but a random valid action at a share of its
+decisions (`--noise`, default 0.3). Every state is labelled with the teacher's action there.
+Then one small classifier (an MLP, the same for each) learns the label from each of:
+
+- `prompt`: exactly what the prompt (lm/view.py) says, read back from its text: bearings and
+  distances of the enemy, star and nearest torpedo, closing or opening, fuel, torpedoes, the
+  valid actions;
+- `prompt+aim`: that and what the teacher decides from, in the words a prompt could use: the
+  bearing to lead the enemy by, how close a torpedo fired now would pass, how close the most
+  dangerous incoming torpedo passes, the intercept's time (the tactical view's columns, rounded
+  as a prompt would round them);
+- `observation`: the 36 numbers of the observation;
+- `tactical`: the tactical view networks read (41 numbers).
+
+Trained on the games of even seeds, tested on the others; the agreement with the teacher on held
+out teacher states and on held-out noisy states is printed. A prompt well below the observation
+is the limit of what any model reading it can learn, whatever its size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+TEACHER, OPPONENT = "heuristic:hard", "heuristic:medium"
+PLACE = re.compile(r"(Enemy|Star|Torpedo) (?:(ahead|behind)|(\d+) (left|right)) (\d+) away")
+
+
+def prompt_numbers(text: str) -> list[float]:
+    """What a situation's text (lm.view.situation) says, as numbers: for the enemy, star and
+    torpedo whether named, bearing (degrees / 180, right positive) and distance (tenths); the
+    enemy's trend and whether it is hidden; fuel; torpedoes; the valid actions."""
+    out: list[float] = []
+    found = {m.group(1): m for m in PLACE.finditer(text)}
+    for thing in ("Enemy", "Star", "Torpedo"):
+        m = found.get(thing)
+        if m is None:
+            out += [0.0, 0.0, 0.0]
+            continue
+        if m.group(2):
+            bearing = 0.0 if m.group(2) == "ahead" else 1.0
+        else:
+            bearing = int(m.group(3)) / 180.0 * (1 if m.group(4) == "right" else -1)
+        out += [1.0, bearing, int(m.group(5)) / 10.0]
+    out.append(1.0 if "closing" in text else -1.0 if "opening" in text else 0.0)
+    out.append(1.0 if "Enemy hidden" in text else 0.0)
+    fuel, ammo = re.search(r"Fuel (\d+), torpedoes (\d+)", text).groups()
+    out += [int(fuel) / 100.0, int(ammo) / 32.0]
+    valid = {int(a) for a in re.search(r"Valid: ([\d,]*)\.", text).group(1).split(",") if a}
+    out += [1.0 if a in valid else 0.0 for a in range(6)]
+    return out
+
+
+def aim_words(columns: np.ndarray) -> list[float]:
+    """The tactical view's five columns as a prompt would say them: the lead's bearing in
+    degrees rounded to 5, the closest approach of a shot now and of the worst incoming torpedo
+    in hit radii (rounded, capped at 9: "9 or more"), the intercept time in tenths of a
+    torpedo's life."""
+    lead_cos, lead_sin, quality, threat, t_hit = (float(v) for v in columns)
+    if lead_cos == 0.0 and lead_sin == 0.0:
+        lead, has_lead = 0.0, 0.0
+    else:
+        lead, has_lead = 5 * round(np.degrees(np.arctan2(lead_sin, lead_cos)) / 5) / 180.0, 1.0
+
+    def radii(q: float) -> float:  # exp(-d / (2 r)) back to d / r
+        return min(9.0, round(-2.0 * np.log(q))) if q > 0 else 9.0
+
+    return [has_lead, lead, radii(quality) / 9.0, radii(threat) / 9.0, round(10 * t_hit) / 10.0]
+
+
+class Noisy:
+    """The teacher, with a random valid action at a share of its decisions."""
+
+    def __init__(self, share: float, seed: int):
+        from spacewar_ai.pilots.specs import make_pilot
+
+        self.teacher = make_pilot(TEACHER)
+        self.name = f"{TEACHER} + {share:.0%} noise"
+        self.identity = self.name
+        self.share = share
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, obs, active=None):
+        out = self.teacher.act(obs, active)
+        valid = obs[:, 30:36] > 0.5
+        flip = self.rng.random(len(obs)) < self.share
+        for g in np.flatnonzero(flip & valid.any(1)):
+            out[g] = self.rng.choice(np.flatnonzero(valid[g]))
+        return out
+
+    def __getattr__(self, name):  # the rest of the pilot interface is the teacher's
+        return getattr(self.teacher, name)
+
+
+def collect(pilot, games: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(observations of ship 0 at its decisions, the game each came from)."""
+    from spacewar_ai.rating.match import play_match
+
+    rows, games_of = [], []
+
+    def record(obs, actions, batch, running):
+        g = np.flatnonzero(running)
+        rows.append(obs[g, 0].copy())
+        games_of.append(g)
+
+    play_match(pilot, OPPONENT, games, seed=seed, swap_sides=False, on_step=record)
+    return np.concatenate(rows), np.concatenate(games_of)
+
+
+def inputs(obs: np.ndarray) -> dict[str, np.ndarray]:
+    from spacewar_ai.game.features import tactical_columns, tactical_view, view_constants
+    from spacewar_ai.lm.view import situation
+
+    constants = view_constants()
+    said = np.array([prompt_numbers(situation(o)) for o in obs], dtype=np.float32)
+    cols = tactical_columns(obs, constants)
+    aim = np.array([aim_words(c) for c in cols], dtype=np.float32)
+    return {"prompt": said, "prompt+aim": np.concatenate([said, aim], 1),
+            "observation": obs.astype(np.float32),
+            "tactical": tactical_view(obs, constants).astype(np.float32)}
+
+
+def agreement(x_train, y_train, tests: dict, epochs: int, seed: int) -> dict[str, float]:
+    """Fit an MLP (2 x 256, ReLU) to the teacher's actions; its agreement on each test set."""
+    import torch
+
+    torch.manual_seed(seed)
+    mean, std = x_train.mean(0), x_train.std(0) + 1e-6
+    net = torch.nn.Sequential(torch.nn.Linear(x_train.shape[1], 256), torch.nn.ReLU(),
+                              torch.nn.Linear(256, 256), torch.nn.ReLU(),
+                              torch.nn.Linear(256, 6))
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    x = torch.as_tensor((x_train - mean) / std)
+    y = torch.as_tensor(y_train)
+    rng = np.random.default_rng(seed)
+    for _ in range(epochs):
+        for idx in np.array_split(rng.permutation(len(x)), max(1, len(x) // 512)):
+            loss = torch.nn.functional.cross_entropy(net(x[idx]), y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    out = {}
+    with torch.no_grad():
+        for name, (xt, yt) in tests.items():
+            pred = net(torch.as_tensor((xt - mean) / std)).argmax(1).numpy()
+            out[name] = float(np.mean(pred == yt))
+    return out
+
+
+def measure(games: int, noise: float, epochs: int, seed: int, student: str | None = None,
+            student_games: int = 64) -> dict:
+    """The agreement table; with `student` (a pilot spec, such as lm:sft@bf16), its own states
+    from `student_games` games are a third test set (never trained on)."""
+    from spacewar_ai.pilots.specs import make_pilot
+
+    teacher = make_pilot(TEACHER)
+    sources = {"teacher": collect(make_pilot(TEACHER), games, seed),
+               "noisy": collect(Noisy(noise, seed), games, seed + 10**6)}
+    if student:
+        sources["student"] = collect(make_pilot(student), student_games, seed + 2 * 10**6)
+    data = {}
+    for name, (obs, game) in sources.items():
+        # Trained on the even games of the teacher and the noisy teacher; the student's are all
+        # held out.
+        train = game % 2 == 0 if name != "student" else np.zeros(len(game), dtype=bool)
+        data[name] = (inputs(obs), teacher.act(obs), train)
+    table = {}
+    for view in ("prompt", "prompt+aim", "observation", "tactical"):
+        x_train = np.concatenate([data[s][0][view][data[s][2]] for s in data])
+        y_train = np.concatenate([data[s][1][data[s][2]] for s in data])
+        tests = {s: (data[s][0][view][~data[s][2]], data[s][1][~data[s][2]]) for s in data}
+        table[view] = agreement(x_train, y_train, tests, epochs, seed)
+    return {"games_per_source": games, "noise": noise, "epochs": epochs, "seed": seed,
+            "student": student, "student_games": student_games if student else 0,
+            "states": {s: int(len(data[s][1])) for s in data},
+            "teacher": TEACHER, "opponent": OPPONENT, "agreement": table}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--games", type=int, default=400, help="games of each source (default 400)")
+    p.add_argument("--noise", type=float, default=0.3,
+                   help="share of the noisy teacher's decisions made at random (default 0.3)")
+    p.add_argument("--epochs", type=int, default=20)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--student", metavar="SPEC",
+                   help="also test on this pilot's own states (lm:sft@bf16, say), never trained on")
+    p.add_argument("--student-games", type=int, default=64)
+    p.add_argument("--json", help="also write the figures to this file")
+    a = p.parse_args(argv)
+    if a.games < 2 or not 0.0 <= a.noise <= 1.0 or a.epochs < 1 or a.student_games < 1:
+        p.error("--games >= 2, --noise in [0, 1], --epochs >= 1, --student-games >= 1")
+    from spacewar_ai.util.threads import use_torch_threads
+
+    use_torch_threads(1)
+    start = time.time()
+    out = measure(a.games, a.noise, a.epochs, a.seed, a.student, a.student_games)
+    out["seconds"] = round(time.time() - start, 1)
+    states = ", ".join(f"{n:,} {s}" for s, n in out["states"].items())
+    print(f"agreement with {TEACHER} on held-out states ({a.games} games a source; {states}):")
+    print(f"  {'what the classifier reads':<28}" + "".join(f"{s + ' states':>16}"
+                                                             for s in out["states"]))
+    for view, row in out["agreement"].items():
+        print(f"  {view:<28}" + "".join(f"{row[s]:>16.1%}" for s in out["states"]))
+    if a.json:
+        from spacewar_ai.util.files import atomic_write_bytes
+
+        atomic_write_bytes(a.json, lambda f: f.write(json.dumps(out, indent=1).encode()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
