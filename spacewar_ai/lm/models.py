@@ -348,6 +348,15 @@ def resolve_lm(spec: str) -> tuple[str, Path | None]:
     return model_spec, folder
 
 
+def lm_view(spec: str) -> int:
+    """The text view `MODEL[+ADAPTER]` reads: the one its adapter was trained with (view 1 for
+    adapters saved before views had numbers), the newest for a base model alone."""
+    from .view import DEFAULT_VIEW
+
+    _, folder = resolve_lm(spec)
+    return int(adapter_meta(folder).get("view", 1)) if folder is not None else DEFAULT_VIEW
+
+
 def lm_identity(spec: str) -> str:
     """What ratings key on for `MODEL[+ADAPTER]`: the base's name and the start of the SHA-256
     of the adapter's files, so an adapter retrained under the same run name is a new player."""

@@ -20,8 +20,8 @@ import numpy as np
 
 from ..config import OBS_MASK
 from ..game.pilot import Pilot
-from .models import LMError, lm_identity, load_lm
-from .view import ANSWER, preamble, situation
+from .models import LMError, lm_identity, lm_view, load_lm
+from .view import ANSWER, DEFAULT_VIEW, preamble, situations
 
 
 class PromptCoder:
@@ -29,9 +29,10 @@ class PromptCoder:
     (with the tokenizer's start token, if it adds one) and each situation after it without, so
     the preamble's cache fits every prompt."""
 
-    def __init__(self, tokenizer, num_actions: int):
+    def __init__(self, tokenizer, num_actions: int, view: int = DEFAULT_VIEW):
         self.tokenizer = tokenizer
         self.num_actions = num_actions
+        self.view = int(view)  # which text view (lm/view.py VIEWS) prompts are written in
         self.prefix = tokenizer(preamble(num_actions)).input_ids
         # Each index must be one token where it is read, after the prompt's last line (a
         # tokenizer may spell a digit differently at the start of a text).
@@ -47,7 +48,7 @@ class PromptCoder:
 
     def situations(self, obs: np.ndarray) -> list[list[int]]:
         """Token ids of each observation's situation (what follows the preamble)."""
-        texts = [situation(o) for o in obs]  # one tokenizer call for the batch
+        texts = situations(obs, self.view)  # one tokenizer call for the batch
         return self.tokenizer(texts, add_special_tokens=False).input_ids if texts else []
 
     def full(self, obs: np.ndarray) -> list[list[int]]:
@@ -131,11 +132,11 @@ class LMPilot(Pilot):
     """A language model flying ships: act(obs (N, D)) -> actions (N,)."""
 
     def __init__(self, model, tokenizer, name: str, num_actions: int = 6,
-                 temperature: float = 0.0, seed: int = 0):
+                 temperature: float = 0.0, seed: int = 0, view: int = DEFAULT_VIEW):
         import torch
 
         self.model = model
-        self.coder = PromptCoder(tokenizer, num_actions)
+        self.coder = PromptCoder(tokenizer, num_actions, view)
         self.name = f"lm:{name}"
         self.identity = self.name  # lm_pilot() names the adapter's contents too
         self.temperature = float(temperature)
@@ -209,6 +210,6 @@ def lm_pilot(spec: str, num_actions: int = 6, device: str = "cpu", seed: int = 0
     model.to(getattr(torch, dtype))
     opts = str(spec).partition("@")[2]
     pilot = LMPilot(model, tokenizer, label + (f"@{opts}" if opts else ""), num_actions,
-                    temperature, seed)
+                    temperature, seed, lm_view(model_spec))
     pilot.identity = f"lm:{lm_identity(model_spec)}" + (f"@{opts}" if opts else "")
     return pilot

@@ -12,7 +12,8 @@
             break
 
 The observation is the prompt the LM pilot reads (lm_view.py: the preamble, the situation, the
-valid actions' indices, then "Action:" and a newline); `preamble=False` leaves the fixed
+valid actions' indices, then "Action:" and a newline), in text view 1 unless `view=2` asks for
+the view that also says the aim (lm/view.py); `preamble=False` leaves the fixed
 preamble out (it is `env.unwrapped.preamble`, for a model that caches it). An action is an index
 or the model's answer as text, read as its first integer. `info["action_mask"]` (int8) and
 `info["valid_actions"]` list what may be answered; an answer that is not one of them (no
@@ -34,7 +35,7 @@ from gymnasium import spaces
 
 from ..game.environment import SpacewarEnv
 from .view import preamble as preamble_text
-from .view import situation, valid_actions
+from .view import VIEWS, situation, valid_actions
 
 NUMBER = re.compile(r"-?\d+")
 MAX_PROMPT = 1024  # characters; prompts are a few hundred
@@ -60,7 +61,10 @@ class SpacewarTextEnv(gym.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, opponent: Any = "heuristic:medium", config=None, reward_config=None,
-                 preamble: bool = True, invalid_penalty: float = -1.0):
+                 preamble: bool = True, invalid_penalty: float = -1.0, view: int = 1):
+        if view not in VIEWS:
+            raise ValueError(f"view={view!r}: the text views are {', '.join(map(str, VIEWS))}")
+        self.view = int(view)  # v0's prompts stay view 1 unless asked: a changed text is a new env
         self.game = SpacewarEnv(config, reward_config, opponent=opponent)
         self.num_actions = self.game.config.num_actions
         self.preamble = preamble_text(self.num_actions)
@@ -71,7 +75,7 @@ class SpacewarTextEnv(gym.Env):
         self._obs = None
 
     def _prompt(self, obs: np.ndarray) -> str:
-        text = situation(obs)
+        text = situation(obs, self.view)
         return self.preamble + text if self.with_preamble else text
 
     def _info(self, info: dict, obs: np.ndarray) -> dict:

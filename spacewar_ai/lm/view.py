@@ -18,8 +18,24 @@ torpedo are named only when there is one; an enemy in hyperspace is "hidden". Fu
 percentage. The valid actions are the observation's mask, so a pilot that answers among them
 never makes an illegal move.
 
-`prompt(obs, num_actions)` is the whole text: `preamble(num_actions)` + `situation(obs)`;
-`valid_actions(obs)` the indices a pilot may answer.
+That is view 1. View 2 (`VIEWS`) adds what a gunner works out and the prompt above cannot say
+(where things will be, not only where they are), from the tactical view's columns
+(game/features.py), after the enemy's sentence:
+
+    Enemy 135 left 6 away, closing. Lead 130 left in 4, shot misses by 9. Threat passes 1 off.
+    Star 165 left 4 away. ...
+
+"Lead" is the bearing to point at for a torpedo to meet the enemy, rounded to 5, and the meeting
+time in tenths of a torpedo's life; "shot misses by" how close a torpedo fired now passes, in hit
+radii (9 for 9 or more); "Threat" names the closest approach of the most dangerous incoming
+torpedo, in hit radii, when it is under 9. With those words a classifier tells the teacher's
+action from the text on the LM's own states nearly as well as from the full tactical view
+(docs/lm.md, "The prompt's ceiling"); without them it cannot. An adapter records the view it was
+trained with and is always shown that one (lm/models.py); new training uses `DEFAULT_VIEW`.
+
+`prompt(obs, num_actions, view)` is the whole text: `preamble(num_actions)` +
+`situation(obs, view)` (`situations` for a batch); `valid_actions(obs)` the indices a pilot may
+answer.
 """
 
 from __future__ import annotations
@@ -38,6 +54,9 @@ ANSWER = "Action:\n"
 STILL = 0.02
 # Torpedoes left are observed as a fraction of the magazine; counted against the default one.
 MAGAZINE = GameConfig().max_ammo
+VIEWS = {1: "where things are", 2: "where things are, and the aim (lead, shot, threat)"}
+DEFAULT_VIEW = 2  # the view new adapters are trained with
+MISS_CAP = 9  # hit radii; a miss or a threat this far or farther is said as this
 
 
 def preamble(num_actions: int = 6) -> str:
@@ -63,8 +82,46 @@ def _where(sin_h: float, cos_h: float, dx: float, dy: float) -> str:
     return f"{_bearing(sin_h, cos_h, dx, dy)} {int(round(10 * math.hypot(dx, dy)))} away"
 
 
-def situation(obs: np.ndarray) -> str:
-    """The ship's state in words and rounded numbers, then the valid actions' indices."""
+def _radii(quality: float) -> int:
+    """A tactical column's exp(-d / (2 hit radius)) back to d in hit radii, capped."""
+    return MISS_CAP if quality <= 0.0 else min(MISS_CAP, int(round(-2.0 * math.log(quality))))
+
+
+def aim(columns: np.ndarray) -> str:
+    """View 2's words from the tactical view's five columns of one observation."""
+    lead_cos, lead_sin, quality, threat, t_hit = (float(v) for v in columns)
+    words = []
+    if lead_cos != 0.0 or lead_sin != 0.0:
+        deg = int(5 * round(math.degrees(math.atan2(lead_sin, lead_cos)) / 5))
+        bearing = "ahead" if deg == 0 else "behind" if abs(deg) >= 180 else \
+            f"{abs(deg)} {'right' if deg > 0 else 'left'}"
+        words.append(f"Lead {bearing} in {int(round(10 * t_hit))}, shot misses by "
+                     f"{_radii(quality)}.")
+    if _radii(threat) < MISS_CAP:
+        words.append(f"Threat passes {_radii(threat)} off.")
+    return " ".join(words)
+
+
+def situations(obs: np.ndarray, view: int = 1) -> list[str]:
+    """`situation` of each row of a batch (N, D), the tactical columns computed once."""
+    obs = np.asarray(obs, dtype=np.float32).reshape(-1, np.asarray(obs).shape[-1])
+    if view not in VIEWS:
+        raise ValueError(f"prompt view {view!r}: the views are {', '.join(map(str, VIEWS))}")
+    if view == 1 or len(obs) == 0:
+        return [_situation(o, "") for o in obs]
+    from ..game.features import tactical_columns, view_constants
+
+    columns = tactical_columns(obs, view_constants(GameConfig()))
+    return [_situation(o, aim(c)) for o, c in zip(obs, columns)]
+
+
+def situation(obs: np.ndarray, view: int = 1) -> str:
+    """The ship's state in words and rounded numbers (with view 2, the aim after the enemy),
+    then the valid actions' indices."""
+    return situations(np.asarray(obs)[None], view)[0]
+
+
+def _situation(obs: np.ndarray, aiming: str) -> str:
     o = np.asarray(obs, dtype=np.float64)
     sin_h, cos_h = o[OBS_OWN + 4], o[OBS_OWN + 5]
     parts = []
@@ -75,6 +132,8 @@ def situation(obs: np.ndarray) -> str:
         rate = (dx * dvx + dy * dvy) / max(math.hypot(dx, dy), 1e-9)
         trend = "" if abs(rate) < STILL else (", closing" if rate < 0 else ", opening")
         parts.append(f"Enemy {_where(sin_h, cos_h, dx, dy)}{trend}.")
+    if aiming:
+        parts.append(aiming)
     sx, sy = o[OBS_STAR], o[OBS_STAR + 1]
     if sx != 0.0 or sy != 0.0:
         parts.append(f"Star {_where(sin_h, cos_h, sx, sy)}.")
@@ -86,11 +145,11 @@ def situation(obs: np.ndarray) -> str:
     return " ".join(parts) + f" Fuel {fuel}, torpedoes {ammo}. Valid: {valid}.\n{ANSWER}"
 
 
-def prompt(obs: np.ndarray, num_actions: int | None = None) -> str:
+def prompt(obs: np.ndarray, num_actions: int | None = None, view: int = 1) -> str:
     """The whole prompt of one observation: preamble + situation. num_actions defaults to the
     observation's (the length of its action mask)."""
     n = len(np.asarray(obs)) - OBS_MASK if num_actions is None else num_actions
-    return preamble(n) + situation(obs)
+    return preamble(n) + situation(obs, view)
 
 
 def valid_actions(obs: np.ndarray) -> list[int]:

@@ -222,7 +222,8 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
     model, tokenizer, start_folder, start_meta = load_trainable(init_from, device)
     reference = load_lm(f"{start_meta['base_model']}+{start_folder}", device)[0]
     base = start_meta["base_model"]
-    coder = PromptCoder(tokenizer, cfg.game.num_actions)
+    view = int(start_meta.get("view", 1))  # the view the starting adapter learned to read
+    coder = PromptCoder(tokenizer, cfg.game.num_actions, view)
     iterations = g.iterations
     if t.episodes:
         iterations = math.ceil(t.episodes / g.games)
@@ -239,7 +240,8 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
 
     def save(done: int) -> None:
         save_adapter(model, adapter_dir, base, model, {
-            "algorithm": "grpo", "init_from": start_folder.name, "iterations": done,
+            "algorithm": "grpo", "view": view, "init_from": start_folder.name,
+            "iterations": done,
             "games": done * g.games, "opponent": g.opponent,
             "rollout_pilot": g.rollout_pilot, "reward": cfg.reward.personality,
             "seconds": round(time.time() - began, 1)})
@@ -257,7 +259,7 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
         tick = time.time()
         model.eval()
         recorder = StateRecorder(LMPilot(model, tokenizer, label, cfg.game.num_actions,
-                                         g.temperature, seed=t.seed * 100_003 + it))
+                                         g.temperature, seed=t.seed * 100_003 + it, view=view))
         with torch.no_grad(), autocast(device, g.bf16):
             games = play_match(recorder, g.opponent, g.games,
                                t.seed + it * g.games, cfg.game, cfg.reward)

@@ -91,7 +91,7 @@ def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
     device = lm_device(cfg)
     torch.manual_seed(t.seed)
     model, tokenizer = load_base(s.base_model, device)
-    coder = PromptCoder(tokenizer, cfg.game.num_actions)
+    coder = PromptCoder(tokenizer, cfg.game.num_actions, s.view)
     peft_model = add_lora(model, s.lora_rank, s.lora_layers)
     writer = SummaryWriter(str(log_dir))
     before = agreement(peft_model, coder, held_obs, held_actions)
@@ -140,7 +140,8 @@ def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
     rate = len(train_obs) * s.epochs / max(training, 1e-9)  # agreement's passes left out
     writer.add_scalar("lm/examples_per_second", rate, step)
     save_adapter(peft_model, adapter_dir, s.base_model, model,
-                 {"algorithm": "sft", "dataset": t.dataset, "dataset_pilot": t.dataset_pilot,
+                 {"algorithm": "sft", "view": s.view, "dataset": t.dataset,
+                  "dataset_pilot": t.dataset_pilot,
                   "examples": len(train_obs), "agreement": after, "seconds": round(seconds, 1),
                   "examples_per_second": round(rate, 2)})
     writer.close()

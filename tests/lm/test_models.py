@@ -152,3 +152,23 @@ def test_saving_and_loading_an_adapter_ask_nothing_of_the_hub(tiny, tmp_path, mo
                  model.get_base_model())
     said = [str(w.message) for w in recwarn] + [r.getMessage() for r in caplog.records]
     assert not [s for s in said if "remote" in s.lower() or "hub" in s.lower()], said
+
+
+def test_an_adapter_is_shown_the_view_it_was_trained_with(tiny, tmp_path, monkeypatch):
+    """An adapter saved before views had numbers reads view 1; one that records a view reads
+    that one; a base model alone reads the newest."""
+    import json
+
+    from spacewar_ai.lm.models import ADAPTER_META, lm_view
+    from spacewar_ai.lm.view import DEFAULT_VIEW
+    from spacewar_ai.pilots.specs import make_pilot
+    from tests.tiny_lm import trained_adapter
+
+    monkeypatch.chdir(tmp_path)
+    folder, _ = trained_adapter(tiny, tmp_path / "models" / "adapters" / "old")
+    assert "view" not in json.loads((folder / ADAPTER_META).read_text())
+    assert lm_view("old") == 1 and make_pilot("lm:old").coder.view == 1
+    meta = json.loads((folder / ADAPTER_META).read_text())
+    (folder / ADAPTER_META).write_text(json.dumps({**meta, "view": 2}))
+    assert lm_view("old") == 2 and make_pilot("lm:old").coder.view == 2
+    assert lm_view(str(tiny)) == DEFAULT_VIEW == 2

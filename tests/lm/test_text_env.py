@@ -49,3 +49,15 @@ def test_an_answer_that_is_not_a_valid_index_plays_drift_and_costs_the_penalty()
         assert info["invalid_answer"] and reward == plain_reward - 2.5, answer
         if term or trunc:
             break
+
+
+def test_the_text_env_speaks_view_1_unless_asked_for_view_2():
+    import gymnasium as gym
+    import pytest
+
+    one, _ = gym.make("SpacewarText-v0").reset(seed=0)
+    two, _ = gym.make("SpacewarText-v0", view=2).reset(seed=0)
+    assert "Lead " not in one and "Lead 10 left in 8, shot misses by 5." in two
+    assert two.replace("Lead 10 left in 8, shot misses by 5. ", "") == one
+    with pytest.raises(ValueError, match="view=5: the text views are 1, 2"):
+        gym.make("SpacewarText-v0", view=5)

@@ -3,7 +3,7 @@
 import numpy as np
 
 from spacewar_ai.config import OBS_MASK
-from spacewar_ai.lm.view import prompt, situation, valid_actions
+from spacewar_ai.lm.view import VIEWS, aim, prompt, situation, situations, valid_actions
 
 
 def _obs(heading_deg=0.0, enemy=(0.0, 0.0), star=(0.0, 0.0), torpedo=(0.0, 0.0),
@@ -35,3 +35,32 @@ def test_the_text_view_names_bearings_distances_and_only_valid_actions():
     assert prompt(_obs()).startswith("Spacewar! You fly a ship. Actions: 0 drift, 1 turn left")
     assert "6 hyperspace" in prompt(np.concatenate([_obs(), [1.0]]))
     assert valid_actions(_obs(mask=(1, 0, 1, 0, 1, 0))) == [0, 2, 4]
+
+
+def test_view_2_says_the_aim_as_the_tactical_view_computes_it():
+    from spacewar_ai.config import GameConfig
+    from spacewar_ai.game.features import tactical_columns, view_constants
+    from tests.helpers import game_observations
+
+    obs = game_observations()[:300]
+    two, one = situations(obs, 2), situations(obs, 1)
+    assert one == [situation(o) for o in obs] and two == [situation(o, 2) for o in obs]
+    columns = tactical_columns(obs, view_constants(GameConfig()))
+    for o, text, words, c in zip(obs, two, one, columns):
+        enemy = words.split(". ")[0] + "."
+        assert text.startswith(enemy) and text.replace(aim(c) + " ", "") == words
+    said = [t for t in two if "Lead " in t]
+    assert said and all(", shot misses by " in t for t in said)
+    # The enemy ahead and a torpedo fired now dead on: lead ahead, a miss of 0 radii.
+    assert aim(np.array([1.0, 0.0, 1.0, 0.0, 0.25])) == "Lead ahead in 2, shot misses by 0."
+    assert aim(np.array([0.0, 1.0, np.exp(-3 / 2), np.exp(-1 / 2), 0.5])) == (
+        "Lead 90 right in 5, shot misses by 3. Threat passes 1 off.")
+    assert aim(np.zeros(5)) == ""  # no intercept, no threat: nothing said
+    assert set(VIEWS) == {1, 2}
+
+
+def test_an_unknown_view_is_refused():
+    import pytest
+
+    with pytest.raises(ValueError, match="prompt view 3: the views are 1, 2"):
+        situation(_obs(), 3)

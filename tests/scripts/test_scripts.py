@@ -182,16 +182,19 @@ def test_lm_ceiling_reads_back_what_the_prompt_says_and_reports(tmp_path):
     ceiling = load_script("lm_ceiling")
     obs = game_observations()[:200]
     numbers = [ceiling.prompt_numbers(situation(o)) for o in obs]
-    assert {len(n) for n in numbers} == {19}
-    assert [n[-6:] for n in numbers] == [(o[30:36] > 0.5).astype(float).tolist() for o in obs]
-    assert ceiling.prompt_numbers("Enemy 35 right 4 away, closing. Fuel 50, torpedoes 16. "
-                                  "Valid: 0,2.\nAction:\n")[:7] == [1.0, 35 / 180, 0.4, 0.0, 0.0,
-                                                                   0.0, 0.0]
+    assert {len(n) for n in numbers} == {24}
+    assert [n[13:19] for n in numbers] == [(o[30:36] > 0.5).astype(float).tolist() for o in obs]
+    assert all(n[19:] == [0.0, 0.0, 0.0, 1.0, 1.0] for n in numbers)  # view 1 says no aim
+    said = ceiling.prompt_numbers("Enemy 35 right 4 away, closing. Lead 30 right in 6, shot "
+                                  "misses by 2. Threat passes 1 off. Fuel 50, torpedoes 16. "
+                                  "Valid: 0,2.\nAction:\n")
+    assert said[:7] == [1.0, 35 / 180, 0.4, 0.0, 0.0, 0.0, 0.0]
+    assert said[19:] == [1.0, 30 / 180, 0.6, 2 / 9, 1 / 9]
     out = tmp_path / "c.json"
     _script(tmp_path, "lm_ceiling", "--games", "6", "--epochs", "2", "--student",
             "heuristic:medium", "--student-games", "2", "--json", str(out))
     figures = json.loads(out.read_text())
-    assert set(figures["agreement"]) == {"prompt", "prompt+aim", "observation", "tactical"}
+    assert set(figures["agreement"]) == {"prompt", "prompt v2", "observation", "tactical"}
     for row in figures["agreement"].values():
         assert set(row) == {"teacher", "noisy", "student"}
         assert all(0.0 <= v <= 1.0 for v in row.values())

@@ -35,7 +35,7 @@ def _model(tiny):
 
     torch.manual_seed(0)
     model, tokenizer = load_base(str(tiny))
-    return add_lora(model, 4), PromptCoder(tokenizer, 6)
+    return add_lora(model, 4), PromptCoder(tokenizer, 6, view=1)  # as these were tuned on
 
 
 def test_grpo_raises_a_rewarded_action_over_an_unrewarded_one_at_the_same_state(tiny):

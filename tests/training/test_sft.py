@@ -40,7 +40,9 @@ def test_sft_trains_an_adapter_that_agrees_more_with_its_teacher(tiny, tmp_path,
     folder = tmp_path / "models" / "adapters" / "sft-tiny"
     meta = adapter_meta(folder)
     assert meta["base_model"] == str(tiny) and meta["dataset_pilot"] == "heuristic:hard"
+    assert meta["view"] == SFTConfig().view == 2  # trained on the view that says the aim
     pilot = make_pilot("lm:sft-tiny")  # the run's name alone: on the base it names
+    assert pilot.coder.view == 2  # and shown the view it was trained with
     from spacewar_ai.training.datasets import arrays
 
     obs, actions = arrays("teach", "heuristic:hard")
