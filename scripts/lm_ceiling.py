@@ -102,19 +102,20 @@ class Noisy:
         return getattr(self.teacher, name)
 
 
-def collect(pilot, games: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(observations of ship 0 at its decisions, the game each came from)."""
+def collect(pilot, games: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(observations of ship 0 at its decisions, the game each came from, the action played)."""
     from spacewar_ai.rating.match import play_match
 
-    rows, games_of = [], []
+    rows, games_of, played = [], [], []
 
     def record(obs, actions, batch, running):
         g = np.flatnonzero(running)
         rows.append(obs[g, 0].copy())
         games_of.append(g)
+        played.append(actions[g, 0].copy())
 
     play_match(pilot, OPPONENT, games, seed=seed, swap_sides=False, on_step=record)
-    return np.concatenate(rows), np.concatenate(games_of)
+    return np.concatenate(rows), np.concatenate(games_of), np.concatenate(played)
 
 
 def inputs(obs: np.ndarray) -> dict[str, np.ndarray]:
@@ -180,7 +181,7 @@ def measure(games: int, noise: float, epochs: int, seed: int, student: str | Non
     if student:
         sources["student"] = collect(make_pilot(student), student_games, seed + 2 * 10**6)
     data = {}
-    for name, (obs, game) in sources.items():
+    for name, (obs, game, _) in sources.items():
         # Trained on the even games of the teacher and the noisy teacher; the student's are all
         # held out.
         train = game % 2 == 0 if name != "student" else np.zeros(len(game), dtype=bool)
@@ -191,7 +192,10 @@ def measure(games: int, noise: float, epochs: int, seed: int, student: str | Non
         y_train = np.concatenate([data[s][1][data[s][2]] for s in data])
         tests = {s: (data[s][0][view][~data[s][2]], data[s][1][~data[s][2]]) for s in data}
         table[view] = agreement(x_train, y_train, tests, epochs, seed)
+    # The student's own agreement with the teacher, on the states it reached.
+    agrees = float(np.mean(sources["student"][2] == data["student"][1])) if student else None
     return {"games_per_source": games, "noise": noise, "epochs": epochs, "seed": seed,
+            "student_agreement": agrees,
             "tokens": prompt_tokens(sources["teacher"][0]) if tokens else {},
             "student": student, "student_games": student_games if student else 0,
             "states": {s: int(len(data[s][1])) for s in data},
@@ -226,6 +230,9 @@ def main(argv=None) -> int:
                                                              for s in out["states"]))
     for view, row in out["agreement"].items():
         print(f"  {view:<28}" + "".join(f"{row[s]:>16.1%}" for s in out["states"]))
+    if a.student:
+        print(f"  {a.student} itself agrees with the teacher on {out['student_agreement']:.1%} of "
+              "its own states")
     for view, n in out["tokens"].items():
         print(f"  prompt of {view}: median {n['median']} tokens, longest {n['max']}")
     if a.json:

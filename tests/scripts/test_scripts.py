@@ -199,3 +199,4 @@ def test_lm_ceiling_reads_back_what_the_prompt_says_and_reports(tmp_path):
         assert set(row) == {"teacher", "noisy", "student"}
         assert all(0.0 <= v <= 1.0 for v in row.values())
     assert min(figures["states"].values()) > 0
+    assert 0.0 <= figures["student_agreement"] < 1.0  # medium is not hard
