@@ -420,8 +420,12 @@ def play(config: GameConfig | None = None, opponent: str | None = None,
                      difficulty="" if opponent or two_player else (difficulty or "medium"))
     if chosen is not None:
         print(f"opponent: {chosen.name} - {chosen.reason}")
-    print("keys: F1 or H for help, P pause, R restart round, Esc quit")
-    results = game.run()
+    try:
+        print("keys: F1 or H for help, P pause, R restart round, Esc quit")
+        results = game.run()
+    except KeyboardInterrupt:  # Ctrl-C before the game's loop began ends the match as in it
+        game.close()
+        results = game.results
     if recorder is not None and recorder.close() is not None:
         print(f"recorded {recorder.frames} frames to {recorder.path}")
     for r in results:

@@ -282,3 +282,19 @@ def test_closing_the_window_mid_round_ends_the_match_cleanly(tmp_path):
     pygame.event.post(pygame.event.Event(pygame.QUIT))
     results = game.run(max_seconds=5)
     assert results == [] and game.quit and game.renderer.closed
+
+
+def test_ctrl_c_as_the_window_opens_ends_the_match_like_ctrl_c_in_it(tmp_path, monkeypatch,
+                                                                     capsys):
+    """A Ctrl-C that lands before the game's loop has begun (the keys' line is printed, the
+    window not yet polled) ends the match as one in the loop does: no "interrupted" message
+    about checkpoints, the rounds so far returned."""
+    from spacewar_ai.human import play as human
+
+    def interrupted_early(self, max_seconds=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(human.HumanGame, "run", interrupted_early)
+    assert human.play(opponent="idle") == []
+    assert "keys: F1 or H for help" in capsys.readouterr().out
