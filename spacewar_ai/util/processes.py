@@ -20,6 +20,7 @@ import os
 import shlex
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 from functools import lru_cache
@@ -47,8 +48,6 @@ def _setpriv() -> str | None:
     path = shutil.which("setpriv")
     if path is None:
         return None
-    import subprocess
-
     try:
         out = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
@@ -75,7 +74,11 @@ def _launcher() -> str | None:
     with open(path, "w") as f:
         f.write("#!/bin/sh\nexec " + shlex.join(child_command([sys.executable])) + ' "$@"\n')
     os.chmod(path, 0o700)
-    return path
+    try:  # a temporary folder mounted noexec cannot start it: spawn as Python does, then
+        ok = subprocess.run([path, "-c", "pass"], capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        ok = False
+    return path if ok else None
 
 
 def spawn_context():
