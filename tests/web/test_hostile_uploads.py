@@ -1,7 +1,7 @@
 """Uploads a hostile visitor might send to the arena, over real HTTP on 127.0.0.1: every model
 that breaks a rule is refused in one line before it is queued; those that keep the rules and
 misbehave when they run (a slow model, a memory bomb, actions out of range, a strategy that
-crashes) are confined: refused or forfeited, while honest submissions are rated beside them and
+crashes, one that burns its CPU inside a builtin) are confined: refused or forfeited, while honest submissions are rated beside them and
 the server answers pages throughout. No answer names a path of the server."""
 
 import json
@@ -24,6 +24,8 @@ pytestmark = pytest.mark.slow
 AIM = (b"def strategy(obs):\n    if obs[34] > 0.5 and abs(obs[12]) < 0.2:\n        return 4\n"
        b"    return 1 if obs[12] > 0 else 2\n")
 CRASH = b"def strategy(obs):\n    return [1, 2][5]\n"
+# Seconds inside one builtin call, which the operation count cannot see: the child's CPU limit.
+BURN = b"import math\n\n\ndef strategy(obs):\n    return math.factorial(10 ** 7) % 6\n"
 
 
 def _submit(server, name, filename, data: bytes):
@@ -62,7 +64,7 @@ def test_hostile_uploads_are_refused_or_confined_and_the_arena_goes_on(tmp_path)
         uploads = {"slow": ("m.onnx", hostile.slow(made / "slow.onnx").read_bytes()),
                    "bomb": ("m.onnx", hostile.memory_bomb(made / "bomb.onnx").read_bytes()),
                    "wild": ("m.onnx", hostile.actions(made / "wild.onnx", 123456).read_bytes()),
-                   "crash": ("c.py", CRASH), "aimer": ("a.py", AIM)}
+                   "crash": ("c.py", CRASH), "burn": ("b.py", BURN), "aimer": ("a.py", AIM)}
         for name, (filename, data) in uploads.items():
             assert _submit(srv, name, filename, data)[0] == 200, name
         answered = 0
@@ -83,11 +85,12 @@ def test_hostile_uploads_are_refused_or_confined_and_the_arena_goes_on(tmp_path)
         assert players["bomb"]["status"] == "refused"
         assert players["bomb"]["note"].startswith("bomb: the model failed while deciding (")
         # Forfeits, not refusals: every game of theirs is lost, and each saved game loads.
-        for name in ("wild", "crash", "aimer"):
+        for name in ("wild", "crash", "burn", "aimer"):
             assert players[name]["status"] == "rated", players[name]
             assert players[name]["games"] >= PAIRING_GAMES * len(HOUSE)
-        assert players["aimer"]["score"] > players["wild"]["score"]
-        for rel in players["wild"]["replays"] + players["crash"]["replays"]:
+        assert players["aimer"]["score"] > max(players[n]["score"] for n in ("wild", "burn"))
+        for rel in players["wild"]["replays"] + players["crash"]["replays"] + \
+                players["burn"]["replays"]:
             status, body = http_request(srv, "GET", "/api/replay?path=" + rel)
             assert status == 200, body
         shown = json.dumps(board)
