@@ -113,8 +113,7 @@ async def run(players: int, watchers: int, seconds: float, submit_every: float,
 
     root = Path(tempfile.mkdtemp(prefix="web-load-"))
     (root / "stuck.py").write_text(STUCK)
-    n = players + watchers + stuck
-    n = max(n, 1)  # the limits are > 0 even when no game is played
+    n = max(players + watchers + stuck, 1)  # the limits are > 0 even when no game is played
     server = BackgroundServer(root, limits=Limits(games_per_client=n, games_in_all=n,
                                                   submissions_per_hour=10**6))
     port = int(server.url.rsplit(":", 1)[1])

@@ -243,6 +243,10 @@ ACTIVATIONS = ("tanh", "relu")
 # "egocentric" turns the observation into the ship's own frame; "world" is the observation as
 # documented.
 OBSERVATION_VIEWS = ("tactical", "egocentric", "world")
+# What a language model's prompt says (lm/view.py): view 1 where things are; view 2 that and the
+# aim. An adapter records the one it was trained on.
+PROMPT_VIEWS = {1: "where things are", 2: "where things are, and the aim (lead, shot, threat)"}
+DEFAULT_PROMPT_VIEW = 2  # the view new adapters are trained with
 
 
 def _check_hidden(obj, name: str) -> None:
@@ -439,11 +443,12 @@ class SFTConfig(_Serializable):
     lora_rank: int = 16  # alpha is twice the rank
     lora_layers: int = 8  # LoRA on the top this many decoder layers (0: all of them)
     bf16: bool = True  # compute in bfloat16 (float32 weights); false: float32 throughout
-    view: int = 2  # the prompt's text view (lm/view.py VIEWS), recorded in the adapter
+    view: int = DEFAULT_PROMPT_VIEW  # the prompt's text view (PROMPT_VIEWS), kept in the adapter
 
     def __post_init__(self) -> None:
-        _require(self.view in (1, 2), "SFTConfig", "view", self.view,
-                 "must be 1 (where things are) or 2 (and the aim); lm/view.py says what each reads")
+        _require(_is_int(self.view) and self.view in PROMPT_VIEWS, "SFTConfig", "view",
+                 self.view, "must be 1 (where things are) or 2 (and the aim); lm/view.py says "
+                 "what each reads")
         _check_positive(self, ("held_out", "epochs", "batch_size", "lora_rank"), integer=True)
         _check_positive(self, ("learning_rate",))
         _require(_is_int(self.lora_layers) and self.lora_layers >= 0, "SFTConfig",

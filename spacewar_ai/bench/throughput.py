@@ -273,7 +273,7 @@ def bench_lm_training(states: dict, obs: np.ndarray, spec: str, repeats: int) ->
 
     s, g, cfg = SFTConfig(), GRPOConfig(), GameConfig()
     model, tokenizer = load_base(spec)
-    coder = PromptCoder(tokenizer, cfg.num_actions)  # the view new adapters are trained with
+    coder = PromptCoder(tokenizer, cfg.num_actions, s.view)
     model = add_lora(model, s.lora_rank, s.lora_layers)
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
     rng = np.random.default_rng(0)

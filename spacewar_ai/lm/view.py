@@ -44,7 +44,7 @@ import math
 
 import numpy as np
 
-from ..config import OBS_MASK, GameConfig
+from ..config import DEFAULT_PROMPT_VIEW, OBS_MASK, PROMPT_VIEWS, GameConfig
 from ..game.engine import OBS_OPPONENT, OBS_OWN, OBS_STAR, OBS_TORPEDOES
 
 ACTION_WORDS = ("drift", "turn left", "turn right", "thrust", "fire", "thrust and fire",
@@ -54,8 +54,8 @@ ANSWER = "Action:\n"
 STILL = 0.02
 # Torpedoes left are observed as a fraction of the magazine; counted against the default one.
 MAGAZINE = GameConfig().max_ammo
-VIEWS = {1: "where things are", 2: "where things are, and the aim (lead, shot, threat)"}
-DEFAULT_VIEW = 2  # the view new adapters are trained with
+VIEWS = PROMPT_VIEWS
+DEFAULT_VIEW = DEFAULT_PROMPT_VIEW
 MISS_CAP = 9  # hit radii; a miss or a threat this far or farther is said as this
 
 

@@ -355,7 +355,14 @@ class Trainer:
         else:
             self.agent.save(path, self._metadata())
         self._last_save = time.monotonic()
+        if name == "latest.pt":
+            self._latest_at = self.counters["updates"]
         return path
+
+    def _save_latest_once(self) -> None:
+        """latest.pt, unless this update's is written already (nothing has changed since)."""
+        if self._latest_at != self.counters["updates"]:
+            self.save("latest.pt")
 
     def _fit_opponent_model(self) -> None:
         """Learn from the update's decisions of the modelled opponent (timed with the update:
@@ -477,6 +484,7 @@ class Trainer:
         self._wall_base = self.counters["wall_seconds"]
         self._t_start = time.time()
         self._last_save = time.monotonic()
+        self._latest_at: int | None = None  # the update latest.pt was last written at
         with self._interrupt:  # the closing below included: it is where a stray signal hung
             try:
                 if t.algorithm == "ppo":
@@ -486,9 +494,11 @@ class Trainer:
                 if self.counters["updates"] % t.eval_interval:
                     # Otherwise the final network, which had no evaluation of its own, could
                     # never become best.pt; saved first, as at every evaluation.
-                    self.save("latest.pt")
+                    self._save_latest_once()
                     self.evaluate_now()
-                self.save("latest.pt")
+                    self.save("latest.pt")
+                else:
+                    self._save_latest_once()
             finally:
                 self.progress.close()
                 if self._writer is not None:

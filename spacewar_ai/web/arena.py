@@ -84,9 +84,10 @@ def arena_routes(files, limits):
     from .guard import TooLarge, read_body
 
     arena = Arena(Path(files.runs) / "arena")
-    runner = ArenaRunner(arena, Confinement(limits.pairing_memory_mb, limits.pairing_cpu_seconds,
-                                            limits.decision_ms, limits.pairing_seconds),
-                         limits.arena_runners)
+    confinement = Confinement(memory_mb=limits.pairing_memory_mb,
+                              cpu_seconds=limits.pairing_cpu_seconds,
+                              decision_ms=limits.decision_ms, seconds=limits.pairing_seconds)
+    runner = ArenaRunner(arena, confinement, limits.arena_runners)
 
     async def api_arena(request):
         rows = await asyncio.to_thread(arena.leaderboard)

@@ -25,6 +25,10 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from ..rating.arena import Confinement
+
+_PAIRING = Confinement()
+
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 
 
@@ -43,10 +47,11 @@ class Limits:
     submissions_per_hour: int = 5  # arena uploads from one address
     stall_seconds: float = 10.0  # a live game whose worker sends nothing for this long ends
     arena_runners: int = 2  # arena pairings played at once, each a process of its own
-    pairing_memory_mb: int = 2048  # a pairing process's address space
-    pairing_cpu_seconds: int = 1800  # a pairing process's CPU time
-    pairing_seconds: float = 900.0  # a pairing's wall-clock time, kept across restarts
-    decision_ms: float = 250.0  # an ONNX model's decision in the arena
+    # What each pairing's process may use (rating.arena.Confinement, whose defaults these are).
+    pairing_memory_mb: int = _PAIRING.memory_mb  # address space
+    pairing_cpu_seconds: int = _PAIRING.cpu_seconds
+    pairing_seconds: float = _PAIRING.seconds  # wall-clock time, kept across restarts
+    decision_ms: float = _PAIRING.decision_ms  # an ONNX model's decision
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

@@ -507,16 +507,17 @@ def test_a_run_saves_after_its_first_update_by_time_and_before_each_evaluation(t
         return seen
 
     # save_interval far away: the first update is saved at once; each evaluation (here every
-    # second update) is saved before it starts, so a kill in it loses nothing, and after it.
+    # second update) is saved before it starts, so a kill in it loses nothing, and after it;
+    # the end writes nothing the last evaluation's save already holds.
     assert events(tiny_run(tmp_path, run_name="a", save_interval=1000, eval_interval=2,
                            total_timesteps=16 * 16 * 4)) == [
         ("save", 1), ("save", 2), ("eval", 2), ("save", 2), ("save", 4), ("eval", 4),
-        ("save", 4), ("save", 4)]
-    # Every save due by the clock; the final evaluation (off the interval) saved around too.
+        ("save", 4)]
+    # Every save due by the clock; the final evaluation (off the interval) is saved after, its
+    # update's save standing for the one before it.
     assert events(tiny_run(tmp_path, run_name="b", save_interval=1000, eval_interval=1000,
                            save_seconds=1e-9, total_timesteps=16 * 16 * 4)) == [
-        ("save", 1), ("save", 2), ("save", 3), ("save", 4), ("save", 4), ("eval", 4),
-        ("save", 4)]
+        ("save", 1), ("save", 2), ("save", 3), ("save", 4), ("eval", 4), ("save", 4)]
 
 
 def test_log_dir_flag_puts_the_tensorboard_events_there(tmp_path, monkeypatch):

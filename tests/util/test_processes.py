@@ -80,7 +80,7 @@ def test_a_worker_killed_with_its_parent_while_it_imports_runs_none_of_its_code(
 
     if _setpriv() is None:
         pytest.skip("setpriv --pdeathsig (util-linux) is not installed")
-    assert child_command(["python"])[-1] == "python"
+    assert child_command(["python"]) == [_setpriv(), "--pdeathsig", "KILL", "--", "python"]
     marker = tmp_path / "ran"
     parent = subprocess.Popen([sys.executable, "-c", EARLY, str(marker)], stdout=subprocess.PIPE,
                               text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
