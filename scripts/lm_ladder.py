@@ -1,5 +1,5 @@
-"""The LM ladder: a teacher's games -> SFT -> GRPO, each measured against the medium and hard
-pilots, GRPO against the SFT adapter it started from, with the wall clock of every stage.
+"""The LM ladder: a teacher's games -> SFT -> DAgger -> GRPO, each measured against the medium and
+hard pilots and against the stage before it, with the wall clock of every stage.
 
     python scripts/lm_ladder.py --json docs/lm_ladder.json
 
@@ -7,13 +7,17 @@ Stages, each an ordinary command of the CLI's run in this process (the CLI form 
 1. `--datagen --players heuristic:hard,heuristic:medium --episodes GAMES`: the teacher's games;
 2. `--algorithm sft --dataset-pilot heuristic:hard --base-model BASE`, `--sft-examples`
    decisions;
-3. `--algorithm grpo --init-from <SFT run> --opponent GRPO_OPPONENT --episodes GRPO_GAMES`.
-A stage whose output already exists (the dataset, `models/adapters/<name>-sft`, `...-grpo`) is
-reused, its wall clock read from what it saved, so a ladder can be finished in parts.
+3. `--algorithm dagger --init-from <SFT run> --teacher heuristic:hard --dataset ...`,
+   `--dagger-rounds` rounds of `--dagger-games` games and `--dagger-steps` steps;
+4. `--algorithm grpo --init-from <DAgger run> --opponent GRPO_OPPONENT --episodes GRPO_GAMES`.
+A stage whose output already exists (the dataset, `models/adapters/<name>-sft`, `...-dagger`,
+`...-grpo`) is reused, its wall clock read from what it saved, so a ladder can be finished in
+parts.
 
-Then matches of `--eval-games` games (sides swapped in pairs): the untrained base, SFT, GRPO and
-the teacher against heuristic:medium and heuristic:hard, and GRPO against SFT; torpedo wins with
-95% Wilson intervals. LMs play in bfloat16 (`@bf16`) unless `--float32`. Prints a markdown
+Then matches of `--eval-games` games (sides swapped in pairs): the untrained base, SFT, DAgger,
+GRPO and the teacher against heuristic:medium and heuristic:hard, and each stage against the
+one before it (DAgger against SFT, GRPO against DAgger); torpedo wins with 95% Wilson
+intervals. LMs play in bfloat16 (`@bf16`) unless `--float32`. Prints a markdown
 table and writes everything to `--json`.
 """
 
@@ -30,7 +34,13 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from spacewar_ai.config import GRPOConfig, RunConfig, SFTConfig, TrainConfig  # noqa: E402
+from spacewar_ai.config import (  # noqa: E402
+    DaggerConfig,
+    GRPOConfig,
+    RunConfig,
+    SFTConfig,
+    TrainConfig,
+)
 from spacewar_ai.lm.models import ADAPTERS_DIR, adapter_meta  # noqa: E402
 from spacewar_ai.rating.match import (
     play_match,  # noqa: E402
@@ -58,11 +68,18 @@ def dataset_exists(name: str) -> bool:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--name", default="ladder", help="runs are <name>-sft and <name>-grpo")
+    p.add_argument("--name", default="ladder",
+                   help="runs are <name>-sft, <name>-dagger and <name>-grpo")
     p.add_argument("--base", default="smollm2")
     p.add_argument("--dataset-id", default="lm-hard-medium")
     p.add_argument("--games", type=int, default=600, help="the teacher's recorded games")
     p.add_argument("--sft-examples", type=int, default=20_000)
+    p.add_argument("--view", type=int, default=SFTConfig.view, help="the prompt's view for SFT")
+    p.add_argument("--dagger-rounds", type=int, default=DaggerConfig.rounds)
+    p.add_argument("--dagger-games", type=int, default=DaggerConfig.games,
+                   help="games a round, shared among [dagger] opponents")
+    p.add_argument("--dagger-steps", type=int, default=DaggerConfig.steps,
+                   help="gradient steps a round")
     p.add_argument("--grpo-opponent", default="heuristic:hard")
     p.add_argument("--grpo-games", type=int, default=320, help="games GRPO plays in all")
     p.add_argument("--grpo-games-per-iteration", type=int, default=8)
@@ -86,12 +103,13 @@ def main(argv=None) -> int:
                          f"spacewar-ai --datagen --players {TEACHER},{PUPIL_OF} --episodes "
                          f"{args.games} --dataset-id {args.dataset_id}"}
 
-    sft, grpo = f"{args.name}-sft", f"{args.name}-grpo"
+    sft, dagger, grpo = f"{args.name}-sft", f"{args.name}-dagger", f"{args.name}-grpo"
     common = {"torch_threads": args.torch_threads, "seed": args.seed}
     if not (ADAPTERS_DIR / sft).is_dir():
         train(RunConfig(train=TrainConfig(
             algorithm="sft", dataset=args.dataset_id, dataset_pilot=TEACHER, run_name=sft,
-            **common), sft=SFTConfig(base_model=args.base, examples=args.sft_examples)))
+            **common), sft=SFTConfig(base_model=args.base, examples=args.sft_examples,
+                                     view=args.view)))
     meta = adapter_meta(ADAPTERS_DIR / sft)
     stages["sft"] = {"seconds": meta["seconds"], "agreement": meta["agreement"],
                      "examples": meta["examples"],
@@ -99,15 +117,31 @@ def main(argv=None) -> int:
                      f"spacewar-ai --algorithm sft --dataset {args.dataset_id} --dataset-pilot "
                      f"{TEACHER} --base-model {args.base} --run-name {sft} --torch-threads "
                      f"{args.torch_threads}"}
+    if not (ADAPTERS_DIR / dagger).is_dir():
+        train(RunConfig(
+            train=TrainConfig(algorithm="dagger", dataset=args.dataset_id, dataset_pilot=TEACHER,
+                              run_name=dagger, **common),
+            dagger=DaggerConfig(teacher=TEACHER, rounds=args.dagger_rounds,
+                                games=args.dagger_games, steps=args.dagger_steps)),
+            start_from=sft)
+    meta = adapter_meta(ADAPTERS_DIR / dagger)
+    stages["dagger"] = {"seconds": meta["seconds"], "rounds": meta["rounds"],
+                        "agreement_own": meta["agreement_own"],
+                        "agreement_teacher": meta["agreement_teacher"], "command":
+                        f"spacewar-ai --algorithm dagger --init-from {sft} --teacher {TEACHER} "
+                        f"--dataset {args.dataset_id} --dataset-pilot {TEACHER} --run-name "
+                        f"{dagger} --torch-threads {args.torch_threads} --config C (C: "
+                        f"[dagger] rounds = {args.dagger_rounds}, games = {args.dagger_games}, "
+                        f"steps = {args.dagger_steps})"}
     if not (ADAPTERS_DIR / grpo).is_dir():
         train(RunConfig(train=TrainConfig(
             algorithm="grpo", episodes=args.grpo_games, run_name=grpo, **common),
             grpo=GRPOConfig(opponent=args.grpo_opponent, games=args.grpo_games_per_iteration,
                             states=args.grpo_states, learning_rate=args.grpo_learning_rate)),
-            start_from=sft)
+            start_from=dagger)
     meta = adapter_meta(ADAPTERS_DIR / grpo)
     stages["grpo"] = {"seconds": meta["seconds"], "games": meta["games"], "command":
-                      f"spacewar-ai --algorithm grpo --init-from {sft} --opponent "
+                      f"spacewar-ai --algorithm grpo --init-from {dagger} --opponent "
                       f"{args.grpo_opponent} --episodes {args.grpo_games} --run-name {grpo} "
                       f"--torch-threads {args.torch_threads} --config C (C: [grpo] games = "
                       f"{args.grpo_games_per_iteration}, states = {args.grpo_states}, "
@@ -118,13 +152,15 @@ def main(argv=None) -> int:
     use_torch_threads(args.torch_threads)
     opt = "" if args.float32 else "@bf16"
     players = {"base (untrained)": f"lm:{args.base}{opt}", "SFT": f"lm:{sft}{opt}",
-               "GRPO": f"lm:{grpo}{opt}", f"teacher ({TEACHER})": TEACHER}
+               "DAgger": f"lm:{dagger}{opt}", "GRPO": f"lm:{grpo}{opt}",
+               f"teacher ({TEACHER})": TEACHER}
     table = {}
     for label, spec in players.items():
         for opp in OPPONENTS:
             table[(label, opp)] = versus(spec, opp, args.eval_games, args.seed + 1000)
             print(f"{label} vs {opp}: {table[(label, opp)]['rate']:.1%}", flush=True)
-    head = versus(players["GRPO"], players["SFT"], args.eval_games, args.seed + 2000)
+    heads = {f"{a} against {b}": versus(players[a], players[b], args.eval_games, args.seed + 2000)
+             for a, b in (("DAgger", "SFT"), ("GRPO", "DAgger"))}
 
     def cell(r):
         return f"{r['rate']:.0%} [{r['ci'][0]:.0%}, {r['ci'][1]:.0%}]"
@@ -132,8 +168,8 @@ def main(argv=None) -> int:
     lines = ["| pilot | vs heuristic:medium | vs heuristic:hard |", "|---|---|---|"]
     lines += [f"| {label} | {cell(table[(label, OPPONENTS[0])])} | "
               f"{cell(table[(label, OPPONENTS[1])])} |" for label in players]
-    lines += ["", f"GRPO against SFT, head to head: {cell(head)} torpedo wins "
-              f"({head['wins']} won, {head['losses']} lost, {head['games']} games)"]
+    lines += [""] + [f"{label}, head to head: {cell(r)} torpedo wins ({r['wins']} won, "
+                     f"{r['losses']} lost, {r['games']} games)" for label, r in heads.items()]
     lines += ["", "| stage | wall clock | command |", "|---|---|---|"]
     lines += [f"| {k} | {v['seconds'] / 60:.1f} min | `{v['command']}` |"
               for k, v in stages.items()]
@@ -142,7 +178,7 @@ def main(argv=None) -> int:
         Path(args.json).write_text(json.dumps({
             "machine": f"{platform.machine()}, {platform.processor() or platform.system()}",
             "eval_games": args.eval_games, "lm_dtype": "float32" if args.float32 else "bfloat16",
-            "stages": stages, "head_to_head": head,
+            "stages": stages, "head_to_head": heads,
             "matches": [{"pilot": k[0], **v} for k, v in table.items()]}, indent=1) + "\n")
     return 0
 

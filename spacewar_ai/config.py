@@ -404,7 +404,7 @@ class LeagueConfig(_Serializable):
 
 # Online RL; behaviour cloning and CQL from a dataset; the LM pilot's supervised fine-tuning
 # and its GRPO.
-ALGORITHMS = ("ppo", "dqn", "bc", "cql", "sft", "grpo")
+ALGORITHMS = ("ppo", "dqn", "bc", "cql", "sft", "grpo", "dagger")
 DATASET_ALGORITHMS = ("bc", "cql", "sft")
 
 
@@ -461,6 +461,42 @@ class SFTConfig(_Serializable):
         _check_lm_compute(self)
 
 
+SELF = "self"  # in [dagger] opponents: the LM being trained flies the other ship too
+
+
+@dataclass
+class DaggerConfig(_Serializable):
+    """DAgger of the LM pilot (dagger.py): each round the LM plays `games` games against
+    `opponents`, `teacher` labels every state the LM met, and the adapter trains `steps` steps
+    on those labels (mixed with the teacher's own decisions of --dataset)."""
+
+    rounds: int = 4
+    # Per round, shared evenly among the opponents: a multiple of twice their number.
+    games: int = 64
+    # Opponents of the LM's games: any pilot specs, and "self" for the LM itself.
+    opponents: tuple = ("heuristic:medium", "heuristic:hard", "random", SELF)
+    teacher: str = "heuristic:hard"  # labels every state the LM meets (any pilot spec)
+    steps: int = 400  # gradient steps per round, [sft] batch_size decisions each
+    # Share of each batch drawn from the LM's own labelled states (all rounds so far); the rest
+    # come from --dataset's teacher decisions (all of it own states when there is no dataset).
+    own_share: float = 0.5
+    afresh: bool = False  # each round trains a new adapter from the base instead of continuing
+    learning_rate: float = 1e-4  # falls linearly to zero over each round's steps
+
+    def __post_init__(self) -> None:
+        _check_positive(self, ("rounds", "games", "steps"), integer=True)
+        _check_positive(self, ("learning_rate",))
+        _check_unit(self, ("own_share",))
+        _require(isinstance(self.opponents, tuple) and len(self.opponents) > 0
+                 and all(isinstance(c, str) and c.strip() for c in self.opponents),
+                 "DaggerConfig", "opponents", self.opponents,
+                 f"must be a non-empty list of pilot specs (\"{SELF}\": the LM itself)")
+        _require(isinstance(self.teacher, str) and bool(self.teacher.strip()), "DaggerConfig",
+                 "teacher", self.teacher, "must name a pilot, e.g. heuristic:hard")
+        _require(isinstance(self.afresh, bool), "DaggerConfig", "afresh", self.afresh,
+                 "must be true or false")
+
+
 @dataclass
 class GRPOConfig(_Serializable):
     """GRPO of the LM pilot (grpo.py). Each iteration plays `games` games against `opponent`,
@@ -469,7 +505,8 @@ class GRPOConfig(_Serializable):
 
     iterations: int = 30
     games: int = 16
-    states: int = 64
+    states: int = 64  # groups an update learns from: those whose action matters most
+    scored: int = 256  # decisions whose actions are scored to find them (at least `states`)
     horizon: int = 60
     opponent: str = "heuristic:medium"
     rollout_pilot: str = "heuristic:hard"
@@ -482,7 +519,7 @@ class GRPOConfig(_Serializable):
     bf16: bool = True  # compute in bfloat16 (float32 weights); false: float32 throughout
 
     def __post_init__(self) -> None:
-        _check_positive(self, ("iterations", "games", "states", "horizon", "epochs",
+        _check_positive(self, ("iterations", "games", "states", "scored", "horizon", "epochs",
                                "batch_size"), integer=True)
         _check_positive(self, ("learning_rate", "clip", "temperature"))
         _require(_finite(self.kl) and self.kl >= 0, "GRPOConfig", "kl", self.kl,
@@ -635,11 +672,13 @@ class RunConfig:
     offline: OfflineConfig = field(default_factory=OfflineConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
+    dagger: DaggerConfig = field(default_factory=DaggerConfig)
     league: LeagueConfig = field(default_factory=LeagueConfig)
     game: GameConfig = field(default_factory=GameConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
 
-    SECTIONS = ("train", "ppo", "dqn", "offline", "sft", "grpo", "league", "game", "reward")
+    SECTIONS = ("train", "ppo", "dqn", "offline", "sft", "grpo", "dagger", "league", "game",
+                "reward")
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k).to_dict() for k in self.SECTIONS}

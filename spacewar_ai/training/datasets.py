@@ -8,7 +8,9 @@ opens them. The schema:
   game g's ship 0 and ship 1), so every episode is an ordinary Spacewar-v0 episode:
   `observations` (T + 1, 36) float32, `actions` (T,) int64, `rewards` (T,) under the reward
   table chosen (`--reward`, the standard one by default), `terminations`, `truncations`, and
-  `infos["action_mask"]` (T + 1, 6) int8;
+  `infos["action_mask"]` (T + 1, 6) int8; DAgger's rounds (dagger.py) add
+  `infos["teacher_action"]` (T + 1,) int64, the teacher's label at each state (-1 where it was
+  not asked: the other ship's states, and the last observation);
 - `games.jsonl` beside the data: a line per game, its GameResult (match.py) with the pilots'
   names, which episode each ship's view is, and both sides' scores;
 - `spacewar.json` beside the data: the pilots, the reward table, the seed and the game config.
@@ -36,6 +38,8 @@ from ..game.environment import MASK_DTYPE
 META_FILE = "spacewar.json"
 GAMES_FILE = "games.jsonl"
 BATCH = 256  # games played at once
+# infos key of a teacher's label at each state (DAgger), -1 where it was not asked.
+TEACHER_KEY = "teacher_action"
 
 
 def dataset_id(name: str) -> str:
@@ -58,6 +62,11 @@ def _minari():
         raise ValueError("datasets need Minari with HDF5: pip install -e \".[datasets]\"") \
             from None
     return minari
+
+
+def local_datasets() -> set[str]:
+    """The ids of the datasets recorded on this machine."""
+    return set(_minari().list_local_datasets())
 
 
 def dataset_folder(did: str) -> Path:
@@ -93,8 +102,6 @@ def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
     games are played in chunks of BATCH, in this process or (`ray_address` not None; "" for Ray
     on this machine) as Ray tasks: the same games either way; Minari writes on this machine."""
     minari = _minari()
-    from minari.data_collector import EpisodeBuffer
-
     from ..pilots.specs import absolute_spec, make_pilot
     from ..util.progress import Progress
 
@@ -130,6 +137,25 @@ def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
             chunks = run_tasks(record_chunk, jobs, progress, [job[2] for job in jobs],
                                ray_address or None, (0, 1))
     play = time.perf_counter() - begun
+    begun = time.perf_counter()
+    folder, steps = write_games(
+        did, chunks, reward, config, "spacewar-ai --datagen",
+        f"Spacewar! games: {', '.join(f'{a} vs {b}' for a, b in pairs)}",
+        {"pairs": pairs, "games_per_pair": games, "seed": seed})
+    write = time.perf_counter() - begun
+    return DatagenReport(did, games * len(pairs), steps, play, write, folder)
+
+
+def write_games(did: str, chunks, reward: RewardConfig, config: GameConfig, algorithm: str,
+                description: str, meta: dict) -> tuple[Path, int]:
+    """Write recorded games as Minari dataset `did` with games.jsonl and spacewar.json beside it:
+    `chunks` are (MatchResult, [[ship 0's episode, ship 1's] per game]) as record_chunk returns,
+    `meta` what spacewar.json says of how they were played. Returns (folder, steps)."""
+    minari = _minari()
+    from minari.data_collector import EpisodeBuffer
+
+    from ..game.environment import SpacewarEnv
+
     buffers, lines = [], []
     for r, episodes in chunks:
         for g, game in enumerate(r.games):
@@ -143,29 +169,21 @@ def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
                           "episodes": [first, first + 1], "pilots": ships,
                           "score_a": game.score("a", reward, config),
                           "score_b": game.score("b", reward, config)})
-    begun = time.perf_counter()
-    from ..game.environment import SpacewarEnv
-
     env = SpacewarEnv(config, reward, opponent=None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Minari asks for authors and permalinks we do not have
         minari.create_dataset_from_buffers(
             did, buffers, env="Spacewar-v0", observation_space=env.observation_space,
-            action_space=env.action_space, algorithm_name="spacewar-ai --datagen",
-            author="spacewar-ai",
-            description=f"Spacewar! games: {', '.join(f'{a} vs {b}' for a, b in pairs)}",
-            data_format="hdf5")
+            action_space=env.action_space, algorithm_name=algorithm, author="spacewar-ai",
+            description=description, data_format="hdf5")
     folder = dataset_folder(did)
     with open(folder / GAMES_FILE, "w") as f:
         for line in lines:
             f.write(json.dumps(line) + "\n")
     (folder / META_FILE).write_text(json.dumps(
-        {"pairs": pairs, "games_per_pair": games, "seed": seed, "reward": reward.to_dict(),
-         "game": config.to_dict(), "obs_dim": config.obs_dim, "actions": config.num_actions},
-        indent=1))
-    write = time.perf_counter() - begun
-    steps = sum(len(b.rewards) for b in buffers)
-    return DatagenReport(did, games * len(pairs), steps, play, write, folder)
+        {**meta, "reward": reward.to_dict(), "game": config.to_dict(), "obs_dim": config.obs_dim,
+         "actions": config.num_actions}, indent=1))
+    return folder, sum(len(b.rewards) for b in buffers)
 
 
 def record_chunk(job, progress=None):
@@ -175,13 +193,13 @@ def record_chunk(job, progress=None):
     from ..rating.match import play_match
 
     a, b, n, seed, cfg, rew = job
-    recorder = _Recorder(n)
+    recorder = Recorder(n)
     r = play_match(a, b, n, seed, GameConfig.from_dict(cfg), RewardConfig.from_dict(rew),
                    on_step=recorder.step, progress=progress)
     return r, [[recorder.episode(g, ship) for ship in (0, 1)] for g in range(n)]
 
 
-class _Recorder:
+class Recorder:
     """Collects both ships' views, actions, rewards and ends of a batch of games, step by step
     (play_match's on_step), and cuts them into episodes."""
 
@@ -203,8 +221,12 @@ class _Recorder:
         self.trunc |= batch.truncated & running
         self.last = batch.obs.copy()  # games over keep their final observation
 
+    def steps(self, g: int) -> list[int]:
+        """The steps at which game `g` was running: its decisions."""
+        return [t for t, r in enumerate(self.running) if r[g]]
+
     def episode(self, g: int, ship: int) -> dict[str, np.ndarray]:
-        steps = [t for t, r in enumerate(self.running) if r[g]]
+        steps = self.steps(g)
         obs = np.stack([self.obs[t][g, ship] for t in steps] + [self.last[g, ship]])
         terms = np.zeros(len(steps), dtype=bool)
         truncs = np.zeros(len(steps), dtype=bool)
@@ -252,13 +274,22 @@ def _episodes(data, pilot: str | None, name: str):
     return list(data.iterate_episodes(wanted))
 
 
-def arrays(name: str, pilot: str | None = None, config: GameConfig | None = None):
+def arrays(name: str, pilot: str | None = None, config: GameConfig | None = None,
+           teacher: bool = False):
     """Observations (M, D) and actions (M,) of every decision in a dataset (or of one pilot's
-    episodes): what behaviour cloning learns from."""
+    episodes): what behaviour cloning learns from. With `teacher`, the actions are the labels a
+    teacher gave at those states (`infos["teacher_action"]`, as DAgger records them) instead of
+    the actions played, and the decisions it was not asked about (-1) are left out."""
     data, _ = load(name, config)
     eps = _episodes(data, pilot, name)
-    return (np.concatenate([e.observations[:-1] for e in eps]).astype(np.float32),
-            np.concatenate([e.actions for e in eps]).astype(np.int64))
+    obs = np.concatenate([e.observations[:-1] for e in eps]).astype(np.float32)
+    if not teacher:
+        return obs, np.concatenate([e.actions for e in eps]).astype(np.int64)
+    if any(TEACHER_KEY not in e.infos for e in eps):
+        raise ValueError(f"dataset {data.id} holds no teacher's labels; those come from "
+                         "--algorithm dagger's rounds")
+    labels = np.concatenate([e.infos[TEACHER_KEY][:-1] for e in eps]).astype(np.int64)
+    return obs[labels >= 0], labels[labels >= 0]
 
 
 def transitions(name: str, n_step: int, gamma: float, pilot: str | None = None,

@@ -7,15 +7,18 @@ action at one game state, each scored by playing the game on from that state. An
 
 1. plays `[grpo] games` games against `[grpo] opponent` (`--opponent`; in pairs from one
    start, sides swapped), the LM sampling its answers at `[grpo] temperature` from the adapter being
-   trained, and draws `[grpo] states` of its decisions at random among those with more than one
-   valid action, the whole game state copied (the engine's state_dict, as search.py plans);
+   trained, and draws `[grpo] scored` of its decisions at random among those with more than
+   one valid action, the whole game state copied (the engine's state_dict, as search.py plans);
 2. scores each valid action at each drawn state: a copy of the game plays it, then
    `[grpo] rollout_pilot` flies the LM's ship and the opponent its own for `[grpo] horizon`
    decisions; the score is the sum of the rewards the reward table (`--reward`: any
    personality) paid the LM's ship, the game's end included when it comes;
 3. an action's advantage is its score's z-score in its group; a state whose valid actions all
-   score alike (within SCORE_NOISE, a point of reward) teaches nothing and is dropped;
-4. `[grpo] epochs` passes over the states, `[grpo] batch_size` states a step, minimise
+   score alike (within SCORE_NOISE, a point of reward) teaches nothing and is dropped, and of
+   the rest the `[grpo] states` whose scores spread widest are kept: the decisive moments,
+   where a kill or a death turns on the action (scoring is cheap beside the LM's passes, so
+   many states are scored to find them);
+4. `[grpo] epochs` passes over the kept states, `[grpo] batch_size` states a step, minimise
 
        mean over the group of -min(r A, clip(r, 1 - eps, 1 + eps) A) + beta KL(pi || pi_ref),
        r = pi(a | s) / pi_old(a | s),   eps = [grpo] clip,   beta = [grpo] kl
@@ -30,7 +33,8 @@ saved to `models/adapters/<run>/` every ten iterations and at the end, and plays
 `lm:<run>`. TensorBoard (`runs/<run>/`): `grpo/win_rate` and `grpo/score` of the iteration's
 games, `grpo/loss`, `grpo/kl`, `grpo/clip_fraction`, `grpo/best_action_probability` (the
 probability the adapter gives the best-scored action at the iteration's states, before its
-update), `grpo/states_per_second`.
+update), `grpo/signal_share` (the share of scored groups that teach something),
+`grpo/states_per_second`.
 """
 
 from __future__ import annotations
@@ -44,7 +48,14 @@ import numpy as np
 from ..config import OBS_MASK, GameConfig, RunConfig
 from ..game.engine import OVER, GameBatch
 from ..game.pilot import Pilot
-from ..lm.models import ADAPTERS_DIR, load_lm, load_trainable, require_transformers, save_adapter
+from ..lm.models import (
+    ADAPTERS_DIR,
+    load_lm,
+    load_trainable,
+    require_transformers,
+    save_adapter,
+    shown_model,
+)
 from ..lm.pilot import LMPilot, PromptCoder, answer_logits, autocast, prompt_logits
 from ..util.threads import use_torch_threads
 
@@ -136,6 +147,14 @@ def group_advantages(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     useful = std[:, 0] >= SCORE_NOISE
     adv = np.where(valid & useful[:, None], (scores - mean) / np.maximum(std, SCORE_NOISE), 0.0)
     return adv, useful
+
+
+def decisive(scores: np.ndarray, useful: np.ndarray, count: int) -> np.ndarray:
+    """The rows of at most `count` groups that teach something, those whose action matters most
+    first (the widest spread of scores): where the game's outcome turns on the action."""
+    spread = np.nanstd(scores, axis=1) if len(scores) else np.zeros(0)
+    rows = np.flatnonzero(useful)
+    return np.sort(rows[np.argsort(-spread[rows], kind="stable")][:count])
 
 
 def log_probs(logits):
@@ -236,7 +255,7 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
     rng = np.random.default_rng(t.seed)
     began = time.time()
     history = []
-    label = f"{base}+{name}"
+    label = f"{shown_model(base)}+{name}"
 
     def save(done: int) -> None:
         save_adapter(model, adapter_dir, base, model, {
@@ -248,7 +267,8 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
 
     if not quiet:
         print(f"GRPO of lm:{base}+{start_folder.name} against {g.opponent}: {iterations} "
-              f"iterations of {g.games} games, {g.states} states scored each "
+              f"iterations of {g.games} games, {max(g.scored, g.states)} states scored and "
+              f"up to {g.states} kept each "
               f"({g.rollout_pilot} plays on {g.horizon} decisions, "
               f"{cfg.reward.personality} rewards)")
     bar = tqdm(total=iterations, desc="grpo", unit="iteration", disable=quiet)
@@ -259,18 +279,23 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
         tick = time.time()
         model.eval()
         recorder = StateRecorder(LMPilot(model, tokenizer, label, cfg.game.num_actions,
-                                         g.temperature, seed=t.seed * 100_003 + it, view=view))
-        with torch.no_grad(), autocast(device, g.bf16):
+                                         g.temperature, seed=t.seed * 100_003 + it, view=view,
+                                         bf16=g.bf16))
+        with torch.no_grad():
             games = play_match(recorder, g.opponent, g.games,
                                t.seed + it * g.games, cfg.game, cfg.reward)
-        states, obs, sides = recorder.draw(g.states, rng)
+        # Scoring is the engine and two scripted pilots, cheap beside the LM's passes: many
+        # states are scored and the update learns from the groups where the action matters.
+        states, obs, sides = recorder.draw(max(g.scored, g.states), rng)
         scores = action_scores(
             states, obs, sides, make_pilot(g.rollout_pilot, cfg.game, t.seed + 2 * it),
             make_pilot(g.opponent, cfg.game, t.seed + 2 * it + 1), cfg.game, cfg.reward,
             g.horizon) if len(obs) else np.zeros((0, 1))
         adv, useful = group_advantages(scores)
-        obs, adv, scores = obs[useful], adv[useful], scores[useful]
-        row = {"iteration": it + 1, "win_rate": games.win_rate_a(), "states": int(len(obs))}
+        kept = decisive(scores, useful, g.states)
+        row = {"iteration": it + 1, "win_rate": games.win_rate_a(), "states": int(len(kept)),
+               "signal_share": float(useful.mean()) if len(useful) else 0.0}
+        obs, adv, scores = obs[kept], adv[kept], scores[kept]
         if len(obs):
             old = answer_log_probs(model, coder, obs, g.bf16)
             ref = answer_log_probs(reference, coder, obs, g.bf16)
@@ -284,7 +309,7 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
         row["score"] = float(np.mean([g.score("a", cfg.reward, cfg.game) for g in games.games]))
         history.append(row)
         for key in ("win_rate", "score", "loss", "kl", "clip_fraction", "best_action_probability",
-                    "states_per_second"):
+                    "states_per_second", "signal_share"):
             if key in row:
                 writer.add_scalar(f"grpo/{key}", row[key], it + 1)
         writer.flush()

@@ -6,8 +6,10 @@
 | bc, cql | a recorded dataset | nothing | offline.py |
 | sft | a recorded dataset | a base language model | sft.py |
 | grpo | games against `[grpo] opponent` | an SFT adapter (`--init-from`, required) | grpo.py |
+| dagger | its own games, labelled by `[dagger] teacher` (and a dataset) | an SFT adapter (`--init-from`, required) | dagger.py |
 
-Each algorithm's settings are its own config section ([ppo], [dqn], [offline], [sft], [grpo]);
+Each algorithm's settings are its own config section ([ppo], [dqn], [offline], [sft], [grpo],
+[dagger]; DAgger trains with [sft]'s batch size, held-out decisions and compute);
 what every run shares is [train]. The table also says what each algorithm cannot take (a resume,
 a starting model, champions), and `train` refuses those in one line before any work.
 """
@@ -100,6 +102,12 @@ def _grpo(cfg: RunConfig, start_from, champion, resume, ratings_file, render, qu
     return train_grpo(cfg, start_from, quiet)
 
 
+def _dagger(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide):
+    from .dagger import train_dagger
+
+    return train_dagger(cfg, start_from, quiet)
+
+
 ALGORITHMS = {
     "ppo": Algorithm(_online, "learns by playing", "optional", True, True),
     "dqn": Algorithm(_online, "learns by playing", "optional", True, True),
@@ -108,6 +116,8 @@ ALGORITHMS = {
     "sft": Algorithm(_sft, "trains a new adapter from a dataset", "", False, False),
     "grpo": Algorithm(_grpo, "trains an LM adapter further by playing", "required", False,
                       False),
+    "dagger": Algorithm(_dagger, "trains an LM adapter on its own games' states, labelled by a "
+                        "teacher", "required", False, False),
 }
 
 

@@ -38,6 +38,12 @@ def agreement(model, coder: PromptCoder, obs: np.ndarray, actions: np.ndarray) -
     return float(hits.mean()) if len(obs) else 0.0
 
 
+def playable(obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    """Which decisions can be learned: an action its own mask calls invalid cannot be the
+    pilot's answer (it is at -inf there)."""
+    return obs[np.arange(len(obs)), OBS_MASK + actions] > 0.5
+
+
 def split(obs: np.ndarray, actions: np.ndarray, examples_wanted: int, held_out: int, seed: int):
     """(train obs, train actions, held-out obs, held-out actions), drawn without replacement."""
     order = np.random.default_rng(seed).permutation(len(obs))
@@ -64,6 +70,21 @@ def linear_decay(optimizer, steps: int):
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: max(0.0, 1.0 - k / steps))
 
 
+def imitation_step(model, optimizer, coder: PromptCoder, obs: np.ndarray, targets, device,
+                   bf16: bool) -> float:
+    """One gradient step on the cross-entropy of the teacher's actions `targets` (a long tensor)
+    under the pilot's masked answer at `obs`; returns the loss."""
+    import torch
+
+    with autocast(device, bf16):
+        logits = prompt_logits(model, coder, obs)
+    loss = torch.nn.functional.cross_entropy(logits.float(), targets)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
 def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
     """--algorithm sft: a LoRA adapter on --base-model trained on the dataset's decisions."""
     require_transformers()
@@ -76,9 +97,8 @@ def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
     t, s = cfg.train, cfg.sft
     use_torch_threads(t.torch_threads)
     obs, actions = arrays(t.dataset, t.dataset_pilot or None, cfg.game)
-    # An action its own mask calls invalid cannot be the pilot's answer (it is at -inf there).
-    playable = obs[np.arange(len(obs)), OBS_MASK + actions] > 0.5
-    obs, actions = obs[playable], actions[playable]
+    keep = playable(obs, actions)
+    obs, actions = obs[keep], actions[keep]
     if len(obs) <= s.held_out:
         raise ValueError(f"dataset {t.dataset} has {len(obs)} decisions, no more than the "
                          f"{s.held_out} held out ([sft] held_out): record more games or "
@@ -107,25 +127,38 @@ def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
     rng = np.random.default_rng(t.seed)
     targets = torch.as_tensor(train_actions, dtype=torch.long, device=device)
     after, losses, step, began, training = before, [], 0, time.time(), 0.0
-    bar = tqdm(total=per_epoch * s.epochs, desc="sft", unit="step", disable=quiet)
+    total_steps, saved_at, seen = per_epoch * s.epochs, time.time(), 0
+
+    def save(complete: bool) -> None:
+        save_adapter(peft_model, adapter_dir, s.base_model, model,
+                     {"algorithm": "sft", "view": s.view, "dataset": t.dataset,
+                      "dataset_pilot": t.dataset_pilot, "examples": len(train_obs),
+                      "steps": step, "complete": complete,
+                      # Agreement is measured at an epoch's end; a save between has none yet.
+                      **({"agreement": after} if complete else {}),
+                      "seconds": round(time.time() - began, 1),
+                      "examples_per_second": round(seen / max(training, 1e-9), 2)})
+
+    bar = tqdm(total=total_steps, desc="sft", unit="step", disable=quiet)
     peft_model.train()
     for epoch in range(1, s.epochs + 1):
         order = rng.permutation(len(train_obs))
         for start in range(0, len(order), s.batch_size):
             rows = order[start:start + s.batch_size]
             tick = time.perf_counter()
-            with autocast(device, s.bf16):
-                logits = prompt_logits(peft_model, coder, train_obs[rows])
-            loss = torch.nn.functional.cross_entropy(logits.float(), targets[rows])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+            losses.append(imitation_step(peft_model, optimizer, coder, train_obs[rows],
+                                         targets[rows], device, s.bf16))
             schedule.step()
             training += time.perf_counter() - tick
             step += 1
-            losses.append(loss.item())
+            seen += len(rows)
             bar.update(1)
-            if step % 10 == 0 or step == per_epoch * s.epochs:
+            # A kill costs at most about save_seconds of training: the adapter so far is saved
+            # (marked incomplete, with its step) and plays as any other.
+            if step < total_steps and time.time() - saved_at >= t.save_seconds > 0:
+                save(False)
+                saved_at = time.time()
+            if step % 10 == 0 or step == total_steps:
                 writer.add_scalar("lm/loss", float(np.mean(losses[-10:])), step)
                 writer.add_scalar("lm/learning_rate", schedule.get_last_lr()[0], step)
                 bar.set_postfix(loss=f"{np.mean(losses[-10:]):.3f}")
@@ -137,13 +170,9 @@ def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
                       f"loss {np.mean(losses[-per_epoch:]):.3f}")
     bar.close()
     seconds = time.time() - began
-    rate = len(train_obs) * s.epochs / max(training, 1e-9)  # agreement's passes left out
+    rate = seen / max(training, 1e-9)  # agreement's passes left out
     writer.add_scalar("lm/examples_per_second", rate, step)
-    save_adapter(peft_model, adapter_dir, s.base_model, model,
-                 {"algorithm": "sft", "view": s.view, "dataset": t.dataset,
-                  "dataset_pilot": t.dataset_pilot,
-                  "examples": len(train_obs), "agreement": after, "seconds": round(seconds, 1),
-                  "examples_per_second": round(rate, 2)})
+    save(True)
     writer.close()
     print(f"done: SFT on {len(train_obs):,} decisions in {seconds / 60:.1f} minutes, agreement "
           f"{before:.1%} -> {after:.1%}; play it as lm:{name} -> {adapter_dir}")

@@ -254,6 +254,11 @@ BAD_INPUT = {
     "lm hub id out of reach": (lambda f: ["--evaluate", "--checkpoint",
                                           "lm:nobody-here/no-such-model"],
                                "nobody-here/no-such-model"),
+    # DAgger: its teacher and opponents are pilots, its start an adapter
+    "dagger without a start": (lambda f: ["--algorithm", "dagger"], "--init-from ADAPTER"),
+    "dagger teacher typo": (lambda f: ["--algorithm", "dagger", "--init-from", "sft",
+                                       "--teacher", "heuristic:hardest"], "heuristic:hardest"),
+    "teacher for ppo": (lambda f: ["--teacher", "heuristic:hard"], "read by --algorithm dagger"),
     # configs
     "config missing": (lambda f: ["--config", f["folder"] + "/none.toml"], "none.toml"),
     "config syntax": (lambda f: ["--config", f["syntax.toml"]], "cannot be parsed"),

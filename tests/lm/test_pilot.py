@@ -60,11 +60,12 @@ def test_an_lm_pilot_plays_matches_the_same_way_twice(tiny):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["sft", "grpo"])
-def test_the_shipped_adapters_play_on_smollm2_by_their_names_alone(name):
-    """lm:sft and lm:grpo after the install and the base model's one line: adapters shipped in
-    the package, on the base they name, agreeing with SFT's teacher on positions of the
-    teacher's own games (GRPO starts from SFT and is held near it by its KL term)."""
+@pytest.mark.parametrize("name, view", [("sft", 1), ("grpo", 1), ("dagger", 2)])
+def test_the_shipped_adapters_play_on_smollm2_by_their_names_alone(name, view):
+    """lm:sft, lm:grpo and lm:dagger after the install and the base model's one line: adapters
+    shipped in the package, on the base they name, reading the view they were trained on, and
+    agreeing with their teacher on positions of the teacher's own games (GRPO starts from SFT
+    and is held near it by its KL term)."""
     import importlib.metadata
 
     try:
@@ -77,7 +78,7 @@ def test_the_shipped_adapters_play_on_smollm2_by_their_names_alone(name):
 
     assert name in shipped_adapters()
     pilot = make_pilot(f"lm:{name}")  # float32: the same answers on every machine
-    assert pilot.name == f"lm:smollm2+{name}"
+    assert pilot.name == f"lm:smollm2+{name}" and pilot.coder.view == view
     from spacewar_ai.game.engine import GameBatch
 
     cfg = GameConfig()

@@ -138,7 +138,8 @@ def test_grpo_runs_end_to_end_and_its_adapter_plays(tiny, tmp_path, monkeypatch)
     events.Reload()
     tags = set(events.Tags()["scalars"])
     assert {"grpo/win_rate", "grpo/loss", "grpo/kl", "grpo/best_action_probability",
-            "grpo/states_per_second"} <= tags
+            "grpo/states_per_second", "grpo/signal_share"} <= tags
+    assert all(0 <= e.value <= 1 for e in events.Scalars("grpo/signal_share"))
     assert len(events.Scalars("grpo/win_rate")) == 2  # 8 games, 4 an iteration
     meta = adapter_meta(tmp_path / "models" / "adapters" / "grpo-tiny")
     assert meta["base_model"] == str(tiny) and meta["init_from"] == "sft-start"
@@ -198,3 +199,20 @@ def test_a_group_whose_scores_differ_by_game_length_alone_teaches_nothing():
     assert useful.tolist() == [False, True]
     assert (adv[0] == 0).all() and adv[1].argmax() == 2 and adv[1].argmin() == 4
     assert adv[1, 5] == 0 and abs(adv[1, :5].mean()) < 1e-9
+
+
+def test_the_update_learns_from_the_groups_where_the_action_matters_most():
+    """Of the scored groups, those that teach something are kept, widest spread first, up to
+    the count asked for; a group whose actions all score alike is never kept."""
+    from spacewar_ai.training.grpo import decisive, group_advantages
+
+    nan = np.nan
+    scores = np.array([[0.0, 0.2, 0.1, nan, nan, nan],      # alike: teaches nothing
+                       [0.0, 150.0, -100.0, 0.0, nan, 0.0],  # a kill or a death
+                       [0.0, 5.0, 0.0, 0.0, 0.0, 0.0],       # a little
+                       [-100.0, 0.0, 0.0, 0.0, 0.0, 0.0]])   # a death avoided
+    _, useful = group_advantages(scores)
+    assert list(useful) == [False, True, True, True]
+    assert list(decisive(scores, useful, 2)) == [1, 3]
+    assert list(decisive(scores, useful, 10)) == [1, 2, 3]
+    assert len(decisive(np.zeros((0, 6)), np.zeros(0, dtype=bool), 4)) == 0

@@ -59,7 +59,7 @@ def test_a_run_clears_its_own_folders_temporaries_when_it_starts(tmp_path):
 def test_the_shipped_files_are_where_the_package_says():
     assert (SHIPPED_DIR / "ppo_spacewar.pt").is_file()
     assert (SHIPPED_DIR / "hard_model.pt").is_file()
-    assert sorted(p.name for p in (SHIPPED_DIR / "lm").iterdir()) == ["grpo", "sft"]
+    assert sorted(p.name for p in (SHIPPED_DIR / "lm").iterdir()) == ["dagger", "grpo", "sft"]
     assert len(list((SHIPPED_DIR / "panel").glob("*.py"))) == 6
 
 

@@ -1,0 +1,304 @@
+"""DAgger of the LM pilot: `--algorithm dagger --init-from ADAPTER`.
+
+    spacewar-ai --algorithm dagger --init-from sft --teacher heuristic:hard \\
+        --dataset lm-hard-medium --dataset-pilot heuristic:hard
+
+Behaviour cloning (sft.py) learns the teacher's decisions at the states the teacher reaches. The
+student then errs, meets states its teacher never showed it, and errs more there: its agreement
+with the teacher falls as a game goes on. DAgger (Ross, Gordon and Bagnell, 2011, "dataset
+aggregation") trains on the student's own states instead. Each round k:
+
+1. the LM (the adapter as trained so far, greedy as it plays a match) plays `[dagger] games`
+   games, shared evenly among `[dagger] opponents` (`self`: the LM flies the other ship too),
+   and `[dagger] teacher` (`--teacher`, any pilot spec) is asked at each of the LM's decisions
+   what it would do there. The teacher follows every game as if it flew it, but its answers are
+   labels, never played;
+2. the round's games are written as the Minari dataset `<run>-round<k>`: both ships' episodes,
+   each naming the pilot that flew it, the LM's carrying the teacher's labels
+   (`infos["teacher_action"]`; `datasets.arrays(name, teacher=True)` reads them back);
+3. the aggregate D_k = D_{k-1} + the round's labelled states (read back from that dataset) is
+   what the adapter learns from: `[dagger] steps` gradient steps of sft.py's loss (the
+   cross-entropy of the teacher's label under the pilot's masked answer), each batch
+   `[dagger] own_share` from D_k and the rest from the teacher's own decisions in --dataset
+   (when one is given), continuing the adapter, or a new adapter each round (`[dagger] afresh`).
+
+The adapter is saved to `models/adapters/<run>/` after every round and plays as `lm:<run>`.
+TensorBoard (`runs/<run>/`), by round: `dagger/agreement_own`, the LM agreeing with its teacher
+at the states it reached in the round, measured before it trains on them (the figure behaviour
+cloning gets wrong); `dagger/agreement_teacher` on held-out decisions of --dataset (`[sft]
+held_out`); `dagger/win_rate` and `dagger/win_rate/<opponent>` of the round's games;
+`dagger/loss`; `dagger/labels`, the size of D_k.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..config import SELF, GameConfig, RewardConfig, RunConfig
+from ..game.pilot import Pilot
+from ..lm.models import (
+    ADAPTERS_DIR,
+    add_lora,
+    load_base,
+    load_trainable,
+    require_transformers,
+    save_adapter,
+    shown_model,
+)
+from ..lm.pilot import LMPilot, PromptCoder
+from ..util.threads import use_torch_threads
+
+
+class Labelled(Pilot):
+    """Flies as `student` does, and asks `teacher` what it would do at the same decisions: the
+    teacher follows every game as if it flew it (attached, reset and asked every decision), but
+    only the student's actions are played. `labels` holds the teacher's answers, one array a
+    decision."""
+
+    def __init__(self, student: Pilot, teacher: Pilot):
+        self.student, self.teacher = student, teacher
+        self.name = student.name
+        self.labels: list[np.ndarray] = []
+
+    def attach(self, batch, sides) -> None:
+        self.student.attach(batch, sides)
+        self.teacher.attach(batch, sides)
+
+    def reset(self, mask=None, seeds=None) -> None:
+        self.student.reset(mask, seeds)
+        self.teacher.reset(mask, seeds)
+
+    def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
+        self.labels.append(np.asarray(self.teacher.act(obs, active), dtype=np.int64).copy())
+        return self.student.act(obs, active)
+
+    def forfeits(self) -> dict[int, str]:
+        return self.student.forfeits()
+
+    def close(self) -> None:
+        self.teacher.close()
+
+
+def play_round(make_lm, opponents: tuple, teacher: str, games: int, seed: int,
+               config: GameConfig, reward: RewardConfig, progress=None):
+    """The LM's games of one round: [(opponent spec, MatchResult, episodes)] with episodes as
+    datasets.record_chunk cuts them ([ship 0's, ship 1's] per game), the LM's holding the
+    teacher's labels. `make_lm(seed)` builds the LM's pilot; `progress` hears of each game's
+    end."""
+    from ..pilots.specs import make_pilot
+    from ..rating.match import play_match
+    from .datasets import TEACHER_KEY, Recorder
+
+    each = games // len(opponents)
+    out = []
+    for j, spec in enumerate(opponents):
+        start = seed + 1_000 * j
+        a = Labelled(make_lm(start), make_pilot(teacher, config, start))
+        b = Labelled(make_lm(start + 1), make_pilot(teacher, config, start + 1)) \
+            if spec == SELF else make_pilot(spec, config, start + 1)
+        recorder = Recorder(each)
+        try:
+            result = play_match(a, b, each, start, config, reward, on_step=recorder.step,
+                                progress=progress)
+        finally:
+            for pilot in (a, b):
+                pilot.close()
+        a_side = (np.arange(each) >= each // 2).astype(np.int64)  # play_match's sides
+        episodes = []
+        for g in range(each):
+            steps = recorder.steps(g)
+            pair = []
+            for ship in (0, 1):
+                episode = recorder.episode(g, ship)
+                flyer = a if ship == a_side[g] else b
+                labels = np.full(len(steps) + 1, -1, dtype=np.int64)
+                if isinstance(flyer, Labelled):
+                    labels[:-1] = [flyer.labels[t][g] for t in steps]
+                episode["infos"][TEACHER_KEY] = labels
+                pair.append(episode)
+            episodes.append(pair)
+        out.append((spec, result, episodes))
+    return out
+
+
+def lm_decisions(played) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(observations, actions played, teacher's labels) of every labelled decision of a round."""
+    from .datasets import TEACHER_KEY
+
+    obs, acts, labels = [], [], []
+    for _, _, episodes in played:
+        for pair in episodes:
+            for e in pair:
+                known = e["infos"][TEACHER_KEY][:-1] >= 0
+                obs.append(e["observations"][:-1][known])
+                acts.append(e["actions"][known])
+                labels.append(e["infos"][TEACHER_KEY][:-1][known])
+    return np.concatenate(obs), np.concatenate(acts), np.concatenate(labels)
+
+
+def train_dagger(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
+    """--algorithm dagger --init-from ADAPTER (module docstring)."""
+    require_transformers()
+    import torch
+    from torch.utils.tensorboard import SummaryWriter
+    from tqdm import tqdm
+
+    from ..pilots.specs import make_pilot
+    from .datasets import arrays, dataset_id, local_datasets, write_games
+    from .sft import agreement, imitation_step, linear_decay, lm_device, playable, split
+
+    t, s, d = cfg.train, cfg.sft, cfg.dagger
+    rounds = -(-t.episodes // d.games) if t.episodes else d.rounds  # --episodes: games in all
+    use_torch_threads(t.torch_threads)
+    device = lm_device(cfg)
+    name = t.run_name or f"dagger-s{t.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+    round_names = [dataset_id(f"{name}-round{k}") for k in range(1, rounds + 1)]
+    # Everything a round needs is checked before the first model is loaded.
+    if d.games % (2 * len(d.opponents)):
+        raise ValueError(f"[dagger] games = {d.games} cannot be shared among "
+                         f"{len(d.opponents)} opponents in pairs of games (sides swapped): make "
+                         f"it a multiple of {2 * len(d.opponents)}")
+    for spec in (d.teacher, *(o for o in d.opponents if o != SELF)):
+        make_pilot(spec, cfg.game, t.seed).close()
+    teacher_obs = teacher_actions = held_obs = held_actions = np.zeros(0)
+    if t.dataset:
+        obs, actions = arrays(t.dataset, t.dataset_pilot or None, cfg.game)
+        keep = playable(obs, actions)
+        teacher_obs, teacher_actions, held_obs, held_actions = split(
+            obs[keep], actions[keep], s.examples, min(s.held_out, int(keep.sum()) // 2), t.seed)
+    taken = sorted(set(round_names) & local_datasets())
+    if taken:
+        raise ValueError(f"dataset {taken[0]} exists already (a DAgger run of that name); "
+                         "choose another --run-name")
+
+    torch.manual_seed(t.seed)
+    model, tokenizer, start_folder, start_meta = load_trainable(init_from, device)
+    base = start_meta["base_model"]
+    view = int(start_meta.get("view", 1))  # the view the starting adapter learned to read
+    coder = PromptCoder(tokenizer, cfg.game.num_actions, view)
+    adapter_dir = ADAPTERS_DIR / name
+    log_dir = Path(t.log_dir) / name
+    writer = SummaryWriter(str(log_dir))
+    rng = np.random.default_rng(t.seed)
+    began = time.time()
+    own_obs = np.zeros((0, cfg.game.obs_dim), dtype=np.float32)
+    own_labels = np.zeros(0, dtype=np.int64)
+    history: list[dict] = []
+
+    def trainable():
+        """The model a round trains: the adapter so far, or with `afresh` a new one."""
+        if not d.afresh:
+            return model
+        fresh, _ = load_base(base, device)
+        return add_lora(fresh, s.lora_rank, s.lora_layers)
+
+    def save(done: int) -> None:
+        save_adapter(model, adapter_dir, base, model, {
+            "algorithm": "dagger", "view": view, "init_from": start_folder.name,
+            "teacher": d.teacher, "opponents": list(d.opponents), "rounds": done,
+            "datasets": round_names[:done], "dataset": t.dataset,
+            "agreement_own": [row["agreement_own"] for row in history],
+            "agreement_teacher": history[-1].get("agreement_teacher") if history else None,
+            "seconds": round(time.time() - began, 1)})
+
+    def teacher_agreement() -> float | None:
+        if not len(held_obs):
+            return None
+        model.eval()
+        with torch.no_grad():
+            return agreement(model, coder, held_obs, held_actions)
+
+    first = teacher_agreement()
+    if first is not None:
+        writer.add_scalar("dagger/agreement_teacher", first, 0)
+    if not quiet:
+        print(f"DAgger of lm:{base}+{start_folder.name} taught by {d.teacher}: {rounds} rounds "
+              f"of {d.games} games against {', '.join(d.opponents)}, {d.steps} steps each"
+              + (f"; agreement on {len(held_obs)} held-out decisions of {t.dataset} "
+                 f"{first:.1%}" if first is not None else ""))
+    label = f"{shown_model(base)}+{name}"
+    # One bar for the run: a round's games, then its gradient steps.
+    bar = tqdm(total=rounds * (d.games + d.steps), desc="dagger", unit="game or step",
+               disable=quiet)
+    for k in range(1, rounds + 1):
+        if t.max_minutes and time.time() - began >= 60 * t.max_minutes:
+            break
+        tick = time.time()
+        # 1. The LM plays; the teacher labels its states.
+        model.eval()
+        bar.set_description(f"dagger round {k}/{rounds}: games")
+        with torch.no_grad():
+            played = play_round(
+                lambda seed: LMPilot(model, tokenizer, label, cfg.game.num_actions, seed=seed,
+                                     view=view, bf16=s.bf16),
+                d.opponents, d.teacher, d.games, t.seed + 100_000 * k, cfg.game, cfg.reward,
+                bar)
+        obs, acts, labels = lm_decisions(played)
+        keep = playable(obs, labels)
+        row = {"round": k, "agreement_own": float((acts[keep] == labels[keep]).mean()),
+               "win_rate": float(np.mean([r.win_rate_a() for _, r, _ in played])),
+               "play_seconds": time.time() - tick}
+        row.update({f"win_rate/{spec}": r.win_rate_a() for spec, r, _ in played})
+        # 2. The round's games become a dataset; 3. its labels join the aggregate.
+        write_games(round_names[k - 1], [(r, eps) for _, r, eps in played], cfg.reward, cfg.game,
+                    "spacewar-ai --algorithm dagger",
+                    f"DAgger round {k} of lm:{label}, labelled by {d.teacher}",
+                    {"pairs": [[f"lm:{label}", spec] for spec in d.opponents],
+                     "games_per_pair": d.games // len(d.opponents), "seed": t.seed + 100_000 * k,
+                     "teacher": d.teacher, "round": k})
+        round_obs, round_labels = arrays(round_names[k - 1], None, cfg.game, teacher=True)
+        keep = playable(round_obs, round_labels)
+        own_obs = np.concatenate([own_obs, round_obs[keep]])
+        own_labels = np.concatenate([own_labels, round_labels[keep]])
+        row["labels"] = len(own_obs)
+        model = trainable()
+        model.train()
+        optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
+                                      lr=d.learning_rate)
+        schedule = linear_decay(optimizer, d.steps)
+        share = d.own_share if len(teacher_obs) else 1.0
+        from_own = int(round(share * s.batch_size))
+        losses = []
+        bar.set_description(f"dagger round {k}/{rounds}: training")
+        for _ in range(d.steps):
+            rows_own = rng.integers(0, len(own_obs), from_own)
+            batch_obs, batch_labels = own_obs[rows_own], own_labels[rows_own]
+            if from_own < s.batch_size:
+                rows = rng.integers(0, len(teacher_obs), s.batch_size - from_own)
+                batch_obs = np.concatenate([batch_obs, teacher_obs[rows]])
+                batch_labels = np.concatenate([batch_labels, teacher_actions[rows]])
+            losses.append(imitation_step(model, optimizer, coder, batch_obs,
+                                         torch.as_tensor(batch_labels, device=device),
+                                         device, s.bf16))
+            schedule.step()
+            bar.update(1)
+        row["loss"] = float(np.mean(losses))
+        found = teacher_agreement()
+        if found is not None:
+            row["agreement_teacher"] = found
+        row["seconds"] = time.time() - tick
+        history.append(row)
+        for key, value in row.items():
+            if key not in ("round", "play_seconds", "seconds"):
+                writer.add_scalar(f"dagger/{key}", value, k)
+        writer.flush()
+        save(k)
+        bar.set_postfix(own=f"{row['agreement_own']:.2f}", win=f"{row['win_rate']:.2f}")
+        if not quiet:
+            bar.write(f"  round {k}: agreement on its own states {row['agreement_own']:.1%}, "
+                      f"won {row['win_rate']:.0%} ("
+                      + ", ".join(f"{spec} {r.win_rate_a():.0%}" for spec, r, _ in played)
+                      + f"); {len(own_obs):,} labelled states; loss {row['loss']:.3f}"
+                      + (f"; agreement on the teacher's {found:.1%}" if found is not None
+                         else ""))
+    bar.close()
+    writer.close()
+    seconds = time.time() - began
+    print(f"done: DAgger, {len(history)} rounds in {seconds / 60:.1f} minutes; play it as "
+          f"lm:{name} -> {adapter_dir}")
+    return {"adapter_dir": str(adapter_dir), "log_dir": str(log_dir), "history": history,
+            "datasets": round_names[:len(history)], "seconds": seconds}
+

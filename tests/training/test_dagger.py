@@ -1,0 +1,140 @@
+"""DAgger of the LM pilot (--algorithm dagger) on a tiny model built offline."""
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("transformers")
+pytest.importorskip("peft")
+
+
+@pytest.fixture
+def start(tiny, tmp_path, monkeypatch):
+    """A project folder with an adapter to start from (sft-start) and a dataset of the
+    teacher's own games (teach)."""
+    from spacewar_ai.training.datasets import generate
+    from tests.tiny_lm import trained_adapter
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    trained_adapter(tiny, tmp_path / "models" / "adapters" / "sft-start")
+    generate([("heuristic:hard", "heuristic:medium")], 8, "teach", seed=1, quiet=True)
+    return tmp_path
+
+
+def test_dagger_records_its_rounds_as_datasets_labelled_by_the_teacher(tiny, start):
+    """Each round's games are a Minari dataset naming who flew each episode; the LM's states
+    carry the teacher's answers there, the opponent's none; TensorBoard has the round's
+    agreement and win rates, and the adapter plays as lm:RUN."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from spacewar_ai.lm.models import adapter_meta
+    from spacewar_ai.main import main
+    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.training.datasets import arrays, dataset_folder
+
+    (start / "dagger.toml").write_text("[dagger]\ngames = 4\nsteps = 6\n[sft]\nbatch_size = 8\n"
+                                       "held_out = 50\n")
+    code = main(["--algorithm", "dagger", "--init-from", "sft-start", "--teacher",
+                 "heuristic:hard", "--opponent", "heuristic:easy,self", "--dataset", "teach",
+                 "--dataset-pilot", "heuristic:hard", "--episodes", "8", "--config",
+                 "dagger.toml", "--run-name", "dag-tiny", "--quiet"])
+    assert code == 0
+    lm_name = f"lm:{tiny.name}+dag-tiny"
+    teacher = make_pilot("heuristic:hard")
+    for k in (1, 2):
+        did = f"spacewar/dag-tiny-round{k}-v0"
+        games = [json.loads(x) for x in
+                 (dataset_folder(did) / "games.jsonl").read_text().splitlines()]
+        assert sorted({(g["a"], g["b"]) for g in games}) == [(lm_name, "heuristic:easy"),
+                                                            (lm_name, lm_name)]
+        obs, labels = arrays(did, teacher=True)
+        assert np.array_equal(labels, teacher.act(obs))  # the teacher's answers at those states
+        lm_obs, _ = arrays(did, lm_name)
+        easy_obs, _ = arrays(did, "heuristic:easy")
+        assert len(obs) == len(lm_obs) and len(easy_obs) > 0  # the LM's states alone labelled
+
+    events = EventAccumulator(str(start / "runs" / "dag-tiny"))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    assert {"dagger/agreement_own", "dagger/agreement_teacher", "dagger/win_rate",
+            "dagger/win_rate/heuristic:easy", "dagger/win_rate/self", "dagger/loss",
+            "dagger/labels"} <= tags
+    assert [e.step for e in events.Scalars("dagger/agreement_own")] == [1, 2]
+    assert [e.step for e in events.Scalars("dagger/agreement_teacher")] == [0, 1, 2]
+    sizes = [e.value for e in events.Scalars("dagger/labels")]
+    assert sizes[1] > sizes[0] > 0  # the aggregate grows
+
+    meta = adapter_meta(start / "models" / "adapters" / "dag-tiny")
+    assert meta["algorithm"] == "dagger" and meta["init_from"] == "sft-start"
+    assert meta["rounds"] == 2 and meta["teacher"] == "heuristic:hard"
+    assert meta["datasets"] == ["spacewar/dag-tiny-round1-v0", "spacewar/dag-tiny-round2-v0"]
+    pilot = make_pilot("lm:dag-tiny")
+    assert pilot.name == lm_name and pilot.act(obs[:5]).shape == (5,)
+
+
+def test_dagger_brings_the_lm_closer_to_its_teacher_on_its_own_states(tiny, start):
+    """Rounds of DAgger from an adapter that knows nothing of the game: the LM's agreement with
+    its teacher at the states it reaches itself, measured before it trains on them, rises."""
+    from spacewar_ai.config import DaggerConfig, RunConfig, SFTConfig, TrainConfig
+    from spacewar_ai.training import train
+
+    cfg = RunConfig(
+        train=TrainConfig(algorithm="dagger", run_name="dag-learns", seed=3,
+                          log_dir=str(start / "runs")),
+        sft=SFTConfig(batch_size=32),
+        dagger=DaggerConfig(rounds=3, games=4, steps=40, opponents=("heuristic:medium",),
+                            learning_rate=3e-3))
+    out = train(cfg, start_from="sft-start", quiet=True)
+    own = [row["agreement_own"] for row in out["history"]]
+    assert own[-1] > own[0] + 0.1, own
+
+
+def test_dagger_refuses_what_cannot_work_in_one_line(tiny, start, capsys):
+    from spacewar_ai.main import main
+
+    (start / "taken.toml").write_text("[dagger]\ngames = 8\nrounds = 1\n")
+    main(["--datagen", "--players", "heuristic:hard,heuristic:easy", "--episodes", "2",
+          "--dataset-id", "taken-round1", "--quiet"])
+    cases = {
+        ("--algorithm", "dagger"): "--init-from ADAPTER",
+        ("--algorithm", "dagger", "--init-from", "sft-start", "--teacher", "heuristic:wild"):
+            "heuristic:wild",
+        ("--algorithm", "dagger", "--init-from", "sft-start", "--opponent", "nobody"):
+            "nobody",
+        ("--algorithm", "dagger", "--init-from", "sft-start", "--opponent",
+         "heuristic:easy,self,random"): "multiple of 6",
+        ("--algorithm", "dagger", "--init-from", "sft-start", "--config", "taken.toml",
+         "--run-name", "taken"): "choose another --run-name",
+        ("--algorithm", "dagger", "--init-from", "sft-start", "--base-model", "smollm2"):
+            "--init-from adapter names",
+        ("--algorithm", "ppo", "--teacher", "heuristic:hard"): "read by --algorithm dagger",
+        ("--algorithm", "dagger", "--init-from", "sft-start", "--num-envs", "4"):
+            "does not apply to --algorithm dagger",
+    }
+    capsys.readouterr()
+    for args, words in cases.items():
+        with pytest.raises(SystemExit) as exc:
+            main(list(args))
+        err = capsys.readouterr().err.strip()
+        assert exc.value.code == 2 and words in err and len(err.splitlines()) == 1, (args, err)
+    assert not (start / "models" / "adapters" / "taken").exists()
+
+
+@pytest.mark.parametrize("afresh, rank", [(False, 4), (True, 8)])
+def test_dagger_continues_its_start_or_trains_a_new_adapter_afresh(tiny, start, afresh, rank):
+    """By default a round trains the adapter it started from further (the start's LoRA rank,
+    4 here); with [dagger] afresh a new adapter of [sft] lora_rank is trained each round."""
+    from spacewar_ai.config import DaggerConfig, RunConfig, SFTConfig, TrainConfig
+    from spacewar_ai.training import train
+
+    name = f"dag-afresh-{afresh}"
+    cfg = RunConfig(
+        train=TrainConfig(algorithm="dagger", run_name=name, log_dir=str(start / "runs")),
+        sft=SFTConfig(batch_size=4, lora_rank=8),
+        dagger=DaggerConfig(rounds=1, games=2, steps=2, opponents=("heuristic:medium",),
+                            afresh=afresh))
+    train(cfg, start_from="sft-start", quiet=True)
+    config = json.loads((start / "models" / "adapters" / name / "adapter_config.json").read_text())
+    assert config["r"] == rank
