@@ -367,10 +367,18 @@ class HumanGame:
     # --- real time ---------------------------------------------------------------------------
     def run(self, max_seconds: float | None = None) -> list[dict]:
         """Play until Esc, the window closes, or max_seconds pass. Returns the rounds' results."""
+        import signal
+        import threading
+
         pg = self.renderer.pg
         dt = 1.0 / self.config.fps
         acc = 0.0
         last = start = time.perf_counter()
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            # Ctrl-C in the terminal ends the match like Esc, at the end of the frame: a flag
+            # the loop reads, where a KeyboardInterrupt could land inside a library call.
+            previous = signal.signal(signal.SIGINT, lambda signum, frame: self._stop())
         try:
             while not self.quit:
                 self.process(pg.event.get())
@@ -387,8 +395,13 @@ class HumanGame:
         except KeyboardInterrupt:
             self.quit = True  # Ctrl-C in the terminal ends the match like Esc: results are kept
         finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
             self.close()
         return self.results
+
+    def _stop(self) -> None:
+        self.quit = True
 
     def close(self) -> None:
         if self.renderer is not None:
