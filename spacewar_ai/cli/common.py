@@ -77,8 +77,9 @@ OPPONENT = flag("--opponent", "players", metavar="SPEC",
                 help="player spec: idle, random, heuristic:easy|medium|hard, pretrained, "
                      "ppo:PATH, dqn:PATH, strategy:PATH.py, search:SPEC[+MODEL], "
                      "lm:MODEL[+ADAPTER] (lm:sft, lm:dagger, lm:grpo: the shipped "
-                     "language-model pilots) or a checkpoint path (evaluate: default heuristic:hard; human "
-                     "play: instead of --difficulty; grpo: the opponent it plays; dagger: its "
+                     "language-model pilots) or a checkpoint path (evaluate: default "
+                     "heuristic:hard; human play: instead of --difficulty; grpo: the opponent "
+                     "it plays; dagger: its "
                      "opponents, comma separated, self for the LM itself)")
 EVAL_EPISODES = flag("--eval-episodes", "players", type=count(1),
                      help="games per evaluation (default 200; during training 100)")

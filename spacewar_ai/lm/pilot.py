@@ -140,6 +140,7 @@ class LMPilot(Pilot):
         # bfloat16 autocast over the model's own weights (training's games), applied to this
         # pilot's passes alone: the other pilots of a game keep their own precision.
         self.bf16 = bool(bf16)
+        self._device = next(model.parameters()).device
         self.coder = PromptCoder(tokenizer, num_actions, view)
         self.name = f"lm:{name}"
         self.identity = self.name  # lm_pilot() names the adapter's contents too
@@ -153,7 +154,7 @@ class LMPilot(Pilot):
         import torch
 
         obs = np.asarray(obs, dtype=np.float32)
-        with torch.no_grad(), autocast(next(self.model.parameters()).device, self.bf16):
+        with torch.no_grad(), autocast(self._device, self.bf16):
             if self._prefix_cache is None:
                 self._prefix_cache = preamble_cache(self.model, self.coder)
             return prompt_logits(self.model, self.coder, obs, copy.deepcopy(self._prefix_cache))

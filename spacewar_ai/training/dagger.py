@@ -16,8 +16,8 @@ aggregation") trains on the student's own states instead. Each round k:
 2. the round's games are written as the Minari dataset `<run>-round<k>`: both ships' episodes,
    each naming the pilot that flew it, the LM's carrying the teacher's labels
    (`infos["teacher_action"]`; `datasets.arrays(name, teacher=True)` reads them back);
-3. the aggregate D_k = D_{k-1} + the round's labelled states (read back from that dataset) is
-   what the adapter learns from: `[dagger] steps` gradient steps of sft.py's loss (the
+3. the aggregate D_k = D_{k-1} + the round's labelled states (the same states and labels the
+   dataset holds) is what the adapter learns from: `[dagger] steps` gradient steps of sft.py's loss (the
    cross-entropy of the teacher's label under the pilot's masked answer), each batch
    `[dagger] own_share` from D_k and the rest from the teacher's own decisions in --dataset
    (when one is given), continuing the adapter, or a new adapter each round (`[dagger] afresh`).
@@ -106,14 +106,13 @@ def play_round(make_lm, opponents: tuple, teacher: str, games: int, seed: int,
         finally:
             for pilot in (a, b):
                 pilot.close()
-        a_side = (np.arange(each) >= each // 2).astype(np.int64)  # play_match's sides
         episodes = []
         for g in range(each):
             steps = recorder.steps(g)
             pair = []
             for ship in (0, 1):
                 episode = recorder.episode(g, ship)
-                flyer = a if ship == a_side[g] else b
+                flyer = a if ship == result.games[g].a_side else b
                 labels = np.full(len(steps) + 1, -1, dtype=np.int64)
                 if isinstance(flyer, Labelled):
                     labels[:-1] = [flyer.labels[t][g] for t in steps]
@@ -238,7 +237,8 @@ def train_dagger(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
                 bar)
         obs, acts, labels = lm_decisions(played)
         keep = playable(obs, labels)
-        row = {"round": k, "agreement_own": float((acts[keep] == labels[keep]).mean()),
+        obs, acts, labels = obs[keep], acts[keep], labels[keep]
+        row = {"round": k, "agreement_own": float((acts == labels).mean()),
                "win_rate": float(np.mean([r.win_rate_a() for _, r, _ in played])),
                "play_seconds": time.time() - tick}
         row.update({f"win_rate/{spec}": r.win_rate_a() for spec, r, _ in played})
@@ -249,10 +249,8 @@ def train_dagger(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
                     {"pairs": [[f"lm:{label}", spec] for spec in d.opponents],
                      "games_per_pair": d.games // len(d.opponents), "seed": t.seed + 100_000 * k,
                      "teacher": d.teacher, "round": k})
-        round_obs, round_labels = arrays(round_names[k - 1], None, cfg.game, teacher=True)
-        keep = playable(round_obs, round_labels)
-        own_obs = np.concatenate([own_obs, round_obs[keep]])
-        own_labels = np.concatenate([own_labels, round_labels[keep]])
+        own_obs = np.concatenate([own_obs, obs])
+        own_labels = np.concatenate([own_labels, labels])
         row["labels"] = len(own_obs)
         model = trainable()
         model.train()
