@@ -586,6 +586,9 @@ class TrainConfig(_Serializable):
     # The recorded dataset bc, cql and sft learn from (--dataset), and whose episodes.
     dataset: str = ""  # its name
     dataset_pilot: str = ""  # learn only from the episodes this pilot flew ("": all)
+    # PPO's games played by this many rollout workers (training/rollouts.py), Ray actors by
+    # default, the learner only updating; 0: the learner plays them itself.
+    rollout_workers: int = 0
 
     def __post_init__(self) -> None:
         _require(self.algorithm in ALGORITHMS, "TrainConfig", "algorithm", self.algorithm,
@@ -625,6 +628,16 @@ class TrainConfig(_Serializable):
         _require(_is_int(self.episodes) and self.episodes >= 0, "TrainConfig", "episodes",
                  self.episodes, "must be an integer >= 0")
         _require(_is_int(self.seed), "TrainConfig", "seed", self.seed, "must be an integer")
+        _require(_is_int(self.rollout_workers) and self.rollout_workers >= 0, "TrainConfig",
+                 "rollout_workers", self.rollout_workers,
+                 "must be an integer >= 0 (0: the learner plays its games itself)")
+        _require(self.rollout_workers <= self.num_envs, "TrainConfig", "rollout_workers",
+                 self.rollout_workers, f"must be at most num_envs ({self.num_envs}): each "
+                 "worker plays at least one game (--num-envs)")
+        _require(self.rollout_workers == 0 or self.algorithm == "ppo", "TrainConfig",
+                 "rollout_workers", self.rollout_workers, f"rollout workers play PPO's "
+                 f"rollouts; --algorithm {self.algorithm} trains in one process (drop "
+                 "--rollout-workers)")
 
 
 # [train] keys of earlier versions and the section and name each now has. Files and saved

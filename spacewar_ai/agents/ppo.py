@@ -14,6 +14,10 @@ from ..config import GameConfig, PPOConfig
 from .base import NEG_INF, BaseAgent, _mlp, sample_actions
 
 
+# The rollout buffers, as a worker hands them over (take_rollout) and a learner takes them in.
+ROLLOUT_FIELDS = ("obs", "raw", "mask", "actions", "logprobs", "rewards", "dones", "values")
+
+
 class ActorCritic(nn.Module):
     def __init__(self, state_dim: int, action_dim: int, hidden: tuple, activation: str = "tanh"):
         super().__init__()
@@ -116,6 +120,27 @@ class PPOAgent(BaseAgent):
             np.asarray(reward, dtype=np.float32) * self.config.reward_scale, device=self.device)
         self.buf_dones[t] = torch.as_tensor(np.asarray(done, dtype=np.float32), device=self.device)
         self.step += 1
+
+    def take_rollout(self) -> dict[str, np.ndarray]:
+        """The full rollout just stored, as arrays (T, N, ...) named by ROLLOUT_FIELDS, and the
+        buffer emptied: what a rollout worker (training/rollouts.py) sends its learner."""
+        if self.step < self.config.n_steps:
+            raise RuntimeError(f"take_rollout() needs a full rollout: {self.step}/"
+                               f"{self.config.n_steps} steps stored")
+        self.step = 0
+        return {f: getattr(self, f"buf_{f}").cpu().numpy() for f in ROLLOUT_FIELDS}
+
+    def load_rollout(self, parts: list[dict[str, np.ndarray]]) -> None:
+        """Rollouts played elsewhere (`take_rollout` of each worker, a slice of the games
+        each), side by side in worker order as one rollout of all the games: `update()` then
+        learns from them as from a rollout of its own."""
+        n = sum(part["actions"].shape[1] for part in parts)
+        if n != self.num_envs or self.step:
+            self._alloc(n)
+        for f in ROLLOUT_FIELDS:
+            joined = np.concatenate([part[f] for part in parts], axis=1)
+            getattr(self, f"buf_{f}").copy_(torch.from_numpy(joined))
+        self.step = self.config.n_steps
 
     def imitate(self, obs, actions, optimizer: torch.optim.Optimizer, batch_size: int,
                 epochs: int = 1, generator: torch.Generator | None = None, judge: bool = False,

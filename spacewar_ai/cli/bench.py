@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from .common import SEED
+from .common import RAY_ADDRESS, SEED
 from .parser import flag, mode
 from .train import BASE_MODEL
 
 QUICK = flag("--quick", "common", action="store_true",
              help="benchmarks: a tenth of each measurement's work: a smoke test, not figures "
                   "to quote (on 2 idle cores --benchmark took about 2 minutes, "
-                  "--benchmark-training and --benchmark-threads under one each; a busy machine "
-                  "takes several times as long)")
+                  "--benchmark-training and --benchmark-threads under one each, "
+                  "--benchmark-rollouts half of one; a busy machine takes several times as "
+                  "long)")
 
 
 @mode("benchmark", reads=(SEED, QUICK, BASE_MODEL),
@@ -41,4 +42,17 @@ def benchmark_threads(parser, args) -> int:
     from ..bench.threads import run_thread_benchmark
 
     run_thread_benchmark(seed=args.seed or 0, quick=args.quick)
+    return 0
+
+
+@mode("benchmark_rollouts", reads=(SEED, QUICK, RAY_ADDRESS),
+      flag_help="train PPO for a minute with its games played by the learner, then by 1 and 2 "
+                "rollout workers on Ray (--ray-address: that cluster's), and print each "
+                "throughput and the learner's update bound; about four minutes (--quick: a "
+                "smoke test)")
+def benchmark_rollouts(parser, args) -> int:
+    from ..bench.rollouts import run_rollout_benchmark
+
+    run_rollout_benchmark(seed=args.seed or 0, quick=args.quick,
+                          address=args.ray_address or None)
     return 0

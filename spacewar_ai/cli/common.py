@@ -63,6 +63,11 @@ QUIET = flag("--quiet", "training", action="store_true", help="no progress bar")
 WARM_START = flag("--warm-start", "training", metavar="SPEC",
                   help="learn from this pilot first, e.g. heuristic:hard (PPO: behaviour "
                        "cloning; DQN: its games as demonstrations, DQfD), then by RL")
+ROLLOUT_WORKERS = flag("--rollout-workers", "training", type=count(0), metavar="N",
+                       help="ppo: play the games on N rollout workers, Ray actors on this "
+                            "machine or --ray-address's cluster (--backend local: in this "
+                            "process, one after another), the learner only updating; 0: "
+                            "the learner plays them (default)")
 INIT_FROM = flag("--init-from", "training", metavar="CHECKPOINT",
                  help="training: start from this model (the same algorithm's weights; a "
                       "model of another algorithm is imitated first); grpo, dagger: the LM "
@@ -110,7 +115,8 @@ PHOSPHOR = flag("--phosphor", "play", action="store_true",
 # --- Ray -------------------------------------------------------------------------------------
 BACKEND = flag("--backend", "ray", choices=("local", "ray"),
                help="evaluate, tournament, datagen: local (default: this process or a process "
-                    "pool) or ray (Ray tasks; the same results)")
+                    "pool) or ray (Ray tasks; the same results); training's "
+                    "--rollout-workers: ray (default) or local")
 RAY_ADDRESS = flag("--ray-address", "ray", metavar="ADDRESS",
                    help="join this Ray cluster (as printed by `ray start --head`; default the "
                         "RAY_ADDRESS variable, else a Ray instance on this machine); implies "
@@ -182,7 +188,7 @@ def run_config(args):
         ("torch_threads", "torch_threads"), ("checkpoint_dir", "checkpoint_dir"),
         ("log_dir", "log_dir"), ("run_name", "run_name"), ("eval_episodes", "eval_episodes"),
         ("warm_start", "warm_start"), ("minutes", "max_minutes"), ("dataset", "dataset"),
-        ("dataset_pilot", "dataset_pilot"))
+        ("dataset_pilot", "dataset_pilot"), ("rollout_workers", "rollout_workers"))
         if getattr(args, dest, None) is not None}
     if getattr(args, "episodes", None) is not None and getattr(args, "timesteps", None) is None:
         train["total_timesteps"] = 10**12  # --episodes alone sets the budget

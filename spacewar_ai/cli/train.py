@@ -17,7 +17,9 @@ from .common import (
     OPPONENT,
     QUIET,
     RATINGS_FILE,
+    RAY,
     RAY_ADDRESS,
+    ROLLOUT_WORKERS,
     RUN_NAME,
     SEED,
     TIMESTEPS,
@@ -55,8 +57,8 @@ NOT_READ = {
 }
 
 
-@mode(TRAIN, reads=(*TRAINING, BASE_MODEL, OPPONENT, TEACHER))
-@mode("champion_train", reads=(*TRAINING, RATINGS_FILE),
+@mode(TRAIN, reads=(*TRAINING, BASE_MODEL, OPPONENT, TEACHER, ROLLOUT_WORKERS, *RAY))
+@mode("champion_train", reads=(*TRAINING, RATINGS_FILE, ROLLOUT_WORKERS, *RAY),
       flag_help="continue training --checkpoint against the best models we know")
 def train(parser, args) -> int:
     from ..training import train as run
@@ -97,13 +99,20 @@ def train(parser, args) -> int:
         if args.opponent is not None:
             changes["opponents"] = tuple(common.split_specs(args.opponent))
         cfg.dagger = dataclasses.replace(cfg.dagger, **changes)
+    if (args.backend or args.ray_address) and not cfg.train.rollout_workers:
+        parser.error(f"{'--backend' if args.backend else '--ray-address'} in training says where "
+                     "rollout workers run: add --rollout-workers N (PPO)")
     check_training(cfg)
     writable(cfg.train.checkpoint_dir, "--checkpoint-dir ([train] checkpoint_dir)", folder=True)
     writable(cfg.train.log_dir, "--log-dir ([train] log_dir)", folder=True)
+    if args.use_llm and cfg.train.rollout_workers:
+        parser.error("--use-llm guides the learner's own games; with --rollout-workers the "
+                     "workers play them: drop one of the two")
     guide = common.exploration_guide(args, cfg) if args.use_llm else None
     run(cfg, resume=args.resume, start_from=args.init_from or args.checkpoint,
         champion=args.champion_train, ratings_file=args.ratings_file, render=args.render,
-        quiet=args.quiet, guide=guide)
+        quiet=args.quiet, guide=guide, rollout_backend=args.backend or "ray",
+        ray_address=common.ray_address(parser, args))
     return 0
 
 

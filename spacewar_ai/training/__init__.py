@@ -6,10 +6,12 @@
 | trainer.py | `Trainer`: a PPO or DQN run against the league (the loop, saving, TensorBoard) |
 | evaluation.py | a run's evaluations and the choice of its best.pt |
 | league.py | `League`: curriculum, snapshots, PFSP, champions: who flies ship 1 |
+| rollouts.py | the PPO rollout loop; rollout workers (Ray actors) that play it for the learner |
 | warm_start.py | learning from a pilot before RL (behaviour cloning; DQfD demonstrations) |
 | datasets.py | recorded games as Minari datasets (--datagen, --dataset-info) |
 | offline.py | behaviour cloning and conservative Q-learning from a dataset |
 | sft.py, grpo.py | the language model's LoRA adapter: supervised, then GRPO on game outcomes |
+| dagger.py | the language model trained on its own games' states, labelled by a teacher |
 | pbt.py | population-based training on Ray Tune |
 """
 

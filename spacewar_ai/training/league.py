@@ -195,9 +195,13 @@ class League:
     def record(self, rows: np.ndarray, learner_score: np.ndarray) -> bool:
         """Record finished games (score 1 win, 0.5 draw, 0 loss for the learner); returns True
         when the curriculum moved to the next stage."""
+        return self.record_games(self.assignment[rows].tolist(), learner_score)
+
+    def record_games(self, keys: list[str], learner_score) -> bool:
+        """`record` for games named by their opponents' keys: games played elsewhere (rollout
+        workers, rollouts.py)."""
         advanced = False
-        for g, score in zip(rows, learner_score):
-            key = self.assignment[g]
+        for key, score in zip(keys, learner_score):
             self.results[key].append(float(score))
             if key == self.stage_spec:
                 self.stage_results.append(1.0 if score == 1.0 else 0.0)
@@ -216,6 +220,38 @@ class League:
     def mix(self) -> dict[str, float]:
         keys, counts = np.unique(self.assignment.astype(str), return_counts=True)
         return {k: c / self.num_envs for k, c in zip(keys, counts)}
+
+    # --- replicas: the league of a rollout worker (rollouts.py) -------------------------------
+    def view(self) -> dict[str, Any]:
+        """What a replica draws opponents by: the stage, the results PFSP weighs, the pool."""
+        return {"stage": self.stage, "results": {k: list(v) for k, v in self.results.items()},
+                "snapshots": list(self.snapshot_keys), "fixed": list(self.fixed_keys)}
+
+    def follow(self, view: dict[str, Any], files: dict[str, Path], device: str = "cpu") -> None:
+        """Become the league `view` describes (a learner's `view()`): its stage and results, and
+        its pool, new members loaded from `files` (key -> path), members it evicted dropped and
+        the games against them given new opponents. The learner records the games; a replica
+        only draws."""
+        self.stage = int(view["stage"])
+        self.results.clear()
+        for key, scores in view["results"].items():
+            self.results[key].extend(scores)
+        pool = view["snapshots"] + view["fixed"]
+        gone = [k for k in self.snapshot_keys + self.fixed_keys if k not in pool]
+        for key in gone:
+            self.pilots.pop(key, None)
+        for key in pool:
+            if key not in self.pilots:
+                if key in view["fixed"]:
+                    self.pilots[key] = self._fixed_pilot(Path(files[key]), key, device)
+                else:
+                    agent, _ = load_agent(files[key], device)
+                    self.pilots[key] = AgentPilot(agent, key, deterministic=False)
+                self._stack = None
+        self.snapshot_keys, self.fixed_keys = list(view["snapshots"]), list(view["fixed"])
+        if gone:
+            self._stack = None
+            self.assign(np.isin(self.assignment, gone))
 
     # --- persistence --------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:

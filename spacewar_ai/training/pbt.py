@@ -218,6 +218,9 @@ def run_pbt(base: RunConfig, population: int = 4, rounds: int = 10, seed: int = 
     if rounds < 2:
         raise ValueError(f"--pbt-rounds {rounds}: members are compared between rounds; give 2 "
                          "or more")
+    if base.train.rollout_workers:
+        raise ValueError("[train] rollout_workers: population-based training runs each member in "
+                         "one Ray task of its own; set it to 0 for --pbt")
     connect(address, num_cpus)
     from ray import tune
     from ray.tune.schedulers import PopulationBasedTraining

@@ -32,8 +32,10 @@ class Algorithm:
     champions: bool  # --champion-train trains it further against the best models
 
 
-def _online(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide):
-    """PPO or DQN (trainer.py): a new run, from a model, resumed, or against champions."""
+def _online(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide,
+            rollout_backend="ray", ray_address=None):
+    """PPO or DQN (trainer.py): a new run, from a model, resumed, or against champions; PPO's
+    games on rollout workers with [train] rollout_workers (rollouts.py)."""
     from ..agents.checkpoints import load_checkpoint
     from ..pilots.specs import spec_path
     from ..rating.ratings import best_models
@@ -70,7 +72,8 @@ def _online(cfg: RunConfig, start_from, champion, resume, ratings_file, render, 
         cfg.league = dataclasses.replace(cfg.league, curriculum=("heuristic:hard",),
                                          scripted_share=0.3, past_share=0.8)
     trainer = Trainer(cfg, resume=resume, init_weights=init, champions=champions,
-                      render=render, quiet=quiet, guide=guide)
+                      render=render, quiet=quiet, guide=guide, rollout_backend=rollout_backend,
+                      ray_address=ray_address)
     try:
         summary = trainer.run()
         print(f"checkpoints: {summary['run_dir']}  tensorboard --logdir {summary['log_dir']}")
@@ -123,11 +126,14 @@ ALGORITHMS = {
 
 def train(cfg: RunConfig, resume: str | None = None, start_from: str | None = None,
           champion: bool = False, ratings_file: str | None = None, render: bool = False,
-          quiet: bool = False, guide=None) -> dict[str, Any]:
+          quiet: bool = False, guide=None, rollout_backend: str = "ray",
+          ray_address: str | None = None) -> dict[str, Any]:
     """One training run of `cfg.train.algorithm`: new (from scratch, or from the model
     `start_from` names), resumed, or, with `champion`, `start_from` trained further against
     the best models we know (ratings.best_models) and the hard pilot. Returns the run's
-    summary; PPO and DQN runs end by printing how to play the result with a lookahead."""
+    summary; PPO and DQN runs end by printing how to play the result with a lookahead. With
+    [train] rollout_workers, `rollout_backend` ("ray" or "local") and `ray_address` say where
+    the workers run."""
     name = cfg.train.algorithm
     algorithm = ALGORITHMS[name]
     refused = [flag for flag, given, allowed in (
@@ -140,4 +146,7 @@ def train(cfg: RunConfig, resume: str | None = None, start_from: str | None = No
     if algorithm.starts_from == "required" and not start_from:
         raise ValueError(f"--algorithm {name} {algorithm.what}: name the adapter it starts from "
                          "with --init-from ADAPTER (a run of --algorithm sft)")
-    return algorithm.run(cfg, start_from, champion, resume, ratings_file, render, quiet, guide)
+    placement = {"rollout_backend": rollout_backend, "ray_address": ray_address} \
+        if algorithm.run is _online else {}
+    return algorithm.run(cfg, start_from, champion, resume, ratings_file, render, quiet, guide,
+                         **placement)

@@ -2,9 +2,11 @@
 
 The learner flies ship 0 in `num_envs` games at once (one engine batch); the league (league.py)
 chooses who flies ship 1 in each game. `Trainer._run_ppo` is the loop to read first, top to
-bottom: act, let the league act, show the opponent model the judged opponent's moves, step both
-ships, bootstrap truncated games, store, record finished games, update, then snapshot, evaluate
-and save (`_after_update`). TensorBoard logs go to runs/<run>/, checkpoints to
+bottom (each rollout is `rollouts.play_steps`): act, let the league act, show the opponent model
+the judged opponent's moves, step both ships, bootstrap truncated games, store, record finished
+games, update, then snapshot, evaluate and save (`_after_update`). With [train]
+rollout_workers, `_run_ppo_on_workers` gathers the rollouts from rollout workers instead
+(rollouts.py) and learns from them the same way. TensorBoard logs go to runs/<run>/, checkpoints to
 checkpoints/<run>/ (latest.pt, best.pt, ckpt_<update>.pt, league/ snapshots, opponent_model.pt).
 A run stops at `total_timesteps`, `episodes` or `max_minutes`, whichever comes first.
 """
@@ -30,21 +32,24 @@ from ..agents.opponent_model import PAYLOAD_KEY as OPPONENT_MODEL_KEY
 from ..agents.opponent_model import OpponentModel
 from ..agents.saved import make_agent
 from ..config import RunConfig
-from ..game.engine import DeathCause
 from ..game.environment import SpacewarVectorEnv
-from ..game.shaping import potential, shaped
 from ..pilots.specs import make_pilot
 from ..util.files import remove_stale_temps
 from ..util.progress import Progress
 from ..util.threads import use_torch_threads
 from .evaluation import Evaluator
 from .league import League
+from .rollouts import (
+    EPISODE_CAUSES,
+    GAME_FIGURES,
+    RolloutWorkers,
+    finished_games,
+    learner_rewards,
+    play_steps,
+)
 from .warm_start import behaviour_clone, demonstration_start
 
 DQN_ITERATION_STEPS = 64  # DQN vector steps per "update" for logging, evaluation and saving
-# How the learner's games end, as logged under charts/death_cause/ (shares of the update's games).
-EPISODE_CAUSES = (DeathCause.TORPEDO, DeathCause.STAR, DeathCause.COLLISION, DeathCause.TIMEOUT)
-GAME_FIGURES = ("shots", "hits", "fuel_used", "dodged")  # logged per game under game/
 PROGRESS_UNITS = 1000  # the progress bar counts thousandths of the run's budget
 SCHEDULES = ("learning_rate", "epsilon", "priority_beta")  # logged as charts/<name>
 # What the HParams dashboard compares runs by: the last value each run logged.
@@ -126,9 +131,14 @@ class Trainer:
 
     def __init__(self, cfg: RunConfig, resume: str | Path | None = None,
                  init_weights: str | Path | None = None, champions: list[str] | None = None,
-                 render: bool = False, quiet: bool = False, guide=None):
+                 render: bool = False, quiet: bool = False, guide=None,
+                 rollout_backend: str = "ray", ray_address: str | None = None):
         self.cfg = cfg
         t = cfg.train
+        if t.rollout_workers and (render or guide is not None):
+            raise ValueError(f"{'--render' if render else '--use-llm'} shows or guides the "
+                             "learner's own games; with --rollout-workers the workers play them: "
+                             "drop one of the two")
         use_torch_threads(t.torch_threads)
         self.device = "cuda" if t.device == "auto" and torch.cuda.is_available() else (
             "cpu" if t.device == "auto" else t.device)
@@ -158,13 +168,23 @@ class Trainer:
                                         expect_obs_dim=cfg.game.obs_dim)
         warm = bool(t.warm_start) and resume_ckpt is None and init_weights is None
         self._shape_configs(resume_ckpt if resume_ckpt is not None else init_ckpt, warm)
-        self.env = SpacewarVectorEnv(t.num_envs, cfg.game, cfg.reward, opponent=None,
-                                     count_dodges=True)  # for game/dodged in TensorBoard
+        # The learner's own games; rollout workers hold theirs instead (rollouts.py).
+        self.env = None if t.rollout_workers else SpacewarVectorEnv(
+            t.num_envs, cfg.game, cfg.reward, opponent=None,
+            count_dodges=True)  # for game/dodged in TensorBoard
         algo_cfg = cfg.ppo if t.algorithm == "ppo" else cfg.dqn
         self.agent = make_agent(t.algorithm, cfg.game.obs_dim, cfg.game.num_actions, algo_cfg,
                                 self.device, num_envs=t.num_envs, seed=t.seed, game=cfg.game)
         self.league = _setting("[league] curriculum", League, cfg.league, cfg.game, t.num_envs,
                                t.seed, snapshot_dir=self.run_dir / "league")
+        self.workers: RolloutWorkers | None = None
+        if t.rollout_workers:
+            # Before any work (a warm start can take minutes): a cluster that cannot be
+            # reached is refused first.
+            watch = t.eval_opponent if t.opponent_model and \
+                t.eval_opponent in self.league.scripted else None
+            self.workers = RolloutWorkers(cfg, rollout_backend, ray_address,
+                                          self.counters["updates"], self._say, watch)
         if resume_ckpt is not None:
             self._restore(resume_ckpt, resume)
         elif init_ckpt is not None:
@@ -262,6 +282,13 @@ class Trainer:
         return model
 
     # --- helpers ------------------------------------------------------------------------------
+    def _say(self, line: str) -> None:
+        """A line for the user, above the progress bar once there is one."""
+        if self.progress is not None:
+            self.progress.say(line)
+        elif not self.quiet:
+            print(line, flush=True)
+
     @property
     def writer(self):
         """TensorBoard's writer, opened at the first figure: a run refused before its first
@@ -282,30 +309,26 @@ class Trainer:
         return obs
 
     def _finished(self, info: dict, done: np.ndarray) -> None:
-        rows = np.flatnonzero(done)
-        info = info["final_info"]  # the finished games' statistics (same-step autoreset)
-        real = info["real_winner"][rows]
-        winner = info["winner"][rows]
-        score = np.where(real == 0, 1.0, np.where((winner == -1) | (real == -1) & (winner == 0),
-                                                  0.5, 0.0))
-        score = np.where(real == 1, 0.0, score)
+        rows, score, won = finished_games(info, done, self._episode_sums)
         self.league.record(rows, score)
         self.recent.extend(score.tolist())
-        self.recent_wins.extend((real == 0).astype(float).tolist())
-        # Summed here, written once per update as means (PufferLib's habit): a scalar per game
-        # cost a fifth of the run's time in TensorBoard's queue.
-        ep = self._episode_sums
-        ep["count"] += len(rows)
-        ep["return"] += float(info["episode_return"][rows, 0].sum())
-        ep["length"] += float(info["episode_length"][rows].sum())
-        causes = info["death_cause"][rows, 0]
-        for c in EPISODE_CAUSES:
-            ep[c.name.lower()] += float(np.count_nonzero(causes == c))
-        for key in GAME_FIGURES:
-            ep[key] += float(info[key][rows, 0].sum())
+        self.recent_wins.extend(won.tolist())
         self.counters["episodes"] += len(rows)
         self.league.assign(done)
         self.league.reset_pilots(done, self.env.batch.rng.copy())
+
+    def _take(self, part: dict[str, Any]) -> None:
+        """A rollout worker's finished games and watched moves, as if played here."""
+        self.league.record_games(part["keys"], part["scores"])
+        self.recent.extend(part["scores"].tolist())
+        self.recent_wins.extend(part["wins"].tolist())
+        self._episode_sums.update(part["sums"])
+        self.counters["episodes"] += len(part["keys"])
+        self.counters["global_step"] += part["decisions"]
+        watched = part["watched"]
+        if watched is not None and self.opponent_model is not None:
+            for obs, actions, rows in zip(watched["obs"], watched["actions"], watched["rows"]):
+                self.opponent_model.observe(obs, actions, np.flatnonzero(rows))
 
     def _log_iteration(self, losses: dict[str, float], sps: float) -> None:
         w, step = self.writer, self.counters["global_step"]
@@ -439,17 +462,8 @@ class Trainer:
         return min(1.0, used)
 
     def _shape(self, obs, next_obs, info, term, reward, gamma) -> np.ndarray:
-        """The learner's rewards, with potential-based shaping when [train] shaping > 0."""
-        scale = self.cfg.train.shaping
-        if not scale:
-            return reward.astype(np.float32)
-        after = next_obs[:, 0].copy()
-        if "final_obs" in info:
-            done = info["_final_obs"]
-            after[done] = info["final_obs"][done, 0]
-        constants = self.agent.view_constants
-        return shaped(reward, potential(obs[:, 0], scale, constants),
-                      potential(after, scale, constants), term, gamma).astype(np.float32)
+        return learner_rewards(self.cfg.train.shaping, self.agent.view_constants, obs, next_obs,
+                               info, term, reward, gamma)
 
     def _draw(self) -> None:
         if not self.render:
@@ -480,6 +494,9 @@ class Trainer:
         self.progress.say(f"training {self.run_name} ({t.algorithm}), until "
                           f"{' or '.join(b for b in budget if b)}; watch it with: tensorboard "
                           f"--logdir {self.log_dir}")
+        if self.workers is not None:
+            self.progress.say(f"the learner updates on {self.device}; {t.rollout_workers} rollout "
+                              f"workers play the games {self.workers.where()}")
         # Wall-clock time of the whole run (evaluations and saves included), across resumes.
         self._wall_base = self.counters["wall_seconds"]
         self._t_start = time.time()
@@ -500,6 +517,8 @@ class Trainer:
                 else:
                     self._save_latest_once()
             finally:
+                if self.workers is not None:
+                    self.workers.close()
                 self.progress.close()
                 if self._writer is not None:
                     self._writer.close()
@@ -516,40 +535,58 @@ class Trainer:
                                          "of": model.spec, "accuracy": model.accuracy}
         return summary
 
+    def _after_step(self) -> None:
+        self.counters["global_step"] += self.env.num_envs
+        self._draw()
+        self._interrupt.check()
+
     def _run_ppo(self) -> None:
-        agent, env, league = self.agent, self.env, self.league
-        gamma = self.cfg.ppo.gamma
-        n = env.num_envs
-        actions = np.zeros((n, 2), dtype=np.int64)
+        if self.workers is not None:
+            return self._run_ppo_on_workers()
+        agent, n = self.agent, self.env.num_envs
         obs = self._reset_games()
         while not self._done():
             t0 = time.time()
-            for _ in range(self.cfg.ppo.n_steps):
-                self._interrupt.check()
-                actions[:, 0] = agent.select_action(obs[:, 0])
-                if self.guide is not None:
-                    actions[:, 0] = self.guide.mix(obs[:, 0], actions[:, 0])
-                actions[:, 1] = league.act(obs[:, 1])
-                self._watch_opponent(obs, actions)
-                next_obs, rewards, term, trunc, info = env.step_both(actions)
-                reward = self._shape(obs, next_obs, info, term, rewards[:, 0], gamma)
-                if trunc.any():
-                    # A timeout is not the end of the world: bootstrap from the last state.
-                    rows = np.flatnonzero(trunc)
-                    # Values are in scaled reward units; the reward is scaled when stored.
-                    reward[rows] += (gamma * agent.value_of(info["final_obs"][rows, 0])
-                                     / self.cfg.ppo.reward_scale)
-                done = term | trunc
-                agent.store_transition(reward, done, action=actions[:, 0])
-                self.counters["global_step"] += n
-                if done.any():
-                    self._finished(info, done)
-                obs = next_obs
-                self._draw()
+            obs = play_steps(agent, self.league, self.env, obs, self.cfg.ppo.n_steps, self._shape,
+                             self._finished, guide=self.guide, watch=self._watch_opponent,
+                             after_step=self._after_step)
             losses = agent.update(next_obs=obs[:, 0], progress=self._schedule_progress())
             self._fit_opponent_model()
             dt = time.time() - t0
             self._after_update(losses, self.cfg.ppo.n_steps * n / dt)
+
+    def _run_ppo_on_workers(self) -> None:
+        """_run_ppo with the games on rollout workers (rollouts.py): every update each worker
+        plays its games with the current weights; the learner takes their rollouts in worker
+        order as one rollout of all the games, and updates."""
+        agent, n = self.agent, self.cfg.train.num_envs
+        while not self._done():
+            t0 = time.time()
+            parts = self.workers.collect(agent, self.league, self.counters["updates"])
+            self._interrupt.check()
+            for part in parts:
+                self._take(part)
+            agent.load_rollout([part["rollout"] for part in parts])
+            t1 = time.time()
+            losses = agent.update(next_obs=np.concatenate([part["next_obs"] for part in parts]),
+                                  progress=self._schedule_progress())
+            self._fit_opponent_model()
+            t2 = time.time()
+            self._log_workers(parts, t1 - t0, t2 - t1)
+            self._after_update(losses, self.cfg.ppo.n_steps * n / (t2 - t0))
+
+    def _log_workers(self, parts: list[dict[str, Any]], gather: float, update: float) -> None:
+        """Per-worker throughput, the policy lag (updates between the weights a rollout was
+        played with and the learner's; synchronous rollouts keep it 0), and where the time of
+        an update went."""
+        w, step = self.writer, self.counters["global_step"]
+        for part in parts:
+            w.add_scalar(f"workers/decisions_per_second/{part['worker']}",
+                         part["decisions"] / part["seconds"], step)
+        lag = max(self.counters["updates"] - part["update"] for part in parts)
+        w.add_scalar("workers/policy_lag", lag, step)
+        w.add_scalar("workers/gather_seconds", gather, step)
+        w.add_scalar("workers/update_seconds", update, step)
 
     def _run_dqn(self) -> None:
         agent, env, league, c = self.agent, self.env, self.league, self.cfg.dqn

@@ -69,3 +69,33 @@ def test_policy_stack_plays_like_each_network(activation):
         assert m[a] == 1.0 or (not m.any() and a == 0)
     with pytest.raises(ValueError, match="one shape"):
         PolicyStack([agents[0], PPOAgent(36, 6, PPOConfig(hidden_sizes=(8,)))])
+
+
+def test_a_rollout_handed_over_in_slices_trains_as_the_whole():
+    """What rollout workers do (take_rollout on each, load_rollout on the learner): a rollout
+    of 6 games taken from the agent that played it and loaded back in slices of 4 and 2 games
+    gives the update, bit for bit, that the whole rollout gives."""
+    cfg = PPOConfig(n_steps=8, hidden_sizes=(16,), num_minibatches=2, update_epochs=2)
+    player = PPOAgent(36, 6, cfg, num_envs=6)
+    rng = np.random.default_rng(0)
+    for t in range(cfg.n_steps):
+        player.select_action(rng.normal(size=(6, 36)).astype(np.float32))
+        player.store_transition(rng.normal(size=6), rng.random(6) < 0.2,
+                                action=rng.integers(0, 6, 6))
+    with pytest.raises(RuntimeError, match="full rollout"):
+        PPOAgent(36, 6, cfg, num_envs=6).take_rollout()
+    rollout = player.take_rollout()
+    assert player.step == 0 and rollout["actions"].shape == (8, 6)
+    next_obs = rng.normal(size=(6, 36)).astype(np.float32)
+    learners = []
+    for parts in ([rollout], [{k: v[:, :4] for k, v in rollout.items()},
+                              {k: v[:, 4:] for k, v in rollout.items()}]):
+        learner = PPOAgent(36, 6, cfg, num_envs=1)
+        learner.load_state_dict(player.state_dict())
+        learner.load_rollout(parts)
+        torch.manual_seed(1)
+        learner.update(next_obs=next_obs)
+        learners.append(learner)
+    whole, sliced = (a.net.state_dict() for a in learners)
+    assert all(torch.equal(whole[k], sliced[k]) for k in whole)
+    assert not torch.equal(whole["actor.0.weight"], player.net.state_dict()["actor.0.weight"])

@@ -47,3 +47,24 @@ def test_training_benchmark_prints_ours_and_sb3_side_by_side():
     # What it does is said up front, and how long it took at the end.
     assert "four trainers one after another" in out.stdout
     assert "the benchmark took" in out.stdout.splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_rollout_benchmark_prints_each_worker_count_the_bound_and_a_projection():
+    pytest.importorskip("ray")
+    out = _run(["spacewar-ai", "--benchmark-rollouts", "--quick"], timeout=900)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    for row in ("the learner plays its games", "1 rollout worker on Ray",
+                "2 rollout workers on Ray"):
+        line = next(x for x in lines if x.startswith(f"  {row} "))
+        assert float(line.split()[line.split().index("decisions/s") - 1].replace(",", "")) > 0
+    assert "update bound, PPO updates alone" in out.stdout and "1 torch thread" in out.stdout
+    projection = lines[lines.index(next(x for x in lines if "worker machines (2 cores)" in x))
+                       + 1:-1]
+    assert [row.split()[0] for row in projection] == ["1", "2", "4", "8"], out.stdout
+    # More worker machines never project a slower run.
+    for column in (1, 2, 3):
+        figures = [float(row.split()[column].replace(",", "")) for row in projection]
+        assert figures == sorted(figures) and figures[0] > 0, out.stdout
+    assert "the benchmark took" in lines[-1]

@@ -495,6 +495,22 @@ BAD_INPUT = {
     "lm folder not a model": (lambda f: [*EV[:2], "lm:" + f["folder"], *EV[3:]],
                               "has no config.json"),
     "lm bad option": (lambda f: [*EV[:2], "lm:nothere@hot", *EV[3:]], "'hot' after @"),
+    # rollout workers
+    "rollout workers for dqn": (lambda f: ["--algorithm", "dqn", "--rollout-workers", "2"],
+                                "rollout_workers"),
+    "more rollout workers than games": (lambda f: ["--rollout-workers", "9", "--num-envs", "8"],
+                                        "num_envs"),
+    "backend in training without workers": (lambda f: ["--backend", "ray"],
+                                            "--rollout-workers"),
+    "ray address in training without workers": (lambda f: ["--ray-address", "127.0.0.1:1"],
+                                                "--rollout-workers"),
+    "rollout workers with llm guidance": (lambda f: ["--rollout-workers", "2", "--use-llm",
+                                                     "x.py"], "--use-llm"),
+    "rollout workers local with an address": (
+        lambda f: ["--rollout-workers", "2", "--backend", "local", "--ray-address",
+                   "127.0.0.1:1"], "--backend local"),
+    "rollout workers at no cluster": (lambda f: ["--rollout-workers", "2", "--ray-address",
+                                                 "127.0.0.1:1"], "127.0.0.1:1"),
     # the browser
     "serve port 0": (lambda f: ["--serve", "--port", "0"], "--port 0"),
     "host without serve": (lambda f: ["--host", "0.0.0.0"], "--host"),

@@ -103,3 +103,39 @@ def test_champions_of_another_generation_play_beside_new_ones(tmp_path):
     assert actions.shape == (64,) and set(league.assignment) == set(league.fixed_keys)
     index, _ = league._policy_stack()
     assert league.fixed_keys[0] not in index and league.fixed_keys[1] in index and SELF in index
+
+
+def test_a_replica_follows_the_learners_pool_stage_and_results(tmp_path):
+    """A rollout worker's league (League.follow): snapshots and champions loaded from the
+    learner's files, evicted snapshots dropped with their games redrawn, the stage and the
+    results PFSP weighs taken over; its snapshots play as the learner's do."""
+    cfg = LeagueConfig(curriculum=("idle", "heuristic:easy"), scripted_share=0.0,
+                       past_share=1.0, pool_size=2)
+    learner = League(cfg, GameConfig(), num_envs=4, seed=1, snapshot_dir=tmp_path / "pool")
+    agent = PPOAgent(36, 6, SMALL)
+    learner.set_learner(agent)
+    learner.add_snapshot(agent, "u1")
+    champion = tmp_path / "champ" / "best.pt"
+    agent.save(champion)
+    learner.add_fixed(champion)
+    learner.record_games(["snapshot:u1", "snapshot:u1"], [1.0, 0.0])
+    learner.stage = 1
+    replica = League(cfg, GameConfig(), num_envs=16, seed=9)
+    replica.set_learner(agent)
+    replica.follow(learner.view(), learner.files)
+    assert replica.stage_spec == "heuristic:easy"
+    assert replica.win_rate("snapshot:u1") == 0.5
+    assert replica.snapshot_keys == ["snapshot:u1"] and replica.fixed_keys == learner.fixed_keys
+    for key in ("snapshot:u1", "champion:champ/best"):
+        theirs = replica.pilots[key].agent.net.state_dict()
+        assert all(torch.equal(v, theirs[k]) for k, v in agent.net.state_dict().items())
+    replica.assign()
+    assert set(replica.assignment) <= {"snapshot:u1", "champion:champ/best", SELF}
+    assert replica.act(_obs(16)).shape == (16,)
+    # Two more snapshots evict u1: the replica drops it and its games get other opponents.
+    learner.add_snapshot(agent, "u2")
+    learner.add_snapshot(agent, "u3")
+    replica.follow(learner.view(), learner.files)
+    assert replica.snapshot_keys == ["snapshot:u2", "snapshot:u3"]
+    assert "snapshot:u1" not in replica.pilots
+    assert not np.any(replica.assignment == "snapshot:u1")

@@ -171,10 +171,12 @@ def _tiny_config_file(tmp_path, **train) -> Path:
 
 
 @pytest.mark.slow
-def test_resume_after_sigkill_continues_the_counters(tmp_path):
+@pytest.mark.parametrize("workers", [[], ["--rollout-workers", "2", "--backend", "local"]],
+                         ids=["learner", "rollout-workers"])
+def test_resume_after_sigkill_continues_the_counters(tmp_path, workers):
     cfg = _tiny_config_file(tmp_path, save_interval=1, eval_interval=1000)
     common = ["--config", str(cfg), "--num-envs", "16", "--checkpoint-dir", str(tmp_path),
-              "--run-name", "killed", "--quiet", "--seed", "5"]
+              "--run-name", "killed", "--quiet", "--seed", "5", *workers]
     proc = _cli(common + ["--timesteps", "100000000"])
     latest = tmp_path / "killed" / "latest.pt"
     deadline = time.time() + 120

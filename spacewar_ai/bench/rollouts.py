@@ -1,0 +1,150 @@
+"""`spacewar-ai --benchmark-rollouts`: PPO training throughput with the games played by the
+learner itself and by 1, 2, ... rollout workers on Ray (training/rollouts.py), side by side in
+one run, and the learner's update bound: the decisions per second a learner could take in if
+its rollouts cost it nothing (a rollout's decisions over the time of its PPO update alone).
+
+Every trainer runs the default PPO settings against heuristic:medium for the same wall-clock
+budget, one after another in this process; worker rows include the start of their actors. With
+`--ray-address` the workers run on that cluster, the learner here.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+UPDATE_REPEATS = 5  # PPO updates timed for the bound, the median taken
+PROJECTED_MACHINES = (1, 2, 4, 8)  # worker machines in the projection's rows
+GPU_SPEEDUP = 10.0  # an assumed speed-up of the update on a GPU, for the projection only
+
+
+def _trainer(seconds: float, seed: int, workers: int, address: str | None, tmp: str):
+    from ..config import LeagueConfig, RunConfig, TrainConfig
+    from ..training.trainer import Trainer
+
+    # A budget no host reaches: the clock ends every run, so each is timed as long as promised.
+    cfg = RunConfig(train=TrainConfig(checkpoint_dir=tmp, log_dir=tmp, run_name=f"w{workers}",
+                                      eval_interval=10**6, save_interval=10**6,
+                                      total_timesteps=10**10, max_minutes=seconds / 60,
+                                      seed=seed, eval_opponent="heuristic:medium",
+                                      rollout_workers=workers),
+                    league=LeagueConfig(curriculum=("heuristic:medium",), scripted_share=1.0))
+    return Trainer(cfg, quiet=True, rollout_backend="ray", ray_address=address)
+
+
+def update_bound(agent, seed: int) -> float:
+    """Decisions per second of PPO updates alone: a full rollout of random observations loaded
+    into `agent` and learned from, UPDATE_REPEATS times, the median time taken."""
+    from ..agents.ppo import ROLLOUT_FIELDS
+
+    c, n, rng = agent.config, agent.num_envs, np.random.default_rng(seed)
+    shapes = {"obs": (agent.input_dim,), "raw": (agent.input_dim,), "mask": (agent.action_dim,)}
+    rollout = {}
+    for field in ROLLOUT_FIELDS:
+        shape = (c.n_steps, n, *shapes.get(field, ()))
+        rollout[field] = (np.ones(shape, bool) if field == "mask"
+                          else rng.integers(0, agent.action_dim, shape) if field == "actions"
+                          else rng.normal(size=shape).astype(np.float32))
+    rollout["logprobs"] = -np.abs(rollout["logprobs"])
+    rollout["dones"] = (rng.random((c.n_steps, n)) < 0.01).astype(np.float32)
+    next_obs = rng.normal(size=(n, agent.state_dim)).astype(np.float32)
+    times = []
+    for _ in range(UPDATE_REPEATS):
+        agent.load_rollout([rollout])
+        start = time.perf_counter()
+        agent.update(next_obs=next_obs)
+        times.append(time.perf_counter() - start)
+    return c.n_steps * n / statistics.median(times)
+
+
+def part_costs(log_dir: Path, cfg) -> dict[str, float]:
+    """Seconds per decision of each part of a rollout-worker run's updates, read back from its
+    TensorBoard logs (medians over its updates, the first two left out as start-up): a
+    worker's play, the learner's gathering beyond the slowest worker, and the update."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    logs = EventAccumulator(str(log_dir), size_guidance={"scalars": 0})
+    logs.Reload()
+
+    def median(tag: str) -> float:
+        return statistics.median(e.value for e in logs.Scalars(tag)[2:])
+
+    tags = [t for t in logs.Tags()["scalars"] if t.startswith("workers/decisions_per_second/")]
+    per_worker = cfg.ppo.n_steps * cfg.train.num_envs / len(tags)
+    play = max(1.0 / median(t) for t in tags)
+    decisions = cfg.ppo.n_steps * cfg.train.num_envs
+    gather = max(0.0, median("workers/gather_seconds") - play * per_worker) / decisions
+    return {"play": play, "gather": gather,
+            "update": median("workers/update_seconds") / decisions}
+
+
+def projected(costs: dict[str, float], workers: int) -> float:
+    """Decisions per second of a synchronous run with `workers` workers, each playing at the
+    measured rate on a core of its own, the learner gathering and updating at `costs`."""
+    return 1.0 / (costs["play"] / workers + costs["gather"] + costs["update"])
+
+
+def run_rollout_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = False,
+                          workers: tuple[int, ...] = (1, 2),
+                          address: str | None = None) -> dict[str, float]:
+    import torch
+
+    from ..util.threads import use_torch_threads
+
+    if quick:
+        seconds = 8.0
+    use_torch_threads()
+    began = time.perf_counter()
+    print(f"PPO training throughput by where the games are played: trainers one after another, "
+          f"each timed over {seconds:.0f} s after its start-up (worker rows include their "
+          f"actors' start); learner torch threads {torch.get_num_threads()}, workers 1 each; "
+          f"opponent heuristic:medium", flush=True)
+    figures: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for count in (0, *workers):
+            trainer = _trainer(seconds, seed, count, address, tmp)
+            start = time.perf_counter()
+            trainer.run()
+            rate = trainer.counters["global_step"] / (time.perf_counter() - start)
+            figures[f"workers_{count}"] = rate
+            where = "the learner plays its games" if count == 0 else \
+                f"{count} rollout worker{'s' if count > 1 else ''} on Ray"
+            ratio = "" if count == 0 else f"   ({figures['workers_0'] / rate:.2f}x the time " \
+                                          "of the learner alone)"
+            print(f"  {where:<38}{rate:>10,.0f} decisions/s{ratio}", flush=True)
+        costs = part_costs(Path(tmp) / f"w{workers[-1]}", trainer.cfg)
+        bounds = {}
+        for threads in sorted({1, min(2, os.cpu_count() or 1)}):
+            use_torch_threads(threads)
+            bounds[threads] = update_bound(trainer.agent, seed)
+        use_torch_threads()
+    c = trainer.cfg
+    for threads, bound in bounds.items():
+        figures[f"update_bound_{threads}"] = bound
+        print(f"  the learner's update bound, PPO updates alone ({c.ppo.n_steps} x "
+              f"{c.train.num_envs} decisions each), {threads} torch thread"
+              f"{'s' if threads > 1 else ''}: {bound:,.0f} decisions/s")
+    figures.update(costs)
+    print(f"  per decision, from the {workers[-1]}-worker run's TensorBoard (medians over "
+          f"updates): a worker plays {1e6 * costs['play']:.1f} us; the learner gathers "
+          f"{1e6 * costs['gather']:.1f} us beyond the slowest worker and updates "
+          f"{1e6 * costs['update']:.1f} us (PPO and the opponent model's fit, which sees every "
+          "game here: all are against the judged pilot)")
+    best = max(bounds)
+    print("  projected, synchronous: 1 / (play / W + gather + update) decisions/s, W workers of "
+          "one core each on other machines, the learner on a machine of its own:")
+    print(f"    {'worker machines (2 cores)':<28}{'as measured':>14}"
+          f"{f'PPO alone, {best} threads':>24}{f'update {GPU_SPEEDUP:g}x faster (GPU)':>28}")
+    for machines in PROJECTED_MACHINES:
+        w = 2 * machines
+        alone = dict(costs, update=1.0 / bounds[best])
+        gpu = dict(costs, update=costs["update"] / GPU_SPEEDUP)
+        print(f"    {machines:<28}{projected(costs, w):>14,.0f}{projected(alone, w):>24,.0f}"
+              f"{projected(gpu, w):>28,.0f}")
+    print(f"  the benchmark took {(time.perf_counter() - began) / 60:.1f} minutes in all")
+    return figures

@@ -1,0 +1,321 @@
+"""Rollouts: the learner's games stepped for one PPO update, here or on rollout workers.
+
+`play_steps` is the loop every PPO rollout runs, whoever runs it: the learner picks ship 0's
+actions, the league ship 1's, both ships step, timeouts are bootstrapped, the step is stored, and
+finished games are handed to a hook. The trainer (trainer.py) runs it on its own games; a
+`RolloutWorker` runs it on a slice of them, away from the learner.
+
+With `--rollout-workers N` the run's `num_envs` games are split among N workers, Ray actors
+(`--backend ray`, the default, on this machine or `--ray-address`'s cluster) or, with
+`--backend local`, objects in the learner's process played one after another (the same
+weights: a check that a worker's results do not depend on where it runs). Every update is
+synchronous, so PPO is unchanged:
+1. the learner publishes its weights (without the optimizer) and the league as it stands (the
+   curriculum stage, the results prioritized self-play weighs by, and the pool, whose snapshot
+   and champion files travel through Ray's object store as tournaments' files do);
+2. each worker plays `n_steps` in each of its games with those weights, drawing opponents for
+   the games that end from its copy of the league, and returns the rollout (`take_rollout`),
+   its finished games (who each was against, and how it ended) and, when the run learns a
+   model of its judged opponent, that opponent's moves;
+3. the learner records the games in its league, joins the rollouts in worker order
+   (`load_rollout`) and updates.
+
+Worker k's games and samples are seeded by (seed, k, the update it started at), so the same
+seed and worker count give the same weights, whichever machine each worker lands on. A worker
+whose process dies is replaced by a new one (new games, seeded by the update it starts at) that
+plays the lost rollout again; the run says so in one line and goes on.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import socket
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from ..config import RunConfig
+from ..game.engine import DeathCause
+from ..game.environment import SpacewarVectorEnv
+from ..game.shaping import potential, shaped
+from .league import League
+
+# How the learner's games end, as logged under charts/death_cause/ (shares of the update's games).
+EPISODE_CAUSES = (DeathCause.TORPEDO, DeathCause.STAR, DeathCause.COLLISION, DeathCause.TIMEOUT)
+GAME_FIGURES = ("shots", "hits", "fuel_used", "dodged")  # logged per game under game/
+LOST_WORKER_RETRIES = 3  # new workers tried for one lost rollout before the run gives up
+
+
+def learner_rewards(scale: float, constants: dict, obs, next_obs, info, term, reward,
+                    gamma: float) -> np.ndarray:
+    """The learner's rewards, with potential-based shaping when `scale` ([train] shaping) > 0."""
+    if not scale:
+        return reward.astype(np.float32)
+    after = next_obs[:, 0].copy()
+    if "final_obs" in info:
+        done = info["_final_obs"]
+        after[done] = info["final_obs"][done, 0]
+    return shaped(reward, potential(obs[:, 0], scale, constants),
+                  potential(after, scale, constants), term, gamma).astype(np.float32)
+
+
+def finished_games(info: dict, done: np.ndarray, sums: collections.Counter):
+    """The games that ended this step: their rows, the learner's score in each (1 win, 0.5 draw,
+    0 loss) and whether it won by a hit; their figures are added to `sums` (written once per
+    update as means, PufferLib's habit: a scalar per game cost a fifth of a run's time in
+    TensorBoard's queue)."""
+    rows = np.flatnonzero(done)
+    info = info["final_info"]  # the finished games' statistics (same-step autoreset)
+    real = info["real_winner"][rows]
+    winner = info["winner"][rows]
+    score = np.where(real == 0, 1.0, np.where((winner == -1) | (real == -1) & (winner == 0),
+                                              0.5, 0.0))
+    score = np.where(real == 1, 0.0, score)
+    sums["count"] += len(rows)
+    sums["return"] += float(info["episode_return"][rows, 0].sum())
+    sums["length"] += float(info["episode_length"][rows].sum())
+    causes = info["death_cause"][rows, 0]
+    for c in EPISODE_CAUSES:
+        sums[c.name.lower()] += float(np.count_nonzero(causes == c))
+    for key in GAME_FIGURES:
+        sums[key] += float(info[key][rows, 0].sum())
+    return rows, score, (real == 0).astype(float)
+
+
+def play_steps(agent, league: League, env: SpacewarVectorEnv, obs: np.ndarray, steps: int,
+               shape: Callable, finished: Callable, guide=None, watch: Callable | None = None,
+               after_step: Callable | None = None) -> np.ndarray:
+    """`steps` steps of every game, each stored in the PPO agent's rollout buffer; returns the
+    observations after them. `shape(obs, next_obs, info, term, reward, gamma)` gives the stored
+    rewards, `finished(info, done)` hears of the games that end (and must draw their next
+    opponents), `guide` may replace some of the learner's actions, `watch(obs, actions)` sees
+    both ships' moves, `after_step()` runs after each step."""
+    gamma = agent.config.gamma
+    actions = np.zeros((env.num_envs, 2), dtype=np.int64)
+    for _ in range(steps):
+        actions[:, 0] = agent.select_action(obs[:, 0])
+        if guide is not None:
+            actions[:, 0] = guide.mix(obs[:, 0], actions[:, 0])
+        actions[:, 1] = league.act(obs[:, 1])
+        if watch is not None:
+            watch(obs, actions)
+        next_obs, rewards, term, trunc, info = env.step_both(actions)
+        reward = shape(obs, next_obs, info, term, rewards[:, 0], gamma)
+        if trunc.any():
+            # A timeout is not the end of the world: bootstrap from the last state.
+            rows = np.flatnonzero(trunc)
+            # Values are in scaled reward units; the reward is scaled when stored.
+            reward[rows] += (gamma * agent.value_of(info["final_obs"][rows, 0])
+                             / agent.config.reward_scale)
+        done = term | trunc
+        agent.store_transition(reward, done, action=actions[:, 0])
+        if done.any():
+            finished(info, done)
+        obs = next_obs
+        if after_step is not None:
+            after_step()
+    return obs
+
+
+def _seed(*parts: int) -> int:
+    """One 31-bit seed from several integers (games take seed + i as 64-bit integers)."""
+    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0] >> 1)
+
+
+def _on_cpu(state):
+    """A state dict (nested dicts of tensors and plain values) with every tensor on the CPU."""
+    if isinstance(state, dict):
+        return {k: _on_cpu(v) for k, v in state.items()}
+    return state.cpu() if isinstance(state, torch.Tensor) else state
+
+
+class RolloutWorker:
+    """A slice of a PPO run's games with its own copy of the policy and of the league (module
+    docstring). `play` returns one update's rollout of them."""
+
+    def __init__(self, cfg: RunConfig, index: int, num_games: int, start_update: int,
+                 watch: str | None = None, own_process: bool = False):
+        from ..agents.ppo import PPOAgent
+        from ..util.threads import use_torch_threads
+
+        if own_process:
+            use_torch_threads(1)  # workers share their node's cores with each other
+        seed = _seed(cfg.train.seed, index, start_update)
+        self.cfg, self.index, self.watch_spec = cfg, index, watch
+        self.shaping = cfg.train.shaping
+        # Networks built here must not move the generator of a learner in the same process.
+        with torch.random.fork_rng(devices=[]):
+            self.agent = PPOAgent(cfg.game.obs_dim, cfg.game.num_actions, cfg.ppo, "cpu",
+                                  num_envs=num_games, game=cfg.game)
+        self.env = SpacewarVectorEnv(num_games, cfg.game, cfg.reward, opponent=None,
+                                     count_dodges=True)
+        self.league = League(cfg.league, cfg.game, num_games, seed)
+        self.obs, _ = self.env.reset_both(seed=seed)
+        self.league.reset_pilots(np.ones(num_games, bool), self.env.batch.rng.copy())
+        self._drawn = False  # the first games' opponents are drawn once the league is known
+        self._files: dict[str, Path] = {}
+        self.node = "the learner's process"
+        if own_process:
+            import ray
+
+            node = ray.get_runtime_context().get_node_id()[:8]
+            self.node = f"{socket.gethostname()} (Ray node {node})"
+
+    def _local_files(self, files: dict[str, tuple]) -> dict[str, Path]:
+        """The pool's files on this machine: the learner's own when it is here, else copies
+        from the object store (cluster.local_copy)."""
+        from ..rating.cluster import local_copy
+
+        for key, (path, sha256, ref) in files.items():
+            if key not in self._files:
+                self._files[key] = Path(path) if ref is None else local_copy(Path(path), sha256,
+                                                                              ref)
+        return self._files
+
+    def play(self, update: int, weights: dict[str, Any], league_view: dict[str, Any],
+             files: dict[str, tuple]) -> dict[str, Any]:
+        """`n_steps` of every game with `weights`, the league as `league_view` has it."""
+        started = time.perf_counter()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(_seed(self.cfg.train.seed, self.index, update))
+            self.agent.load_state_dict(weights)
+            self.league.set_learner(self.agent)
+            self.league.follow(league_view, self._local_files(files))
+            if not self._drawn:
+                self.league.assign()
+                self._drawn = True
+            steps, n = self.cfg.ppo.n_steps, self.env.num_envs
+            keys: list[str] = []
+            scores: list[np.ndarray] = []
+            wins: list[np.ndarray] = []
+            sums: collections.Counter = collections.Counter()
+            watched = None
+            if self.watch_spec is not None:
+                watched = {"obs": np.zeros((steps, n, self.cfg.game.obs_dim), np.float32),
+                           "actions": np.zeros((steps, n), np.int64),
+                           "rows": np.zeros((steps, n), bool)}
+            t = [0]
+
+            def finished(info, done):
+                rows, score, won = finished_games(info, done, sums)
+                keys.extend(self.league.assignment[rows].tolist())
+                scores.append(score)
+                wins.append(won)
+                self.league.assign(done)
+                self.league.reset_pilots(done, self.env.batch.rng.copy())
+
+            def watch(obs, actions):
+                watched["obs"][t[0]] = obs[:, 1]
+                watched["actions"][t[0]] = actions[:, 1]
+                watched["rows"][t[0]] = self.league.assignment == self.watch_spec
+
+            def after_step():
+                t[0] += 1
+
+            self.obs = play_steps(
+                self.agent, self.league, self.env, self.obs, steps,
+                lambda *a: learner_rewards(self.shaping, self.agent.view_constants, *a),
+                finished, watch=watch if watched is not None else None, after_step=after_step)
+        seconds = time.perf_counter() - started
+        return {"update": update, "worker": self.index, "node": self.node,
+                "rollout": self.agent.take_rollout(), "next_obs": self.obs[:, 0].copy(),
+                "keys": keys, "scores": np.concatenate(scores) if scores else np.zeros(0),
+                "wins": np.concatenate(wins) if wins else np.zeros(0), "sums": dict(sums),
+                "watched": watched, "decisions": steps * n, "seconds": seconds}
+
+
+class RolloutWorkers:
+    """The learner's side: N workers (Ray actors, or objects here with backend "local"), asked
+    for one update's rollouts at a time (`collect`), replaced when their process dies."""
+
+    def __init__(self, cfg: RunConfig, backend: str, address: str | None, start_update: int,
+                 say: Callable[[str], None], watch: str | None = None):
+        t = cfg.train
+        self.cfg, self.backend, self.say, self.watch = cfg, backend, say, watch
+        self.sizes = [len(a) for a in np.array_split(np.arange(t.num_envs), t.rollout_workers)]
+        self._files: dict[str, tuple] = {}  # pool key -> (path, sha256, object ref)
+        self._nodes: dict[int, str] = {}
+        if backend == "ray":
+            from ..rating.cluster import connect
+
+            self.ray = connect(address)
+            self._remote = self.ray.remote(num_cpus=1)(RolloutWorker)
+        self.workers = [self._start(k, start_update) for k in range(t.rollout_workers)]
+
+    def _start(self, index: int, update: int):
+        args = (self.cfg, index, self.sizes[index], update, self.watch)
+        if self.backend == "ray":
+            return self._remote.remote(*args, own_process=True)
+        return RolloutWorker(*args)
+
+    def where(self) -> str:
+        return ("in this process, one after another" if self.backend == "local"
+                else f"as Ray actors ({self.ray.cluster_resources().get('CPU', 0):g} CPUs in the "
+                     f"Ray cluster)")
+
+    def _pool_files(self, league: League) -> dict[str, tuple]:
+        """Every pool file the workers may need, each read and put in the object store once."""
+        for key in league.snapshot_keys + league.fixed_keys:
+            path = league.files.get(key)
+            if key in self._files or not path:
+                continue
+            if self.backend == "ray":
+                data = Path(path).read_bytes()
+                self._files[key] = (str(Path(path).resolve()), hashlib.sha256(data).hexdigest(),
+                                    self.ray.put(data))
+            else:
+                self._files[key] = (path, "", None)
+        pool = set(league.snapshot_keys + league.fixed_keys)
+        return {k: v for k, v in self._files.items() if k in pool}
+
+    def collect(self, agent, league: League, update: int) -> list[dict[str, Any]]:
+        """One rollout from every worker, in worker order, all played with `agent`'s weights."""
+        # On the CPU: a learner on a GPU sends weights that workers without one can load.
+        weights = _on_cpu({k: v for k, v in agent.state_dict().items() if k != "optimizer"})
+        view, files = league.view(), self._pool_files(league)
+        if self.backend == "local":
+            parts = [w.play(update, weights, view, files) for w in self.workers]
+        else:
+            shared = self.ray.put(weights)
+            refs = [w.play.remote(update, shared, view, files) for w in self.workers]
+            parts = [self._get(k, ref, update, shared, view, files) for k, ref in enumerate(refs)]
+        for part in parts:
+            if self._nodes.get(part["worker"]) != part["node"]:
+                self._nodes[part["worker"]] = part["node"]
+                self.say(f"rollout worker {part['worker']} ({self.sizes[part['worker']]} games) "
+                         f"runs on {part['node']}")
+        return parts
+
+    def _get(self, index: int, ref, update: int, *args) -> dict[str, Any]:
+        """A worker's rollout; a worker whose process died is replaced and its rollout played
+        again by the new one."""
+        lost = 0
+        while True:
+            try:
+                return self.ray.get(ref)
+            except self.ray.exceptions.RayActorError as exc:
+                if "No module named" in str(exc) and "spacewar_ai" in str(exc):
+                    from ..rating.cluster import INSTALL
+
+                    raise ValueError(f"a Ray node cannot import spacewar_ai; {INSTALL}") \
+                        from None
+                lost += 1
+                if lost > LOST_WORKER_RETRIES:
+                    raise RuntimeError(f"rollout worker {index} was lost {lost} times in a row "
+                                       f"at update {update}; the cluster cannot keep one "
+                                       "running") from exc
+                self.say(f"rollout worker {index} was lost (its process ended); a new one "
+                         f"plays its games again from update {update}")
+                self.workers[index] = self._start(index, update)
+                self._nodes.pop(index, None)
+                ref = self.workers[index].play.remote(update, *args)
+
+    def close(self) -> None:
+        if self.backend == "ray":
+            for w in self.workers:
+                self.ray.kill(w)
+        self.workers = []

@@ -1,0 +1,210 @@
+"""Rollout workers (training/rollouts.py): PPO's games played away from the learner, in this
+process or as Ray actors on a local instance and on a two-node cluster the tests start, with
+the league, the opponent model, TensorBoard, resume both ways, a killed worker, and refusals."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from spacewar_ai.agents.checkpoints import load_checkpoint
+from spacewar_ai.config import GameConfig, LeagueConfig
+from spacewar_ai.training.trainer import Trainer
+from tests.helpers import tiny_run
+
+
+def _weights(path) -> dict[str, torch.Tensor]:
+    return load_checkpoint(path)["agent"]["net"]
+
+
+def _same(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def _run(tmp_path, name, backend="local", **train):
+    cfg = tiny_run(tmp_path, run_name=name, **train)
+    return Trainer(cfg, quiet=True, rollout_backend=backend).run(), cfg
+
+
+def test_workers_in_this_process_train_with_the_league_and_repeat_bit_for_bit(tmp_path):
+    """Three workers (16 games split 6, 5, 5) train a run to its end with snapshots joining and
+    leaving the pool every update; the same seed gives the same weights, and TensorBoard holds
+    each worker's throughput and a policy lag of 0 (every rollout from the current weights)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out, cfg = _run(tmp_path, "w3", rollout_workers=3)
+    again, _ = _run(tmp_path, "w3-again", rollout_workers=3)
+    assert out["global_step"] == cfg.train.total_timesteps and out["updates"] == 3
+    first = _weights(Path(out["run_dir"]) / "latest.pt")
+    assert _same(first, _weights(Path(again["run_dir"]) / "latest.pt"))
+    ea = EventAccumulator(out["log_dir"])
+    ea.Reload()
+    tags = set(ea.Tags()["scalars"])
+    for k in range(3):
+        assert [e.value > 0 for e in ea.Scalars(f"workers/decisions_per_second/{k}")] == \
+            [True] * 3
+    assert [e.value for e in ea.Scalars("workers/policy_lag")] == [0, 0, 0]
+    assert {"workers/gather_seconds", "workers/update_seconds", "charts/SPS",
+            "losses/policy_loss", "eval/win_rate"} <= tags
+    # The pool filled and turned over (pool_size 2, a snapshot every update) as it does here.
+    assert [e.value for e in ea.Scalars("league/pool_size")] == [1, 2, 2]
+    # A different worker count splits the games (and their seeds) differently: other weights.
+    other, _ = _run(tmp_path, "w2", rollout_workers=2)
+    assert not _same(first, _weights(Path(other["run_dir"]) / "latest.pt"))
+
+
+def test_workers_follow_the_curriculum_and_feed_the_opponent_model(tmp_path):
+    """The learner records the workers' games and moves the curriculum on (idle, then the
+    judged pilot, after 4 games); the workers draw the new stage for their next games, and the
+    judged pilot's moves, watched on the workers, train the opponent model."""
+    cfg = tiny_run(tmp_path, rollout_workers=2, eval_opponent="heuristic:medium",
+                   total_timesteps=16 * 16 * 8)
+    cfg.game = GameConfig(max_episode_steps=160)  # games of 40 decisions: many end in the run
+    cfg.league = LeagueConfig(curriculum=("idle", "heuristic:medium"), scripted_share=1.0,
+                              curriculum_window=4, curriculum_threshold=0.0)
+    trainer = Trainer(cfg, quiet=True, rollout_backend="local")
+    out = trainer.run()
+    assert trainer.league.stage == 1
+    assert len(trainer.league.results["idle"]) >= 4
+    assert len(trainer.league.results["heuristic:medium"]) > 0
+    model = out["opponent_model"]
+    assert model["of"] == "heuristic:medium" and Path(model["path"]).is_file()
+    assert 0 < model["accuracy"] <= 1
+
+
+@pytest.mark.parametrize("first, then", [(2, 0), (0, 2)])
+def test_a_run_resumes_across_worker_counts(tmp_path, first, then):
+    """A run of workers resumes in one process and the other way round: its counters, league
+    and weights carry on."""
+    out, cfg = _run(tmp_path, "r", rollout_workers=first)
+    latest = Path(out["run_dir"]) / "latest.pt"
+    cfg.train = dataclasses.replace(cfg.train, total_timesteps=2 * cfg.train.total_timesteps,
+                                    rollout_workers=then, run_name="")
+    resumed = Trainer(cfg, resume=latest, quiet=True, rollout_backend="local").run()
+    assert resumed["run_dir"] == out["run_dir"]
+    assert resumed["updates"] == 2 * out["updates"]
+    assert resumed["global_step"] == 2 * out["global_step"]
+    assert resumed["episodes"] > out["episodes"]
+
+
+def _cli(*args, cwd, timeout=600, env=None):
+    return subprocess.run([sys.executable, "-m", "spacewar_ai", *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=cwd,
+                          env={**os.environ, **(env or {})})
+
+
+# --- Ray ------------------------------------------------------------------------------------------
+TINY = ["--num-envs", "8", "--eval-episodes", "4", "--seed", "5", "--config"]
+TINY_CONFIG = """
+[ppo]
+n_steps = 16
+hidden_sizes = [32, 32]
+[train]
+eval_interval = 2
+save_interval = 1
+[league]
+snapshot_interval = 1
+pool_size = 2
+"""
+
+
+def _tiny(tmp_path) -> list[str]:
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY_CONFIG)
+    return [*TINY, str(path)]
+
+
+@pytest.mark.slow
+def test_ray_workers_give_the_weights_of_workers_in_this_process(tmp_path):
+    """The same run with its two workers as Ray actors (a Ray instance this run starts) and in
+    this process: the same weights, bit for bit. The run says where each part runs (--device
+    auto: the learner on a GPU when there is one, the CPU here; workers always on the CPU)."""
+    pytest.importorskip("ray")
+    runs = {}
+    for backend, where in (("ray", "as Ray actors"), ("local", "in this process")):
+        out = _cli("--rollout-workers", "2", "--backend", backend, "--timesteps", "512",
+                   "--device", "auto", *_tiny(tmp_path), "--checkpoint-dir", "ck", "--log-dir",
+                   "runs", "--run-name", backend, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr[-3000:]
+        expected = "cuda" if torch.cuda.is_available() else "cpu"
+        assert f"the learner updates on {expected}; 2 rollout workers play the games {where}" \
+            in out.stderr
+        runs[backend] = _weights(tmp_path / "ck" / backend / "latest.pt")
+    assert _same(runs["ray"], runs["local"])
+
+
+@pytest.mark.slow
+def test_a_two_node_cluster_trains_resumes_and_survives_a_killed_worker(tmp_path):
+    """A head and a second node started here (one CPU each, so the two workers land one on
+    each): a run trains to its end and matches the same run's workers in this process bit for
+    bit; it resumes on the cluster; a run whose worker is killed (SIGKILL) goes on with a new
+    worker and says so in one line."""
+    pytest.importorskip("ray")
+    from tests.rating.test_cluster import AUTH, _free_port, _ray_cli
+
+    port = _free_port()
+    short = Path("/tmp") / f"sw{port}"
+    env = {**AUTH, "SDL_VIDEODRIVER": "dummy"}
+    try:
+        head = _ray_cli("start", "--head", "--port", str(port), "--num-cpus", "1",
+                        "--temp-dir", str(short / "head"), "--include-dashboard=false",
+                        "--disable-usage-stats")
+        assert head.returncode == 0, head.stderr[-2000:]
+        node = _ray_cli("start", "--address", f"127.0.0.1:{port}", "--num-cpus", "1",
+                        "--temp-dir", str(short / "node"), "--disable-usage-stats")
+        assert node.returncode == 0, node.stderr[-2000:]
+        address = ["--rollout-workers", "2", "--ray-address", f"127.0.0.1:{port}"]
+        common = [*_tiny(tmp_path), "--checkpoint-dir", "ck", "--log-dir", "runs"]
+        out = _cli(*address, "--timesteps", "512", *common, "--run-name", "cluster",
+                   cwd=tmp_path, env=env)
+        assert out.returncode == 0, out.stderr[-3000:]
+        nodes = {line.split(" runs on ")[1] for line in out.stderr.splitlines()
+                 if " runs on " in line}
+        assert len(nodes) == 2, out.stderr[-3000:]  # one worker on each node
+        here = _cli("--rollout-workers", "2", "--backend", "local", "--timesteps", "512",
+                    *common, "--run-name", "here", cwd=tmp_path, env=env)
+        assert here.returncode == 0, here.stderr[-3000:]
+        latest = tmp_path / "ck" / "cluster" / "latest.pt"
+        assert _same(_weights(latest), _weights(tmp_path / "ck" / "here" / "latest.pt"))
+        resumed = _cli(*address, "--resume", str(latest), "--timesteps", "1024",
+                       *common[:-4], cwd=tmp_path, env=env)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        assert load_checkpoint(latest)["metadata"]["counters"]["global_step"] == 1024
+
+        # A run of 45 s; one of its workers is killed once both have played a rollout.
+        run = subprocess.Popen(
+            [sys.executable, "-m", "spacewar_ai", *address, "--timesteps", "100000000",
+             "--minutes", "0.75", *common, "--run-name", "killed"], cwd=tmp_path,
+            env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        seen = []
+        for line in run.stderr:
+            seen.append(line)
+            if sum(" runs on " in x for x in seen) == 2:
+                break
+        os.kill(_worker_process(), signal.SIGKILL)
+        _, rest = run.communicate(timeout=600)
+        stderr = "".join(seen) + rest
+        assert run.returncode == 0, stderr[-3000:]
+        lost = [line for line in stderr.splitlines() if "was lost" in line]
+        assert len(lost) == 1 and "a new one plays its games again" in lost[0], stderr[-3000:]
+        assert sum(" runs on " in line for line in stderr.splitlines()) == 3  # the new one too
+        assert (tmp_path / "ck" / "killed" / "best.pt").is_file()
+    finally:
+        _ray_cli("stop", "--force")
+
+
+def _worker_process() -> int:
+    """The process id of a Ray actor of RolloutWorker (Ray titles it ray::RolloutWorker)."""
+    import psutil
+
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        if "ray::RolloutWorker" in " ".join(proc.info["cmdline"] or []):
+            return proc.info["pid"]
+    raise AssertionError("no rollout worker process")
