@@ -108,18 +108,35 @@ def _interrupted(argv, cwd, wait_for: str):
                 break
         # A person whose first Ctrl-C seems lost presses it again: twice in full-suite runs the
         # first one left human play running (VIBE_HISTORY, session 29), never when run alone.
-        for _ in range(10):
+        for attempt in range(10):
             proc.send_signal(signal.SIGINT)
             try:
                 out, err = proc.communicate(timeout=30)
                 break
             except subprocess.TimeoutExpired:
+                if attempt == 0:
+                    _report_stacks(proc.pid, argv)
                 continue
         else:
             out, err = proc.communicate(timeout=1)
         return proc.returncode, "".join(seen) + out, err
     finally:
         proc.kill()
+
+
+def _report_stacks(pid: int, argv) -> None:
+    """Where a process that outlived its Ctrl-C is: every thread's native stack (gdb, when the
+    machine has it), as a warning in the test report, so that the cause can be found."""
+    import shutil
+    import warnings
+
+    if shutil.which("gdb") is None:
+        return
+    dump = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt 20"],
+                          capture_output=True, text=True, timeout=120)
+    frames = [line for line in dump.stdout.splitlines() if line.startswith(("#", "Thread"))]
+    warnings.warn(f"{' '.join(map(str, argv[2:]))} outlived its first Ctrl-C by 30 s; its "
+                  "threads: " + "\n".join(frames)[:6000], stacklevel=2)
 
 
 def test_the_quick_references_commands_run_as_written(project):
