@@ -3,12 +3,16 @@
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from spacewar_ai.config import GameConfig
 from spacewar_ai.game import engine
 from spacewar_ai.game.engine import GameBatch
 
 ROOT = Path(__file__).resolve().parents[1]  # the project's folder
+# Tests that start Ray share one pytest-xdist worker, one after another: `ray stop`, which the
+# cluster tests end with, stops every Ray instance on the machine, another test's included.
+RAY_GROUP = pytest.mark.xdist_group("ray")
 
 
 def scenario(**config) -> GameBatch:

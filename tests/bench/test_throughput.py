@@ -6,7 +6,9 @@ import subprocess
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import RAY_GROUP, ROOT
+
+pytestmark = RAY_GROUP
 
 
 def _run(cmd, timeout=300):

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import RAY_GROUP, ROOT
+
+pytestmark = RAY_GROUP
 
 ray = pytest.importorskip("ray")
 

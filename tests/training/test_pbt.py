@@ -11,7 +11,9 @@ import uuid
 import numpy as np
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import RAY_GROUP, ROOT
+
+pytestmark = RAY_GROUP
 
 # Ray instances here use token authentication, as a cluster that takes visitors would.
 AUTH = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": uuid.uuid4().hex}

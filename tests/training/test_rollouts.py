@@ -17,7 +17,7 @@ import torch
 from spacewar_ai.agents.checkpoints import load_checkpoint
 from spacewar_ai.config import GameConfig, LeagueConfig
 from spacewar_ai.training.trainer import Trainer
-from tests.helpers import tiny_run
+from tests.helpers import RAY_GROUP, tiny_run
 
 
 def _weights(path) -> dict[str, torch.Tensor]:
@@ -122,6 +122,7 @@ def _tiny(tmp_path) -> list[str]:
 
 
 @pytest.mark.slow
+@RAY_GROUP
 def test_ray_workers_give_the_weights_of_workers_in_this_process(tmp_path):
     """The same run with its two workers as Ray actors (a Ray instance this run starts) and in
     this process: the same weights, bit for bit. The run says where each part runs (--device
@@ -141,6 +142,7 @@ def test_ray_workers_give_the_weights_of_workers_in_this_process(tmp_path):
 
 
 @pytest.mark.slow
+@RAY_GROUP
 def test_a_two_node_cluster_trains_resumes_and_survives_a_killed_worker(tmp_path):
     """A head and a second node started here (one CPU each, so the two workers land one on
     each): a run trains to its end and matches the same run's workers in this process bit for
@@ -178,10 +180,10 @@ def test_a_two_node_cluster_trains_resumes_and_survives_a_killed_worker(tmp_path
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         assert load_checkpoint(latest)["metadata"]["counters"]["global_step"] == 1024
 
-        # A run of 45 s; one of its workers is killed once both have played a rollout.
+        # A run of 100 updates; one of its workers is killed once both have played a rollout.
         run = subprocess.Popen(
-            [sys.executable, "-m", "spacewar_ai", *address, "--timesteps", "100000000",
-             "--minutes", "0.75", *common, "--run-name", "killed"], cwd=tmp_path,
+            [sys.executable, "-m", "spacewar_ai", *address, "--timesteps", "12800", *common,
+             "--run-name", "killed"], cwd=tmp_path,
             env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         seen = []
         for line in run.stderr:
