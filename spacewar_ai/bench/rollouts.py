@@ -64,15 +64,17 @@ def update_bound(agent, seed: int) -> float:
 
 def part_costs(log_dir: Path, cfg) -> dict[str, float]:
     """Seconds per decision of each part of a rollout-worker run's updates, read back from its
-    TensorBoard logs (medians over its updates, the first two left out as start-up): a
-    worker's play, the learner's gathering beyond the slowest worker, and the update."""
+    TensorBoard logs (medians over its updates, the first two left out as start-up when there
+    are more): a worker's play, the learner's gathering beyond the slowest worker, and the
+    update."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     logs = EventAccumulator(str(log_dir), size_guidance={"scalars": 0})
     logs.Reload()
 
     def median(tag: str) -> float:
-        return statistics.median(e.value for e in logs.Scalars(tag)[2:])
+        values = [e.value for e in logs.Scalars(tag)]
+        return statistics.median(values[2:] or values)  # a run too short for that: all
 
     tags = [t for t in logs.Tags()["scalars"] if t.startswith("workers/decisions_per_second/")]
     per_worker = cfg.ppo.n_steps * cfg.train.num_envs / len(tags)

@@ -39,6 +39,7 @@ def ray_module():
 
 
 TOKEN_FILE = Path.home() / ".ray" / "auth_token"
+WORKER_NICENESS = "RAY_worker_niceness"  # Ray's setting, read by the processes it starts
 
 
 def connect(address: str | None = None, num_cpus: int | None = None):
@@ -62,6 +63,10 @@ def connect(address: str | None = None, num_cpus: int | None = None):
             with _quiet_stderr():  # Ray's core logs every failed attempt; one line says it below
                 ray.init(address=address, log_to_driver=False, logging_level="ERROR")
         else:
+            # Ray starts its workers at niceness 15, so on a machine busy with anything else
+            # they get almost no CPU; the instance started for this command runs them as the
+            # command itself runs. Read from the environment by the processes ray.init starts.
+            os.environ.setdefault(WORKER_NICENESS, "0")
             ray.init(num_cpus=num_cpus, log_to_driver=False, logging_level="ERROR",
                      include_dashboard=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
