@@ -80,11 +80,16 @@ def main(argv=None) -> int:
                    help="games a round, shared among [dagger] opponents")
     p.add_argument("--dagger-steps", type=int, default=DaggerConfig.steps,
                    help="gradient steps a round")
-    p.add_argument("--grpo-opponent", default="heuristic:hard")
-    p.add_argument("--grpo-games", type=int, default=320, help="games GRPO plays in all")
-    p.add_argument("--grpo-games-per-iteration", type=int, default=8)
-    p.add_argument("--grpo-states", type=int, default=GRPOConfig.states,
+    p.add_argument("--grpo-opponent", default="heuristic:medium,heuristic:hard",
+                   help="GRPO's opponents, comma separated, sharing its games")
+    p.add_argument("--grpo-games", type=int, default=960, help="games GRPO plays in all")
+    p.add_argument("--grpo-games-per-iteration", type=int, default=16)
+    p.add_argument("--grpo-scored", type=int, default=1024,
                    help="decisions whose actions are scored, per iteration")
+    p.add_argument("--grpo-states", type=int, default=256,
+                   help="groups an update learns from, those whose action matters most")
+    p.add_argument("--grpo-minutes", type=float, default=0.0,
+                   help="a wall-clock stop for GRPO (0: none)")
     p.add_argument("--grpo-learning-rate", type=float, default=GRPOConfig.learning_rate)
     p.add_argument("--eval-games", type=int, default=64)
     p.add_argument("--float32", action="store_true", help="LMs play in float32 (slower)")
@@ -135,17 +140,21 @@ def main(argv=None) -> int:
                         f"steps = {args.dagger_steps})"}
     if not (ADAPTERS_DIR / grpo).is_dir():
         train(RunConfig(train=TrainConfig(
-            algorithm="grpo", episodes=args.grpo_games, run_name=grpo, **common),
+            algorithm="grpo", episodes=args.grpo_games, max_minutes=args.grpo_minutes,
+            run_name=grpo, **common),
             grpo=GRPOConfig(opponent=args.grpo_opponent, games=args.grpo_games_per_iteration,
-                            states=args.grpo_states, learning_rate=args.grpo_learning_rate)),
+                            scored=args.grpo_scored, states=args.grpo_states,
+                            learning_rate=args.grpo_learning_rate)),
             start_from=dagger)
     meta = adapter_meta(ADAPTERS_DIR / grpo)
     stages["grpo"] = {"seconds": meta["seconds"], "games": meta["games"], "command":
                       f"spacewar-ai --algorithm grpo --init-from {dagger} --opponent "
-                      f"{args.grpo_opponent} --episodes {args.grpo_games} --run-name {grpo} "
+                      f"{args.grpo_opponent} --episodes {args.grpo_games}"
+                      + (f" --minutes {args.grpo_minutes:g}" if args.grpo_minutes else "")
+                      + f" --run-name {grpo} "
                       f"--torch-threads {args.torch_threads} --config C (C: [grpo] games = "
-                      f"{args.grpo_games_per_iteration}, states = {args.grpo_states}, "
-                      f"learning_rate = {args.grpo_learning_rate})"}
+                      f"{args.grpo_games_per_iteration}, scored = {args.grpo_scored}, states = "
+                      f"{args.grpo_states}, learning_rate = {args.grpo_learning_rate})"}
 
     from spacewar_ai.util.threads import use_torch_threads
 

@@ -508,6 +508,12 @@ class GRPOConfig(_Serializable):
     states: int = 64  # groups an update learns from: those whose action matters most
     scored: int = 256  # decisions whose actions are scored to find them (at least `states`)
     horizon: int = 60
+    # Games played on from each action (their mean is its score), each pilot's move replaced by
+    # a random valid one with probability `jitter`: one deterministic continuation can make an
+    # action best by a hair.
+    continuations: int = 1
+    jitter: float = 0.0
+    # A pilot spec, or a comma list of them sharing each iteration's games and scored states.
     opponent: str = "heuristic:medium"
     rollout_pilot: str = "heuristic:hard"
     epochs: int = 2  # passes over an iteration's states
@@ -520,7 +526,12 @@ class GRPOConfig(_Serializable):
 
     def __post_init__(self) -> None:
         _check_positive(self, ("iterations", "games", "states", "scored", "horizon", "epochs",
-                               "batch_size"), integer=True)
+                               "batch_size", "continuations"), integer=True)
+        _require(_finite(self.jitter) and 0 <= self.jitter < 1, "GRPOConfig", "jitter",
+                 self.jitter, "must be a probability in [0, 1)")
+        _require(self.continuations == 1 or self.jitter > 0, "GRPOConfig", "continuations",
+                 self.continuations, "needs jitter > 0 to differ: the game and the scripted "
+                 "pilots are deterministic, so every continuation would be the same game")
         _check_positive(self, ("learning_rate", "clip", "temperature"))
         _require(_finite(self.kl) and self.kl >= 0, "GRPOConfig", "kl", self.kl,
                  "must be a finite number >= 0")
@@ -530,7 +541,17 @@ class GRPOConfig(_Serializable):
                      "heuristic:hard")
         _require(self.games % 2 == 0, "GRPOConfig", "games", self.games,
                  "must be even (games are played in pairs from one start, sides swapped)")
+        opponents = self.opponents()
+        _require(all(opponents), "GRPOConfig", "opponent", self.opponent,
+                 "has an empty name in its comma list")
+        _require(self.games % (2 * len(opponents)) == 0, "GRPOConfig", "games", self.games,
+                 f"must be a multiple of {2 * len(opponents)} to share its pairs of games "
+                 f"evenly among the {len(opponents)} opponents")
         _check_lm_compute(self)
+
+    def opponents(self) -> list[str]:
+        """The opponents an iteration's games are shared among (`opponent`'s comma list)."""
+        return [spec.strip() for spec in self.opponent.split(",")]
 
 
 @dataclass

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-WORDS = ("Spacewar You fly a ship Actions drift turn left right thrust fire and hyperspace Answer "
-         "with one valid action Enemy hidden closing opening ahead behind away Star Torpedo Fuel "
-         "torpedoes Valid Action").split()
+WORDS = ["Spacewar", "You", "fly", "a", "ship", "Actions", "drift", "turn", "left", "right", "thrust", "fire", "and", "hyperspace", "Answer", "with", "one", "valid", "action", "Enemy", "hidden", "closing", "opening", "ahead", "behind", "away", "Star", "Torpedo", "Fuel", "torpedoes", "Valid", "Action"]
 SPECIAL = ["<pad>", "<unk>", "<s>", "</s>"]
 
 
@@ -54,3 +52,35 @@ def trained_adapter(base_folder, out, seed=1):
             if "lora_B" in name:
                 p.normal_(0, 0.5)
     return save_adapter(peft_model, out, str(base_folder), model), peft_model
+
+
+def make_chat_lm(folder, texts, chat_template: str, hidden: int = 32, layers: int = 2,
+                 seed: int = 0) -> Path:
+    """Save a tiny Llama model with a byte-level BPE tokenizer trained on `texts` (so any text
+    round-trips exactly, tool calls' JSON included) and `chat_template`, whose turns end with
+    the special token <|im_end|> (Qwen's form)."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    core = Tokenizer(models.BPE())
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = decoders.ByteLevel()
+    core.train_from_iterator(texts, trainers.BpeTrainer(
+        vocab_size=600, special_tokens=special,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<|endoftext|>",
+                                        eos_token="<|im_end|>")
+    tokenizer.chat_template = chat_template
+    torch.manual_seed(seed)
+    config = LlamaConfig(vocab_size=core.get_vocab_size(), hidden_size=hidden,
+                         intermediate_size=2 * hidden, num_hidden_layers=layers,
+                         num_attention_heads=4, num_key_value_heads=4,
+                         max_position_embeddings=2048,
+                         pad_token_id=core.token_to_id("<|endoftext|>"),
+                         eos_token_id=core.token_to_id("<|im_end|>"))
+    folder = Path(folder)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder

@@ -83,9 +83,10 @@ OPPONENT = flag("--opponent", "players", metavar="SPEC",
                      "ppo:PATH, dqn:PATH, strategy:PATH.py, search:SPEC[+MODEL], "
                      "lm:MODEL[+ADAPTER] (lm:sft, lm:dagger, lm:grpo: the shipped "
                      "language-model pilots) or a checkpoint path (evaluate: default "
-                     "heuristic:hard; human play: instead of --difficulty; grpo: the opponent "
-                     "it plays; dagger: its "
-                     "opponents, comma separated, self for the LM itself)")
+                     "heuristic:hard; human play: instead of --difficulty; grpo: its "
+                     "opponents, comma separated, sharing the games; dagger: its "
+                     "opponents, comma separated, self for the LM itself; an lm: spec's "
+                     "@bf16 is the fast path, @cuda/@cpu its device)")
 EVAL_EPISODES = flag("--eval-episodes", "players", type=count(1),
                      help="games per evaluation (default 200; during training 100)")
 PLAYERS = flag("--players", "players", metavar="SPECS",

@@ -180,40 +180,62 @@ class LMPilot(Pilot):
 
 
 DTYPES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp32": "float32", "float32": "float32"}
+DEVICES = ("cpu", "cuda")
 
 
-def parse_options(spec: str) -> tuple[str, float, str]:
-    """Split `MODEL[+ADAPTER][@OPTION,...]` into (model part, temperature, dtype). Options: a
-    number >= 0, the sampling temperature (0, the default, plays the most likely action), and
-    `bf16` to run in bfloat16 (faster on CPUs with bfloat16 instructions and on GPUs; float32,
-    the default, gives the same games on every machine)."""
+def parse_options(spec: str) -> tuple[str, float, str, str | None]:
+    """Split `MODEL[+ADAPTER][@OPTION,...]` into (model part, temperature, dtype, device).
+    Options: a number >= 0, the sampling temperature (0, the default, plays the most likely
+    action); `bf16` to run in bfloat16 (faster on CPUs with bfloat16 instructions and on GPUs;
+    float32, the default, gives the same games on every machine); `cuda` or `cpu` to choose the
+    device (None, the default: CUDA where torch reports it, else the CPU)."""
     s, _, opts = str(spec).partition("@")
-    temperature, dtype = 0.0, "float32"
+    temperature, dtype, device = 0.0, "float32", None
     for opt in filter(None, (o.strip().lower() for o in opts.split(","))):
         if opt in DTYPES:
             dtype = DTYPES[opt]
+            continue
+        if opt in DEVICES:
+            device = opt
             continue
         try:
             temperature = float(opt)
         except ValueError:
             temperature = -1.0
         if not 0 <= temperature < float("inf"):
-            raise LMError(f"lm:{spec}: {opt!r} after @ is neither a temperature (a number >= 0) "
-                          "nor bf16; e.g. lm:smollm2@0.7 or lm:smollm2@bf16")
+            raise LMError(f"lm:{spec}: {opt!r} after @ is neither a temperature (a number >= 0), "
+                          "bf16, cuda nor cpu; e.g. lm:smollm2@0.7 or lm:smollm2@bf16")
     if not s.strip():
         raise LMError("lm: needs a model: lm:smollm2, lm:PATH.gguf, lm:FOLDER, lm:MODEL+ADAPTER "
                       "or a shipped adapter such as lm:sft")
-    return s.strip(), temperature, dtype
+    return s.strip(), temperature, dtype, device
+
+
+def pilot_device(chosen: str | None, asked: str = "cpu", spec: str = "") -> str:
+    """Where an lm: pilot runs: the spec's `@cuda`/`@cpu`, else a device its caller asked for
+    other than the CPU (`--device cuda`), else CUDA where torch reports it, else the CPU."""
+    import torch
+
+    if chosen is not None:
+        if chosen == "cuda" and not torch.cuda.is_available():
+            raise LMError(f"lm:{spec}: no CUDA device is available here; drop cuda after @ "
+                          "(the pilot then runs on the CPU) or write cpu")
+        return chosen
+    if asked and not str(asked).startswith("cpu"):
+        return str(asked)
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def lm_pilot(spec: str, num_actions: int = 6, device: str = "cpu", seed: int = 0) -> LMPilot:
     """Build the pilot of `lm:MODEL[+ADAPTER][@OPTION,...]` (the part after `lm:`)."""
     import torch
 
-    model_spec, temperature, dtype = parse_options(spec)
-    model, tokenizer, label = load_lm(model_spec, device)
+    model_spec, temperature, dtype, chosen = parse_options(spec)
+    model, tokenizer, label = load_lm(model_spec, pilot_device(chosen, device, spec))
     model.to(getattr(torch, dtype))
-    opts = str(spec).partition("@")[2]
+    # The device is where a pilot runs, not who it is: names and ratings leave it out.
+    opts = ",".join(o for o in str(spec).partition("@")[2].split(",")
+                    if o.strip().lower() not in DEVICES)
     pilot = LMPilot(model, tokenizer, label + (f"@{opts}" if opts else ""), num_actions,
                     temperature, seed, lm_view(model_spec))
     pilot.identity = f"lm:{lm_identity(model_spec)}" + (f"@{opts}" if opts else "")

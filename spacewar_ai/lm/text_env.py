@@ -19,8 +19,10 @@ or the model's answer as text, read as its first integer. `info["action_mask"]` 
 `info["valid_actions"]` list what may be answered; an answer that is not one of them (no
 number, out of range, masked) plays drift, costs `invalid_penalty` (default -1, added to the
 step's reward) and is flagged in `info["invalid_answer"]` with the text in
-`info["answer"]`. Rewards, opponents and configs are SpacewarEnv's, whose observation vector is
-`info["obs"]`.
+`info["answer"]`. `info["reward"]` repeats the step's reward (the penalty included), for
+trainers that read it there. Rewards, opponents and configs are SpacewarEnv's, whose
+observation vector is `info["obs"]`. trl's GRPOTrainer takes the game through
+training/trl_adapter.py.
 """
 
 from __future__ import annotations
@@ -99,6 +101,7 @@ class SpacewarTextEnv(gym.Env):
         info["answer"] = action if isinstance(action, str) else index
         if invalid:
             reward += self.invalid_penalty
+        info["reward"] = float(reward)  # for trainers that read a text env's reward from info
         return self._prompt(obs), reward, terminated, truncated, info
 
     def action_masks(self) -> np.ndarray:

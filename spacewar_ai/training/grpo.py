@@ -6,13 +6,17 @@ Group Relative Policy Optimization (GRPO, as in DeepSeekMath) where a group is e
 action at one game state, each scored by playing the game on from that state. An iteration:
 
 1. plays `[grpo] games` games against `[grpo] opponent` (`--opponent`; in pairs from one
-   start, sides swapped), the LM sampling its answers at `[grpo] temperature` from the adapter being
-   trained, and draws `[grpo] scored` of its decisions at random among those with more than
-   one valid action, the whole game state copied (the engine's state_dict, as search.py plans);
+   start, sides swapped; a comma list such as `heuristic:medium,heuristic:hard` shares the
+   games evenly among opponents of varied skill), the LM sampling its answers at
+   `[grpo] temperature` from the adapter being trained, and draws `[grpo] scored` of its
+   decisions at random among those with more than one valid action (shared evenly among the
+   opponents), the whole game state copied (the engine's state_dict, as search.py plans);
 2. scores each valid action at each drawn state: a copy of the game plays it, then
-   `[grpo] rollout_pilot` flies the LM's ship and the opponent its own for `[grpo] horizon`
+   `[grpo] rollout_pilot` flies the LM's ship and that game's opponent its own for `[grpo] horizon`
    decisions; the score is the sum of the rewards the reward table (`--reward`: any
-   personality) paid the LM's ship, the game's end included when it comes;
+   personality) paid the LM's ship, the game's end included when it comes (with
+   `[grpo] continuations` K > 1, the mean of K such games whose pilots each make a random valid
+   move with probability `[grpo] jitter`);
 3. an action's advantage is its score's z-score in its group; a state whose valid actions all
    score alike (within SCORE_NOISE, a point of reward) teaches nothing and is dropped, and of
    the rest the `[grpo] states` whose scores spread widest are kept: the decisive moments,
@@ -31,9 +35,10 @@ action at one game state, each scored by playing the game on from that state. An
 The adapter (LoRA, continuing the one --init-from names, on the base that adapter names) is
 saved to `models/adapters/<run>/` every ten iterations and at the end, and plays as
 `lm:<run>`. TensorBoard (`runs/<run>/`): `grpo/win_rate` and `grpo/score` of the iteration's
-games, `grpo/loss`, `grpo/kl`, `grpo/clip_fraction`, `grpo/best_action_probability` (the
-probability the adapter gives the best-scored action at the iteration's states, before its
-update), `grpo/signal_share` (the share of scored groups that teach something),
+games (`grpo/win_rate/<opponent>` with several opponents), `grpo/loss`, `grpo/kl`,
+`grpo/clip_fraction`, `grpo/best_action_probability` (the probability the adapter gives the
+best-scored action at the iteration's states, before its update), `grpo/signal_share` (the
+share of scored groups that teach something),
 `grpo/states_per_second`.
 """
 
@@ -105,17 +110,56 @@ class StateRecorder(Pilot):
 
 
 def action_scores(states: dict[str, np.ndarray], obs: np.ndarray, sides: np.ndarray, rollout,
-                  opponent, config: GameConfig, reward_config, horizon: int) -> np.ndarray:
+                  opponent, config: GameConfig, reward_config, horizon: int,
+                  continuations: int = 1, jitter: float = 0.0, seed: int = 0) -> np.ndarray:
     """(S, A): for each state and action, the rewards the ship `sides[s]` collects when it plays
     the action and `rollout` then flies it (and `opponent` the other ship) for `horizon`
     decisions in all; NaN for the actions its observation marks invalid. Both pilots are asked
     about all S x A copies at every decision (ended ones too), so a pilot that keeps something
-    per game (a reaction delay) sees one batch throughout: give this call fresh pilots."""
+    per game (a reaction delay) sees one batch throughout: give this call fresh pilots.
+
+    With `jitter` > 0 each pilot's move is replaced by a random valid one with that
+    probability (streams seeded by `seed`), and the score is the mean of `continuations` such
+    games: the game and the scripted pilots are deterministic, so one continuation is one
+    trajectory, and whether the best action is best can hang on a hit decided by a hair."""
     a = config.num_actions
-    m = len(sides) * a
-    copies = GameBatch(m, config, reward_config, count_dodges=False)
-    copies.load_state_dict({k: np.repeat(v, a, axis=0) for k, v in states.items()})
-    side = np.repeat(np.asarray(sides, dtype=np.int64), a)
+    k = int(continuations)
+    copies = GameBatch(len(sides) * a * k, config, reward_config, count_dodges=False)
+    copies.load_state_dict({key: np.repeat(v, a * k, axis=0) for key, v in states.items()})
+    if jitter > 0:
+        rollout = Jittered(rollout, jitter, seed)
+        opponent = Jittered(opponent, jitter, seed + 1)
+    score = play_on(copies, np.repeat(np.asarray(sides, dtype=np.int64), a * k), rollout,
+                    opponent, horizon, first=np.tile(np.repeat(np.arange(a), k), len(sides)))
+    score = score.reshape(len(sides), a, k).mean(axis=2)
+    score[obs[:, OBS_MASK:OBS_MASK + a] < 0.5] = np.nan
+    return score
+
+
+class Jittered(Pilot):
+    """`pilot`'s moves, each replaced with probability `epsilon` by a uniformly random valid
+    one; the same `seed` and the same calls give the same moves."""
+
+    def __init__(self, pilot, epsilon: float, seed: int):
+        from ..pilots.scripted import RandomPilot
+
+        self.pilot, self.epsilon = pilot, float(epsilon)
+        self.name = pilot.name
+        self._random = RandomPilot(seed)
+        self._coin = np.random.default_rng(seed)
+
+    def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
+        moves = self.pilot.act(obs, active)
+        flip = self._coin.random(len(obs)) < self.epsilon
+        return np.where(flip, self._random.act(obs), moves)
+
+
+def play_on(copies: GameBatch, side: np.ndarray, rollout, opponent, horizon: int,
+            first: np.ndarray | None = None) -> np.ndarray:
+    """The rewards ship `side[i]` of each game in `copies` collects over `horizon` decisions:
+    `first` moves (if given) at the first, then `rollout` flies it and `opponent` the other ship.
+    A game already over pays nothing and stands still."""
+    m = copies.n
     other = 1 - side
     rows = np.arange(m)
     score = np.zeros(m)
@@ -123,7 +167,7 @@ def action_scores(states: dict[str, np.ndarray], obs: np.ndarray, sides: np.ndar
     moves = np.zeros((m, 2), dtype=np.int64)
     for step in range(horizon):
         seen = copies.observe()
-        moves[rows, side] = np.tile(np.arange(a), len(sides)) if step == 0 else \
+        moves[rows, side] = first if step == 0 and first is not None else \
             rollout.act(seen[rows, side])
         moves[rows, other] = opponent.act(seen[rows, other])
         copies.step(moves)  # ended copies stand still whatever they are told
@@ -131,8 +175,6 @@ def action_scores(states: dict[str, np.ndarray], obs: np.ndarray, sides: np.ndar
         ended |= copies.game_i[:, OVER] != 0
         if ended.all():
             break
-    score = score.reshape(len(sides), a)
-    score[obs[:, OBS_MASK:OBS_MASK + a] < 0.5] = np.nan
     return score
 
 
@@ -235,7 +277,8 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
     device = lm_device(cfg)
     # Pilots first: a bad spec is refused before any model is loaded. Each iteration's games and
     # scores get pilots of their own (action_scores says why).
-    for spec in (g.rollout_pilot, g.opponent):
+    opponents = g.opponents()
+    for spec in (g.rollout_pilot, *opponents):
         make_pilot(spec, cfg.game, t.seed)
     torch.manual_seed(t.seed)
     model, tokenizer, start_folder, start_meta = load_trainable(init_from, device)
@@ -263,14 +306,17 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
             "iterations": done,
             "games": done * g.games, "opponent": g.opponent,
             "rollout_pilot": g.rollout_pilot, "reward": cfg.reward.personality,
+            "continuations": g.continuations, "jitter": g.jitter,
             "seconds": round(time.time() - began, 1)})
 
     if not quiet:
         print(f"GRPO of lm:{base}+{start_folder.name} against {g.opponent}: {iterations} "
               f"iterations of {g.games} games, {max(g.scored, g.states)} states scored and "
               f"up to {g.states} kept each "
-              f"({g.rollout_pilot} plays on {g.horizon} decisions, "
-              f"{cfg.reward.personality} rewards)")
+              f"({g.rollout_pilot} plays on {g.horizon} decisions"
+              + (f", the mean of {g.continuations} games jittered at {g.jitter:g}"
+                 if g.continuations > 1 else "")
+              + f", {cfg.reward.personality} rewards)")
     bar = tqdm(total=iterations, desc="grpo", unit="iteration", disable=quiet)
     done = 0
     for it in range(iterations):
@@ -278,23 +324,38 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
             break
         tick = time.time()
         model.eval()
-        recorder = StateRecorder(LMPilot(model, tokenizer, label, cfg.game.num_actions,
-                                         g.temperature, seed=t.seed * 100_003 + it, view=view,
-                                         bf16=g.bf16))
-        with torch.no_grad():
-            games = play_match(recorder, g.opponent, g.games,
-                               t.seed + it * g.games, cfg.game, cfg.reward)
-        # Scoring is the engine and two scripted pilots, cheap beside the LM's passes: many
-        # states are scored and the update learns from the groups where the action matters.
-        states, obs, sides = recorder.draw(max(g.scored, g.states), rng)
-        scores = action_scores(
-            states, obs, sides, make_pilot(g.rollout_pilot, cfg.game, t.seed + 2 * it),
-            make_pilot(g.opponent, cfg.game, t.seed + 2 * it + 1), cfg.game, cfg.reward,
-            g.horizon) if len(obs) else np.zeros((0, 1))
+        lm = LMPilot(model, tokenizer, label, cfg.game.num_actions, g.temperature,
+                     seed=t.seed * 100_003 + it, view=view, bf16=g.bf16)
+        each = g.games // len(opponents)
+        played, all_obs, all_scores = [], [], []
+        for j, spec in enumerate(opponents):
+            recorder = StateRecorder(lm)
+            with torch.no_grad():
+                games = play_match(recorder, spec, each, t.seed + it * g.games + j * each,
+                                   cfg.game, cfg.reward)
+            played.append((spec, games))
+            # Scoring is the engine and two scripted pilots, cheap beside the LM's passes: many
+            # states are scored and the update learns from the groups where the action matters.
+            states, obs, sides = recorder.draw(
+                math.ceil(max(g.scored, g.states) / len(opponents)), rng)
+            if len(obs):
+                all_obs.append(obs)
+                all_scores.append(action_scores(
+                    states, obs, sides,
+                    make_pilot(g.rollout_pilot, cfg.game, t.seed + 2 * it + 100_000 * j),
+                    make_pilot(spec, cfg.game, t.seed + 2 * it + 1 + 100_000 * j),
+                    cfg.game, cfg.reward, g.horizon, g.continuations, g.jitter,
+                    seed=t.seed + 2 * it + 100_000 * j + 50_000))
+        obs = np.concatenate(all_obs) if all_obs else np.zeros((0, 0), dtype=np.float32)
+        scores = np.concatenate(all_scores) if all_scores else np.zeros((0, 1))
         adv, useful = group_advantages(scores)
         kept = decisive(scores, useful, g.states)
-        row = {"iteration": it + 1, "win_rate": games.win_rate_a(), "states": int(len(kept)),
+        wins = sum(r.wins_a for _, r in played)
+        row = {"iteration": it + 1, "win_rate": wins / max(sum(r.n for _, r in played), 1),
+               "states": len(kept),
                "signal_share": float(useful.mean()) if len(useful) else 0.0}
+        if len(opponents) > 1:
+            row.update({f"win_rate/{spec}": r.win_rate_a() for spec, r in played})
         obs, adv, scores = obs[kept], adv[kept], scores[kept]
         if len(obs):
             old = answer_log_probs(model, coder, obs, g.bf16)
@@ -306,10 +367,12 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
                                  g.batch_size, g.clip, g.kl, rng, g.bf16)
             row.update(passes[-1])
         row["states_per_second"] = len(obs) / max(time.time() - tick, 1e-9)
-        row["score"] = float(np.mean([g.score("a", cfg.reward, cfg.game) for g in games.games]))
+        row["score"] = float(np.mean([game.score("a", cfg.reward, cfg.game)
+                                      for _, r in played for game in r.games]))
         history.append(row)
         for key in ("win_rate", "score", "loss", "kl", "clip_fraction", "best_action_probability",
-                    "states_per_second", "signal_share"):
+                    "states_per_second", "signal_share",
+                    *(f"win_rate/{spec}" for spec in opponents if len(opponents) > 1)):
             if key in row:
                 writer.add_scalar(f"grpo/{key}", row[key], it + 1)
         writer.flush()

@@ -141,4 +141,20 @@ class Files:
 
         found = [str(p.relative_to(self.root))
                  for p in sorted(self.checkpoints.glob("*/best.pt"))[:40]]
-        return [*SCRIPTED_SPECS, "pretrained", "search:pretrained", *found]
+        return [*SCRIPTED_SPECS, "pretrained", "search:pretrained", *shipped_lm_pilots(), *found]
+
+
+def shipped_lm_pilots() -> list[str]:
+    """The shipped language-model pilots, in bfloat16 (the fast path), where this server can
+    fly them: the lm extra and SmolLM2 installed; else none."""
+    import importlib.util
+
+    from ..lm.models import LMError, shipped_adapters, smollm2_file
+
+    if importlib.util.find_spec("transformers") is None or importlib.util.find_spec("peft") is None:
+        return []
+    try:
+        smollm2_file()
+    except LMError:
+        return []
+    return [f"lm:{name}@bf16" for name in shipped_adapters()]

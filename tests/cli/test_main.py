@@ -495,6 +495,12 @@ BAD_INPUT = {
     "lm folder not a model": (lambda f: [*EV[:2], "lm:" + f["folder"], *EV[3:]],
                               "has no config.json"),
     "lm bad option": (lambda f: [*EV[:2], "lm:nothere@hot", *EV[3:]], "'hot' after @"),
+    "grpo opponents share no pairs": (lambda f: ["--algorithm", "grpo", "--init-from", "dagger",
+                                                 "--opponent",
+                                                 "heuristic:medium,heuristic:hard,random"],
+                                      "multiple of 6"),
+    "grpo empty opponent": (lambda f: ["--algorithm", "grpo", "--init-from", "dagger",
+                                       "--opponent", "heuristic:medium,"], "empty name"),
     # rollout workers
     "rollout workers for dqn": (lambda f: ["--algorithm", "dqn", "--rollout-workers", "2"],
                                 "rollout_workers"),

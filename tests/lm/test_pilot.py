@@ -8,9 +8,9 @@ import pytest
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
-from spacewar_ai.config import OBS_MASK, GameConfig  # noqa: E402
-from tests.helpers import game_observations  # noqa: E402
-from tests.tiny_lm import trained_adapter  # noqa: E402
+from spacewar_ai.config import OBS_MASK, GameConfig
+from tests.helpers import game_observations
+from tests.tiny_lm import trained_adapter
 
 
 def test_the_lm_pilot_never_answers_an_invalid_action(tiny):
@@ -60,12 +60,12 @@ def test_an_lm_pilot_plays_matches_the_same_way_twice(tiny):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, view", [("sft", 1), ("grpo", 1), ("dagger", 2)])
+@pytest.mark.parametrize("name, view", [("sft", 1), ("grpo", 2), ("dagger", 2)])
 def test_the_shipped_adapters_play_on_smollm2_by_their_names_alone(name, view):
     """lm:sft, lm:grpo and lm:dagger after the install and the base model's one line: adapters
     shipped in the package, on the base they name, reading the view they were trained on, and
-    agreeing with their teacher on positions of the teacher's own games (GRPO starts from SFT
-    and is held near it by its KL term)."""
+    agreeing with their teacher on positions of the teacher's own games (GRPO starts from
+    DAgger and is held near it by its KL term)."""
     import importlib.metadata
 
     try:
@@ -162,3 +162,40 @@ def test_an_lm_flies_in_the_browsers_games_and_only_from_the_project(tiny, tmp_p
     for spec, says in refused.items():
         with pytest.raises(ValueError, match=says):
             start_game({"mode": "watch", "a": spec, "b": "heuristic:easy"}, files, 0)
+
+
+def test_an_lm_pilot_runs_where_its_spec_says_else_on_cuda_when_there_is_one(tiny):
+    """`@cpu`/`@cuda` choose the device; without one the pilot takes CUDA where torch reports
+    it, in every mode (they all build pilots from specs). The device is not part of the
+    pilot's name or rating key."""
+    import torch
+
+    from spacewar_ai.lm.models import LMError
+    from spacewar_ai.pilots.specs import make_pilot
+
+    def device(pilot):
+        return next(pilot.model.parameters()).device.type
+
+    auto = make_pilot(f"lm:{tiny}@bf16")
+    assert device(auto) == ("cuda" if torch.cuda.is_available() else "cpu")
+    on_cpu = make_pilot(f"lm:{tiny}@bf16,cpu")
+    assert device(on_cpu) == "cpu"
+    assert on_cpu.identity == auto.identity and on_cpu.name == auto.name
+    assert on_cpu.name.endswith("@bf16")
+    if not torch.cuda.is_available():
+        with pytest.raises(LMError, match=r"^lm:.*@cuda: no CUDA device is available here; "
+                                          r"drop cuda after @ .* or write cpu$"):
+            make_pilot(f"lm:{tiny}@cuda")
+
+
+@pytest.mark.skipif("not __import__('torch').cuda.is_available()",
+                    reason="torch reports no CUDA device on this machine")
+def test_an_lm_pilot_plays_on_cuda(tiny):
+    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.rating.match import play_match
+
+    pilot = make_pilot(f"lm:{tiny}@cuda")
+    assert next(pilot.model.parameters()).device.type == "cuda"
+    on_cpu = play_match(make_pilot(f"lm:{tiny}@cpu"), "heuristic:easy", 2, seed=3)
+    on_gpu = play_match(pilot, "heuristic:easy", 2, seed=3)
+    assert on_gpu.n == on_cpu.n == 2

@@ -200,3 +200,51 @@ def test_lm_ceiling_reads_back_what_the_prompt_says_and_reports(tmp_path):
         assert all(0.0 <= v <= 1.0 for v in row.values())
     assert min(figures["states"].values()) > 0
     assert 0.0 <= figures["student_agreement"] < 1.0  # medium is not hard
+
+
+@pytest.mark.slow
+def test_lm_ladder_runs_every_stage_and_each_against_the_one_before(tmp_path):
+    """scripts/lm_ladder.py on the tiny model: the teacher's games, SFT, DAgger and GRPO (from
+    the DAgger adapter, against two opponents), then the matches and both head to heads, with
+    every stage's command and wall clock in the JSON."""
+    pytest.importorskip("transformers")
+    from tests.tiny_lm import make_tiny_lm
+
+    base = make_tiny_lm(tmp_path / "tiny")
+    out = tmp_path / "ladder.json"
+    run = _script(tmp_path, "lm_ladder", "--base", str(base), "--games", "20",
+                  "--sft-examples", "16", "--view", "1", "--dagger-rounds", "1",
+                  "--dagger-games", "8", "--dagger-steps", "2", "--grpo-games", "4",
+                  "--grpo-games-per-iteration", "4", "--grpo-scored", "8", "--grpo-states", "4",
+                  "--eval-games", "2", "--torch-threads", "1", "--json", str(out))
+    figures = json.loads(out.read_text())
+    assert list(figures["stages"]) == ["datagen", "sft", "dagger", "grpo"]
+    assert "--init-from ladder-dagger --opponent heuristic:medium,heuristic:hard" in \
+        figures["stages"]["grpo"]["command"]
+    assert set(figures["head_to_head"]) == {"DAgger against SFT", "GRPO against DAgger"}
+    assert all(r["games"] == 2 for r in figures["head_to_head"].values())
+    assert {m["pilot"] for m in figures["matches"]} == {
+        "base (untrained)", "SFT", "DAgger", "GRPO", "teacher (heuristic:hard)"}
+    assert "| GRPO |" in run.stdout and "DAgger against SFT, head to head" in run.stdout
+    meta = json.loads((tmp_path / "models" / "adapters" / "ladder-grpo" /
+                       "spacewar_lm.json").read_text())
+    assert meta["init_from"] == "ladder-dagger"
+
+
+def test_grpo_noise_scores_the_decisive_states_twice_and_reports(tmp_path):
+    pytest.importorskip("transformers")
+    from tests.tiny_lm import make_tiny_lm
+
+    tiny = make_tiny_lm(tmp_path / "tiny")
+    out = tmp_path / "noise.json"
+    run = _script(tmp_path, "grpo_noise", "--games", "4", "--states", "64", "--horizon", "30",
+                  "--continuations", "1,2", "--adapters", f"lm:{tiny}", "--json", str(out))
+    figures = json.loads(out.read_text())
+    assert [r["continuations"] for r in figures["rows"]] == [1, 2]
+    assert 0 < figures["decisive"] <= figures["states"] == 64
+    assert all(0.0 <= r["agree"] <= 1.0 and 0.0 <= r["plain_agrees"] <= 1.0
+               and -1.0 <= r["correlation"] <= 1.0 for r in figures["rows"])
+    assert "| 2 |" in run.stdout
+    (lm,) = figures["adapters"]
+    assert lm["pilot"] == f"lm:{tiny}" and 0.0 < lm["p_best"] < 1.0
+    assert lm["uniform"] <= lm["best"] and min(lm["uniform"], lm["expected"]) <= lm["best"]

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
-from spacewar_ai.config import OBS_MASK, GameConfig, RewardConfig  # noqa: E402
+from spacewar_ai.config import OBS_MASK, GameConfig, RewardConfig
 
 
 def _states(n_games=4, steps=12, seed=0):
@@ -115,6 +115,47 @@ def test_actions_are_scored_by_the_reward_table_of_the_game_played_on():
     assert np.nanmax(np.abs(longer)) > 10  # some games were played to a kill or a death
 
 
+def test_jittered_continuations_average_games_that_differ_and_repeat_by_seed():
+    """[grpo] continuations K > 1 with jitter: each action's score is the mean of K games whose
+    pilots sometimes move at random, the same for the same seed; K = 1 without jitter is the
+    one deterministic game, as before."""
+    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.training.grpo import Jittered, action_scores
+
+    cfg, rew = GameConfig(), RewardConfig()
+    states, obs, sides = _states(n_games=6, steps=8)
+
+    def score(k=1, jitter=0.0, seed=0):
+        return action_scores(states, obs, sides, make_pilot("heuristic:hard", cfg),
+                             make_pilot("heuristic:medium", cfg), cfg, rew, 60, k, jitter, seed)
+
+    plain = score()
+    assert np.array_equal(plain, action_scores(
+        states, obs, sides, make_pilot("heuristic:hard", cfg),
+        make_pilot("heuristic:medium", cfg), cfg, rew, 60), equal_nan=True)
+    mean4 = score(4, 0.2, seed=5)
+    assert np.array_equal(mean4, score(4, 0.2, seed=5), equal_nan=True)
+    assert not np.array_equal(mean4, score(4, 0.2, seed=6), equal_nan=True)
+    assert not np.array_equal(mean4, plain, equal_nan=True)
+    assert np.array_equal(np.isnan(mean4), np.isnan(plain))  # invalid actions stay NaN
+    # A jittered pilot's random moves are valid ones; at epsilon 0 it is the pilot itself.
+    o = _states(n_games=64, steps=30)[1]
+    hard = make_pilot("heuristic:hard", cfg)
+    assert np.array_equal(Jittered(make_pilot("heuristic:hard", cfg), 0.0, 1).act(o), hard.act(o))
+    moved = Jittered(make_pilot("heuristic:hard", cfg), 0.99, 1).act(o)
+    assert (o[np.arange(len(o)), OBS_MASK + moved] > 0.5).all()
+
+
+def test_continuations_without_jitter_are_refused_in_one_line():
+    from spacewar_ai.config import GRPOConfig
+
+    with pytest.raises(ValueError, match="continuations=4 is invalid: needs jitter > 0"):
+        GRPOConfig(continuations=4)
+    with pytest.raises(ValueError, match="jitter=1.0 is invalid"):
+        GRPOConfig(jitter=1.0)
+    assert GRPOConfig(continuations=4, jitter=0.05).continuations == 4
+
+
 def test_grpo_runs_end_to_end_and_its_adapter_plays(tiny, tmp_path, monkeypatch):
     """--algorithm grpo --init-from an SFT run: TensorBoard's grpo/ curves, an adapter under
     models/adapters/ naming its base and its start, and lm:RUN playing it."""
@@ -147,6 +188,34 @@ def test_grpo_runs_end_to_end_and_its_adapter_plays(tiny, tmp_path, monkeypatch)
     pilot = make_pilot("lm:grpo-tiny")
     assert pilot.name == f"lm:{tiny.name}+grpo-tiny"
     assert pilot.act(_states()[1]).shape == (4,)
+
+
+def test_grpo_shares_its_games_among_opponents_of_varied_skill(tiny, tmp_path, monkeypatch):
+    """`--opponent A,B`: each iteration plays half its games against each, scores states of
+    both (each with its own game's opponent flying on) and logs each one's win rate."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from spacewar_ai.lm.models import adapter_meta
+    from spacewar_ai.main import main
+    from tests.tiny_lm import trained_adapter
+
+    monkeypatch.chdir(tmp_path)
+    trained_adapter(tiny, tmp_path / "models" / "adapters" / "sft-start")
+    (tmp_path / "grpo.toml").write_text(
+        "[grpo]\ngames = 4\nstates = 8\nscored = 16\nhorizon = 20\nbatch_size = 4\n")
+    assert main(["--algorithm", "grpo", "--init-from", "sft-start", "--episodes", "8",
+                 "--opponent", "heuristic:easy,random", "--config", "grpo.toml",
+                 "--run-name", "grpo-mixed", "--quiet"]) == 0
+    events = EventAccumulator(str(tmp_path / "runs" / "grpo-mixed"))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    assert {"grpo/win_rate/heuristic:easy", "grpo/win_rate/random"} <= tags
+    for it in range(2):
+        each = [events.Scalars(f"grpo/win_rate/{o}")[it].value for o in ("heuristic:easy",
+                                                                          "random")]
+        assert events.Scalars("grpo/win_rate")[it].value == pytest.approx(sum(each) / 2)
+    assert adapter_meta(tmp_path / "models" / "adapters" / "grpo-mixed")["opponent"] == \
+        "heuristic:easy,random"
 
 
 def test_grpo_refuses_what_cannot_work_in_one_line(tiny, tmp_path, monkeypatch, capsys):

@@ -39,6 +39,21 @@ def test_only_the_projects_own_files_and_of_the_kind_a_spec_says(project):
     assert "search:pretrained" in project.pilots()
 
 
+def test_the_pilot_list_offers_the_shipped_lms_in_bfloat16_where_they_can_fly(project):
+    import importlib.util
+
+    from spacewar_ai.lm.models import LMError, smollm2_file
+
+    try:
+        smollm2_file()
+        flies = importlib.util.find_spec("transformers") is not None
+    except LMError:
+        flies = False
+    lms = [p for p in project.pilots() if p.startswith("lm:")]
+    assert lms == (["lm:dagger@bf16", "lm:grpo@bf16", "lm:sft@bf16"] if flies else [])
+    assert all(project.check_spec(spec).endswith("@bf16") for spec in lms)  # the games take them
+
+
 def test_an_onnx_spec_is_checked_as_the_arena_checks_an_upload(project):
     pytest.importorskip("onnx")
     from tests import hostile_onnx as hostile

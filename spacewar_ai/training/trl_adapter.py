@@ -1,0 +1,234 @@
+"""Spacewar! for trl's `GRPOTrainer`: a reward function for any model, or a game its tools fly.
+
+trl cannot take `SpacewarText-v0` as it is: its trainer wants completions it can score, or an
+environment whose methods the model calls as tools. Two routes, one per kind of model:
+
+**Recorded decisions, scored by the engine** (any model and tokenizer; no chat template):
+
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+    from spacewar_ai.training.trl_adapter import ScoredDecisions
+
+    decisions = ScoredDecisions.record(pilot="heuristic:medium", opponent="heuristic:hard",
+                                       games=16, states=512, view=2, seed=0)
+    trainer = GRPOTrainer(model=MODEL, reward_funcs=decisions,
+                          train_dataset=Dataset.from_list(decisions.rows()),
+                          args=GRPOConfig(output_dir="out", num_generations=6,
+                                          max_completion_length=4))
+    trainer.train()
+
+`record` plays `games` games of `pilot` against `opponent`, keeps a copy of the game at
+`states` of `pilot`'s decisions that had a choice, and scores every valid action there the way
+`--algorithm grpo` does (grpo.action_scores: a copy of the game plays the action, then
+`rollout_pilot` flies on for `horizon` decisions; the score is the rewards the ship collects,
+averaged over `continuations` (8) games whose pilots move at random with probability `jitter`).
+Each row is `{"prompt": the text view's prompt, "state": its index}`; the reward of a completion
+is the score of the action its first integer names, and an answer that names no valid action
+scores a point under the state's worst valid action. trl's groups are then `num_generations`
+answers to one prompt, as `--algorithm grpo`'s groups are the valid actions at one state.
+
+**A game the model flies with tool calls** (`environment_factory`; the tokenizer's chat
+template must render tool calls, as Qwen's and Llama 3's do):
+
+    trainer = GRPOTrainer(model=MODEL, environment_factory=SpacewarTools,
+                          train_dataset=Dataset.from_list(
+                              [{"prompt": [{"role": "user", "content": "Win this game."}],
+                                "seed": s} for s in range(64)]),
+                          args=GRPOConfig(output_dir="out", max_tool_calling_iterations=8))
+
+trl calls `reset(**row)` (a row's `seed`, `opponent` and `start` are read; other columns are
+ignored), whose text is added to the user's message: the situation in the text view, ending
+with the valid actions. The model's one tool is `fly(action)`, a decision of the game, which
+answers with the next situation. `get_reward()` is the rewards the model's ship collected over
+its moves plus what it collects when `rollout_pilot` flies on for `horizon` decisions from
+where the model stopped, so a short conversation is still scored by where it left the game.
+Settings other than the row's go through a subclass or `functools.partial(SpacewarTools, ...)`.
+
+This module does not import trl: the classes are what trl's hooks call, so they work with any
+trainer that speaks the same shapes.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from ..config import GameConfig, RewardConfig
+from ..game.engine import GameBatch
+from ..lm.text_env import SpacewarTextEnv, read_answer
+from ..lm.view import preamble, situation, valid_actions
+from ..pilots.specs import make_pilot
+from ..rating.match import play_match
+from .grpo import StateRecorder, action_scores, play_on
+
+
+def completion_text(completion: Any) -> str:
+    """A completion as text: trl passes a string, or for conversational data a list of
+    messages whose last one holds the model's answer."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list) and completion and isinstance(completion[-1], dict):
+        content = completion[-1].get("content", "")
+        return content if isinstance(content, str) else ""
+    return ""
+
+
+class ScoredDecisions:
+    """Recorded decisions with every valid action scored: a dataset's rows and the reward
+    function that scores answers to them (module docstring)."""
+
+    __name__ = "spacewar_score"  # the name trl logs the reward under
+
+    def __init__(self, prompts: list[str], scores: np.ndarray):
+        if len(prompts) != len(scores):
+            raise ValueError(f"{len(prompts)} prompts for {len(scores)} rows of scores")
+        self.prompts = list(prompts)
+        self.scores = np.asarray(scores, dtype=np.float64)  # (S, A), NaN at invalid actions
+
+    @classmethod
+    def record(cls, pilot: str = "heuristic:medium", opponent: str = "heuristic:hard",
+               games: int = 16, states: int = 512, view: int = 2, seed: int = 0,
+               rollout_pilot: str = "heuristic:hard", horizon: int = 60,
+               continuations: int = 8, jitter: float = 0.05,
+               config: GameConfig | None = None,
+               reward_config: RewardConfig | None = None) -> ScoredDecisions:
+        """Play `games` games of `pilot` against `opponent` and score every valid action at
+        `states` of `pilot`'s decisions drawn at random among those with a choice: the mean of
+        `continuations` games played on, their pilots moving at random with probability
+        `jitter` (one deterministic game is mostly noise: docs/lm.md, "How much of a group is
+        signal")."""
+        config = config or GameConfig()
+        reward_config = reward_config or RewardConfig()
+        if games < 2 or games % 2:
+            raise ValueError(f"games={games!r}: games are played in pairs (sides swapped): "
+                             "give an even number, at least 2")
+        if states < 1:
+            raise ValueError(f"states={states!r}: give at least 1 decision to record")
+        recorder = StateRecorder(make_pilot(pilot, config, seed))
+        play_match(recorder, opponent, games, seed, config, reward_config)
+        drawn, obs, sides = recorder.draw(states, np.random.default_rng(seed))
+        if not len(obs):
+            raise ValueError(f"{pilot} had no decision with a choice in {games} games: "
+                             "play more games")
+        scores = action_scores(drawn, obs, sides, make_pilot(rollout_pilot, config, seed + 1),
+                               make_pilot(opponent, config, seed + 2), config, reward_config,
+                               horizon, continuations, jitter, seed + 3)
+        head = preamble(config.num_actions)
+        return cls([head + situation(o, view) for o in obs], scores)
+
+    def rows(self) -> list[dict]:
+        """The dataset's rows: `{"prompt": text, "state": index}`."""
+        return [{"prompt": p, "state": i} for i, p in enumerate(self.prompts)]
+
+    def score(self, state: int, answer: Any) -> float:
+        """The reward of `answer` (an index or text) at recorded state `state`."""
+        row = self.scores[int(state)]
+        index = read_answer(answer)
+        if index is not None and 0 <= index < len(row) and not np.isnan(row[index]):
+            return float(row[index])
+        return float(np.nanmin(row)) - 1.0
+
+    def __call__(self, prompts=None, completions=None, state=None, **kwargs) -> list[float]:
+        """trl's reward-function call: `state` is the rows' column of that name."""
+        if completions is None or state is None:
+            raise ValueError("ScoredDecisions scores completions of its own rows: the dataset "
+                             "needs the 'state' column of rows()")
+        return [self.score(s, completion_text(c)) for s, c in zip(state, completions)]
+
+
+class SpacewarTools:
+    """A game of Spacewar! for trl's `environment_factory`, flown by tool calls (module
+    docstring). Public methods other than `reset` and `get_reward` become the model's tools,
+    so helpers here are private."""
+
+    _seeds = itertools.count()  # games for rows without a seed, distinct within a process
+
+    def __init__(self, opponent: str = "heuristic:medium", view: int = 2, moves: int = 8,
+                 horizon: int = 60, rollout_pilot: str = "heuristic:hard",
+                 config: GameConfig | None = None, reward_config: RewardConfig | None = None):
+        if moves < 1 or horizon < 0:
+            raise ValueError(f"moves={moves!r}, horizon={horizon!r}: a game needs at least one "
+                             "move and a horizon of 0 or more decisions")
+        self._default_opponent = opponent
+        self._view = view
+        self._moves = moves
+        self._horizon = horizon
+        self._rollout = rollout_pilot
+        self._config = config or GameConfig()
+        self._reward_config = reward_config or RewardConfig()
+        make_pilot(rollout_pilot, self._config, 0)  # a bad spec is refused when made
+        self._env: SpacewarTextEnv | None = None
+
+    def reset(self, seed: int | None = None, opponent: str | None = None, start: int = 0,
+              **row) -> str:
+        """Start a game: `seed` (default: the next of a counter), `opponent` (a pilot spec,
+        default the one given when made), `start` decisions flown first by the rollout pilot
+        so the model begins mid-game. Returns the situation the model flies from."""
+        self._seed = next(self._seeds) if seed is None else int(seed)
+        self._opponent = opponent or self._default_opponent
+        self._env = SpacewarTextEnv(opponent=self._opponent, config=self._config,
+                                    reward_config=self._reward_config, preamble=False,
+                                    view=self._view)
+        _, info = self._env.reset(seed=self._seed)
+        self._obs, self._over = info["obs"], False
+        pilot = make_pilot(self._rollout, self._config, self._seed)
+        for _ in range(int(start)):
+            if self._over:
+                break
+            self._move(int(pilot.act(self._obs[None])[0]))
+        self._left, self._collected = self._moves, 0.0
+        return (f"{preamble(self._config.num_actions)}{self._situation(self._obs)}"
+                f"Call fly with one valid action, up to {self._moves} times.")
+
+    def _situation(self, obs) -> str:
+        """The text view without its "Action:" line: the model answers with a call, not a
+        number."""
+        return situation(obs, self._view).removesuffix("Action:\n")
+
+    def _move(self, action: int) -> tuple[str, float]:
+        text, reward, terminated, truncated, info = self._env.step(action)
+        self._obs, self._over = info["obs"], terminated or truncated
+        self._winner = int(info.get("winner", -1))
+        return text, float(reward)
+
+    def fly(self, action: int) -> str:
+        """Fly your ship for one decision of the game.
+
+        Args:
+            action: The action's index: 0 drift, 1 turn left, 2 turn right, 3 thrust, 4 fire, 5 thrust and fire. It must be one of the valid actions the situation lists.
+
+        Returns:
+            The situation after the move, ending with the valid actions, or how the game ended.
+        """
+        if self._env is None:
+            raise RuntimeError("fly before reset: trl calls reset first")
+        if self._over:
+            return "The game is over."
+        if self._left <= 0:
+            return "You have no moves left."
+        valid = valid_actions(self._obs)
+        index = read_answer(action)  # a model may write the index as text: "4"
+        text, reward = self._move(-1 if index is None else index)
+        self._left -= 1
+        self._collected += reward
+        listed = ",".join(map(str, valid))
+        said = "" if index in valid else \
+            f"{action} was not a valid action, so you drifted (valid were {listed}). "
+        if self._over:
+            ending = {0: "you won", 1: "you lost"}.get(self._winner, "nobody won")
+            return said + f"The game is over: {ending}."
+        return said + text.removesuffix("Action:\n")
+
+    def get_reward(self) -> float:
+        """Rewards collected over the model's moves, plus those of `horizon` decisions flown on
+        by the rollout pilot from where the model stopped."""
+        if self._env is None:
+            raise RuntimeError("get_reward before reset: trl calls reset first")
+        copies = GameBatch(1, self._config, self._reward_config, count_dodges=False)
+        copies.load_state_dict(self._env.game.batch.state_dict())
+        rest = play_on(copies, np.zeros(1, dtype=np.int64),
+                       make_pilot(self._rollout, self._config, self._seed + 1),
+                       make_pilot(self._opponent, self._config, self._seed + 2), self._horizon)
+        return self._collected + float(rest[0])
