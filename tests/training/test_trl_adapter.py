@@ -191,7 +191,6 @@ def test_trl_grpo_flies_the_game_through_tool_calls(tmp_path):
         messages = [{"role": "user", "content": row["prompt"][0]["content"]
                      + env.reset(seed=row["seed"])}]
         samples.append((messages, answer))
-    import jinja2  # noqa: F401  (the chat template's renderer)
 
     texts = [m[0]["content"] + answer for m, _ in samples] + [qwen2_5_chat_template]
     folder = make_chat_lm(tmp_path / "chat", texts, qwen2_5_chat_template)
