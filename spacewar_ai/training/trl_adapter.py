@@ -58,7 +58,7 @@ import numpy as np
 from ..config import GameConfig, RewardConfig
 from ..game.engine import GameBatch
 from ..lm.text_env import SpacewarTextEnv, read_answer
-from ..lm.view import preamble, situation, valid_actions
+from ..lm.view import prompt, valid_actions
 from ..pilots.specs import make_pilot
 from ..rating.match import play_match
 from .grpo import StateRecorder, action_scores, play_on
@@ -115,8 +115,7 @@ class ScoredDecisions:
         scores = action_scores(drawn, obs, sides, make_pilot(rollout_pilot, config, seed + 1),
                                make_pilot(opponent, config, seed + 2), config, reward_config,
                                horizon, continuations, jitter, seed + 3)
-        head = preamble(config.num_actions)
-        return cls([head + situation(o, view) for o in obs], scores)
+        return cls([prompt(o, config.num_actions, view) for o in obs], scores)
 
     def rows(self) -> list[dict]:
         """The dataset's rows: `{"prompt": text, "state": index}`."""
@@ -179,13 +178,9 @@ class SpacewarTools:
                 break
             self._move(int(pilot.act(self._obs[None])[0]))
         self._left, self._collected = self._moves, 0.0
-        return (f"{preamble(self._config.num_actions)}{self._situation(self._obs)}"
-                f"Call fly with one valid action, up to {self._moves} times.")
-
-    def _situation(self, obs) -> str:
-        """The text view without its "Action:" line: the model answers with a call, not a
-        number."""
-        return situation(obs, self._view).removesuffix("Action:\n")
+        # The model answers with a call, not a number: the prompt without its "Action:" line.
+        return (prompt(self._obs, self._config.num_actions, self._view).removesuffix("Action:\n")
+                + f"Call fly with one valid action, up to {self._moves} times.")
 
     def _move(self, action: int) -> tuple[str, float]:
         text, reward, terminated, truncated, info = self._env.step(action)
