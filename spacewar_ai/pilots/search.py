@@ -1,25 +1,35 @@
-"""Lookahead at play time: a rollout planner over the engine, with a learned model of the opponent.
+"""Lookahead at play time: a rollout planner over the engine, with a model of the opponent.
 
-The player spec `search:SPEC` (SPEC a PPO model: `pretrained`, `ppo:PATH` or a checkpoint path)
-flies like this at every decision of every game it plays:
+The player spec `search:SPEC` (SPEC any pilot that can fly thousands of copies at once: a PPO or
+DQN model, a scripted pilot, an ONNX or SB3 model) flies like this at every decision of every
+game it plays:
 
 1. copy the game once per action and sample (6 x `samples` copies);
-2. in each copy play that action, then let SPEC fly this ship, sampling its policy, and the
-   opponent model fly the other ship, for `horizon` decisions;
+2. in each copy play that action, then let SPEC fly this ship and the opponent model fly the
+   other ship, for `horizon` decisions; the samples differ because a PPO SPEC samples its policy
+   (Gumbel noise on its logits) and because, with `jitter` p > 0, each ship's move is replaced
+   by a random valid one with probability p (how a deterministic pilot's samples differ);
 3. keep the action whose copies ended best on average: a torpedo win 1, a death that leaves the
    opponent alive -1 (torpedo, star or hyperspace: losing is losing), anything else -0.2 (both
    dead, a timeout, the opponent's own crash, which is no torpedo win), a game still open at the
    horizon 0. Ties go to SPEC's own greedy action.
 
-The opponent model is a network too, not the opponent's rules: by default the one SPEC's own
-training run learned by watching the opponent it was judged against (`opponent_model.pt` beside
-the checkpoint, opponent_model.py), and for a model with none beside it (the shipped one, an
-export) the shipped `pretrained/hard_model.pt`, a PPO actor that imitates `heuristic:hard` from
-that pilot's own observations (behaviour cloning: `--warm-start heuristic:hard --timesteps 0`).
-Where the real opponent plays otherwise, the planner's forecasts are wrong and it gains less
-(docs/performance.md measures how much). `search:SPEC+MODEL` plans with another model: any learned model's spec
-(`pretrained`, `ppo:PATH`, `dqn:PATH`, a checkpoint path), for example a clone of the opponent
-made the same way, or the opponent's network itself.
+By default the opponent model is the one SPEC's own training run learned by watching the
+opponent it was judged against (`opponent_model.pt` beside the checkpoint, opponent_model.py),
+and for a pilot with none (the shipped network, an export, a scripted pilot) the shipped
+`pretrained/hard_model.pt`, a PPO actor that imitates `heuristic:hard` from that pilot's own
+observations (behaviour cloning: `--warm-start heuristic:hard --timesteps 0`). Where the real
+opponent plays otherwise, the planner's forecasts are wrong and it gains less (docs/search.md
+measures how much). `search:SPEC+MODEL` plans with another model, any pilot SPEC could be:
+`search:heuristic:hard+heuristic:hard` plans over the hard pilot with the hard pilot's own rules
+as its forecast, exact against that pilot and wrong against others. `search:SPEC+A+B` forecasts
+with a mix: the samples of each action are shared among A, B, ... in turn, so the plan holds up
+against any of them.
+
+The settings follow the spec after `@`, one `@name=value` each:
+`search:heuristic:hard+heuristic:hard@samples=16@horizon=60@jitter=0.05`. Defaults: 8 samples,
+60 decisions; jitter 0 for a PPO SPEC (its samples come from its policy) and 0.05 for any other
+(whose samples would otherwise all be one game). `PlannerSpec` is the parsed spec.
 
 `adapt:SPEC[+MODEL]` is the same planner whose model of the opponent learns the opponent it
 actually meets (`OpponentLearner`): after every decision it reads from the game what the
@@ -44,6 +54,8 @@ size, so a game played in batches of different sizes may (rarely) see a near-tie
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..config import GameConfig
@@ -60,6 +72,95 @@ OPPONENT_MODEL_PATH = SHIPPED_DIR / "hard_model.pt"
 WIN, LOSS, DRAW = 1.0, -1.0, -0.2
 HORIZON = 60  # decisions per rollout: 240 frames, 4.8 s of game
 SAMPLES = 8  # rollouts per action
+# A deterministic rollout pilot's samples are all one game unless something perturbs them; this
+# share of random moves is enough to make them differ and little enough to keep its play.
+JITTER = 0.05
+PLANNER_SETTINGS = ("samples", "horizon", "jitter")
+
+
+@dataclass(frozen=True)
+class PlannerSpec:
+    """A `search:` or `adapt:` spec as a value: the rollout pilot's spec, the opponent models'
+    specs (empty: the default model), and the settings the spec gave (None: the default)."""
+
+    adaptive: bool
+    policy: str
+    models: tuple[str, ...]
+    samples: int | None = None
+    horizon: int | None = None
+    jitter: float | None = None
+
+    @property
+    def prefix(self) -> str:
+        return ADAPT_PREFIX if self.adaptive else SEARCH_PREFIX
+
+    def settings_text(self) -> str:
+        """The settings the spec gave, as they are written after the parts."""
+        return "".join(f"@{key}={getattr(self, key):g}" for key in PLANNER_SETTINGS
+                       if getattr(self, key) is not None)
+
+    def __str__(self) -> str:
+        return self.prefix + "+".join((self.policy, *self.models)) + self.settings_text()
+
+
+def is_planner_spec(spec) -> bool:
+    return isinstance(spec, str) and spec.strip().lower().startswith((SEARCH_PREFIX, ADAPT_PREFIX))
+
+
+def parse_planner(spec: str) -> PlannerSpec:
+    """`search:POLICY[+MODEL...][@name=value...]` (or `adapt:`) as a PlannerSpec, checked
+    without building anything: a ValueError names the spec and the fix. An empty POLICY is
+    `pretrained`. `@` parts that are not `name=value` stay with the part they follow (an lm:
+    pilot's `@bf16`)."""
+    text = spec.strip()
+    prefix, _, rest = text.partition(":")
+    adaptive = prefix.lower() == "adapt"
+    parts = rest.split("@")
+    settings: dict[str, float] = {}
+    while len(parts) > 1 and "=" in parts[-1]:
+        name, _, value = parts.pop().partition("=")
+        name = name.strip().lower()
+        if name not in PLANNER_SETTINGS:
+            raise ValueError(f"player {text!r}: unknown setting {name!r} after @; the settings "
+                             "are samples, horizon and jitter, e.g. "
+                             f"{prefix}:heuristic:hard+heuristic:hard@samples=8@horizon=60")
+        if name in settings:
+            raise ValueError(f"player {text!r}: {name} is set twice; give it once")
+        try:
+            number = float(value) if name == "jitter" else int(value)
+        except ValueError:
+            number = None
+        if name == "jitter" and (number is None or not 0 <= number < 1):
+            raise ValueError(f"player {text!r}: jitter={value!r} is invalid: must be a number "
+                             "from 0 up to (not including) 1, the share of random moves")
+        if name != "jitter" and (number is None or number < 1):
+            what = "rollouts per action" if name == "samples" else "decisions per rollout"
+            raise ValueError(f"player {text!r}: {name}={value!r} is invalid: must be an "
+                             f"integer >= 1 ({what})")
+        settings[name] = number
+    policy, *models = "@".join(parts).split("+")
+    policy = policy.strip() or "pretrained"
+    models = [m.strip() for m in models]
+    if any(not m for m in models):
+        raise ValueError(f"player {text!r}: nothing after '+'; name the opponent model (any "
+                         "pilot a planner can fly: heuristic:hard, pretrained, a checkpoint "
+                         "path, ...) or drop the '+' to plan with the policy's own run's model "
+                         "(else the shipped model of the hard pilot)")
+    for part in (policy, *models):
+        if is_planner_spec(part):
+            raise ValueError(f"player {text!r}: a planner cannot plan over another planner")
+        low = part.lower()
+        if low.startswith(("strategy:", "lm:")):
+            kind = "a strategy file" if low.startswith("strategy:") else "a language model"
+            raise ValueError(f"player {text!r}: {part!r} is {kind}, which answers a few "
+                             "games at a time; a planner flies thousands of copies a "
+                             "decision: plan over a scripted pilot or a network, or clone it "
+                             f"into one with --algorithm ppo --warm-start {part} --timesteps 0")
+    if adaptive and len(models) > 1:
+        raise ValueError(f"player {text!r}: adapt: learns one model of the opponent; name one "
+                         "after '+' (a mix is for search:)")
+    return PlannerSpec(adaptive, policy, tuple(models), settings.get("samples"),
+                       settings.get("horizon"), settings.get("jitter"))
 
 
 def ending_value(killer: np.ndarray, survivor: np.ndarray, side: np.ndarray) -> np.ndarray:
@@ -163,32 +264,43 @@ def infer_moves(last: dict, now: dict, rows: np.ndarray) -> np.ndarray:
 class SearchPilot(Pilot):
     """One step of policy improvement at play time (see the module docstring).
 
-    `policy` and `opponent_model` are pilots (`act(obs) -> actions`) that play greedily: a learned
-    one (pilots.AgentPilot, greedy) or a scripted one. Sampled rollouts
-    (samples > 1) draw from the policy's logits, so it must be a PPO model (`policy.agent` has
-    `action_logits`). `config` is the decision-level game (frame_skip frames per decision) the
-    copies are played in.
+    `policy` and `opponent_model` are pilots (`act(obs) -> actions`) that play greedily: learned
+    ones (pilots.AgentPilot, greedy), scripted ones, any pilot that answers many games at once;
+    `opponent_model` may be a list, a mix whose members share each action's samples in turn.
+    Sampled rollouts (samples > 1) draw from the policy's logits when it is a PPO model
+    (`policy.agent` has `action_logits`), and need `jitter` > 0 otherwise. `config` is the
+    decision-level game (frame_skip frames per decision) the copies are played in.
     """
 
     def __init__(self, policy, opponent_model, config: GameConfig | None = None,
                  horizon: int = HORIZON, samples: int = SAMPLES, seed: int = 0,
-                 name: str = "search", identity: str = "", adaptive: bool = False):
+                 name: str = "search", identity: str = "", adaptive: bool = False,
+                 jitter: float = 0.0):
         if not isinstance(horizon, (int, np.integer)) or horizon < 1:
             raise ValueError(f"horizon={horizon!r} is invalid: must be an integer >= 1 "
                              "(decisions per rollout)")
         if not isinstance(samples, (int, np.integer)) or samples < 1:
             raise ValueError(f"samples={samples!r} is invalid: must be an integer >= 1 "
                              "(rollouts per action)")
+        if not 0 <= jitter < 1:
+            raise ValueError(f"jitter={jitter!r} is invalid: must be from 0 up to (not "
+                             "including) 1, the share of random moves")
         self._logits = getattr(getattr(policy, "agent", None), "action_logits", None)
-        if samples > 1 and self._logits is None:
-            raise ValueError(f"{name}: sampled rollouts need the policy's logits, which only a "
-                             "PPO model gives; use a PPO checkpoint or samples=1")
+        if samples > 1 and self._logits is None and jitter == 0:
+            raise ValueError(f"{name}: the samples of a pilot that is not a PPO model are all "
+                             "one game; give it jitter (e.g. @jitter=0.05) or samples=1")
+        models = list(opponent_model) if isinstance(opponent_model, (list, tuple)) \
+            else [opponent_model]
+        if adaptive and len(models) != 1:
+            raise ValueError(f"{name}: an adapting planner learns one opponent model, not a mix")
         self.policy = policy
-        self.opponent_model = opponent_model
-        self.learner = OpponentLearner(opponent_model, seed) if adaptive else None
+        self.models = models
+        self.opponent_model = models[0]
+        self.learner = OpponentLearner(self.opponent_model, seed) if adaptive else None
         self.config = config if config is not None else GameConfig()
         self.horizon = int(horizon)
         self.samples = int(samples)
+        self.jitter = float(jitter)
         self.seed = int(seed)
         self.name = name
         self.identity = identity or name
@@ -241,21 +353,31 @@ class SearchPilot(Pilot):
         other = 1 - side
         idx = np.arange(m)
         first = np.tile(np.repeat(np.arange(a), k), rows.size)
-        noise = self._gumbel(batch, rows) if k > 1 else None
+        # Each sample's opponent model: a mix's members take the samples in turn.
+        member = np.tile(np.arange(k) % len(self.models), rows.size * a)
+        sampled = k > 1 and self._logits is not None
+        noise = self._noise(batch, rows) if sampled or self.jitter > 0 else None
+        for pilot in (self.policy, *self.models):
+            pilot.reset()  # new games: a pilot that keeps something per game starts afresh
         value = np.zeros(m)
         ended = copies.game_i[:, OVER] != 0
         moves = np.zeros((m, 2), dtype=np.int64)
         for step in range(self.horizon):
             seen = copies.observe()
             live = np.flatnonzero(~ended)  # ended copies stand still: no one needs their moves
-            mine, theirs = seen[live, side[live]], seen[live, other[live]]
+            mine, theirs = seen[idx, side], seen[idx, other]
             if step == 0:
                 moves[idx, side] = first
-            elif noise is None:
-                moves[live, side[live]] = self.policy.act(mine)
+            elif sampled:
+                moves[live, side[live]] = (self._logits(mine[live])
+                                           + noise["gumbel"][step][live]).argmax(axis=1)
             else:
-                moves[live, side[live]] = (self._logits(mine) + noise[step][live]).argmax(axis=1)
-            moves[live, other[live]] = self.opponent_model.act(theirs)
+                moves[live, side[live]] = self._ask(self.policy, mine, live)
+            for j, model in enumerate(self.models):
+                rows_j = live if len(self.models) == 1 else live[member[live] == j]
+                moves[rows_j, other[rows_j]] = self._ask(model, theirs, rows_j)
+            if self.jitter > 0:
+                self._jitter(moves, seen, side, other, noise, step)
             copies.step(moves)
             new = (copies.game_i[:, OVER] != 0) & ~ended
             if new.any():
@@ -266,17 +388,56 @@ class SearchPilot(Pilot):
                     break
         return value.reshape(rows.size, a, k).mean(axis=2)
 
+    @staticmethod
+    def _ask(pilot, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """`pilot`'s moves at `rows`. A learned pilot is asked about those rows alone; any other
+        about every copy, as one batch throughout the rollout, since a scripted pilot may keep
+        something per game row (a reaction delay)."""
+        if hasattr(pilot, "agent"):
+            return pilot.act(obs[rows])
+        return np.asarray(pilot.act(obs), dtype=np.int64)[rows]
+
+    def _jitter(self, moves, seen, side, other, noise, step) -> None:
+        """Replace each ship's move with a random valid one with probability `jitter` (not this
+        ship's first move, which is the action being valued)."""
+        a = self.actions
+        for s, ship in enumerate((side, other)):
+            if s == 0 and step == 0:
+                continue
+            pick = noise["pick"][step, :, s]
+            rows = np.flatnonzero(noise["coin"][step, :, s] < self.jitter)
+            if rows.size == 0:
+                continue
+            valid = seen[rows, ship[rows], OBS_MASK:OBS_MASK + a] > 0.5
+            count = valid.sum(axis=1)
+            nth = np.minimum((pick[rows] * count).astype(np.int64), count - 1)
+            choice = (np.cumsum(valid, axis=1) > nth[:, None]).argmax(axis=1)
+            moves[rows, ship[rows]] = np.where(count > 0, choice, moves[rows, ship[rows]])
+
     def _copies_of(self, m: int) -> GameBatch:
         if self._copies is None or self._copies.n != m:
             self._copies = GameBatch(m, self.config, count_dodges=False)  # plans need no stats
         return self._copies
 
-    def _gumbel(self, batch: GameBatch, rows: np.ndarray) -> np.ndarray:
-        """(horizon, len(rows) x A x samples, A) Gumbel noise, each game's from a generator
-        keyed by this pilot's seed and the game's random stream and frame count."""
+    def _noise(self, batch: GameBatch, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """The rollouts' randomness, each game's from a generator keyed by this pilot's seed and
+        the game's random stream and frame count: "gumbel" (horizon, copies, A), noise on a PPO
+        policy's logits; "coin" and "pick" (horizon, copies, 2), each ship's jitter draws."""
         a, k, h = self.actions, self.samples, self.horizon
-        out = np.empty((h, rows.size, a * k, a))
+        gumbel = np.empty((h, rows.size, a * k, a)) if k > 1 and self._logits is not None \
+            else None
+        draws = np.empty((h, rows.size, a * k, 2, 2)) if self.jitter > 0 else None
         for j, g in enumerate(rows):
-            key = [self.seed, int(batch.rng[g]), int(batch.game_i[g, FRAME])]
-            out[:, j] = np.random.default_rng(key).gumbel(size=(h, a * k, a))
-        return out.reshape(h, rows.size * a * k, a)
+            rng = np.random.default_rng([self.seed, int(batch.rng[g]),
+                                         int(batch.game_i[g, FRAME])])
+            if gumbel is not None:
+                gumbel[:, j] = rng.gumbel(size=(h, a * k, a))
+            if draws is not None:
+                draws[:, j] = rng.random(size=(h, a * k, 2, 2))
+        out = {}
+        if gumbel is not None:
+            out["gumbel"] = gumbel.reshape(h, rows.size * a * k, a)
+        if draws is not None:
+            draws = draws.reshape(h, rows.size * a * k, 2, 2)
+            out["coin"], out["pick"] = draws[..., 0], draws[..., 1]
+        return out

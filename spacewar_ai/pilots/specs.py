@@ -33,7 +33,17 @@ from ..config import GameConfig
 from ..game.pilot import Pilot, as_pilot
 from ..util.files import SHIPPED_DIR
 from .scripted import SCRIPTED_SPECS, scripted_pilot
-from .search import ADAPT_PREFIX, HORIZON, OPPONENT_MODEL_PATH, SAMPLES, SEARCH_PREFIX, SearchPilot
+from .search import (
+    ADAPT_PREFIX,
+    HORIZON,
+    JITTER,
+    OPPONENT_MODEL_PATH,
+    SAMPLES,
+    SEARCH_PREFIX,
+    SearchPilot,
+    is_planner_spec,
+    parse_planner,
+)
 
 PRETRAINED_PATH = SHIPPED_DIR / "ppo_spacewar.pt"
 SPEC_HELP = (f"{', '.join(SCRIPTED_SPECS)}, pretrained, ppo:PATH, dqn:PATH, strategy:PATH.py, "
@@ -100,10 +110,14 @@ def map_spec_files(spec: str, fn: Callable[[Path], Path]) -> str:
     """The same spec with each file it names replaced by fn(file); planners' parts each. The
     shipped network (`pretrained`) is left alone: it is installed wherever the package is."""
     s = spec.strip()
-    for planner in ("search:", "adapt:"):
-        if s.lower().startswith(planner):
-            return planner + "+".join(map_spec_files(part, fn) if part else part
-                                      for part in s[len(planner):].split("+"))
+    if is_planner_spec(s):
+        prefix, _, rest = s.partition(":")
+        parts = rest.split("@")
+        settings = ""
+        while len(parts) > 1 and "=" in parts[-1]:
+            settings = "@" + parts.pop() + settings
+        return prefix.lower() + ":" + "+".join(map_spec_files(part, fn) if part else part
+                                               for part in "@".join(parts).split("+")) + settings
     if s.lower().startswith("lm:"):
         return "lm:" + _map_lm_files(s[3:], fn)
     path = spec_path(s)
@@ -248,53 +262,52 @@ def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int =
                  adaptive: bool = False) -> SearchPilot:
     """The pilot `search:POLICY_SPEC` names; ValueError names the spec and what is wrong with it.
 
-    POLICY_SPEC is `POLICY` or `POLICY+MODEL`: POLICY a PPO model (empty: `pretrained`), MODEL the
-    opponent model, a learned model's spec (`pretrained`, `ppo:PATH`, `dqn:PATH` or a checkpoint
-    path). Without MODEL: the opponent model POLICY's training run learned (`opponent_model.pt`
-    beside its checkpoint), else the file `opponent_model`, the shipped clone of the hard pilot."""
+    POLICY_SPEC is `POLICY[+MODEL...][@name=value...]` (search.py's docstring): POLICY any pilot
+    a planner can fly (empty: `pretrained`), each MODEL likewise. Without MODEL: the opponent
+    model POLICY's training run learned (`opponent_model.pt` beside its checkpoint), else the
+    file `opponent_model`, the shipped clone of the hard pilot. `horizon` and `samples` are the
+    defaults the spec's own settings override."""
     from ..agents.opponent_model import run_model_path
 
     config = config if config is not None else GameConfig()
     prefix = ADAPT_PREFIX if adaptive else SEARCH_PREFIX
     full = f"{prefix}{policy_spec.strip()}"
-    spec, plus, model_spec = policy_spec.partition("+")
-    spec, model_spec = spec.strip() or "pretrained", model_spec.strip()
-    if any(part.lower().startswith((SEARCH_PREFIX, ADAPT_PREFIX)) for part in (spec, model_spec)):
-        raise ValueError(f"player {full!r}: a planner cannot plan over another planner")
-    policy = make_pilot(spec, config, seed, deterministic=True, device=device)
-    if not (isinstance(policy, AgentPilot) and hasattr(policy.agent, "action_logits")):
-        raise ValueError(f"player {full!r}: the rollout policy must be a PPO model (pretrained, "
-                         f"ppo:PATH or a PPO checkpoint), not {policy.name}")
-    if plus and not model_spec:
-        raise ValueError(f"player {full!r}: nothing after '+'; name the opponent model (a "
-                         "checkpoint path, pretrained, ppo:PATH or dqn:PATH) or drop the '+' to "
-                         "plan with the policy's own run's model (else the shipped model of the "
-                         "hard pilot)")
-    if not model_spec:
+    plan = parse_planner(full)
+    policy = make_pilot(plan.policy, config, seed, deterministic=True, device=device)
+    learned = isinstance(policy, AgentPilot) and hasattr(policy.agent, "action_logits")
+    models = list(plan.models)
+    if not models:
         # A training run's own model of the opponent it was judged against, when the policy
         # comes from one (opponent_model.py); else the shipped clone of the hard pilot.
-        policy_path = spec_path(spec)
+        policy_path = spec_path(plan.policy)
         own = run_model_path(policy_path) if policy_path is not None else None
-        model_spec = str(own or opponent_model)
-    path = spec_path(model_spec)
-    if path is None or model_spec.lower().startswith("strategy:"):
-        # The planner forecasts with a network, never with the opponent's own rules.
-        raise ValueError(f"player {full!r}: the opponent model must be a learned model "
-                         f"(pretrained, ppo:PATH, dqn:PATH or a checkpoint path), not "
-                         f"{model_spec!r}; clone a pilot into one with --algorithm ppo "
-                         f"--warm-start {model_spec} --timesteps 0 (docs/search.md)")
-    if not path.is_file():
-        fix = ("name a checkpoint file (or pretrained)" if plus else
-               "reinstall spacewar-ai or make one (docs/search.md)")
-        raise ValueError(f"player {full!r}: its opponent model {path} does not exist; {fix}")
+        models = [str(own or opponent_model)]
+    opponents = []
+    for i, model_spec in enumerate(models):
+        path = spec_path(model_spec)
+        if path is not None and model_spec.lower() != "pretrained" and not path.is_file():
+            fix = ("name a checkpoint file, a scripted pilot or pretrained" if plan.models else
+                   "reinstall spacewar-ai or make one (docs/search.md)")
+            raise ValueError(f"player {full!r}: its opponent model {path} does not exist; {fix}")
+        try:
+            opponents.append(make_pilot(model_spec, config, seed + 1 + i, deterministic=True,
+                                        device=device))
+        except ValueError as exc:
+            raise ValueError(f"player {full!r}, its opponent model: {exc}") from None
+    settings = {"samples": plan.samples if plan.samples is not None else samples,
+                "horizon": plan.horizon if plan.horizon is not None else horizon,
+                "jitter": plan.jitter if plan.jitter is not None else
+                (0.0 if learned else JITTER)}
+    # Settings other than the defaults are part of who the planner is: ratings key on them.
+    shown = "".join(f"@{key}={value:g}" for key, value in settings.items()
+                    if value != {"samples": SAMPLES, "horizon": HORIZON,
+                                 "jitter": 0.0 if learned else JITTER}[key])
+    identity = f"{prefix}{policy.identity}+{'+'.join(o.identity for o in opponents)}{shown}"
+    name = f"{prefix}{policy.name}" + "".join(f"+{o.name}" for o in opponents if plan.models) \
+        + shown
     try:
-        opponent = make_pilot(model_spec, config, seed + 1, deterministic=True, device=device)
-    except ValueError as exc:
-        raise ValueError(f"player {full!r}, its opponent model: {exc}") from None
-    identity = f"{prefix}{policy.identity}+{opponent.identity}"
-    name = f"{prefix}{policy.name}" + (f"+{opponent.name}" if plus else "")
-    try:
-        return SearchPilot(policy, opponent, config, horizon, samples, seed, name=name,
-                           identity=identity, adaptive=adaptive)
+        return SearchPilot(policy, opponents, config, int(settings["horizon"]),
+                           int(settings["samples"]), seed, name=name, identity=identity,
+                           adaptive=adaptive, jitter=float(settings["jitter"]))
     except ValueError as exc:
         raise ValueError(f"player {full!r}: {exc}") from None

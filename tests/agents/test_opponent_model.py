@@ -114,13 +114,13 @@ def test_search_plans_with_the_runs_own_model_unless_told_otherwise(tmp_path):
     Trainer(_run_config(tmp_path, 64 * 32 * 2), quiet=True).run()
     run = tmp_path / "ck" / "watch"
     own = search_pilot(str(run / "best.pt"), CFG, horizon=4, samples=1)
-    assert own.identity.endswith("+" + file_identity(run / FILE_NAME))
+    assert own.opponent_model.identity == file_identity(run / FILE_NAME)
     named = search_pilot(f"{run / 'best.pt'}+pretrained", CFG, horizon=4, samples=1)
-    assert named.identity.endswith("+" + make_pilot("pretrained", CFG).identity)
+    assert named.opponent_model.identity == make_pilot("pretrained", CFG).identity
     # An exported copy has no run beside it: the shipped model of the hard pilot.
     export_for_play(run / "best.pt", tmp_path / "alone" / "best.pt")
     alone = search_pilot(str(tmp_path / "alone" / "best.pt"), CFG, horizon=4, samples=1)
-    assert alone.identity.endswith("+" + file_identity(OPPONENT_MODEL_PATH))
+    assert alone.opponent_model.identity == file_identity(OPPONENT_MODEL_PATH)
 
 
 @pytest.mark.parametrize("field,value", [("opponent_model_batch", 0),

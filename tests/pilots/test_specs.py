@@ -76,9 +76,9 @@ def test_the_files_a_spec_names(tmp_path):
     ("grandmaster", "not a pilot spec and no such checkpoint file"),
     ("heuristic:insane", "the heuristic levels are heuristic:easy, heuristic:medium and"),
     ("strategy:nowhere.py", "nowhere.py"),
-    ("search:pretrained+heuristic:hard", "the opponent model must be a learned model"),
+    ("search:pretrained+lm:sft", "is a language model, which answers a few games at a time"),
     ("search:search:pretrained", "a planner cannot plan over another planner"),
-    ("search:heuristic:hard", "the rollout policy must be a PPO model"),
+    ("search:heuristic:hard@samples=many", "samples='many' is invalid"),
     ("  ", "invalid"),
 ])
 def test_a_bad_spec_is_one_line_naming_it(spec, says):

@@ -76,7 +76,9 @@ def test_dagger_records_its_rounds_as_datasets_labelled_by_the_teacher(tiny, sta
 
 def test_dagger_brings_the_lm_closer_to_its_teacher_on_its_own_states(tiny, start):
     """Rounds of DAgger from an adapter that knows nothing of the game: the LM's agreement with
-    its teacher at the states it reaches itself, measured before it trains on them, rises."""
+    its teacher at the states it reaches itself, measured before it trains on them, rises. The
+    teacher is one whose answer a model this tiny can learn in a few steps (the hard pilot's
+    turns it cannot: there it stays near its majority answer's share)."""
     from spacewar_ai.config import DaggerConfig, RunConfig, SFTConfig, TrainConfig
     from spacewar_ai.training import train
 
@@ -85,10 +87,33 @@ def test_dagger_brings_the_lm_closer_to_its_teacher_on_its_own_states(tiny, star
                           log_dir=str(start / "runs")),
         sft=SFTConfig(batch_size=32),
         dagger=DaggerConfig(rounds=3, games=4, steps=40, opponents=("heuristic:medium",),
-                            learning_rate=3e-3))
+                            teacher="idle", learning_rate=3e-3))
     out = train(cfg, start_from="sft-start", quiet=True)
     own = [row["agreement_own"] for row in out["history"]]
-    assert own[-1] > own[0] + 0.1, own
+    assert own[-1] > own[0] + 0.5, own
+
+
+def test_expert_iteration_the_planner_over_the_teacher_labels_and_the_lm_follows(tiny, start):
+    """Expert iteration: DAgger whose teacher is the planner over the hard pilot (the improved
+    policy, attached to the LM's games like any teacher). The LM's agreement with the planner's
+    choices at its own states rises. The planner here is over the idle pilot, whose choices a
+    model this tiny can learn: it drifts but where playing on shows an action that does better."""
+    from spacewar_ai.config import DaggerConfig, RunConfig, SFTConfig, TrainConfig
+    from spacewar_ai.training import train
+    from spacewar_ai.training.datasets import arrays
+
+    planner = "search:idle+heuristic:medium@samples=2@horizon=20"
+    cfg = RunConfig(
+        train=TrainConfig(algorithm="dagger", run_name="exit-learns", seed=3,
+                          log_dir=str(start / "runs")),
+        sft=SFTConfig(batch_size=32),
+        dagger=DaggerConfig(rounds=3, games=4, steps=40, opponents=("heuristic:medium",),
+                            teacher=planner, learning_rate=3e-3))
+    out = train(cfg, start_from="sft-start", quiet=True)
+    own = [row["agreement_own"] for row in out["history"]]
+    assert own[-1] > own[0] + 0.5, own
+    _, labels = arrays("spacewar/exit-learns-round1-v0", teacher=True)
+    assert 0 < np.count_nonzero(labels) < len(labels)  # the planner overrides idle's drift
 
 
 def test_dagger_refuses_what_cannot_work_in_one_line(tiny, start, capsys):
