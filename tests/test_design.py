@@ -82,13 +82,22 @@ print('Real winner:', info['real_winner'])
     assert lines[0].startswith("Death causes: ") and lines[1].startswith("Real winner: ")
 
 
+def test_the_designs_usages_run_from_the_repositorys_root_as_written():
+    """`python main.py ...` in the repository's root, as the design card writes its usages."""
+    out = _run([sys.executable, "main.py", "--help"], ROOT)
+    assert out.startswith("usage: spacewar-ai") and "--human-play" in out
+
+
 def test_the_best_model_of_the_latest_run_is_where_the_design_says(project):
     best = project / "checkpoints" / "tiny" / "best.pt"
     assert (project / "checkpoints" / "ppo_best.pt").read_bytes() == best.read_bytes()
     # The quick reference's evaluation line, as written (one game, drawn off-screen here).
     out = _run([sys.executable, str(ROOT / "spacewar_ai" / "main.py"), "--evaluate",
                 "--checkpoint", "checkpoints/ppo_best.pt", "--render"], project)
-    assert out.startswith("game 1: winner")
+    said, game = out.splitlines()[:2]
+    assert said == ("checkpoints/ppo_best.pt: the best model measured so far, run tiny's "
+                    "best.pt (checkpoints/tiny/best.pt)")
+    assert game.startswith("game 1: winner")
 
 
 def _interrupted(argv, cwd, wait_for: str):
@@ -140,9 +149,10 @@ def _report_stacks(pid: int, argv) -> None:
 
 
 def test_the_quick_references_commands_run_as_written(project):
-    """Its command lines, as written but for the training budgets (smaller here) and a dummy
-    video driver; human play is ended with Ctrl-C, as a person at the terminal would."""
-    main = [sys.executable, str(ROOT / "spacewar_ai" / "main.py")]
+    """Its command lines, as written (`python main.py ...`, the door at the repository's root)
+    but for the training budgets (smaller here) and a dummy video driver; human play is ended
+    with Ctrl-C, as a person at the terminal would."""
+    main = [sys.executable, str(ROOT / "main.py")]
     budget = ["--config", "quick.toml", "--quiet"]
     # Basic training; with rendering
     out = _run([*main, "--algorithm", "ppo", "--episodes", "64", *budget], project)

@@ -124,7 +124,8 @@ def saved_run_config(path):
 
 def publish_best(best: Path, algorithm: str) -> Path:
     """The original design's paths for a run's best model: `<checkpoint_dir>/<algorithm>_best.pt`,
-    a copy of `best` (the latest run's best.pt, run_dir/best.pt, whichever run wrote last), and
+    a copy of `best` (a run's best.pt; training/evaluation.py publishes one only when it beats
+    the model already there), and
     `<algorithm>_best_model.pt`, a link to that copy, the design's other name for it. Both
     appear at once: the copy is written atomically, and the link is made under a temporary name
     and renamed over the old one."""

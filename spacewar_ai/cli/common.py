@@ -4,8 +4,11 @@ file, the Ray address, the LLM client)."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
 from pathlib import Path
 
+from ..pilots.specs import shipped_lm_specs
 from .parser import (
     count,
     flag,
@@ -81,7 +84,7 @@ CHECKPOINT = flag("--checkpoint", "players", metavar="SPEC",
 OPPONENT = flag("--opponent", "players", metavar="SPEC",
                 help="player spec: idle, random, heuristic:easy|medium|hard, pretrained, "
                      "ppo:PATH, dqn:PATH, strategy:PATH.py, search:SPEC[+MODEL], "
-                     "lm:MODEL[+ADAPTER] (lm:sft, lm:dagger, lm:grpo: the shipped "
+                     f"lm:MODEL[+ADAPTER] ({shipped_lm_specs()}: the shipped "
                      "language-model pilots) or a checkpoint path (evaluate: default "
                      "heuristic:hard; human play: instead of --difficulty; grpo: its "
                      "opponents, comma separated, sharing the games; dagger: its "
@@ -257,3 +260,16 @@ def exploration_guide(args, cfg):
 
     client = llm_client(args) if args.use_llm == "generate" else None
     return guide(args.use_llm, client, cfg)
+
+
+def check_display(parser, what: str) -> None:
+    """Refuse a window where none can open, before any game: on Linux with no display named
+    (DISPLAY, WAYLAND_DISPLAY) and no video driver chosen (SDL_VIDEODRIVER, such as dummy), SDL
+    would play on invisibly, and a person would wait for a window that never comes."""
+    env = os.environ
+    if (not sys.platform.startswith("linux") or env.get("SDL_VIDEODRIVER")
+            or env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")):
+        return
+    parser.error(f"{what} opens a window, and no display is here (DISPLAY is unset): write a "
+                 "video with --record FILE.mp4, a replay page with --html FILE.html, or play in "
+                 "the browser (spacewar-ai --serve); SDL_VIDEODRIVER=dummy plays on unseen")

@@ -184,8 +184,11 @@ def choose_mode(parser: Parser, args) -> Mode:
     picked = chosen[0] if chosen else MODES[TRAIN]
     stray = sorted(given - picked.reads - set(MODES))
     if stray:
-        where = sorted(m.flag.name for m in MODES.values() if stray[0] in m.reads and m.flag)
-        uses = f"it applies to {', '.join(where)}" if where else "it applies to training"
+        # Every mode that reads it, training (the mode without a flag) first.
+        where = [m.flag.name if m.flag else "training" for m in
+                 sorted(MODES.values(), key=lambda m: (m.flag is not None, m.flag and m.flag.name))
+                 if stray[0] in m.reads]
+        uses = f"it applies to {', '.join(where)}"
         parser.error(f"{flag_name(stray[0])} does not apply to "
                      f"{picked.flag.name if picked.flag else 'training'}; {uses}")
     return picked

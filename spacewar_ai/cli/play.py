@@ -52,6 +52,8 @@ def evaluate(parser, args) -> int:
 
     if not args.checkpoint:
         parser.error("--evaluate needs --checkpoint SPEC (e.g. pretrained or a checkpoint path)")
+    if args.render:
+        common.check_display(parser, "--render")
     drawn = args.render or args.record
     if args.panel:
         from ..rating.panel import evaluate_panel
@@ -80,6 +82,8 @@ def evaluate(parser, args) -> int:
     # A bad ratings file is refused before any game.
     ratings = None if drawn else common.ratings_file(args)
     recorder = open_recorder(args.record, per_decision=True)
+    if not args.quiet:
+        _say_published_run(args.checkpoint)
     run(args.checkpoint, args.opponent or "heuristic:hard", games, args.seed or 0,
         deterministic=not args.stochastic, render=args.render, recorder=recorder,
         keep_actions=args.save_replays or 0, quiet=args.quiet, ratings=ratings,
@@ -104,6 +108,8 @@ def demo(parser, args) -> int:
         specs = [args.checkpoint or "heuristic:hard", args.opponent or "heuristic:medium"]
     if len(specs) != 2 or not all(specs):
         parser.error(f"--players needs exactly two specs for a demo, A,B (got {args.players!r})")
+    if args.render:
+        common.check_display(parser, "--render")
     drawn = args.render or args.record
     games = args.episodes or (1 if drawn else 200)
     if games % 2 and not drawn:
@@ -131,6 +137,7 @@ def human_play(parser, args) -> int:
     if args.difficulty and (opponent or args.two_player):
         parser.error("--difficulty chooses the computer opponent: drop it, or drop "
                      f"{'--opponent' if opponent else '--two-player'}")
+    common.check_display(parser, "--human-play")
     play(common.run_config(args).game if args.config else None, opponent, args.difficulty,
          args.two_player, args.score_limit or 5, args.seed or 0, args.scale or 1.0,
          args.phosphor, args.record, args.checkpoint_dir or "checkpoints", args.ratings_file)
@@ -151,8 +158,25 @@ def replay(parser, args) -> int:
                          "--record, --scale and --phosphor")
         print(f"wrote {export_html(args.replay, args.html)}: open it in any browser")
         return 0
+    if not args.record:
+        common.check_display(parser, "--replay")
     print(play_replay(args.replay, args.record, args.scale or 1.0, args.phosphor))
     return 0
+
+
+def _say_published_run(spec: str) -> None:
+    """The design's `<algorithm>_best.pt` (and its `_best_model.pt` link) is a copy of some
+    run's best.pt: say which, since its name does not."""
+    from ..pilots.specs import spec_path
+    from ..training.evaluation import published_run
+
+    path = spec_path(spec)
+    if path is None or not path.name.endswith(("_best.pt", "_best_model.pt")):
+        return
+    run = published_run(path)
+    if run:
+        print(f"{spec}: the best model measured so far, run {run}'s best.pt "
+              f"({path.parent / run / 'best.pt'})")
 
 
 def _pairs(flag: str, games: int) -> str:

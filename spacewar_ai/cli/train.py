@@ -103,6 +103,8 @@ def train(parser, args) -> int:
         parser.error(f"{'--backend' if args.backend else '--ray-address'} in training says where "
                      "rollout workers run: add --rollout-workers N (PPO)")
     check_training(cfg)
+    if args.render:
+        common.check_display(parser, "--render")
     writable(cfg.train.checkpoint_dir, "--checkpoint-dir ([train] checkpoint_dir)", folder=True)
     writable(cfg.train.log_dir, "--log-dir ([train] log_dir)", folder=True)
     if args.use_llm and cfg.train.rollout_workers:

@@ -22,6 +22,7 @@ adapter is merged into the base at load, so play costs what the base costs.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import hashlib
 import json
 import os
@@ -120,9 +121,13 @@ def resolve_base(spec: str) -> BaseModel:
                           "saved by transformers (save_pretrained), a .gguf file or smollm2")
         return BaseModel(s, str(path.resolve()))
     if s.startswith((".", "/", "~")) or s.count("/") != 1:
-        raise LMError(f"{s!r} is neither a base model nor an adapter: the bases here are "
-                      f"{', '.join(known_bases())} (or a .gguf file, a model folder or a hub id "
-                      f"OWNER/NAME); the adapters are {', '.join(known_adapters())}")
+        names = [*known_bases(), *(a.split(" ")[0] for a in known_adapters())]
+        close = difflib.get_close_matches(s, names, n=1, cutoff=0.6)
+        raise LMError(f"{s!r} is neither a base model nor an adapter"
+                      + (f" (did you mean lm:{close[0]}?)" if close else "")
+                      + f": the bases here are {', '.join(known_bases())} (or a .gguf file, a "
+                      f"model folder or a hub id OWNER/NAME); the adapters are "
+                      f"{', '.join(known_adapters())}")
     return BaseModel(s, s)
 
 

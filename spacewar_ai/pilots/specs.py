@@ -23,6 +23,7 @@ ships to other machines and what the browser confines to the project.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 from pathlib import Path
 from typing import Callable
@@ -46,9 +47,20 @@ from .search import (
 )
 
 PRETRAINED_PATH = SHIPPED_DIR / "ppo_spacewar.pt"
+
+
+def shipped_lm_specs() -> str:
+    """The shipped language-model pilots as every message and --help names them."""
+    from ..lm.models import shipped_adapters
+
+    return ", ".join(f"lm:{name}" for name in shipped_adapters())
+
+
 SPEC_HELP = (f"{', '.join(SCRIPTED_SPECS)}, pretrained, ppo:PATH, dqn:PATH, strategy:PATH.py, "
-             "search:SPEC, adapt:SPEC, onnx:PATH, sb3:PATH.zip, lm:MODEL[+ADAPTER] (lm:sft and "
-             "lm:grpo: the shipped adapters on SmolLM2) or a checkpoint path")
+             "search:SPEC, adapt:SPEC, onnx:PATH, sb3:PATH.zip, lm:MODEL[+ADAPTER] "
+             f"({shipped_lm_specs()}: the shipped adapters on SmolLM2) or a checkpoint path")
+# Whole specs a mistyped one is compared with, for "did you mean".
+NAMED_SPECS = (*SCRIPTED_SPECS, "pretrained", "search:pretrained", "adapt:pretrained")
 
 
 class AgentPilot(Pilot):
@@ -190,8 +202,11 @@ def make_pilot(spec, config: GameConfig | None = None, seed: int = 0,
     if is_scripted(low):
         return scripted_pilot(low, config, seed)
     if low.startswith("heuristic"):
-        raise ValueError(f"unknown pilot spec {spec!r}: the heuristic levels are "
-                         "heuristic:easy, heuristic:medium and heuristic:hard")
+        close = difflib.get_close_matches(low, SCRIPTED_SPECS, n=1, cutoff=0.75)
+        raise ValueError(f"unknown pilot spec {spec!r}"
+                         + (f" (did you mean {close[0]}?)" if close else "")
+                         + ": the heuristic levels are heuristic:easy, heuristic:medium and "
+                         "heuristic:hard")
     if low.startswith(("search:", "adapt:")):
         prefix, rest = s.split(":", 1)
         return search_pilot(rest, config, seed, device, adaptive=prefix.lower() == "adapt")
@@ -246,8 +261,10 @@ def _learned_pilot(spec: str, config: GameConfig, deterministic: bool, device: s
             if runs:
                 raise ValueError(f"player {spec!r}: no such checkpoint file; the runs in "
                                  f"{path.parent} keep theirs as {', '.join(runs)}")
+            close = difflib.get_close_matches(s.lower(), NAMED_SPECS, n=1, cutoff=0.75)
+            hint = f"did you mean {close[0]}? Or " if close else ""
             raise ValueError(f"player {spec!r}: not a pilot spec and no such checkpoint file; "
-                             f"use one of {SPEC_HELP}")
+                             f"{hint}use one of {SPEC_HELP}")
     try:
         agent, _ = load_agent(path, device, expect, config.obs_dim)
     except CheckpointError as exc:

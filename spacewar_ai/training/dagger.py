@@ -82,12 +82,26 @@ class Labelled(Pilot):
         self.teacher.close()
 
 
+class DecisionCounter:
+    """Counts a round's LM decisions onto its progress bar, redrawn at most once a second: a
+    weak student's games run to the time limit, and its bar would otherwise stand still."""
+
+    def __init__(self, bar):
+        self.bar, self.count, self._shown = bar, 0, 0.0
+
+    def __call__(self, n: int) -> None:
+        self.count += n
+        if time.monotonic() - self._shown >= 1.0:
+            self._shown = time.monotonic()
+            self.bar.set_postfix_str(f"{self.count:,} decisions", refresh=True)
+
+
 def play_round(make_lm, opponents: tuple, teacher: str, games: int, seed: int,
-               config: GameConfig, reward: RewardConfig, progress=None):
+               config: GameConfig, reward: RewardConfig, progress=None, decided=None):
     """The LM's games of one round: [(opponent spec, MatchResult, episodes)] with episodes as
     datasets.record_chunk cuts them ([ship 0's, ship 1's] per game), the LM's holding the
     teacher's labels. `make_lm(seed)` builds the LM's pilot; `progress` hears of each game's
-    end."""
+    end, and `decided(n)` of the LM's n decisions at each step of the games."""
     from ..pilots.specs import make_pilot
     from ..rating.match import play_match
     from .datasets import TEACHER_KEY, Recorder
@@ -100,8 +114,15 @@ def play_round(make_lm, opponents: tuple, teacher: str, games: int, seed: int,
         b = Labelled(make_lm(start + 1), make_pilot(teacher, config, start + 1)) \
             if spec == SELF else make_pilot(spec, config, start + 1)
         recorder = Recorder(each)
+        flown = 2 if spec == SELF else 1  # the LM's ships in each game
+
+        def step(obs, actions, batch, running, recorder=recorder, flown=flown):
+            recorder.step(obs, actions, batch, running)
+            if decided is not None:
+                decided(flown * int(np.count_nonzero(running)))
+
         try:
-            result = play_match(a, b, each, start, config, reward, on_step=recorder.step,
+            result = play_match(a, b, each, start, config, reward, on_step=step,
                                 progress=progress)
         finally:
             for pilot in (a, b):
@@ -229,12 +250,18 @@ def train_dagger(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
         # 1. The LM plays; the teacher labels its states.
         model.eval()
         bar.set_description(f"dagger round {k}/{rounds}: games")
+        counter = DecisionCounter(bar)
         with torch.no_grad():
             played = play_round(
                 lambda seed: LMPilot(model, tokenizer, label, cfg.game.num_actions, seed=seed,
                                      view=view, bf16=s.bf16),
                 d.opponents, d.teacher, d.games, t.seed + 100_000 * k, cfg.game, cfg.reward,
-                bar)
+                bar, counter)
+        timeouts = sum(g.end == "TRUNCATED" for _, r, _ in played for g in r.games)
+        if timeouts * 2 > d.games and not quiet:
+            bar.write(f"  round {k}: {timeouts} of {d.games} games ran to the time limit "
+                      f"({cfg.game.max_episode_steps} frames): the student ends few games, so "
+                      "its rounds take long; [game] max_episode_steps in --config shortens them")
         obs, acts, labels = lm_decisions(played)
         keep = playable(obs, labels)
         obs, acts, labels = obs[keep], acts[keep], labels[keep]

@@ -45,6 +45,8 @@ class Evaluator:
         self.counters = counters
         self._best: AgentPilot | None = None  # best.pt's player, once loaded or made
         self._video_seconds = 0.0  # spent on eval/video this session
+        self.say: Callable[[str], None] = print  # the run's progress line-writer, once it has one
+        self._said: tuple = ()  # what the last line about the design's best file said
 
     def evaluate(self, agent, writer, save_best: Callable[[], Path]) -> float:
         """Evaluate `agent`'s greedy player and let it challenge best.pt (`save_best` writes
@@ -83,9 +85,41 @@ class Evaluator:
                 figure = {"best_eval": c["best_eval"], "best_eval_games": c["best_eval_games"]}
                 rewrite_metadata(self.run_dir / "best.pt",
                                  lambda meta: {**meta, "counters": {**meta["counters"], **figure}})
-            publish_best(self.run_dir / "best.pt", self.cfg.train.algorithm)
+            mine = challenger if challenger > defended else defended
+            self.publish(lambda player: play(player, confirmation).wins_a, mine, games)
             writer.add_scalar("eval/best_win_rate", c["best_eval"], step)
         return rate
+
+    def publish(self, wins: Callable, mine: int, games: int) -> None:
+        """Make this run's best.pt the design's `<algorithm>_best.pt` if that file is this run's
+        or weaker: another run's model there replays the games that best.pt just won `mine` of
+        (`wins(player)` plays them) and keeps its place unless it won fewer. One line says
+        which way it went, the first time and whenever it changes."""
+        t = self.cfg.train
+        published = self.run_dir.parent / f"{t.algorithm}_best.pt"
+        rival = published_run(published)
+        if rival not in (None, self.run_dir.name):
+            try:
+                with torch.random.fork_rng(devices=[]):
+                    agent, _ = load_agent(published, self.device)
+            except (ValueError, OSError):
+                agent = None  # unreadable or of another shape: this run's model replaces it
+            theirs = wins(AgentPilot(agent, rival, deterministic=True)) if agent else -1
+            if theirs >= mine:
+                self._say(("stays", rival), f"{published} stays run {rival}'s model: on this "
+                          f"evaluation's {games} games it won {theirs}, this run's best.pt "
+                          f"{mine}")
+                return
+            self._say(("replaced", rival), f"{published} is now this run's best.pt: on this "
+                      f"evaluation's {games} games it won {mine}, " +
+                      (f"run {rival}'s model {theirs}" if theirs >= 0 else
+                       "and the model there could not be read"))
+        publish_best(self.run_dir / "best.pt", t.algorithm)
+
+    def _say(self, key: tuple, text: str) -> None:
+        if key != self._said:
+            self._said = key
+            self.say(text)
 
     def incumbent(self) -> AgentPilot | None:
         """The player saved as best.pt, read from the file after a resume."""
@@ -115,3 +149,17 @@ class Evaluator:
         # is guarded by tests/test_ecosystem.py::test_the_dependency_surfaces_we_lean_on_are_there.
         writer.file_writer.add_summary(summary, step)
         self._video_seconds += time.time() - began
+
+
+def published_run(path: Path) -> str | None:
+    """The run a design's `<algorithm>_best.pt` came from (its metadata's run name, else the
+    folder its best.pt was in), or None when there is no such file or it cannot be read."""
+    from ..agents.checkpoints import CheckpointError, load_checkpoint
+
+    if not Path(path).is_file():
+        return None
+    try:
+        meta = load_checkpoint(path)["metadata"]
+    except (CheckpointError, OSError, KeyError):
+        return ""
+    return str(meta.get("run_name") or "")

@@ -215,6 +215,7 @@ class Trainer:
         self._fresh = self.counters["updates"] == 0  # a new run: its settings go to TensorBoard
         self._until = cfg.train.total_timesteps
         self._episode_sums: collections.Counter = collections.Counter()
+        self.resumed_from = Path(resume) if resume is not None else None
 
     # --- building the run ---------------------------------------------------------------------
     def _read_resume(self, resume) -> dict[str, Any]:
@@ -483,17 +484,27 @@ class Trainer:
     def run(self, until_step: int | None = None) -> dict[str, Any]:
         """Train until the budget ends, or (until_step) pause at that many steps, the schedules
         still following the whole budget: population-based training runs a member in rounds."""
-        t = self.cfg.train
+        t, c = self.cfg.train, self.counters
         self._until = until_step if until_step is not None else t.total_timesteps
-        budget = [f"{t.total_timesteps:,} steps" if t.total_timesteps < 10**12 else "",
+        if until_step is None and self.resumed_from is not None and self._done():
+            if self.workers is not None:
+                self.workers.close()
+            print(self._finished_line(), flush=True)
+            return self._summary()
+        budget = [self._steps_budget() if t.total_timesteps < 10**12 else "",
                   f"{t.episodes:,} games" if t.episodes else "",
                   f"{t.max_minutes:g} minutes" if t.max_minutes else ""]
         self.progress = Progress(PROGRESS_UNITS, self.run_name, quiet=self.quiet,
                                  bar_format="{desc} {percentage:3.0f}%|{bar}| "
                                             "{elapsed}<{remaining}{postfix}")
+        self.evaluator.say = self.progress.say
         self.progress.say(f"training {self.run_name} ({t.algorithm}), until "
                           f"{' or '.join(b for b in budget if b)}; watch it with: tensorboard "
                           f"--logdir {self.log_dir}")
+        if self.resumed_from is not None and until_step is None:
+            self.progress.say(f"resuming {self.run_name} from {self.resumed_from}: update "
+                              f"{c['updates']:,}, {c['global_step']:,} steps, "
+                              f"{c['episodes']:,} games, {c['wall_seconds'] / 60:.1f} minutes in")
         if self.workers is not None:
             self.progress.say(f"the learner updates on {self.device}; {t.rollout_workers} rollout "
                               f"workers play the games {self.workers.where()}")
@@ -528,6 +539,38 @@ class Trainer:
                     self._renderer.close()
         print(f"done: {self.counters['updates']} updates, {self.counters['global_step']:,} "
               f"steps, {self.counters['episodes']:,} games -> {self.run_dir}", flush=True)
+        return self._summary()
+
+    def _steps_budget(self) -> str:
+        """The step budget as the run will meet it: steps are counted a whole update at a time
+        (PPO: a rollout of num_envs x n_steps; DQN: a step of every game), so a budget between
+        two updates' counts is trained up to the next."""
+        t, c = self.cfg.train, self.counters
+        chunk = t.num_envs * (self.cfg.ppo.n_steps if t.algorithm == "ppo" else 1)
+        goal = min(t.total_timesteps, self._until)
+        real = c["global_step"] + -(-max(goal - c["global_step"], 0) // chunk) * chunk
+        if real == goal:
+            return f"{goal:,} steps"
+        how = (f"rollouts of {t.num_envs} games x {self.cfg.ppo.n_steps} steps"
+               if t.algorithm == "ppo" else f"steps of all {t.num_envs} games")
+        return f"{real:,} steps ({goal:,} asked, rounded up to whole {how})"
+
+    def _finished_line(self) -> str:
+        """What a resume of a run that already met its budget says instead of training."""
+        t, c = self.cfg.train, self.counters
+        if c["global_step"] >= t.total_timesteps:
+            met, flag = f"{c['global_step']:,} steps of its {t.total_timesteps:,}", \
+                f"--timesteps {max(2 * c['global_step'], 1):,}".replace(",", "")
+        elif t.episodes and c["episodes"] >= t.episodes:
+            met, flag = f"{c['episodes']:,} games of its {t.episodes:,}", \
+                f"--episodes {2 * c['episodes']}"
+        else:
+            met, flag = f"{c['wall_seconds'] / 60:.1f} minutes of its {t.max_minutes:g}", \
+                f"--minutes {2 * t.max_minutes:g}"
+        return (f"{self.run_name} is finished: it trained {met}; to train on, resume it with a "
+                f"larger budget: spacewar-ai --resume {self.resumed_from} {flag}")
+
+    def _summary(self) -> dict[str, Any]:
         summary = {"run_dir": str(self.run_dir), "log_dir": str(self.log_dir), **self.counters}
         model = self.opponent_model
         if model is not None and model.decisions:
@@ -631,6 +674,9 @@ class Trainer:
             self._after_update(mean, DQN_ITERATION_STEPS * n / dt)
 
 
+PLAN_GAMES = 40  # the printed command's games: a first look, not a figure
+
+
 def planner_command(run_dir: str | Path, algorithm: str, eval_opponent: str,
                     accuracy: float | None = None) -> str:
     """The line that tells a user how to play what a run trained with a lookahead (search.py),
@@ -638,25 +684,21 @@ def planner_command(run_dir: str | Path, algorithm: str, eval_opponent: str,
     `accuracy`: how many of the opponent's last moves its model foresaw, when the run knows."""
     run_dir = Path(run_dir)
     best, model = run_dir / "best.pt", run_dir / OPPONENT_MODEL_FILE
-    learned = (f"opponent model of {eval_opponent}: {model}"
-               + (f" ({accuracy:.1%} of its last moves foreseen)" if accuracy is not None else ""))
-    if algorithm == "ppo":
-        if not best.is_file():
-            return (f"no model to plan with yet: {run_dir} has no best.pt (the run stopped before "
-                    f"its first evaluation); continue it with --resume {run_dir / 'latest.pt'}")
-        command = (f"spacewar-ai --evaluate --checkpoint search:{best} "
-                   f"--opponent {eval_opponent}")
-        if not model.is_file():
-            return (f"no opponent model yet (the run had not met {eval_opponent} long enough to "
-                    "learn one), so the planner forecasts with the shipped model of "
-                    f"heuristic:hard; plan with it: {command}")
-        return f"{learned}; plan with it: {command}"
+    if not best.is_file():
+        return (f"no model to plan with yet: {run_dir} has no best.pt (the run stopped before "
+                f"its first evaluation); continue it with --resume {run_dir / 'latest.pt'}")
+    # A PPO network's rollouts sample its policy; a DQN network's are jittered (search.py).
+    command = (f"plan with it ({PLAN_GAMES} games, about a minute on two cores; "
+               "--eval-episodes 200 for a figure, five times as long): spacewar-ai --evaluate "
+               f"--checkpoint search:{best} --opponent {eval_opponent} --eval-episodes "
+               f"{PLAN_GAMES}")
     if not model.is_file():
-        return (f"no model to plan with: search: rolls out a PPO policy, and this DQN run has not "
-                f"learned a model of {eval_opponent} to lend one")
-    # search: rolls out a PPO policy; a DQN run's model serves the shipped one as +MODEL.
-    return (f"{learned}; plan with it: spacewar-ai --evaluate --checkpoint "
-            f"search:pretrained+{model} --opponent {eval_opponent}")
+        return (f"no opponent model yet (the run had not met {eval_opponent} long enough to "
+                "learn one), so the planner forecasts with the shipped model of "
+                f"heuristic:hard; {command}")
+    return (f"opponent model of {eval_opponent}: {model}"
+            + (f" ({accuracy:.1%} of its last moves foreseen)" if accuracy is not None else "")
+            + f"; {command}")
 
 
 def _np_state_json(state) -> list:

@@ -132,6 +132,8 @@ def test_a_flag_the_mode_does_not_read_is_refused(capsys):
     assert "--tournament-mode does not apply to --demo" in err and "--tournament" in err
     err = _refused(["--timesteps", "100", "--difficulty", "hard"], capsys)
     assert "--difficulty does not apply to training; it applies to --human-play" in err
+    err = _refused(["--evaluate", "--checkpoint", "idle", "--timesteps", "100"], capsys)
+    assert "--timesteps does not apply to --evaluate; it applies to training, " in err
 
 
 def test_the_original_designs_iterative_command_is_not_refused_for_its_flags(capsys):
@@ -547,3 +549,33 @@ def test_bad_input_is_one_line_naming_the_culprit(case, bad_files, capsys, tmp_p
     err = _refused(argv(bad_files), capsys)
     assert culprit in err, err
     assert not (tmp_path / "runs").exists(), "a run started"
+
+
+@pytest.mark.parametrize("argv, what", [
+    (["--evaluate", "--checkpoint", "heuristic:hard", "--render"], "--render"),
+    (["--demo", "--render"], "--render"),
+    (["--human-play", "--difficulty", "hard"], "--human-play"),
+    (["--replay", "runs/replays/any.json"], "--replay"),
+    (["--algorithm", "ppo", "--render"], "--render"),
+])
+def test_a_window_with_no_display_is_refused_before_any_game(argv, what, capsys, monkeypatch,
+                                                             tmp_path):
+    """No DISPLAY and no video driver chosen: one line naming the alternatives, not a game
+    played where no one sees it. A driver the user chose (SDL_VIDEODRIVER) plays on."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER"):
+        monkeypatch.delenv(name, raising=False)
+    err = _refused(argv, capsys)
+    assert f"{what} opens a window, and no display is here" in err
+    assert "--record" in err and "--html" in err and "--serve" in err
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "checkpoints").exists()
+
+
+def test_a_chosen_video_driver_plays_without_a_display(capsys, monkeypatch):
+    from spacewar_ai.main import main
+
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    assert main(["--evaluate", "--checkpoint", "heuristic:hard", "--opponent", "idle",
+                 "--render", "--quiet"]) == 0
+    assert capsys.readouterr().out.startswith("game 1: winner")

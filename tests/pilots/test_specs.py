@@ -104,3 +104,25 @@ def test_a_checkpoint_that_is_not_there_names_the_runs_that_are(tmp_path):
     assert "no such checkpoint file; the runs in" in message and "\n" not in message
     assert str(tmp_path / "ppo-s0" / "best.pt") in message
     assert str(tmp_path / "dqn-s1" / "best.pt") in message
+
+
+def test_the_shipped_adapters_are_named_from_one_list_and_a_near_miss_is_suggested(capsys):
+    """Every shipped adapter appears wherever the specs are listed (errors, --help), from the
+    package's own folder; a mistyped spec is answered with the one meant."""
+    from spacewar_ai.cli import build_parser
+    from spacewar_ai.lm.models import shipped_adapters
+    from spacewar_ai.pilots.specs import SPEC_HELP
+
+    names = shipped_adapters()
+    assert {"sft", "dagger", "grpo"} <= set(names)
+    build_parser().print_help()
+    shown = " ".join(capsys.readouterr().out.split())
+    for name in names:
+        assert f"lm:{name}" in SPEC_HELP and f"lm:{name}" in shown
+    with pytest.raises(ValueError, match="did you mean pretrained\\?"):
+        make_pilot("pretrianed")
+    with pytest.raises(ValueError, match="did you mean heuristic:hard\\?"):
+        make_pilot("heuristic:hrad")
+    pytest.importorskip("transformers")
+    with pytest.raises(ValueError, match="did you mean lm:dagger\\?"):
+        make_pilot("lm:dagr")

@@ -116,6 +116,28 @@ def test_expert_iteration_the_planner_over_the_teacher_labels_and_the_lm_follows
     assert 0 < np.count_nonzero(labels) < len(labels)  # the planner overrides idle's drift
 
 
+def test_a_student_whose_games_run_to_the_time_limit_is_said_in_one_line(tiny, start, capsys):
+    """Against the idle pilot the tiny student kills no one: its games run to the time limit,
+    and the round says so (and how to shorten them) instead of leaving a bar that seems stuck;
+    the bar counts the student's decisions as they come."""
+    from spacewar_ai.config import DaggerConfig, GameConfig, RunConfig, SFTConfig, TrainConfig
+    from spacewar_ai.training import train
+
+    cfg = RunConfig(
+        train=TrainConfig(algorithm="dagger", run_name="dag-slow", seed=3,
+                          log_dir=str(start / "runs")),
+        game=GameConfig(max_episode_steps=200),
+        sft=SFTConfig(batch_size=8),
+        dagger=DaggerConfig(rounds=1, games=4, steps=2, opponents=("idle",)))
+    out = train(cfg, start_from="sft-start")
+    said = capsys.readouterr()
+    ended = out["history"][0]
+    assert "round 1: 4 of 4 games ran to the time limit (200 frames): the student ends few " \
+           "games" in said.out + said.err, said
+    assert "[game] max_episode_steps" in said.out + said.err and ended["win_rate"] == 0
+    assert " decisions" in said.err  # the bar's count of the student's decisions
+
+
 def test_dagger_refuses_what_cannot_work_in_one_line(tiny, start, capsys):
     from spacewar_ai.main import main
 

@@ -108,3 +108,37 @@ def test_evaluations_and_confirmations_never_share_a_starting_position():
             starts = set(range(first, first + games // 2))  # sides swapped: half the games
             assert not starts & seen, f"update {updates} replays starts"
             seen |= starts
+
+
+def test_the_designs_best_file_holds_the_best_model_measured_not_the_latest(tmp_path):
+    """`<checkpoint_dir>/ppo_best.pt` changes runs only when the new run's best.pt wins more of
+    the same games than the model there: an untrained run publishes first, the shipped model's
+    run replaces it, and a later untrained run leaves it in place, each said in one line."""
+    from spacewar_ai.pilots.specs import PRETRAINED_PATH
+
+    published = tmp_path / "ck" / "ppo_best.pt"
+    said = []
+
+    def trainer(name, weights=None):
+        cfg = RunConfig(train=TrainConfig(num_envs=16, seed=3, eval_episodes=20, run_name=name,
+                                          checkpoint_dir=str(tmp_path / "ck"),
+                                          log_dir=str(tmp_path / "runs")))
+        tr = Trainer(cfg, quiet=True)
+        if weights is not None:
+            tr.agent.load_state_dict(weights)
+        tr.evaluator.say = said.append
+        tr.counters["updates"] = 20
+        tr.evaluate_now()
+        tr.writer.close()
+        return tr
+
+    first = trainer("untrained")
+    assert published.read_bytes() == (first.run_dir / "best.pt").read_bytes() and said == []
+    strong = trainer("shipped", load_checkpoint(PRETRAINED_PATH)["agent"])
+    assert published.read_bytes() == (strong.run_dir / "best.pt").read_bytes()
+    assert said[-1].startswith(f"{published} is now this run's best.pt") \
+        and "run untrained's model" in said[-1]
+    late = trainer("untrained-again")
+    assert published.read_bytes() == (strong.run_dir / "best.pt").read_bytes()
+    assert (late.run_dir / "best.pt").read_bytes() != published.read_bytes()
+    assert said[-1].startswith(f"{published} stays run shipped's model"), said

@@ -303,6 +303,31 @@ def test_resume_keeps_the_runs_own_settings_unless_told_otherwise(tmp_path):
     assert Path(resumed["run_dir"]) == tmp_path / "ck" / "tiny"
 
 
+def test_the_budget_said_is_the_budget_trained_and_a_finished_run_says_so(tmp_path, capsys):
+    """A step budget between two updates' counts: the header names the count the run will
+    really reach and why, and the run stops there. Resumed, a finished run trains nothing and
+    says how to go on; a run resumed with budget left says where it resumes from."""
+    rollout = 16 * 16  # num_envs x n_steps of tiny_run
+    cfg = tiny_run(tmp_path, total_timesteps=2 * rollout + 1)
+    out = Trainer(cfg).run()
+    err = capsys.readouterr().err
+    assert out["global_step"] == 3 * rollout
+    assert (f"until {3 * rollout:,} steps ({2 * rollout + 1:,} asked, rounded up to whole "
+            "rollouts of 16 games x 16 steps)") in err, err
+    latest = tmp_path / "ck" / "tiny" / "latest.pt"
+    again = Trainer(cfg, resume=latest).run()
+    said = capsys.readouterr()
+    assert again["global_step"] == out["global_step"] and again["updates"] == out["updates"]
+    assert said.out.strip() == (f"tiny is finished: it trained {3 * rollout:,} steps of its "
+                                f"{2 * rollout + 1:,}; to train on, resume it with a larger "
+                                f"budget: spacewar-ai --resume {latest} --timesteps "
+                                f"{6 * rollout}")
+    more = tiny_run(tmp_path, total_timesteps=4 * rollout)
+    Trainer(more, resume=latest).run()
+    assert (f"resuming tiny from {latest}: update 3, {3 * rollout:,} steps, "
+            in capsys.readouterr().err)
+
+
 @pytest.mark.slow
 def test_a_time_limit_stops_the_run_and_saves_it(tmp_path):
     from spacewar_ai.cli.common import run_config as _run_config
@@ -393,7 +418,8 @@ def test_the_planner_command_is_printed_whenever_a_model_exists(tmp_path, capsys
 
     train(tiny_run(tmp_path), quiet=True)
     line = capsys.readouterr().out.strip().splitlines()[-1]
-    assert "plan with it: spacewar-ai --evaluate --checkpoint search:" in line
+    assert "plan with it (40 games, about a minute on two cores; --eval-episodes 200 for a " \
+        "figure, five times as long): spacewar-ai --evaluate --checkpoint search:" in line
     assert "shipped model of heuristic:hard" in line
     empty = tmp_path / "none"
     empty.mkdir()
@@ -416,7 +442,7 @@ def test_the_planner_command_is_printed_after_ctrl_c(tmp_path):
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
-    assert "plan with it: spacewar-ai --evaluate --checkpoint search:" in out.splitlines()[-1]
+    assert "): spacewar-ai --evaluate --checkpoint search:" in out.splitlines()[-1]
 
 
 def test_ctrl_c_stops_training_at_the_next_step_and_twice_at_once():
