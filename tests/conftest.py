@@ -2,6 +2,8 @@ import os
 
 import pytest
 
+pytest_plugins = ["tests.browser_summary"]
+
 # Real pygame surfaces without a display.
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")

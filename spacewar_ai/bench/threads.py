@@ -128,9 +128,12 @@ def run_thread_benchmark(seed: int = 0, quick: bool = False, repeats: int = 3) -
 
     cores = os.cpu_count() or 1
     settings = sorted({1, cores})
+    # Quick: every path once per setting, idle only, on a fiftieth of the work: it shows the
+    # paths run; beside the CPU hogs the slow settings cost far more than the rest together.
+    conditions = ("idle",) if quick else ("idle", "busy")
     if quick:
         repeats = 1
-    scale = 0.1 if quick else 1.0
+    scale = 0.02 if quick else 1.0
     rows = _teacher_data(int(200_000 * scale) or 1, seed)
     paths = {
         "PPO training": _trainer_path("ppo", int(65_536 * scale) or 1, seed),
@@ -145,7 +148,9 @@ def run_thread_benchmark(seed: int = 0, quick: bool = False, repeats: int = 3) -
     }
     print(f"Torch threads on {cores} cores: each path's fixed work in seconds, median of "
           f"{repeats}, settings alternated; busy = one CPU hog per core beside it. Default "
-          f"here: {DEFAULT_THREADS} thread(s).", flush=True)
+          f"here: {DEFAULT_THREADS} thread(s)."
+          + (" Quick: a fiftieth of the work, idle only (a check that every path runs)."
+             if quick else ""), flush=True)
     before = torch.get_num_threads()
     figures: dict[str, dict] = {}
     try:
@@ -153,7 +158,7 @@ def run_thread_benchmark(seed: int = 0, quick: bool = False, repeats: int = 3) -
             torch.set_num_threads(1)
             fn()  # compiles, loads and caches outside the timing
             figures[name] = {}
-            for condition in ("idle", "busy"):
+            for condition in conditions:
                 hog = start_hog(cores) if condition == "busy" else []
                 try:
                     times: dict[int, list[float]] = {s: [] for s in settings}
@@ -165,16 +170,17 @@ def run_thread_benchmark(seed: int = 0, quick: bool = False, repeats: int = 3) -
                     stop_hog(hog)
                 for s in settings:
                     figures[name][(condition, s)] = statistics.median(times[s])
-            _print_row(name, figures[name], settings, DEFAULT_THREADS, cores)
+            _print_row(name, figures[name], settings, DEFAULT_THREADS, cores, conditions)
     finally:
         torch.set_num_threads(before)
     return figures
 
 
-def _print_row(name: str, t: dict, settings: list[int], default: int, cores: int) -> None:
-    cells = "  ".join(f"{c} {s}t {t[(c, s)]:7.2f}s" for c in ("idle", "busy") for s in settings)
+def _print_row(name: str, t: dict, settings: list[int], default: int, cores: int,
+               conditions=("idle", "busy")) -> None:
+    cells = "  ".join(f"{c} {s}t {t[(c, s)]:7.2f}s" for c in conditions for s in settings)
     ratios = []
-    for c in ("idle", "busy"):
+    for c in conditions:
         best = min(t[(c, s)] for s in settings)
         ratios.append(f"{c}: default/best {t[(c, default)] / best:.2f}, "
                       f"old default ({cores}t)/default {t[(c, cores)] / t[(c, default)]:.2f}")

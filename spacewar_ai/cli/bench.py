@@ -7,16 +7,15 @@ from .parser import flag, mode
 from .train import BASE_MODEL
 
 QUICK = flag("--quick", "common", action="store_true",
-             help="benchmarks: a tenth of each measurement's work: a smoke test, not figures "
-                  "to quote (on 2 idle cores --benchmark took about 2 minutes, "
-                  "--benchmark-training and --benchmark-threads under one each, "
-                  "--benchmark-rollouts half of one; a busy machine takes several times as "
-                  "long)")
+             help="benchmarks: a check that every measurement runs, on a small share of "
+                  "its work, not figures to quote (--benchmark-threads, -training and "
+                  "-rollouts each under a minute on 2 cores; --benchmark, which also loads "
+                  "the language model and starts Ray, two to three)")
 
 
 @mode("benchmark", reads=(SEED, QUICK, BASE_MODEL),
       flag_help="print engine, vector env, pilot, language-model and Ray throughput; several "
-                "minutes (--quick: a smoke test)")
+                "minutes (--quick: a check that it runs, two to three)")
 def benchmark(parser, args) -> int:
     from ..bench.throughput import run_benchmark
 
@@ -26,7 +25,7 @@ def benchmark(parser, args) -> int:
 
 @mode("benchmark_training", reads=(SEED, QUICK),
       flag_help="train PPO for a minute (ours, then Stable-Baselines3's) and print both "
-                "throughputs; a few minutes (--quick: a smoke test)")
+                "throughputs; a few minutes (--quick: a check that it runs, under one)")
 def benchmark_training(parser, args) -> int:
     from ..bench.throughput import run_training_benchmark
 
@@ -36,8 +35,8 @@ def benchmark_training(parser, args) -> int:
 
 @mode("benchmark_threads", reads=(SEED, QUICK),
       flag_help="time every torch path at one thread and at one per core, idle and beside a "
-                "CPU hog, three times each; many minutes, more on a busy machine (--quick: a "
-                "smoke test)")
+                "CPU hog, three times each; many minutes, more on a busy machine (--quick: "
+                "idle only, a check that every path runs, under one)")
 def benchmark_threads(parser, args) -> int:
     from ..bench.threads import run_thread_benchmark
 
@@ -49,7 +48,7 @@ def benchmark_threads(parser, args) -> int:
       flag_help="train PPO for a minute with its games played by the learner, then by 1 and 2 "
                 "rollout workers on Ray (--ray-address: that cluster's), and print each "
                 "throughput and the learner's update bound; about four minutes (--quick: a "
-                "smoke test)")
+                "check that it runs, under one)")
 def benchmark_rollouts(parser, args) -> int:
     from ..bench.rollouts import run_rollout_benchmark
 
