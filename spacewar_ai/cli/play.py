@@ -76,8 +76,8 @@ def evaluate(parser, args) -> int:
         parser.error("--render/--record draw games one by one here: drop --backend ray and "
                      "--ray-address")
     games = args.eval_episodes or (1 if drawn else 200)
-    if games % 2 and not drawn:
-        parser.error(_pairs("--eval-episodes", games))
+    if games % 2 and common.ray_address(parser, args) is not None:
+        parser.error(_pairs("--eval-episodes", games) + "; on Ray each part plays pairs")
     check_games("--eval-episodes", games)
     # A bad ratings file is refused before any game.
     ratings = None if drawn else common.ratings_file(args)
@@ -112,8 +112,6 @@ def demo(parser, args) -> int:
         common.check_display(parser, "--render")
     drawn = args.render or args.record
     games = args.episodes or (1 if drawn else 200)
-    if games % 2 and not drawn:
-        parser.error(_pairs("--episodes", games))
     check_games("--episodes", games)
     run(specs[0], specs[1], games, args.seed or 0, render=args.render,
         recorder=open_recorder(args.record, per_decision=True), quiet=args.quiet,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 from .common import CHECKPOINT_DIR, RATINGS_FILE
 from .parser import flag, mode
 
@@ -15,13 +17,18 @@ SERVER_NAME = flag("--server-name", "web", metavar="NAME[,NAME]",
 ALLOWED_ORIGINS = flag("--allowed-origins", "web", metavar="ORIGIN[,ORIGIN]",
                        help="--serve: pages of other sites allowed to open games and upload "
                             "(default: only the app's own pages), as https://host[:port]")
+TRUSTED_PROXIES = flag("--trusted-proxies", "web", metavar="ADDRESS[,ADDRESS]",
+                       help="--serve: the reverse proxies in front of the app, by address (or "
+                            "network, such as 10.0.0.0/8); their X-Forwarded-For names the "
+                            "visitor. Default none: a header a client writes itself is ignored "
+                            "and its own address counts")
 LIMITS = flag("--limits", "web", metavar="NAME=VALUE[,...]",
               help="--serve: change the server's limits, such as games_in_all=16 "
                    "(docs/browser.md lists them and their defaults)")
 
 
 @mode("serve", reads=(HOST, PORT, CHECKPOINT_DIR, RATINGS_FILE, SERVER_NAME, ALLOWED_ORIGINS,
-                      LIMITS),
+                      LIMITS, TRUSTED_PROXIES),
       flag_help="the browser app: play, watch, replays, tournaments (--host, --port)")
 def serve(parser, args) -> int:
     from ..web.app import serve as run
@@ -30,7 +37,13 @@ def serve(parser, args) -> int:
     def names(text):
         return [n.strip() for n in text.split(",") if n.strip()] if text else []
 
+    for proxy in names(args.trusted_proxies):
+        try:
+            ipaddress.ip_network(proxy, strict=False)
+        except ValueError:
+            parser.error(f"--trusted-proxies {proxy!r}: give the proxies' addresses, such as "
+                         "127.0.0.1 or 10.0.0.0/8, comma separated")
     run(args.host or "127.0.0.1", args.port if args.port is not None else 8000, ".",
         args.checkpoint_dir or "checkpoints", args.ratings_file, names(args.server_name),
-        names(args.allowed_origins), Limits.parse(args.limits))
+        names(args.allowed_origins), Limits.parse(args.limits), names(args.trusted_proxies))
     return 0

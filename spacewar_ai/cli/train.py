@@ -110,6 +110,8 @@ def train(parser, args) -> int:
     if args.use_llm and cfg.train.rollout_workers:
         parser.error("--use-llm guides the learner's own games; with --rollout-workers the "
                      "workers play them: drop one of the two")
+    if args.rollout_workers == 0 and not args.quiet:
+        print("--rollout-workers 0: no rollout workers; the learner plays its own games")
     guide = common.exploration_guide(args, cfg) if args.use_llm else None
     run(cfg, resume=args.resume, start_from=args.init_from or args.checkpoint,
         champion=args.champion_train, ratings_file=args.ratings_file, render=args.render,

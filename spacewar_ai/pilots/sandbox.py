@@ -229,7 +229,8 @@ def load_strategy_file(path) -> str:
     if len(data) > MAX_SOURCE_BYTES:
         raise _refuse(str(path), 0, f"the file is larger than {MAX_SOURCE_BYTES} bytes")
     try:
-        source = data.decode("utf-8")
+        # utf-8-sig: editors on Windows save a byte-order mark, which is not Python.
+        source = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise _refuse(str(path), 0, f"not UTF-8 text ({exc.reason})", "not UTF-8 text") from None
     validate_source(source, str(path))
@@ -429,10 +430,20 @@ class StrategyPilot(Pilot):
         return out
 
     def _forfeit(self, row: int, reason: str, tracked: bool) -> None:
+        # The text comes from the strategy (its exception's message): one short printable line
+        # before it reaches a terminal, a report file or a page.
+        reason = printable(reason)
         self._new_forfeits[row] = reason
         if tracked:
             self._dead[row] = True
             self.forfeit_reason[row] = reason
+
+
+def printable(text: str, limit: int = 200) -> str:
+    """`text` as one line a terminal shows as it is: control characters (escapes, bells, line
+    breaks) as `\\xNN` or `\\uNNNN`, cut to `limit` characters with "..." where cut."""
+    out = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(text)[:4 * limit])
+    return out if len(out) <= limit else out[:limit - 3] + "..."
 
 
 def _frame(payload: bytes) -> bytes:

@@ -223,9 +223,15 @@ def answer(fn, n: int, dim: int, hdr: dict) -> None:
                 raise ValueError(why)
             acts[i] = a
         except BaseException as exc:
+            # The error's text is the strategy's work too (a KeyError's repr of a huge key):
+            # it is made while the limit still runs, and is the type's name if that fires.
+            try:
+                text = f"{type(exc).__name__}: {exc}"
+            except BaseException:
+                text = type(exc).__name__
             limit(0, "")
             acts[i] = FAILED
-            errors[i] = f"{type(exc).__name__}: {exc}"[:300]
+            errors[i] = text[:300]
         times[i] = time.process_time() - t0
         ops[i] = min(OPS[0], 2**32 - 1)
     sys.stdout.buffer.write(bytes(acts) + struct.pack(f"<{n}f", *times)

@@ -111,9 +111,12 @@ class Arena:
                              "an ONNX model (.onnx)")
         if not data:
             raise ValueError(f"{name}: the file is empty")
+        # The cheap refusals before any parsing: a burst over the allowance costs two reads.
+        with self._db() as db:
+            self._admissible(db, name, client, per_hour)
         if kind == "strategy":
             try:
-                validate_source(data.decode("utf-8"), f"{name}.py")
+                validate_source(data.decode("utf-8-sig"), f"{name}.py")
             except UnicodeDecodeError:
                 raise ValueError(f"{name}.py: not UTF-8 text") from None
             except StrategyError as exc:
@@ -131,16 +134,11 @@ class Arena:
             # One writer at a time from the count to the insert: an address's allowance holds
             # against submissions that arrive together.
             db.execute("BEGIN IMMEDIATE")
-            if db.execute("SELECT 1 FROM players WHERE name = ?", (name,)).fetchone():
+            try:
+                self._admissible(db, name, client, per_hour)
+            except ValueError:
                 db.execute("ROLLBACK")
-                raise ValueError(f"name {name!r} is taken: choose another")
-            since = time.time() - 3600
-            recent = db.execute("SELECT COUNT(*) FROM players WHERE client = ? AND created > ?",
-                                (client, since)).fetchone()[0]
-            if recent >= per_hour:
-                db.execute("ROLLBACK")
-                raise ValueError(f"{recent} submissions from your address in the last hour, the "
-                                 f"most allowed (--limits submissions_per_hour={per_hour})")
+                raise
             suffix = ".py" if kind == "strategy" else ".onnx"
             cur = db.execute("INSERT INTO players (name, spec, kind, sha256, client, created, "
                              "status) VALUES (?, '', ?, ?, ?, ?, 'queued')",
@@ -153,6 +151,17 @@ class Arena:
                        (spec, file.name, pid))
             db.execute("COMMIT")
         return {"id": pid, "name": name, "kind": kind, "status": "queued"}
+
+    @staticmethod
+    def _admissible(db, name: str, client: str, per_hour: int) -> None:
+        """Refuse a taken name or an address over its hourly allowance (ValueError)."""
+        if db.execute("SELECT 1 FROM players WHERE name = ?", (name,)).fetchone():
+            raise ValueError(f"name {name!r} is taken: choose another")
+        recent = db.execute("SELECT COUNT(*) FROM players WHERE client = ? AND created > ?",
+                            (client, time.time() - 3600)).fetchone()[0]
+        if recent >= per_hour:
+            raise ValueError(f"{recent} submissions from your address in the last hour, the "
+                             f"most allowed (--limits submissions_per_hour={per_hour})")
 
     # --- pairings -------------------------------------------------------------------------------
     def players(self) -> list[dict[str, Any]]:

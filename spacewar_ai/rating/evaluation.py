@@ -39,7 +39,7 @@ def evaluate(spec: str, opponent: str = "heuristic:hard", episodes: int = 200, s
             if written is not None:
                 print(f"recorded {recorder.frames} frames to {written}")
             return {}
-        games = episodes + episodes % 2
+        games = episodes
         if ray_address is not None:
             from .cluster import connect
 

@@ -1,7 +1,8 @@
 """Matches: games between two pilots, played as one engine batch with sides swapped.
 
 `play_match(a, b, games, seed)` plays `games` games from seeded starts: the first half with `a` as
-ship 0, the second half from the same starts with the sides swapped, all in one engine batch.
+ship 0, the second half from the same starts with the sides swapped, all in one engine batch (an
+odd count plays its last start once, `a` as ship 0).
 Results are aggregated per pilot (wins by torpedo, other wins, losses, draws, death causes, shots,
 hits, game length), never as per-step dicts. `report` is the text a person reads, with a 95%
 interval (`wilson_interval`); `play_match_on_ray` plays a match as Ray tasks. The evaluation mode
@@ -229,15 +230,13 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
     config = config if config is not None else GameConfig()
     if games < 1:
         raise ValueError(f"games={games} is invalid: must be >= 1")
-    if swap_sides and games % 2:
-        raise ValueError(f"games={games} is invalid with swap_sides: must be even (pairs of games "
-                         "from one start with sides swapped)")
     a = make_pilot(pilot_a, config, seed)
     b = make_pilot(pilot_b, config, seed + 1)
     n = games
-    half = n // 2 if swap_sides else n
+    # An odd count plays its last start once, with `a` as ship 0 (as one game to watch asks).
+    half = (n + 1) // 2 if swap_sides else n
     starts = seed + first_start + np.arange(half, dtype=np.int64)
-    seeds = np.concatenate([starts, starts]) if swap_sides else starts
+    seeds = np.concatenate([starts, starts[:n - half]]) if swap_sides else starts
     a_side = np.zeros(n, dtype=np.int64)
     if swap_sides:
         a_side[half:] = 1
@@ -252,8 +251,8 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
     active = np.ones(n, dtype=bool)
     actions = np.zeros((n, 2), dtype=np.int64)
     forfeits: dict[int, str] = {}
-    order = np.stack([np.arange(half), np.arange(half) + half], 1).reshape(-1) if swap_sides \
-        else np.arange(n)
+    order = np.stack([np.arange(half), np.arange(half) + half], 1).reshape(-1)[:n] \
+        if swap_sides else np.arange(n)
     kept = np.sort(order[:max(0, min(keep_actions, n))])
     kept_log: list[np.ndarray] = []
     kept_steps = np.zeros(n, dtype=np.int64)

@@ -177,19 +177,25 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
     return app
 
 
-def _uvicorn_config(app, host: str, port: int):
+def _uvicorn_config(app, host: str, port: int, proxies=()):
+    """uvicorn's settings. A client's X-Forwarded-For is believed only when it connects from one
+    of `proxies` (uvicorn's ProxyHeadersMiddleware), and from no one when there are none: any
+    visitor can write the header, and the per-address limits key on the address it names."""
     import uvicorn
 
     # A WebSocket message is at most the limit's size; uvicorn refuses larger ones itself.
     return uvicorn.Config(app, host=host, port=port, log_level="warning",
-                          ws="websockets-sansio", ws_max_size=app.state.limits.message_bytes)
+                          ws="websockets-sansio", ws_max_size=app.state.limits.message_bytes,
+                          proxy_headers=bool(proxies),
+                          forwarded_allow_ips=list(proxies) if proxies else None)
 
 
 class BackgroundServer:
     """The app on a free port of 127.0.0.1, served from a thread of this process (the browser
     tests and scripts/web_tour.py); `stop()` ends it. Keyword arguments go to create_app."""
 
-    def __init__(self, root: str | Path = ".", timeout: float = 30.0, **app_options):
+    def __init__(self, root: str | Path = ".", timeout: float = 30.0, proxies=(),
+                 **app_options):
         import socket
         import threading
 
@@ -201,7 +207,7 @@ class BackgroundServer:
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
         self.app = create_app(root, **app_options)
-        self._server = uvicorn.Server(_uvicorn_config(self.app, "127.0.0.1", port))
+        self._server = uvicorn.Server(_uvicorn_config(self.app, "127.0.0.1", port, proxies))
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self._thread.start()
         deadline = time.time() + timeout
@@ -217,8 +223,9 @@ class BackgroundServer:
 
 def serve(host: str = "127.0.0.1", port: int = 8000, root: str | Path = ".",
           checkpoint_dir: str | Path = "checkpoints", ratings_file=None, names=None,
-          origins=(), limits=None) -> None:
-    """The --serve mode: the app on host:port until Ctrl-C."""
+          origins=(), limits=None, proxies=()) -> None:
+    """The --serve mode: the app on host:port until Ctrl-C; `proxies`, the addresses of the
+    reverse proxies whose X-Forwarded-For names the visitor (_uvicorn_config)."""
     from .guard import LOOPBACK_NAMES
 
     if not 0 < int(port) < 65536:
@@ -240,4 +247,4 @@ def serve(host: str = "127.0.0.1", port: int = 8000, root: str | Path = ".",
     shown = host if loopback else names[0]  # beyond loopback, names were required above
     print(f"Spacewar! AI in the browser: http://{shown}:{port}/play  (Ctrl-C stops it)",
           flush=True)
-    uvicorn.Server(_uvicorn_config(app, host, int(port))).run()
+    uvicorn.Server(_uvicorn_config(app, host, int(port), proxies)).run()

@@ -242,10 +242,10 @@ def _files(d: Path) -> dict:
 BIG = "99999999999999999999"
 EV = ["--evaluate", "--checkpoint", "pretrained", "--opponent", "idle", "--eval-episodes", "2"]
 BAD_INPUT = {
-    # games in pairs: an odd count would be played as one more, without a word
-    "odd eval episodes": (lambda f: ["--evaluate", "--checkpoint", "idle", "--eval-episodes",
-                                     "5"], "give an even number, such as 4 or 6"),
-    "odd demo episodes": (lambda f: ["--demo", "--episodes", "1"], "such as 2"),
+    # games in pairs on Ray: an odd count would be played as one more, without a word
+    "odd eval episodes on ray": (lambda f: ["--evaluate", "--checkpoint", "idle",
+                                            "--eval-episodes", "5", "--backend", "ray"],
+                                 "give an even number, such as 4 or 6"),
     "odd panel episodes": (lambda f: ["--evaluate", "--checkpoint", "idle", "--panel",
                                       "--eval-episodes", "3"], "--eval-episodes 3"),
     "abbreviated flag": (lambda f: ["--evaluate", "--checkpoint", "idle", "--eval-ep", "4"],
@@ -310,6 +310,9 @@ BAD_INPUT = {
                                "is a strategy file"),
     "search plus nothing": (lambda f: ["--evaluate", "--checkpoint", "search:pretrained+"],
                             "nothing after '+'"),
+    "trusted proxy not an address": (lambda f: ["--serve", "--trusted-proxies", "my-proxy"],
+                                     "--trusted-proxies 'my-proxy': give the proxies' "
+                                     "addresses"),
     "players empty entry": (lambda f: ["--tournament", "--players", "idle,,random"],
                             "empty entry"),
     "one player": (lambda f: ["--tournament", "--players", "idle"], "at least two players"),
@@ -579,3 +582,30 @@ def test_a_chosen_video_driver_plays_without_a_display(capsys, monkeypatch):
     assert main(["--evaluate", "--checkpoint", "heuristic:hard", "--opponent", "idle",
                  "--render", "--quiet"]) == 0
     assert capsys.readouterr().out.startswith("game 1: winner")
+
+
+@pytest.mark.parametrize("games", [1, 5])
+def test_an_odd_number_of_games_is_played_as_asked(games, capsys, monkeypatch, tmp_path):
+    """One game is what a user asks for to watch or keep a replay: the last start of an odd
+    count is played once, the first pilot as ship 0."""
+    from spacewar_ai.main import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["--evaluate", "--checkpoint", "heuristic:hard", "--opponent", "idle",
+                 "--eval-episodes", str(games), "--save-replays", "1", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert f"heuristic:hard vs idle: {games} games" in out, out
+    assert len(list((tmp_path / "runs" / "replays").glob("*.json"))) == 1
+
+
+def test_zero_rollout_workers_is_said_to_mean_none(capsys, monkeypatch, tmp_path):
+    from spacewar_ai.main import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tiny.toml").write_text("[train]\nnum_envs = 16\neval_interval = 1000\n"
+                                        "[ppo]\nn_steps = 16\nhidden_sizes = [32, 32]\n")
+    assert main(["--algorithm", "ppo", "--rollout-workers", "0", "--timesteps", "256",
+                 "--config", "tiny.toml", "--run-name", "zero"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("--rollout-workers 0: no rollout workers; the learner plays its own "
+                          "games\n"), out

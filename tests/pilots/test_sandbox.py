@@ -130,6 +130,31 @@ def test_infinite_loop_forfeits_only_its_game_and_the_child_keeps_serving(tmp_pa
         pilot.close()
 
 
+def test_a_strategys_error_text_is_made_within_its_limits_and_reaches_no_one_raw(tmp_path):
+    """An exception whose text is huge (a KeyError's repr of millions of keys) or full of
+    terminal escapes: the game is forfeited, its reason one short printable line, wherever it
+    goes (the pilot's forfeits, the match report a terminal shows)."""
+    from spacewar_ai.rating.match import report
+
+    huge = _write(tmp_path, "def strategy(obs):\n    return {}[(0,) * 6000000]\n", "huge.py")
+    rude = _write(tmp_path, "def strategy(obs):\n    return {}['\\x1b[2J\\x07' + 'A' * 5000]\n",
+                  "rude.py")
+    for path in (huge, rude):
+        pilot = StrategyPilot(path)
+        try:
+            pilot.reset(np.ones(1, dtype=bool))
+            assert list(pilot.act(_obs(1))) == [0]
+            (reason,) = pilot.forfeits().values()
+        finally:
+            pilot.close()
+        assert reason.startswith("KeyError") and len(reason) <= 200, reason
+        assert reason.isprintable(), reason
+    result = play_match(make_pilot(f"strategy:{rude}"), "idle", 2, seed=1)
+    text = report(result)
+    assert "forfeit by strategy:rude.py: KeyError: '\\x1b[2J\\x07AAA" in text, text
+    assert "\x1b" not in text and "\x07" not in text
+
+
 def test_memory_bomb_meets_the_address_space_limit(tmp_path):
     pilot = _pilot(tmp_path, "def strategy(obs):\n    junk = [0.5] * (10 ** 10)\n"
                              "    return len(junk) % 6\n")
@@ -272,6 +297,16 @@ def test_strategy_spec_resolves_with_a_file_identity_and_plays_deterministically
     assert [(g.winner, g.frames) for g in first.games] == \
            [(g.winner, g.frames) for g in second.games]
     assert first.wins_a >= 8  # it aims and fires at a target that does not move
+
+
+def test_a_strategy_saved_with_a_byte_order_mark_plays_as_without(tmp_path):
+    """Editors on Windows save UTF-8 with a byte-order mark; the file is the same program."""
+    marked = tmp_path / "marked.py"
+    marked.write_bytes(b"\xef\xbb\xbf" + EXAMPLE.read_bytes())
+    plain = play_match(make_pilot(f"strategy:{EXAMPLE}"), "idle", 4, seed=4)
+    bom = play_match(make_pilot(f"strategy:{marked}"), "idle", 4, seed=4)
+    assert [(g.winner, g.frames) for g in bom.games] == \
+        [(g.winner, g.frames) for g in plain.games]
 
 
 def test_a_refused_strategy_stops_the_tournament_before_play_naming_the_player(tmp_path):

@@ -107,3 +107,60 @@ def test_an_arena_submission_is_rated_and_survives_a_restart(tmp_path):
     specs = Arena(tmp_path / "runs" / "arena").player_specs()
     assert any(s.startswith("strategy:") and s.endswith(".py") for s in specs)
     assert set(HOUSE) <= set(specs)
+
+
+def _submit_as(server, name, address):
+    status, body = http_request(server, "POST", "/api/arena/submit?" + urlencode(
+        {"name": name, "file": f"{name}.py"}), AIM.encode(),
+        headers={"X-Forwarded-For": address})
+    return status, json.loads(body)
+
+
+def test_a_forwarded_address_is_believed_only_from_a_named_proxy(tmp_path):
+    """A client that writes X-Forwarded-For itself is still its own address (one submission an
+    hour here, whatever addresses it claims); behind a proxy the operator names, the header
+    names the visitor, and each visitor has its own allowance."""
+    from spacewar_ai.web.app import BackgroundServer
+    from spacewar_ai.web.guard import Limits
+
+    direct = BackgroundServer(tmp_path / "direct", limits=Limits(submissions_per_hour=1))
+    try:
+        assert _submit_as(direct, "one", "203.0.113.1")[0] == 200
+        status, reply = _submit_as(direct, "two", "203.0.113.2")
+        assert status == 400 and "submissions_per_hour=1" in reply["error"]
+    finally:
+        direct.stop()
+    proxied = BackgroundServer(tmp_path / "proxied", limits=Limits(submissions_per_hour=1),
+                               proxies=["127.0.0.1"])
+    try:
+        assert _submit_as(proxied, "one", "203.0.113.1")[0] == 200
+        assert _submit_as(proxied, "two", "203.0.113.2")[0] == 200
+        status, reply = _submit_as(proxied, "three", "203.0.113.1")
+        assert status == 400 and "submissions_per_hour=1" in reply["error"]
+    finally:
+        proxied.stop()
+
+
+def test_a_burst_over_the_limit_is_refused_before_any_model_is_checked(tmp_path, monkeypatch):
+    """An address over its allowance is refused before its upload is parsed: after the one
+    submission allowed, a burst of models is never checked."""
+    pytest.importorskip("onnx")
+    from spacewar_ai.pilots import onnx_check
+    from spacewar_ai.web.app import BackgroundServer
+    from spacewar_ai.web.guard import Limits
+
+    checked = []
+    real = onnx_check.onnx_problems
+    monkeypatch.setattr(onnx_check, "onnx_problems",
+                        lambda data: checked.append(len(data)) or real(data))
+    srv = BackgroundServer(tmp_path, limits=Limits(submissions_per_hour=1))
+    try:
+        assert _submit(srv, "aimer", "aim.py", AIM.encode())[0] == 200
+        replies = [_submit(srv, f"model{k}", "m.onnx", b"not a model at all")
+                   for k in range(6)]
+        assert _submit(srv, "late", "m.onnx", b"not a model at all")[0] == 400
+    finally:
+        srv.stop()
+    assert all(status == 400 and "submissions_per_hour=1" in reply["error"]
+               for status, reply in replies), replies
+    assert checked == []
