@@ -138,3 +138,11 @@ def old_opset(path: Path) -> Path:
 
 __all__ = ["onnx", "plain", "external_data", "symlinked", "custom_op", "huge_tensor",
            "constant_of_shape", "memory_bomb", "fails", "slow", "actions", "old_opset"]
+
+
+def slow_to_load(path: Path, inputs: int = 100_000) -> Path:
+    """Keeps every static rule; one Concat of `inputs` inputs, which the runtime spends a long
+    time planning when it builds the session, before any decision."""
+    nodes, inits = _from_obs(1.0)
+    nodes.append(helper.make_node("Concat", ["seed"] * inputs, ["copy"], axis=0))
+    return _scores_from(nodes, inits, "copy", path)

@@ -47,13 +47,17 @@ class OnnxPilot(Pilot):
     (onnx_check.onnx_problems): here a problem is a warning, for the file is the user's own; the
     arena and the browser refuse it before it gets this far.
 
-    `confine(seconds)` gives every decision a deadline (the arena's): a call over it is stopped
-    and the decision forfeited (every ship it flies drifts), and after `MAX_SLOW_DECISIONS` of
-    them, or once the model fails while deciding, the pilot gives up (`gave_up` says why) and
-    forfeits every game it plays from then on. An action outside 0..5 forfeits its game, as a
-    strategy file's does, and is recorded as a drift so that the game's replay loads."""
+    `confine(seconds, on_stuck)` gives every decision a deadline (the arena's): a call over it
+    is stopped and the decision forfeited (every ship it flies drifts), and after
+    `MAX_SLOW_DECISIONS` of them, or once the model fails while deciding, the pilot gives up
+    (`gave_up` says why) and forfeits every game it plays from then on. The runtime stops a run
+    only between operators, so one long operator (a huge MatMul) would run on: if the call has
+    not returned a grace period after its deadline, `on_stuck(why)` is called from a timer
+    thread, and must end the call's process (the arena's pairing child sends the refusal and
+    exits). An action outside 0..5 forfeits its game, as a strategy file's does, and is
+    recorded as a drift so that the game's replay loads."""
 
-    MAX_SLOW_DECISIONS = 3
+    MAX_SLOW_DECISIONS = 1
 
     def __init__(self, spec: str, identity: str, n_actions: int = 6):
         try:
@@ -84,13 +88,15 @@ class OnnxPilot(Pilot):
         self.identity = identity
         self.n_actions = int(n_actions)
         self.decision_seconds: float | None = None
+        self.on_stuck = None
         self.slow_decisions = 0
         self.gave_up: str | None = None
         self._dead = np.zeros(0, dtype=bool)
         self._new_forfeits: dict[int, str] = {}
 
-    def confine(self, decision_seconds: float) -> None:
+    def confine(self, decision_seconds: float, on_stuck=None) -> None:
         self.decision_seconds = float(decision_seconds)
+        self.on_stuck = on_stuck
 
     def reset(self, mask=None, seeds=None) -> None:
         if mask is None:
@@ -121,8 +127,7 @@ class OnnxPilot(Pilot):
                 self.slow_decisions += 1
                 if self.slow_decisions < self.MAX_SLOW_DECISIONS:
                     return out  # this decision forfeited: every ship drifts
-                self.gave_up = (f"{self.slow_decisions} decisions over the limit of "
-                                f"{self.decision_seconds * 1000:.0f} ms")
+                self.gave_up = self._over_limit()
             except Exception as exc:  # anything the runtime raises: out of memory, bad shapes
                 self.gave_up = f"the model failed while deciding ({_reason(exc)})"
         if self.gave_up is not None:
@@ -138,6 +143,12 @@ class OnnxPilot(Pilot):
     def _forfeit(self, row: int, reason: str) -> None:
         self._new_forfeits[row] = reason
         self._dead[row] = True
+
+    def _over_limit(self) -> str:
+        ms = f"{self.decision_seconds * 1000:.0f} ms"
+        if self.slow_decisions == 1:
+            return f"a decision over the limit of {ms}"
+        return f"{self.slow_decisions} decisions over the limit of {ms}"
 
     def _decide(self, obs: np.ndarray) -> np.ndarray:
         """Actions of the rows of `obs` (an ndarray of ints, any values the model gives)."""
@@ -164,8 +175,16 @@ class OnnxPilot(Pilot):
 
         # onnxruntime stops a run whose options' terminate flag another thread sets.
         options = ort.RunOptions()
-        timer = threading.Timer(self.decision_seconds, setattr, (options, "terminate", True))
-        timer.start()
+        timers = [threading.Timer(self.decision_seconds, setattr, (options, "terminate", True))]
+        if self.on_stuck is not None:
+            # The run releases the GIL, so this thread runs while one operator computes.
+            grace = self.decision_seconds + max(self.decision_seconds, STUCK_GRACE)
+            timers.append(threading.Timer(grace, self.on_stuck, (
+                f"a decision ran past the limit of {self.decision_seconds * 1000:.0f} ms and "
+                f"was stopped at {grace * 1000:.0f} ms",)))
+        for timer in timers:
+            timer.daemon = True
+            timer.start()
         try:
             return self.session.run(None, {self.input: obs}, options)[0]
         except Exception:
@@ -173,7 +192,12 @@ class OnnxPilot(Pilot):
                 raise _TooSlow() from None
             raise
         finally:
-            timer.cancel()
+            for timer in timers:
+                timer.cancel()
+
+
+# After its deadline, how long a decision may still take to stop before its process is ended.
+STUCK_GRACE = 0.25
 
 
 class _TooSlow(Exception):

@@ -28,8 +28,10 @@ players as specs.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import sqlite3
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +70,7 @@ class Confinement:
     cpu_seconds: int = 1800
     decision_ms: float = 250.0  # an ONNX model's decision
     seconds: float = 900.0  # the pairing's wall-clock time, across restarts of the server
+    load_seconds: float = 20.0  # an ONNX model's loading (the runtime builds its session)
 
 
 class Arena:
@@ -311,12 +314,14 @@ def public_note(text: str, player: dict) -> str:
     return hide_paths(text)
 
 
-def play_pairing(folder: str, a: dict, b: dict, decision_seconds: float | None = None
-                 ) -> dict[str, Any]:
+def play_pairing(folder: str, a: dict, b: dict, decision_seconds: float | None = None,
+                 stuck=None, load_seconds: float = 0.0) -> dict[str, Any]:
     """Play one pairing (a worker process's job): PAIRING_GAMES games with sides swapped, two
     of them saved as replays under the arena's folder. PlayerRefused names a player that cannot
     play (an ONNX model that breaks onnx_check's rules or gives up deciding, say).
-    `decision_seconds`: each ONNX model's deadline per decision (OnnxPilot.confine)."""
+    `decision_seconds`: each ONNX model's deadline per decision (OnnxPilot.confine);
+    `stuck(player, why)` ends the process for a player whose model outruns a deadline that
+    cannot stop it: a decision's, or `load_seconds` to load the model."""
     from ..config import GameConfig
     from ..game.replays import save_match_replays
     from ..pilots.onnx_check import check_onnx_file
@@ -330,15 +335,26 @@ def play_pairing(folder: str, a: dict, b: dict, decision_seconds: float | None =
     try:
         for p, s in ((a, seed), (b, seed + 1)):
             try:
+                watch = None
                 if p["kind"] == "onnx":  # checked at submission; checked again before it runs
                     check_onnx_file(p["spec"].partition(":")[2], p["name"])
-                pilots.append(make_pilot(p["spec"], config, s))
+                    if stuck is not None and load_seconds > 0:
+                        watch = threading.Timer(load_seconds, stuck, (p, (
+                            f"its model took over {load_seconds:g} s to load")))
+                        watch.daemon = True
+                        watch.start()
+                try:
+                    pilots.append(make_pilot(p["spec"], config, s))
+                finally:
+                    if watch is not None:
+                        watch.cancel()
             except ValueError as exc:
                 raise PlayerRefused(p["id"], getattr(exc, "public", None) or str(exc)) from None
         for pilot, p in zip(pilots, (a, b)):
             pilot.name = p["name"]
             if isinstance(pilot, OnnxPilot) and decision_seconds is not None:
-                pilot.confine(decision_seconds)
+                pilot.confine(decision_seconds, None if stuck is None else
+                              (lambda why, p=p: stuck(p, why)))
         match = play_match(pilots[0], pilots[1], PAIRING_GAMES, seed, config,
                            keep_actions=KEPT_REPLAYS)
         for pilot, p in zip(pilots, (a, b)):
@@ -366,9 +382,17 @@ def _pairing_child(conn, folder: str, a: dict, b: dict, parent_pid: int,
     from ..util.threads import use_torch_threads
 
     die_with_parent(parent_pid)
+
+    def stuck(player: dict, why: str) -> None:
+        # Called from a timer thread while the main one is inside the runtime, which no
+        # exception can stop: say why, then end the process.
+        conn.send(("refused", player["id"], f"{player['name']}: {why}"))
+        os._exit(0)
+
     try:
         use_torch_threads(1)
-        conn.send(("ok", play_pairing(folder, a, b, limits.decision_ms / 1000.0)))
+        conn.send(("ok", play_pairing(folder, a, b, limits.decision_ms / 1000.0, stuck,
+                                      limits.load_seconds)))
     except PlayerRefused as exc:
         conn.send(("refused", exc.player, str(exc)))
     except MemoryError:  # a pilot's model or our own arrays over the address-space cap
@@ -384,7 +408,6 @@ def run_pairing(folder: str | Path, a: dict, b: dict, limits: Confinement = Conf
     (starting from `spent`, what earlier attempts used) passes `limits.seconds`: ("ok",
     result), ("refused", player id, why) or ("timeout",). `on_tick(spent)` is told the time
     spent every TICK_SECONDS. Blocking: the server calls it from a thread."""
-    import os
 
     from ..util.processes import spawn_context
 

@@ -86,7 +86,8 @@ def arena_routes(files, limits):
     arena = Arena(Path(files.runs) / "arena")
     confinement = Confinement(memory_mb=limits.pairing_memory_mb,
                               cpu_seconds=limits.pairing_cpu_seconds,
-                              decision_ms=limits.decision_ms, seconds=limits.pairing_seconds)
+                              decision_ms=limits.decision_ms, seconds=limits.pairing_seconds,
+                              load_seconds=limits.model_load_seconds)
     runner = ArenaRunner(arena, confinement, limits.arena_runners)
 
     async def api_arena(request):

@@ -52,6 +52,7 @@ class Limits:
     pairing_cpu_seconds: int = _PAIRING.cpu_seconds
     pairing_seconds: float = _PAIRING.seconds  # wall-clock time, kept across restarts
     decision_ms: float = _PAIRING.decision_ms  # an ONNX model's decision
+    model_load_seconds: float = _PAIRING.load_seconds  # an ONNX model's loading
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

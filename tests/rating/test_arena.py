@@ -3,6 +3,8 @@ submitted, played in a process of their own, rated; refusals named."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from spacewar_ai.rating.arena import HOUSE, PAIRING_GAMES, Arena, Confinement, run_pairing
@@ -85,7 +87,33 @@ def test_a_memory_bomb_and_a_slow_model_are_confined_and_refused(tmp_path):
     assert outcome[2].startswith("bomb: the model failed while deciding (")
     outcome = run_pairing(arena.folder, house, players["slow"], Confinement(decision_ms=50))
     assert outcome == ("refused", players["slow"]["id"],
-                       "slow: 3 decisions over the limit of 50 ms")
+                       "slow: a decision over the limit of 50 ms")
+
+
+def test_one_long_operator_and_a_slow_load_are_stopped_at_their_deadlines(tmp_path):
+    """The runtime stops a run only between operators: one huge MatMul runs on past the
+    decision's deadline, so the pairing's process is ended a grace period after it, with the
+    model refused after that first decision. Loading the model has a deadline of its own."""
+    pytest.importorskip("onnxruntime")
+    from tests import hostile_onnx as hostile
+
+    def one_matmul(path):
+        return hostile.slow(path, size=3000, steps=1)
+
+    arena, players = _arena_with(tmp_path, ("matmul", one_matmul),
+                                 ("heavy", hostile.slow_to_load))
+    house = players["random"]
+    began = time.monotonic()
+    outcome = run_pairing(arena.folder, house, players["matmul"], Confinement(decision_ms=50))
+    assert outcome == ("refused", players["matmul"]["id"],
+                       "matmul: a decision ran past the limit of 50 ms and was stopped at "
+                       "300 ms"), outcome
+    assert time.monotonic() - began < 120  # a safety net: not the minutes of many decisions
+    outcome = run_pairing(arena.folder, house, players["heavy"], Confinement(load_seconds=0.05))
+    assert outcome == ("refused", players["heavy"]["id"],
+                       "heavy: its model took over 0.05 s to load"), outcome
+    # With time to load, the same model plays its pairing.
+    assert run_pairing(arena.folder, house, players["heavy"])[0] == "ok"
 
 
 def test_a_pairing_deadline_counts_the_time_spent_before_a_restart(tmp_path):

@@ -81,7 +81,7 @@ def test_hostile_uploads_are_refused_or_confined_and_the_arena_goes_on(tmp_path)
         players = {p["name"]: p for p in board["players"]}
         assert board["pairings_left"] == 0 and answered > 1, board
         assert players["slow"]["status"] == "refused"
-        assert players["slow"]["note"] == "slow: 3 decisions over the limit of 100 ms"
+        assert players["slow"]["note"] == "slow: a decision over the limit of 100 ms"
         assert players["bomb"]["status"] == "refused"
         assert players["bomb"]["note"].startswith("bomb: the model failed while deciding (")
         # Forfeits, not refusals: every game of theirs is lost, and each saved game loads.
