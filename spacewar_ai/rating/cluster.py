@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from ..pilots.specs import absolute_spec, map_spec_files, spec_files
+from ..util import reaper
 from ..util.files import atomic_write_bytes
 
 INSTALL = 'install it on this machine and every node of the cluster: pip install -e ".[cluster]"'
@@ -69,6 +70,8 @@ def connect(address: str | None = None, num_cpus: int | None = None):
             os.environ.setdefault(WORKER_NICENESS, "0")
             ray.init(num_cpus=num_cpus, log_to_driver=False, logging_level="ERROR",
                      include_dashboard=False)
+            # Ray's agents outlive a killed driver by a minute; the reaper ends them with it.
+            reaper.watch(os.getpid())
     except (ConnectionError, RuntimeError, ValueError) as exc:
         first = " ".join(str(exc).split())[:160]
         raise ValueError(f"--ray-address {address}: the cluster there answers but refused this "

@@ -210,3 +210,47 @@ def _worker_process() -> int:
         if "ray::RolloutWorker" in " ".join(proc.info["cmdline"] or []):
             return proc.info["pid"]
     raise AssertionError("no rollout worker process")
+
+
+@pytest.mark.slow
+@RAY_GROUP
+def test_no_ray_process_outlives_a_learner_killed_with_sigkill(tmp_path):
+    """The Ray instance a learner starts for its rollout workers: its agents and workers are
+    gone within two seconds of the learner's SIGKILL (util/reaper.py), not a minute later."""
+    import time
+
+    from spacewar_ai.util.reaper import alive, descendants
+
+    (tmp_path / "tiny.toml").write_text(TINY_CONFIG.replace("eval_interval = 2",
+                                                            "eval_interval = 1000"))
+    proc = subprocess.Popen([sys.executable, "-m", "spacewar_ai", "--config", "tiny.toml",
+                             "--num-envs", "16", "--timesteps", "100000000", "--run-name", "k",
+                             "--rollout-workers", "2", "--backend", "ray"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        for line in proc.stdout:
+            if "rollout workers play the games" in line:
+                break
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            everything = descendants(proc.pid)
+            names = " ".join(_cmdline(p) for p in everything)
+            if "ray::RuntimeEnvAgent" in names and "ray::RolloutWorker" in names:
+                break
+            time.sleep(0.5)
+        assert "ray::RuntimeEnvAgent" in names and "ray::RolloutWorker" in names, names
+    finally:
+        proc.kill()
+        proc.wait()
+    time.sleep(2)
+    left = [_cmdline(p) for p, s in everything.items() if alive(p, s)]
+    assert left == [], left
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline") as f:
+            return f.read().replace("\0", " ")
+    except OSError:
+        return ""

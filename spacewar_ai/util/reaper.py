@@ -1,0 +1,93 @@
+"""Ends every process a run started, with the run, SIGKILL included: the watcher Ray needs.
+
+The package's own workers carry the parent-death signal (processes.py). A Ray instance that a
+command starts for itself (`ray.init()` without an address) also starts processes the package
+does not launch: Ray's agents are children of its raylet and notice the raylet's death only a
+minute later, so a learner killed with SIGKILL left them running. `watch(pid)` starts a small
+process, `python -m spacewar_ai.util.reaper PID`, that keeps a list of PID's descendants (read
+from /proc a few times a second) and, the moment PID is gone, SIGKILLs every one of them that is
+still the same process (same start time). It needs nothing but /proc (Linux); elsewhere it is
+not started.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+INTERVAL = 0.25  # seconds between looks at the process table
+
+
+def process_table() -> dict[int, tuple[int, str]]:
+    """{pid: (parent pid, start time)} of every process /proc shows."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:  # ended while we looked
+            continue
+        fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+        table[int(entry)] = (int(fields[1]), fields[19])
+    return table
+
+
+def descendants(pid: int, table: dict[int, tuple[int, str]] | None = None) -> dict[int, str]:
+    """{pid: start time} of every process below `pid` (children, theirs, ...)."""
+    table = process_table() if table is None else table
+    children: dict[int, list[int]] = {}
+    for child, (parent, _) in table.items():
+        children.setdefault(parent, []).append(child)
+    found: dict[int, str] = {}
+    frontier = [pid]
+    while frontier:
+        for child in children.get(frontier.pop(), []):
+            if child not in found:
+                found[child] = table[child][1]
+                frontier.append(child)
+    return found
+
+
+def alive(pid: int, start: str) -> bool:
+    """Whether `pid` is still the process that started at `start` and has not ended."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[19] == start and fields[0] != "Z"
+
+
+def watch(pid: int) -> subprocess.Popen | None:
+    """Start the watcher of `pid` (this process, usually); None where there is no /proc."""
+    if not os.path.isdir("/proc/self"):
+        return None
+    return subprocess.Popen([sys.executable, "-m", "spacewar_ai.util.reaper", str(pid)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def main(pid: int) -> None:
+    me = os.getpid()
+    with open(f"/proc/{pid}/stat") as f:
+        start = f.read().rsplit(")", 1)[1].split()[19]
+    known: dict[int, str] = {}
+    while alive(pid, start):
+        known = {p: s for p, s in {**known, **descendants(pid)}.items()
+                 if p != me and alive(p, s)}
+        time.sleep(INTERVAL)
+    for child, begun in known.items():
+        if alive(child, begun):
+            try:
+                os.kill(child, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))
