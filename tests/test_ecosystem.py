@@ -346,6 +346,12 @@ def test_the_dependency_surfaces_we_lean_on_are_there(tmp_path):
     events.Reload()
     assert events.Images("eval/video")[0].step == 3
 
+    # What cluster.fold_worker_deaths wraps: the driver's printer of the raylet's reports.
+    ray_worker = pytest.importorskip("ray._private.worker")
+    assert list(inspect.signature(ray_worker.print_to_stdstream).parameters)[:2] == \
+        ["data", "ignore_prefix"]
+    assert "print_to_stdstream(" in inspect.getsource(ray_worker.listen_error_messages)
+
     ray_tune = pytest.importorskip("ray.tune.schedulers")
     method = ray_tune.PopulationBasedTraining._checkpoint_or_exploit
     assert list(inspect.signature(method).parameters)[:2] == ["self", "trial"]

@@ -81,6 +81,28 @@ def connect(address: str | None = None, num_cpus: int | None = None):
     return ray
 
 
+def fold_worker_deaths() -> None:
+    """Drop the raylet's own report of a worker that died ("(raylet) A worker died or was
+    killed ..."), which Ray's driver prints beside the one line a caller says of it (the
+    rollout workers replace a lost worker and say so). Every other line of Ray's passes.
+    `ray._private.worker.print_to_stdstream` is private: Ray's range is pinned (pyproject.toml)
+    and tests/test_ecosystem.py checks it is there and called as this wraps it."""
+    import ray._private.worker as worker
+
+    original = worker.print_to_stdstream
+    if getattr(original, "folded", False):
+        return
+
+    def printing(data, ignore_prefix=False):
+        if data.get("pid") == "raylet" and any("A worker died" in str(line)
+                                               for line in data.get("lines", ())):
+            return None
+        return original(data, ignore_prefix=ignore_prefix)
+
+    printing.folded = True
+    worker.print_to_stdstream = printing
+
+
 @contextlib.contextmanager
 def _quiet_stderr():
     """Standard error at the descriptor level (where Ray's C++ core writes) goes nowhere."""

@@ -240,9 +240,10 @@ class RolloutWorkers:
         self._files: dict[str, tuple] = {}  # pool key -> (path, sha256, object ref)
         self._nodes: dict[int, str] = {}
         if backend == "ray":
-            from ..rating.cluster import connect
+            from ..rating.cluster import connect, fold_worker_deaths
 
             self.ray = connect(address)
+            fold_worker_deaths()  # a lost worker is said in one line, here
             self._remote = self.ray.remote(num_cpus=1)(RolloutWorker)
         self.workers = [self._start(k, start_update) for k in range(t.rollout_workers)]
 
