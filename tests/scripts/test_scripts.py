@@ -248,3 +248,18 @@ def test_grpo_noise_scores_the_decisive_states_twice_and_reports(tmp_path):
     (lm,) = figures["adapters"]
     assert lm["pilot"] == f"lm:{tiny}" and 0.0 < lm["p_best"] < 1.0
     assert lm["uniform"] <= lm["best"] and min(lm["uniform"], lm["expected"]) <= lm["best"]
+
+
+def test_network_exit_runs_its_rounds_and_reports_each(tmp_path):
+    """Two tiny rounds, the second planning over the first round's student."""
+    out = tmp_path / "rows.json"
+    run = _script(tmp_path, "network_exit", "--rounds", "2", "--games", "2", "--opponents",
+                  "heuristic:medium", "--teacher", "search:{student}+heuristic:hard@samples=1"
+                  "@horizon=10", "--judges", "idle", "--eval-games", "2", "--out", "exit",
+                  "--json", str(out))
+    rows = json.loads(out.read_text())
+    assert [r["round"] for r in rows] == [1, 2]
+    assert rows[0]["teacher"] == "search:pretrained+heuristic:hard@samples=1@horizon=10"
+    assert rows[1]["teacher"] == "search:ppo:exit/round1.pt+heuristic:hard@samples=1@horizon=10"
+    assert rows[1]["aggregate"] > rows[0]["aggregate"] > 0
+    assert (tmp_path / "exit" / "round2.pt").is_file() and "| 2 |" in run.stdout

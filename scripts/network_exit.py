@@ -1,0 +1,86 @@
+"""Expert iteration for a network, measured round by round.
+
+    python scripts/network_exit.py --student pretrained --rounds 3 --games 64 \
+        --teacher "search:{student}+heuristic:hard" --out checkpoints/exit
+
+Each round (spacewar_ai/training/expert_iteration.py): the student plays `--games` games against
+each of `--opponents`, `--teacher` labels every state it reaches (`{student}` in the spec is the
+student as it stands, so a planner over the student improves on the latest one: expert
+iteration), the student's actor is fitted to the aggregate of every round's labels, and the
+student is saved as `OUT/round<k>.pt`. Then it plays `--eval-games` games against each of
+`--judges` (network alone, greedy). Prints one row per round and, with `--json`, writes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from spacewar_ai.agents.saved import load_agent  # noqa: E402
+from spacewar_ai.config import GameConfig  # noqa: E402
+from spacewar_ai.pilots.specs import make_pilot, spec_path  # noqa: E402
+from spacewar_ai.rating.match import play_match  # noqa: E402
+from spacewar_ai.training.expert_iteration import (  # noqa: E402
+    Aggregate,
+    network_round,
+    save_student,
+)
+
+
+def main(argv=None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--student", default="pretrained", help="a PPO model's spec")
+    parser.add_argument("--teacher", default="search:heuristic:hard+heuristic:hard")
+    parser.add_argument("--opponents", default="heuristic:hard,heuristic:medium")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--games", type=int, default=64, help="per opponent and round (even)")
+    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--learning-rate", type=float, default=3e-4)
+    parser.add_argument("--judges", default="heuristic:hard,pretrained")
+    parser.add_argument("--eval-games", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=7000)
+    parser.add_argument("--out", default="checkpoints/exit")
+    parser.add_argument("--json", default="")
+    args = parser.parse_args(argv)
+    config = GameConfig()
+    path = spec_path(args.student)
+    agent, _ = load_agent(path, "cpu", "ppo", config.obs_dim)
+    aggregate = Aggregate()
+    judges = args.judges.split(",")
+    rows = []
+    current = args.student
+    print("| round | labelled (aggregate) | agreement on own states | fit loss | "
+          + " | ".join(f"vs {j}" for j in judges) + " | minutes |")
+    print("|---" * (5 + len(judges)) + "|")
+    for k in range(1, args.rounds + 1):
+        began = time.time()
+        teacher = args.teacher.replace("{student}", current)
+        row = network_round(agent, teacher, tuple(args.opponents.split(",")), args.games,
+                            args.seed + 1000 * k, config, aggregate, args.epochs,
+                            learning_rate=args.learning_rate)
+        saved = save_student(agent, Path(args.out) / f"round{k}.pt", rows + [row], teacher)
+        current = f"ppo:{saved}"
+        for judge in judges:
+            result = play_match(make_pilot(current, config), judge, args.eval_games,
+                                args.seed, config)
+            row[f"vs {judge}"] = result.wins_a / result.n
+        row.update(round=k, teacher=teacher, minutes=(time.time() - began) / 60)
+        rows.append(row)
+        print(f"| {k} | {row['decisions']:,} ({row['aggregate']:,}) | "
+              f"{row['agreement_own']:.1%} | {row['loss']:.3f} | "
+              + " | ".join(f"{row[f'vs {j}']:.1%}" for j in judges)
+              + f" | {row['minutes']:.1f} |", flush=True)
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+    return rows
+
+
+if __name__ == "__main__":
+    main()

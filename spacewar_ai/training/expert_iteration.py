@@ -1,0 +1,87 @@
+"""Expert iteration for a network: the planner over the student labels the states the student
+reaches, and the student learns the planner's moves.
+
+    python scripts/network_exit.py --student pretrained --rounds 3 --games 64
+
+A round (`network_round`):
+
+1. the student (a PPO network, greedy) plays `games` games against each opponent, and the
+   teacher, any pilot spec and typically the planner over a pilot
+   (`search:POLICY+MODEL`, pilots/search.py: one step of policy improvement over POLICY by
+   the engine's rollouts), is asked at every one of the student's decisions what it would do
+   there (dagger.Labelled: the teacher follows the game as if it flew it, the student's
+   moves are played);
+2. the student's actor is fitted to the teacher's answers at those states by masked
+   cross-entropy (`PPOAgent.imitate`, `epochs` passes, the observation scaling kept), together
+   with the earlier rounds' states (the aggregate, as DAgger keeps it).
+
+The agreement on its own states is measured before each round's fit: the share of the
+student's moves the teacher would have made. The next round's teacher may plan over the new
+student (`search:PATH`), which is expert iteration proper (Anthony et al. 2017): the student
+learns the improved policy, and the improved policy is built on the better student. The DAgger
+of the language model (dagger.py) is the same loop with an LM as the student.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..config import GameConfig, RewardConfig
+
+
+@dataclass
+class Aggregate:
+    """Every round's states and the teacher's answers there."""
+
+    obs: list = field(default_factory=list)
+    labels: list = field(default_factory=list)
+
+    def add(self, obs: np.ndarray, labels: np.ndarray) -> None:
+        self.obs.append(obs)
+        self.labels.append(labels)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.concatenate(self.obs), np.concatenate(self.labels)
+
+
+def network_round(agent, teacher: str, opponents: tuple, games: int, seed: int,
+                  config: GameConfig | None = None, aggregate: Aggregate | None = None,
+                  epochs: int = 4, batch_size: int = 256, learning_rate: float = 3e-4,
+                  progress=None) -> dict:
+    """One round of expert iteration on `agent` (a PPOAgent, trained in place): its games
+    against `opponents` (`games` each, an even number), labelled by `teacher`, then the fit.
+    Returns the round's figures: decisions labelled, agreement on its own states before the
+    fit, the fit's last loss, and the student's win rate in the round's games."""
+    import torch
+
+    from ..pilots.specs import AgentPilot
+    from .dagger import lm_decisions, play_round
+
+    config = config if config is not None else GameConfig()
+    aggregate = aggregate if aggregate is not None else Aggregate()
+    played = play_round(lambda s: AgentPilot(agent, "student", deterministic=True),
+                        tuple(opponents), teacher, games * len(opponents), seed, config,
+                        RewardConfig(), progress)
+    obs, acts, labels = lm_decisions(played)
+    aggregate.add(obs, labels)
+    everything, answers = aggregate.arrays()
+    optimizer = torch.optim.Adam(agent.net.parameters(), lr=learning_rate)
+    generator = torch.Generator().manual_seed(seed)
+    fit = agent.imitate(everything, answers, optimizer, batch_size, epochs=epochs,
+                        generator=generator, fit_scaling=False)
+    return {"decisions": len(obs), "aggregate": len(everything),
+            "agreement_own": float((acts == labels).mean()) if len(obs) else 0.0,
+            "loss": float(fit.get("loss", float("nan"))),
+            "win_rate": float(np.mean([r.win_rate_a() for _, r, _ in played]))}
+
+
+def save_student(agent, path: str | Path, rounds: list[dict], teacher: str) -> Path:
+    """The student as a checkpoint every mode plays (`ppo:PATH`, `search:PATH`)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    agent.save(path, {"run_name": path.parent.name, "expert_iteration": {
+        "teacher": teacher, "rounds": rounds}})
+    return path
