@@ -8,13 +8,16 @@ loop and no one submission can hold the queue.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import time
 from pathlib import Path
 
 from ..rating.arena import PAIRING_GAMES, Arena, Confinement, run_pairing
 from .live import public_message
 
 IDLE_SECONDS = 30.0  # a runner looks for work this often when nothing woke it
+DURATIONS_KEPT = 20  # the latest pairings whose wall-clock times estimate the queue's wait
 
 
 class ArenaRunner:
@@ -27,6 +30,7 @@ class ArenaRunner:
         self.limits = limits
         self.runners = int(runners)
         self.busy: set[tuple[int, int]] = set()
+        self.durations: collections.deque[float] = collections.deque(maxlen=DURATIONS_KEPT)
         self._wake = asyncio.Event()
         self._choosing = asyncio.Lock()
         self._tasks: list[asyncio.Task] = []
@@ -36,6 +40,14 @@ class ArenaRunner:
 
     def wake(self) -> None:
         self._wake.set()
+
+    def expected_wait(self, pairings: int) -> float | None:
+        """Seconds until `pairings` queued pairings are played, from the mean wall-clock time
+        of the latest ones and the runners sharing them; None before any was timed."""
+        if not self.durations:
+            return None
+        mean = sum(self.durations) / len(self.durations)
+        return round(mean * pairings / self.runners, 1)
 
     async def _loop(self) -> None:
         while True:
@@ -52,10 +64,12 @@ class ArenaRunner:
             a, b = pairing
             key = (a["id"], b["id"])
             self._wake.set()  # another runner may take the next pairing now
+            began = time.monotonic()
             try:
                 await self._play(a, b)
             finally:
                 self.busy.discard(key)
+                self.durations.append(time.monotonic() - began)
 
     async def _play(self, a: dict, b: dict) -> None:
         spent = await asyncio.to_thread(self.arena.spent, a, b)
@@ -95,6 +109,7 @@ def arena_routes(files, limits):
         queued = sum(r["status"] == "queued" for r in rows)
         left = await asyncio.to_thread(arena.pairings_left)
         return JSONResponse({"players": rows, "queued": queued, "pairings_left": left,
+                             "expected_wait_seconds": runner.expected_wait(left),
                              "games_per_pairing": PAIRING_GAMES,
                              "limits": {"submission_bytes": limits.submission_bytes,
                                         "submissions_per_hour": limits.submissions_per_hour,
@@ -115,7 +130,9 @@ def arena_routes(files, limits):
         except ValueError as exc:
             return JSONResponse({"error": public_message(exc)}, status_code=400)
         runner.wake()
-        return JSONResponse({"submitted": row})
+        left = await asyncio.to_thread(arena.pairings_left)
+        return JSONResponse({"submitted": row, "pairings_ahead": left,
+                             "expected_wait_seconds": runner.expected_wait(left)})
 
     routes = [Route("/api/arena", api_arena),
               Route("/api/arena/submit", api_submit, methods=["POST"])]

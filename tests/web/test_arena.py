@@ -71,7 +71,11 @@ def test_an_arena_submission_is_rated_and_survives_a_restart(tmp_path):
 
     srv = BackgroundServer(tmp_path, limits=Limits(submissions_per_hour=1))
     try:
-        assert _submit(srv, "aimer", "aim.py", AIM.encode())[0] == 200
+        status, reply = _submit(srv, "aimer", "aim.py", AIM.encode())
+        # The uploader is told the queue ahead: every pairing of the six players (nothing
+        # timed yet, so no estimate of the wait).
+        assert status == 200 and reply["pairings_ahead"] == 6 * 5 // 2, reply
+        assert reply["expected_wait_seconds"] is None
         status, reply = _submit(srv, "leaker", "x.py", f"def strategy(obs):\n    return {KEY}\n"
                                 .encode())
         assert status == 400 and not any(p in json.dumps(reply) for p in key_pieces(KEY))
@@ -89,6 +93,14 @@ def test_an_arena_submission_is_rated_and_survives_a_restart(tmp_path):
                 break
             time.sleep(1)
         assert mine["games"] == PAIRING_GAMES * len(HOUSE), board
+        # Pairings were timed: the wait is an estimate now, zero once the queue is empty.
+        while True:
+            board = json.loads(http_request(srv, "GET", "/api/arena")[1])
+            if board["pairings_left"] == 0 or time.monotonic() > deadline:
+                break
+            assert board["expected_wait_seconds"] > 0, board
+            time.sleep(1)
+        assert board["pairings_left"] == 0 and board["expected_wait_seconds"] == 0.0, board
         assert mine["rating"] is not None and mine["ci95"] > 0 and mine["replays"]
         assert http_request(srv, "GET", "/api/replay?path=" + mine["replays"][0])[0] == 200
     finally:
@@ -155,7 +167,11 @@ def test_a_burst_over_the_limit_is_refused_before_any_model_is_checked(tmp_path,
                         lambda data: checked.append(len(data)) or real(data))
     srv = BackgroundServer(tmp_path, limits=Limits(submissions_per_hour=1))
     try:
-        assert _submit(srv, "aimer", "aim.py", AIM.encode())[0] == 200
+        status, reply = _submit(srv, "aimer", "aim.py", AIM.encode())
+        # The uploader is told the queue ahead: every pairing of the six players (nothing
+        # timed yet, so no estimate of the wait).
+        assert status == 200 and reply["pairings_ahead"] == 6 * 5 // 2, reply
+        assert reply["expected_wait_seconds"] is None
         replies = [_submit(srv, f"model{k}", "m.onnx", b"not a model at all")
                    for k in range(6)]
         assert _submit(srv, "late", "m.onnx", b"not a model at all")[0] == 400

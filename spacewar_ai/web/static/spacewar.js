@@ -402,7 +402,9 @@ const SW = (() => {
         try {
           const q = `name=${encodeURIComponent($("#entry-name").value.trim())}&file=${encodeURIComponent(file.name)}`;
           const data = await getJSON(`/api/arena/submit?${q}`, {method: "POST", body: await file.arrayBuffer()});
-          $("#submitted").textContent = `${data.submitted.name}: queued`;
+          const wait = data.expected_wait_seconds;
+          $("#submitted").textContent = `${data.submitted.name}: queued, ${data.pairings_ahead} pairings to play` +
+            (wait === null ? "" : `, about ${Math.max(1, Math.round(wait / 60))} min`);
           await show();
         } catch (err) { showError(err.message); }
       };
