@@ -43,6 +43,8 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--games", type=int, default=64, help="per opponent and round (even)")
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--learning-rate", type=float, default=3e-4)
+    parser.add_argument("--temperature", type=float, default=0.0,
+                        help="0: learn the planner's choices; above: its improved policy")
     parser.add_argument("--judges", default="heuristic:hard,pretrained")
     parser.add_argument("--eval-games", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7000)
@@ -64,7 +66,7 @@ def main(argv=None) -> list[dict]:
         teacher = args.teacher.replace("{student}", current)
         row = network_round(agent, teacher, tuple(args.opponents.split(",")), args.games,
                             args.seed + 1000 * k, config, aggregate, args.epochs,
-                            learning_rate=args.learning_rate)
+                            learning_rate=args.learning_rate, temperature=args.temperature)
         saved = save_student(agent, Path(args.out) / f"round{k}.pt", rows + [row], teacher)
         current = f"ppo:{saved}"
         for judge in judges:

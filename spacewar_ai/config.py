@@ -482,11 +482,19 @@ class DaggerConfig(_Serializable):
     own_share: float = 0.5
     afresh: bool = False  # each round trains a new adapter from the base instead of continuing
     learning_rate: float = 1e-4  # falls linearly to zero over each round's steps
+    # 0: learn the teacher's answers; above 0 (a planner teacher, search:...), its improved
+    # policy, a softmax of its action values at this temperature (expert iteration).
+    target_temperature: float = 0.0
 
     def __post_init__(self) -> None:
         _check_positive(self, ("rounds", "games", "steps"), integer=True)
         _check_positive(self, ("learning_rate",))
         _check_unit(self, ("own_share",))
+        _require(isinstance(self.target_temperature, (int, float))
+                 and not isinstance(self.target_temperature, bool)
+                 and 0 <= self.target_temperature < float("inf"), "DaggerConfig",
+                 "target_temperature", self.target_temperature,
+                 "must be a number >= 0 (0: the teacher's answers as labels)")
         _require(isinstance(self.opponents, tuple) and len(self.opponents) > 0
                  and all(isinstance(c, str) and c.strip() for c in self.opponents),
                  "DaggerConfig", "opponents", self.opponents,

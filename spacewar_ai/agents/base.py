@@ -45,6 +45,14 @@ def sample_actions(logits: torch.Tensor, deterministic: bool) -> torch.Tensor:
     return (logits - torch.log(-torch.log(u))).argmax(-1)
 
 
+def soft_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of (N, A) probability `targets` under masked `logits`: actions the
+    targets give no weight add nothing, so an invalid action's -inf (or very low) logit is
+    never multiplied by zero into NaN. With one-hot targets it is the ordinary cross-entropy."""
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return -torch.where(targets > 0, targets * logp, torch.zeros_like(logp)).sum(-1).mean()
+
+
 class RunningNorm(nn.Module):
     """Running mean and variance of observations (Welford, batched), saved with the model."""
 

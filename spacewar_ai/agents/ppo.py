@@ -11,7 +11,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..config import GameConfig, PPOConfig
-from .base import NEG_INF, BaseAgent, _mlp, sample_actions
+from .base import NEG_INF, BaseAgent, _mlp, sample_actions, soft_cross_entropy
 
 
 # The rollout buffers, as a worker hands them over (take_rollout) and a learner takes them in.
@@ -154,13 +154,17 @@ class PPOAgent(BaseAgent):
         agreement (each minibatch's logits before its own step); `on_epoch(epoch, loss,
         agreement)` hears every pass."""
         x, mask, _ = self._batch(obs)
-        y = torch.from_numpy(np.asarray(actions, dtype=np.int64)).to(self.device)
+        # (N,) actions, or (N, A) probabilities (the improved policy of expert iteration).
+        soft = np.ndim(actions) == 2
+        y = torch.from_numpy(np.asarray(actions, dtype=np.float32 if soft else np.int64)
+                             ).to(self.device)
+        best = y.argmax(-1) if soft else y
         n = len(y)
         out: dict[str, float] = {}
         if judge:
             with torch.no_grad():
                 before = self.net.logits(self.obs_norm(x), mask).argmax(-1)
-                out["foreseen"] = float((before == y).float().mean())
+                out["foreseen"] = float((before == best).float().mean())
         if fit_scaling:
             self.obs_norm.update(x)
         xn = self.obs_norm(x)
@@ -171,12 +175,13 @@ class PPOAgent(BaseAgent):
             for start in range(0, n, batch_size):
                 idx = order[start:start + batch_size]
                 logits = self.net.logits(xn[idx], mask[idx])
-                loss = F.cross_entropy(logits, y[idx])
+                loss = soft_cross_entropy(logits, y[idx]) if soft else \
+                    F.cross_entropy(logits, y[idx])
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()
                 loss_sum += loss.item() * len(idx)
-                correct += (logits.argmax(-1) == y[idx]).sum().item()
+                correct += (logits.argmax(-1) == best[idx]).sum().item()
             out["loss"], out["accuracy"] = loss_sum / n, correct / n
             if on_epoch is not None:
                 on_epoch(epoch, out["loss"], out["accuracy"])

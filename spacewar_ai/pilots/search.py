@@ -243,6 +243,22 @@ class OpponentLearner:
         return self.foreseen / max(self.moves, 1)
 
 
+def improved_policy(values: np.ndarray, valid: np.ndarray, temperature: float) -> np.ndarray:
+    """(S, A) probabilities of the policy a planner's action values make (expert iteration's
+    targets): at temperature 0 all on the best valid action (the first of equals); above it,
+    a softmax of value / temperature over the valid actions, so that actions the rollouts
+    value alike share the weight (values are mean endings, from -1 to 1)."""
+    values = np.where(valid, np.nan_to_num(np.asarray(values, dtype=np.float64), nan=-1.0),
+                      -np.inf)
+    out = np.zeros(values.shape)
+    if temperature <= 0:
+        out[np.arange(len(values)), values.argmax(axis=1)] = 1.0
+        return out
+    z = np.exp(np.where(valid, (values - values.max(axis=1, keepdims=True)) / temperature,
+                        -np.inf))
+    return z / z.sum(axis=1, keepdims=True)
+
+
 def infer_moves(last: dict, now: dict, rows: np.ndarray) -> np.ndarray:
     """The actions that turn the opponents' ships of `last` into those of `now`, for `rows`: a
     jump, a shot (with thrust if fuel went too), thrust, a turn by the sign of the heading's
@@ -308,8 +324,10 @@ class SearchPilot(Pilot):
         self._batch: GameBatch | None = None
         self._sides = np.zeros(0, dtype=np.int64)
         self._copies: GameBatch | None = None
-        # (running games, A): each action's mean rollout ending at the last decision.
+        # (running games, A): each action's mean rollout ending at the last decision, and the
+        # batch rows of those games.
         self.last_values = np.zeros((0, self.actions))
+        self.last_rows = np.zeros(0, dtype=np.int64)
 
     def attach(self, batch: GameBatch, sides) -> None:
         """Play in `batch`, flying ship `sides` (one int, or one per game)."""
@@ -333,6 +351,7 @@ class SearchPilot(Pilot):
             return own
         value = self.action_values(rows)
         self.last_values = value.copy()  # what it made of each action, for a look inside
+        self.last_rows = rows
         value[np.arange(rows.size), own[rows]] += 1e-3  # ties: keep the policy's action
         value[obs[rows, OBS_MASK:OBS_MASK + self.actions] < 0.5] = -np.inf  # masked actions
         chosen = own.copy()

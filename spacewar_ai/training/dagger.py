@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config import SELF, GameConfig, RewardConfig, RunConfig
+from ..config import OBS_MASK, SELF, GameConfig, RewardConfig, RunConfig
 from ..game.pilot import Pilot
 from ..lm.models import (
     ADAPTERS_DIR,
@@ -52,16 +52,23 @@ from ..lm.pilot import LMPilot, PromptCoder
 from ..util.threads import use_torch_threads
 
 
+POLICY_KEY = "teacher_policy"  # the teacher's policy at each of the LM's states (soft targets)
+
+
 class Labelled(Pilot):
     """Flies as `student` does, and asks `teacher` what it would do at the same decisions: the
     teacher follows every game as if it flew it (attached, reset and asked every decision), but
     only the student's actions are played. `labels` holds the teacher's answers, one array a
     decision."""
 
-    def __init__(self, student: Pilot, teacher: Pilot):
+    def __init__(self, student: Pilot, teacher: Pilot, temperature: float = 0.0):
         self.student, self.teacher = student, teacher
         self.name = student.name
         self.labels: list[np.ndarray] = []
+        # With temperature > 0, also the teacher's policy at each decision, (N, A): a planner's
+        # improved policy (search.improved_policy), any other teacher's answer as one-hot.
+        self.temperature = float(temperature)
+        self.policies: list[np.ndarray] = []
 
     def attach(self, batch, sides) -> None:
         self.student.attach(batch, sides)
@@ -72,8 +79,23 @@ class Labelled(Pilot):
         self.teacher.reset(mask, seeds)
 
     def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
-        self.labels.append(np.asarray(self.teacher.act(obs, active), dtype=np.int64).copy())
+        answer = np.asarray(self.teacher.act(obs, active), dtype=np.int64).copy()
+        self.labels.append(answer)
+        if self.temperature > 0:
+            self.policies.append(self._policy(obs, answer))
         return self.student.act(obs, active)
+
+    def _policy(self, obs: np.ndarray, answer: np.ndarray) -> np.ndarray:
+        from ..pilots.search import improved_policy
+
+        actions = obs.shape[1] - OBS_MASK
+        out = np.zeros((len(obs), actions), dtype=np.float32)
+        out[np.arange(len(obs)), np.clip(answer, 0, actions - 1)] = 1.0
+        rows = getattr(self.teacher, "last_rows", None)
+        if rows is not None and len(rows):
+            out[rows] = improved_policy(self.teacher.last_values,
+                                        obs[rows, OBS_MASK:] > 0.5, self.temperature)
+        return out
 
     def forfeits(self) -> dict[int, str]:
         return self.student.forfeits()
@@ -97,11 +119,13 @@ class DecisionCounter:
 
 
 def play_round(make_lm, opponents: tuple, teacher: str, games: int, seed: int,
-               config: GameConfig, reward: RewardConfig, progress=None, decided=None):
+               config: GameConfig, reward: RewardConfig, progress=None, decided=None,
+               temperature: float = 0.0):
     """The LM's games of one round: [(opponent spec, MatchResult, episodes)] with episodes as
     datasets.record_chunk cuts them ([ship 0's, ship 1's] per game), the LM's holding the
     teacher's labels. `make_lm(seed)` builds the LM's pilot; `progress` hears of each game's
-    end, and `decided(n)` of the LM's n decisions at each step of the games."""
+    end, and `decided(n)` of the LM's n decisions at each step of the games. With temperature
+    > 0 the LM's episodes also hold the teacher's policy at each state (POLICY_KEY)."""
     from ..pilots.specs import make_pilot
     from ..rating.match import play_match
     from .datasets import TEACHER_KEY, Recorder
@@ -110,8 +134,8 @@ def play_round(make_lm, opponents: tuple, teacher: str, games: int, seed: int,
     out = []
     for j, spec in enumerate(opponents):
         start = seed + 1_000 * j
-        a = Labelled(make_lm(start), make_pilot(teacher, config, start))
-        b = Labelled(make_lm(start + 1), make_pilot(teacher, config, start + 1)) \
+        a = Labelled(make_lm(start), make_pilot(teacher, config, start), temperature)
+        b = Labelled(make_lm(start + 1), make_pilot(teacher, config, start + 1), temperature) \
             if spec == SELF else make_pilot(spec, config, start + 1)
         recorder = Recorder(each)
         flown = 2 if spec == SELF else 1  # the LM's ships in each game
@@ -135,20 +159,27 @@ def play_round(make_lm, opponents: tuple, teacher: str, games: int, seed: int,
                 episode = recorder.episode(g, ship)
                 flyer = a if ship == result.games[g].a_side else b
                 labels = np.full(len(steps) + 1, -1, dtype=np.int64)
+                # Every episode has the same infos (a dataset's schema); the opponent's none.
+                policy = np.zeros((len(steps) + 1, config.num_actions), np.float32)
                 if isinstance(flyer, Labelled):
                     labels[:-1] = [flyer.labels[t][g] for t in steps]
+                    if flyer.policies:
+                        policy[:-1] = [flyer.policies[t][g] for t in steps]
                 episode["infos"][TEACHER_KEY] = labels
+                if temperature > 0:
+                    episode["infos"][POLICY_KEY] = policy
                 pair.append(episode)
             episodes.append(pair)
         out.append((spec, result, episodes))
     return out
 
 
-def lm_decisions(played) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(observations, actions played, teacher's labels) of every labelled decision of a round."""
+def labelled_decisions(played):
+    """(observations, actions played, teacher's labels, teacher's policies (N, A), None when
+    play_round recorded none: a temperature of 0) of every labelled decision of a round."""
     from .datasets import TEACHER_KEY
 
-    obs, acts, labels = [], [], []
+    obs, acts, labels, policies = [], [], [], []
     for _, _, episodes in played:
         for pair in episodes:
             for e in pair:
@@ -156,7 +187,10 @@ def lm_decisions(played) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                 obs.append(e["observations"][:-1][known])
                 acts.append(e["actions"][known])
                 labels.append(e["infos"][TEACHER_KEY][:-1][known])
-    return np.concatenate(obs), np.concatenate(acts), np.concatenate(labels)
+                if POLICY_KEY in e["infos"]:
+                    policies.append(e["infos"][POLICY_KEY][:-1][known])
+    return (np.concatenate(obs), np.concatenate(acts), np.concatenate(labels),
+            np.concatenate(policies) if policies else None)
 
 
 def train_dagger(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
@@ -206,6 +240,8 @@ def train_dagger(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
     began = time.time()
     own_obs = np.zeros((0, cfg.game.obs_dim), dtype=np.float32)
     own_labels = np.zeros(0, dtype=np.int64)
+    own_policies = np.zeros((0, cfg.game.num_actions), dtype=np.float32)
+    soft = d.target_temperature > 0
     history: list[dict] = []
 
     def trainable():
@@ -219,6 +255,7 @@ def train_dagger(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
         save_adapter(model, adapter_dir, base, model, {
             "algorithm": "dagger", "view": view, "init_from": start_folder.name,
             "teacher": d.teacher, "opponents": list(d.opponents), "rounds": done,
+            "target_temperature": d.target_temperature,
             "datasets": round_names[:done], "dataset": t.dataset,
             "agreement_own": [row["agreement_own"] for row in history],
             "agreement_teacher": history[-1].get("agreement_teacher") if history else None,
@@ -256,15 +293,17 @@ def train_dagger(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
                 lambda seed: LMPilot(model, tokenizer, label, cfg.game.num_actions, seed=seed,
                                      view=view, bf16=s.bf16),
                 d.opponents, d.teacher, d.games, t.seed + 100_000 * k, cfg.game, cfg.reward,
-                bar, counter)
+                bar, counter, d.target_temperature)
         timeouts = sum(g.end == "TRUNCATED" for _, r, _ in played for g in r.games)
         if timeouts * 2 > d.games and not quiet:
             bar.write(f"  round {k}: {timeouts} of {d.games} games ran to the time limit "
                       f"({cfg.game.max_episode_steps} frames): the student ends few games, so "
                       "its rounds take long; [game] max_episode_steps in --config shortens them")
-        obs, acts, labels = lm_decisions(played)
+        obs, acts, labels, policies = labelled_decisions(played)
         keep = playable(obs, labels)
         obs, acts, labels = obs[keep], acts[keep], labels[keep]
+        if policies is not None:
+            own_policies = np.concatenate([own_policies, policies[keep]])
         row = {"round": k, "agreement_own": float((acts == labels).mean()),
                "win_rate": float(np.mean([r.win_rate_a() for _, r, _ in played])),
                "play_seconds": time.time() - tick}
@@ -291,12 +330,16 @@ def train_dagger(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
         for _ in range(d.steps):
             rows_own = rng.integers(0, len(own_obs), from_own)
             batch_obs, batch_labels = own_obs[rows_own], own_labels[rows_own]
+            targets = own_policies[rows_own] if soft else batch_labels
             if from_own < s.batch_size:
                 rows = rng.integers(0, len(teacher_obs), s.batch_size - from_own)
                 batch_obs = np.concatenate([batch_obs, teacher_obs[rows]])
-                batch_labels = np.concatenate([batch_labels, teacher_actions[rows]])
+                answers = teacher_actions[rows]
+                # The dataset's decisions are answers: one-hot beside the policies.
+                targets = np.concatenate([targets, np.eye(cfg.game.num_actions, dtype=np.float32)[
+                    answers] if soft else answers])
             losses.append(imitation_step(model, optimizer, coder, batch_obs,
-                                         torch.as_tensor(batch_labels, device=device),
+                                         torch.as_tensor(targets, device=device),
                                          device, s.bf16))
             schedule.step()
             bar.update(1)

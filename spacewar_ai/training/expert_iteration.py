@@ -50,23 +50,24 @@ class Aggregate:
 def network_round(agent, teacher: str, opponents: tuple, games: int, seed: int,
                   config: GameConfig | None = None, aggregate: Aggregate | None = None,
                   epochs: int = 4, batch_size: int = 256, learning_rate: float = 3e-4,
-                  progress=None) -> dict:
+                  temperature: float = 0.0, progress=None) -> dict:
     """One round of expert iteration on `agent` (a PPOAgent, trained in place): its games
-    against `opponents` (`games` each, an even number), labelled by `teacher`, then the fit.
-    Returns the round's figures: decisions labelled, agreement on its own states before the
-    fit, the fit's last loss, and the student's win rate in the round's games."""
+    against `opponents` (`games` each, an even number), labelled by `teacher`, then the fit
+    (to the teacher's answers; with `temperature` > 0 to a planner's improved policy,
+    search.improved_policy). Returns the round's figures: decisions labelled, agreement on its
+    own states before the fit, the fit's last loss, the student's win rate in its games."""
     import torch
 
     from ..pilots.specs import AgentPilot
-    from .dagger import lm_decisions, play_round
+    from .dagger import labelled_decisions, play_round
 
     config = config if config is not None else GameConfig()
     aggregate = aggregate if aggregate is not None else Aggregate()
     played = play_round(lambda s: AgentPilot(agent, "student", deterministic=True),
                         tuple(opponents), teacher, games * len(opponents), seed, config,
-                        RewardConfig(), progress)
-    obs, acts, labels = lm_decisions(played)
-    aggregate.add(obs, labels)
+                        RewardConfig(), progress, temperature=temperature)
+    obs, acts, labels, policies = labelled_decisions(played)
+    aggregate.add(obs, labels if policies is None else policies)
     everything, answers = aggregate.arrays()
     optimizer = torch.optim.Adam(agent.net.parameters(), lr=learning_rate)
     generator = torch.Generator().manual_seed(seed)

@@ -72,13 +72,17 @@ def linear_decay(optimizer, steps: int):
 
 def imitation_step(model, optimizer, coder: PromptCoder, obs: np.ndarray, targets, device,
                    bf16: bool) -> float:
-    """One gradient step on the cross-entropy of the teacher's actions `targets` (a long tensor)
-    under the pilot's masked answer at `obs`; returns the loss."""
+    """One gradient step on the cross-entropy of the teacher's actions `targets` (a long tensor,
+    or (N, A) probabilities: a planner's improved policy) under the pilot's masked answer at
+    `obs`; returns the loss."""
     import torch
+
+    from ..agents.base import soft_cross_entropy
 
     with autocast(device, bf16):
         logits = prompt_logits(model, coder, obs)
-    loss = torch.nn.functional.cross_entropy(logits.float(), targets)
+    loss = soft_cross_entropy(logits, targets) if targets.is_floating_point() else \
+        torch.nn.functional.cross_entropy(logits.float(), targets)
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()

@@ -99,3 +99,20 @@ def test_a_rollout_handed_over_in_slices_trains_as_the_whole():
     whole, sliced = (a.net.state_dict() for a in learners)
     assert all(torch.equal(whole[k], sliced[k]) for k in whole)
     assert not torch.equal(whole["actor.0.weight"], player.net.state_dict()["actor.0.weight"])
+
+
+def test_soft_cross_entropy_is_the_cross_entropy_of_one_hot_targets_and_ignores_masked_actions():
+    import torch.nn.functional as F
+
+    from spacewar_ai.agents.base import NEG_INF, soft_cross_entropy
+
+    logits = torch.tensor([[2.0, 0.5, NEG_INF, -1.0], [0.0, float("-inf"), 1.0, 3.0]])
+    labels = torch.tensor([1, 3])
+    one_hot = F.one_hot(labels, 4).float()
+    assert torch.allclose(soft_cross_entropy(logits, one_hot), F.cross_entropy(logits, labels))
+    soft = torch.tensor([[0.5, 0.5, 0.0, 0.0], [0.25, 0.0, 0.25, 0.5]])
+    loss = soft_cross_entropy(logits, soft)
+    logp = torch.log_softmax(logits, -1)
+    by_hand = -(0.5 * logp[0, 0] + 0.5 * logp[0, 1] + 0.25 * logp[1, 0] + 0.25 * logp[1, 2]
+                + 0.5 * logp[1, 3]) / 2
+    assert torch.isfinite(loss) and torch.allclose(loss, by_hand)

@@ -331,3 +331,25 @@ def test_the_adapting_planner_beats_an_unlike_opponent_more_often_than_the_fixed
     planned = play_match(fixed, network, 30, 600).wins_a
     assert adapting.learner.accuracy > 0.7
     assert adapted >= planned + 4, (adapted, planned)
+
+
+def test_the_improved_policy_of_a_hand_made_group_hard_and_soft():
+    """Expert iteration's targets from a planner's action values: at temperature 0 the best
+    valid action (the first of equals), an invalid one never, whatever its value; above 0 a
+    softmax over the valid actions that gives equal values equal weight and spreads toward
+    uniform as the temperature rises."""
+    from spacewar_ai.pilots.search import improved_policy
+
+    values = np.array([[0.5, -1.0, 0.2, 0.5, 0.9, 0.0],
+                       [np.nan, 0.1, -0.2, 0.1, 0.3, -1.0]])
+    valid = np.array([[1, 1, 1, 1, 0, 1], [0, 1, 1, 1, 1, 1]], dtype=bool)
+    hard = improved_policy(values, valid, 0.0)
+    assert hard.tolist() == [[1, 0, 0, 0, 0, 0], [0, 0, 0, 0, 1, 0]]
+    soft = improved_policy(values, valid, 0.1)
+    assert np.allclose(soft.sum(axis=1), 1.0) and (soft[~valid] == 0).all()
+    assert soft[0, 0] == soft[0, 3] > soft[0, 2] > soft[0, 5] > soft[0, 1] > 0
+    assert soft[1, 4] > soft[1, 1] == soft[1, 3] > soft[1, 2]
+    expected = np.exp(np.array([0.5, -1.0, 0.2, 0.5, 0.0]) / 0.1)
+    assert np.allclose(soft[0, [0, 1, 2, 3, 5]], expected / expected.sum())
+    flat = improved_policy(values, valid, 1000.0)
+    assert np.allclose(flat[0, valid[0]], 1 / 5, atol=1e-3)

@@ -116,6 +116,41 @@ def test_expert_iteration_the_planner_over_the_teacher_labels_and_the_lm_follows
     assert 0 < np.count_nonzero(labels) < len(labels)  # the planner overrides idle's drift
 
 
+def test_expert_iteration_with_soft_targets_records_and_trains_on_the_planners_policy(
+        tiny, start):
+    """[dagger] target_temperature > 0: each round's dataset holds the planner's improved
+    policy at the LM's states (a distribution over the valid actions; where the rollouts value
+    actions alike, and within a short horizon most are alike, they share the weight), the
+    adapter trains on it (a finite loss each round) and says its temperature."""
+    import minari
+
+    from spacewar_ai.config import DaggerConfig, RunConfig, SFTConfig, TrainConfig
+    from spacewar_ai.lm.models import adapter_meta
+    from spacewar_ai.training import train
+    from spacewar_ai.training.dagger import POLICY_KEY
+
+    cfg = RunConfig(
+        train=TrainConfig(algorithm="dagger", run_name="exit-soft", seed=3,
+                          log_dir=str(start / "runs")),
+        sft=SFTConfig(batch_size=32),
+        dagger=DaggerConfig(rounds=2, games=4, steps=10, opponents=("heuristic:medium",),
+                            teacher="search:heuristic:hard+heuristic:hard@samples=2@horizon=20",
+                            target_temperature=0.2))
+    out = train(cfg, start_from="sft-start", quiet=True)
+    assert all(np.isfinite(row["loss"]) for row in out["history"])
+    episodes = list(minari.load_dataset("spacewar/exit-soft-round1-v0").iterate_episodes())
+    lm = [e for e in episodes if (e.infos["teacher_action"][:-1] >= 0).all()]
+    obs = np.concatenate([e.observations[:-1] for e in lm])
+    policies = np.concatenate([e.infos[POLICY_KEY][:-1] for e in lm])
+    answers = np.concatenate([e.infos["teacher_action"][:-1] for e in lm])
+    assert np.allclose(policies.sum(axis=1), 1.0, atol=1e-5)
+    assert (policies[obs[:, 30:36] < 0.5] == 0).all()  # no weight on an invalid action
+    assert ((policies > 0.05).sum(axis=1) > 1).mean() > 0.5  # mostly shared
+    decided = policies.max(axis=1) > 0.5  # where one action stands out, it is the answer
+    assert decided.any() and (policies[decided].argmax(axis=1) == answers[decided]).mean() > 0.8
+    assert adapter_meta(start / "models" / "adapters" / "exit-soft")["target_temperature"] == 0.2
+
+
 def test_a_student_whose_games_run_to_the_time_limit_is_said_in_one_line(tiny, start, capsys):
     """Against the idle pilot the tiny student kills no one: its games run to the time limit,
     and the round says so (and how to shorten them) instead of leaving a bar that seems stuck;

@@ -66,3 +66,44 @@ def test_sft_refuses_a_pilot_the_dataset_does_not_hold(tiny, tmp_path, monkeypat
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "random" in err[0], err
     assert not (tmp_path / "models").exists()
+
+
+def test_an_imitation_step_learns_soft_targets_of_a_hand_made_group(tiny, tmp_path):
+    """The soft targets of expert iteration (a planner's improved policy): at a few states,
+    70% on one action and 30% on another; steps of imitation_step on them bring the LM's answer
+    toward that split, where hard labels of the first action move it toward that one alone."""
+    import numpy as np
+    import torch
+
+    from spacewar_ai.config import GameConfig
+    from spacewar_ai.game.engine import GameBatch
+    from spacewar_ai.lm.models import add_lora, load_base
+    from spacewar_ai.lm.pilot import PromptCoder, answer_logits
+    from spacewar_ai.training.sft import imitation_step
+
+    torch.manual_seed(0)
+    games = GameBatch(4, GameConfig())
+    games.reset(seeds=np.arange(4))
+    obs = games.observe()[:, 0]
+    targets = np.zeros((4, 6), dtype=np.float32)
+    targets[:, 4], targets[:, 2] = 0.7, 0.3
+
+    def trained(given):
+        base, tokenizer = load_base(str(tiny))
+        model = add_lora(base, 8, 0)
+        coder = PromptCoder(tokenizer, 6, 1)
+        optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
+                                      lr=3e-2)
+        for _ in range(100):
+            imitation_step(model, optimizer, coder, obs, torch.as_tensor(given), "cpu", False)
+        return torch.softmax(answer_logits(model, coder, obs).float(), -1).numpy()
+
+    start = trained(np.zeros((4, 6), dtype=np.float32))  # no weight anywhere: no gradient
+    soft = trained(targets)
+    hard = trained(np.full(4, 4))
+    # A model this tiny moves its answer only so far, but the way the targets say: toward
+    # both weighted actions with soft targets, toward the one label with hard ones.
+    others = [0, 1, 3, 5]
+    assert (soft[:, 4] > soft[:, 2]).all() and (soft[:, 2] > soft[:, others].max(1)).all()
+    assert (soft[:, 2] > start[:, 2]).all() and (soft[:, 2] > hard[:, 2]).all()
+    assert (hard[:, 4] > soft[:, 4]).all()
