@@ -609,6 +609,9 @@ class TrainConfig(_Serializable):
     opponent_model: bool = True
     opponent_model_batch: int = 2048
     opponent_model_lr: float = 1e-3
+    # The share of the opponent's decisions the model learns from (every k-th, evenly): its
+    # fit is most of its cost, and consecutive decisions of a game say much the same thing.
+    opponent_model_share: float = 1.0
     # Potential-based shaping (shaping.py): r + gamma * Phi(s') - Phi(s), Phi scaled by this;
     # 0 leaves the rewards as the reward table pays them.
     shaping: float = 0.0
@@ -633,6 +636,10 @@ class TrainConfig(_Serializable):
         _check_unit(self, ("eval_video",))
         _require(isinstance(self.opponent_model, bool), "TrainConfig", "opponent_model",
                  self.opponent_model, "must be true or false")
+        _require(isinstance(self.opponent_model_share, (int, float))
+                 and not isinstance(self.opponent_model_share, bool)
+                 and 0 < self.opponent_model_share <= 1, "TrainConfig", "opponent_model_share",
+                 self.opponent_model_share, "must be a number above 0 and at most 1")
         _require(_finite(self.max_minutes) and self.max_minutes >= 0, "TrainConfig",
                  "max_minutes", self.max_minutes, "must be a number of minutes >= 0 (0: no limit)")
         _require(self.device in ("cpu", "cuda", "auto"), "TrainConfig", "device", self.device,

@@ -43,11 +43,16 @@ class OpponentModel:
     """
 
     def __init__(self, spec: str, game: GameConfig, rows_per_update: int,
-                 batch_size: int = 2048, learning_rate: float = 1e-3, device: str = "cpu"):
+                 batch_size: int = 2048, learning_rate: float = 1e-3, device: str = "cpu",
+                 share: float = 1.0):
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size={batch_size!r} is invalid: must be an integer >= 1")
+        if not 0 < share <= 1:
+            raise ValueError(f"share={share!r} is invalid: must be above 0 and at most 1")
         self.spec = spec
         self.batch_size = batch_size
+        self.share = float(share)
+        self._shown = 0  # decisions shown, kept or not: where the even sample stands
         with torch.random.fork_rng(devices=[]):
             self.agent = PPOAgent(game.obs_dim, game.num_actions,
                                   PPOConfig(learning_rate=learning_rate), device, num_envs=1,
@@ -60,7 +65,14 @@ class OpponentModel:
         self._filled = 0
 
     def observe(self, obs: np.ndarray, actions: np.ndarray, rows: np.ndarray) -> None:
-        """Keep the decisions of games `rows` (indices into obs and actions)."""
+        """Keep the decisions of games `rows` (indices into obs and actions), or with a share
+        below 1 an even sample of them: the decision that takes the running count of decisions
+        shown past a whole multiple of 1 / share (no generator is drawn from)."""
+        if self.share < 1 and rows.size:
+            count = self._shown + np.arange(rows.size + 1)
+            taken = np.floor(count[1:] * self.share) > np.floor(count[:-1] * self.share)
+            self._shown += rows.size
+            rows = rows[taken]
         k = rows.size
         if k == 0:
             return

@@ -274,7 +274,8 @@ class Trainer:
             return None
         steps = cfg.ppo.n_steps if t.algorithm == "ppo" else DQN_ITERATION_STEPS
         model = OpponentModel(t.eval_opponent, cfg.game, steps * t.num_envs,
-                              t.opponent_model_batch, t.opponent_model_lr, self.device)
+                              t.opponent_model_batch, t.opponent_model_lr, self.device,
+                              t.opponent_model_share)
         if resumed and self._resumed_model is not None:
             model.restore(self._resumed_model)
             model.save(self.run_dir / OPPONENT_MODEL_FILE)  # its copy, as of latest.pt again

@@ -125,7 +125,9 @@ def test_search_plans_with_the_runs_own_model_unless_told_otherwise(tmp_path):
 
 @pytest.mark.parametrize("field,value", [("opponent_model_batch", 0),
                                          ("opponent_model_lr", -1e-3),
-                                         ("opponent_model", "yes")])
+                                         ("opponent_model", "yes"),
+                                         ("opponent_model_share", 0),
+                                         ("opponent_model_share", 1.5)])
 def test_bad_opponent_model_settings_are_named(field, value):
     with pytest.raises(ValueError, match=field):
         TrainConfig(**{field: value})
@@ -184,3 +186,34 @@ def test_a_kill_between_the_two_writes_cannot_mislead_a_resumed_run(tmp_path):
     copy = load_checkpoint(run / FILE_NAME)
     assert copy["metadata"]["decisions"] == inside["decisions"]
     assert all(torch.equal(copy["agent"]["net"][k], v) for k, v in inside["agent"]["net"].items())
+
+
+def test_a_model_fitted_on_a_share_of_the_decisions_forecasts_nearly_as_well(tmp_path):
+    """The same stream of the hard pilot's decisions (a fixed batch of games, update by update)
+    shown to a model that learns from all of them and to one that learns from every fourth:
+    the second learns from a quarter of the decisions, evenly spread, and forecasts the hard
+    pilot on unseen positions nearly as well."""
+    from spacewar_ai.agents.opponent_model import OpponentModel
+    from spacewar_ai.pilots.specs import AgentPilot
+
+    games, steps = 64, 32
+    full = OpponentModel("heuristic:hard", CFG, games * steps, batch_size=256)
+    part = OpponentModel("heuristic:hard", CFG, games * steps, batch_size=64, share=0.25)
+    hard, other = HeuristicPilot("hard", CFG), make_pilot("random", CFG, seed=2)
+    batch = engine.GameBatch(games, CFG)
+    for update in range(12):
+        batch.reset(seeds=np.arange(games) + 1000 * update)
+        other.reset(np.ones(games, bool), batch.rng.copy())
+        for _ in range(steps):
+            obs = batch.observe()
+            running = np.flatnonzero(batch.game_i[:, engine.OVER] == 0)
+            moves = np.stack([other.act(obs[:, 0]), hard.act(obs[:, 1])], axis=1)
+            for model in (full, part):
+                model.observe(obs[:, 1], moves[:, 1], running)
+            batch.step(moves)
+        full.fit()
+        part.fit()
+    assert part.decisions == pytest.approx(full.decisions / 4, abs=1)
+    agree_full = _agreement_with_hard(AgentPilot(full.agent, "full"))
+    agree_part = _agreement_with_hard(AgentPilot(part.agent, "part"))
+    assert agree_part > 0.8 and agree_part > agree_full - 0.05, (agree_full, agree_part)
