@@ -49,6 +49,7 @@ from ..lm.models import (
     shown_model,
 )
 from ..lm.pilot import LMPilot, PromptCoder
+from ..util.progress import DecisionCounter
 from ..util.threads import use_torch_threads
 
 
@@ -102,20 +103,6 @@ class Labelled(Pilot):
 
     def close(self) -> None:
         self.teacher.close()
-
-
-class DecisionCounter:
-    """Counts a round's LM decisions onto its progress bar, redrawn at most once a second: a
-    weak student's games run to the time limit, and its bar would otherwise stand still."""
-
-    def __init__(self, bar):
-        self.bar, self.count, self._shown = bar, 0, 0.0
-
-    def __call__(self, n: int) -> None:
-        self.count += n
-        if time.monotonic() - self._shown >= 1.0:
-            self._shown = time.monotonic()
-            self.bar.set_postfix_str(f"{self.count:,} decisions", refresh=True)
 
 
 def play_round(make_lm, opponents: tuple, teacher: str, games: int, seed: int,

@@ -62,6 +62,7 @@ from ..lm.models import (
     shown_model,
 )
 from ..lm.pilot import LMPilot, PromptCoder, answer_logits, autocast, prompt_logits
+from ..util.progress import DecisionCounter
 from ..util.threads import use_torch_threads
 
 SAVE_EVERY = 10  # iterations between saves of the adapter
@@ -318,6 +319,7 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
                  if g.continuations > 1 else "")
               + f", {cfg.reward.personality} rewards)")
     bar = tqdm(total=iterations, desc="grpo", unit="iteration", disable=quiet)
+    counter = DecisionCounter(bar)
     done = 0
     for it in range(iterations):
         if t.max_minutes and time.time() - began >= 60 * t.max_minutes:
@@ -332,7 +334,8 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
             recorder = StateRecorder(lm)
             with torch.no_grad():
                 games = play_match(recorder, spec, each, t.seed + it * g.games + j * each,
-                                   cfg.game, cfg.reward)
+                                   cfg.game, cfg.reward, on_step=lambda obs, actions, batch,
+                                   running: counter(int(np.count_nonzero(running))))
             played.append((spec, games))
             # Scoring is the engine and two scripted pilots, cheap beside the LM's passes: many
             # states are scored and the update learns from the groups where the action matters.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from tqdm import tqdm
 
@@ -89,3 +90,18 @@ class Progress:
 
     def __exit__(self, kind, value, traceback) -> None:
         self.close(failed=kind is not None and not issubclass(kind, KeyboardInterrupt))
+
+
+class DecisionCounter:
+    """Counts a language model's decisions onto a tqdm bar's postfix, redrawn at most once a
+    second: a weak student's games run to the time limit, and a bar that counts games alone
+    would seem to stand still. Call it with the number of decisions just made."""
+
+    def __init__(self, bar):
+        self.bar, self.count, self._shown = bar, 0, 0.0
+
+    def __call__(self, n: int) -> None:
+        self.count += n
+        if time.monotonic() - self._shown >= 1.0:
+            self._shown = time.monotonic()
+            self.bar.set_postfix_str(f"{self.count:,} decisions", refresh=True)
