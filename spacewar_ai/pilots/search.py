@@ -107,18 +107,29 @@ def is_planner_spec(spec) -> bool:
     return isinstance(spec, str) and spec.strip().lower().startswith((SEARCH_PREFIX, ADAPT_PREFIX))
 
 
+def planner_parts(spec: str) -> tuple[str, list[str], str]:
+    """(`search` or `adapt`, the parts between '+', the settings' text "@name=value...") of a
+    planner's spec, split as parse_planner splits it but unchecked: for code that maps or
+    checks the files the parts name before the spec is parsed."""
+    prefix, _, rest = spec.strip().partition(":")
+    parts = rest.split("@")
+    settings = ""
+    while len(parts) > 1 and "=" in parts[-1]:
+        settings = "@" + parts.pop() + settings
+    return prefix.lower(), "@".join(parts).split("+"), settings
+
+
 def parse_planner(spec: str) -> PlannerSpec:
     """`search:POLICY[+MODEL...][@name=value...]` (or `adapt:`) as a PlannerSpec, checked
     without building anything: a ValueError names the spec and the fix. An empty POLICY is
     `pretrained`. `@` parts that are not `name=value` stay with the part they follow (an lm:
     pilot's `@bf16`)."""
     text = spec.strip()
-    prefix, _, rest = text.partition(":")
-    adaptive = prefix.lower() == "adapt"
-    parts = rest.split("@")
+    prefix, parts, given = planner_parts(text)
+    adaptive = prefix == "adapt"
     settings: dict[str, float] = {}
-    while len(parts) > 1 and "=" in parts[-1]:
-        name, _, value = parts.pop().partition("=")
+    for item in reversed(given.split("@")[1:]):
+        name, _, value = item.partition("=")
         name = name.strip().lower()
         if name not in PLANNER_SETTINGS:
             raise ValueError(f"player {text!r}: unknown setting {name!r} after @; the settings "
@@ -138,7 +149,7 @@ def parse_planner(spec: str) -> PlannerSpec:
             raise ValueError(f"player {text!r}: {name}={value!r} is invalid: must be an "
                              f"integer >= 1 ({what})")
         settings[name] = number
-    policy, *models = "@".join(parts).split("+")
+    policy, *models = parts
     policy = policy.strip() or "pretrained"
     models = [m.strip() for m in models]
     if any(not m for m in models):

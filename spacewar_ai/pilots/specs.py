@@ -44,6 +44,7 @@ from .search import (
     SearchPilot,
     is_planner_spec,
     parse_planner,
+    planner_parts,
 )
 
 PRETRAINED_PATH = SHIPPED_DIR / "ppo_spacewar.pt"
@@ -123,13 +124,9 @@ def map_spec_files(spec: str, fn: Callable[[Path], Path]) -> str:
     shipped network (`pretrained`) is left alone: it is installed wherever the package is."""
     s = spec.strip()
     if is_planner_spec(s):
-        prefix, _, rest = s.partition(":")
-        parts = rest.split("@")
-        settings = ""
-        while len(parts) > 1 and "=" in parts[-1]:
-            settings = "@" + parts.pop() + settings
-        return prefix.lower() + ":" + "+".join(map_spec_files(part, fn) if part else part
-                                               for part in "@".join(parts).split("+")) + settings
+        prefix, parts, settings = planner_parts(s)
+        return prefix + ":" + "+".join(map_spec_files(part, fn) if part else part
+                                       for part in parts) + settings
     if s.lower().startswith("lm:"):
         return "lm:" + _map_lm_files(s[3:], fn)
     path = spec_path(s)

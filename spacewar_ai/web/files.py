@@ -47,14 +47,14 @@ class Files:
         strategy file ends in .py, a checkpoint in .pt, ...), so that no other file (a key, a
         config) is ever opened as a pilot and quoted back in an error."""
         from ..pilots.onnx_check import check_onnx_file
+        from ..pilots.search import is_planner_spec, planner_parts
         from ..pilots.specs import map_spec_files, spec_files
 
         spec = str(spec).strip()[:500]
         if not spec:
             raise ValueError("no pilot given: choose one from the list or type a spec")
-        low = spec.lower()
-        planner = next((p for p in ("search:", "adapt:") if low.startswith(p)), "")
-        for part in (spec[len(planner):].split("+") if planner else [spec]):
+        # A planner's parts without its settings (@samples=...), as make_pilot will read them.
+        for part in (planner_parts(spec)[1] if is_planner_spec(spec) else [spec]):
             kind = next((k for k in SPEC_SUFFIXES if part.lower().startswith(k)), "")
             if part.lower().startswith("lm:"):
                 self._local_lm(part[3:])
@@ -141,7 +141,8 @@ class Files:
 
         found = [str(p.relative_to(self.root))
                  for p in sorted(self.checkpoints.glob("*/best.pt"))[:40]]
-        return [*SCRIPTED_SPECS, "pretrained", "search:pretrained", *shipped_lm_pilots(), *found]
+        return [*SCRIPTED_SPECS, "pretrained", "search:pretrained",
+                "search:heuristic:hard+heuristic:hard", *shipped_lm_pilots(), *found]
 
 
 def shipped_lm_pilots() -> list[str]:

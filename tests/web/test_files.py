@@ -37,6 +37,15 @@ def test_only_the_projects_own_files_and_of_the_kind_a_spec_says(project):
     assert [r["path"] for r in project.replays()] == ["runs/replays/a.json"]
     assert "checkpoints/run-1/best.pt" in project.pilots()
     assert "search:pretrained" in project.pilots()
+    assert "search:heuristic:hard+heuristic:hard" in project.pilots()  # the planner over rules
+    assert project.check_spec("search:heuristic:hard+heuristic:hard@samples=4") == \
+        "search:heuristic:hard+heuristic:hard@samples=4"
+    # A planner's settings do not hide a file from the checks its parts get.
+    with pytest.raises(ValueError, match="a checkpoint file ends in .pt"):
+        project.check_spec("search:pretrained+openai.key.txt@samples=2")
+    (project.root.parent / "elsewhere.pt").write_bytes(b"not the project's")
+    with pytest.raises(ValueError, match="elsewhere.pt: outside this project"):
+        project.check_spec("search:pretrained+../elsewhere.pt@samples=2")
 
 
 def test_the_pilot_list_offers_the_shipped_lms_in_bfloat16_where_they_can_fly(project):
