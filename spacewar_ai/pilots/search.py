@@ -29,7 +29,9 @@ against any of them.
 The settings follow the spec after `@`, one `@name=value` each:
 `search:heuristic:hard+heuristic:hard@samples=16@horizon=60@jitter=0.05`. Defaults: 8 samples,
 60 decisions; jitter 0 for a PPO SPEC (its samples come from its policy) and 0.05 for any other
-(whose samples would otherwise all be one game). `PlannerSpec` is the parsed spec.
+(whose samples would otherwise all be one game); margin 0: the best action is played, SPEC's own
+on a tie (`@margin=0.25`: SPEC's own unless another's mean ending is better by over 0.25, a
+quieter teacher for expert iteration). `PlannerSpec` is the parsed spec.
 
 `adapt:SPEC[+MODEL]` is the same planner whose model of the opponent learns the opponent it
 actually meets (`OpponentLearner`): after every decision it reads from the game what the
@@ -75,7 +77,12 @@ SAMPLES = 8  # rollouts per action
 # A deterministic rollout pilot's samples are all one game unless something perturbs them; this
 # share of random moves is enough to make them differ and little enough to keep its play.
 JITTER = 0.05
-PLANNER_SETTINGS = ("samples", "horizon", "jitter")
+PLANNER_SETTINGS = ("samples", "horizon", "jitter", "margin")
+# Real-valued settings: their ranges, and what they are.
+REAL_SETTINGS = {"jitter": ((0.0, 1.0), "from 0 up to (not including) 1, the share of random "
+                                        "moves"),
+                 "margin": ((0.0, 2.0), "from 0 to 2, how much better than the policy's own "
+                                        "move another must be, in mean endings (-1 to 1)")}
 
 
 @dataclass(frozen=True)
@@ -89,6 +96,7 @@ class PlannerSpec:
     samples: int | None = None
     horizon: int | None = None
     jitter: float | None = None
+    margin: float | None = None
 
     @property
     def prefix(self) -> str:
@@ -133,18 +141,21 @@ def parse_planner(spec: str) -> PlannerSpec:
         name = name.strip().lower()
         if name not in PLANNER_SETTINGS:
             raise ValueError(f"player {text!r}: unknown setting {name!r} after @; the settings "
-                             "are samples, horizon and jitter, e.g. "
+                             "are samples, horizon, jitter and margin, e.g. "
                              f"{prefix}:heuristic:hard+heuristic:hard@samples=8@horizon=60")
         if name in settings:
             raise ValueError(f"player {text!r}: {name} is set twice; give it once")
         try:
-            number = float(value) if name == "jitter" else int(value)
+            number = float(value) if name in REAL_SETTINGS else int(value)
         except ValueError:
             number = None
-        if name == "jitter" and (number is None or not 0 <= number < 1):
-            raise ValueError(f"player {text!r}: jitter={value!r} is invalid: must be a number "
-                             "from 0 up to (not including) 1, the share of random moves")
-        if name != "jitter" and (number is None or number < 1):
+        if name in REAL_SETTINGS:
+            (low, high), what = REAL_SETTINGS[name]
+            if number is None or not low <= number <= high or (name == "jitter"
+                                                                and number == high):
+                raise ValueError(f"player {text!r}: {name}={value!r} is invalid: must be a "
+                                 f"number {what}")
+        elif number is None or number < 1:
             what = "rollouts per action" if name == "samples" else "decisions per rollout"
             raise ValueError(f"player {text!r}: {name}={value!r} is invalid: must be an "
                              f"integer >= 1 ({what})")
@@ -171,7 +182,7 @@ def parse_planner(spec: str) -> PlannerSpec:
         raise ValueError(f"player {text!r}: adapt: learns one model of the opponent; name one "
                          "after '+' (a mix is for search:)")
     return PlannerSpec(adaptive, policy, tuple(models), settings.get("samples"),
-                       settings.get("horizon"), settings.get("jitter"))
+                       settings.get("horizon"), settings.get("jitter"), settings.get("margin"))
 
 
 def ending_value(killer: np.ndarray, survivor: np.ndarray, side: np.ndarray) -> np.ndarray:
@@ -302,16 +313,17 @@ class SearchPilot(Pilot):
     def __init__(self, policy, opponent_model, config: GameConfig | None = None,
                  horizon: int = HORIZON, samples: int = SAMPLES, seed: int = 0,
                  name: str = "search", identity: str = "", adaptive: bool = False,
-                 jitter: float = 0.0):
+                 jitter: float = 0.0, margin: float = 0.0):
         if not isinstance(horizon, (int, np.integer)) or horizon < 1:
             raise ValueError(f"horizon={horizon!r} is invalid: must be an integer >= 1 "
                              "(decisions per rollout)")
         if not isinstance(samples, (int, np.integer)) or samples < 1:
             raise ValueError(f"samples={samples!r} is invalid: must be an integer >= 1 "
                              "(rollouts per action)")
-        if not 0 <= jitter < 1:
-            raise ValueError(f"jitter={jitter!r} is invalid: must be from 0 up to (not "
-                             "including) 1, the share of random moves")
+        for name, value in (("jitter", jitter), ("margin", margin)):
+            (low, high), what = REAL_SETTINGS[name]
+            if not low <= value <= high or (name == "jitter" and value == high):
+                raise ValueError(f"{name}={value!r} is invalid: must be {what}")
         self._logits = getattr(getattr(policy, "agent", None), "action_logits", None)
         if samples > 1 and self._logits is None and jitter == 0:
             raise ValueError(f"{name}: the samples of a pilot that is not a PPO model are all "
@@ -328,6 +340,9 @@ class SearchPilot(Pilot):
         self.horizon = int(horizon)
         self.samples = int(samples)
         self.jitter = float(jitter)
+        # The policy's own move stands unless another's mean ending beats it by more than this:
+        # with few samples most differences are chance, and a teacher should not teach them.
+        self.margin = float(margin)
         self.seed = int(seed)
         self.name = name
         self.identity = identity or name
@@ -363,7 +378,8 @@ class SearchPilot(Pilot):
         value = self.action_values(rows)
         self.last_values = value.copy()  # what it made of each action, for a look inside
         self.last_rows = rows
-        value[np.arange(rows.size), own[rows]] += 1e-3  # ties: keep the policy's action
+        # Ties, and differences within the margin: keep the policy's action.
+        value[np.arange(rows.size), own[rows]] += self.margin + 1e-3
         value[obs[rows, OBS_MASK:OBS_MASK + self.actions] < 0.5] = -np.inf  # masked actions
         chosen = own.copy()
         chosen[rows] = value.argmax(axis=1)

@@ -308,20 +308,22 @@ def search_pilot(policy_spec: str, config: GameConfig | None = None, seed: int =
                                         device=device))
         except ValueError as exc:
             raise ValueError(f"player {full!r}, its opponent model: {exc}") from None
-    settings = {"samples": plan.samples if plan.samples is not None else samples,
-                "horizon": plan.horizon if plan.horizon is not None else horizon,
-                "jitter": plan.jitter if plan.jitter is not None else
-                (0.0 if learned else JITTER)}
+    defaults = {"samples": SAMPLES, "horizon": HORIZON, "jitter": 0.0 if learned else JITTER,
+                "margin": 0.0}
+    given = {"samples": plan.samples if plan.samples is not None else samples,
+             "horizon": plan.horizon if plan.horizon is not None else horizon,
+             "jitter": plan.jitter, "margin": plan.margin}
+    settings = {key: defaults[key] if value is None else value for key, value in given.items()}
     # Settings other than the defaults are part of who the planner is: ratings key on them.
     shown = "".join(f"@{key}={value:g}" for key, value in settings.items()
-                    if value != {"samples": SAMPLES, "horizon": HORIZON,
-                                 "jitter": 0.0 if learned else JITTER}[key])
+                    if value != defaults[key])
     identity = f"{prefix}{policy.identity}+{'+'.join(o.identity for o in opponents)}{shown}"
     name = f"{prefix}{policy.name}" + "".join(f"+{o.name}" for o in opponents if plan.models) \
         + shown
     try:
         return SearchPilot(policy, opponents, config, int(settings["horizon"]),
                            int(settings["samples"]), seed, name=name, identity=identity,
-                           adaptive=adaptive, jitter=float(settings["jitter"]))
+                           adaptive=adaptive, jitter=float(settings["jitter"]),
+                           margin=float(settings["margin"]))
     except ValueError as exc:
         raise ValueError(f"player {full!r}: {exc}") from None

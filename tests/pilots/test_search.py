@@ -353,3 +353,26 @@ def test_the_improved_policy_of_a_hand_made_group_hard_and_soft():
     assert np.allclose(soft[0, [0, 1, 2, 3, 5]], expected / expected.sum())
     flat = improved_policy(values, valid, 1000.0)
     assert np.allclose(flat[0, valid[0]], 1 / 5, atol=1e-3)
+
+
+def test_a_margin_keeps_the_policys_move_unless_another_is_clearly_better():
+    """@margin=M: another action replaces the policy's only when its mean ending is better by
+    more than M. A margin beyond the values' range plays the policy's games exactly; a
+    moderate one overrides fewer moves than none, on the same positions."""
+    spec = "search:heuristic:hard+heuristic:hard@samples=4@horizon=30"
+    alone = play_match(make_pilot("heuristic:hard", CFG), "heuristic:hard", 4, seed=77)
+    stubborn = play_match(make_pilot(spec + "@margin=2", CFG), "heuristic:hard", 4, seed=77)
+    assert [(g.frames, g.real_winner) for g in stubborn.games] == \
+        [(g.frames, g.real_winner) for g in alone.games]
+    games = engine.GameBatch(16, CFG)
+    games.reset(seeds=np.arange(900, 916))
+    hard = HeuristicPilot("hard", CFG)
+    for _ in range(30):
+        games.step(np.stack([hard.act(games.observe()[:, k]) for k in (0, 1)], axis=1))
+    obs = games.observe()[:, 0]
+    overrides = []
+    for margin in (0.0, 0.25):
+        planner = make_pilot(f"{spec}@margin={margin}", CFG)
+        planner.attach(games, 0)
+        overrides.append(int((planner.act(obs) != hard.act(obs)).sum()))
+    assert overrides[0] > overrides[1], overrides
