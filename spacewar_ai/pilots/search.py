@@ -320,10 +320,10 @@ class SearchPilot(Pilot):
         if not isinstance(samples, (int, np.integer)) or samples < 1:
             raise ValueError(f"samples={samples!r} is invalid: must be an integer >= 1 "
                              "(rollouts per action)")
-        for name, value in (("jitter", jitter), ("margin", margin)):
-            (low, high), what = REAL_SETTINGS[name]
-            if not low <= value <= high or (name == "jitter" and value == high):
-                raise ValueError(f"{name}={value!r} is invalid: must be {what}")
+        for setting, value in (("jitter", jitter), ("margin", margin)):
+            (low, high), what = REAL_SETTINGS[setting]
+            if not low <= value <= high or (setting == "jitter" and value == high):
+                raise ValueError(f"{setting}={value!r} is invalid: must be {what}")
         self._logits = getattr(getattr(policy, "agent", None), "action_logits", None)
         if samples > 1 and self._logits is None and jitter == 0:
             raise ValueError(f"{name}: the samples of a pilot that is not a PPO model are all "
