@@ -263,3 +263,16 @@ def test_network_exit_runs_its_rounds_and_reports_each(tmp_path):
     assert rows[1]["teacher"] == "search:ppo:exit/round1.pt+heuristic:hard@samples=1@horizon=10"
     assert rows[1]["aggregate"] > rows[0]["aggregate"] > 0
     assert (tmp_path / "exit" / "round2.pt").is_file() and "| 2 |" in run.stdout
+
+
+@pytest.mark.slow
+def test_web_load_bursts_uploads_over_the_limit_and_all_are_refused(tmp_path):
+    pytest.importorskip("uvicorn")
+    pytest.importorskip("onnx")
+    out = _script(tmp_path, "web_load", "--players", "1", "--watchers", "0", "--seconds", "8",
+                  "--submit-every", "3", "--burst", "6")
+    figures = dict(line.split(None, 1) for line in out.stdout.splitlines()[1:])
+    # Every upload of the burst refused (the visitor used its one submission), while the
+    # regular stream, each from an address of its own, was taken.
+    assert figures["burst_refused"] == "6 of 6" and int(figures["submissions"]) >= 2
+    assert float(figures["burst_answer_ms_max"].replace(",", "")) > 0
