@@ -25,6 +25,7 @@ import numpy as np
 
 from ..game.engine import OBS_MASK
 from ..game.pilot import Pilot
+from ..util.files import printable
 
 NEG_INF = -1e9
 
@@ -84,7 +85,7 @@ class OnnxPilot(Pilot):
         inputs = self.session.get_inputs()
         self.input = inputs[0].name
         self.one_row = inputs[0].shape[0] == 1  # a model exported for a batch of one
-        self.name = f"onnx:{path.name}"
+        self.name = printable(f"onnx:{path.name}", 120)  # the file's name is its author's
         self.identity = identity
         self.n_actions = int(n_actions)
         self.decision_seconds: float | None = None
@@ -273,7 +274,7 @@ class SB3Pilot(Pilot):
         except Exception as exc:  # SB3 raises many kinds on a wrong or partial file
             raise ValueError(f"player {spec!r}: {cls.__name__} could not load it "
                              f"({type(exc).__name__})") from None
-        self.name = f"sb3:{path.stem}"
+        self.name = printable(f"sb3:{path.stem}", 120)
         self.identity = identity
         self.recurrent = hasattr(self.model.policy, "lstm_hidden_state_shape")
         self._lstm = None  # (h, c) of the actor, one row per game

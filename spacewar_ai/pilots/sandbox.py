@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from ..game.pilot import Pilot
+from ..util.files import printable
 from ..util.processes import child_command
 
 ALLOWED_BUILTINS = ("abs", "min", "max", "len", "range", "sum", "round", "enumerate", "zip",
@@ -262,7 +263,8 @@ class StrategyPilot(Pilot):
                  load_ops: int = LOAD_OPS):
         self.path = Path(path)
         self.source = source if source is not None else load_strategy_file(self.path)
-        self.name = name or f"strategy:{self.path.name}"
+        # A file's name is its author's choice: one printable line wherever it is shown.
+        self.name = printable(name or f"strategy:{self.path.name}", 120)
         self.identity = identity or self.name
         self.hard_ms = float(hard_ms)
         self.load_ms = float(load_ms)
@@ -437,13 +439,6 @@ class StrategyPilot(Pilot):
         if tracked:
             self._dead[row] = True
             self.forfeit_reason[row] = reason
-
-
-def printable(text: str, limit: int = 200) -> str:
-    """`text` as one line a terminal shows as it is: control characters (escapes, bells, line
-    breaks) as `\\xNN` or `\\uNNNN`, cut to `limit` characters with "..." where cut."""
-    out = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(text)[:4 * limit])
-    return out if len(out) <= limit else out[:limit - 3] + "..."
 
 
 def _frame(payload: bytes) -> bytes:

@@ -72,3 +72,10 @@ def hide_paths(text: str) -> str:
     """`text` with every absolute path shortened to its last part, for words a visitor reads:
     a file's name helps them, where it lies on the server does not concern them."""
     return _ABSOLUTE.sub(lambda m: m.group(1), str(text))
+
+
+def printable(text: str, limit: int = 200) -> str:
+    """`text` as one line a terminal shows as it is: control characters (escapes, bells, line
+    breaks) as `\\xNN` or `\\uNNNN`, cut to `limit` characters with "..." where cut."""
+    out = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(text)[:4 * limit])
+    return out if len(out) <= limit else out[:limit - 3] + "..."

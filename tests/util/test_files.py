@@ -74,3 +74,11 @@ def test_words_for_a_visitor_show_a_file_by_its_name_alone():
             "'/home/u/x.toml' and runs/replays/a.json at 1/50 s, from ~/notes/a.txt")
     assert hide_paths(said) == ("player 'onnx:6-ab.onnx': not readable; see 'x.toml' and "
                                 "runs/replays/a.json at 1/50 s, from ~/notes/a.txt")
+
+
+def test_printable_text_is_one_short_line_a_terminal_shows_as_it_is():
+    from spacewar_ai.util.files import printable
+
+    assert printable("KeyError: '\x1b[2J\x07boom'\nnext") == "KeyError: '\\x1b[2J\\x07boom'\\nnext"
+    assert printable("x" * 500) == "x" * 197 + "..." and printable("ok é") == "ok é"
+    assert printable("strategy:\x1b]0;owned\x07.py", 120) == "strategy:\\x1b]0;owned\\x07.py"
