@@ -83,7 +83,7 @@ def _online(cfg: RunConfig, start_from, champion, resume, ratings_file, render, 
             print(f"LLM-guided exploration actions: {guide.used:,}")
             guide.close()
         model = trainer.opponent_model
-        print(planner_command(trainer.run_dir, cfg.train.algorithm, cfg.train.eval_opponent,
+        print(planner_command(trainer.run_dir, cfg.train.eval_opponent,
                               model.accuracy if model is not None and model.decisions else None))
 
 

@@ -678,7 +678,7 @@ class Trainer:
 PLAN_GAMES = 40  # the printed command's games: a first look, not a figure
 
 
-def planner_command(run_dir: str | Path, algorithm: str, eval_opponent: str,
+def planner_command(run_dir: str | Path, eval_opponent: str,
                     accuracy: float | None = None) -> str:
     """The line that tells a user how to play what a run trained with a lookahead (search.py),
     or why there is nothing to plan with yet. Printed at the end of every run, Ctrl-C included.

@@ -423,7 +423,7 @@ def test_the_planner_command_is_printed_whenever_a_model_exists(tmp_path, capsys
     assert "shipped model of heuristic:hard" in line
     empty = tmp_path / "none"
     empty.mkdir()
-    why = planner_command(empty, "ppo", "heuristic:hard")
+    why = planner_command(empty, "heuristic:hard")
     assert "no best.pt" in why and "--resume" in why
 
 
