@@ -12,6 +12,7 @@ not started.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -83,10 +84,8 @@ def main(pid: int) -> None:
         time.sleep(INTERVAL)
     for child, begun in known.items():
         if alive(child, begun):
-            try:
+            with contextlib.suppress(OSError):  # ended between the look and the kill
                 os.kill(child, signal.SIGKILL)
-            except OSError:
-                pass
 
 
 if __name__ == "__main__":
