@@ -373,11 +373,12 @@ class SearchPilot(Pilot):
             self.learner.see(batch, self._sides)
         own = np.asarray(self.policy.act(obs), dtype=np.int64).reshape(-1)
         rows = np.flatnonzero(batch.game_i[:, OVER] == 0)
+        self.last_rows = rows  # read with last_values (dagger.Labelled): never a stale pair
         if rows.size == 0:
+            self.last_values = np.zeros((0, self.actions))
             return own
         value = self.action_values(rows)
         self.last_values = value.copy()  # what it made of each action, for a look inside
-        self.last_rows = rows
         # Ties, and differences within the margin: keep the policy's action.
         value[np.arange(rows.size), own[rows]] += self.margin + 1e-3
         value[obs[rows, OBS_MASK:OBS_MASK + self.actions] < 0.5] = -np.inf  # masked actions

@@ -146,14 +146,15 @@ def play_round(make_lm, opponents: tuple, teacher: str, games: int, seed: int,
                 episode = recorder.episode(g, ship)
                 flyer = a if ship == result.games[g].a_side else b
                 labels = np.full(len(steps) + 1, -1, dtype=np.int64)
-                # Every episode has the same infos (a dataset's schema); the opponent's none.
-                policy = np.zeros((len(steps) + 1, config.num_actions), np.float32)
                 if isinstance(flyer, Labelled):
                     labels[:-1] = [flyer.labels[t][g] for t in steps]
-                    if flyer.policies:
-                        policy[:-1] = [flyer.policies[t][g] for t in steps]
                 episode["infos"][TEACHER_KEY] = labels
                 if temperature > 0:
+                    # Every episode has the same infos (a dataset's schema); the opponent's
+                    # policy rows stay zero.
+                    policy = np.zeros((len(steps) + 1, config.num_actions), np.float32)
+                    if isinstance(flyer, Labelled):
+                        policy[:-1] = [flyer.policies[t][g] for t in steps]
                     episode["infos"][POLICY_KEY] = policy
                 pair.append(episode)
             episodes.append(pair)

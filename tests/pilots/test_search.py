@@ -219,11 +219,7 @@ def test_the_defaults_and_a_mix_of_models():
     assert learned.jitter == 0.0 and learned.identity.endswith("@horizon=20")
     assert make_pilot("search:pretrained@samples=8", CFG).identity == \
         make_pilot("search:pretrained", CFG).identity  # a default named is still the default
-    game = engine.GameBatch(1, CFG)
-    game.reset(seeds=np.array([123]))
-    for _ in range(40):  # into the fight, where the forecast of the opponent matters
-        game.step(np.stack([HeuristicPilot("hard", CFG).act(game.observe()[:, k])
-                            for k in (0, 1)], axis=1))
+    game = _in_the_fight([123], 40)  # where the forecast of the opponent matters
 
     def values(models):
         planner = make_pilot(f"search:heuristic:hard+{models}@samples=2@horizon=40", CFG)
@@ -240,9 +236,19 @@ def test_the_defaults_and_a_mix_of_models():
                                        CFG).models] == ["heuristic:hard", "idle"]
 
 
-def test_the_planner_over_a_scripted_pilot_plays_in_every_mode(tmp_path):
-    """The same spec in SpacewarEnv (as the opponent), a tournament's pairing and the
-    evaluation's match: wherever a game tells the pilot its state."""
+def _in_the_fight(seeds, decisions: int) -> engine.GameBatch:
+    """Games of the hard pilot against itself, `decisions` decisions in."""
+    games = engine.GameBatch(len(seeds), CFG)
+    games.reset(seeds=np.asarray(list(seeds)))
+    hard = HeuristicPilot("hard", CFG)
+    for _ in range(decisions):
+        games.step(np.stack([hard.act(games.observe()[:, k]) for k in (0, 1)], axis=1))
+    return games
+
+
+def test_the_planner_over_a_scripted_pilot_plans_as_spacewar_envs_opponent():
+    """The spec as SpacewarEnv's opponent (the Gymnasium door): the env tells it its game, and
+    it plans there (matches are the other tests')."""
     spec = "search:heuristic:hard+heuristic:hard@samples=2@horizon=20"
     env = SpacewarEnv(CFG, opponent=spec)
     env.reset(seed=5)
@@ -364,11 +370,8 @@ def test_a_margin_keeps_the_policys_move_unless_another_is_clearly_better():
     stubborn = play_match(make_pilot(spec + "@margin=2", CFG), "heuristic:hard", 4, seed=77)
     assert [(g.frames, g.real_winner) for g in stubborn.games] == \
         [(g.frames, g.real_winner) for g in alone.games]
-    games = engine.GameBatch(16, CFG)
-    games.reset(seeds=np.arange(900, 916))
+    games = _in_the_fight(range(900, 916), 30)
     hard = HeuristicPilot("hard", CFG)
-    for _ in range(30):
-        games.step(np.stack([hard.act(games.observe()[:, k]) for k in (0, 1)], axis=1))
     obs = games.observe()[:, 0]
     overrides = []
     for margin in (0.0, 0.25):
