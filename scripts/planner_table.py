@@ -35,7 +35,7 @@ PLANNERS = (
     f"search:{HARD}+{HARD}",
     f"search:{HARD}+{HARD}@horizon=120",
     f"search:{HARD}+{HARD}@samples=16",
-    f"search:heuristic:medium+heuristic:medium",
+    "search:heuristic:medium+heuristic:medium",
     f"search:{HARD}+{HARD}+heuristic:medium+pretrained",
     f"search:{HARD}",
     f"adapt:{HARD}",

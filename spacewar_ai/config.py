@@ -622,6 +622,13 @@ class TrainConfig(_Serializable):
     # default, the learner only updating; 0: the learner plays them itself.
     rollout_workers: int = 0
 
+    def named(self, kind: str, seed: int | None = None) -> str:
+        """The run's name: run_name, else KIND-sSEED-YYYYmmdd-HHMMSS (every training run's)."""
+        import time
+
+        seed = self.seed if seed is None else seed
+        return self.run_name or f"{kind}-s{seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+
     def __post_init__(self) -> None:
         _require(self.algorithm in ALGORITHMS, "TrainConfig", "algorithm", self.algorithm,
                  f"must be one of {', '.join(ALGORITHMS)}")

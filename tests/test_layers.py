@@ -151,3 +151,41 @@ def test_the_check_catches_a_test_only_module_that_breaks_the_rule(source, kind)
         sources["spacewar_ai.game.engine"] += "\ndef _f():\n    import spacewar_ai.game.test_only\n"
         assert cycles(import_graph(sources)) == [["spacewar_ai.game.engine",
                                                   "spacewar_ai.game.test_only"]]
+
+
+# What a module would test spec text for, were it reading specs itself (pilots/spec.py's kinds).
+SPEC_PREFIXES = ("search:", "adapt:", "strategy:", "onnx:", "sb3:", "lm:", "ppo:", "dqn:",
+                 "heuristic")
+TEXT_TESTS = {"startswith", "endswith", "removeprefix", "partition", "split", "find", "index"}
+
+
+def spec_text_tests(source: str) -> list[int]:
+    """The lines that test or cut a string for a pilot spec's prefix: `.startswith("search:")`,
+    `.removeprefix("adapt:")`, `"lm:" in spec`, `spec == "strategy:..."`."""
+    def is_prefix(node) -> bool:
+        values = node.elts if isinstance(node, ast.Tuple) else [node]
+        return any(isinstance(v, ast.Constant) and isinstance(v.value, str)
+                   and v.value.lower().startswith(SPEC_PREFIXES) for v in values)
+
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in TEXT_TESTS and any(map(is_prefix, node.args)):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.Compare) and any(map(is_prefix, [node.left, *node.comparators])):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_no_module_outside_pilots_reads_spec_text():
+    """Spec text becomes a `Spec` (pilots/spec.py) at the door; below it, code asks the value."""
+    found = {name: lines for name, source in module_sources().items()
+             if not name.startswith("spacewar_ai.pilots") and (lines := spec_text_tests(source))}
+    assert found == {}
+
+
+@pytest.mark.parametrize("line", ['spec.lower().startswith(("onnx:", "sb3:"))',
+                                  'spec.removeprefix("search:")', '"lm:" in spec[:3]',
+                                  'kind = spec.partition("adapt:")'])
+def test_the_spec_scan_catches_a_module_that_reads_spec_text(line):
+    assert spec_text_tests(f"def f(spec):\n    {line}\n") == [2]

@@ -13,7 +13,6 @@ import torch.nn.functional as F
 from ..config import GameConfig, PPOConfig
 from .base import NEG_INF, BaseAgent, _mlp, sample_actions, soft_cross_entropy
 
-
 # The rollout buffers, as a worker hands them over (take_rollout) and a learner takes them in.
 ROLLOUT_FIELDS = ("obs", "raw", "mask", "actions", "logprobs", "rewards", "dones", "values")
 

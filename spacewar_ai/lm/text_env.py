@@ -36,8 +36,8 @@ import numpy as np
 from gymnasium import spaces
 
 from ..game.environment import SpacewarEnv
-from .view import preamble as preamble_text
 from .view import VIEWS, situation, valid_actions
+from .view import preamble as preamble_text
 
 NUMBER = re.compile(r"-?\d+")
 MAX_PROMPT = 1024  # characters; prompts are a few hundred

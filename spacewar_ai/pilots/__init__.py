@@ -3,7 +3,8 @@ any of them (specs.py; its docstring is the table of specs).
 
 | module | what it holds |
 |---|---|
-| specs.py | `make_pilot`, the spec language, the files a spec names, `AgentPilot` (a network flying) |
+| spec.py | `Spec`, `parse_spec` (the one parser of spec text), `check_spec` (no pilot built) |
+| specs.py | `make_pilot` (a Spec or its text to a pilot), the files a spec names, `AgentPilot` |
 | scripted.py | idle, random, heuristic easy / medium / hard |
 | search.py | `search:` and `adapt:`, a network planning ahead with a model of its opponent |
 | sandbox.py, sandbox_child.py | `strategy:PATH.py`, a strategy file checked and run in a child process |
@@ -18,16 +19,19 @@ from .specs import (
     AgentPilot,
     CallablePilot,
     Pilot,
+    Spec,
     absolute_spec,
+    check_spec,
     file_identity,
     is_scripted,
     make_pilot,
     map_spec_files,
+    parse_spec,
     path_label,
     spec_files,
     spec_path,
 )
 
-__all__ = ["PRETRAINED_PATH", "SPEC_HELP", "AgentPilot", "CallablePilot", "Pilot",
-           "absolute_spec", "file_identity", "is_scripted", "make_pilot", "map_spec_files",
-           "path_label", "spec_files", "spec_path"]
+__all__ = ["PRETRAINED_PATH", "SPEC_HELP", "AgentPilot", "CallablePilot", "Pilot", "Spec",
+           "absolute_spec", "check_spec", "file_identity", "is_scripted", "make_pilot",
+           "map_spec_files", "parse_spec", "path_label", "spec_files", "spec_path"]

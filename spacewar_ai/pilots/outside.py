@@ -36,11 +36,10 @@ def _masked_argmax(scores: np.ndarray, obs: np.ndarray) -> np.ndarray:
     return np.where(mask, scores, NEG_INF).argmax(1).astype(np.int64)
 
 
-def _file(spec: str, prefix: str, what: str) -> Path:
-    path = Path(spec[len(prefix):])
-    if not path.is_file():
-        raise ValueError(f"player {spec!r}: no such {what} file {path}")
-    return path
+def _file(spec: str) -> Path:
+    from .spec import outside_file, parse_spec
+
+    return outside_file(parse_spec(spec))
 
 
 class OnnxPilot(Pilot):
@@ -66,7 +65,7 @@ class OnnxPilot(Pilot):
         except ImportError:
             raise ValueError(f"player {spec!r}: ONNX models need onnxruntime: pip install -e "
                              "\".[onnx]\"") from None
-        path = _file(spec, "onnx:", "ONNX")
+        path = _file(spec)
         data = path.read_bytes()
         problems = _problems(data)
         options = ort.SessionOptions()
@@ -267,7 +266,7 @@ class SB3Pilot(Pilot):
         except ImportError:
             raise ValueError(f"player {spec!r}: SB3 models need stable-baselines3: pip install "
                              "-e \".[ecosystem]\"") from None
-        path = _file(spec, "sb3:", "model")
+        path = _file(spec)
         cls = _sb3_class(path, spec)
         try:
             self.model = cls.load(str(path), device="cpu")
@@ -321,6 +320,6 @@ class SB3Pilot(Pilot):
         return dist.distribution.logits.numpy()
 
 
-def outside_pilot(spec: str, identity: str):
-    """The pilot an `onnx:` or `sb3:` spec names."""
-    return (OnnxPilot if spec.lower().startswith("onnx:") else SB3Pilot)(spec, identity)
+def outside_pilot(spec, identity: str):
+    """The pilot an `onnx:` or `sb3:` Spec names."""
+    return (OnnxPilot if spec.kind == "onnx" else SB3Pilot)(spec.text, identity)

@@ -31,7 +31,7 @@ The settings follow the spec after `@`, one `@name=value` each:
 60 decisions; jitter 0 for a PPO SPEC (its samples come from its policy) and 0.05 for any other
 (whose samples would otherwise all be one game); margin 0: the best action is played, SPEC's own
 on a tie (`@margin=0.25`: SPEC's own unless another's mean ending is better by over 0.25, a
-quieter teacher for expert iteration). `PlannerSpec` is the parsed spec.
+quieter teacher for expert iteration). spec.py parses the spec into a `Spec`.
 
 `adapt:SPEC[+MODEL]` is the same planner whose model of the opponent learns the opponent it
 actually meets (`OpponentLearner`): after every decision it reads from the game what the
@@ -56,19 +56,14 @@ size, so a game played in batches of different sizes may (rarely) see a near-tie
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..config import GameConfig
 from ..game import engine
 from ..game.engine import FRAME, OBS_MASK, OVER, REAL_WINNER, WINNER, Action, GameBatch
 from ..game.pilot import Pilot
-from ..util.files import SHIPPED_DIR
+from .spec import OPPONENT_MODEL_PATH, REAL_SETTINGS  # noqa: F401 (OPPONENT_MODEL_PATH: its old home)
 
-SEARCH_PREFIX = "search:"
-ADAPT_PREFIX = "adapt:"
-OPPONENT_MODEL_PATH = SHIPPED_DIR / "hard_model.pt"
 # What a copy's ending is worth. Only torpedo wins count (as in every table), so an ending that
 # is neither that nor a loss sits a little below a game still open, which may yet be won.
 WIN, LOSS, DRAW = 1.0, -1.0, -0.2
@@ -77,112 +72,6 @@ SAMPLES = 8  # rollouts per action
 # A deterministic rollout pilot's samples are all one game unless something perturbs them; this
 # share of random moves is enough to make them differ and little enough to keep its play.
 JITTER = 0.05
-PLANNER_SETTINGS = ("samples", "horizon", "jitter", "margin")
-# Real-valued settings: their ranges, and what they are.
-REAL_SETTINGS = {"jitter": ((0.0, 1.0), "from 0 up to (not including) 1, the share of random "
-                                        "moves"),
-                 "margin": ((0.0, 2.0), "from 0 to 2, how much better than the policy's own "
-                                        "move another must be, in mean endings (-1 to 1)")}
-
-
-@dataclass(frozen=True)
-class PlannerSpec:
-    """A `search:` or `adapt:` spec as a value: the rollout pilot's spec, the opponent models'
-    specs (empty: the default model), and the settings the spec gave (None: the default)."""
-
-    adaptive: bool
-    policy: str
-    models: tuple[str, ...]
-    samples: int | None = None
-    horizon: int | None = None
-    jitter: float | None = None
-    margin: float | None = None
-
-    @property
-    def prefix(self) -> str:
-        return ADAPT_PREFIX if self.adaptive else SEARCH_PREFIX
-
-    def settings_text(self) -> str:
-        """The settings the spec gave, as they are written after the parts."""
-        return "".join(f"@{key}={getattr(self, key):g}" for key in PLANNER_SETTINGS
-                       if getattr(self, key) is not None)
-
-    def __str__(self) -> str:
-        return self.prefix + "+".join((self.policy, *self.models)) + self.settings_text()
-
-
-def is_planner_spec(spec) -> bool:
-    return isinstance(spec, str) and spec.strip().lower().startswith((SEARCH_PREFIX, ADAPT_PREFIX))
-
-
-def planner_parts(spec: str) -> tuple[str, list[str], str]:
-    """(`search` or `adapt`, the parts between '+', the settings' text "@name=value...") of a
-    planner's spec, split as parse_planner splits it but unchecked: for code that maps or
-    checks the files the parts name before the spec is parsed."""
-    prefix, _, rest = spec.strip().partition(":")
-    parts = rest.split("@")
-    settings = ""
-    while len(parts) > 1 and "=" in parts[-1]:
-        settings = "@" + parts.pop() + settings
-    return prefix.lower(), "@".join(parts).split("+"), settings
-
-
-def parse_planner(spec: str) -> PlannerSpec:
-    """`search:POLICY[+MODEL...][@name=value...]` (or `adapt:`) as a PlannerSpec, checked
-    without building anything: a ValueError names the spec and the fix. An empty POLICY is
-    `pretrained`. `@` parts that are not `name=value` stay with the part they follow (an lm:
-    pilot's `@bf16`)."""
-    text = spec.strip()
-    prefix, parts, given = planner_parts(text)
-    adaptive = prefix == "adapt"
-    settings: dict[str, float] = {}
-    for item in reversed(given.split("@")[1:]):
-        name, _, value = item.partition("=")
-        name = name.strip().lower()
-        if name not in PLANNER_SETTINGS:
-            raise ValueError(f"player {text!r}: unknown setting {name!r} after @; the settings "
-                             "are samples, horizon, jitter and margin, e.g. "
-                             f"{prefix}:heuristic:hard+heuristic:hard@samples=8@horizon=60")
-        if name in settings:
-            raise ValueError(f"player {text!r}: {name} is set twice; give it once")
-        try:
-            number = float(value) if name in REAL_SETTINGS else int(value)
-        except ValueError:
-            number = None
-        if name in REAL_SETTINGS:
-            (low, high), what = REAL_SETTINGS[name]
-            if number is None or not low <= number <= high or (name == "jitter"
-                                                                and number == high):
-                raise ValueError(f"player {text!r}: {name}={value!r} is invalid: must be a "
-                                 f"number {what}")
-        elif number is None or number < 1:
-            what = "rollouts per action" if name == "samples" else "decisions per rollout"
-            raise ValueError(f"player {text!r}: {name}={value!r} is invalid: must be an "
-                             f"integer >= 1 ({what})")
-        settings[name] = number
-    policy, *models = parts
-    policy = policy.strip() or "pretrained"
-    models = [m.strip() for m in models]
-    if any(not m for m in models):
-        raise ValueError(f"player {text!r}: nothing after '+'; name the opponent model (any "
-                         "pilot a planner can fly: heuristic:hard, pretrained, a checkpoint "
-                         "path, ...) or drop the '+' to plan with the policy's own run's model "
-                         "(else the shipped model of the hard pilot)")
-    for part in (policy, *models):
-        if is_planner_spec(part):
-            raise ValueError(f"player {text!r}: a planner cannot plan over another planner")
-        low = part.lower()
-        if low.startswith(("strategy:", "lm:")):
-            kind = "a strategy file" if low.startswith("strategy:") else "a language model"
-            raise ValueError(f"player {text!r}: {part!r} is {kind}, which answers a few "
-                             "games at a time; a planner flies thousands of copies a "
-                             "decision: plan over a scripted pilot or a network, or clone it "
-                             f"into one with --algorithm ppo --warm-start {part} --timesteps 0")
-    if adaptive and len(models) > 1:
-        raise ValueError(f"player {text!r}: adapt: learns one model of the opponent; name one "
-                         "after '+' (a mix is for search:)")
-    return PlannerSpec(adaptive, policy, tuple(models), settings.get("samples"),
-                       settings.get("horizon"), settings.get("jitter"), settings.get("margin"))
 
 
 def ending_value(killer: np.ndarray, survivor: np.ndarray, side: np.ndarray) -> np.ndarray:

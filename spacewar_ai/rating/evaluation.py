@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..config import GameConfig
+from ..pilots.spec import parse_spec
 from ..pilots.specs import make_pilot
-from .match import check_ray_match, play_match, play_match_on_ray, report, wilson_interval
+from .match import check_ray_match, play_match, ray_match, report, wilson_interval
 from .ratings import Entrant, Results, standings
 
 
@@ -24,37 +25,41 @@ def evaluate(spec: str, opponent: str = "heuristic:hard", episodes: int = 200, s
     by one and drawn instead. keep_actions=k saves k games as replays; `results` names a file
     that every game's GameResult is added to, as JSON lines. `ray_address` plays the games as
     Ray tasks ("" for Ray on this machine): the same games, spread. Returns the figures, the match and
-    both pilots."""
+    both players as (spec, name, identity)."""
     from ..util.progress import Progress
 
     config = config if config is not None else GameConfig()
-    player = make_pilot(spec, config, seed, deterministic)
-    opp = make_pilot(opponent, config, seed + 1)
-    try:
-        if render or recorder is not None:
-            for k, info in enumerate(watch_games(player, opp, episodes, seed, config,
-                                                 recorder=recorder)):
-                print(describe_game(k, info, (player.name, opp.name)))
-            written = recorder.close() if recorder is not None else None
-            if written is not None:
-                print(f"recorded {recorder.frames} frames to {written}")
-            return {}
-        games = episodes
-        if ray_address is not None:
-            from .cluster import connect
+    # The door: text becomes a Spec here, once; a pilot object passes as it is.
+    spec, opponent = (parse_spec(x) if isinstance(x, str) else x for x in (spec, opponent))
+    if ray_address is not None and not (render or recorder is not None):
+        from .cluster import connect
 
-            check_ray_match(spec, opponent, games)  # refused before Ray starts
-            connect(ray_address or None)
-        with Progress(games, label, "game", quiet) as progress:
-            if ray_address is None:
-                r = play_match(player, opp, games, seed, config, keep_actions=keep_actions,
+        check_ray_match(spec, opponent, episodes)  # refused before Ray starts
+        connect(ray_address or None)
+        with Progress(episodes, label, "game", quiet) as progress:
+            r = ray_match(spec, opponent, episodes, seed, config, ray_address, deterministic,
+                          keep_actions, progress)
+        # The workers built the pilots; their names and identities came back with the games.
+        players = [(spec, r.name_a, r.identity_a), (opponent, r.name_b, r.identity_b)]
+    else:
+        player = make_pilot(spec, config, seed, deterministic)
+        opp = make_pilot(opponent, config, seed + 1)
+        try:
+            if render or recorder is not None:
+                for k, info in enumerate(watch_games(player, opp, episodes, seed, config,
+                                                     recorder=recorder)):
+                    print(describe_game(k, info, (player.name, opp.name)))
+                written = recorder.close() if recorder is not None else None
+                if written is not None:
+                    print(f"recorded {recorder.frames} frames to {written}")
+                return {}
+            with Progress(episodes, label, "game", quiet) as progress:
+                r = play_match(player, opp, episodes, seed, config, keep_actions=keep_actions,
                                progress=progress)
-            else:
-                r = play_match_on_ray(spec, opponent, games, seed, config, ray_address,
-                                      deterministic, keep_actions, progress)
-    finally:
-        for pilot in (player, opp):
-            pilot.close()
+        finally:
+            for pilot in (player, opp):
+                pilot.close()
+        players = [(spec, player.name, player.identity), (opponent, opp.name, opp.identity)]
     print(report(r))
     if results:
         r.write_jsonl(results)
@@ -65,14 +70,14 @@ def evaluate(spec: str, opponent: str = "heuristic:hard", episodes: int = 200, s
         saved = save_match_replays(r, config, "evaluate")
         print(f"  saved {len(saved)} replays under {saved[0].parent if saved else 'runs/replays'}")
     if ratings is not None:
-        result = Results([Entrant(s, p.name, p.identity)
-                          for s, p in ((spec, player), (opponent, opp))], [(0, 1, r)])
+        result = Results([Entrant(str(s), name, identity) for s, name, identity in players],
+                         [(0, 1, r)])
         ratings.add(result, standings(result), "evaluation")
         print(f"  added to ratings: {ratings.path}")
     return {"wins": r.wins_a, "losses": r.wins_b, "draws": r.draws, "games": r.n,
             "win_rate": r.win_rate_a(), "ci": wilson_interval(r.wins_a, r.n),
             "causes_a": r.causes("a"), "causes_b": r.causes("b"),
-            "mean_frames": r.mean_frames(), "match": r, "players": [(spec, player), (opponent, opp)]}
+            "mean_frames": r.mean_frames(), "match": r, "players": players}
 
 
 def watch_games(pilot_a, pilot_b, games: int = 1, seed: int = 0,

@@ -21,6 +21,7 @@ from ..config import GameConfig, RewardConfig
 from ..game import engine
 from ..game.engine import DeathCause, GameBatch
 from ..game.replays import state_hash
+from ..pilots.spec import parse_spec
 from ..pilots.specs import make_pilot
 
 
@@ -146,6 +147,10 @@ class MatchResult:
     name_a: str
     name_b: str
     games: list[GameResult] = field(default_factory=list)
+    # Who played (Pilot.identity, what ratings key on), for a match whose pilots were built
+    # elsewhere (Ray workers).
+    identity_a: str = ""
+    identity_b: str = ""
 
     @property
     def n(self) -> int:
@@ -290,7 +295,7 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
         active &= batch.game_i[:, engine.OVER] == 0
         if progress is not None:
             progress.update(running - int(active.sum()))
-    result = MatchResult(a.name, b.name)
+    result = MatchResult(a.name, b.name, identity_a=a.identity, identity_b=b.identity)
     gi, si, sf = batch.game_i, batch.ship_i, batch.ship_f
     ends = {engine.END_DEATH: "DEATH", engine.END_NO_AMMO: "NO_AMMO",
             engine.END_TRUNCATED: "TRUNCATED"}
@@ -387,10 +392,10 @@ def check_ray_match(spec_a: str, spec_b: str, games: int) -> None:
     if games < 2 or games % 2:
         raise ValueError(f"games={games} is invalid: must be even and >= 2 (pairs of games from "
                          "one start with sides swapped)")
-    for spec in (spec_a, spec_b):
-        if str(spec).strip().lower().startswith("adapt:"):
+    for spec in map(parse_spec, (spec_a, spec_b)):
+        if spec.adaptive:
             # Its games depend on all the match's earlier moves, which parts played apart lack.
-            raise ValueError(f"player {spec!r} learns across the games of a match, which Ray "
+            raise ValueError(f"player {spec.text!r} learns across the games of a match, which Ray "
                              "would split into parts: evaluate it without --backend ray and "
                              "--ray-address (tournaments on Ray keep each pairing whole)")
 
@@ -402,10 +407,19 @@ def play_match_on_ray(spec_a: str, spec_b: str, games: int, seed: int = 0,
     """play_match(spec_a, spec_b, games, seed) (sides swapped) as Ray tasks of RAY_CHUNK pairs
     each, on this machine's Ray ("") or the cluster at `ray_address`, merged back into
     play_match's order: the same MatchResult as playing it here, game for game."""
+    check_ray_match(spec_a, spec_b, games)
+    return ray_match(spec_a, spec_b, games, seed, config, ray_address, deterministic,
+                     keep_actions, progress)
+
+
+def ray_match(spec_a, spec_b, games: int, seed: int = 0, config: GameConfig | None = None,
+              ray_address: str = "", deterministic: bool = True, keep_actions: int = 0,
+              progress=None) -> MatchResult:
+    """play_match_on_ray once check_ray_match has passed (evaluate checks before Ray starts)."""
     from .cluster import run_tasks
 
     config = config if config is not None else GameConfig()
-    check_ray_match(spec_a, spec_b, games)
+    spec_a, spec_b = str(spec_a), str(spec_b)  # text travels to the workers, each a door
     half = games // 2
     chunk = max(RAY_CHUNK, (keep_actions + 1) // 2)  # kept games all come from the first part
     jobs = [(spec_a, spec_b, 2 * min(chunk, half - start), seed,
@@ -413,7 +427,8 @@ def play_match_on_ray(spec_a: str, spec_b: str, games: int, seed: int = 0,
             for start in range(0, half, chunk)]
     parts = run_tasks(_play_part, jobs, progress, [job[2] for job in jobs],
                       ray_address or None, (0, 1))
-    result = MatchResult(parts[0].name_a, parts[0].name_b)
+    result = MatchResult(parts[0].name_a, parts[0].name_b, identity_a=parts[0].identity_a,
+                         identity_b=parts[0].identity_b)
     for side in (0, 1):
         for part in parts:
             n = part.n // 2

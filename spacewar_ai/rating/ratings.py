@@ -312,7 +312,8 @@ def best_models(checkpoint_dir: str | Path = "checkpoints", ratings_file: str | 
     it ranks there (the rule is the module docstring's). An unreadable ratings file or
     checkpoint is passed over, not fatal: the other sources still know models."""
     from ..agents.checkpoints import CheckpointError, load_checkpoint
-    from ..pilots.specs import PRETRAINED_PATH, spec_path
+    from ..pilots.spec import parse_spec
+    from ..pilots.specs import PRETRAINED_PATH
 
     checkpoint_dir = Path(checkpoint_dir)
     rpath = Path(ratings_file) if ratings_file else checkpoint_dir / "ratings.json"
@@ -333,8 +334,11 @@ def best_models(checkpoint_dir: str | Path = "checkpoints", ratings_file: str | 
             if rated_games(player) < MIN_RATED_GAMES:
                 continue
             spec = player.get("spec", "")
-            path = spec_path(spec) if not spec.lower().startswith(("strategy:", "search:")) \
-                else None
+            try:
+                parsed = parse_spec(spec)
+            except ValueError:
+                continue
+            path = parsed.path if parsed.learned else None
             if path is not None:
                 take(path, f"top-rated model in {rpath} (rating {player.get('rating', 0):.0f}, "
                        f"{rated_games(player)} games)")

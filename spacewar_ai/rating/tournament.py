@@ -25,7 +25,8 @@ import numpy as np
 
 from ..config import GameConfig
 from ..game.engine import DeathCause
-from ..pilots.specs import make_pilot, path_label, spec_path
+from ..pilots.spec import parse_spec
+from ..pilots.specs import make_pilot, path_label
 from ..util.processes import spawn_context
 from ..util.progress import Progress
 from .match import MatchResult, play_match
@@ -60,7 +61,8 @@ def unique_names(entrants: list[Entrant]) -> list[Entrant]:
         if not shared:
             return entrants
         for e in entrants:
-            path = spec_path(e.spec.split("+")[0].removeprefix("search:"))
+            spec = parse_spec(e.spec)
+            path = (spec.policy if spec.is_planner else spec).path
             if e.name in shared and path is not None:
                 prefix = e.name.split(":")[0] + ":" if ":" in e.name else ""
                 e.name = prefix + path_label(path.resolve(), parts)

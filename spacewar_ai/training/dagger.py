@@ -37,72 +37,20 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config import OBS_MASK, SELF, GameConfig, RewardConfig, RunConfig
-from ..game.pilot import Pilot
+from ..config import SELF, GameConfig, RewardConfig, RunConfig
 from ..lm.models import (
-    ADAPTERS_DIR,
     add_lora,
     load_base,
     load_trainable,
     require_transformers,
-    save_adapter,
     shown_model,
 )
 from ..lm.pilot import LMPilot, PromptCoder
+from ..pilots.wrappers import Labelled
 from ..util.progress import DecisionCounter
 from ..util.threads import use_torch_threads
 
-
 POLICY_KEY = "teacher_policy"  # the teacher's policy at each of the LM's states (soft targets)
-
-
-class Labelled(Pilot):
-    """Flies as `student` does, and asks `teacher` what it would do at the same decisions: the
-    teacher follows every game as if it flew it (attached, reset and asked every decision), but
-    only the student's actions are played. `labels` holds the teacher's answers, one array a
-    decision."""
-
-    def __init__(self, student: Pilot, teacher: Pilot, temperature: float = 0.0):
-        self.student, self.teacher = student, teacher
-        self.name = student.name
-        self.labels: list[np.ndarray] = []
-        # With temperature > 0, also the teacher's policy at each decision, (N, A): a planner's
-        # improved policy (search.improved_policy), any other teacher's answer as one-hot.
-        self.temperature = float(temperature)
-        self.policies: list[np.ndarray] = []
-
-    def attach(self, batch, sides) -> None:
-        self.student.attach(batch, sides)
-        self.teacher.attach(batch, sides)
-
-    def reset(self, mask=None, seeds=None) -> None:
-        self.student.reset(mask, seeds)
-        self.teacher.reset(mask, seeds)
-
-    def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
-        answer = np.asarray(self.teacher.act(obs, active), dtype=np.int64).copy()
-        self.labels.append(answer)
-        if self.temperature > 0:
-            self.policies.append(self._policy(obs, answer))
-        return self.student.act(obs, active)
-
-    def _policy(self, obs: np.ndarray, answer: np.ndarray) -> np.ndarray:
-        from ..pilots.search import improved_policy
-
-        actions = obs.shape[1] - OBS_MASK
-        out = np.zeros((len(obs), actions), dtype=np.float32)
-        out[np.arange(len(obs)), np.clip(answer, 0, actions - 1)] = 1.0
-        rows = getattr(self.teacher, "last_rows", None)
-        if rows is not None and len(rows):
-            out[rows] = improved_policy(self.teacher.last_values,
-                                        obs[rows, OBS_MASK:] > 0.5, self.temperature)
-        return out
-
-    def forfeits(self) -> dict[int, str]:
-        return self.student.forfeits()
-
-    def close(self) -> None:
-        self.teacher.close()
 
 
 def play_round(make_lm, opponents: tuple, teacher: str, games: int, seed: int,
@@ -185,26 +133,26 @@ def train_dagger(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
     """--algorithm dagger --init-from ADAPTER (module docstring)."""
     require_transformers()
     import torch
-    from torch.utils.tensorboard import SummaryWriter
-    from tqdm import tqdm
 
-    from ..pilots.specs import make_pilot
-    from .datasets import arrays, dataset_id, local_datasets, write_games
-    from .sft import agreement, imitation_step, linear_decay, lm_device, playable, split
+    from ..pilots.spec import check_spec
+    from .datasets import arrays, dataset_id, local_datasets
+    from .lm_run import LMRun
+    from .sft import lm_device, playable, split
 
     t, s, d = cfg.train, cfg.sft, cfg.dagger
     rounds = -(-t.episodes // d.games) if t.episodes else d.rounds  # --episodes: games in all
     use_torch_threads(t.torch_threads)
     device = lm_device(cfg)
-    name = t.run_name or f"dagger-s{t.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+    run = LMRun("dagger", cfg, quiet)
+    name = run.name
     round_names = [dataset_id(f"{name}-round{k}") for k in range(1, rounds + 1)]
     # Everything a round needs is checked before the first model is loaded.
     if d.games % (2 * len(d.opponents)):
         raise ValueError(f"[dagger] games = {d.games} cannot be shared among "
                          f"{len(d.opponents)} opponents in pairs of games (sides swapped): make "
                          f"it a multiple of {2 * len(d.opponents)}")
-    for spec in (d.teacher, *(o for o in d.opponents if o != SELF)):
-        make_pilot(spec, cfg.game, t.seed).close()
+    teacher = check_spec(d.teacher)
+    opponents = tuple(o if o == SELF else check_spec(o) for o in d.opponents)
     teacher_obs = teacher_actions = held_obs = held_actions = np.zeros(0)
     if t.dataset:
         obs, actions = arrays(t.dataset, t.dataset_pilot or None, cfg.game)
@@ -221,11 +169,24 @@ def train_dagger(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
     base = start_meta["base_model"]
     view = int(start_meta.get("view", 1))  # the view the starting adapter learned to read
     coder = PromptCoder(tokenizer, cfg.game.num_actions, view)
-    adapter_dir = ADAPTERS_DIR / name
-    log_dir = Path(t.log_dir) / name
-    writer = SummaryWriter(str(log_dir))
+    with run:
+        return _rounds(run, cfg, rounds, round_names, model, tokenizer, coder, base, view,
+                       start_folder, teacher, opponents, teacher_obs, teacher_actions, held_obs,
+                       held_actions, device)
+
+
+def _rounds(run, cfg: RunConfig, rounds: int, round_names: list[str], model, tokenizer, coder,
+            base: str, view: int, start_folder: Path, teacher, opponents: tuple, teacher_obs,
+            teacher_actions, held_obs, held_actions, device) -> dict:
+    """DAgger's rounds: the student plays, the teacher labels, the student learns."""
+    import torch
+
+    from .datasets import write_games
+    from .sft import agreement, imitation_step, linear_decay, playable
+
+    t, s, d = cfg.train, cfg.sft, cfg.dagger
     rng = np.random.default_rng(t.seed)
-    began = time.time()
+    run.start_clock()
     own_obs = np.zeros((0, cfg.game.obs_dim), dtype=np.float32)
     own_labels = np.zeros(0, dtype=np.int64)
     own_policies = np.zeros((0, cfg.game.num_actions), dtype=np.float32)
@@ -240,14 +201,13 @@ def train_dagger(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
         return add_lora(fresh, s.lora_rank, s.lora_layers)
 
     def save(done: int) -> None:
-        save_adapter(model, adapter_dir, base, model, {
-            "algorithm": "dagger", "view": view, "init_from": start_folder.name,
+        run.save(model, base, model, {
+            "view": view, "init_from": start_folder.name,
             "teacher": d.teacher, "opponents": list(d.opponents), "rounds": done,
             "target_temperature": d.target_temperature,
             "datasets": round_names[:done], "dataset": t.dataset,
             "agreement_own": [row["agreement_own"] for row in history],
-            "agreement_teacher": history[-1].get("agreement_teacher") if history else None,
-            "seconds": round(time.time() - began, 1)})
+            "agreement_teacher": history[-1].get("agreement_teacher") if history else None})
 
     def teacher_agreement() -> float | None:
         if not len(held_obs):
@@ -258,18 +218,18 @@ def train_dagger(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
 
     first = teacher_agreement()
     if first is not None:
-        writer.add_scalar("dagger/agreement_teacher", first, 0)
-    if not quiet:
+        run.log({"agreement_teacher": first}, 0)
+    if not run.quiet:
         print(f"DAgger of lm:{base}+{start_folder.name} taught by {d.teacher}: {rounds} rounds "
               f"of {d.games} games against {', '.join(d.opponents)}, {d.steps} steps each"
               + (f"; agreement on {len(held_obs)} held-out decisions of {t.dataset} "
                  f"{first:.1%}" if first is not None else ""))
-    label = f"{shown_model(base)}+{name}"
+    label = f"{shown_model(base)}+{run.name}"
     # One bar for the run: a round's games, then its gradient steps.
-    bar = tqdm(total=rounds * (d.games + d.steps), desc="dagger", unit="game or step",
-               disable=quiet)
+    progress = run.bar(rounds * (d.games + d.steps), "game or step")
+    bar = progress.bar
     for k in range(1, rounds + 1):
-        if t.max_minutes and time.time() - began >= 60 * t.max_minutes:
+        if run.out_of_time():
             break
         tick = time.time()
         # 1. The LM plays; the teacher labels its states.
@@ -280,13 +240,14 @@ def train_dagger(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
             played = play_round(
                 lambda seed: LMPilot(model, tokenizer, label, cfg.game.num_actions, seed=seed,
                                      view=view, bf16=s.bf16),
-                d.opponents, d.teacher, d.games, t.seed + 100_000 * k, cfg.game, cfg.reward,
+                opponents, teacher, d.games, t.seed + 100_000 * k, cfg.game, cfg.reward,
                 bar, counter, d.target_temperature)
         timeouts = sum(g.end == "TRUNCATED" for _, r, _ in played for g in r.games)
-        if timeouts * 2 > d.games and not quiet:
-            bar.write(f"  round {k}: {timeouts} of {d.games} games ran to the time limit "
-                      f"({cfg.game.max_episode_steps} frames): the student ends few games, so "
-                      "its rounds take long; [game] max_episode_steps in --config shortens them")
+        if timeouts * 2 > d.games:
+            progress.say(f"  round {k}: {timeouts} of {d.games} games ran to the time limit "
+                         f"({cfg.game.max_episode_steps} frames): the student ends few games, "
+                         "so its rounds take long; [game] max_episode_steps in --config "
+                         "shortens them")
         obs, acts, labels, policies = labelled_decisions(played)
         keep = playable(obs, labels)
         obs, acts, labels = obs[keep], acts[keep], labels[keep]
@@ -337,24 +298,22 @@ def train_dagger(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
             row["agreement_teacher"] = found
         row["seconds"] = time.time() - tick
         history.append(row)
-        for key, value in row.items():
-            if key not in ("round", "play_seconds", "seconds"):
-                writer.add_scalar(f"dagger/{key}", value, k)
-        writer.flush()
+        run.log({key: value for key, value in row.items()
+                 if key not in ("round", "play_seconds", "seconds")}, k)
         save(k)
-        bar.set_postfix(own=f"{row['agreement_own']:.2f}", win=f"{row['win_rate']:.2f}")
-        if not quiet:
-            bar.write(f"  round {k}: agreement on its own states {row['agreement_own']:.1%}, "
-                      f"won {row['win_rate']:.0%} ("
-                      + ", ".join(f"{spec} {r.win_rate_a():.0%}" for spec, r, _ in played)
-                      + f"); {len(own_obs):,} labelled states; loss {row['loss']:.3f}"
-                      + (f"; agreement on the teacher's {found:.1%}" if found is not None
-                         else ""))
-    bar.close()
-    writer.close()
-    seconds = time.time() - began
+        # The round's figures beside its decision count: on a log only the last state is kept.
+        bar.set_postfix_str(f"own={row['agreement_own']:.2f}, win={row['win_rate']:.2f}, "
+                            f"{counter.count:,} decisions", refresh=False)
+        progress.say(f"  round {k}: agreement on its own states {row['agreement_own']:.1%}, "
+                     f"won {row['win_rate']:.0%} ("
+                     + ", ".join(f"{spec} {r.win_rate_a():.0%}" for spec, r, _ in played)
+                     + f"); {len(own_obs):,} labelled states; loss {row['loss']:.3f}"
+                     + (f"; agreement on the teacher's {found:.1%}" if found is not None
+                        else ""))
+    progress.close()
+    seconds = run.seconds
     print(f"done: DAgger, {len(history)} rounds in {seconds / 60:.1f} minutes; play it as "
-          f"lm:{name} -> {adapter_dir}")
-    return {"adapter_dir": str(adapter_dir), "log_dir": str(log_dir), "history": history,
+          f"lm:{run.name} -> {run.adapter_dir}")
+    return {"adapter_dir": str(run.adapter_dir), "log_dir": str(run.log_dir), "history": history,
             "datasets": round_names[:len(history)], "seconds": seconds}
 

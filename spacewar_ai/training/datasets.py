@@ -102,7 +102,8 @@ def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
     games are played in chunks of BATCH, in this process or (`ray_address` not None; "" for Ray
     on this machine) as Ray tasks: the same games either way; Minari writes on this machine."""
     minari = _minari()
-    from ..pilots.specs import absolute_spec, make_pilot
+    from ..pilots.spec import check_spec
+    from ..pilots.specs import absolute_spec
     from ..util.progress import Progress
 
     did = dataset_id(name)
@@ -119,7 +120,7 @@ def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
         minari.delete_dataset(did)
     for a, b in pairs:  # every spec checked before a game is played
         for spec in (a, b):
-            make_pilot(spec, config).close()
+            check_spec(spec)
     jobs = [(absolute_spec(a), absolute_spec(b), min(BATCH, games - start),
              seed + 1_000_003 * p + start, config.to_dict(), reward.to_dict())
             for p, (a, b) in enumerate(pairs) for start in range(0, games, BATCH)]

@@ -52,62 +52,20 @@ import numpy as np
 
 from ..config import OBS_MASK, GameConfig, RunConfig
 from ..game.engine import OVER, GameBatch
-from ..game.pilot import Pilot
 from ..lm.models import (
-    ADAPTERS_DIR,
     load_lm,
     load_trainable,
     require_transformers,
-    save_adapter,
     shown_model,
 )
 from ..lm.pilot import LMPilot, PromptCoder, answer_logits, autocast, prompt_logits
-from ..util.progress import DecisionCounter
+from ..pilots.wrappers import Jittered, StateRecorder
 from ..util.threads import use_torch_threads
 
 SAVE_EVERY = 10  # iterations between saves of the adapter
 # Scores closer than this (reward points) are the same outcome: a game ending a few decisions
 # sooner or later moves the step penalties by hundredths, and z-scores would make that a signal.
 SCORE_NOISE = 1.0
-
-
-class StateRecorder(Pilot):
-    """A pilot that flies as `pilot` does and keeps a copy of the game's state at each of its
-    decisions with a choice (more than one valid action): what GRPO scores actions from."""
-
-    def __init__(self, pilot):
-        self.pilot = pilot
-        self.name = pilot.name
-        self.states: list[dict[str, np.ndarray]] = []
-        self.obs: list[np.ndarray] = []
-        self.sides: list[np.ndarray] = []
-        self._batch: GameBatch | None = None
-        self._sides = np.zeros(0, dtype=np.int64)
-
-    def attach(self, batch: GameBatch, sides) -> None:
-        self._batch = batch
-        self._sides = np.broadcast_to(np.asarray(sides, dtype=np.int64), (batch.n,)).copy()
-
-    def reset(self, mask=None, seeds=None) -> None:
-        self.pilot.reset(mask, seeds)
-
-    def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
-        actions = self.pilot.act(obs, active)
-        live = np.ones(len(obs), dtype=bool) if active is None else active
-        rows = np.flatnonzero(live & ((obs[:, OBS_MASK:] > 0.5).sum(axis=1) > 1))
-        if rows.size:
-            self.states.append({k: v[rows] for k, v in self._batch.state_dict().items()})
-            self.obs.append(obs[rows].copy())
-            self.sides.append(self._sides[rows])
-        return actions
-
-    def draw(self, count: int, rng: np.random.Generator):
-        """(states, obs, sides) of `count` recorded decisions drawn without replacement."""
-        obs = np.concatenate(self.obs) if self.obs else np.zeros((0, 0), dtype=np.float32)
-        picked = np.sort(rng.choice(len(obs), size=min(count, len(obs)), replace=False))
-        states = {k: np.concatenate([s[k] for s in self.states])[picked] for k in self.states[0]} \
-            if self.states else {}
-        return states, obs[picked], np.concatenate(self.sides)[picked] if self.sides else picked
 
 
 def action_scores(states: dict[str, np.ndarray], obs: np.ndarray, sides: np.ndarray, rollout,
@@ -135,24 +93,6 @@ def action_scores(states: dict[str, np.ndarray], obs: np.ndarray, sides: np.ndar
     score = score.reshape(len(sides), a, k).mean(axis=2)
     score[obs[:, OBS_MASK:OBS_MASK + a] < 0.5] = np.nan
     return score
-
-
-class Jittered(Pilot):
-    """`pilot`'s moves, each replaced with probability `epsilon` by a uniformly random valid
-    one; the same `seed` and the same calls give the same moves."""
-
-    def __init__(self, pilot, epsilon: float, seed: int):
-        from ..pilots.scripted import RandomPilot
-
-        self.pilot, self.epsilon = pilot, float(epsilon)
-        self.name = pilot.name
-        self._random = RandomPilot(seed)
-        self._coin = np.random.default_rng(seed)
-
-    def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
-        moves = self.pilot.act(obs, active)
-        flip = self._coin.random(len(obs)) < self.epsilon
-        return np.where(flip, self._random.act(obs), moves)
 
 
 def play_on(copies: GameBatch, side: np.ndarray, rollout, opponent, horizon: int,
@@ -266,11 +206,9 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
     """--algorithm grpo --init-from ADAPTER (module docstring)."""
     require_transformers()
     import torch
-    from torch.utils.tensorboard import SummaryWriter
-    from tqdm import tqdm
 
-    from ..pilots.specs import make_pilot
-    from ..rating.match import play_match
+    from ..pilots.spec import check_spec
+    from .lm_run import LMRun
     from .sft import lm_device
 
     t, g = cfg.train, cfg.grpo
@@ -278,9 +216,8 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
     device = lm_device(cfg)
     # Pilots first: a bad spec is refused before any model is loaded. Each iteration's games and
     # scores get pilots of their own (action_scores says why).
-    opponents = g.opponents()
-    for spec in (g.rollout_pilot, *opponents):
-        make_pilot(spec, cfg.game, t.seed)
+    opponents = [check_spec(spec) for spec in g.opponents()]
+    rollout_pilot = check_spec(g.rollout_pilot)
     torch.manual_seed(t.seed)
     model, tokenizer, start_folder, start_meta = load_trainable(init_from, device)
     reference = load_lm(f"{start_meta['base_model']}+{start_folder}", device)[0]
@@ -290,27 +227,35 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
     iterations = g.iterations
     if t.episodes:
         iterations = math.ceil(t.episodes / g.games)
-    name = t.run_name or f"grpo-s{t.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
-    adapter_dir = ADAPTERS_DIR / name
-    log_dir = Path(t.log_dir) / name
-    writer = SummaryWriter(str(log_dir))
+    with LMRun("grpo", cfg, quiet) as run:
+        return _iterate(run, cfg, model, reference, tokenizer, coder, base, view, start_folder,
+                        iterations, opponents, rollout_pilot, device)
+
+
+def _iterate(run, cfg: RunConfig, model, reference, tokenizer, coder, base: str, view: int,
+             start_folder: Path, iterations: int, opponents: list, rollout_pilot, device) -> dict:
+    """GRPO's iterations: games, scored states, an update (module docstring)."""
+    import torch
+
+    from ..pilots.specs import make_pilot
+    from ..rating.match import play_match
+
+    t, g = cfg.train, cfg.grpo
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
                                   lr=g.learning_rate)
     rng = np.random.default_rng(t.seed)
-    began = time.time()
+    run.start_clock()
     history = []
-    label = f"{shown_model(base)}+{name}"
+    label = f"{shown_model(base)}+{run.name}"
 
     def save(done: int) -> None:
-        save_adapter(model, adapter_dir, base, model, {
-            "algorithm": "grpo", "view": view, "init_from": start_folder.name,
-            "iterations": done,
+        run.save(model, base, model, {
+            "view": view, "init_from": start_folder.name, "iterations": done,
             "games": done * g.games, "opponent": g.opponent,
             "rollout_pilot": g.rollout_pilot, "reward": cfg.reward.personality,
-            "continuations": g.continuations, "jitter": g.jitter,
-            "seconds": round(time.time() - began, 1)})
+            "continuations": g.continuations, "jitter": g.jitter})
 
-    if not quiet:
+    if not run.quiet:
         print(f"GRPO of lm:{base}+{start_folder.name} against {g.opponent}: {iterations} "
               f"iterations of {g.games} games, {max(g.scored, g.states)} states scored and "
               f"up to {g.states} kept each "
@@ -318,11 +263,11 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
               + (f", the mean of {g.continuations} games jittered at {g.jitter:g}"
                  if g.continuations > 1 else "")
               + f", {cfg.reward.personality} rewards)")
-    bar = tqdm(total=iterations, desc="grpo", unit="iteration", disable=quiet)
-    counter = DecisionCounter(bar)
+    bar = run.bar(iterations, "iteration")
+    counter = run.counter
     done = 0
     for it in range(iterations):
-        if t.max_minutes and time.time() - began >= 60 * t.max_minutes:
+        if run.out_of_time():
             break
         tick = time.time()
         model.eval()
@@ -345,7 +290,7 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
                 all_obs.append(obs)
                 all_scores.append(action_scores(
                     states, obs, sides,
-                    make_pilot(g.rollout_pilot, cfg.game, t.seed + 2 * it + 100_000 * j),
+                    make_pilot(rollout_pilot, cfg.game, t.seed + 2 * it + 100_000 * j),
                     make_pilot(spec, cfg.game, t.seed + 2 * it + 1 + 100_000 * j),
                     cfg.game, cfg.reward, g.horizon, g.continuations, g.jitter,
                     seed=t.seed + 2 * it + 100_000 * j + 50_000))
@@ -373,23 +318,21 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
         row["score"] = float(np.mean([game.score("a", cfg.reward, cfg.game)
                                       for _, r in played for game in r.games]))
         history.append(row)
-        for key in ("win_rate", "score", "loss", "kl", "clip_fraction", "best_action_probability",
-                    "states_per_second", "signal_share",
-                    *(f"win_rate/{spec}" for spec in opponents if len(opponents) > 1)):
-            if key in row:
-                writer.add_scalar(f"grpo/{key}", row[key], it + 1)
-        writer.flush()
+        run.log({key: row[key] for key in (
+            "win_rate", "score", "loss", "kl", "clip_fraction", "best_action_probability",
+            "states_per_second", "signal_share",
+            *(f"win_rate/{spec}" for spec in opponents if len(opponents) > 1)) if key in row},
+            it + 1)
         done = it + 1
         bar.update(1)
-        bar.set_postfix(win=f"{row['win_rate']:.2f}",
-                        best=f"{row.get('best_action_probability', 0):.2f}")
+        bar.note(win=f"{row['win_rate']:.2f}",
+                 best=f"{row.get('best_action_probability', 0):.2f}")
         if done % SAVE_EVERY == 0:
             save(done)
     bar.close()
     save(done)
-    writer.close()
-    seconds = time.time() - began
+    seconds = run.seconds
     print(f"done: GRPO, {done} iterations ({done * g.games} games) in {seconds / 60:.1f} "
-          f"minutes; play it as lm:{name} -> {adapter_dir}")
-    return {"adapter_dir": str(adapter_dir), "log_dir": str(log_dir), "iterations": done,
+          f"minutes; play it as lm:{run.name} -> {run.adapter_dir}")
+    return {"adapter_dir": str(run.adapter_dir), "log_dir": str(run.log_dir), "iterations": done,
             "history": history, "seconds": seconds}

@@ -46,7 +46,7 @@ class _Run:
     def __init__(self, cfg: RunConfig, kind: str):
         t = cfg.train
         self.cfg = cfg
-        self.name = t.run_name or f"{kind}-s{t.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+        self.name = t.named(kind)
         self.run_dir = Path(t.checkpoint_dir) / self.name
         self.log_dir = Path(t.log_dir) / self.name
         use_torch_threads(t.torch_threads)

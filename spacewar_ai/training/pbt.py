@@ -26,7 +26,6 @@ import os
 import random
 import shutil
 import tempfile
-import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -225,7 +224,7 @@ def run_pbt(base: RunConfig, population: int = 4, rounds: int = 10, seed: int = 
     from ray import tune
     from ray.tune.schedulers import PopulationBasedTraining
 
-    name = base.train.run_name or f"pbt-s{seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+    name = base.train.named("pbt", seed)
     run_dir = (Path(base.train.checkpoint_dir) / name).resolve()
     if run_dir.exists() and any(run_dir.iterdir()):
         raise ValueError(f"--run-name {name}: {run_dir} is already a run; give another name")

@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 
 import numpy as np
 
 from ..config import OBS_MASK, RunConfig
-from ..lm.models import ADAPTERS_DIR, add_lora, load_base, require_transformers, save_adapter
+from ..lm.models import add_lora, load_base, require_transformers
 from ..lm.pilot import PromptCoder, answer_logits, autocast, prompt_logits
 from ..util.threads import use_torch_threads
 
@@ -93,10 +92,9 @@ def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
     """--algorithm sft: a LoRA adapter on --base-model trained on the dataset's decisions."""
     require_transformers()
     import torch
-    from torch.utils.tensorboard import SummaryWriter
-    from tqdm import tqdm
 
     from .datasets import arrays
+    from .lm_run import LMRun
 
     t, s = cfg.train, cfg.sft
     use_torch_threads(t.torch_threads)
@@ -109,18 +107,25 @@ def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
                          "lower held_out")
     train_obs, train_actions, held_obs, held_actions = split(obs, actions, s.examples,
                                                              s.held_out, t.seed)
-    name = t.run_name or f"sft-s{t.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
-    adapter_dir = ADAPTERS_DIR / name
-    log_dir = Path(t.log_dir) / name
     device = lm_device(cfg)
     torch.manual_seed(t.seed)
     model, tokenizer = load_base(s.base_model, device)
     coder = PromptCoder(tokenizer, cfg.game.num_actions, s.view)
     peft_model = add_lora(model, s.lora_rank, s.lora_layers)
-    writer = SummaryWriter(str(log_dir))
+    with LMRun("sft", cfg, quiet) as run:
+        return _train(run, cfg, peft_model, model, coder, train_obs, train_actions, held_obs,
+                      held_actions, device)
+
+
+def _train(run, cfg: RunConfig, peft_model, model, coder, train_obs, train_actions, held_obs,
+           held_actions, device) -> dict:
+    """The SFT loop proper: epochs of shuffled batches, agreement after each."""
+    import torch
+
+    t, s = cfg.train, cfg.sft
     before = agreement(peft_model, coder, held_obs, held_actions)
-    writer.add_scalar("lm/agreement", before, 0)
-    if not quiet:
+    run.log({"agreement": before}, 0, "lm")
+    if not run.quiet:
         print(f"SFT of {s.base_model} on {len(train_obs):,} decisions of {t.dataset}: agreement "
               f"with the teacher on {len(held_obs)} held-out decisions before training "
               f"{before:.1%}")
@@ -130,20 +135,19 @@ def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
     schedule = linear_decay(optimizer, per_epoch * s.epochs)
     rng = np.random.default_rng(t.seed)
     targets = torch.as_tensor(train_actions, dtype=torch.long, device=device)
-    after, losses, step, began, training = before, [], 0, time.time(), 0.0
+    after, losses, step, training = before, [], 0, 0.0
     total_steps, saved_at, seen = per_epoch * s.epochs, time.time(), 0
+    run.start_clock()
 
     def save(complete: bool) -> None:
-        save_adapter(peft_model, adapter_dir, s.base_model, model,
-                     {"algorithm": "sft", "view": s.view, "dataset": t.dataset,
-                      "dataset_pilot": t.dataset_pilot, "examples": len(train_obs),
-                      "steps": step, "complete": complete,
-                      # Agreement is measured at an epoch's end; a save between has none yet.
-                      **({"agreement": after} if complete else {}),
-                      "seconds": round(time.time() - began, 1),
-                      "examples_per_second": round(seen / max(training, 1e-9), 2)})
+        run.save(peft_model, s.base_model, model,
+                 {"view": s.view, "dataset": t.dataset, "dataset_pilot": t.dataset_pilot,
+                  "examples": len(train_obs), "steps": step, "complete": complete,
+                  # Agreement is measured at an epoch's end; a save between has none yet.
+                  **({"agreement": after} if complete else {}),
+                  "examples_per_second": round(seen / max(training, 1e-9), 2)})
 
-    bar = tqdm(total=total_steps, desc="sft", unit="step", disable=quiet)
+    bar = run.bar(total_steps, "step")
     peft_model.train()
     for epoch in range(1, s.epochs + 1):
         order = rng.permutation(len(train_obs))
@@ -163,23 +167,21 @@ def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
                 save(False)
                 saved_at = time.time()
             if step % 10 == 0 or step == total_steps:
-                writer.add_scalar("lm/loss", float(np.mean(losses[-10:])), step)
-                writer.add_scalar("lm/learning_rate", schedule.get_last_lr()[0], step)
-                bar.set_postfix(loss=f"{np.mean(losses[-10:]):.3f}")
+                run.log({"loss": float(np.mean(losses[-10:])),
+                         "learning_rate": schedule.get_last_lr()[0]}, step, "lm")
+                bar.note(loss=f"{np.mean(losses[-10:]):.3f}")
         after = agreement(peft_model, coder, held_obs, held_actions)
-        writer.add_scalar("lm/agreement", after, step)
-        writer.flush()
-        if not quiet:
-            bar.write(f"  epoch {epoch}: agreement {after:.1%}, "
-                      f"loss {np.mean(losses[-per_epoch:]):.3f}")
+        run.log({"agreement": after}, step, "lm")
+        bar.say(f"  epoch {epoch}: agreement {after:.1%}, "
+                f"loss {np.mean(losses[-per_epoch:]):.3f}")
     bar.close()
-    seconds = time.time() - began
+    seconds = run.seconds
     rate = seen / max(training, 1e-9)  # agreement's passes left out
-    writer.add_scalar("lm/examples_per_second", rate, step)
+    run.log({"examples_per_second": rate}, step, "lm")
     save(True)
-    writer.close()
     print(f"done: SFT on {len(train_obs):,} decisions in {seconds / 60:.1f} minutes, agreement "
-          f"{before:.1%} -> {after:.1%}; play it as lm:{name} -> {adapter_dir}")
-    return {"adapter_dir": str(adapter_dir), "log_dir": str(log_dir), "agreement_before": before,
+          f"{before:.1%} -> {after:.1%}; play it as lm:{run.name} -> {run.adapter_dir}")
+    return {"adapter_dir": str(run.adapter_dir), "log_dir": str(run.log_dir),
+            "agreement_before": before,
             "agreement": after, "loss": float(np.mean(losses[-per_epoch:])), "seconds": seconds,
             "examples_per_second": rate}

@@ -33,6 +33,7 @@ from ..agents.opponent_model import OpponentModel
 from ..agents.saved import make_agent
 from ..config import RunConfig
 from ..game.environment import SpacewarVectorEnv
+from ..pilots.spec import check_spec
 from ..pilots.specs import make_pilot
 from ..util.files import remove_stale_temps
 from ..util.progress import Progress
@@ -148,7 +149,7 @@ class Trainer:
             self.eval_opponent = _setting("[train] eval_opponent", make_pilot, t.eval_opponent,
                                           cfg.game)
             if t.warm_start:
-                _setting("--warm-start ([train] warm_start)", make_pilot, t.warm_start, cfg.game)
+                _setting("--warm-start ([train] warm_start)", check_spec, t.warm_start)
         # best_eval: best.pt's win rate in evaluations, pooled over best_eval_games games.
         self.counters = {"global_step": 0, "episodes": 0, "updates": 0, "best_eval": -1.0,
                          "best_eval_games": 0, "wall_seconds": 0.0}
@@ -156,8 +157,7 @@ class Trainer:
         if resume_ckpt is None:
             # A run against champions says so: runs/ otherwise lists it like a fresh start.
             kind = "champion-" if champions else ""
-            self.run_name = t.run_name or (
-                f"{kind}{t.algorithm}-s{t.seed}-{time.strftime('%Y%m%d-%H%M%S')}")
+            self.run_name = t.named(kind + t.algorithm)
         self.run_dir = Path(t.checkpoint_dir) / self.run_name
         self.log_dir = Path(t.log_dir) / self.run_name
         remove_stale_temps(self.run_dir)

@@ -59,9 +59,11 @@ from ..config import GameConfig, RewardConfig
 from ..game.engine import GameBatch
 from ..lm.text_env import SpacewarTextEnv, read_answer
 from ..lm.view import prompt, valid_actions
+from ..pilots.spec import check_spec
 from ..pilots.specs import make_pilot
+from ..pilots.wrappers import StateRecorder
 from ..rating.match import play_match
-from .grpo import StateRecorder, action_scores, play_on
+from .grpo import action_scores, play_on
 
 
 def completion_text(completion: Any) -> str:
@@ -157,7 +159,7 @@ class SpacewarTools:
         self._rollout = rollout_pilot
         self._config = config or GameConfig()
         self._reward_config = reward_config or RewardConfig()
-        make_pilot(rollout_pilot, self._config, 0)  # a bad spec is refused when made
+        check_spec(rollout_pilot)  # a bad spec is refused before the first game
         self._env: SpacewarTextEnv | None = None
 
     def reset(self, seed: int | None = None, opponent: str | None = None, start: int = 0,

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 # The endings a file named by a spec must have, by the spec's prefix ("" = a checkpoint path).
-SPEC_SUFFIXES = {"strategy:": (".py",), "onnx:": (".onnx",), "sb3:": (".zip",),
-                 "ppo:": (".pt",), "dqn:": (".pt",), "": (".pt",)}
+# The file endings each kind of spec (pilots/spec.py) may name here.
+SPEC_SUFFIXES = {"strategy": (".py",), "onnx": (".onnx",), "sb3": (".zip",), "ppo": (".pt",),
+                 "dqn": (".pt",), "checkpoint": (".pt",), "pretrained": (".pt",)}
 
 
 def _lm_files(path: Path) -> bool:
@@ -47,31 +48,29 @@ class Files:
         strategy file ends in .py, a checkpoint in .pt, ...), so that no other file (a key, a
         config) is ever opened as a pilot and quoted back in an error."""
         from ..pilots.onnx_check import check_onnx_file
-        from ..pilots.search import is_planner_spec, planner_parts
-        from ..pilots.specs import map_spec_files, spec_files
+        from ..pilots.spec import map_files, parse_spec, spec_files
 
         spec = str(spec).strip()[:500]
         if not spec:
             raise ValueError("no pilot given: choose one from the list or type a spec")
-        # A planner's parts without its settings (@samples=...), as make_pilot will read them.
-        for part in (planner_parts(spec)[1] if is_planner_spec(spec) else [spec]):
-            kind = next((k for k in SPEC_SUFFIXES if part.lower().startswith(k)), "")
-            if part.lower().startswith("lm:"):
-                self._local_lm(part[3:])
-            for path in spec_files(part) if part else []:
+        parsed = parse_spec(spec)
+        for part in parsed.parts if parsed.is_planner else (parsed,):
+            if part.kind == "lm":
+                self._local_lm(part.target + part.options)
+            for path in spec_files(part):
                 full = self.root / path
-                if part.lower().startswith("lm:"):
+                if part.kind == "lm":
                     if full.exists() and not _lm_files(self.inside(path)):
                         raise ValueError(f"{path.name}: an lm: model is a .gguf file or a "
                                          "folder a model or an adapter was saved into")
                     continue
                 # Only an existing file can be quoted back; a mistyped spec gets make_pilot's word.
-                if full.exists() and path.suffix.lower() not in SPEC_SUFFIXES[kind]:
-                    raise ValueError(f"{path.name}: a {kind.rstrip(':') or 'checkpoint'} file "
-                                     f"ends in {' or '.join(SPEC_SUFFIXES[kind])}")
-                if kind == "onnx:" and full.is_file():
+                if full.exists() and path.suffix.lower() not in SPEC_SUFFIXES[part.kind]:
+                    raise ValueError(f"{path.name}: a {part.kind} file ends in "
+                                     f"{' or '.join(SPEC_SUFFIXES[part.kind])}")
+                if part.kind == "onnx" and full.is_file():
                     check_onnx_file(self.inside(path), path.name)  # as the arena checks it
-        return map_spec_files(spec, self.inside)
+        return map_files(parsed, self.inside).text
 
     def _local_lm(self, body: str) -> None:
         """Refuse an lm: spec whose base model is not on this server: a hub id (which the game

@@ -24,3 +24,29 @@ def test_evaluate_prints_wins_interval_and_causes(tmp_path, capsys):
     lo, hi = result["ci"]
     assert (lo, hi) == pytest.approx(wilson_interval(won, 20))
     assert f"wins {won} (" in text
+
+
+def test_a_spec_is_parsed_once_on_its_way_from_evaluate_to_the_game(monkeypatch, capsys):
+    """The text becomes a Spec at evaluate's door; below it only the value and the pilots
+    travel (a planner's parts are parsed inside the one parse of its text)."""
+    import sys
+
+    import spacewar_ai.pilots.spec as spec_module
+
+    parse = spec_module.parse_spec
+    texts = []
+
+    def counting(spec):
+        if isinstance(spec, str):
+            texts.append(spec)
+        return parse(spec)
+
+    for module in list(sys.modules.values()):
+        if getattr(module, "__name__", "").startswith("spacewar_ai") \
+                and getattr(module, "parse_spec", None) is parse:
+            monkeypatch.setattr(module, "parse_spec", counting)
+    planner = "search:heuristic:hard+heuristic:hard@samples=1@horizon=4"
+    result = evaluate(planner, "heuristic:medium", 2, seed=3)
+    assert result["games"] == 2
+    assert texts.count(planner) == 1 and texts.count("heuristic:medium") == 1
+    assert "search:heuristic:hard+heuristic:hard" in capsys.readouterr().out

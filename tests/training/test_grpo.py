@@ -120,7 +120,8 @@ def test_jittered_continuations_average_games_that_differ_and_repeat_by_seed():
     pilots sometimes move at random, the same for the same seed; K = 1 without jitter is the
     one deterministic game, as before."""
     from spacewar_ai.pilots.specs import make_pilot
-    from spacewar_ai.training.grpo import Jittered, action_scores
+    from spacewar_ai.pilots.wrappers import Jittered
+    from spacewar_ai.training.grpo import action_scores
 
     cfg, rew = GameConfig(), RewardConfig()
     states, obs, sides = _states(n_games=6, steps=8)

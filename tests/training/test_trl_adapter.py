@@ -45,8 +45,8 @@ def test_recorded_scores_are_grpo_scores_of_the_same_states():
     """A reward is the score --algorithm grpo gives the action at that state: the same copy
     of the game, the same pilots flying on."""
     from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.pilots.wrappers import StateRecorder
     from spacewar_ai.rating.match import play_match
-    from spacewar_ai.training.grpo import StateRecorder
 
     cfg, rew = GameConfig(), RewardConfig()
     d = ScoredDecisions.record(games=2, states=6, seed=5, continuations=3, jitter=0.1)

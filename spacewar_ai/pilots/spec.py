@@ -1,0 +1,373 @@
+"""A pilot spec as a value: the text is parsed once, where a command or a page takes it, and the
+`Spec` travels below.
+
+`parse_spec(text)` reads no file and builds nothing. It splits the text into a kind, a target
+(a file, a scripted level, a language model), a planner's parts and settings, and an lm:
+pilot's options, and refuses in one line, naming the spec and the fix, what no spec can mean:
+an unknown heuristic level, a planner's bad setting, a planner over a planner or over a pilot
+that answers a few games at a time. `check_spec(text)` goes one step further, still without
+building a pilot: the files the spec names exist (a checkpoint, a strategy file, which is also
+validated, a planner's opponent model), with the same words `make_pilot` (specs.py) would use.
+
+| kind | written | target |
+|---|---|---|
+| scripted | idle, random, heuristic, heuristic:easy / medium / hard | the name, lower case |
+| pretrained | pretrained | (the shipped file, `Spec.path`) |
+| ppo, dqn | ppo:PATH, dqn:PATH | PATH |
+| checkpoint | PATH (the algorithm read from the file) | PATH |
+| strategy, onnx, sb3 | strategy:PATH.py, onnx:PATH, sb3:PATH.zip | PATH |
+| lm | lm:MODEL[+ADAPTER][@OPTIONS] | MODEL[+ADAPTER]; `options` "@OPTIONS" |
+| search, adapt | search:POLICY[+MODEL...][@name=value...] | parts: POLICY, MODEL... as Specs |
+
+No module outside pilots/ reads spec text itself (tests/test_layers.py holds that): it asks a
+`Spec` (`kind`, `path`, `is_planner`, `policy`), so the language has one parser.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..util.files import SHIPPED_DIR
+from .scripted import SCRIPTED_SPECS
+
+PRETRAINED_PATH = SHIPPED_DIR / "ppo_spacewar.pt"
+OPPONENT_MODEL_PATH = SHIPPED_DIR / "hard_model.pt"
+SEARCH_PREFIX = "search:"
+ADAPT_PREFIX = "adapt:"
+PLANNERS = ("search", "adapt")
+# Kinds whose target is one file, and how each is written.
+FILE_KINDS = ("ppo", "dqn", "strategy", "onnx", "sb3")
+PLANNER_SETTINGS = ("samples", "horizon", "jitter", "margin")
+# Real-valued settings: their ranges, and what they are.
+REAL_SETTINGS = {"jitter": ((0.0, 1.0), "from 0 up to (not including) 1, the share of random "
+                                        "moves"),
+                 "margin": ((0.0, 2.0), "from 0 to 2, how much better than the policy's own "
+                                        "move another must be, in mean endings (-1 to 1)")}
+
+
+def shipped_lm_specs() -> str:
+    """The shipped language-model pilots as every message and --help names them."""
+    from ..lm.models import shipped_adapters
+
+    return ", ".join(f"lm:{name}" for name in shipped_adapters())
+
+
+SPEC_HELP = (f"{', '.join(SCRIPTED_SPECS)}, pretrained, ppo:PATH, dqn:PATH, strategy:PATH.py, "
+             "search:SPEC, adapt:SPEC, onnx:PATH, sb3:PATH.zip, lm:MODEL[+ADAPTER] "
+             f"({shipped_lm_specs()}: the shipped adapters on SmolLM2) or a checkpoint path")
+# Whole specs a mistyped one is compared with, for "did you mean".
+NAMED_SPECS = (*SCRIPTED_SPECS, "pretrained", "search:pretrained", "adapt:pretrained")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A parsed pilot spec (the module docstring's table). `text` is the spec as written, which
+    every message quotes; `str(spec)` gives it back."""
+
+    kind: str
+    target: str = ""
+    parts: tuple[Spec, ...] = ()
+    settings: tuple[tuple[str, float], ...] = ()
+    options: str = ""
+    text: str = ""
+
+    def __str__(self) -> str:
+        return self.text
+
+    @property
+    def is_planner(self) -> bool:
+        return self.kind in PLANNERS
+
+    @property
+    def adaptive(self) -> bool:
+        return self.kind == "adapt"
+
+    @property
+    def prefix(self) -> str:
+        return f"{self.kind}:"
+
+    @property
+    def policy(self) -> Spec:
+        """A planner's rollout pilot."""
+        return self.parts[0]
+
+    @property
+    def models(self) -> tuple[Spec, ...]:
+        """A planner's opponent models as written (empty: the default model)."""
+        return self.parts[1:]
+
+    def setting(self, name: str):
+        """A planner's setting as the spec gave it, else None (the default)."""
+        return dict(self.settings).get(name)
+
+    def settings_text(self) -> str:
+        return "".join(f"@{key}={value:g}" for key, value in self.settings)
+
+    @property
+    def path(self) -> Path | None:
+        """The one file the spec names (the shipped file for `pretrained`), else None: scripted
+        pilots, planners (a policy and models) and language models (a model and an adapter)."""
+        if self.kind == "pretrained":
+            return PRETRAINED_PATH
+        if self.kind in FILE_KINDS or self.kind == "checkpoint":
+            return Path(self.target)
+        return None
+
+    @property
+    def learned(self) -> bool:
+        """A network trained here: pretrained, ppo:, dqn: or a checkpoint path."""
+        return self.kind in ("pretrained", "ppo", "dqn", "checkpoint")
+
+    def with_target(self, target: str) -> Spec:
+        """The same spec naming another file (a folder prefixed, a path made absolute)."""
+        prefix = "" if self.kind == "checkpoint" else self.prefix
+        return Spec(self.kind, target, options=self.options,
+                    text=prefix + target + self.options)
+
+    def with_parts(self, parts: tuple[Spec, ...]) -> Spec:
+        """A planner with other parts, its settings kept."""
+        text = self.prefix + "+".join(p.text for p in parts) + self.settings_text()
+        return Spec(self.kind, parts=parts, settings=self.settings, text=text)
+
+
+def parse_spec(spec) -> Spec:
+    """The Spec a text names; a Spec passes through. ValueError names the spec and the fix."""
+    if isinstance(spec, Spec):
+        return spec
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"pilot spec {spec!r} is invalid: use one of {SPEC_HELP}, a pilot "
+                         "object with act()/reset(), or a function obs -> action")
+    s = spec.strip()
+    low = s.lower()
+    if low in SCRIPTED_SPECS or low == "heuristic":
+        return Spec("scripted", low, text=s)
+    if low.startswith("heuristic"):
+        close = difflib.get_close_matches(low, SCRIPTED_SPECS, n=1, cutoff=0.75)
+        raise ValueError(f"unknown pilot spec {spec!r}"
+                         + (f" (did you mean {close[0]}?)" if close else "")
+                         + ": the heuristic levels are heuristic:easy, heuristic:medium and "
+                         "heuristic:hard")
+    kind, colon, rest = s.partition(":")
+    kind = kind.lower()
+    if colon and kind in PLANNERS:
+        return _parse_planner(s, kind, rest)
+    if low == "pretrained":
+        return Spec("pretrained", text=s)
+    if colon and kind in FILE_KINDS:
+        return Spec(kind, rest, text=s)
+    if colon and kind == "lm":
+        body, at, options = rest.partition("@")
+        return Spec("lm", body, options=at + options, text=s)
+    return Spec("checkpoint", s, text=s)
+
+
+def _planner_split(rest: str) -> tuple[list[str], str]:
+    """A planner's text after its prefix as (the parts between '+', the settings' text
+    "@name=value..."). `@` parts that are not name=value stay with the part they follow."""
+    parts = rest.split("@")
+    settings = ""
+    while len(parts) > 1 and "=" in parts[-1]:
+        settings = "@" + parts.pop() + settings
+    return "@".join(parts).split("+"), settings
+
+
+def _parse_planner(text: str, kind: str, rest: str) -> Spec:
+    """`search:POLICY[+MODEL...][@name=value...]` (or `adapt:`) as a Spec; an empty POLICY is
+    `pretrained` (search.py's docstring says what the parts and settings do)."""
+    prefix = kind
+    parts, given = _planner_split(rest)
+    settings: dict[str, float] = {}
+    for item in reversed(given.split("@")[1:]):
+        name, _, value = item.partition("=")
+        name = name.strip().lower()
+        if name not in PLANNER_SETTINGS:
+            raise ValueError(f"player {text!r}: unknown setting {name!r} after @; the settings "
+                             "are samples, horizon, jitter and margin, e.g. "
+                             f"{prefix}:heuristic:hard+heuristic:hard@samples=8@horizon=60")
+        if name in settings:
+            raise ValueError(f"player {text!r}: {name} is set twice; give it once")
+        try:
+            number = float(value) if name in REAL_SETTINGS else int(value)
+        except ValueError:
+            number = None
+        if name in REAL_SETTINGS:
+            (low, high), what = REAL_SETTINGS[name]
+            if number is None or not low <= number <= high or (name == "jitter"
+                                                                and number == high):
+                raise ValueError(f"player {text!r}: {name}={value!r} is invalid: must be a "
+                                 f"number {what}")
+        elif number is None or number < 1:
+            what = "rollouts per action" if name == "samples" else "decisions per rollout"
+            raise ValueError(f"player {text!r}: {name}={value!r} is invalid: must be an "
+                             f"integer >= 1 ({what})")
+        settings[name] = number
+    policy, *models = parts
+    models = [m.strip() for m in models]
+    if any(not m for m in models):
+        raise ValueError(f"player {text!r}: nothing after '+'; name the opponent model (any "
+                         "pilot a planner can fly: heuristic:hard, pretrained, a checkpoint "
+                         "path, ...) or drop the '+' to plan with the policy's own run's model "
+                         "(else the shipped model of the hard pilot)")
+    specs = []
+    for k, part in enumerate([policy.strip() or "pretrained", *models]):
+        try:
+            spec = parse_spec(part)
+        except ValueError as exc:
+            if k == 0:
+                raise
+            raise ValueError(f"player {text!r}, its opponent model: {exc}") from None
+        if spec.is_planner:
+            raise ValueError(f"player {text!r}: a planner cannot plan over another planner")
+        if spec.kind in ("strategy", "lm"):
+            what = "a strategy file" if spec.kind == "strategy" else "a language model"
+            raise ValueError(f"player {text!r}: {part!r} is {what}, which answers a few "
+                             "games at a time; a planner flies thousands of copies a "
+                             "decision: plan over a scripted pilot or a network, or clone it "
+                             f"into one with --algorithm ppo --warm-start {part} --timesteps 0")
+        specs.append(spec)
+    if kind == "adapt" and len(models) > 1:
+        raise ValueError(f"player {text!r}: adapt: learns one model of the opponent; name one "
+                         "after '+' (a mix is for search:)")
+    ordered = tuple((key, settings[key]) for key in PLANNER_SETTINGS if key in settings)
+    return Spec(kind, parts=tuple(specs), settings=ordered, text=text)
+
+
+def check_spec(spec) -> Spec:
+    """The parsed spec, once the files it names are known to be there (and a strategy file
+    valid), without building its pilot; ValueError in make_pilot's words otherwise."""
+    spec = parse_spec(spec)
+    if spec.kind == "pretrained":
+        check_pretrained()
+    elif spec.learned:
+        checkpoint_file(spec)
+    elif spec.kind == "strategy":
+        strategy_source(spec)
+    elif spec.kind in ("onnx", "sb3"):
+        outside_file(spec)
+    elif spec.kind == "lm":
+        from ..lm.models import resolve_lm
+        from ..lm.pilot import parse_options
+
+        parse_options(spec.target + spec.options)
+        resolve_lm(spec.target)
+    elif spec.is_planner:
+        check_spec(spec.policy)
+        for model in planner_models(spec):
+            try:
+                check_spec(model)
+            except ValueError as exc:
+                raise ValueError(f"player {spec.text!r}, its opponent model: {exc}") from None
+    return spec
+
+
+def planner_models(spec: Spec, default: str | Path = OPPONENT_MODEL_PATH) -> tuple[Spec, ...]:
+    """The opponent models a planner forecasts with: those it names, else the model its policy's
+    training run learned (`opponent_model.pt` beside the checkpoint), else `default` (the
+    shipped clone of the hard pilot). ValueError when a model's file is not there."""
+    from ..agents.opponent_model import run_model_path
+
+    models = spec.models
+    if not models:
+        path = spec.policy.path
+        own = run_model_path(path) if path is not None else None
+        models = (parse_spec(str(own or default)),)
+    for model in models:
+        if model.path is not None and model.kind != "pretrained" and not model.path.is_file():
+            fix = ("name a checkpoint file, a scripted pilot or pretrained" if spec.models else
+                   "reinstall spacewar-ai or make one (docs/search.md)")
+            raise ValueError(f"player {spec.text!r}: its opponent model {model.path} does not "
+                             f"exist; {fix}")
+    return models
+
+
+def check_pretrained() -> Path:
+    if not PRETRAINED_PATH.is_file():
+        raise ValueError(f"player 'pretrained': the shipped model {PRETRAINED_PATH} is missing; "
+                         "reinstall spacewar-ai or train one (spacewar-ai --algorithm ppo)")
+    return PRETRAINED_PATH
+
+
+def checkpoint_file(spec: Spec) -> Path:
+    """The checkpoint file a learned spec names; ValueError naming a folder, a missing file (with
+    the runs beside it, or a spec it was close to) and the fix."""
+    if spec.kind == "pretrained":
+        return check_pretrained()
+    path = spec.path
+    if path.is_dir():
+        raise ValueError(f"player {spec.text!r}: is a folder; give the checkpoint file in it, "
+                         f"such as {path / 'best.pt'}")
+    if not path.is_file():
+        runs = sorted(str(p) for p in path.parent.glob("*/best.pt"))[:4] \
+            if path.suffix == ".pt" and path.parent.is_dir() else []
+        if runs:
+            raise ValueError(f"player {spec.text!r}: no such checkpoint file; the runs in "
+                             f"{path.parent} keep theirs as {', '.join(runs)}")
+        close = difflib.get_close_matches(spec.target.lower(), NAMED_SPECS, n=1, cutoff=0.75)
+        hint = f"did you mean {close[0]}? Or " if close else ""
+        raise ValueError(f"player {spec.text!r}: not a pilot spec and no such checkpoint file; "
+                         f"{hint}use one of {SPEC_HELP}")
+    return path
+
+
+def strategy_source(spec: Spec) -> str:
+    """A strategy file's source, validated (sandbox.py); StrategyError names the player."""
+    from .sandbox import StrategyError, load_strategy_file
+
+    try:
+        return load_strategy_file(spec.path)
+    except StrategyError as exc:
+        raise StrategyError(f"player {spec.text!r}: {exc}",
+                            f"player {spec.path.name}: {exc.public}") from None
+
+
+def outside_file(spec: Spec) -> Path:
+    """The file an onnx: or sb3: spec names; ValueError when there is none."""
+    what = "ONNX" if spec.kind == "onnx" else "model"
+    if not spec.path.is_file():
+        raise ValueError(f"player {spec.text!r}: no such {what} file {spec.path}")
+    return spec.path
+
+
+def map_files(spec, fn: Callable[[Path], Path]) -> Spec:
+    """The same spec with each file it names replaced by fn(file); a planner's parts each. The
+    shipped network (`pretrained`) is left alone: it is installed wherever the package is."""
+    spec = parse_spec(spec)
+    if spec.is_planner:
+        return spec.with_parts(tuple(map_files(part, fn) for part in spec.parts))
+    if spec.kind == "lm":
+        return parse_spec("lm:" + _map_lm_files(spec, fn))
+    if spec.path is None or spec.kind == "pretrained":
+        return spec
+    return spec.with_target(str(fn(spec.path)))
+
+
+def _map_lm_files(spec: Spec, fn: Callable[[Path], Path]) -> str:
+    """map_files of `MODEL[+ADAPTER][@OPTIONS]`: a local model file or folder and an adapter that
+    is not shipped become fn(path); an adapter named by its run becomes its folder, so the spec
+    means the same thing from another working folder."""
+    from ..lm.models import SHIPPED_DIR as LM_SHIPPED
+    from ..lm.models import LMError, resolve_lm
+
+    try:
+        model_spec, folder = resolve_lm(spec.target)
+    except LMError:
+        # make_pilot will name what is wrong; the paths it names are mapped all the same, so
+        # the browser refuses one outside the project before anything reads it.
+        return "+".join(str(fn(Path(part))) if part and Path(part).expanduser().exists()
+                        else part for part in spec.target.split("+")) + spec.options
+    parts = [str(fn(Path(model_spec))) if Path(model_spec).expanduser().exists() else model_spec]
+    if folder is not None and folder.parent != LM_SHIPPED:
+        parts.append(str(fn(folder)))
+    elif folder is not None:
+        parts.append(folder.name)
+    return "+".join(parts) + spec.options
+
+
+def spec_files(spec) -> list[Path]:
+    """The files a spec names (not the shipped network)."""
+    found: list[Path] = []
+    map_files(spec, lambda path: found.append(path) or path)
+    return found

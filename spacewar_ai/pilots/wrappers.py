@@ -1,0 +1,121 @@
+"""Pilots that wrap a pilot: they fly as it does and keep or change something on the way.
+
+| pilot | what it adds | used by |
+|---|---|---|
+| `StateRecorder` | a copy of the game's state at each decision with a choice | GRPO, the trl env |
+| `Jittered` | each move replaced by a random valid one with probability epsilon | GRPO's scores |
+| `Labelled` | a teacher asked at the same decisions (its answers, its policy) | DAgger |
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..game.engine import OBS_MASK, GameBatch
+from ..game.pilot import Pilot
+
+
+class StateRecorder(Pilot):
+    """A pilot that flies as `pilot` does and keeps a copy of the game's state at each of its
+    decisions with a choice (more than one valid action): what GRPO scores actions from."""
+
+    def __init__(self, pilot):
+        self.pilot = pilot
+        self.name = pilot.name
+        self.states: list[dict[str, np.ndarray]] = []
+        self.obs: list[np.ndarray] = []
+        self.sides: list[np.ndarray] = []
+        self._batch: GameBatch | None = None
+        self._sides = np.zeros(0, dtype=np.int64)
+
+    def attach(self, batch: GameBatch, sides) -> None:
+        self._batch = batch
+        self._sides = np.broadcast_to(np.asarray(sides, dtype=np.int64), (batch.n,)).copy()
+
+    def reset(self, mask=None, seeds=None) -> None:
+        self.pilot.reset(mask, seeds)
+
+    def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
+        actions = self.pilot.act(obs, active)
+        live = np.ones(len(obs), dtype=bool) if active is None else active
+        rows = np.flatnonzero(live & ((obs[:, OBS_MASK:] > 0.5).sum(axis=1) > 1))
+        if rows.size:
+            self.states.append({k: v[rows] for k, v in self._batch.state_dict().items()})
+            self.obs.append(obs[rows].copy())
+            self.sides.append(self._sides[rows])
+        return actions
+
+    def draw(self, count: int, rng: np.random.Generator):
+        """(states, obs, sides) of `count` recorded decisions drawn without replacement."""
+        obs = np.concatenate(self.obs) if self.obs else np.zeros((0, 0), dtype=np.float32)
+        picked = np.sort(rng.choice(len(obs), size=min(count, len(obs)), replace=False))
+        states = {k: np.concatenate([s[k] for s in self.states])[picked] for k in self.states[0]} \
+            if self.states else {}
+        return states, obs[picked], np.concatenate(self.sides)[picked] if self.sides else picked
+
+
+class Jittered(Pilot):
+    """`pilot`'s moves, each replaced with probability `epsilon` by a uniformly random valid
+    one; the same `seed` and the same calls give the same moves."""
+
+    def __init__(self, pilot, epsilon: float, seed: int):
+        from .scripted import RandomPilot
+
+        self.pilot, self.epsilon = pilot, float(epsilon)
+        self.name = pilot.name
+        self._random = RandomPilot(seed)
+        self._coin = np.random.default_rng(seed)
+
+    def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
+        moves = self.pilot.act(obs, active)
+        flip = self._coin.random(len(obs)) < self.epsilon
+        return np.where(flip, self._random.act(obs), moves)
+
+
+class Labelled(Pilot):
+    """Flies as `student` does, and asks `teacher` what it would do at the same decisions: the
+    teacher follows every game as if it flew it (attached, reset and asked every decision), but
+    only the student's actions are played. `labels` holds the teacher's answers, one array a
+    decision."""
+
+    def __init__(self, student: Pilot, teacher: Pilot, temperature: float = 0.0):
+        self.student, self.teacher = student, teacher
+        self.name = student.name
+        self.labels: list[np.ndarray] = []
+        # With temperature > 0, also the teacher's policy at each decision, (N, A): a planner's
+        # improved policy (search.improved_policy), any other teacher's answer as one-hot.
+        self.temperature = float(temperature)
+        self.policies: list[np.ndarray] = []
+
+    def attach(self, batch, sides) -> None:
+        self.student.attach(batch, sides)
+        self.teacher.attach(batch, sides)
+
+    def reset(self, mask=None, seeds=None) -> None:
+        self.student.reset(mask, seeds)
+        self.teacher.reset(mask, seeds)
+
+    def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
+        answer = np.asarray(self.teacher.act(obs, active), dtype=np.int64).copy()
+        self.labels.append(answer)
+        if self.temperature > 0:
+            self.policies.append(self._policy(obs, answer))
+        return self.student.act(obs, active)
+
+    def _policy(self, obs: np.ndarray, answer: np.ndarray) -> np.ndarray:
+        from .search import improved_policy
+
+        actions = obs.shape[1] - OBS_MASK
+        out = np.zeros((len(obs), actions), dtype=np.float32)
+        out[np.arange(len(obs)), np.clip(answer, 0, actions - 1)] = 1.0
+        rows = getattr(self.teacher, "last_rows", None)
+        if rows is not None and len(rows):
+            out[rows] = improved_policy(self.teacher.last_values,
+                                        obs[rows, OBS_MASK:] > 0.5, self.temperature)
+        return out
+
+    def forfeits(self) -> dict[int, str]:
+        return self.student.forfeits()
+
+    def close(self) -> None:
+        self.teacher.close()
