@@ -142,9 +142,9 @@ def main(argv=None) -> int:
         train(RunConfig(train=TrainConfig(
             algorithm="grpo", episodes=args.grpo_games, max_minutes=args.grpo_minutes,
             run_name=grpo, **common),
-            grpo=GRPOConfig(opponent=args.grpo_opponent, games=args.grpo_games_per_iteration,
-                            scored=args.grpo_scored, states=args.grpo_states,
-                            learning_rate=args.grpo_learning_rate)),
+            grpo=GRPOConfig(opponents=tuple(s.strip() for s in args.grpo_opponent.split(",")),
+                            games=args.grpo_games_per_iteration, scored=args.grpo_scored,
+                            states=args.grpo_states, learning_rate=args.grpo_learning_rate)),
             start_from=dagger)
     meta = adapter_meta(ADAPTERS_DIR / grpo)
     stages["grpo"] = {"seconds": meta["seconds"], "games": meta["games"], "command":

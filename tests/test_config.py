@@ -85,3 +85,65 @@ def test_the_new_sections_name_the_field_and_the_rule(tmp_path, text, says):
     with pytest.raises(ValueError) as exc:
         load_run_config(path)
     assert says in str(exc.value) and str(path) in str(exc.value), str(exc.value)
+
+
+# The refusals as they were worded before the rules moved beside the fields (config.setting),
+# word for word: the rules' new home must not change what a user reads.
+WORDED = [
+    ("GameConfig", {"width": -1}, "GameConfig.width=-1 is invalid: must be a finite number > 0"),
+    ("GameConfig", {"max_ammo": 1.5}, "GameConfig.max_ammo=1.5 is invalid: must be an integer "
+                                      ">= 0"),
+    ("GameConfig", {"start_positions": "x"}, "GameConfig.start_positions='x' is invalid: must "
+                                             "be one of ('classic', 'orbit')"),
+    ("GameConfig", {"star_radius": 1e9}, "GameConfig.star_radius=1000000000.0 is invalid: must "
+                                         "be >= 0 and smaller than half the screen (512)"),
+    ("GameConfig", {"hyperspace": 1}, "GameConfig.hyperspace=1 is invalid: must be true or "
+                                      "false"),
+    ("PPOConfig", {"hidden_sizes": (64, 0)}, "PPOConfig.hidden_sizes=(64, 0) is invalid: must "
+                                             "be a non-empty tuple of positive layer sizes"),
+    ("PPOConfig", {"gamma": 1.5}, "PPOConfig.gamma=1.5 is invalid: must be in [0, 1]"),
+    ("DQNConfig", {"learning_starts": -1}, "DQNConfig.learning_starts=-1 is invalid: must be an "
+                                           "integer >= 0"),
+    ("LeagueConfig", {"curriculum": ()}, "LeagueConfig.curriculum=() is invalid: must be a "
+                                         "non-empty tuple of pilot specs"),
+    ("SFTConfig", {"view": 3}, "SFTConfig.view=3 is invalid: must be 1 (where things are) or 2 "
+                               "(and the aim); lm/view.py says what each reads"),
+    ("DaggerConfig", {"opponents": ("",)}, "DaggerConfig.opponents=('',) is invalid: must be a "
+                                           "non-empty list of pilot specs (\"self\": the LM "
+                                           "itself)"),
+    ("GRPOConfig", {"continuations": 2}, "GRPOConfig.continuations=2 is invalid: needs jitter > "
+                                         "0 to differ: the game and the scripted pilots are "
+                                         "deterministic, so every continuation would be the "
+                                         "same game"),
+    ("TrainConfig", {"run_name": "a/b"}, "TrainConfig.run_name='a/b' is invalid: must be a "
+                                         "plain folder name (--run-name NAME, without '/', '\\' "
+                                         "or '..'): the run's files go in checkpoint_dir/NAME "
+                                         "and log_dir/NAME"),
+    ("TrainConfig", {"algorithm": "x"}, "TrainConfig.algorithm='x' is invalid: must be one of "
+                                        "ppo, dqn, bc, cql, sft, grpo, dagger"),
+    ("TrainConfig", {"total_timesteps": 0}, "TrainConfig.total_timesteps=0 is invalid: must be "
+                                            "an integer > 0 (0 only with a warm start: "
+                                            "imitation alone)"),
+    ("RewardConfig", {"personality": ""}, "RewardConfig.personality='' is invalid: must be a "
+                                          "name"),
+]
+
+
+@pytest.mark.parametrize("kind, fields, says", WORDED, ids=[w[2].split(" is")[0] for w in WORDED])
+def test_each_rule_declared_beside_its_field_refuses_in_its_words(kind, fields, says):
+    import spacewar_ai.config as config
+
+    with pytest.raises(ValueError) as refused:
+        getattr(config, kind)(**fields)
+    assert str(refused.value) == says
+
+
+def test_the_grpo_opponents_of_earlier_files_are_read_and_refused_as_before():
+    from spacewar_ai.config import RunConfig
+
+    cfg = RunConfig.from_dict({"grpo": {"opponent": "idle, random", "games": 4}})
+    assert cfg.grpo.opponents == ("idle", "random") and cfg.grpo.opponent == "idle,random"
+    with pytest.raises(ValueError) as refused:
+        RunConfig.from_dict({"grpo": {"opponent": "a,,b"}})
+    assert str(refused.value) == ("[grpo] GRPOConfig.opponent='a,,b' is invalid: has an empty "
+                                  "name in its comma list")

@@ -291,7 +291,7 @@ def bench_lm_training(states: dict, obs: np.ndarray, spec: str, repeats: int) ->
     def grpo_iteration():
         scores = action_scores(states, obs, np.zeros(len(obs), dtype=np.int64),
                                make_pilot(g.rollout_pilot, cfg),
-                               make_pilot(g.opponent, cfg),
+                               make_pilot(g.opponents[0], cfg),
                                cfg, RewardConfig(), g.horizon)
         adv, useful = group_advantages(scores)
         old = answer_log_probs(model, coder, obs, g.bf16)

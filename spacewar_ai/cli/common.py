@@ -3,7 +3,6 @@ file, the Ray address, the LLM client)."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -169,47 +168,36 @@ RUN = (ALGORITHM, EPISODES, TIMESTEPS, MINUTES, NUM_ENVS, LEARNING_RATE, DEVICE,
 TRAINING = (*RUN, *LLM_ACCESS, WARM_START, RENDER, CHECKPOINT, INIT_FROM, USE_LLM)
 
 
-def _nonnegative(text: str) -> float:
-    from .parser import nonnegative_float
-
-    return nonnegative_float(text)
-
-
 def split_specs(text: str | None) -> list[str]:
     return [s.strip() for s in (text or "").split(",")]
 
 
 def run_config(args):
-    """The resolved run config: defaults (or the resumed run's own), then --config, then flags."""
+    """The resolved run config: defaults (or the resumed run's own), then --config, then flags.
+    Which field a flag sets is declared on the field (config.setting, config.flag_fields)."""
     from ..agents.checkpoints import saved_run_config
-    from ..config import RewardConfig, RunConfig, load_run_config
+    from ..config import RewardConfig, RunConfig, flag_fields, load_run_config
 
     base = saved_run_config(args.resume) if getattr(args, "resume", None) else RunConfig()
     cfg = load_run_config(args.config, base) if args.config else base
-    train = {field: getattr(args, dest) for dest, field in (
-        ("algorithm", "algorithm"), ("num_envs", "num_envs"), ("timesteps", "total_timesteps"),
-        ("episodes", "episodes"), ("seed", "seed"), ("device", "device"),
-        ("torch_threads", "torch_threads"), ("checkpoint_dir", "checkpoint_dir"),
-        ("log_dir", "log_dir"), ("run_name", "run_name"), ("eval_episodes", "eval_episodes"),
-        ("warm_start", "warm_start"), ("minutes", "max_minutes"), ("dataset", "dataset"),
-        ("dataset_pilot", "dataset_pilot"), ("rollout_workers", "rollout_workers"))
-        if getattr(args, dest, None) is not None}
-    if getattr(args, "episodes", None) is not None and getattr(args, "timesteps", None) is None:
-        train["total_timesteps"] = 10**12  # --episodes alone sets the budget
-    if getattr(args, "timesteps", None) == 0 and not train.get("warm_start", cfg.train.warm_start):
+    if getattr(args, "timesteps", None) == 0 and not (getattr(args, "warm_start", None)
+                                                      or cfg.train.warm_start):
         raise ValueError("--timesteps 0 trains nothing: give a number >= 1, or add --warm-start "
                          "SPEC to save the imitation alone")
-    cfg.train = dataclasses.replace(cfg.train, **train)
-    if getattr(args, "base_model", None) is not None:
-        cfg.sft = dataclasses.replace(cfg.sft, base_model=args.base_model)
+    algorithm = getattr(args, "algorithm", None) or cfg.train.algorithm
+    changes: dict[str, dict] = {}
+    for given, targets in flag_fields(algorithm).items():
+        value = getattr(args, given[2:].replace("-", "_"), None)
+        if value is None:
+            continue
+        for section, name in targets:
+            changes.setdefault(section, {})[name] = value
+    if getattr(args, "episodes", None) is not None and getattr(args, "timesteps", None) is None:
+        changes.setdefault("train", {})["total_timesteps"] = 10**12  # --episodes alone: the budget
+    for section, fields in changes.items():
+        setattr(cfg, section, getattr(cfg, section).changed(**fields))
     if getattr(args, "reward", None):
         cfg.reward = RewardConfig.preset(args.reward)
-    if getattr(args, "learning_rate", None) is not None:
-        # Each algorithm's own section holds its learning rate: BC trains PPO's actor and CQL
-        # DQN's network, so they take those sections' rates.
-        section = {"bc": "ppo", "cql": "dqn"}.get(cfg.train.algorithm, cfg.train.algorithm)
-        setattr(cfg, section, dataclasses.replace(getattr(cfg, section),
-                                                  learning_rate=args.learning_rate))
     return cfg
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..training.run import ALGORITHMS
 from . import common
 from .common import (
     CHECKPOINT,
@@ -42,21 +43,6 @@ ENSEMBLE_WITH = flag("--ensemble-with", "export", nargs="+", metavar="CHECKPOINT
                      help="with --export of a DQN checkpoint: other DQN runs' checkpoints whose "
                           "greedy players join its ensemble in the copy")
 
-# The flags an algorithm does not read, beyond what `training.train` itself refuses (a resume,
-# a starting model, champions), and what it reads instead.
-PLAY_FLAGS = ("episodes", "minutes", "num_envs", "warm_start", "render", "use_llm")
-NOT_READ = {
-    "grpo": (("timesteps", "num_envs", "warm_start", "render", "use_llm", "checkpoint"),
-             "which plays --episodes games (or [grpo] iterations x games)"),
-    "bc": (PLAY_FLAGS + ("timesteps",), "which learns from --dataset alone"),
-    "sft": (PLAY_FLAGS + ("timesteps",), "which learns from --dataset alone"),
-    "dagger": (("timesteps", "num_envs", "warm_start", "render", "use_llm", "checkpoint"),
-               "which plays --episodes games in all (or [dagger] rounds x games)"),
-    "cql": (PLAY_FLAGS, "which learns from --dataset alone; --timesteps sets conservative "
-                        "Q-learning's gradient steps"),
-}
-
-
 @mode(TRAIN, reads=(*TRAINING, BASE_MODEL, OPPONENT, TEACHER, ROLLOUT_WORKERS, *RAY))
 @mode("champion_train", reads=(*TRAINING, RATINGS_FILE, ROLLOUT_WORKERS, *RAY),
       flag_help="continue training --checkpoint against the best models we know")
@@ -82,23 +68,13 @@ def train(parser, args) -> int:
         parser.error(f"--teacher is read by --algorithm dagger; {algorithm} "
                      + ("learns from --dataset-pilot's decisions" if algorithm in
                         ("bc", "cql", "sft") else "learns from its rewards"))
-    unread, instead = NOT_READ.get(algorithm, ((), ""))
-    given = [k for k in unread if getattr(args, k) not in (None, False)]
+    given = not_read(args, algorithm)
     if given:
         parser.error(f"{flag_name(given[0])} does not apply to --algorithm {algorithm}, "
-                     f"{instead}")
+                     f"{ALGORITHMS[algorithm].instead}")
     if algorithm not in ("bc", "cql", "sft", "dagger") and (args.dataset or args.dataset_pilot):
         parser.error(f"--{'dataset' if args.dataset else 'dataset-pilot'} is read by --algorithm "
                      f"bc, cql, sft and dagger; {algorithm} learns by playing")
-    if algorithm == "cql" and args.timesteps is not None:
-        cfg.offline = dataclasses.replace(cfg.offline, cql_steps=args.timesteps)
-    if algorithm == "grpo" and args.opponent is not None:
-        cfg.grpo = dataclasses.replace(cfg.grpo, opponent=args.opponent)
-    if algorithm == "dagger" and (args.opponent is not None or args.teacher is not None):
-        changes = {"teacher": args.teacher} if args.teacher is not None else {}
-        if args.opponent is not None:
-            changes["opponents"] = tuple(common.split_specs(args.opponent))
-        cfg.dagger = dataclasses.replace(cfg.dagger, **changes)
     if (args.backend or args.ray_address) and not cfg.train.rollout_workers:
         parser.error(f"{'--backend' if args.backend else '--ray-address'} in training says where "
                      "rollout workers run: add --rollout-workers N (PPO)")
@@ -118,6 +94,16 @@ def train(parser, args) -> int:
         quiet=args.quiet, guide=guide, rollout_backend=args.backend or "ray",
         ray_address=common.ray_address(parser, args))
     return 0
+
+
+def not_read(args, algorithm: str) -> list[str]:
+    """The flags given (by dest) that a run of `algorithm` would not read: the config flags no
+    field it reads declares (config.unread_flags), then the others its table entry names."""
+    from ..config import unread_flags
+
+    unread = [flag[2:].replace("-", "_") for flag in unread_flags(algorithm)]
+    return [dest for dest in (*unread, *ALGORITHMS[algorithm].ignores)
+            if getattr(args, dest, None) not in (None, False)]
 
 
 @mode("pbt", reads=(POPULATION, PBT_ROUNDS, TIMESTEPS, NUM_ENVS, LEARNING_RATE, CONFIG,

@@ -5,7 +5,7 @@
 Group Relative Policy Optimization (GRPO, as in DeepSeekMath) where a group is every valid
 action at one game state, each scored by playing the game on from that state. An iteration:
 
-1. plays `[grpo] games` games against `[grpo] opponent` (`--opponent`; in pairs from one
+1. plays `[grpo] games` games against `[grpo] opponents` (`--opponent a,b`; in pairs from one
    start, sides swapped; a comma list such as `heuristic:medium,heuristic:hard` shares the
    games evenly among opponents of varied skill), the LM sampling its answers at
    `[grpo] temperature` from the adapter being trained, and draws `[grpo] scored` of its
@@ -216,7 +216,7 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
     device = lm_device(cfg)
     # Pilots first: a bad spec is refused before any model is loaded. Each iteration's games and
     # scores get pilots of their own (action_scores says why).
-    opponents = [check_spec(spec) for spec in g.opponents()]
+    opponents = [check_spec(spec) for spec in g.opponents]
     rollout_pilot = check_spec(g.rollout_pilot)
     torch.manual_seed(t.seed)
     model, tokenizer, start_folder, start_meta = load_trainable(init_from, device)

@@ -5,7 +5,7 @@
 | ppo, dqn | games against the league | nothing, a checkpoint (`--init-from`), a resumed run, or champions | trainer.py |
 | bc, cql | a recorded dataset | nothing | offline.py |
 | sft | a recorded dataset | a base language model | sft.py |
-| grpo | games against `[grpo] opponent` | an SFT adapter (`--init-from`, required) | grpo.py |
+| grpo | games against `[grpo] opponents` | an SFT adapter (`--init-from`, required) | grpo.py |
 | dagger | its own games, labelled by `[dagger] teacher` (and a dataset) | an SFT adapter (`--init-from`, required) | dagger.py |
 
 Each algorithm's settings are its own config section ([ppo], [dqn], [offline], [sft], [grpo],
@@ -30,6 +30,10 @@ class Algorithm:
     starts_from: str  # "optional" (a checkpoint), "required" (an adapter) or "" (nothing)
     resumes: bool  # --resume continues a run of it
     champions: bool  # --champion-train trains it further against the best models
+    # What it reads instead of the flags it does not read (config.unread_flags, and `ignores`),
+    # for the CLI's one-line refusal.
+    instead: str = ""
+    ignores: tuple[str, ...] = ()  # flags that set no config field, by their dest
 
 
 def _online(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide,
@@ -111,16 +115,26 @@ def _dagger(cfg: RunConfig, start_from, champion, resume, ratings_file, render, 
     return train_dagger(cfg, start_from, quiet)
 
 
+# The flags of a learner's own games that learning from data (or an LM's games) reads not.
+LEARNER_GAMES = ("render", "use_llm")
+DATASET_ALONE = "which learns from --dataset alone"
 ALGORITHMS = {
     "ppo": Algorithm(_online, "learns by playing", "optional", True, True),
     "dqn": Algorithm(_online, "learns by playing", "optional", True, True),
-    "bc": Algorithm(_offline, "learns from a dataset alone", "", False, False),
-    "cql": Algorithm(_offline, "learns from a dataset alone", "", False, False),
-    "sft": Algorithm(_sft, "trains a new adapter from a dataset", "", False, False),
+    "bc": Algorithm(_offline, "learns from a dataset alone", "", False, False, DATASET_ALONE,
+                    LEARNER_GAMES),
+    "cql": Algorithm(_offline, "learns from a dataset alone", "", False, False,
+                     f"{DATASET_ALONE}; --timesteps sets conservative Q-learning's gradient "
+                     "steps", LEARNER_GAMES),
+    "sft": Algorithm(_sft, "trains a new adapter from a dataset", "", False, False,
+                     DATASET_ALONE, LEARNER_GAMES),
     "grpo": Algorithm(_grpo, "trains an LM adapter further by playing", "required", False,
-                      False),
+                      False, "which plays --episodes games (or [grpo] iterations x games)",
+                      (*LEARNER_GAMES, "checkpoint")),
     "dagger": Algorithm(_dagger, "trains an LM adapter on its own games' states, labelled by a "
-                        "teacher", "required", False, False),
+                        "teacher", "required", False, False,
+                        "which plays --episodes games in all (or [dagger] rounds x games)",
+                        (*LEARNER_GAMES, "checkpoint")),
 }
 
 
