@@ -2,7 +2,7 @@
 
 | module | what it holds |
 |---|---|
-| base.py | `BaseAgent`, observation statistics, masked sampling, the networks' building blocks |
+| base.py | `BaseAgent`; `OnPolicyAgent`, `OffPolicyAgent` (what each training loop calls) |
 | ppo.py | `PPOAgent` (clipped surrogate, GAE), `PolicyStack` (many PPO networks in one pass) |
 | dqn.py | `DQNAgent` (dueling double DQN, n-step returns, an ensemble for play), `cql_loss` |
 | replay_buffer.py | DQN's replay buffer and the sum tree of prioritized replay |
@@ -13,11 +13,12 @@
 Agents know observations and masks, not the game's rules.
 """
 
-from .base import BaseAgent, RunningNorm
+from .base import BaseAgent, OffPolicyAgent, OnPolicyAgent, RunningNorm
 from .checkpoints import CheckpointError
 from .dqn import DQNAgent, cql_loss
 from .ppo import PolicyStack, PPOAgent
 from .saved import export_for_play, load_agent, make_agent
 
-__all__ = ["BaseAgent", "CheckpointError", "DQNAgent", "PPOAgent", "PolicyStack", "RunningNorm",
-           "cql_loss", "export_for_play", "load_agent", "make_agent"]
+__all__ = ["BaseAgent", "CheckpointError", "DQNAgent", "OffPolicyAgent", "OnPolicyAgent",
+           "PPOAgent", "PolicyStack", "RunningNorm", "cql_loss", "export_for_play", "load_agent",
+           "make_agent"]

@@ -170,14 +170,6 @@ class BaseAgent(abc.ABC):
         """Actions for one observation (an int) or a batch (an int64 array)."""
 
     @abc.abstractmethod
-    def store_transition(self, *args, **kwargs) -> None:
-        """Record experience for the next update."""
-
-    @abc.abstractmethod
-    def update(self, **kwargs) -> dict[str, float]:
-        """Learn from stored experience; returns the losses to log."""
-
-    @abc.abstractmethod
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to resume learning, as tensors and plain values."""
 
@@ -238,3 +230,50 @@ class BaseAgent(abc.ABC):
                                expect_obs_dim=self.state_dim)
         self.load_state_dict(ckpt["agent"])
         return ckpt
+
+
+class OnPolicyAgent(BaseAgent):
+    """An agent that learns from the rollout it has just played (PPO): what the on-policy loop
+    (training/loops.py) calls, in its order."""
+
+    @property
+    @abc.abstractmethod
+    def rollout_steps(self) -> int:
+        """Decisions of every game in one rollout: an update comes after this many."""
+
+    @abc.abstractmethod
+    def store_transition(self, reward: np.ndarray, done: np.ndarray, action: np.ndarray) -> None:
+        """Record the step just taken by `select_action` with its action, reward and end."""
+
+    @abc.abstractmethod
+    def load_rollout(self, parts: list[dict[str, np.ndarray]]) -> None:
+        """Rollouts played elsewhere (rollout workers), to learn from as from its own."""
+
+    @abc.abstractmethod
+    def update(self, next_obs: np.ndarray, progress: float | None = None) -> dict[str, float]:
+        """Learn from the stored rollout, bootstrapping from `next_obs`; `progress` (0 to 1, the
+        run's budget) drives the schedules. Returns the figures to log."""
+
+
+class OffPolicyAgent(BaseAgent):
+    """An agent that learns from a replay of past steps (DQN): what the off-policy loop
+    (training/loops.py) calls, in its order."""
+
+    @abc.abstractmethod
+    def set_progress(self, progress: float) -> None:
+        """How far the run is through its budget (0 to 1): exploration and schedules follow."""
+
+    @abc.abstractmethod
+    def store_transition(self, obs: np.ndarray, action: np.ndarray, reward: np.ndarray,
+                         next_obs: np.ndarray, terminated: np.ndarray,
+                         done: np.ndarray | None = None) -> None:
+        """Store one step of every game (`done`: the game ended, by its end or the clock)."""
+
+    @abc.abstractmethod
+    def ready(self, steps: int) -> bool:
+        """Whether to learn after the `steps`-th step of the games (enough stored, and the
+        config's update frequency)."""
+
+    @abc.abstractmethod
+    def update(self, margin: float = 0.0, cql_alpha: float = 0.0) -> dict[str, float]:
+        """One round of gradient steps on the replay; returns the figures to log."""

@@ -14,7 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..config import DQNConfig, GameConfig
-from .base import BaseAgent
+from .base import OffPolicyAgent
 from .replay_buffer import ReplayBuffer
 
 
@@ -52,7 +52,7 @@ class DuelingQNetwork(nn.Module):
         return self.value(h) + adv - adv.mean(-1, keepdim=True)
 
 
-class DQNAgent(BaseAgent):
+class DQNAgent(OffPolicyAgent):
     """Dueling double DQN: target network, preallocated replay, epsilon schedule, masked argmax
     and masked targets, bootstrapping through truncation (only true terminations stop it)."""
 
@@ -196,7 +196,11 @@ class DQNAgent(BaseAgent):
     def __len__(self) -> int:
         return len(self.replay)
 
-    def update(self, margin: float = 0.0, cql_alpha: float = 0.0, **kwargs) -> dict[str, float]:
+    def ready(self, steps: int) -> bool:
+        c = self.config
+        return len(self) >= max(c.learning_starts, c.batch_size) and steps % c.train_frequency == 0
+
+    def update(self, margin: float = 0.0, cql_alpha: float = 0.0) -> dict[str, float]:
         """`gradient_steps` steps on the TD loss. margin > 0 adds DQfD's large-margin loss,
         treating every stored action as a demonstration: only for a buffer of a teacher's games
         (`warm_start.demonstration_start`). cql_alpha > 0 adds conservative Q-learning's

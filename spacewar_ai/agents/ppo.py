@@ -11,7 +11,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..config import GameConfig, PPOConfig
-from .base import NEG_INF, BaseAgent, _mlp, sample_actions, soft_cross_entropy
+from .base import NEG_INF, OnPolicyAgent, _mlp, sample_actions, soft_cross_entropy
 
 # The rollout buffers, as a worker hands them over (take_rollout) and a learner takes them in.
 ROLLOUT_FIELDS = ("obs", "raw", "mask", "actions", "logprobs", "rewards", "dones", "values")
@@ -31,7 +31,7 @@ class ActorCritic(nn.Module):
         return self.critic(x).squeeze(-1)
 
 
-class PPOAgent(BaseAgent):
+class PPOAgent(OnPolicyAgent):
     """Proximal Policy Optimization: clipped surrogate, GAE(lambda), masked logits.
 
     Experience is collected into preallocated (n_steps, num_envs) buffers with
@@ -99,6 +99,10 @@ class PPOAgent(BaseAgent):
         its own samples (search.SearchPilot), so that they depend on its seed alone."""
         obs, m, _ = self._batch(state, mask)
         return self.net.logits(self.obs_norm(obs), m).cpu().numpy()
+
+    @property
+    def rollout_steps(self) -> int:
+        return self.config.n_steps
 
     def store_transition(self, reward, done, action) -> None:
         """Record the step just taken by `select_action` (its observation, log-prob and value)
@@ -209,7 +213,7 @@ class PPOAgent(BaseAgent):
             adv[t] = last
         return adv, adv + values
 
-    def update(self, next_obs=None, progress: float | None = None, **kwargs) -> dict[str, float]:
+    def update(self, next_obs=None, progress: float | None = None) -> dict[str, float]:
         c = self.config
         if self.step < c.n_steps:
             raise RuntimeError(f"update() needs a full rollout: {self.step}/{c.n_steps} steps stored")

@@ -1,0 +1,76 @@
+"""A run's budget: [train] total_timesteps, episodes and max_minutes, whichever ends it first.
+
+`fraction(counters)` is how far the run is through it (0 to 1), in one function for both of
+its readers: the schedules (epsilon's decay, learning-rate annealing), which follow steps and
+games and never the clock, so a run's weights at a given update do not depend on the host's
+speed (`clock=False`); and the progress bar, which shows the nearest end, the clock's too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import TrainConfig
+
+
+@dataclass
+class Budget:
+    """The ends of one run; `until` pauses it earlier (population-based training's rounds),
+    the schedules still following the whole budget."""
+
+    train: TrainConfig
+    until: int
+
+    def fraction(self, counters: dict, clock: bool = True) -> float:
+        """How far through the budget, 0 to 1: the furthest of steps, games and (with clock)
+        minutes. `--episodes` alone leaves a step budget no run reaches, so measured by steps
+        alone DQN would explore at epsilon 1.0 to the end."""
+        t = self.train
+        used = counters["global_step"] / t.total_timesteps if t.total_timesteps else 1.0
+        if t.episodes:
+            used = max(used, counters["episodes"] / t.episodes)
+        if clock and t.max_minutes:
+            used = max(used, counters["wall_seconds"] / (60 * t.max_minutes))
+        return min(1.0, used)
+
+    def done(self, counters: dict) -> bool:
+        t = self.train
+        if counters["global_step"] >= min(t.total_timesteps, self.until):
+            return True
+        if t.max_minutes and counters["wall_seconds"] >= 60 * t.max_minutes:
+            return True
+        return bool(t.episodes) and counters["episodes"] >= t.episodes
+
+    def steps_text(self, counters: dict, chunk: int, how: str) -> str:
+        """The step budget as the run will meet it: steps are counted a whole update at a time
+        (`chunk` steps, `how` says what they are), so a budget between two updates' counts is
+        trained up to the next."""
+        goal = min(self.train.total_timesteps, self.until)
+        step = counters["global_step"]
+        real = step + -(-max(goal - step, 0) // chunk) * chunk
+        if real == goal:
+            return f"{goal:,} steps"
+        return f"{real:,} steps ({goal:,} asked, rounded up to whole {how})"
+
+    def describe(self, counters: dict, chunk: int, how: str) -> str:
+        """"N steps or M games or K minutes": the ends the run has."""
+        t = self.train
+        ends = [self.steps_text(counters, chunk, how) if t.total_timesteps < 10**12 else "",
+                f"{t.episodes:,} games" if t.episodes else "",
+                f"{t.max_minutes:g} minutes" if t.max_minutes else ""]
+        return " or ".join(end for end in ends if end)
+
+    def finished_line(self, name: str, counters: dict, resumed_from) -> str:
+        """What a resume of a run that already met its budget says instead of training."""
+        t, c = self.train, counters
+        if c["global_step"] >= t.total_timesteps:
+            met, flag = f"{c['global_step']:,} steps of its {t.total_timesteps:,}", \
+                f"--timesteps {max(2 * c['global_step'], 1):,}".replace(",", "")
+        elif t.episodes and c["episodes"] >= t.episodes:
+            met, flag = f"{c['episodes']:,} games of its {t.episodes:,}", \
+                f"--episodes {2 * c['episodes']}"
+        else:
+            met, flag = f"{c['wall_seconds'] / 60:.1f} minutes of its {t.max_minutes:g}", \
+                f"--minutes {2 * t.max_minutes:g}"
+        return (f"{name} is finished: it trained {met}; to train on, resume it with a larger "
+                f"budget: spacewar-ai --resume {resumed_from} {flag}")

@@ -1,0 +1,109 @@
+"""The training loops, each read top to bottom as CleanRL's ppo.py reads: one for an agent that
+learns from the rollout it has just played (`on_policy`, PPO; `on_policy_on_workers` when
+rollout workers play), one for an agent that learns from a replay (`off_policy`, DQN). Which
+one runs is the agent's kind (agents/base.py: `OnPolicyAgent`, `OffPolicyAgent`), and each
+calls only what that kind declares.
+
+`run` is the Trainer (trainer.py), which holds the games (`env`), the league, the budget, and
+what every update ends with (`after_update`: snapshot, log, evaluate, save).
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+
+import numpy as np
+
+from .rollouts import play_steps
+
+# Vector steps of an off-policy run between two "updates": when it logs, evaluates and saves.
+OFF_POLICY_STEPS = 64
+
+
+def on_policy(run) -> None:
+    """Play a rollout of every game, learn from it; again until the budget ends."""
+    agent, n = run.agent, run.env.num_envs
+    obs = run.reset_games()
+    while not run.budget.done(run.counters):
+        t0 = time.time()
+        # 1. Every game plays rollout_steps decisions: the learner acts, the league answers,
+        # the opponent model watches its pilot, finished games are recorded and restarted.
+        obs = play_steps(agent, run.league, run.env, obs, agent.rollout_steps, run.shape,
+                         run.finished, guide=run.guide, watch=run.watch_opponent,
+                         after_step=run.after_step)
+        # 2. Learn from that rollout, and the opponent model from its pilot's moves.
+        losses = agent.update(obs[:, 0], run.budget.fraction(run.counters, clock=False))
+        run.fit_opponent_model()
+        # 3. Snapshot, log, evaluate, save.
+        run.after_update(losses, agent.rollout_steps * n / (time.time() - t0))
+
+
+def on_policy_on_workers(run) -> None:
+    """on_policy with the games on rollout workers (rollouts.py): every update each worker
+    plays its games with the current weights; the learner takes their rollouts in worker order
+    as one rollout of all the games, and learns."""
+    agent, n = run.agent, run.cfg.train.num_envs
+    while not run.budget.done(run.counters):
+        t0 = time.time()
+        parts = run.workers.collect(agent, run.league, run.counters["updates"])
+        run.interrupt.check()
+        for part in parts:
+            run.take(part)
+        agent.load_rollout([part["rollout"] for part in parts])
+        t1 = time.time()
+        losses = agent.update(np.concatenate([part["next_obs"] for part in parts]),
+                              run.budget.fraction(run.counters, clock=False))
+        run.fit_opponent_model()
+        t2 = time.time()
+        run.log.workers(run.counters["global_step"], parts, run.counters["updates"], t1 - t0,
+                        t2 - t1)
+        run.after_update(losses, agent.rollout_steps * n / (t2 - t0))
+
+
+def off_policy(run) -> None:
+    """Step every game once, store the steps, learn from the replay when the agent is ready;
+    OFF_POLICY_STEPS such steps make an update."""
+    agent, env, league = run.agent, run.env, run.league
+    n = env.num_envs
+    actions = np.zeros((n, 2), dtype=np.int64)
+    obs = run.reset_games()
+    steps = 0
+    while not run.budget.done(run.counters):
+        t0 = time.time()
+        losses: dict[str, list[float]] = collections.defaultdict(list)
+        for _ in range(OFF_POLICY_STEPS):
+            run.interrupt.check()
+            # 1. The learner acts (exploring as far through the budget as the run is), the
+            # league answers, the opponent model watches its pilot.
+            agent.set_progress(run.budget.fraction(run.counters, clock=False))
+            actions[:, 0] = agent.select_action(obs[:, 0])
+            if run.guide is not None:
+                # Only exploration is guided: epsilon x share of the rows.
+                actions[:, 0] = run.guide.mix(obs[:, 0], actions[:, 0], agent.epsilon)
+            actions[:, 1] = league.act(obs[:, 1])
+            run.watch_opponent(obs, actions)
+            # 2. Step; a finished game's last observation is the one stored, not its restart.
+            next_obs, rewards, term, trunc, info = env.step_both(actions)
+            done = term | trunc
+            stored_next = next_obs[:, 0].copy()
+            if done.any():
+                stored_next[done] = info["final_obs"][done, 0]
+            reward = run.shape(obs, next_obs, info, term, rewards[:, 0], agent.config.gamma)
+            agent.store_transition(obs[:, 0], actions[:, 0], reward, stored_next, term,
+                                   done=done)
+            run.counters["global_step"] += n
+            steps += 1
+            # 3. Learn from the replay.
+            if agent.ready(steps):
+                for k, v in agent.update().items():
+                    losses[k].append(v)
+            if done.any():
+                run.finished(info, done)
+            obs = next_obs
+            run.draw()
+        run.fit_opponent_model()
+        mean = {k: float(np.mean(v)) for k, v in losses.items()}
+        mean.setdefault("epsilon", float(agent.epsilon))
+        # 4. Snapshot, log, evaluate, save.
+        run.after_update(mean, OFF_POLICY_STEPS * n / (time.time() - t0))
