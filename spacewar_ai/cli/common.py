@@ -11,8 +11,8 @@ from ..pilots.specs import shipped_lm_specs
 from .parser import (
     count,
     flag,
-    flag_name,
     nonnegative_float,
+    outputs,
     positive_float,
     seed,
     timesteps,
@@ -54,7 +54,7 @@ TORCH_THREADS = flag("--torch-threads", "training", type=count(0),
 CONFIG = flag("--config", "training", metavar="FILE",
               help="TOML or JSON file with [train] [ppo] [dqn] [sft] [grpo] [dagger] [offline] "
                    "[league] [game] [reward] sections; flags override it")
-CHECKPOINT_DIR = flag("--checkpoint-dir", "training", metavar="DIR",
+CHECKPOINT_DIR = flag("--checkpoint-dir", "training", writes="folder", metavar="DIR",
                       help="where runs are saved (default checkpoints/)")
 LOG_DIR = flag("--log-dir", "training", metavar="DIR",
                help="where TensorBoard logs go, one folder per run (default runs/)")
@@ -95,19 +95,19 @@ PLAYERS = flag("--players", "players", metavar="SPECS",
                help="player specs, comma separated (demo: two, default heuristic:hard,"
                     "heuristic:medium; tournament: default the best models we know and "
                     "the scripted pilots)")
-RESULTS = flag("--results", "players", metavar="FILE.jsonl",
+RESULTS = flag("--results", "players", writes="file", metavar="FILE.jsonl",
                help="evaluate, demo: add every game's GameResult to FILE as JSON lines "
                     "(tournaments write games.jsonl beside their report)")
 MATCHES_PER_PAIRING = flag("--matches-per-pairing", "tournaments", type=count(2),
                            help="games per pair of players, an even number (default 100; LLM "
                                 "arena 20)")
-RATINGS_FILE = flag("--ratings-file", "tournaments", metavar="PATH",
+RATINGS_FILE = flag("--ratings-file", "tournaments", writes="file", metavar="PATH",
                     help="ratings accumulated across tournaments and evaluations (default "
                          "<checkpoint-dir>/ratings.json)")
 SAVE_REPLAYS = flag("--save-replays", "play", type=count(0), metavar="N",
                     help="evaluate: save N games as replays (under runs/replays/); tournament: "
                          "N games per pairing (in the tournament's folder)")
-RECORD = flag("--record", "play", metavar="PATH",
+RECORD = flag("--record", "play", writes="file", metavar="PATH",
               help="record human play, --demo, --evaluate or --replay games to a .mp4 or "
                    ".gif (drawn off-screen for demo and evaluate)")
 SCALE = flag("--scale", "play", type=positive_float,
@@ -226,11 +226,10 @@ def check_outputs(args) -> None:
     """Every output path a flag names can be written, checked before any work (preflight.py)."""
     from ..util.preflight import writable
 
-    for dest in ("record", "export", "results", "html", "ratings_file"):
-        if getattr(args, dest, None):
-            writable(getattr(args, dest), flag_name(dest))
-    if getattr(args, "checkpoint_dir", None):
-        writable(args.checkpoint_dir, "--checkpoint-dir", folder=True)
+    for declared in outputs():
+        if getattr(args, declared.dest, None):
+            writable(getattr(args, declared.dest), declared.name,
+                     folder=declared.writes == "folder")
 
 
 def llm_client(args):

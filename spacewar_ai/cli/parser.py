@@ -105,6 +105,7 @@ class Flag:
     name: str  # "--eval-episodes"
     group: str  # a key of GROUPS
     options: dict[str, Any]  # argparse's keyword arguments
+    writes: str = ""  # "file" or "folder": an output, checked writable before any work
 
     @property
     def dest(self) -> str:
@@ -123,17 +124,18 @@ FLAGS: dict[str, Flag] = {}
 MODES: dict[str, Mode] = {}
 
 
-def flag(name: str, group: str, **options) -> str:
-    """Declare a flag once (its dest is returned, for a mode's `reads`)."""
+def flag(name: str, group: str, writes: str = "", **options) -> str:
+    """Declare a flag once (its dest is returned, for a mode's `reads`); `writes` ("file" or
+    "folder") marks an output, which every mode checks can be written before it starts."""
     if group not in GROUPS:
         raise KeyError(f"{name}: unknown help group {group!r}")
-    declared = Flag(name, group, options)
+    declared = Flag(name, group, options, writes)
     if FLAGS.setdefault(declared.dest, declared) is not declared:
         raise KeyError(f"{name} is declared twice")
     return declared.dest
 
 
-def mode(name: str, reads, flag_help: str | None = None, **flag_options):
+def mode(name: str, reads, flag_help: str | None = None, writes: str = "", **flag_options):
     """Register a mode function: chosen by `--NAME` (flag_options shape that flag: a value such
     as DST, or a switch by default; TRAIN has no flag), reading the flags `reads` names. One
     function may be registered under several names, each with its own `reads`."""
@@ -141,11 +143,18 @@ def mode(name: str, reads, flag_help: str | None = None, **flag_options):
         chooser = None
         if name != TRAIN:
             options = flag_options or {"action": "store_true"}
-            chooser = Flag("--" + name.replace("_", "-"), "modes", {**options, "help": flag_help})
+            chooser = Flag("--" + name.replace("_", "-"), "modes", {**options, "help": flag_help},
+                           writes)
         if MODES.setdefault(name, Mode(name, run, frozenset(reads), chooser)).run is not run:
             raise KeyError(f"mode {name} is registered twice")
         return run
     return register
+
+
+def outputs() -> list[Flag]:
+    """The flags declared as outputs (`writes`), modes' own included."""
+    return [f for f in (*FLAGS.values(), *(m.flag for m in MODES.values() if m.flag))
+            if f.writes]
 
 
 def flag_name(dest: str) -> str:
@@ -165,6 +174,15 @@ def build_parser() -> Parser:
     return p
 
 
+PATH_METAVARS = ("PATH", "DST", "FILE", "DIR", "FILE.jsonl", "OUT.html")
+
+
+def _takes_path(dest: str) -> bool:
+    """Whether a flag (or a mode's flag) is declared to take a path: its metavar says so."""
+    declared = FLAGS.get(dest) or (MODES[dest].flag if dest in MODES else None)
+    return declared is not None and declared.options.get("metavar") in PATH_METAVARS
+
+
 def choose_mode(parser: Parser, args) -> Mode:
     """The one mode the flags choose; refuses two modes, empty values and flags the mode does
     not read (naming the modes that read them)."""
@@ -172,8 +190,7 @@ def choose_mode(parser: Parser, args) -> Mode:
     for k in sorted(given):
         if isinstance(getattr(args, k), str) and not getattr(args, k).strip():
             parser.error(f"{flag_name(k)} was given an empty value; give it a "
-                         f"{'path' if k in ('replay', 'export', 'resume', 'config') else 'value'}"
-                         " or leave the flag out")
+                         f"{'path' if _takes_path(k) else 'value'} or leave the flag out")
     for k in ("checkpoint_dir", "log_dir", "keys_dir"):
         value = getattr(args, k)
         if value and os.path.exists(value) and not os.path.isdir(value):

@@ -37,7 +37,7 @@ TWO_PLAYER = flag("--two-player", "play", action="store_true",
                   help="two people at one keyboard, as in 1962")
 SCORE_LIMIT = flag("--score-limit", "play", type=count(1),
                    help="points that win the match (default 5)")
-HTML = flag("--html", "play", metavar="OUT.html",
+HTML = flag("--html", "play", writes="file", metavar="OUT.html",
             help="with --replay: write one self-contained page that plays the replay in any "
                  "browser, no server needed")
 

@@ -124,7 +124,7 @@ def pbt(parser, args) -> int:
     return 0
 
 
-@mode("export", reads=(CHECKPOINT, ENSEMBLE_WITH), metavar="DST",
+@mode("export", reads=(CHECKPOINT, ENSEMBLE_WITH), writes="file", metavar="DST",
       flag_help="write a play-only copy of --checkpoint (no optimizer state) to DST, or with "
                 "DST.onnx an ONNX model any ONNX runtime can run")
 def export(parser, args) -> int:

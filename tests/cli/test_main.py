@@ -122,6 +122,10 @@ def test_an_empty_value_is_refused_not_taken_for_no_flag(flag, capsys):
     # `--replay ""` once started a full training run: the mode was chosen by truthiness.
     err = _refused([flag, ""], capsys)
     assert f"{flag} was given an empty value" in err
+    # A flag declared with a path's metavar is asked for a path, any other for a value.
+    wants = "path" if flag in ("--replay", "--export", "--resume", "--config", "--record") \
+        else "value"
+    assert f"give it a {wants} or leave the flag out" in err
 
 
 def test_a_flag_the_mode_does_not_read_is_refused(capsys):
