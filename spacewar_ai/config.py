@@ -650,6 +650,10 @@ class TrainConfig(_Config):
         lambda v: _is_int(v) and v >= 0,
         "must be an integer >= 0 (0: the learner plays its games itself)"),
         flag="--rollout-workers")
+    # With rollout workers: they play the next rollout while the learner updates on the last
+    # (a policy lag of one update, PPO's ratio taken against the policy that played); false:
+    # each rollout is played with the weights of the update before it.
+    async_rollouts: bool = setting(False, SWITCH, flag="--async-rollouts")
 
     def named(self, kind: str, seed: int | None = None) -> str:
         """The run's name: run_name, else KIND-sSEED-YYYYmmdd-HHMMSS (every training run's)."""
@@ -671,6 +675,9 @@ class TrainConfig(_Config):
         _require(self.rollout_workers <= self.num_envs, "TrainConfig", "rollout_workers",
                  self.rollout_workers, f"must be at most num_envs ({self.num_envs}): each "
                  "worker plays at least one game (--num-envs)")
+        _require(not self.async_rollouts or self.rollout_workers > 0, "TrainConfig",
+                 "async_rollouts", self.async_rollouts, "plays the next rollout on the rollout "
+                 "workers while the learner updates: add --rollout-workers N (N >= 1)")
         _require(self.rollout_workers == 0 or self.algorithm == "ppo", "TrainConfig",
                  "rollout_workers", self.rollout_workers, f"rollout workers play PPO's "
                  f"rollouts; --algorithm {self.algorithm} trains in one process (drop "

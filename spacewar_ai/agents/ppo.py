@@ -131,7 +131,9 @@ class PPOAgent(OnPolicyAgent):
             raise RuntimeError(f"take_rollout() needs a full rollout: {self.step}/"
                                f"{self.config.n_steps} steps stored")
         self.step = 0
-        return {f: getattr(self, f"buf_{f}").cpu().numpy() for f in ROLLOUT_FIELDS}
+        # Copies: on the CPU .numpy() shares the buffers, which the next rollout overwrites
+        # while a learner playing ahead still holds this one.
+        return {f: getattr(self, f"buf_{f}").cpu().numpy().copy() for f in ROLLOUT_FIELDS}
 
     def load_rollout(self, parts: list[dict[str, np.ndarray]]) -> None:
         """Rollouts played elsewhere (`take_rollout` of each worker, a slice of the games

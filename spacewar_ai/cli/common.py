@@ -70,6 +70,10 @@ ROLLOUT_WORKERS = flag("--rollout-workers", "training", type=count(0), metavar="
                             "machine or --ray-address's cluster (--backend local: in this "
                             "process, one after another), the learner only updating; 0: "
                             "the learner plays them (default)")
+ASYNC_ROLLOUTS = flag("--async-rollouts", "training", action="store_true", default=None,
+                      help="ppo with --rollout-workers: the workers play the next rollout while "
+                           "the learner updates on the last (a policy lag of one update, "
+                           "charts/policy_lag); off by default")
 INIT_FROM = flag("--init-from", "training", metavar="CHECKPOINT",
                  help="training: start from this model (the same algorithm's weights; a "
                       "model of another algorithm is imitated first); grpo, dagger: the LM "

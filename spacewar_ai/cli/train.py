@@ -8,6 +8,7 @@ import dataclasses
 from ..training.run import ALGORITHMS
 from . import common
 from .common import (
+    ASYNC_ROLLOUTS,
     CHECKPOINT,
     CHECKPOINT_DIR,
     CONFIG,
@@ -43,8 +44,9 @@ ENSEMBLE_WITH = flag("--ensemble-with", "export", nargs="+", metavar="CHECKPOINT
                      help="with --export of a DQN checkpoint: other DQN runs' checkpoints whose "
                           "greedy players join its ensemble in the copy")
 
-@mode(TRAIN, reads=(*TRAINING, BASE_MODEL, OPPONENT, TEACHER, ROLLOUT_WORKERS, *RAY))
-@mode("champion_train", reads=(*TRAINING, RATINGS_FILE, ROLLOUT_WORKERS, *RAY),
+@mode(TRAIN, reads=(*TRAINING, BASE_MODEL, OPPONENT, TEACHER, ROLLOUT_WORKERS, ASYNC_ROLLOUTS,
+                   *RAY))
+@mode("champion_train", reads=(*TRAINING, RATINGS_FILE, ROLLOUT_WORKERS, ASYNC_ROLLOUTS, *RAY),
       flag_help="continue training --checkpoint against the best models we know")
 def train(parser, args) -> int:
     from ..training import train as run

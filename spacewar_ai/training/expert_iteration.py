@@ -9,8 +9,8 @@ A round (`network_round`):
    teacher, any pilot spec and typically the planner over a pilot
    (`search:POLICY+MODEL`, pilots/search.py: one step of policy improvement over POLICY by
    the engine's rollouts), is asked at every one of the student's decisions what it would do
-   there (pilots/wrappers.py's Labelled: the teacher follows the game as if it flew it, the student's
-   moves are played);
+   there (pilots/wrappers.py's Labelled: the teacher follows the game as if it flew it, the
+   student's moves are played);
 2. the student's actor is fitted to the teacher's answers at those states by masked
    cross-entropy (`PPOAgent.imitate`, `epochs` passes, the observation scaling kept), together
    with the earlier rounds' states (the aggregate, as DAgger keeps it).

@@ -4,6 +4,10 @@ rollout workers play), one for an agent that learns from a replay (`off_policy`,
 one runs is the agent's kind (agents/base.py: `OnPolicyAgent`, `OffPolicyAgent`), and each
 calls only what that kind declares.
 
+With rollout workers, `on_policy_on_workers` has them play each rollout with the weights of the
+update before it, and `on_policy_async` (`[train] async_rollouts`) has them play the next while
+the learner updates on the last.
+
 `run` is the Trainer (trainer.py), which holds the games (`env`), the league, the budget, and
 what every update ends with (`after_update`: snapshot, log, evaluate, save).
 """
@@ -43,22 +47,50 @@ def on_policy_on_workers(run) -> None:
     """on_policy with the games on rollout workers (rollouts.py): every update each worker
     plays its games with the current weights; the learner takes their rollouts in worker order
     as one rollout of all the games, and learns."""
-    agent, n = run.agent, run.cfg.train.num_envs
+    agent = run.agent
     while not run.budget.done(run.counters):
         t0 = time.time()
-        parts = run.workers.collect(agent, run.league, run.counters["updates"])
+        updates = run.counters["updates"]
+        parts = run.workers.finish(run.workers.start(agent, run.league, updates, updates))
+        _learn(run, parts, t0)
+
+
+def on_policy_async(run) -> None:
+    """on_policy_on_workers, playing ahead: while the learner updates on one rollout, the
+    workers play the next with the weights from before that update, a policy lag of one update
+    (IMPALA's and APPO's actors lag so). PPO's ratio is taken against the policy that played
+    (the rollout's own log-probabilities, computed by the worker), so the lag is corrected as
+    far as the clip allows; the first rollout has no lag."""
+    agent, c = run.agent, run.counters
+    pending = run.workers.start(agent, run.league, c["updates"], c["updates"])
+    while not run.budget.done(c):
+        t0 = time.time()
+        parts = run.workers.finish(pending)
+        # The next rollout's games are drawn from the league with this rollout's games in it;
+        # it plays while _learn updates (its random streams those of the next update).
         run.interrupt.check()
         for part in parts:
             run.take(part)
-        agent.load_rollout([part["rollout"] for part in parts])
-        t1 = time.time()
-        losses = agent.update(np.concatenate([part["next_obs"] for part in parts]),
-                              run.budget.fraction(run.counters, clock=False))
-        run.fit_opponent_model()
-        t2 = time.time()
-        run.log.workers(run.counters["global_step"], parts, run.counters["updates"], t1 - t0,
-                        t2 - t1)
-        run.after_update(losses, agent.rollout_steps * n / (t2 - t0))
+        if not run.budget.done(c):
+            pending = run.workers.start(agent, run.league, c["updates"] + 1, c["updates"])
+        _learn(run, parts, t0, taken=True)
+
+
+def _learn(run, parts: list, t0: float, taken: bool = False) -> None:
+    """The learner's half of an update on workers' rollouts: take their games, learn, log."""
+    agent, c = run.agent, run.counters
+    if not taken:
+        run.interrupt.check()
+        for part in parts:
+            run.take(part)
+    agent.load_rollout([part["rollout"] for part in parts])
+    t1 = time.time()
+    losses = agent.update(np.concatenate([part["next_obs"] for part in parts]),
+                          run.budget.fraction(c, clock=False))
+    run.fit_opponent_model()
+    t2 = time.time()
+    run.log.workers(c["global_step"], parts, c["updates"], t1 - t0, t2 - t1)
+    run.after_update(losses, agent.rollout_steps * run.cfg.train.num_envs / (t2 - t0))
 
 
 def off_policy(run) -> None:

@@ -8,8 +8,8 @@ finished games are handed to a hook. The trainer (trainer.py) runs it on its own
 With `--rollout-workers N` the run's `num_envs` games are split among N workers, Ray actors
 (`--backend ray`, the default, on this machine or `--ray-address`'s cluster) or, with
 `--backend local`, objects in the learner's process played one after another (the same
-weights: a check that a worker's results do not depend on where it runs). Every update is
-synchronous, so PPO is unchanged:
+weights: a check that a worker's results do not depend on where it runs). By default every
+update is synchronous, so PPO is unchanged:
 1. the learner publishes its weights (without the optimizer) and the league as it stands (the
    curriculum stage, the results prioritized self-play weighs by, and the pool, whose snapshot
    and champion files travel through Ray's object store as tournaments' files do);
@@ -20,6 +20,15 @@ synchronous, so PPO is unchanged:
 3. the learner records the games in its league, joins the rollouts in worker order
    (`load_rollout`) and updates.
 
+With `--async-rollouts` ([train] async_rollouts) the workers play the next rollout while the
+learner updates on the last (`start`, then `finish` after the update; loops.on_policy_async):
+each rollout after the first was played by the weights of one update before the learner's
+(charts/policy_lag 1), and PPO's ratio is taken against those, the rollout's own
+log-probabilities. It is as deterministic as the synchronous mode: the same seed and worker
+count give the same weights, on Ray or here (where "ahead" is played at once, to the same
+result). A resumed run plays its first rollout with the weights it saved, as an uninterrupted
+run would not (its next rollout was in flight), so its weights from there on are its own.
+
 Worker k's games and samples are seeded by (seed, k, the update it started at), so the same
 seed and worker count give the same weights, whichever machine each worker lands on. A worker
 whose process dies is replaced by a new one (new games, seeded by the update it starts at) that
@@ -29,6 +38,7 @@ plays the lost rollout again; the run says so in one line and goes on.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import hashlib
 import socket
 import time
@@ -228,9 +238,23 @@ class RolloutWorker:
                 "watched": watched, "decisions": steps * n, "seconds": seconds}
 
 
+@dataclasses.dataclass
+class Pending:
+    """Rollouts asked for and not yet taken: the update whose random streams they play, the
+    learner's update count when their weights were sent, and the workers' answers (Ray's
+    references, or the rollouts themselves when the workers are local)."""
+
+    update: int
+    version: int
+    parts: list[dict[str, Any]] | None = None
+    refs: list | None = None
+    args: tuple = ()
+
+
 class RolloutWorkers:
     """The learner's side: N workers (Ray actors, or objects here with backend "local"), asked
-    for one update's rollouts at a time (`collect`), replaced when their process dies."""
+    for one update's rollouts at a time (`collect`, or `start` and later `finish`, which lets
+    them play the next rollout while the learner updates), replaced when their process dies."""
 
     def __init__(self, cfg: RunConfig, backend: str, address: str | None, start_update: int,
                  say: Callable[[str], None], watch: str | None = None):
@@ -275,16 +299,29 @@ class RolloutWorkers:
 
     def collect(self, agent, league: League, update: int) -> list[dict[str, Any]]:
         """One rollout from every worker, in worker order, all played with `agent`'s weights."""
+        return self.finish(self.start(agent, league, update, update))
+
+    def start(self, agent, league: League, update: int, version: int) -> Pending:
+        """Ask every worker for a rollout with `agent`'s weights as they are now (the learner's
+        `version`, its update count), the games' random streams those of `update`; Ray's
+        workers play while the learner goes on (`finish` waits for them), local ones at once."""
         # On the CPU: a learner on a GPU sends weights that workers without one can load.
         weights = _on_cpu({k: v for k, v in agent.state_dict().items() if k != "optimizer"})
         view, files = league.view(), self._pool_files(league)
         if self.backend == "local":
             parts = [w.play(update, weights, view, files) for w in self.workers]
-        else:
-            shared = self.ray.put(weights)
-            refs = [w.play.remote(update, shared, view, files) for w in self.workers]
-            parts = [self._get(k, ref, update, shared, view, files) for k, ref in enumerate(refs)]
+            return Pending(update, version, parts=parts)
+        shared = self.ray.put(weights)
+        refs = [w.play.remote(update, shared, view, files) for w in self.workers]
+        return Pending(update, version, refs=refs, args=(shared, view, files))
+
+    def finish(self, pending: Pending) -> list[dict[str, Any]]:
+        """The rollouts `start` asked for, in worker order."""
+        parts = pending.parts if pending.refs is None else [
+            self._get(k, ref, pending.update, *pending.args)
+            for k, ref in enumerate(pending.refs)]
         for part in parts:
+            part["version"] = pending.version
             if self._nodes.get(part["worker"]) != part["node"]:
                 self._nodes[part["worker"]] = part["node"]
                 self.say(f"rollout worker {part['worker']} ({self.sizes[part['worker']]} games) "

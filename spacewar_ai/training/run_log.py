@@ -82,13 +82,15 @@ class RunLog:
     def workers(self, step: int, parts: list[dict[str, Any]], updates: int, gather: float,
                 update: float) -> None:
         """Per-worker throughput, the policy lag (updates between the weights a rollout was
-        played with and the learner's; synchronous rollouts keep it 0), and where the time of
-        an update went."""
+        played with and the learner's: 0 for synchronous rollouts, 1 for asynchronous ones after
+        the first), and where the time of an update went."""
         w = self.writer
         for part in parts:
             w.add_scalar(f"workers/decisions_per_second/{part['worker']}",
                          part["decisions"] / part["seconds"], step)
-        w.add_scalar("workers/policy_lag", max(updates - part["update"] for part in parts), step)
+        lag = max(updates - part["version"] for part in parts)
+        w.add_scalar("workers/policy_lag", lag, step)
+        w.add_scalar("charts/policy_lag", lag, step)
         w.add_scalar("workers/gather_seconds", gather, step)
         w.add_scalar("workers/update_seconds", update, step)
 

@@ -6,11 +6,13 @@ its own module at its seam:
 
 | part | module | what it does |
 |---|---|---|
-| the loops | loops.py | `on_policy` (PPO; `on_policy_on_workers` with rollout workers), `off_policy` (DQN): read them first, top to bottom |
-| the budget | budget.py | steps, games or minutes, whichever ends the run first; how far through it is |
+| the loops | loops.py | `on_policy` (PPO; its workers in step or ahead), `off_policy` (DQN) |
+| the budget | budget.py | steps, games or minutes, whichever ends the run first |
 | the log | run_log.py | TensorBoard (runs/<run>/), CleanRL's tags |
-| the files | run_files.py | checkpoints/<run>/: latest.pt, best.pt, ckpt_<update>.pt, opponent_model.pt |
+| the files | run_files.py | checkpoints/<run>/: latest.pt, best.pt, ckpt_<update>.pt |
 | evaluation | evaluation.py | games against eval_opponent; best.pt is the best of them |
+
+Read the loops first, top to bottom.
 
 Every update ends in `after_update`: snapshot into the league, log, evaluate, save.
 """
@@ -396,13 +398,19 @@ class Trainer:
                               f"{c['episodes']:,} games, {c['wall_seconds'] / 60:.1f} minutes in")
         if self.workers is not None:
             self.progress.say(f"the learner updates on {self.device}; {t.rollout_workers} rollout "
-                              f"workers play the games {self.workers.where()}")
+                              f"workers play the games {self.workers.where()}"
+                              + (", the next rollout while the learner updates"
+                                 if t.async_rollouts else ""))
         # Wall-clock time of the whole run (evaluations and saves included), across resumes.
         self._wall_base = c["wall_seconds"]
         self._t_start = time.time()
         self.files.last_write = time.monotonic()
-        loop = loops.off_policy if not self.on_policy else (
-            loops.on_policy_on_workers if self.workers is not None else loops.on_policy)
+        if not self.on_policy:
+            loop = loops.off_policy
+        elif self.workers is None:
+            loop = loops.on_policy
+        else:
+            loop = loops.on_policy_async if t.async_rollouts else loops.on_policy_on_workers
         with self.interrupt:  # the closing below included: it is where a stray signal hung
             try:
                 loop(self)

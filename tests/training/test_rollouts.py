@@ -94,6 +94,39 @@ def test_a_run_resumes_across_worker_counts(tmp_path, first, then):
     assert resumed["episodes"] > out["episodes"]
 
 
+def test_asynchronous_workers_play_ahead_with_a_lag_of_one_and_repeat_bit_for_bit(tmp_path):
+    """--async-rollouts: the workers play the next rollout while the learner updates, so every
+    rollout after the first was played by the weights of one update before (charts/policy_lag
+    1), which the run reports; the same seed gives the same weights, other weights than the
+    synchronous run's; and the run resumes from its latest.pt."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out, cfg = _run(tmp_path, "a2", rollout_workers=2, async_rollouts=True)
+    again, _ = _run(tmp_path, "a2-again", rollout_workers=2, async_rollouts=True)
+    in_step, _ = _run(tmp_path, "s2", rollout_workers=2)
+    assert out["global_step"] == cfg.train.total_timesteps and out["updates"] == 3
+    first = _weights(Path(out["run_dir"]) / "latest.pt")
+    assert _same(first, _weights(Path(again["run_dir"]) / "latest.pt"))
+    assert not _same(first, _weights(Path(in_step["run_dir"]) / "latest.pt"))
+    ea = EventAccumulator(out["log_dir"])
+    ea.Reload()
+    assert [e.value for e in ea.Scalars("charts/policy_lag")] == [0, 1, 1]
+    # Resumed with a larger budget: the counters and the league carry on.
+    cfg.train = dataclasses.replace(cfg.train, total_timesteps=2 * cfg.train.total_timesteps,
+                                    run_name="")
+    resumed = Trainer(cfg, resume=Path(out["run_dir"]) / "latest.pt", quiet=True,
+                      rollout_backend="local").run()
+    assert resumed["updates"] == 6 and resumed["global_step"] == 2 * out["global_step"]
+
+
+def test_asynchronous_rollouts_need_rollout_workers():
+    from spacewar_ai.config import TrainConfig
+
+    with pytest.raises(ValueError, match="async_rollouts=True is invalid: plays the next "
+                                         "rollout on the rollout workers"):
+        TrainConfig(async_rollouts=True)
+
+
 def _cli(*args, cwd, timeout=600, env=None):
     return subprocess.run([sys.executable, "-m", "spacewar_ai", *args], capture_output=True,
                           text=True, timeout=timeout, cwd=cwd,
@@ -137,6 +170,23 @@ def test_ray_workers_give_the_weights_of_workers_in_this_process(tmp_path):
         expected = "cuda" if torch.cuda.is_available() else "cpu"
         assert f"the learner updates on {expected}; 2 rollout workers play the games {where}" \
             in out.stderr
+        runs[backend] = _weights(tmp_path / "ck" / backend / "latest.pt")
+    assert _same(runs["ray"], runs["local"])
+
+
+@pytest.mark.slow
+@RAY_GROUP
+def test_ray_workers_playing_ahead_give_the_weights_of_workers_in_this_process(tmp_path):
+    """--async-rollouts on Ray actors, which play the next rollout while the learner updates
+    (in another process), gives the weights the same run gets here, bit for bit."""
+    pytest.importorskip("ray")
+    runs = {}
+    for backend in ("ray", "local"):
+        out = _cli("--rollout-workers", "1", "--async-rollouts", "--backend", backend,
+                   "--timesteps", "512", *_tiny(tmp_path), "--checkpoint-dir", "ck",
+                   "--log-dir", "runs", "--run-name", backend, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr[-3000:]
+        assert "the next rollout while the learner updates" in out.stderr
         runs[backend] = _weights(tmp_path / "ck" / backend / "latest.pt")
     assert _same(runs["ray"], runs["local"])
 
