@@ -1,6 +1,7 @@
 """`spacewar-ai --benchmark-rollouts`: PPO training throughput with the games played by the
-learner itself and by 1, 2, ... rollout workers on Ray (training/rollouts.py), side by side in
-one run, and the learner's update bound: the decisions per second a learner could take in if
+learner itself and by 1, 2, ... rollout workers on Ray (training/rollouts.py), and by one
+worker playing ahead (`--async-rollouts`: the next rollout while the learner updates), side by
+side in one run, and the learner's update bound: the decisions per second a learner could take in if
 its rollouts cost it nothing (a rollout's decisions over the time of its PPO update alone).
 
 Every trainer runs the default PPO settings against heuristic:medium for the same wall-clock
@@ -23,16 +24,18 @@ PROJECTED_MACHINES = (1, 2, 4, 8)  # worker machines in the projection's rows
 GPU_SPEEDUP = 10.0  # an assumed speed-up of the update on a GPU, for the projection only
 
 
-def _trainer(seconds: float, seed: int, workers: int, address: str | None, tmp: str):
+def _trainer(seconds: float, seed: int, workers: int, address: str | None, tmp: str,
+             ahead: bool = False):
     from ..config import LeagueConfig, RunConfig, TrainConfig
     from ..training.trainer import Trainer
 
     # A budget no host reaches: the clock ends every run, so each is timed as long as promised.
-    cfg = RunConfig(train=TrainConfig(checkpoint_dir=tmp, log_dir=tmp, run_name=f"w{workers}",
+    cfg = RunConfig(train=TrainConfig(checkpoint_dir=tmp, log_dir=tmp,
+                                      run_name=f"w{workers}{'-ahead' if ahead else ''}",
                                       eval_interval=10**6, save_interval=10**6,
                                       total_timesteps=10**10, max_minutes=seconds / 60,
                                       seed=seed, eval_opponent="heuristic:medium",
-                                      rollout_workers=workers),
+                                      rollout_workers=workers, async_rollouts=ahead),
                     league=LeagueConfig(curriculum=("heuristic:medium",), scripted_share=1.0))
     return Trainer(cfg, quiet=True, rollout_backend="ray", ray_address=address)
 
@@ -108,14 +111,16 @@ def run_rollout_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = Fa
           f"opponent heuristic:medium", flush=True)
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for count in (0, *workers):
-            trainer = _trainer(seconds, seed, count, address, tmp)
+        # Each worker count in step, then the first one playing ahead (--async-rollouts).
+        for count, ahead in ((0, False), *((w, False) for w in workers), (workers[0], True)):
+            trainer = _trainer(seconds, seed, count, address, tmp, ahead)
             start = time.perf_counter()
             trainer.run()
             rate = trainer.counters["global_step"] / (time.perf_counter() - start)
-            figures[f"workers_{count}"] = rate
+            figures[f"workers_{count}{'_ahead' if ahead else ''}"] = rate
             where = "the learner plays its games" if count == 0 else \
-                f"{count} rollout worker{'s' if count > 1 else ''} on Ray"
+                f"{count} rollout worker{'s' if count > 1 else ''} on Ray" \
+                + (", playing ahead" if ahead else "")
             ratio = "" if count == 0 else f"   ({figures['workers_0'] / rate:.2f}x the time " \
                                           "of the learner alone)"
             print(f"  {where:<38}{rate:>10,.0f} decisions/s{ratio}", flush=True)

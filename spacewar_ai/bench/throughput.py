@@ -387,21 +387,22 @@ def sb3_activation():
 
 def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = False,
                            opponent: str = "heuristic:medium") -> dict[str, float]:
-    """PPO training throughput end to end (rollouts + updates), ours and Stable-Baselines3's, on
-    the same environment with the same network (actor and critic MLPs 256-256, our activation),
-    each for about `seconds`, one after the other in this process, both with torch on the default
-    threads (threads.py)."""
+    """Where a run's time goes, per part (profile.py), then PPO training throughput end to end
+    (rollouts + updates), ours and Stable-Baselines3's, on the same environment with the same
+    network (actor and critic MLPs 256-256, our activation), each for about `seconds`, one after
+    the other in this process, both with torch on the default threads (threads.py)."""
     import torch
 
     from ..config import LeagueConfig, RunConfig, TrainConfig
     from ..training.trainer import Trainer
     from ..util.threads import use_torch_threads
+    from .profile import run_profile
 
     if quick:
         seconds = 8.0
-    use_torch_threads()
-    figures: dict[str, float] = {}
     began = time.perf_counter()
+    figures: dict[str, float] = run_profile(seed=seed, quick=quick)
+    use_torch_threads()
     print(f"PPO training throughput: four trainers one after another (ours; ours without the "
           f"opponent model; ours with a full league; Stable-Baselines3's), each timed over "
           f"{seconds:.0f} s of training after its start-up; torch threads "

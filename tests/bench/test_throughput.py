@@ -46,6 +46,23 @@ def test_training_benchmark_prints_ours_and_sb3_side_by_side():
     assert "without the opponent model" in out.stdout
     assert len(rates) == 4 and all(r > 0 for r in rates)
     assert "ratio:" in out.stdout
+    # Where the time goes: every part's row at one and two threads, the parts never more than
+    # the whole (the features are inside the forward pass's row, and not added twice).
+    lines = out.stdout.splitlines()
+    start = lines.index(next(x for x in lines if x.startswith("Where a default PPO run's time")))
+    rows = {x[:54].strip(): [float(v) for v in x[54:].split()] for x in lines[start + 2:]
+            if x.startswith("  ") and len(x) > 54}
+    for part in ("the engine's step (and both ships' observations)", "the league's opponents",
+                 "the PPO update", "the opponent model's fit", "TensorBoard", "checkpoints",
+                 "of which the observation's features (the view)", "in all (1e6 / decisions "
+                 "per second)"):
+        assert len(rows[part]) == 2 and all(v >= 0 for v in rows[part]), (part, out.stdout)
+    whole = rows.pop("in all (1e6 / decisions per second)")
+    rows.pop("of which the observation's features (the view)")
+    for column in (0, 1):
+        assert sum(v[column] for v in rows.values()) == pytest.approx(whole[column], rel=1e-3)
+        assert min(rows["the PPO update"][column], rows["the engine's step (and both ships' "
+                                                         "observations)"][column]) > 0
     # What it does is said up front, and how long it took at the end.
     assert "four trainers one after another" in out.stdout
     assert "the benchmark took" in out.stdout.splitlines()[-1]
@@ -58,7 +75,7 @@ def test_rollout_benchmark_prints_each_worker_count_the_bound_and_a_projection()
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     for row in ("the learner plays its games", "1 rollout worker on Ray",
-                "2 rollout workers on Ray"):
+                "2 rollout workers on Ray", "1 rollout worker on Ray, playing ahead"):
         line = next(x for x in lines if x.startswith(f"  {row} "))
         assert float(line.split()[line.split().index("decisions/s") - 1].replace(",", "")) > 0
     assert "update bound, PPO updates alone" in out.stdout and "1 torch thread" in out.stdout

@@ -1,0 +1,129 @@
+"""Where a PPO run's time goes, per part: a default run (every game against heuristic:medium,
+judged against it, so the opponent model watches every game) is timed for a while with a clock
+around each of its parts, at one torch thread and at two, and each part's share is printed in
+microseconds per learner decision. `--benchmark-training` prints this table first.
+
+The clocks wrap the run's own objects (the engine's step, the agent's calls, the league, the
+opponent model, the log, the saves), so what is timed is what a run does, in the mix a run has;
+what no clock covers is the loop itself (Python between the calls), printed as "the rest".
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections import defaultdict
+
+# (part, how it is reached from the trainer, its method): in the order a decision meets them.
+FORWARD = "the policy's forward pass and sampling"
+FEATURES = "the observation's features (the view)"
+PARTS = (
+    (FORWARD, "agent", "select_action"),
+    (FEATURES, "agent", "features"),
+    ("the league's opponents", "league", "act"),
+    ("the engine's step (and both ships' observations)", "env", "step_both"),
+    ("reward shaping", "trainer", "shape"),
+    ("bootstrapping timeouts (the critic)", "agent", "value_of"),
+    ("storing the step", "agent", "store_transition"),
+    ("showing the opponent model its pilot's moves", "trainer", "watch_opponent"),
+    ("finished games: league bookkeeping", "trainer", "finished"),
+    ("the PPO update", "agent", "update"),
+    ("the opponent model's fit", "trainer", "fit_opponent_model"),
+    ("TensorBoard", "log", "update"),
+    ("checkpoints", "files", "save"),
+)
+
+
+def _clock(owner, method: str, spent: dict, name: str) -> None:
+    """Replace owner.method by the same call with its time added to spent[name]; a call inside
+    another clocked call is counted by the outer clock only (the features inside the critic's
+    bootstrapping belong to it), except the features inside the forward pass, which are their
+    own row, taken out of the forward pass's."""
+    inner = getattr(owner, method)
+
+    def timed(*args, **kwargs):
+        outer = _running[-1] if _running else None
+        if outer is not None and not (name == FEATURES and outer == FORWARD):
+            return inner(*args, **kwargs)
+        _running.append(name)
+        start = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            took = time.perf_counter() - start
+            _running.pop()
+            spent[name] += took
+            if outer is not None:
+                spent[outer] -= took
+
+    setattr(owner, method, timed)
+
+
+_running: list[str] = []  # the clocked calls under way, outermost first
+
+
+def profile_run(seconds: float, seed: int, threads: int,
+                opponent: str = "heuristic:medium") -> tuple[dict[str, float], int, float]:
+    """(seconds spent in each part, decisions, the run's seconds) of a default PPO run of
+    `seconds` at `threads` torch threads."""
+    from ..config import LeagueConfig, RunConfig, TrainConfig
+    from ..training.trainer import Trainer
+    from ..util.threads import use_torch_threads
+
+    use_torch_threads(threads)
+    spent: dict[str, float] = defaultdict(float)
+    with tempfile.TemporaryDirectory() as tmp:
+        # No evaluation but the run's last, of two games: evaluations are not a decision's cost.
+        cfg = RunConfig(train=TrainConfig(checkpoint_dir=tmp, log_dir=tmp, run_name="profile",
+                                          eval_interval=10**6, eval_episodes=2,
+                                          total_timesteps=10**10,
+                                          max_minutes=seconds / 60, seed=seed,
+                                          eval_opponent=opponent, torch_threads=threads),
+                        league=LeagueConfig(curriculum=(opponent,), scripted_share=1.0))
+        trainer = Trainer(cfg, quiet=True)
+        owners = {"agent": trainer.agent, "league": trainer.league, "env": trainer.env,
+                  "trainer": trainer, "log": trainer.log, "files": trainer.files}
+        for name, owner, method in PARTS:
+            _clock(owners[owner], method, spent, name)
+        start = time.perf_counter()
+        trainer.run()
+        wall = time.perf_counter() - start
+        decisions = trainer.counters["global_step"]
+    return dict(spent), decisions, wall
+
+
+def run_profile(seconds: float = 20.0, seed: int = 0, quick: bool = False) -> dict[str, float]:
+    """Print the table (module docstring); returns microseconds per decision by part and
+    threads ("<part> @<threads>")."""
+    import os
+
+    from ..util.threads import use_torch_threads
+
+    if quick:
+        seconds = 4.0
+    counts = sorted({1, min(2, os.cpu_count() or 1)})
+    runs = {t: profile_run(seconds, seed, t) for t in counts}
+    use_torch_threads()
+    print(f"Where a default PPO run's time goes (every game against heuristic:medium, the "
+          f"opponent model watching them all), microseconds per learner decision, each column "
+          f"a {seconds:.0f} s run:")
+    header = "".join(f"{f'{t} thread' + ('s' if t > 1 else ''):>12}" for t in counts)
+    print(f"  {'part':<52}{header}")
+    figures: dict[str, float] = {}
+    for name, _, _ in PARTS:
+        row = ""
+        for t in counts:
+            spent, decisions, _ = runs[t]
+            figures[f"{name} @{t}"] = us = 1e6 * spent.get(name, 0.0) / max(decisions, 1)
+            row += f"{us:>12.2f}"
+        print(f"  {name:<52}{row}")
+    rest, total = "", ""
+    for t in counts:
+        spent, decisions, wall = runs[t]
+        figures[f"rest @{t}"] = 1e6 * (wall - sum(spent.values())) / max(decisions, 1)
+        figures[f"total @{t}"] = 1e6 * wall / max(decisions, 1)
+        rest += f"{figures[f'rest @{t}']:>12.2f}"
+        total += f"{figures[f'total @{t}']:>12.2f}"
+    print(f"  {'the rest (the loop itself, the progress bar)':<52}{rest}")
+    print(f"  {'in all (1e6 / decisions per second)':<52}{total}")
+    return figures
