@@ -18,6 +18,7 @@ from pathlib import Path
 from ..config import RunConfig
 from ..lm.models import ADAPTERS_DIR, save_adapter
 from ..util.progress import DecisionCounter, Progress
+from .run_log import LazyWriter
 
 
 class LMRun:
@@ -33,15 +34,11 @@ class LMRun:
         self.quiet = quiet
         self.began = time.time()
         self.progress: Progress | None = None
-        self._writer = None
+        self._log = LazyWriter(self.log_dir)
 
     @property
     def writer(self):
-        if self._writer is None:
-            from torch.utils.tensorboard import SummaryWriter
-
-            self._writer = SummaryWriter(str(self.log_dir))
-        return self._writer
+        return self._log.writer
 
     def start_clock(self) -> None:
         """Time the run from here (after its models are loaded)."""
@@ -83,9 +80,7 @@ class LMRun:
     def close(self, failed: bool = False) -> None:
         if self.progress is not None:
             self.progress.close(failed)
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        self._log.close()
 
     def __enter__(self) -> LMRun:
         return self

@@ -26,6 +26,7 @@ import torch
 
 from ..config import RunConfig
 from ..util.threads import use_torch_threads
+from .run_log import LazyWriter
 
 OFFLINE_UPDATE = 100  # gradient steps per "update" for CQL's logs, evaluations and saves
 
@@ -56,15 +57,11 @@ class _Run:
         self.opponent = make_pilot(t.eval_opponent, cfg.game)
         self.best = -1.0
         self.evaluations = 0
-        self._writer = None
+        self._log = LazyWriter(self.log_dir)
 
     @property
     def writer(self):
-        if self._writer is None:
-            from torch.utils.tensorboard import SummaryWriter
-
-            self._writer = SummaryWriter(str(self.log_dir))
-        return self._writer
+        return self._log.writer
 
     def evaluate(self, agent, step: int, counters: dict) -> float:
         """Greedy play against eval_opponent on starts of its own; best.pt keeps the best."""
@@ -96,8 +93,7 @@ class _Run:
         return path
 
     def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
+        self._log.close()
 
 
 def train_bc(cfg: RunConfig, quiet: bool = False) -> dict:

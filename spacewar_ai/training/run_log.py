@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import collections
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -24,13 +24,12 @@ HPARAM_METRICS = ("eval/win_rate", "eval/best_win_rate", "charts/episodic_return
                   "charts/win_rate")
 
 
-class RunLog:
-    """One run's TensorBoard writer and the figures of each update."""
+class LazyWriter:
+    """A TensorBoard writer opened at its first use, so a run refused before its first figure
+    leaves no folder behind; `on_open(writer)` runs when it opens. Every training run's."""
 
-    def __init__(self, log_dir: Path, cfg: RunConfig, fresh: bool):
-        self.log_dir = log_dir
-        self.cfg = cfg
-        self.fresh = fresh  # a new run: its settings go to TensorBoard with the first figure
+    def __init__(self, log_dir: Path, on_open: Callable | None = None):
+        self.log_dir, self.on_open = log_dir, on_open
         self._writer = None
 
     @property
@@ -39,10 +38,28 @@ class RunLog:
             from torch.utils.tensorboard import SummaryWriter
 
             self._writer = SummaryWriter(str(self.log_dir))
-            if self.fresh:
-                self._writer.add_text("hyperparameters", hparams_table(self.cfg))
-                write_hparams(self._writer, self.cfg)
+            if self.on_open is not None:
+                self.on_open(self._writer)
         return self._writer
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+class RunLog(LazyWriter):
+    """One PPO or DQN run's TensorBoard writer and the figures of each update."""
+
+    def __init__(self, log_dir: Path, cfg: RunConfig, fresh: bool):
+        super().__init__(log_dir, self._settings)
+        self.cfg = cfg
+        self.fresh = fresh  # a new run: its settings go to TensorBoard with the first figure
+
+    def _settings(self, writer) -> None:
+        if self.fresh:
+            writer.add_text("hyperparameters", hparams_table(self.cfg))
+            write_hparams(writer, self.cfg)
 
     def update(self, step: int, losses: dict[str, float], sps: float,
                episodes: collections.Counter, recent_wins, league, guide=None) -> None:
@@ -95,10 +112,8 @@ class RunLog:
         w.add_scalar("workers/update_seconds", update, step)
 
     def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-            self.fresh = False
+        super().close()
+        self.fresh = False
 
 
 def write_hparams(writer, cfg: RunConfig) -> None:

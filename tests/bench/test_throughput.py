@@ -46,21 +46,23 @@ def test_training_benchmark_prints_ours_and_sb3_side_by_side():
     assert "without the opponent model" in out.stdout
     assert len(rates) == 4 and all(r > 0 for r in rates)
     assert "ratio:" in out.stdout
-    # Where the time goes: every part's row at one and two threads, the parts never more than
-    # the whole (the features are inside the forward pass's row, and not added twice).
+    # Where the time goes: every part's row at one and two threads, adding up to the whole (the
+    # features are taken out of the forward pass's row, not counted twice).
     lines = out.stdout.splitlines()
     start = lines.index(next(x for x in lines if x.startswith("Where a default PPO run's time")))
-    rows = {x[:54].strip(): [float(v) for v in x[54:].split()] for x in lines[start + 2:]
-            if x.startswith("  ") and len(x) > 54}
+    end = lines.index(next(x for x in lines if x.startswith("  in all (1e6 / decisions")))
+    rows = {x[:54].strip(): [float(v) for v in x[54:].split()] for x in lines[start + 2:end + 1]}
     for part in ("the engine's step (and both ships' observations)", "the league's opponents",
                  "the PPO update", "the opponent model's fit", "TensorBoard", "checkpoints",
-                 "of which the observation's features (the view)", "in all (1e6 / decisions "
-                 "per second)"):
-        assert len(rows[part]) == 2 and all(v >= 0 for v in rows[part]), (part, out.stdout)
+                 "the observation's features (the view)", "in all (1e6 / decisions per "
+                 "second)"):
+        # A column for one thread and, on a machine with two cores or more, one for two.
+        assert len(rows[part]) == min(2, os.cpu_count() or 1), (part, out.stdout)
+        assert all(v >= 0 for v in rows[part]), (part, out.stdout)
     whole = rows.pop("in all (1e6 / decisions per second)")
-    rows.pop("of which the observation's features (the view)")
-    for column in (0, 1):
-        assert sum(v[column] for v in rows.values()) == pytest.approx(whole[column], rel=1e-3)
+    for column in range(len(whole)):
+        # Each row is printed to 0.01 us: their sum is the whole to within their rounding.
+        assert sum(v[column] for v in rows.values()) == pytest.approx(whole[column], abs=0.1)
         assert min(rows["the PPO update"][column], rows["the engine's step (and both ships' "
                                                          "observations)"][column]) > 0
     # What it does is said up front, and how long it took at the end.
