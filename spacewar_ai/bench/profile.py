@@ -62,10 +62,11 @@ def _clock(owner, method: str, spent: dict, name: str) -> None:
 _running: list[str] = []  # the clocked calls under way, outermost first
 
 
-def profile_run(seconds: float, seed: int, threads: int,
-                opponent: str = "heuristic:medium") -> tuple[dict[str, float], int, float]:
+def profile_run(seconds: float, seed: int, threads: int, opponent: str = "heuristic:medium",
+                **train) -> tuple[dict[str, float], int, float]:
     """(seconds spent in each part, decisions, the run's seconds) of a default PPO run of
-    `seconds` at `threads` torch threads."""
+    `seconds` at `threads` torch threads; `train` changes [train] settings
+    (`opponent_model_share=0.25`, say)."""
     from ..config import LeagueConfig, RunConfig, TrainConfig
     from ..training.trainer import Trainer
     from ..util.threads import use_torch_threads
@@ -78,7 +79,8 @@ def profile_run(seconds: float, seed: int, threads: int,
                                           eval_interval=10**6, eval_episodes=2,
                                           total_timesteps=10**10,
                                           max_minutes=seconds / 60, seed=seed,
-                                          eval_opponent=opponent, torch_threads=threads),
+                                          eval_opponent=opponent, torch_threads=threads,
+                                          **train),
                         league=LeagueConfig(curriculum=(opponent,), scripted_share=1.0))
         trainer = Trainer(cfg, quiet=True)
         owners = {"agent": trainer.agent, "league": trainer.league, "env": trainer.env,
