@@ -53,12 +53,13 @@ from ..util.threads import use_torch_threads
 POLICY_KEY = "teacher_policy"  # the teacher's policy at each of the LM's states (soft targets)
 
 
-def play_round(make_lm, opponents: tuple, teacher: str, games: int, seed: int,
+def play_round(make_lm, opponents: tuple, teacher, games: int, seed: int,
                config: GameConfig, reward: RewardConfig, progress=None, decided=None,
                temperature: float = 0.0):
     """The LM's games of one round: [(opponent spec, MatchResult, episodes)] with episodes as
     datasets.record_chunk cuts them ([ship 0's, ship 1's] per game), the LM's holding the
-    teacher's labels. `make_lm(seed)` builds the LM's pilot; `progress` hears of each game's
+    teacher's labels (`teacher` and each opponent a spec or its `Spec`, "self" the LM).
+    `make_lm(seed)` builds the LM's pilot; `progress` hears of each game's
     end, and `decided(n)` of the LM's n decisions at each step of the games. With temperature
     > 0 the LM's episodes also hold the teacher's policy at each state (POLICY_KEY)."""
     from ..pilots.specs import make_pilot
