@@ -26,6 +26,7 @@ import numpy as np
 from ..game.engine import OBS_MASK
 from ..game.pilot import Pilot
 from ..util.files import printable
+from .spec import Spec, outside_file, parse_spec
 
 NEG_INF = -1e9
 
@@ -34,12 +35,6 @@ def _masked_argmax(scores: np.ndarray, obs: np.ndarray) -> np.ndarray:
     mask = obs[:, OBS_MASK:OBS_MASK + scores.shape[1]] > 0.5
     mask[~mask.any(1), 0] = True  # a row with no valid action may still drift
     return np.where(mask, scores, NEG_INF).argmax(1).astype(np.int64)
-
-
-def _file(spec: str) -> Path:
-    from .spec import outside_file, parse_spec
-
-    return outside_file(parse_spec(spec))
 
 
 class OnnxPilot(Pilot):
@@ -59,13 +54,15 @@ class OnnxPilot(Pilot):
 
     MAX_SLOW_DECISIONS = 1
 
-    def __init__(self, spec: str, identity: str, n_actions: int = 6):
+    def __init__(self, spec: str | Spec, identity: str, n_actions: int = 6):
+        parsed = parse_spec(spec)
+        spec = parsed.text
         try:
             import onnxruntime as ort
         except ImportError:
             raise ValueError(f"player {spec!r}: ONNX models need onnxruntime: pip install -e "
                              "\".[onnx]\"") from None
-        path = _file(spec)
+        path = outside_file(parsed)
         data = path.read_bytes()
         problems = _problems(data)
         options = ort.SessionOptions()
@@ -260,13 +257,15 @@ class SB3Pilot(Pilot):
     """A Stable-Baselines3 or sb3-contrib model flying as a pilot (module docstring). A
     recurrent policy keeps its LSTM state per game, cleared when the game starts."""
 
-    def __init__(self, spec: str, identity: str):
+    def __init__(self, spec: str | Spec, identity: str):
+        parsed = parse_spec(spec)
+        spec = parsed.text
         try:
             import stable_baselines3  # noqa: F401
         except ImportError:
             raise ValueError(f"player {spec!r}: SB3 models need stable-baselines3: pip install "
                              "-e \".[ecosystem]\"") from None
-        path = _file(spec)
+        path = outside_file(parsed)
         cls = _sb3_class(path, spec)
         try:
             self.model = cls.load(str(path), device="cpu")
@@ -322,4 +321,4 @@ class SB3Pilot(Pilot):
 
 def outside_pilot(spec, identity: str):
     """The pilot an `onnx:` or `sb3:` Spec names."""
-    return (OnnxPilot if spec.kind == "onnx" else SB3Pilot)(spec.text, identity)
+    return (OnnxPilot if spec.kind == "onnx" else SB3Pilot)(spec, identity)

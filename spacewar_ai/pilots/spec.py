@@ -99,10 +99,6 @@ class Spec:
         """A planner's opponent models as written (empty: the default model)."""
         return self.parts[1:]
 
-    def setting(self, name: str):
-        """A planner's setting as the spec gave it, else None (the default)."""
-        return dict(self.settings).get(name)
-
     def settings_text(self) -> str:
         return "".join(f"@{key}={value:g}" for key, value in self.settings)
 

@@ -56,13 +56,6 @@ class LMRun:
             self.writer.add_scalar(f"{prefix or self.algorithm}/{key}", value, step)
         self.writer.flush()
 
-    def say(self, text: str) -> None:
-        """A line above the bar (nothing with quiet)."""
-        if self.progress is not None:
-            self.progress.say(text)
-        elif not self.quiet:
-            print(text, flush=True)
-
     @property
     def seconds(self) -> float:
         return time.time() - self.began

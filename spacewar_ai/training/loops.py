@@ -52,6 +52,7 @@ def on_policy_on_workers(run) -> None:
         t0 = time.time()
         updates = run.counters["updates"]
         parts = run.workers.finish(run.workers.start(agent, run.league, updates, updates))
+        _take(run, parts)
         _learn(run, parts, t0)
 
 
@@ -66,23 +67,24 @@ def on_policy_async(run) -> None:
     while not run.budget.done(c):
         t0 = time.time()
         parts = run.workers.finish(pending)
+        _take(run, parts)
         # The next rollout's games are drawn from the league with this rollout's games in it;
         # it plays while _learn updates (its random streams those of the next update).
-        run.interrupt.check()
-        for part in parts:
-            run.take(part)
         if not run.budget.done(c):
             pending = run.workers.start(agent, run.league, c["updates"] + 1, c["updates"])
-        _learn(run, parts, t0, taken=True)
+        _learn(run, parts, t0)
 
 
-def _learn(run, parts: list, t0: float, taken: bool = False) -> None:
-    """The learner's half of an update on workers' rollouts: take their games, learn, log."""
+def _take(run, parts: list) -> None:
+    """The workers' finished games and watched moves, recorded as if played here."""
+    run.interrupt.check()
+    for part in parts:
+        run.take(part)
+
+
+def _learn(run, parts: list, t0: float) -> None:
+    """The learner's half of an update on workers' rollouts: learn, log, end the update."""
     agent, c = run.agent, run.counters
-    if not taken:
-        run.interrupt.check()
-        for part in parts:
-            run.take(part)
     agent.load_rollout([part["rollout"] for part in parts])
     t1 = time.time()
     losses = agent.update(np.concatenate([part["next_obs"] for part in parts]),

@@ -1,7 +1,7 @@
 """The per-part profile of a PPO run (bench/profile.py): every part is clocked in a real run,
 a call inside another is counted once, and the parts never add up to more than the run."""
 
-from spacewar_ai.bench.profile import FEATURES, FORWARD, PARTS, profile_run
+from spacewar_ai.bench.profile import FEATURES, FORWARD, profile_run
 
 
 def test_each_part_of_a_short_run_is_clocked_once():
@@ -11,5 +11,4 @@ def test_each_part_of_a_short_run_is_clocked_once():
                  "the engine's step (and both ships' observations)", "storing the step",
                  "the opponent model's fit", "TensorBoard", "checkpoints"):
         assert spent[part] > 0, part
-    assert set(spent) <= {name for name, _, _ in PARTS}
     assert sum(spent.values()) <= wall
