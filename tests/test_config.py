@@ -115,6 +115,8 @@ WORDED = [
                                          "0 to differ: the game and the scripted pilots are "
                                          "deterministic, so every continuation would be the "
                                          "same game"),
+    ("GRPOConfig", {"objective": "ppo"}, "GRPOConfig.objective='ppo' is invalid: must be "
+                                         "\"clip\" or \"improved\""),
     ("TrainConfig", {"run_name": "a/b"}, "TrainConfig.run_name='a/b' is invalid: must be a "
                                          "plain folder name (--run-name NAME, without '/', '\\' "
                                          "or '..'): the run's files go in checkpoint_dir/NAME "

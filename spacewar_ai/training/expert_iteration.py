@@ -55,7 +55,9 @@ def network_round(agent, teacher: str, opponents: tuple, games: int, seed: int,
     against `opponents` (`games` each, an even number), labelled by `teacher`, then the fit
     (to the teacher's answers; with `temperature` > 0 to a planner's improved policy,
     search.improved_policy). Returns the round's figures: decisions labelled, agreement on its
-    own states before the fit, the fit's last loss, the student's win rate in its games."""
+    own states before the fit, the fit's last loss, the share of the teacher's overrides (its
+    labels that differ from the student's moves) the student makes after the fit and of the
+    moves it kept, the student's win rate in its games."""
     import torch
 
     from ..pilots.specs import AgentPilot
@@ -73,10 +75,20 @@ def network_round(agent, teacher: str, opponents: tuple, games: int, seed: int,
     generator = torch.Generator().manual_seed(seed)
     fit = agent.imitate(everything, answers, optimizer, batch_size, epochs=epochs,
                         generator=generator, fit_scaling=False)
+    # Whether the fit took the teacher's overrides, and what it cost the moves it kept: the
+    # student's greedy answers after the fit on this round's states.
+    now = agent.act(obs, deterministic=True) if len(obs) else np.zeros(0, dtype=np.int64)
+    overridden = acts != labels
     return {"decisions": len(obs), "aggregate": len(everything),
             "agreement_own": float((acts == labels).mean()) if len(obs) else 0.0,
             "loss": float(fit.get("loss", float("nan"))),
+            "overrides_learned": _share(now[overridden] == labels[overridden]),
+            "kept_after_fit": _share(now[~overridden] == labels[~overridden]),
             "win_rate": float(np.mean([r.win_rate_a() for _, r, _ in played]))}
+
+
+def _share(hits: np.ndarray) -> float:
+    return float(hits.mean()) if hits.size else 0.0
 
 
 def save_student(agent, path: str | Path, rounds: list[dict], teacher: str) -> Path:

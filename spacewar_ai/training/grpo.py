@@ -30,7 +30,15 @@ action at one game state, each scored by playing the game on from that state. An
    where pi is the masked answer the pilot plays (lm_pilot.prompt_logits: invalid actions at
    -inf, so they carry no probability in sampling, in the ratio or in the KL), pi_old the
    adapter at the iteration's start, and pi_ref the adapter GRPO started from; the KL is
-   exact, summed over the valid actions.
+   exact, summed over the valid actions. With `[grpo] objective = "improved"` the surrogate
+   is replaced by the cross-entropy toward the group's improved policy,
+
+       - sum over the valid actions of q(a) log pi(a | s) + beta KL(pi || pi_ref),
+       q = softmax(A / [grpo] target_temperature) over the valid actions,
+
+   expert iteration's soft target (pilots.search.improved_policy) on the same scored groups:
+   every update moves toward where the scores point, as far as the loss takes it, instead of
+   a step the clip bounds.
 
 The adapter (LoRA, continuing the one --init-from names, on the base that adapter names) is
 saved to `models/adapters/<run>/` every ten iterations and at the end, and plays as
@@ -166,34 +174,57 @@ def grpo_loss(logits, old_logp, ref_logp, advantages, valid, clip: float, kl_coe
     return loss, kl.mean(), clipped.sum() / weight.sum()
 
 
+def improved_loss(logits, ref_logp, targets, valid, kl_coef: float):
+    """(loss, KL) of a minibatch: the cross-entropy toward each state's improved policy
+    `targets` (rows summing to 1 over the valid actions), plus kl_coef times the exact KL to the
+    reference, over states."""
+    logp = log_probs(logits)
+    cross = -(targets * logp).sum(1)
+    kl = (logp.exp() * valid.float() * (logp - ref_logp)).sum(1)
+    return (cross + kl_coef * kl).mean(), kl.mean()
+
+
 def grpo_update(model, optimizer, coder: PromptCoder, obs: np.ndarray, advantages: np.ndarray,
                 old_logp, ref_logp, epochs: int, batch_size: int, clip: float, kl_coef: float,
-                rng: np.random.Generator, bf16: bool = False) -> list[dict]:
+                rng: np.random.Generator, bf16: bool = False, objective: str = "clip",
+                target_temperature: float = 0.5) -> list[dict]:
     """`epochs` passes over the states in random minibatches; one dict of means per pass
-    (loss, kl, clip_fraction)."""
+    (loss, kl and, for the clipped surrogate, clip_fraction). `objective` "improved" learns
+    the softmax of the advantages at `target_temperature` instead (module docstring)."""
     import torch
 
+    from ..pilots.search import improved_policy
+
     device = next(model.parameters()).device
+    mask = obs[:, OBS_MASK:OBS_MASK + advantages.shape[1]] > 0.5
     adv = torch.as_tensor(advantages, dtype=torch.float32, device=device)
-    valid = torch.as_tensor(obs[:, OBS_MASK:OBS_MASK + advantages.shape[1]] > 0.5, device=device)
+    valid = torch.as_tensor(mask, device=device)
+    targets = None
+    if objective == "improved":
+        targets = torch.as_tensor(improved_policy(advantages, mask, target_temperature),
+                                  dtype=torch.float32, device=device)
+    names = ("loss", "kl") if targets is not None else ("loss", "kl", "clip_fraction")
     model.train()
     passes = []
     for _ in range(epochs):
-        sums, steps = np.zeros(3), 0
+        sums, steps = np.zeros(len(names)), 0
         order = rng.permutation(len(obs))
         for start in range(0, len(order), batch_size):
             rows = order[start:start + batch_size]
             idx = torch.as_tensor(rows, device=device)
             with autocast(device, bf16):
                 logits = prompt_logits(model, coder, obs[rows])
-            loss, kl, clipped = grpo_loss(logits, old_logp[idx], ref_logp[idx], adv[idx],
-                                          valid[idx], clip, kl_coef)
+            if targets is not None:
+                terms = improved_loss(logits, ref_logp[idx], targets[idx], valid[idx], kl_coef)
+            else:
+                terms = grpo_loss(logits, old_logp[idx], ref_logp[idx], adv[idx], valid[idx],
+                                  clip, kl_coef)
             optimizer.zero_grad()
-            loss.backward()
+            terms[0].backward()
             optimizer.step()
-            sums += [loss.item(), kl.item(), clipped.item()]
+            sums += [term.item() for term in terms]
             steps += 1
-        passes.append(dict(zip(("loss", "kl", "clip_fraction"), sums / max(steps, 1))))
+        passes.append(dict(zip(names, sums / max(steps, 1))))
     return passes
 
 
@@ -253,7 +284,9 @@ def _iterate(run, cfg: RunConfig, model, reference, tokenizer, coder, base: str,
             "view": view, "init_from": start_folder.name, "iterations": done,
             "games": done * g.games, "opponent": g.opponent,
             "rollout_pilot": g.rollout_pilot, "reward": cfg.reward.personality,
-            "continuations": g.continuations, "jitter": g.jitter})
+            "continuations": g.continuations, "jitter": g.jitter, "objective": g.objective,
+            **({"target_temperature": g.target_temperature}
+               if g.objective == "improved" else {})})
 
     if not run.quiet:
         print(f"GRPO of lm:{base}+{start_folder.name} against {g.opponent}: {iterations} "
@@ -262,7 +295,9 @@ def _iterate(run, cfg: RunConfig, model, reference, tokenizer, coder, base: str,
               f"({g.rollout_pilot} plays on {g.horizon} decisions"
               + (f", the mean of {g.continuations} games jittered at {g.jitter:g}"
                  if g.continuations > 1 else "")
-              + f", {cfg.reward.personality} rewards)")
+              + f", {cfg.reward.personality} rewards)"
+              + (f"; learning the groups' improved policy at temperature "
+                 f"{g.target_temperature:g}" if g.objective == "improved" else ""))
     bar = run.bar(iterations, "iteration")
     counter = run.counter
     done = 0
@@ -312,7 +347,8 @@ def _iterate(run, cfg: RunConfig, model, reference, tokenizer, coder, base: str,
             row["best_action_probability"] = float(
                 old.exp()[torch.arange(len(obs)), torch.as_tensor(best)].mean())
             passes = grpo_update(model, optimizer, coder, obs, adv, old, ref, g.epochs,
-                                 g.batch_size, g.clip, g.kl, rng, g.bf16)
+                                 g.batch_size, g.clip, g.kl, rng, g.bf16, g.objective,
+                                 g.target_temperature)
             row.update(passes[-1])
         row["states_per_second"] = len(obs) / max(time.time() - tick, 1e-9)
         row["score"] = float(np.mean([game.score("a", cfg.reward, cfg.game)

@@ -202,6 +202,28 @@ def test_lm_ceiling_reads_back_what_the_prompt_says_and_reports(tmp_path):
     assert 0.0 <= figures["student_agreement"] < 1.0  # medium is not hard
 
 
+def test_lm_ceiling_takes_any_teacher_a_planner_included(tmp_path):
+    """--teacher: the labels are heard from the teacher as the games are played, so a student
+    that is its teacher agrees with it everywhere, a planner over idle labels the student's
+    states too, and a teacher that cannot be built is refused in one line before any game."""
+    out = tmp_path / "c.json"
+    _script(tmp_path, "lm_ceiling", "--games", "4", "--epochs", "1", "--student",
+            "heuristic:medium", "--student-games", "2", "--teacher", "heuristic:medium",
+            "--json", str(out))
+    assert json.loads(out.read_text())["student_agreement"] == 1.0
+    planner = "search:idle+heuristic:medium@samples=1@horizon=5"
+    _script(tmp_path, "lm_ceiling", "--games", "4", "--epochs", "1", "--student",
+            "heuristic:medium", "--student-games", "2", "--teacher", planner, "--json", str(out))
+    figures = json.loads(out.read_text())
+    assert figures["teacher"] == planner and figures["student_agreement"] < 1.0
+    assert min(figures["states"].values()) > 0
+    refused = subprocess.run([sys.executable, str(ROOT / "scripts" / "lm_ceiling.py"),
+                              "--teacher", "search:nothere.pt"], capture_output=True, text=True,
+                             cwd=tmp_path, timeout=300)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+    assert "nothere.pt" in refused.stderr
+
+
 @pytest.mark.slow
 def test_lm_ladder_runs_every_stage_and_each_against_the_one_before(tmp_path):
     """scripts/lm_ladder.py on the tiny model: the teacher's games, SFT, DAgger and GRPO (from

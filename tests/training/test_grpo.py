@@ -61,6 +61,56 @@ def test_grpo_raises_a_rewarded_action_over_an_unrewarded_one_at_the_same_state(
     assert after[4] / after[5] > 1.5 * before[4] / before[5]
 
 
+def test_the_improved_objective_learns_the_groups_softmax_of_a_hand_made_group(tiny):
+    """"improved": the target is a softmax of the group's z-scores over its valid actions
+    (the best action most, invalid ones nothing, a colder temperature sharper); the loss is the
+    cross-entropy toward it, exactly; and updates move the answer toward the target until the
+    best action leads."""
+    import torch
+
+    from spacewar_ai.lm.pilot import prompt_logits
+    from spacewar_ai.pilots.search import improved_policy
+    from spacewar_ai.training.grpo import (
+        answer_log_probs,
+        group_advantages,
+        grpo_update,
+        improved_loss,
+        log_probs,
+    )
+
+    model, coder = _model(tiny)
+    obs = _states()[1][:1]
+    obs[0, OBS_MASK:] = 1.0
+    obs[0, OBS_MASK + 5] = 0.0  # thrust-and-fire reloading
+    scores = np.array([[0.0, 10.0, 0.0, 0.0, 100.0, np.nan]])
+    adv, useful = group_advantages(scores)
+    valid = obs[:, OBS_MASK:] > 0.5
+    warm, cold = improved_policy(adv, valid, 1.0), improved_policy(adv, valid, 0.25)
+    for target in (warm, cold):
+        assert abs(target.sum() - 1) < 1e-9 and target[0, 5] == 0
+        assert target[0].argmax() == 4 and target[0, 1] > target[0, 0] == target[0, 2]
+    assert cold[0, 4] > warm[0, 4] > 0.5
+    logits = prompt_logits(model, coder, obs)
+    loss, kl = improved_loss(logits, log_probs(logits).detach(),
+                             torch.as_tensor(warm, dtype=torch.float32),
+                             torch.as_tensor(valid), kl_coef=0.5)
+    by_hand = -(warm[0, :5] * torch.log_softmax(logits[0, :5].float(), -1).detach().numpy()).sum()
+    assert abs(loss.item() - by_hand) < 1e-4 and abs(kl.item()) < 1e-6
+    # the valid actions' probabilities (log_probs writes 0 at the invalid one)
+    before = answer_log_probs(model, coder, obs, bf16=False).exp()[0, :5]
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+    for _ in range(8):
+        old = answer_log_probs(model, coder, obs, bf16=False)
+        passes = grpo_update(model, opt, coder, obs, adv, old, old.clone(), 2, 1, 0.2, 0.0,
+                             np.random.default_rng(0), objective="improved",
+                             target_temperature=0.25)
+        assert set(passes[-1]) == {"loss", "kl"}
+    after = answer_log_probs(model, coder, obs, bf16=False).exp()[0, :5]
+    assert after[4] > before[4] + 0.05 and after.argmax() == 4
+    distance = lambda p: float(np.abs(p.numpy() - cold[0, :5]).sum())  # noqa: E731
+    assert distance(after) < distance(before)
+
+
 def test_grpo_puts_no_probability_or_gradient_on_an_invalid_action(tiny):
     """An invalid action scored best still gets nothing: it is out of the group, -inf in every
     log-probability, and the loss and its gradients stay finite."""
@@ -157,9 +207,11 @@ def test_continuations_without_jitter_are_refused_in_one_line():
     assert GRPOConfig(continuations=4, jitter=0.05).continuations == 4
 
 
-def test_grpo_runs_end_to_end_and_its_adapter_plays(tiny, tmp_path, monkeypatch):
-    """--algorithm grpo --init-from an SFT run: TensorBoard's grpo/ curves, an adapter under
-    models/adapters/ naming its base and its start, and lm:RUN playing it."""
+@pytest.mark.parametrize("objective", ["clip", "improved"])
+def test_grpo_runs_end_to_end_and_its_adapter_plays(tiny, tmp_path, monkeypatch, objective):
+    """--algorithm grpo --init-from an SFT run, with either objective: TensorBoard's grpo/
+    curves, an adapter under models/adapters/ naming its base, its start and its objective, and
+    lm:RUN playing it."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     from spacewar_ai.lm.models import adapter_meta
@@ -171,7 +223,7 @@ def test_grpo_runs_end_to_end_and_its_adapter_plays(tiny, tmp_path, monkeypatch)
     trained_adapter(tiny, tmp_path / "models" / "adapters" / "sft-start")
     (tmp_path / "grpo.toml").write_text(
         "[grpo]\ngames = 4\nstates = 12\nhorizon = 20\nbatch_size = 4\n"
-        "learning_rate = 0.003\nepochs = 2\n")
+        f"learning_rate = 0.003\nepochs = 2\nobjective = \"{objective}\"\n")
     code = main(["--algorithm", "grpo", "--init-from", "sft-start", "--episodes", "8",
                  "--opponent", "heuristic:easy", "--config", "grpo.toml", "--run-name",
                  "grpo-tiny", "--quiet", "--reward", "aggressive"])
@@ -181,11 +233,14 @@ def test_grpo_runs_end_to_end_and_its_adapter_plays(tiny, tmp_path, monkeypatch)
     tags = set(events.Tags()["scalars"])
     assert {"grpo/win_rate", "grpo/loss", "grpo/kl", "grpo/best_action_probability",
             "grpo/states_per_second", "grpo/signal_share"} <= tags
+    assert ("grpo/clip_fraction" in tags) == (objective == "clip")
     assert all(0 <= e.value <= 1 for e in events.Scalars("grpo/signal_share"))
     assert len(events.Scalars("grpo/win_rate")) == 2  # 8 games, 4 an iteration
     meta = adapter_meta(tmp_path / "models" / "adapters" / "grpo-tiny")
     assert meta["base_model"] == str(tiny) and meta["init_from"] == "sft-start"
     assert meta["games"] == 8 and meta["reward"] == "aggressive"
+    assert meta["objective"] == objective
+    assert ("target_temperature" in meta) == (objective == "improved")
     pilot = make_pilot("lm:grpo-tiny")
     assert pilot.name == f"lm:{tiny.name}+grpo-tiny"
     assert pilot.act(_states()[1]).shape == (4,)
