@@ -287,6 +287,27 @@ def test_network_exit_runs_its_rounds_and_reports_each(tmp_path):
     assert (tmp_path / "exit" / "round2.pt").is_file() and "| 2 |" in run.stdout
 
 
+def test_planner_overrides_asks_twice_and_fits_a_classifier(tmp_path):
+    """A few games: every share printed and written lies in [0, 1], the second asking is the
+    same planner with one more sample, and a teacher that is not a planner is refused in one
+    line before any game."""
+    tool = load_script("planner_overrides")
+    assert tool.second_asking("search:pretrained+heuristic:hard@margin=0.25") == \
+        "search:pretrained+heuristic:hard@margin=0.25@samples=9"
+    assert tool.second_asking("search:idle@samples=2") == "search:idle@samples=3"
+    out = tmp_path / "o.json"
+    run = _script(tmp_path, "planner_overrides", "--games", "4", "--epochs", "2", "--teacher",
+                  "search:pretrained+heuristic:hard@samples=2@horizon=10", "--json", str(out))
+    figures = json.loads(out.read_text())
+    assert figures["states"] > 0 and "held out overrides" in run.stdout
+    assert all(0.0 <= v <= 1.0 for k, v in figures.items() if k != "states")
+    refused = subprocess.run([sys.executable, str(ROOT / "scripts" / "planner_overrides.py"),
+                              "--teacher", "heuristic:hard"], capture_output=True, text=True,
+                             cwd=tmp_path, timeout=300)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+    assert "not a planner" in refused.stderr
+
+
 @pytest.mark.slow
 def test_web_load_bursts_uploads_over_the_limit_and_all_are_refused(tmp_path):
     pytest.importorskip("uvicorn")
