@@ -93,7 +93,7 @@ class Noisy:
         self.labels: list[np.ndarray] = []
 
     def act(self, obs, active=None):
-        out = np.asarray(self.teacher.act(obs, active)).copy()
+        out = np.array(self.teacher.act(obs, active))  # flipped below; the label is kept
         self.labels.append(out.copy())
         valid = obs[:, 30:36] > 0.5
         flip = self.rng.random(len(obs)) < self.share

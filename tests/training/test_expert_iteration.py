@@ -26,7 +26,7 @@ def test_a_network_student_learns_the_planners_moves_on_its_own_states(tmp_path)
         second["decisions"]
     assert first["agreement_own"] < 0.5 < second["agreement_own"], rounds
     # after the first fit the student makes most of the moves the planner overrode
-    assert first["overrides_learned"] > 0.5 and 0 <= first["kept_after_fit"] <= 1, first
+    assert first["overrides_learned"] > 0.5, first
     path = save_student(agent, tmp_path / "exit" / "student.pt", rounds, teacher)
     student = make_pilot(f"ppo:{path}")
     result = play_match(student, "idle", 2, seed=3)
