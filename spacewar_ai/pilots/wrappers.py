@@ -110,8 +110,10 @@ class Labelled(Pilot):
         out[np.arange(len(obs)), np.clip(answer, 0, actions - 1)] = 1.0
         rows = getattr(self.teacher, "last_rows", None)
         if rows is not None and len(rows):
+            # The planner's own view of its choice: its margin raises the move it improves on.
             out[rows] = improved_policy(self.teacher.last_values,
-                                        obs[rows, OBS_MASK:] > 0.5, self.temperature)
+                                        obs[rows, OBS_MASK:] > 0.5, self.temperature,
+                                        self.teacher.last_own, self.teacher.margin)
         return out
 
     def forfeits(self) -> dict[int, str]:

@@ -298,9 +298,10 @@ def _rounds(run, cfg: RunConfig, rounds: int, round_names: list[str], model, tok
         if found is not None:
             row["agreement_teacher"] = found
         row["seconds"] = time.time() - tick
+        row["train_seconds"] = row["seconds"] - row["play_seconds"]
         history.append(row)
         run.log({key: value for key, value in row.items()
-                 if key not in ("round", "play_seconds", "seconds")}, k)
+                 if key not in ("round", "play_seconds", "train_seconds", "seconds")}, k)
         save(k)
         # The round's figures beside its decision count: on a log only the last state is kept.
         bar.set_postfix_str(f"own={row['agreement_own']:.2f}, win={row['win_rate']:.2f}, "
@@ -310,7 +311,10 @@ def _rounds(run, cfg: RunConfig, rounds: int, round_names: list[str], model, tok
                      + ", ".join(f"{spec} {r.win_rate_a():.0%}" for spec, r, _ in played)
                      + f"); {len(own_obs):,} labelled states; loss {row['loss']:.3f}"
                      + (f"; agreement on the teacher's {found:.1%}" if found is not None
-                        else ""))
+                        else "")
+                     # Where a round's time goes: play (and the teacher's labels) or training.
+                     + f"; played and labelled in {row['play_seconds']:.0f} s, trained in "
+                     f"{row['train_seconds']:.0f} s on {device}")
     progress.close()
     seconds = run.seconds
     print(f"done: DAgger, {len(history)} rounds in {seconds / 60:.1f} minutes; play it as "

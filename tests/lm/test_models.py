@@ -26,13 +26,14 @@ def test_an_adapter_round_trips_merged_and_is_found_by_name(tiny, tmp_path, monk
     with torch.no_grad():
         expected = masked_answer_logits(peft_model.eval(), merged.coder, merged.coder.full(obs),
                                         masks)
-    got = merged.logits(obs)
+    got = merged.logits(obs).cpu()  # the pilot runs on CUDA where there is one
     finite = torch.isfinite(expected)
     assert torch.allclose(got[finite], expected[finite], atol=1e-4)
-    plain = lm_pilot(str(tiny)).logits(obs)
+    plain = lm_pilot(str(tiny)).logits(obs).cpu()
     assert not torch.allclose(plain[finite], got[finite], atol=1e-3)  # the adapter matters
     # A run name under models/adapters/, whole or in part; the base named by the adapter.
-    assert torch.allclose(lm_pilot(f"{tiny}+run-7").logits(obs)[finite], got[finite], atol=1e-5)
+    assert torch.allclose(lm_pilot(f"{tiny}+run-7").logits(obs).cpu()[finite], got[finite],
+                          atol=1e-5)
     assert lm_pilot("+sft-run-7").name == f"lm:{tiny.name}+sft-run-7"
     # peft's own config names the base as spacewar_lm.json does, not where it was loaded from.
     import json
@@ -172,3 +173,25 @@ def test_an_adapter_is_shown_the_view_it_was_trained_with(tiny, tmp_path, monkey
     (folder / ADAPTER_META).write_text(json.dumps({**meta, "view": 2}))
     assert lm_view("old") == 2 and make_pilot("lm:old").coder.view == 2
     assert lm_view(str(tiny)) == DEFAULT_VIEW == 2
+
+
+def test_a_transformers_older_than_the_extra_allows_is_refused_in_one_line(monkeypatch):
+    """An image's own older transformers would fail inside the pilot with a traceback; it is
+    named with the upgrade instead, at the bound pyproject's `lm` extra declares."""
+    import importlib.metadata
+    import tomllib
+    from pathlib import Path
+
+    from spacewar_ai.lm.models import TRANSFORMERS_OLDEST, require_transformers
+
+    extra = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    lm = extra["project"]["optional-dependencies"]["lm"]
+    assert f"transformers>={TRANSFORMERS_OLDEST},<6" in lm
+    real = importlib.metadata.version
+    monkeypatch.setattr(importlib.metadata, "version",
+                        lambda name: "5.17.0" if name == "transformers" else real(name))
+    with pytest.raises(LMError) as refused:
+        require_transformers()
+    assert str(refused.value) == (f"the LM pilot needs transformers >= {TRANSFORMERS_OLDEST} and "
+                                  f"5.17.0 is installed: pip install -U "
+                                  f"\"transformers>={TRANSFORMERS_OLDEST},<6\"")

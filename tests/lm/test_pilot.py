@@ -27,7 +27,7 @@ def test_the_lm_pilot_never_answers_an_invalid_action(tiny):
         pilot = make_pilot(spec)
         actions = np.concatenate([pilot.act(obs[i:i + 64]) for i in range(0, len(obs), 64)])
         assert masks[np.arange(len(obs)), actions].all()
-    probs = torch.softmax(pilot.logits(obs[:64]), dim=-1).numpy()
+    probs = torch.softmax(pilot.logits(obs[:64]), dim=-1).cpu().numpy()  # CUDA where there is one
     assert (probs[~masks[:64]] == 0).all()
     assert np.allclose(probs.sum(1), 1)
 

@@ -361,6 +361,38 @@ def test_the_improved_policy_of_a_hand_made_group_hard_and_soft():
     assert np.allclose(flat[0, valid[0]], 1 / 5, atol=1e-3)
 
 
+def test_the_improved_policy_leans_to_the_move_a_margin_keeps():
+    """With the policy's moves and the planner's margin, the targets favour what the planner
+    keeps: a move within the margin of the best wins, one beaten by more does not."""
+    from spacewar_ai.pilots.search import improved_policy
+
+    values = np.array([[0.1, 0.3, 0.2, 0.0, 0.0, 0.0],
+                       [0.1, 0.6, 0.2, 0.0, 0.0, 0.0]])
+    valid = np.ones(values.shape, dtype=bool)
+    own = np.array([0, 0])
+    assert improved_policy(values, valid, 0.0, own, 0.25).argmax(axis=1).tolist() == [0, 1]
+    soft = improved_policy(values, valid, 0.05, own, 0.25)
+    plain = improved_policy(values, valid, 0.05)
+    assert soft.argmax(axis=1).tolist() == [0, 1] and plain.argmax(axis=1).tolist() == [1, 1]
+    assert soft[0, 0] > 0.5 > plain[0, 0]
+    assert np.allclose(soft.sum(axis=1), 1.0)
+
+
+def test_a_margin_planners_soft_labels_pick_what_it_plays():
+    """Labelled with a margin planner as the teacher: at every decision of a match, the soft
+    target's most likely action is the planner's own answer, so the student is taught the
+    moves the planner keeps, not the near-equal means it declined."""
+    from spacewar_ai.pilots.wrappers import Labelled
+
+    planner = make_pilot("search:heuristic:hard+heuristic:hard@samples=2@horizon=10"
+                         "@margin=0.25", CFG)
+    student = Labelled(make_pilot("heuristic:medium", CFG), planner, temperature=0.2)
+    play_match(student, "heuristic:hard", 2, seed=31)
+    labels, policies = np.concatenate(student.labels), np.concatenate(student.policies)
+    assert len(labels) > 100 and (policies.argmax(axis=1) == labels).all()
+    assert ((policies > 0.05).sum(axis=1) > 1).any()  # soft where the means are close
+
+
 def test_a_margin_keeps_the_policys_move_unless_another_is_clearly_better():
     """@margin=M: another action replaces the policy's only when its mean ending is better by
     more than M. A margin beyond the values' range plays the policy's games exactly; a

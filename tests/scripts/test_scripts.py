@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.helpers import ROOT, load_script
@@ -224,6 +225,28 @@ def test_lm_ceiling_takes_any_teacher_a_planner_included(tmp_path):
     assert "nothere.pt" in refused.stderr
 
 
+def test_lm_ceiling_reads_a_lookahead_of_the_exact_state(tmp_path):
+    """--lookahead H: at every recorded decision the values are those of the state the pilot
+    acted in, so a teacher that is that same lookahead always picked an action its values put
+    at the top, and two more inputs are measured."""
+    from spacewar_ai.pilots.search import TIE
+    from spacewar_ai.pilots.specs import make_pilot
+
+    ceiling = load_script("lm_ceiling")
+    same = f"search:{ceiling.LOOKAHEAD}+{ceiling.LOOKAHEAD}@samples=1@horizon=8@jitter=0"
+    obs, _, _, labels, ahead = ceiling.collect(make_pilot(same), 4, seed=3, lookahead=8)
+    valid = obs[:, 30:36] > 0.5
+    best = np.where(valid, ahead, -np.inf).max(axis=1)
+    assert len(labels) > 50 and (ahead[np.arange(len(labels)), labels] >= best - TIE).all()
+    assert (ahead != 0).any()  # some endings within 8 decisions
+    out = tmp_path / "c.json"
+    _script(tmp_path, "lm_ceiling", "--games", "4", "--epochs", "1", "--lookahead", "5",
+            "--json", str(out))
+    figures = json.loads(out.read_text())
+    assert figures["lookahead"] == 5 and {"prompt v2 + lookahead", "tactical + lookahead"} < \
+        set(figures["agreement"])
+
+
 @pytest.mark.slow
 def test_lm_ladder_runs_every_stage_and_each_against_the_one_before(tmp_path):
     """scripts/lm_ladder.py on the tiny model: the teacher's games, SFT, DAgger and GRPO (from
@@ -285,6 +308,28 @@ def test_network_exit_runs_its_rounds_and_reports_each(tmp_path):
     assert rows[1]["teacher"] == "search:ppo:exit/round1.pt+heuristic:hard@samples=1@horizon=10"
     assert rows[1]["aggregate"] > rows[0]["aggregate"] > 0
     assert (tmp_path / "exit" / "round2.pt").is_file() and "| 2 |" in run.stdout
+
+
+def test_network_exit_fits_on_the_device_asked_for(tmp_path):
+    """`--device cuda` fits the student on the GPU where there is one (one tiny round), and is
+    refused in one line before any game where there is none."""
+    import torch
+
+    args = ["--rounds", "1", "--games", "2", "--opponents", "heuristic:medium", "--teacher",
+            "heuristic:hard", "--judges", "idle", "--eval-games", "2", "--out", "exit",
+            "--device", "cuda"]
+    if torch.cuda.is_available():
+        _script(tmp_path, "network_exit", *args)
+        from spacewar_ai.agents.saved import load_agent
+
+        agent, ckpt = load_agent(tmp_path / "exit" / "round1.pt")
+        assert ckpt["metadata"]["expert_iteration"]["rounds"][0]["decisions"] > 0
+        return
+    refused = subprocess.run([sys.executable, str(ROOT / "scripts" / "network_exit.py"), *args],
+                             capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+    assert "no CUDA GPU is available: use --device cpu" in refused.stderr
+    assert not (tmp_path / "exit").exists()
 
 
 def test_planner_overrides_asks_twice_and_fits_a_classifier(tmp_path):

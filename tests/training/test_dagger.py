@@ -1,6 +1,7 @@
 """DAgger of the LM pilot (--algorithm dagger) on a tiny model built offline."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -159,7 +160,7 @@ def test_a_student_whose_games_run_to_the_time_limit_is_said_in_one_line(tiny, s
     from spacewar_ai.training import train
 
     cfg = RunConfig(
-        train=TrainConfig(algorithm="dagger", run_name="dag-slow", seed=3,
+        train=TrainConfig(algorithm="dagger", run_name="dag-slow", seed=3, device="auto",
                           log_dir=str(start / "runs")),
         game=GameConfig(max_episode_steps=200),
         sft=SFTConfig(batch_size=8),
@@ -171,6 +172,11 @@ def test_a_student_whose_games_run_to_the_time_limit_is_said_in_one_line(tiny, s
            "games" in said.out + said.err, said
     assert "[game] max_episode_steps" in said.out + said.err and ended["win_rate"] == 0
     assert " decisions" in said.err  # the bar's count of the student's decisions
+    # The round's line says where its time went, on which device (auto: CUDA where there is one).
+    device = "cuda" if __import__("torch").cuda.is_available() else "cpu"
+    assert re.search(r"played and labelled in \d+ s, trained in \d+ s on " + device,
+                     said.out + said.err), said
+    assert ended["play_seconds"] + ended["train_seconds"] == pytest.approx(ended["seconds"])
 
 
 def test_dagger_refuses_what_cannot_work_in_one_line(tiny, start, capsys):
