@@ -306,8 +306,8 @@ def bench_lm_training(states: dict, obs: np.ndarray, spec: str, repeats: int) ->
     sft_step()  # first-call allocations
     sft = _median_rate(sft_step, s.batch_size, max(3, repeats))
     grpo = _median_rate(grpo_iteration, len(obs), 1)
-    print(f"  SFT on {device} (LoRA on the top {s.lora_layers} layers, bf16, {s.batch_size} a "
-          f"step) {sft:>8,.1f} examples/s")
+    print(f"  SFT (LoRA on the top {s.lora_layers} layers, bf16, {s.batch_size} a step, on "
+          f"{device}) {sft:>8,.1f} examples/s")
     print(f"  GRPO (64 states: scoring, answers, {g.epochs} update passes) "
           f"{grpo:>8,.1f} states/s")
     return {"lm_sft_examples_per_s": sft, "lm_grpo_states_per_s": grpo}

@@ -23,7 +23,9 @@ def test_benchmark_prints_figures(tiny):
     out = _run(["spacewar-ai", "--benchmark", "--quick", "--base-model", str(tiny)])
     assert out.returncode == 0, out.stderr
     for row in ("single env step_both", "1024 games", "4096 games", "hard pilot",
-                f"LM pilot lm:{tiny}", "bf16, batch of 64 games", "SFT (LoRA", "GRPO (64 states"):
+                f"LM pilot lm:{tiny}", "bf16, batch of 64 games", "SFT (LoRA", "GRPO (64 states",
+                # Trained where the pilot ran: CUDA where there is one.
+                f"a step, on {'cuda' if __import__('torch').cuda.is_available() else 'cpu'})"):
         assert row in out.stdout
     assert "game-steps/s" in out.stdout
     planner = next(line for line in out.stdout.splitlines() if "search:pretrained" in line)

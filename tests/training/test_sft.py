@@ -22,9 +22,10 @@ def test_sft_trains_an_adapter_that_agrees_more_with_its_teacher(tiny, tmp_path,
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
     generate([("heuristic:hard", "heuristic:medium")], 32, "teach", seed=1, quiet=True)
+    # device "auto": on a machine with CUDA this is the test of training there.
     cfg = RunConfig(train=TrainConfig(
         algorithm="sft", dataset="teach", dataset_pilot="heuristic:hard", run_name="sft-tiny",
-        log_dir=str(tmp_path / "runs"), seed=2),
+        log_dir=str(tmp_path / "runs"), seed=2, device="auto"),
         sft=SFTConfig(base_model=str(tiny), examples=1000, held_out=200, epochs=3, batch_size=32,
                       learning_rate=3e-3))
     out = train(cfg, quiet=True)
