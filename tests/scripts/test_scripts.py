@@ -322,7 +322,7 @@ def test_network_exit_fits_on_the_device_asked_for(tmp_path):
         _script(tmp_path, "network_exit", *args)
         from spacewar_ai.agents.saved import load_agent
 
-        agent, ckpt = load_agent(tmp_path / "exit" / "round1.pt")
+        _, ckpt = load_agent(tmp_path / "exit" / "round1.pt")
         assert ckpt["metadata"]["expert_iteration"]["rounds"][0]["decisions"] > 0
         return
     refused = subprocess.run([sys.executable, str(ROOT / "scripts" / "network_exit.py"), *args],
