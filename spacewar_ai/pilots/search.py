@@ -275,13 +275,13 @@ class SearchPilot(Pilot):
         if rows.size == 0:
             self.last_values = np.zeros((0, self.actions))
             return own
-        value = self.action_values(rows)
-        self.last_values = value.copy()  # what it made of each action, for a look inside
-        # Ties, and differences within the margin: keep the policy's action.
-        value[np.arange(rows.size), own[rows]] += self.margin + TIE
-        value[obs[rows, OBS_MASK:OBS_MASK + self.actions] < 0.5] = -np.inf  # masked actions
+        self.last_values = self.action_values(rows)  # read by Labelled for soft targets
+        # The best valid action, the policy's kept on ties and within the margin: the rule
+        # expert iteration's soft targets share, so their most likely action is this one.
+        valid = obs[rows, OBS_MASK:OBS_MASK + self.actions] > 0.5
         chosen = own.copy()
-        chosen[rows] = value.argmax(axis=1)
+        chosen[rows] = improved_policy(self.last_values, valid, 0.0, own[rows],
+                                       self.margin).argmax(axis=1)
         return chosen
 
     def action_values(self, rows: np.ndarray) -> np.ndarray:
