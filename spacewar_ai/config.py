@@ -654,16 +654,22 @@ class TrainConfig(_Config):
     dataset: str = setting("", flag="--dataset")  # its name
     # learn only from the episodes this pilot flew ("": all)
     dataset_pilot: str = setting("", flag="--dataset-pilot")
-    # PPO's games played by this many rollout workers (training/rollouts.py), Ray actors by
-    # default, the learner only updating; 0: the learner plays them itself.
-    rollout_workers: int = setting(0, Rule(
-        lambda v: _is_int(v) and v >= 0,
-        "must be an integer >= 0 (0: the learner plays its games itself)"),
+    # PPO's games played by this many rollout workers (training/rollouts.py): child processes
+    # of this machine by default, Ray actors with --backend ray; the learner only updates. 0:
+    # the learner plays its games itself. "auto": one worker playing ahead (async_rollouts) for
+    # PPO on a machine of two or more cores, where it trains faster and learns as well;
+    # else 0 (`with_rollouts` says which, once the machine is known).
+    rollout_workers: int | str = setting("auto", Rule(
+        lambda v: v == "auto" or (_is_int(v) and v >= 0),
+        "must be an integer >= 0 (0: the learner plays its games itself) or 'auto'"),
         flag="--rollout-workers")
     # With rollout workers: they play the next rollout while the learner updates on the last
     # (a policy lag of one update, PPO's ratio taken against the policy that played); false:
-    # each rollout is played with the weights of the update before it.
-    async_rollouts: bool = setting(False, SWITCH, flag="--async-rollouts")
+    # each rollout is played with the weights of the update before it. "auto": on when
+    # rollout_workers is "auto" too.
+    async_rollouts: bool | str = setting("auto", Rule(
+        lambda v: isinstance(v, bool) or v == "auto", "must be true, false or 'auto'"),
+        flag="--async-rollouts")
 
     def named(self, kind: str, seed: int | None = None) -> str:
         """The run's name: run_name, else KIND-sSEED-YYYYmmdd-HHMMSS (every training run's)."""
@@ -682,16 +688,35 @@ class TrainConfig(_Config):
             self.total_timesteps == 0 and bool(self.warm_start))), "TrainConfig",
             "total_timesteps", self.total_timesteps,
             "must be an integer > 0 (0 only with a warm start: imitation alone)")
-        _require(self.rollout_workers <= self.num_envs, "TrainConfig", "rollout_workers",
-                 self.rollout_workers, f"must be at most num_envs ({self.num_envs}): each "
-                 "worker plays at least one game (--num-envs)")
-        _require(not self.async_rollouts or self.rollout_workers > 0, "TrainConfig",
+        workers = self.rollout_workers
+        _require(workers == "auto" or workers <= self.num_envs, "TrainConfig",
+                 "rollout_workers", workers, f"must be at most num_envs ({self.num_envs}): "
+                 "each worker plays at least one game (--num-envs)")
+        _require(self.async_rollouts is not True or workers != 0, "TrainConfig",
                  "async_rollouts", self.async_rollouts, "plays the next rollout on the rollout "
                  "workers while the learner updates: add --rollout-workers N (N >= 1)")
-        _require(self.rollout_workers == 0 or self.algorithm == "ppo", "TrainConfig",
-                 "rollout_workers", self.rollout_workers, f"rollout workers play PPO's "
+        _require(workers in (0, "auto") or self.algorithm == "ppo", "TrainConfig",
+                 "rollout_workers", workers, f"rollout workers play PPO's "
                  f"rollouts; --algorithm {self.algorithm} trains in one process (drop "
                  "--rollout-workers)")
+        _require(self.async_rollouts is not True or self.algorithm == "ppo", "TrainConfig",
+                 "async_rollouts", self.async_rollouts, f"rollout workers play PPO's "
+                 f"rollouts; --algorithm {self.algorithm} trains in one process (drop "
+                 "--async-rollouts)")
+
+    def with_rollouts(self, cores: int, own_games: bool = False) -> "TrainConfig":
+        """This config with "auto" rollouts decided for a machine of `cores` cores: PPO plays
+        ahead on one rollout worker where there are two or more (one core plays while the
+        other learns) or where async_rollouts asks for it; else the learner plays its own games
+        in step. `own_games`: the run shows or guides the learner's own games (--render,
+        --use-llm), which only it can play."""
+        workers, ahead = self.rollout_workers, self.async_rollouts
+        if workers == "auto":
+            workers = int(self.algorithm == "ppo" and (
+                ahead is True or (cores >= 2 and not own_games and ahead == "auto")))
+        if ahead == "auto":
+            ahead = self.rollout_workers == "auto" and workers > 0
+        return dataclasses.replace(self, rollout_workers=workers, async_rollouts=ahead)
 
 
 # [train] keys of earlier versions and the section and name each now has. Files and saved

@@ -83,12 +83,14 @@ def key_pieces(secret: str, n: int = 8) -> set[str]:
 
 def tiny_run(tmp_path, algorithm="ppo", **train):
     """A training run small enough for a test: 16 games, small networks, evaluations of 4
-    games every 2 updates, everything under tmp_path."""
+    games every 2 updates, everything under tmp_path, the learner playing its own games (not
+    a rollout worker's process, as "auto" gives on two cores) unless `train` says otherwise."""
     from spacewar_ai.config import DQNConfig, LeagueConfig, PPOConfig, RunConfig, TrainConfig
 
     t = dict(algorithm=algorithm, num_envs=16, total_timesteps=16 * 16 * 3, seed=3,
              checkpoint_dir=str(tmp_path / "ck"), log_dir=str(tmp_path / "runs"),
-             run_name="tiny", eval_interval=2, save_interval=1, eval_episodes=4)
+             run_name="tiny", eval_interval=2, save_interval=1, eval_episodes=4,
+             rollout_workers=0)
     t.update(train)
     return RunConfig(train=TrainConfig(**t), ppo=PPOConfig(n_steps=16, hidden_sizes=(32, 32)),
                      dqn=DQNConfig(hidden_sizes=(32, 32), stream_size=16, buffer_size=5000,

@@ -80,7 +80,7 @@ def profile_run(seconds: float, seed: int, threads: int, opponent: str = "heuris
                                           total_timesteps=10**10,
                                           max_minutes=seconds / 60, seed=seed,
                                           eval_opponent=opponent, torch_threads=threads,
-                                          **train),
+                                          rollout_workers=0, **train),
                         league=LeagueConfig(curriculum=(opponent,), scripted_share=1.0))
         trainer = Trainer(cfg, quiet=True)
         owners = {"agent": trainer.agent, "league": trainer.league, "env": trainer.env,

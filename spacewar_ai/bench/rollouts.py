@@ -1,12 +1,12 @@
 """`spacewar-ai --benchmark-rollouts`: PPO training throughput with the games played by the
-learner itself and by 1, 2, ... rollout workers on Ray (training/rollouts.py), and by one
-worker playing ahead (`--async-rollouts`: the next rollout while the learner updates), side by
-side in one run, and the learner's update bound: the decisions per second a learner could take in if
+learner itself and by 1, 2, ... rollout workers (training/rollouts.py: child processes of this
+machine, or Ray actors with `--backend ray` or `--ray-address`), and by one worker playing
+ahead (`--async-rollouts`: the next rollout while the learner updates), side by side in one run, and the learner's update bound: the decisions per second a learner could take in if
 its rollouts cost it nothing (a rollout's decisions over the time of its PPO update alone).
 
 Every trainer runs the default PPO settings against heuristic:medium for the same wall-clock
-budget, one after another in this process; worker rows include the start of their actors. With
-`--ray-address` the workers run on that cluster, the learner here.
+budget, one after another in this process; worker rows include the start of their processes.
+With `--ray-address` the workers run on that cluster, the learner here.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ PROJECTED_MACHINES = (1, 2, 4, 8)  # worker machines in the projection's rows
 GPU_SPEEDUP = 10.0  # an assumed speed-up of the update on a GPU, for the projection only
 
 
-def _trainer(seconds: float, seed: int, workers: int, address: str | None, tmp: str,
-             ahead: bool = False):
+def _trainer(seconds: float, seed: int, workers: int, backend: str, address: str | None,
+             tmp: str, ahead: bool = False):
     from ..config import LeagueConfig, RunConfig, TrainConfig
     from ..training.trainer import Trainer
 
@@ -37,7 +37,7 @@ def _trainer(seconds: float, seed: int, workers: int, address: str | None, tmp: 
                                       seed=seed, eval_opponent="heuristic:medium",
                                       rollout_workers=workers, async_rollouts=ahead),
                     league=LeagueConfig(curriculum=("heuristic:medium",), scripted_share=1.0))
-    return Trainer(cfg, quiet=True, rollout_backend="ray", ray_address=address)
+    return Trainer(cfg, quiet=True, rollout_backend=backend, ray_address=address)
 
 
 def update_bound(agent, seed: int) -> float:
@@ -95,7 +95,7 @@ def projected(costs: dict[str, float], workers: int) -> float:
 
 
 def run_rollout_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = False,
-                          workers: tuple[int, ...] = (1, 2),
+                          workers: tuple[int, ...] = (1, 2), backend: str = "local",
                           address: str | None = None) -> dict[str, float]:
     import torch
 
@@ -105,21 +105,22 @@ def run_rollout_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = Fa
         seconds = 8.0
     use_torch_threads()
     began = time.perf_counter()
+    on = "on Ray" if backend == "ray" else "in processes"
     print(f"PPO training throughput by where the games are played: trainers one after another, "
           f"each timed over {seconds:.0f} s after its start-up (worker rows include their "
-          f"actors' start); learner torch threads {torch.get_num_threads()}, workers 1 each; "
+          f"processes' start); learner torch threads {torch.get_num_threads()}, workers 1 each; "
           f"opponent heuristic:medium", flush=True)
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         # Each worker count in step, then the first one playing ahead (--async-rollouts).
         for count, ahead in ((0, False), *((w, False) for w in workers), (workers[0], True)):
-            trainer = _trainer(seconds, seed, count, address, tmp, ahead)
+            trainer = _trainer(seconds, seed, count, backend, address, tmp, ahead)
             start = time.perf_counter()
             trainer.run()
             rate = trainer.counters["global_step"] / (time.perf_counter() - start)
             figures[f"workers_{count}{'_ahead' if ahead else ''}"] = rate
             where = "the learner plays its games" if count == 0 else \
-                f"{count} rollout worker{'s' if count > 1 else ''} on Ray" \
+                f"{count} rollout worker{'s' if count > 1 else ''} {on}" \
                 + (", playing ahead" if ahead else "")
             ratio = "" if count == 0 else f"   ({figures['workers_0'] / rate:.2f}x the time " \
                                           "of the learner alone)"

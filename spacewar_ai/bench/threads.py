@@ -41,7 +41,7 @@ def _trainer_path(algorithm: str, timesteps: int, seed: int):
                 algorithm=algorithm, checkpoint_dir=tmp, log_dir=tmp, run_name="bench",
                 total_timesteps=timesteps, eval_interval=10**6, save_interval=10**6,
                 eval_opponent="heuristic:medium", seed=seed, eval_video=0.0,
-                torch_threads=torch.get_num_threads()))
+                torch_threads=torch.get_num_threads(), rollout_workers=0))
             Trainer(cfg, quiet=True).run()
     return run
 

@@ -398,7 +398,7 @@ def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = F
 
     from ..config import LeagueConfig, RunConfig, TrainConfig
     from ..training.trainer import Trainer
-    from ..util.threads import use_torch_threads
+    from ..util.threads import available_cores, use_torch_threads
     from .profile import run_profile
 
     if quick:
@@ -406,14 +406,16 @@ def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = F
     began = time.perf_counter()
     figures: dict[str, float] = run_profile(seed=seed, quick=quick)
     use_torch_threads()
-    print(f"PPO training throughput: four trainers one after another (ours; ours without the "
-          f"opponent model; ours with a full league; Stable-Baselines3's), each timed over "
-          f"{seconds:.0f} s of training after its start-up; torch threads "
+    print(f"PPO training throughput: trainers one after another (ours, by default and in "
+          f"step; ours without the opponent model; ours with a full league; "
+          f"Stable-Baselines3's), each timed over {seconds:.0f} s of training after its start-up "
+          f"(a rollout worker's process start included); learner torch threads "
           f"{torch.get_num_threads()}, opponent {opponent}", flush=True)
 
     import tempfile
 
-    def ours(league: LeagueConfig, full_pool: bool, opponent_model: bool = True) -> float:
+    def ours(league: LeagueConfig, full_pool: bool, opponent_model: bool = True,
+             rollout_workers: int | str = "auto") -> float:
         with tempfile.TemporaryDirectory() as tmp:
             # A budget no host reaches in `seconds`: the clock, not the default 3M steps (50 s on
             # a fast host), ends the run, so every trainer is timed for as long as promised.
@@ -423,7 +425,8 @@ def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = F
                                               eval_interval=10**6, save_interval=10**6,
                                               total_timesteps=10**10, max_minutes=seconds / 60,
                                               seed=seed, eval_opponent=opponent,
-                                              opponent_model=opponent_model), league=league)
+                                              opponent_model=opponent_model,
+                                              rollout_workers=rollout_workers), league=league)
             trainer = Trainer(cfg, quiet=True)
             if full_pool:
                 # A run in its steady state: the pool full of snapshots, the curriculum at medium.
@@ -437,8 +440,16 @@ def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = F
 
     scripted = ours(LeagueConfig(curriculum=(opponent,), scripted_share=1.0), False)
     figures["ours"] = scripted
-    print(f"  spacewar-ai PPO, defaults, every game against {opponent}   "
+    ahead = TrainConfig().with_rollouts(available_cores()).async_rollouts
+    how = "one rollout worker playing ahead" if ahead else "in step: one core here"
+    print(f"  spacewar-ai PPO, defaults ({how}), every game against {opponent}   "
           f"{scripted:>10,.0f} steps/s")
+    if ahead:
+        in_step = ours(LeagueConfig(curriculum=(opponent,), scripted_share=1.0), False,
+                       rollout_workers=0)
+        figures["ours_in_step"] = in_step
+        print(f"  the same in step, the learner playing its games (--rollout-workers 0)   "
+              f"{in_step:>10,.0f} steps/s ({scripted / in_step:.2f}x)")
     unmodelled = ours(LeagueConfig(curriculum=(opponent,), scripted_share=1.0), False, False)
     figures["ours_no_opponent_model"] = unmodelled
     print(f"  the same without the opponent model ([train] opponent_model = false)   "

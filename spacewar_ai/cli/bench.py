@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import RAY_ADDRESS, SEED
+from .common import BACKEND, RAY_ADDRESS, SEED
 from .parser import flag, mode
 from .train import BASE_MODEL
 
@@ -44,14 +44,16 @@ def benchmark_threads(parser, args) -> int:
     return 0
 
 
-@mode("benchmark_rollouts", reads=(SEED, QUICK, RAY_ADDRESS),
+@mode("benchmark_rollouts", reads=(SEED, QUICK, BACKEND, RAY_ADDRESS),
       flag_help="train PPO for a minute with its games played by the learner, then by 1 and 2 "
-                "rollout workers on Ray (--ray-address: that cluster's), and print each "
+                "rollout workers in child processes (--backend ray: Ray actors; "
+                "--ray-address: that cluster's), and print each "
                 "throughput and the learner's update bound; about four minutes (--quick: a "
                 "check that it runs, under one)")
 def benchmark_rollouts(parser, args) -> int:
     from ..bench.rollouts import run_rollout_benchmark
 
-    run_rollout_benchmark(seed=args.seed or 0, quick=args.quick,
+    backend = "ray" if args.ray_address or args.backend == "ray" else "local"
+    run_rollout_benchmark(seed=args.seed or 0, quick=args.quick, backend=backend,
                           address=args.ray_address or None)
     return 0

@@ -66,14 +66,14 @@ WARM_START = flag("--warm-start", "training", metavar="SPEC",
                   help="learn from this pilot first, e.g. heuristic:hard (PPO: behaviour "
                        "cloning; DQN: its games as demonstrations, DQfD), then by RL")
 ROLLOUT_WORKERS = flag("--rollout-workers", "training", type=count(0), metavar="N",
-                       help="ppo: play the games on N rollout workers, Ray actors on this "
-                            "machine or --ray-address's cluster (--backend local: in this "
-                            "process, one after another), the learner only updating; 0: "
-                            "the learner plays them (default)")
+                       help="ppo: play the games on N rollout workers, child processes of "
+                            "this machine (--backend ray or --ray-address: Ray actors), the "
+                            "learner only updating; 0: the learner plays them, in step "
+                            "(default: one worker playing ahead on two or more cores, else 0)")
 ASYNC_ROLLOUTS = flag("--async-rollouts", "training", action="store_true", default=None,
-                      help="ppo with --rollout-workers: the workers play the next rollout while "
-                           "the learner updates on the last (a policy lag of one update, "
-                           "charts/policy_lag); off by default")
+                      help="ppo with --rollout-workers N: the workers play the next rollout "
+                           "while the learner updates on the last (a policy lag of one "
+                           "update, charts/policy_lag; the default's one worker does)")
 INIT_FROM = flag("--init-from", "training", metavar="CHECKPOINT",
                  help="training: start from this model (the same algorithm's weights; a "
                       "model of another algorithm is imitated first); grpo, dagger: the LM "
@@ -122,8 +122,8 @@ PHOSPHOR = flag("--phosphor", "play", action="store_true",
 # --- Ray -------------------------------------------------------------------------------------
 BACKEND = flag("--backend", "ray", choices=("local", "ray"),
                help="evaluate, tournament, datagen: local (default: this process or a process "
-                    "pool) or ray (Ray tasks; the same results); training's "
-                    "--rollout-workers: ray (default) or local")
+                    "pool) or ray (Ray tasks; the same results); training's rollout workers: "
+                    "local (default: child processes) or ray (Ray actors; the same weights)")
 RAY_ADDRESS = flag("--ray-address", "ray", metavar="ADDRESS",
                    help="join this Ray cluster (as printed by `ray start --head`; default the "
                         "RAY_ADDRESS variable, else a Ray instance on this machine); implies "

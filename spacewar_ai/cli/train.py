@@ -77,7 +77,7 @@ def train(parser, args) -> int:
     if algorithm not in ("bc", "cql", "sft", "dagger") and (args.dataset or args.dataset_pilot):
         parser.error(f"--{'dataset' if args.dataset else 'dataset-pilot'} is read by --algorithm "
                      f"bc, cql, sft and dagger; {algorithm} learns by playing")
-    if (args.backend or args.ray_address) and not cfg.train.rollout_workers:
+    if (args.backend or args.ray_address) and cfg.train.rollout_workers == 0:
         parser.error(f"{'--backend' if args.backend else '--ray-address'} in training says where "
                      "rollout workers run: add --rollout-workers N (PPO)")
     check_training(cfg)
@@ -85,7 +85,7 @@ def train(parser, args) -> int:
         common.check_display(parser, "--render")
     writable(cfg.train.checkpoint_dir, "--checkpoint-dir ([train] checkpoint_dir)", folder=True)
     writable(cfg.train.log_dir, "--log-dir ([train] log_dir)", folder=True)
-    if args.use_llm and cfg.train.rollout_workers:
+    if args.use_llm and cfg.train.rollout_workers not in (0, "auto"):
         parser.error("--use-llm guides the learner's own games; with --rollout-workers the "
                      "workers play them: drop one of the two")
     if args.rollout_workers == 0 and not args.quiet:
@@ -93,7 +93,8 @@ def train(parser, args) -> int:
     guide = common.exploration_guide(args, cfg) if args.use_llm else None
     run(cfg, resume=args.resume, start_from=args.init_from or args.checkpoint,
         champion=args.champion_train, ratings_file=args.ratings_file, render=args.render,
-        quiet=args.quiet, guide=guide, rollout_backend=args.backend or "ray",
+        quiet=args.quiet, guide=guide,
+        rollout_backend="ray" if args.ray_address or args.backend == "ray" else "local",
         ray_address=common.ray_address(parser, args))
     return 0
 

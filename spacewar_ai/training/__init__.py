@@ -6,7 +6,8 @@
 | trainer.py | `Trainer`: a PPO or DQN run against the league (the loop, saving, TensorBoard) |
 | evaluation.py | a run's evaluations and the choice of its best.pt |
 | league.py | `League`: curriculum, snapshots, PFSP, champions: who flies ship 1 |
-| rollouts.py | the PPO rollout loop; rollout workers (Ray actors) that play it for the learner |
+| rollouts.py | the PPO rollout loop; rollout workers (child processes, Ray actors) that play it |
+| rollout_child.py | a rollout worker's child process (`python -m`), spoken to through pipes |
 | warm_start.py | learning from a pilot before RL (behaviour cloning; DQfD demonstrations) |
 | datasets.py | recorded games as Minari datasets (--datagen, --dataset-info) |
 | offline.py | behaviour cloning and conservative Q-learning from a dataset |

@@ -217,7 +217,7 @@ def run_pbt(base: RunConfig, population: int = 4, rounds: int = 10, seed: int = 
     if rounds < 2:
         raise ValueError(f"--pbt-rounds {rounds}: members are compared between rounds; give 2 "
                          "or more")
-    if base.train.rollout_workers:
+    if base.train.rollout_workers not in (0, "auto"):
         raise ValueError("[train] rollout_workers: population-based training runs each member in "
                          "one Ray task of its own; set it to 0 for --pbt")
     connect(address, num_cpus)
@@ -229,9 +229,11 @@ def run_pbt(base: RunConfig, population: int = 4, rounds: int = 10, seed: int = 
     if run_dir.exists() and any(run_dir.iterdir()):
         raise ValueError(f"--run-name {name}: {run_dir} is already a run; give another name")
     round_steps = max(1, base.train.total_timesteps // rounds)
-    # Members run in folders of Tune's: every path they are given is absolute.
+    # Members run in folders of Tune's: every path they are given is absolute. Each plays its
+    # own games, in step: a member is one Ray task on one CPU.
     base = dataclasses.replace(base, train=dataclasses.replace(
-        base.train, log_dir=str(Path(base.train.log_dir).resolve())))
+        base.train, log_dir=str(Path(base.train.log_dir).resolve()), rollout_workers=0,
+        async_rollouts=False))
     scheduler = _seeded(PopulationBasedTraining, seed)(
         time_attr="training_iteration", metric=METRIC, mode="max", perturbation_interval=1,
         synch=True, quantile_fraction=0.5 if population < 4 else 0.25,

@@ -5,14 +5,16 @@ actions, the league ship 1's, both ships step, timeouts are bootstrapped, the st
 finished games are handed to a hook. The trainer (trainer.py) runs it on its own games; a
 `RolloutWorker` runs it on a slice of them, away from the learner.
 
-With `--rollout-workers N` the run's `num_envs` games are split among N workers, Ray actors
-(`--backend ray`, the default, on this machine or `--ray-address`'s cluster) or, with
-`--backend local`, objects in the learner's process played one after another (the same
-weights: a check that a worker's results do not depend on where it runs). By default every
-update is synchronous, so PPO is unchanged:
+With `--rollout-workers N` the run's `num_envs` games are split among N workers: child processes
+of this machine (backend "local", the default: `python -m spacewar_ai.training.rollout_child`,
+spoken to through pipes), Ray actors (`--backend ray`, on this machine or `--ray-address`'s
+cluster), or objects in the learner's process played one after another (backend "inline", for
+tests: the same weights, a check that a worker's results do not depend on where it runs).
+Each update, in step:
 1. the learner publishes its weights (without the optimizer) and the league as it stands (the
    curriculum stage, the results prioritized self-play weighs by, and the pool, whose snapshot
-   and champion files travel through Ray's object store as tournaments' files do);
+   and champion files travel through Ray's object store as tournaments' files do; on this
+   machine, as paths);
 2. each worker plays `n_steps` in each of its games with those weights, drawing opponents for
    the games that end from its copy of the league, and returns the rollout (`take_rollout`),
    its finished games (who each was against, and how it ended) and, when the run learns a
@@ -25,9 +27,12 @@ learner updates on the last (`start`, then `finish` after the update; loops.on_p
 each rollout after the first was played by the weights of one update before the learner's
 (charts/policy_lag 1), and PPO's ratio is taken against those, the rollout's own
 log-probabilities. It is as deterministic as the synchronous mode: the same seed and worker
-count give the same weights, on Ray or here (where "ahead" is played at once, to the same
-result). A resumed run plays its first rollout with the weights it saved, as an uninterrupted
-run would not (its next rollout was in flight), so its weights from there on are its own.
+count give the same weights, in processes, on Ray or inline (where "ahead" is played at once, to
+the same result). A resumed run plays its first rollout with the weights it saved, as an
+uninterrupted run would not (its next rollout was in flight), so its weights from there on are
+its own. By default (`rollout_workers` and `async_rollouts` "auto", config.TrainConfig.
+with_rollouts) a PPO run on two or more cores plays ahead on one worker in a child process: one
+core plays while the other learns.
 
 Worker k's games and samples are seeded by (seed, k, the update it started at), so the same
 seed and worker count give the same weights, whichever machine each worker lands on. A worker
@@ -40,6 +45,8 @@ from __future__ import annotations
 import collections
 import dataclasses
 import hashlib
+import os
+import pickle
 import socket
 import time
 from pathlib import Path
@@ -170,10 +177,9 @@ class RolloutWorker:
         self._files: dict[str, Path] = {}
         self.node = "the learner's process"
         if own_process:
-            import ray
-
-            node = ray.get_runtime_context().get_node_id()[:8]
-            self.node = f"{socket.gethostname()} (Ray node {node})"
+            self.node = f"{socket.gethostname()} (process {os.getpid()})"
+            if ray_node():
+                self.node = f"{socket.gethostname()} (Ray node {ray_node()})"
 
     def _local_files(self, files: dict[str, tuple]) -> dict[str, Path]:
         """The pool's files on this machine: the learner's own when it is here, else copies
@@ -238,26 +244,119 @@ class RolloutWorker:
                 "watched": watched, "decisions": steps * n, "seconds": seconds}
 
 
+def ray_node() -> str:
+    """The Ray node this process is a worker of (its id's first 8 digits), "" outside Ray."""
+    import sys
+
+    ray = sys.modules.get("ray")
+    if ray is None or not ray.is_initialized():
+        return ""
+    return ray.get_runtime_context().get_node_id()[:8]
+
+
+class WorkerLost(Exception):
+    """A rollout worker's process ended before it answered."""
+
+
+def send_frame(stream, value: Any) -> None:
+    """`value` pickled (the standard pickler: tensors travel as bytes) behind its length."""
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(len(data).to_bytes(8, "little") + data)
+    stream.flush()
+
+
+def read_frame(stream) -> Any:
+    """What send_frame sent; EOFError when the other end is gone."""
+    size = stream.read(8)
+    if len(size) < 8:
+        raise EOFError
+    data = stream.read(int.from_bytes(size, "little"))
+    if len(data) < int.from_bytes(size, "little"):
+        raise EOFError
+    return pickle.loads(data)
+
+
+class ChildWorker:
+    """A RolloutWorker in a child process of this machine (`python -m
+    spacewar_ai.training.rollout_child`, with the parent-death signal: util/processes.py),
+    asked through its stdin and answering on its stdout; `play` sends a request, `answer`
+    waits for the rollout. A command of its own, not multiprocessing's spawn, so that a
+    user's script without a `__main__` guard is not run again in the child."""
+
+    def __init__(self, args: tuple):
+        import subprocess
+        import sys
+
+        from ..util.processes import child_command
+
+        package_parent = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            filter(None, [package_parent, os.environ.get("PYTHONPATH")])))
+        self.process = subprocess.Popen(
+            child_command([sys.executable, "-m", "spacewar_ai.training.rollout_child",
+                           str(os.getpid())]),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        self.play(*args)  # the worker's own arguments come first
+
+    def play(self, *request) -> None:
+        try:
+            send_frame(self.process.stdin, request)
+        except (BrokenPipeError, OSError):  # its process is gone: answer() says so
+            pass
+
+    def answer(self) -> dict[str, Any]:
+        try:
+            kind, value = read_frame(self.process.stdout)
+        except (EOFError, OSError, pickle.UnpicklingError):
+            raise WorkerLost from None
+        if kind == "error":
+            raise RuntimeError(f"a rollout worker failed: {value}")
+        return value
+
+    def close(self) -> None:
+        for stream in (self.process.stdin, self.process.stdout):
+            try:
+                stream.close()  # the child's loop ends at the closed pipe
+            except OSError:
+                pass
+        try:
+            self.process.wait(timeout=10)
+        except Exception:  # noqa: BLE001 - a child that does not end is killed
+            self.process.kill()
+            self.process.wait()
+
+
 @dataclasses.dataclass
 class Pending:
     """Rollouts asked for and not yet taken: the update whose random streams they play, the
-    learner's update count when their weights were sent, and the workers' answers (Ray's
-    references, or the rollouts themselves when the workers are local)."""
+    learner's update count when their weights were sent, the workers' answers where they came
+    at once (backend "inline"), and what was sent, to send again to a worker that replaces a
+    lost one."""
 
     update: int
     version: int
     parts: list[dict[str, Any]] | None = None
-    refs: list | None = None
+    refs: list | None = None  # Ray's references (backend "ray")
     args: tuple = ()
 
 
-class RolloutWorkers:
-    """The learner's side: N workers (Ray actors, or objects here with backend "local"), asked
-    for one update's rollouts at a time (`collect`, or `start` and later `finish`, which lets
-    them play the next rollout while the learner updates), replaced when their process dies."""
+BACKENDS = {"local": "in child processes of this machine",
+            "inline": "in this process, one after another", "ray": "as Ray actors"}
 
-    def __init__(self, cfg: RunConfig, backend: str, address: str | None, start_update: int,
+
+class RolloutWorkers:
+    """The learner's side: N workers, asked for one update's rollouts at a time (`collect`, or
+    `start` and later `finish`, which lets them play the next rollout while the learner
+    updates), replaced when their process dies. Where they run is `backend`: "local" (child
+    processes of this machine), "ray" (Ray actors, here or on `address`'s cluster) or "inline"
+    (objects in the learner's process, played one after another: the same weights, at no
+    parallel speed, for tests)."""
+
+    def __init__(self, cfg: RunConfig, backend: str, address: str | None,
                  say: Callable[[str], None], watch: str | None = None):
+        if backend not in BACKENDS:
+            raise ValueError(f"rollout backend {backend!r}: choose one of "
+                             f"{', '.join(BACKENDS)}")
         t = cfg.train
         self.cfg, self.backend, self.say, self.watch = cfg, backend, say, watch
         self.sizes = [len(a) for a in np.array_split(np.arange(t.num_envs), t.rollout_workers)]
@@ -269,21 +368,33 @@ class RolloutWorkers:
             self.ray = connect(address)
             fold_worker_deaths()  # a lost worker is said in one line, here
             self._remote = self.ray.remote(num_cpus=1)(RolloutWorker)
-        self.workers = [self._start(k, start_update) for k in range(t.rollout_workers)]
+        self.workers: list = []
+
+    def open(self, update: int) -> None:
+        """Start the workers, their games seeded by `update`, unless they run: at the start of
+        each of the trainer's runs (run again after `close` in the iterative strategy loop's
+        rounds), so a Trainer that is built and never run starts no process."""
+        if not self.workers:
+            self._nodes.clear()
+            self.workers = [self._start(k, update) for k in range(len(self.sizes))]
 
     def _start(self, index: int, update: int):
         args = (self.cfg, index, self.sizes[index], update, self.watch)
         if self.backend == "ray":
             return self._remote.remote(*args, own_process=True)
+        if self.backend == "local":
+            return ChildWorker(args)
         return RolloutWorker(*args)
 
     def where(self) -> str:
-        return ("in this process, one after another" if self.backend == "local"
-                else f"as Ray actors ({self.ray.cluster_resources().get('CPU', 0):g} CPUs in the "
-                     f"Ray cluster)")
+        if self.backend == "ray":
+            return (f"{BACKENDS['ray']} ({self.ray.cluster_resources().get('CPU', 0):g} CPUs in "
+                    "the Ray cluster)")
+        return BACKENDS[self.backend]
 
     def _pool_files(self, league: League) -> dict[str, tuple]:
-        """Every pool file the workers may need, each read and put in the object store once."""
+        """Every pool file the workers may need, each read and put in the object store once
+        (on this machine, its path)."""
         for key in league.snapshot_keys + league.fixed_keys:
             path = league.files.get(key)
             if key in self._files or not path:
@@ -303,23 +414,29 @@ class RolloutWorkers:
 
     def start(self, agent, league: League, update: int, version: int) -> Pending:
         """Ask every worker for a rollout with `agent`'s weights as they are now (the learner's
-        `version`, its update count), the games' random streams those of `update`; Ray's
-        workers play while the learner goes on (`finish` waits for them), local ones at once."""
+        `version`, its update count), the games' random streams those of `update`; workers in
+        processes play while the learner goes on (`finish` waits for them), inline ones at
+        once."""
         # On the CPU: a learner on a GPU sends weights that workers without one can load.
         weights = _on_cpu({k: v for k, v in agent.state_dict().items() if k != "optimizer"})
         view, files = league.view(), self._pool_files(league)
-        if self.backend == "local":
+        if self.backend == "inline":
             parts = [w.play(update, weights, view, files) for w in self.workers]
             return Pending(update, version, parts=parts)
+        if self.backend == "local":
+            for w in self.workers:
+                w.play(update, weights, view, files)
+            return Pending(update, version, args=(weights, view, files))
         shared = self.ray.put(weights)
         refs = [w.play.remote(update, shared, view, files) for w in self.workers]
         return Pending(update, version, refs=refs, args=(shared, view, files))
 
     def finish(self, pending: Pending) -> list[dict[str, Any]]:
         """The rollouts `start` asked for, in worker order."""
-        parts = pending.parts if pending.refs is None else [
-            self._get(k, ref, pending.update, *pending.args)
-            for k, ref in enumerate(pending.refs)]
+        parts = pending.parts if pending.parts is not None else [
+            self._get(k, None if pending.refs is None else pending.refs[k], pending.update,
+                      *pending.args)
+            for k in range(len(self.workers))]
         for part in parts:
             part["version"] = pending.version
             if self._nodes.get(part["worker"]) != part["node"]:
@@ -328,32 +445,49 @@ class RolloutWorkers:
                          f"runs on {part['node']}")
         return parts
 
+    def _answer(self, index: int, ref) -> dict[str, Any]:
+        """Worker `index`'s rollout; WorkerLost when its process ended first."""
+        if self.backend == "local":
+            return self.workers[index].answer()
+        try:
+            return self.ray.get(ref)
+        except self.ray.exceptions.RayActorError as exc:
+            if "No module named" in str(exc) and "spacewar_ai" in str(exc):
+                from ..rating.cluster import INSTALL
+
+                raise ValueError(f"a Ray node cannot import spacewar_ai; {INSTALL}") from None
+            raise WorkerLost from exc
+
     def _get(self, index: int, ref, update: int, *args) -> dict[str, Any]:
         """A worker's rollout; a worker whose process died is replaced and its rollout played
         again by the new one."""
         lost = 0
         while True:
             try:
-                return self.ray.get(ref)
-            except self.ray.exceptions.RayActorError as exc:
-                if "No module named" in str(exc) and "spacewar_ai" in str(exc):
-                    from ..rating.cluster import INSTALL
-
-                    raise ValueError(f"a Ray node cannot import spacewar_ai; {INSTALL}") \
-                        from None
+                return self._answer(index, ref)
+            except WorkerLost as exc:
                 lost += 1
                 if lost > LOST_WORKER_RETRIES:
                     raise RuntimeError(f"rollout worker {index} was lost {lost} times in a row "
-                                       f"at update {update}; the cluster cannot keep one "
-                                       "running") from exc
+                                       f"at update {update}; "
+                                       + ("the cluster cannot keep one running"
+                                          if self.backend == "ray" else
+                                          "this machine cannot keep one running")) from exc
                 self.say(f"rollout worker {index} was lost (its process ended); a new one "
                          f"plays its games again from update {update}")
+                if self.backend == "local":
+                    self.workers[index].close()
                 self.workers[index] = self._start(index, update)
                 self._nodes.pop(index, None)
-                ref = self.workers[index].play.remote(update, *args)
+                if self.backend == "ray":
+                    ref = self.workers[index].play.remote(update, *args)
+                else:
+                    self.workers[index].play(update, *args)
 
     def close(self) -> None:
-        if self.backend == "ray":
-            for w in self.workers:
+        for w in self.workers:
+            if self.backend == "ray":
                 self.ray.kill(w)
+            elif self.backend == "local":
+                w.close()
         self.workers = []

@@ -37,7 +37,7 @@ class Algorithm:
 
 
 def _online(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide,
-            rollout_backend="ray", ray_address=None):
+            rollout_backend="local", ray_address=None):
     """PPO or DQN (trainer.py): a new run, from a model, resumed, or against champions; PPO's
     games on rollout workers with [train] rollout_workers (rollouts.py)."""
     from ..agents.checkpoints import load_checkpoint
@@ -140,14 +140,14 @@ ALGORITHMS = {
 
 def train(cfg: RunConfig, resume: str | None = None, start_from: str | None = None,
           champion: bool = False, ratings_file: str | None = None, render: bool = False,
-          quiet: bool = False, guide=None, rollout_backend: str = "ray",
+          quiet: bool = False, guide=None, rollout_backend: str = "local",
           ray_address: str | None = None) -> dict[str, Any]:
     """One training run of `cfg.train.algorithm`: new (from scratch, or from the model
     `start_from` names), resumed, or, with `champion`, `start_from` trained further against
     the best models we know (ratings.best_models) and the hard pilot. Returns the run's
     summary; PPO and DQN runs end by printing how to play the result with a lookahead. With
-    [train] rollout_workers, `rollout_backend` ("ray" or "local") and `ray_address` say where
-    the workers run."""
+    [train] rollout_workers, `rollout_backend` ("local": child processes of this machine;
+    "ray"; "inline": objects in this process) and `ray_address` say where the workers run."""
     name = cfg.train.algorithm
     algorithm = ALGORITHMS[name]
     refused = [flag for flag, given, allowed in (

@@ -43,7 +43,7 @@ from ..pilots.spec import check_spec
 from ..pilots.specs import make_pilot
 from ..util.files import remove_stale_temps
 from ..util.progress import Progress
-from ..util.threads import use_torch_threads
+from ..util.threads import available_cores, use_torch_threads
 from . import loops
 from .budget import Budget
 from .evaluation import Evaluator
@@ -109,7 +109,12 @@ class Trainer:
     def __init__(self, cfg: RunConfig, resume: str | Path | None = None,
                  init_weights: str | Path | None = None, champions: list[str] | None = None,
                  render: bool = False, quiet: bool = False, guide=None,
-                 rollout_backend: str = "ray", ray_address: str | None = None):
+                 rollout_backend: str = "local", ray_address: str | None = None):
+        # "auto" rollouts decided for this machine; the checkpoints and logs keep the decision.
+        self.auto_rollouts = cfg.train.rollout_workers == "auto"
+        cfg = dataclasses.replace(cfg, train=cfg.train.with_rollouts(
+            available_cores(), own_games=render or guide is not None))
+        self.auto_rollouts &= bool(cfg.train.rollout_workers)
         self.cfg = cfg
         t = cfg.train
         if t.rollout_workers and (render or guide is not None):
@@ -161,8 +166,7 @@ class Trainer:
             # reached is refused first.
             watch = t.eval_opponent if t.opponent_model and \
                 t.eval_opponent in self.league.scripted else None
-            self.workers = RolloutWorkers(cfg, rollout_backend, ray_address,
-                                          self.counters["updates"], self.say, watch)
+            self.workers = RolloutWorkers(cfg, rollout_backend, ray_address, self.say, watch)
         if resume_ckpt is not None:
             self._restore(resume_ckpt, resume)
         elif init_ckpt is not None:
@@ -397,10 +401,16 @@ class Trainer:
                               f"{c['updates']:,}, {c['global_step']:,} steps, "
                               f"{c['episodes']:,} games, {c['wall_seconds'] / 60:.1f} minutes in")
         if self.workers is not None:
-            self.progress.say(f"the learner updates on {self.device}; {t.rollout_workers} rollout "
-                              f"workers play the games {self.workers.where()}"
+            self.workers.open(c["updates"])
+            n = t.rollout_workers
+            self.progress.say(f"the learner updates on {self.device}; {n} rollout "
+                              f"worker{'s play' if n > 1 else ' plays'} the games "
+                              f"{self.workers.where()}"
                               + (", the next rollout while the learner updates"
-                                 if t.async_rollouts else ""))
+                                 if t.async_rollouts else "")
+                              + (" (the default on two or more cores; --rollout-workers 0: "
+                                 "the learner plays them, in step)" if self.auto_rollouts
+                                 else ""))
         # Wall-clock time of the whole run (evaluations and saves included), across resumes.
         self._wall_base = c["wall_seconds"]
         self._t_start = time.time()

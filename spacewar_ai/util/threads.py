@@ -65,3 +65,12 @@ def use_torch_threads(requested: int = 0) -> int:
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)
     return n
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity, which a container or `taskset`
+    narrows), not the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1

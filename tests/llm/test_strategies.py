@@ -96,7 +96,7 @@ def _tiny_trainer(tmp_path):
     cfg.train = dataclasses.replace(cfg.train, num_envs=8, total_timesteps=1, seed=1,
                                     checkpoint_dir=str(tmp_path / "ck"),
                                     log_dir=str(tmp_path / "runs"), run_name="iter",
-                                    eval_interval=1000, torch_threads=1)
+                                    eval_interval=1000, torch_threads=1, rollout_workers=0)
     cfg.ppo = dataclasses.replace(cfg.ppo, n_steps=16, hidden_sizes=(32, 32))
     return Trainer(cfg, quiet=True)
 

@@ -51,3 +51,21 @@ def test_curves_are_drawn_where_their_values_are_and_the_legend_sits_below(tmp_p
 def test_a_folder_without_evaluations_is_named(tmp_path):
     with pytest.raises(SystemExit, match="other: no eval/win_rate events"):
         learning_curves.curve(_run(tmp_path / "other", []))
+
+
+def test_runs_compare_at_fixed_decisions_as_the_mean_of_their_seeds(tmp_path, capsys):
+    """--by decisions: a label's runs (seeds) are averaged at each decision count they all
+    evaluated at, and the table gives the pooled games' 95% interval."""
+    a = _run(tmp_path / "a", [(0.1, 0.2), (0.2, 0.6), (0.3, 0.9)])
+    b = _run(tmp_path / "b", [(0.5, 0.4), (0.9, 0.8)])
+    # a's third evaluation (step 2) is not b's: left out.
+    points = learning_curves.by_decisions([a, b])
+    assert [step for step, _ in points] == [0, 1]
+    assert [win for _, win in points] == pytest.approx([0.3, 0.7])
+    out = tmp_path / "steps.png"
+    assert learning_curves.main([str(out), "--by", "decisions", f"two seeds={a},{b}"]) == 0
+    table = capsys.readouterr().out
+    assert "two seeds (2 runs, 200 games a point):" in table
+    # 60 wins of 200: Wilson's interval is 24.07%-36.68%.
+    assert "0 decisions   30.0%  [24.1%, 36.7%]" in table
+    assert out.is_file()

@@ -1,6 +1,7 @@
 """Rollout workers (training/rollouts.py): PPO's games played away from the learner, in this
-process or as Ray actors on a local instance and on a two-node cluster the tests start, with
-the league, the opponent model, TensorBoard, resume both ways, a killed worker, and refusals."""
+process, in child processes, or as Ray actors on a local instance and on a two-node cluster the
+tests start, with the league, the opponent model, TensorBoard, resume both ways, a killed
+worker, a killed learner, the default that plays ahead on two cores, and refusals."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def _same(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
-def _run(tmp_path, name, backend="local", **train):
+def _run(tmp_path, name, backend="inline", **train):
     cfg = tiny_run(tmp_path, run_name=name, **train)
     return Trainer(cfg, quiet=True, rollout_backend=backend).run(), cfg
 
@@ -69,7 +70,7 @@ def test_workers_follow_the_curriculum_and_feed_the_opponent_model(tmp_path):
     cfg.game = GameConfig(max_episode_steps=160)  # games of 40 decisions: many end in the run
     cfg.league = LeagueConfig(curriculum=("idle", "heuristic:medium"), scripted_share=1.0,
                               curriculum_window=4, curriculum_threshold=0.0)
-    trainer = Trainer(cfg, quiet=True, rollout_backend="local")
+    trainer = Trainer(cfg, quiet=True, rollout_backend="inline")
     out = trainer.run()
     assert trainer.league.stage == 1
     assert len(trainer.league.results["idle"]) >= 4
@@ -87,7 +88,7 @@ def test_a_run_resumes_across_worker_counts(tmp_path, first, then):
     latest = Path(out["run_dir"]) / "latest.pt"
     cfg.train = dataclasses.replace(cfg.train, total_timesteps=2 * cfg.train.total_timesteps,
                                     rollout_workers=then, run_name="")
-    resumed = Trainer(cfg, resume=latest, quiet=True, rollout_backend="local").run()
+    resumed = Trainer(cfg, resume=latest, quiet=True, rollout_backend="inline").run()
     assert resumed["run_dir"] == out["run_dir"]
     assert resumed["updates"] == 2 * out["updates"]
     assert resumed["global_step"] == 2 * out["global_step"]
@@ -115,7 +116,7 @@ def test_asynchronous_workers_play_ahead_with_a_lag_of_one_and_repeat_bit_for_bi
     cfg.train = dataclasses.replace(cfg.train, total_timesteps=2 * cfg.train.total_timesteps,
                                     run_name="")
     resumed = Trainer(cfg, resume=Path(out["run_dir"]) / "latest.pt", quiet=True,
-                      rollout_backend="local").run()
+                      rollout_backend="inline").run()
     assert resumed["updates"] == 6 and resumed["global_step"] == 2 * out["global_step"]
 
 
@@ -124,7 +125,142 @@ def test_asynchronous_rollouts_need_rollout_workers():
 
     with pytest.raises(ValueError, match="async_rollouts=True is invalid: plays the next "
                                          "rollout on the rollout workers"):
-        TrainConfig(async_rollouts=True)
+        TrainConfig(async_rollouts=True, rollout_workers=0)
+
+
+def _children() -> list:
+    """This process's rollout workers in child processes (rollout_child), alive."""
+    import psutil
+
+    return [p for p in psutil.Process().children(recursive=True)
+            if "spacewar_ai.training.rollout_child" in " ".join(p.cmdline())]
+
+
+def test_workers_in_child_processes_give_the_inline_weights_and_end_with_the_run(tmp_path,
+                                                                                  capsys):
+    """Two workers in child processes of this machine, playing ahead: the weights of the same
+    run with its workers in this process, bit for bit; each says the process it runs in, and
+    none is left once the run ends."""
+    runs = {}
+    for backend in ("local", "inline"):
+        cfg = tiny_run(tmp_path, run_name=backend, rollout_workers=2, async_rollouts=True)
+        out = Trainer(cfg, rollout_backend=backend).run()
+        runs[backend] = _weights(Path(out["run_dir"]) / "latest.pt")
+    assert _same(runs["local"], runs["inline"])
+    said = capsys.readouterr().err.splitlines()
+    where = [line.split(" runs on ")[1] for line in said if " runs on " in line]
+    assert len(where) == 4 and all("(process " in w for w in where[:2]), said
+    assert where[0] != where[1] and where[2:] == ["the learner's process"] * 2
+    assert _children() == []
+
+
+def test_a_failing_child_worker_is_said_in_one_line():
+    """A worker that cannot start (here: no config) answers with its error's last line, which
+    the learner raises; its process ends when the pipe closes."""
+    from spacewar_ai.training.rollouts import ChildWorker
+
+    worker = ChildWorker((None, 0, 4, 0, None))
+    try:
+        worker.play(0, {}, {}, {})
+        with pytest.raises(RuntimeError, match=r"^a rollout worker failed: AttributeError: "
+                                               r"'NoneType' object has no attribute 'train'$"):
+            worker.answer()
+    finally:
+        worker.close()
+    assert worker.process.returncode == 0
+
+
+def test_auto_plays_ahead_on_one_worker_where_there_are_two_cores():
+    """[train] rollout_workers and async_rollouts "auto" (the defaults) decided per machine:
+    one worker playing ahead for PPO on two or more cores (or where playing ahead is asked
+    for), the learner's own games in step on one core, for DQN, and where the run shows or
+    guides its own games; a worker count given keeps its in-step default."""
+    from spacewar_ai.config import TrainConfig
+
+    def decided(cores, own_games=False, **train):
+        t = TrainConfig(**train).with_rollouts(cores, own_games)
+        return t.rollout_workers, t.async_rollouts
+
+    assert decided(2) == decided(16) == (1, True)
+    assert decided(1) == decided(2, own_games=True) == decided(2, algorithm="dqn") == (0, False)
+    assert decided(1, async_rollouts=True) == (1, True)
+    assert decided(2, async_rollouts=False) == (0, False)
+    assert decided(2, rollout_workers=3) == (3, False)
+    assert decided(1, rollout_workers=3, async_rollouts=True) == (3, True)
+    assert decided(2, rollout_workers=0) == (0, False)
+
+
+def test_the_default_run_plays_ahead_on_two_cores_and_in_step_on_one(tmp_path):
+    """The command a user types, with no placement flag, pinned to one core and to two
+    (taskset): on one the learner plays its games; on two one rollout worker in a child
+    process plays the next rollout while the learner updates (charts/policy_lag 0, then 1)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    cores = sorted(os.sched_getaffinity(0))
+    common = ["--timesteps", "384", *_tiny(tmp_path), "--checkpoint-dir", "ck",
+              "--log-dir", "runs"]
+    one = subprocess.run(["taskset", "-c", str(cores[0]), sys.executable, "-m", "spacewar_ai",
+                          *common, "--run-name", "one"], capture_output=True, text=True,
+                         timeout=600, cwd=tmp_path)
+    assert one.returncode == 0, one.stderr[-3000:]
+    assert "rollout worker" not in one.stderr
+    if len(cores) < 2:
+        pytest.skip("this machine lends this process one core")
+    two = subprocess.run(["taskset", "-c", f"{cores[0]},{cores[1]}", sys.executable, "-m",
+                          "spacewar_ai", *common, "--run-name", "two"], capture_output=True,
+                         text=True, timeout=600, cwd=tmp_path)
+    assert two.returncode == 0, two.stderr[-3000:]
+    assert ("1 rollout worker plays the games in child processes of this machine, the next "
+            "rollout while the learner updates (the default on two or more cores") in two.stderr
+    logs = EventAccumulator(str(tmp_path / "runs" / "two"))
+    logs.Reload()
+    assert [e.value for e in logs.Scalars("charts/policy_lag")] == [0, 1, 1]
+    assert load_checkpoint(tmp_path / "ck" / "two" / "latest.pt")["metadata"]["counters"][
+        "global_step"] == 384
+
+
+def test_a_killed_child_worker_is_replaced_and_a_killed_learner_takes_its_workers(tmp_path):
+    """A worker process killed (SIGKILL) mid-run: a new one plays its games again, the run says
+    so in one line and ends well. Then a learner killed with SIGKILL: its workers die with it
+    (the parent-death signal), at once."""
+
+    import psutil
+
+    common = ["--rollout-workers", "2", "--backend", "local", *_tiny(tmp_path),
+              "--checkpoint-dir", "ck", "--log-dir", "runs"]
+    run = subprocess.Popen([sys.executable, "-m", "spacewar_ai", *common, "--timesteps", "12800",
+                            "--run-name", "killed"], cwd=tmp_path, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    seen = []
+    for line in run.stderr:
+        seen.append(line)
+        if sum(" runs on " in x for x in seen) == 2:
+            break
+    victim = int(seen[-1].rsplit("(process ", 1)[1].rstrip(")\n"))
+    os.kill(victim, signal.SIGKILL)
+    _, rest = run.communicate(timeout=600)
+    stderr = "".join(seen) + rest
+    assert run.returncode == 0, stderr[-3000:]
+    lost = [line for line in stderr.splitlines() if "was lost" in line]
+    assert len(lost) == 1 and "a new one plays its games again" in lost[0], stderr[-3000:]
+    assert sum(" runs on " in line for line in stderr.splitlines()) == 3
+
+    learner = subprocess.Popen([sys.executable, "-m", "spacewar_ai", *common, "--timesteps",
+                                "100000000", "--run-name", "learner"], cwd=tmp_path,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = []
+        for line in learner.stderr:
+            seen.append(line)
+            if sum(" runs on " in x for x in seen) == 2:
+                break
+        workers = psutil.Process(learner.pid).children()
+        assert len(workers) == 2, seen
+    finally:
+        learner.kill()
+        learner.wait()
+    gone, alive = psutil.wait_procs(workers, timeout=5)
+    assert alive == []
 
 
 def _cli(*args, cwd, timeout=600, env=None):
@@ -162,7 +298,7 @@ def test_ray_workers_give_the_weights_of_workers_in_this_process(tmp_path):
     auto: the learner on a GPU when there is one, the CPU here; workers always on the CPU)."""
     pytest.importorskip("ray")
     runs = {}
-    for backend, where in (("ray", "as Ray actors"), ("local", "in this process")):
+    for backend, where in (("ray", "as Ray actors"), ("local", "in child processes")):
         out = _cli("--rollout-workers", "2", "--backend", backend, "--timesteps", "512",
                    "--device", "auto", *_tiny(tmp_path), "--checkpoint-dir", "ck", "--log-dir",
                    "runs", "--run-name", backend, cwd=tmp_path)

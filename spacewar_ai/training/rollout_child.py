@@ -1,0 +1,52 @@
+"""A rollout worker in a process of its own (`python -m spacewar_ai.training.rollout_child
+PARENT_PID`), started by rollouts.ChildWorker for `--rollout-workers N --backend local`.
+
+It reads frames on stdin (rollouts.send_frame: a length, then a pickle): first the worker's
+arguments, then one `RolloutWorker.play` request per rollout; it answers each on stdout with
+("rollout", the rollout) or ("error", the exception's last line). It ends when stdin closes, and
+dies with the learner (the parent-death signal). Anything else that prints (a library's warning)
+goes to stderr: stdout carries the frames only. Ctrl-C is ignored here: the learner stops at a
+safe point and closes its workers.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import traceback
+
+
+def main(parent: int) -> None:
+    from ..util.processes import die_with_parent
+    from .rollouts import RolloutWorker, read_frame, send_frame
+
+    die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    answers = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # whatever else prints goes to stderr
+    requests = os.fdopen(0, "rb")
+    worker, failed = None, ""
+    try:
+        worker = RolloutWorker(*read_frame(requests), own_process=True)
+    except EOFError:
+        return
+    except Exception:  # noqa: BLE001 - each request is answered with it
+        failed = traceback.format_exc().strip().splitlines()[-1]
+    while True:
+        try:
+            request = read_frame(requests)
+        except EOFError:
+            return
+        try:
+            answer = ("error", failed) if worker is None else ("rollout", worker.play(*request))
+        except Exception:  # noqa: BLE001 - the learner raises it, in one line
+            answer = ("error", traceback.format_exc().strip().splitlines()[-1])
+        try:
+            send_frame(answers, answer)
+        except BrokenPipeError:
+            return
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))
