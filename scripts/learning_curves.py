@@ -75,10 +75,13 @@ def main(argv: list[str]) -> int:
         for step, win in points:
             low, high = wilson(win * len(runs) * args.games, len(runs) * args.games)
             print(f"  {step:>12,} decisions  {win:6.1%}  [{low:.1%}, {high:.1%}]")
-    x_label = "wall-clock minutes of training" if args.by == "minutes" else \
-        "millions of decisions"
-    line_chart(args.out, series, "Win rate against heuristic:hard (greedy policy, 100 games)",
-               x_label, "torpedo wins")
+    if args.by == "minutes":
+        title, x_label = "Win rate against heuristic:hard (greedy policy, 100 games)", \
+            "wall-clock minutes of training"
+    else:
+        title, x_label = (f"Win rate against heuristic:hard (greedy; the runs' mean, "
+                          f"{args.games} games each)"), "millions of decisions"
+    line_chart(args.out, series, title, x_label, "torpedo wins")
     print(f"wrote {args.out}")
     return 0
 

@@ -48,6 +48,8 @@ import hashlib
 import os
 import pickle
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -177,9 +179,9 @@ class RolloutWorker:
         self._files: dict[str, Path] = {}
         self.node = "the learner's process"
         if own_process:
-            self.node = f"{socket.gethostname()} (process {os.getpid()})"
-            if ray_node():
-                self.node = f"{socket.gethostname()} (Ray node {ray_node()})"
+            node = ray_node()
+            self.node = f"{socket.gethostname()} " + (f"(Ray node {node})" if node else
+                                                       f"(process {os.getpid()})")
 
     def _local_files(self, files: dict[str, tuple]) -> dict[str, Path]:
         """The pool's files on this machine: the learner's own when it is here, else copies
@@ -246,8 +248,6 @@ class RolloutWorker:
 
 def ray_node() -> str:
     """The Ray node this process is a worker of (its id's first 8 digits), "" outside Ray."""
-    import sys
-
     ray = sys.modules.get("ray")
     if ray is None or not ray.is_initialized():
         return ""
@@ -267,11 +267,10 @@ def send_frame(stream, value: Any) -> None:
 
 def read_frame(stream) -> Any:
     """What send_frame sent; EOFError when the other end is gone."""
-    size = stream.read(8)
-    if len(size) < 8:
-        raise EOFError
-    data = stream.read(int.from_bytes(size, "little"))
-    if len(data) < int.from_bytes(size, "little"):
+    head = stream.read(8)
+    size = int.from_bytes(head, "little")
+    data = stream.read(size) if len(head) == 8 else b""
+    if len(head) < 8 or len(data) < size:
         raise EOFError
     return pickle.loads(data)
 
@@ -284,9 +283,6 @@ class ChildWorker:
     user's script without a `__main__` guard is not run again in the child."""
 
     def __init__(self, args: tuple):
-        import subprocess
-        import sys
-
         from ..util.processes import child_command
 
         package_parent = str(Path(__file__).resolve().parents[2])
@@ -321,7 +317,7 @@ class ChildWorker:
                 pass
         try:
             self.process.wait(timeout=10)
-        except Exception:  # noqa: BLE001 - a child that does not end is killed
+        except subprocess.TimeoutExpired:  # a child that does not end is killed
             self.process.kill()
             self.process.wait()
 
