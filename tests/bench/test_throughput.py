@@ -6,6 +6,8 @@ import subprocess
 
 import pytest
 
+from spacewar_ai.config import TrainConfig
+from spacewar_ai.util.threads import available_cores
 from tests.helpers import RAY_GROUP, ROOT
 
 pytestmark = RAY_GROUP
@@ -67,19 +69,25 @@ def test_training_benchmark_prints_ours_and_sb3_side_by_side():
         assert sum(v[column] for v in rows.values()) == pytest.approx(whole[column], abs=0.1)
         assert min(rows["the PPO update"][column], rows["the engine's step (and both ships' "
                                                          "observations)"][column]) > 0
+    # The default's row says how it played: on two or more cores, one rollout worker playing
+    # ahead, with the same run in step beside it and the ratio of the two.
+    ahead = TrainConfig().with_rollouts(available_cores()).async_rollouts
+    default = next(x for x in lines if "spacewar-ai PPO, defaults (" in x)
+    assert ("one rollout worker playing ahead" if ahead else "in step") in default
+    assert ("the same in step, the learner playing its games" in out.stdout) == ahead
     # What it does is said up front, and how long it took at the end.
-    assert "four trainers one after another" in out.stdout
+    assert "trainers one after another (ours, by default and in step;" in out.stdout
     assert "the benchmark took" in out.stdout.splitlines()[-1]
 
 
 @pytest.mark.slow
 def test_rollout_benchmark_prints_each_worker_count_the_bound_and_a_projection():
-    pytest.importorskip("ray")
+    """The workers in child processes of this machine (no Ray needed)."""
     out = _run(["spacewar-ai", "--benchmark-rollouts", "--quick"], timeout=900)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    for row in ("the learner plays its games", "1 rollout worker on Ray",
-                "2 rollout workers on Ray", "1 rollout worker on Ray, playing ahead"):
+    for row in ("the learner plays its games", "1 rollout worker in processes",
+                "2 rollout workers in processes", "1 rollout worker in processes, playing ahead"):
         line = next(x for x in lines if x.startswith(f"  {row} "))
         assert float(line.split()[line.split().index("decisions/s") - 1].replace(",", "")) > 0
     assert "update bound, PPO updates alone" in out.stdout and "1 torch thread" in out.stdout

@@ -190,6 +190,7 @@ def test_auto_plays_ahead_on_one_worker_where_there_are_two_cores():
     assert decided(2, rollout_workers=0) == (0, False)
 
 
+@pytest.mark.slow
 def test_the_default_run_plays_ahead_on_two_cores_and_in_step_on_one(tmp_path):
     """The command a user types, with no placement flag, pinned to one core and to two
     (taskset): on one the learner plays its games; on two one rollout worker in a child
@@ -219,6 +220,7 @@ def test_the_default_run_plays_ahead_on_two_cores_and_in_step_on_one(tmp_path):
         "global_step"] == 384
 
 
+@pytest.mark.slow
 def test_a_killed_child_worker_is_replaced_and_a_killed_learner_takes_its_workers(tmp_path):
     """A worker process killed (SIGKILL) mid-run: a new one plays its games again, the run says
     so in one line and ends well. Then a learner killed with SIGKILL: its workers die with it

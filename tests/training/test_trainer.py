@@ -1,6 +1,7 @@
 """Training runs on tiny budgets: learning, determinism, TensorBoard, resume after SIGKILL,
 champion training, evaluation and the CLI's flags."""
 
+import dataclasses
 import io
 import json
 import os
@@ -289,9 +290,12 @@ def test_resume_keeps_the_runs_own_settings_unless_told_otherwise(tmp_path):
     Trainer(cfg, quiet=True).run()
     latest = str(tmp_path / "ck" / "tiny" / "latest.pt")
     p = build_parser()
-    # `--resume` alone: the run's algorithm, budget, folders and hyperparameters, not defaults.
+    # `--resume` alone: the run's algorithm, budget, folders and hyperparameters, not defaults;
+    # "auto" as the run decided it (DQN: the learner's own games, in step).
     again = _run_config(p.parse_args(["--resume", latest]))
-    assert again.to_dict() == cfg.to_dict()
+    assert (again.train.rollout_workers, again.train.async_rollouts) == (0, False)
+    assert again.to_dict() == dataclasses.replace(
+        cfg, train=dataclasses.replace(cfg.train, async_rollouts=False)).to_dict()
     # Flags and a config file given again override just what they name.
     (tmp_path / "more.toml").write_text("[dqn]\nlearning_rate = 0.0001\n")
     more = _run_config(p.parse_args(["--resume", latest, "--timesteps", "5000",
