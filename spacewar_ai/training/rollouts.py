@@ -43,6 +43,7 @@ plays the lost rollout again; the run says so in one line and goes on.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -295,10 +296,8 @@ class ChildWorker:
         self.play(*args)  # the worker's own arguments come first
 
     def play(self, *request) -> None:
-        try:
+        with contextlib.suppress(OSError):  # its process is gone: answer() says so
             send_frame(self.process.stdin, request)
-        except (BrokenPipeError, OSError):  # its process is gone: answer() says so
-            pass
 
     def answer(self) -> dict[str, Any]:
         try:
@@ -311,10 +310,8 @@ class ChildWorker:
 
     def close(self) -> None:
         for stream in (self.process.stdin, self.process.stdout):
-            try:
+            with contextlib.suppress(OSError):  # a pipe its process already broke
                 stream.close()  # the child's loop ends at the closed pipe
-            except OSError:
-                pass
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:  # a child that does not end is killed
