@@ -1,8 +1,9 @@
 """`spacewar-ai --benchmark-rollouts`: PPO training throughput with the games played by the
 learner itself and by 1, 2, ... rollout workers (training/rollouts.py: child processes of this
 machine, or Ray actors with `--backend ray` or `--ray-address`), and by one worker playing
-ahead (`--async-rollouts`: the next rollout while the learner updates), side by side in one run, and the learner's update bound: the decisions per second a learner could take in if
-its rollouts cost it nothing (a rollout's decisions over the time of its PPO update alone).
+ahead (`--async-rollouts`: the next rollout while the learner updates), side by side in one
+run, and the learner's update bound: the decisions per second a learner could take in if its
+rollouts cost it nothing (a rollout's decisions over the time of its PPO update alone).
 
 Every trainer runs the default PPO settings against heuristic:medium for the same wall-clock
 budget, one after another in this process; worker rows include the start of their processes.
