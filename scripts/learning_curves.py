@@ -15,6 +15,7 @@ import sys
 
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from spacewar_ai.rating.match import wilson_interval
 from spacewar_ai.util.charts import line_chart
 
 
@@ -41,14 +42,6 @@ def by_decisions(log_dirs: list[str]) -> list[tuple[int, float]]:
     return [(step, sum(r[step] for r in runs) / len(runs)) for step in shared]
 
 
-def wilson(wins: float, games: int) -> tuple[float, float]:
-    """The 95% Wilson interval of `wins` out of `games`."""
-    z, p = 1.96, wins / games
-    centre = (p + z * z / (2 * games)) / (1 + z * z / games)
-    half = z * ((p * (1 - p) + z * z / (4 * games)) / games) ** 0.5 / (1 + z * z / games)
-    return centre - half, centre + half
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", help="the PNG to write")
@@ -73,7 +66,8 @@ def main(argv: list[str]) -> int:
         series[label] = [(step / 1e6, win) for step, win in points]
         print(f"{label} ({len(runs)} runs, {len(runs) * args.games} games a point):")
         for step, win in points:
-            low, high = wilson(win * len(runs) * args.games, len(runs) * args.games)
+            games = len(runs) * args.games
+            low, high = wilson_interval(round(win * games), games)
             print(f"  {step:>12,} decisions  {win:6.1%}  [{low:.1%}, {high:.1%}]")
     if args.by == "minutes":
         title, x_label = "Win rate against heuristic:hard (greedy policy, 100 games)", \

@@ -1,7 +1,7 @@
 """A rollout worker in a process of its own (`python -m spacewar_ai.training.rollout_child
 PARENT_PID`), started by rollouts.ChildWorker for `--rollout-workers N --backend local`.
 
-It reads frames on stdin (rollouts.send_frame: a length, then a pickle): first the worker's
+It reads frames on stdin (rollouts.frame: a length, then a pickle): first the worker's
 arguments, then one `RolloutWorker.play` request per rollout; it answers each on stdout with
 ("rollout", the rollout) or ("error", the exception's last line). It ends when stdin closes, and
 dies with the learner (the parent-death signal). Anything else that prints (a library's warning)
@@ -17,9 +17,14 @@ import sys
 import traceback
 
 
+def _last_line() -> str:
+    """The exception being handled, as its traceback's last line ("ValueError: ...")."""
+    return traceback.format_exc().strip().splitlines()[-1]
+
+
 def main(parent: int) -> None:
     from ..util.processes import die_with_parent
-    from .rollouts import RolloutWorker, read_frame, send_frame
+    from .rollouts import RolloutWorker, frame, read_frame, send_frame
 
     die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -32,7 +37,7 @@ def main(parent: int) -> None:
     except EOFError:
         return
     except Exception:  # noqa: BLE001 - each request is answered with it
-        failed = traceback.format_exc().strip().splitlines()[-1]
+        failed = _last_line()
     while True:
         try:
             request = read_frame(requests)
@@ -41,9 +46,9 @@ def main(parent: int) -> None:
         try:
             answer = ("error", failed) if worker is None else ("rollout", worker.play(*request))
         except Exception:  # noqa: BLE001 - the learner raises it, in one line
-            answer = ("error", traceback.format_exc().strip().splitlines()[-1])
+            answer = ("error", _last_line())
         try:
-            send_frame(answers, answer)
+            send_frame(answers, frame(answer))
         except BrokenPipeError:
             return
 

@@ -259,15 +259,19 @@ class WorkerLost(Exception):
     """A rollout worker's process ended before it answered."""
 
 
-def send_frame(stream, value: Any) -> None:
+def frame(value: Any) -> bytes:
     """`value` pickled (the standard pickler: tensors travel as bytes) behind its length."""
     data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(len(data).to_bytes(8, "little") + data)
+    return len(data).to_bytes(8, "little") + data
+
+
+def send_frame(stream, data: bytes) -> None:
+    stream.write(data)
     stream.flush()
 
 
 def read_frame(stream) -> Any:
-    """What send_frame sent; EOFError when the other end is gone."""
+    """What a frame holds; EOFError when the other end is gone."""
     head = stream.read(8)
     size = int.from_bytes(head, "little")
     data = stream.read(size) if len(head) == 8 else b""
@@ -279,23 +283,20 @@ def read_frame(stream) -> Any:
 class ChildWorker:
     """A RolloutWorker in a child process of this machine (`python -m
     spacewar_ai.training.rollout_child`, with the parent-death signal: util/processes.py),
-    asked through its stdin and answering on its stdout; `play` sends a request, `answer`
-    waits for the rollout. A command of its own, not multiprocessing's spawn, so that a
+    asked through its stdin and answering on its stdout; `send` passes it a request (a
+    frame), `answer` waits for the rollout. A command of its own, not multiprocessing's spawn, so that a
     user's script without a `__main__` guard is not run again in the child."""
 
     def __init__(self, args: tuple):
-        from ..util.processes import child_command
+        from ..util.processes import child_command, package_env
 
-        package_parent = str(Path(__file__).resolve().parents[2])
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            filter(None, [package_parent, os.environ.get("PYTHONPATH")])))
         self.process = subprocess.Popen(
             child_command([sys.executable, "-m", "spacewar_ai.training.rollout_child",
                            str(os.getpid())]),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-        self.play(*args)  # the worker's own arguments come first
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=package_env())
+        self.send(frame(args))  # the worker's own arguments come first
 
-    def play(self, *request) -> None:
+    def send(self, request: bytes) -> None:
         with contextlib.suppress(OSError):  # its process is gone: answer() says so
             send_frame(self.process.stdin, request)
 
@@ -417,8 +418,9 @@ class RolloutWorkers:
             parts = [w.play(update, weights, view, files) for w in self.workers]
             return Pending(update, version, parts=parts)
         if self.backend == "local":
+            request = frame((update, weights, view, files))  # pickled once for all workers
             for w in self.workers:
-                w.play(update, weights, view, files)
+                w.send(request)
             return Pending(update, version, args=(weights, view, files))
         shared = self.ray.put(weights)
         refs = [w.play.remote(update, shared, view, files) for w in self.workers]
@@ -475,7 +477,7 @@ class RolloutWorkers:
                 if self.backend == "ray":
                     ref = self.workers[index].play.remote(update, *args)
                 else:
-                    self.workers[index].play(update, *args)
+                    self.workers[index].send(frame((update, *args)))
 
     def close(self) -> None:
         for w in self.workers:

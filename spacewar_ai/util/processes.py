@@ -89,3 +89,12 @@ def spawn_context():
     if launcher is not None:
         ctx.set_executable(launcher)
     return ctx
+
+
+def package_env(**extra: str) -> dict[str, str]:
+    """The environment for a `python -m spacewar_ai....` child: this one (and `extra`), with the
+    folder that holds this package first on PYTHONPATH, so the child imports the same copy."""
+    from .files import PACKAGE_DIR
+
+    path = os.pathsep.join(filter(None, [str(PACKAGE_DIR.parent), os.environ.get("PYTHONPATH")]))
+    return dict(os.environ, **extra, PYTHONPATH=path)

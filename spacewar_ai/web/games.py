@@ -17,13 +17,11 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from ..util.files import PACKAGE_DIR
 from ..util.json_input import loads_strict
-from ..util.processes import child_command
+from ..util.processes import child_command, package_env
 from .guard import Limits, RateLimit
 from .live import SPEEDS, public_message
 
-PACKAGE_PARENT = str(PACKAGE_DIR.parent)
 START_SECONDS = 120.0  # to load a game's pilots (a big model on a busy host) before giving up
 
 
@@ -56,9 +54,7 @@ class Workers:
         self._spare: asyncio.Task | None = None
 
     async def _spawn(self):
-        env = dict(os.environ, SPACEWAR_TORCH_THREADS="1",
-                   PYTHONPATH=os.pathsep.join(filter(None, [PACKAGE_PARENT,
-                                                            os.environ.get("PYTHONPATH")])))
+        env = package_env(SPACEWAR_TORCH_THREADS="1")
         return await asyncio.create_subprocess_exec(
             *child_command([sys.executable, "-m", "spacewar_ai.web.worker", str(os.getpid())]),
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env,

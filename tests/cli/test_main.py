@@ -522,6 +522,8 @@ BAD_INPUT = {
     "ray address in training without workers": (lambda f: ["--ray-address", "127.0.0.1:1",
                                                            "--rollout-workers", "0"],
                                                 "--rollout-workers"),
+    "playing ahead for dqn": (lambda f: ["--algorithm", "dqn", "--async-rollouts"],
+                              "--async-rollouts"),
     "rollout workers with llm guidance": (lambda f: ["--rollout-workers", "2", "--use-llm",
                                                      "x.py"], "--use-llm"),
     "rollout workers local with an address": (

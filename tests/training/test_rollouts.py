@@ -157,11 +157,11 @@ def test_workers_in_child_processes_give_the_inline_weights_and_end_with_the_run
 def test_a_failing_child_worker_is_said_in_one_line():
     """A worker that cannot start (here: no config) answers with its error's last line, which
     the learner raises; its process ends when the pipe closes."""
-    from spacewar_ai.training.rollouts import ChildWorker
+    from spacewar_ai.training.rollouts import ChildWorker, frame
 
     worker = ChildWorker((None, 0, 4, 0, None))
     try:
-        worker.play(0, {}, {}, {})
+        worker.send(frame((0, {}, {}, {})))
         with pytest.raises(RuntimeError, match=r"^a rollout worker failed: AttributeError: "
                                                r"'NoneType' object has no attribute 'train'$"):
             worker.answer()
