@@ -356,19 +356,25 @@ def _fires(a):
 
 
 @_jit_inline
-def _action_valid(g, s, a, ship_f, ship_i, p):
+def _valid_actions(g, s, ship_f, ship_i, p):
+    """The actions ship s of game g may take now, bit a for Action a: one rule for the step's
+    check and the observations' mask, worked out once rather than once an action."""
     if ship_i[g, s, ALIVE] == 0 or ship_i[g, s, HYPER_HIDDEN] > 0:
-        return a == Action.NONE
-    if _thrusts(a):
-        if ship_f[g, s, SFUEL] <= 0.0:
-            return False
-    if _fires(a):
-        if ship_i[g, s, AMMO] <= 0 or ship_i[g, s, COOLDOWN] > 0:
-            return False
-    if a == Action.HYPERSPACE:
-        return (p[P_HYPER] != 0.0 and ship_i[g, s, JUMPS] < int(p[P_JUMPS])
-                and ship_i[g, s, HYPER_RECHARGE] == 0)
-    return True
+        return 1 << Action.NONE
+    thrust = ship_f[g, s, SFUEL] > 0.0
+    fire = ship_i[g, s, AMMO] > 0 and ship_i[g, s, COOLDOWN] == 0
+    hyper = (p[P_HYPER] != 0.0 and ship_i[g, s, JUMPS] < int(p[P_JUMPS])
+             and ship_i[g, s, HYPER_RECHARGE] == 0)
+    return ((1 << Action.NONE) | (1 << Action.ROTATE_LEFT) | (1 << Action.ROTATE_RIGHT)
+            | (thrust << Action.THRUST) | (fire << Action.FIRE)
+            | ((thrust and fire) << Action.THRUST_FIRE) | (hyper << Action.HYPERSPACE))
+
+
+@_jit_inline
+def _action_valid(g, s, a, ship_f, ship_i, p):
+    if a < 0 or a > Action.HYPERSPACE:  # no such action: played as drift, as it always was
+        return ship_i[g, s, ALIVE] == 1 and ship_i[g, s, HYPER_HIDDEN] == 0
+    return (_valid_actions(g, s, ship_f, ship_i, p) >> a) & 1 == 1
 
 
 @_jit_inline
@@ -799,8 +805,9 @@ def write_observations(ship_f, ship_i, torp_f, torp_t, p, obs, mask=None):
                     obs[g, s, base + 1] = _wrap_delta(torp_f[g, o, k, 1] - y, h) / hh
                     obs[g, s, base + 2] = _clip1((torp_f[g, o, k, 2] - vx) / (2.0 * maxv))
                     obs[g, s, base + 3] = _clip1((torp_f[g, o, k, 3] - vy) / (2.0 * maxv))
+            valid = _valid_actions(g, s, ship_f, ship_i, p)
             for a in range(nact):
-                obs[g, s, OBS_MASK + a] = 1.0 if _action_valid(g, s, a, ship_f, ship_i, p) else 0.0
+                obs[g, s, OBS_MASK + a] = (valid >> a) & 1
 
 
 class GameBatch:

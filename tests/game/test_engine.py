@@ -172,6 +172,40 @@ def test_masked_action_is_played_as_drift_and_counted():
     assert b.ship_i[0, 0, engine.MASKED] == 1
 
 
+@pytest.mark.parametrize("hyperspace", [False, True])
+def test_the_observed_mask_is_what_the_step_accepts(hyperspace):
+    # Games in every phase (out of fuel, out of torpedoes, reloading, in hyperspace, jumped
+    # out): for each action, the step counts it as masked exactly where the view said 0.
+    config = GameConfig(hyperspace=hyperspace, max_fuel=40, max_ammo=4, hyperspace_jumps=3)
+    n = 256
+    b = engine.GameBatch(n, config)
+    b.reset(seeds=np.arange(n))
+    rng = np.random.default_rng(3)
+    checked = set()
+    for _ in range(60):
+        obs = b.observe().copy()
+        running = b.game_i[:, engine.OVER] == 0
+        before = b.state_dict()
+        for a in range(config.num_actions):
+            b.load_state_dict(before)
+            masked = b.ship_i[:, :, engine.MASKED].copy()
+            b.step(np.full((n, 2), a))
+            counted = b.ship_i[:, :, engine.MASKED] - masked
+            allowed = obs[:, :, engine.OBS_MASK + a] == 1.0
+            assert np.array_equal(counted[running] == 0, allowed[running]), a
+            checked.update((a, int(v)) for v in allowed[running].ravel())
+        b.load_state_dict(before)
+        b.step(rng.integers(0, config.num_actions, size=(n, 2)))
+        b.reset(b.game_i[:, engine.OVER] != 0)
+    # Every action was seen allowed, and refused wherever a rule refuses it: thrust and fire
+    # always can be; turning and jumping only around hyperspace; drifting never.
+    refusable = [engine.Action.THRUST, engine.Action.FIRE, engine.Action.THRUST_FIRE]
+    if hyperspace:
+        refusable += [engine.Action.ROTATE_LEFT, engine.Action.ROTATE_RIGHT,
+                      engine.Action.HYPERSPACE]
+    assert checked == ({(a, 1) for a in range(config.num_actions)}
+                       | {(int(a), 0) for a in refusable})
+
 def test_thrust_accelerates_along_heading_and_burns_fuel():
     b = scenario(no_star=True, frame_skip=1)
     b.place_ship(0, 0, 100.0, 100.0, heading=math.pi / 2)

@@ -129,6 +129,17 @@ def test_engine_ab_times_two_engine_files_side_by_side(tmp_path):
     assert out.stdout.startswith("1 game of the single env, 2 pairs: A ")
 
 
+def test_engine_profile_splits_the_vector_envs_step_into_its_parts(tmp_path):
+    out = _script(tmp_path, "engine_profile", "--games", "8", "--steps", "3", "--repeats", "2")
+    lines = out.stdout.splitlines()
+    assert lines[0] == "8 games, medians of 2 timings of 3 steps:"
+    us = {line[:48].strip(): float(line[48:].split(" us")[0]) for line in lines[1:]}
+    assert list(us) == ["the engine's step (GameBatch.step, restarts)",
+                        "both ships' observations (GameBatch.observe)",
+                        "the vector env's step_both, in all", "the env's own work (the rest)"]
+    assert all(v > 0 for v in list(us.values())[:3])  # each part measured
+
+
 @pytest.mark.slow
 def test_web_load_drives_a_local_server_and_reports(tmp_path):
     pytest.importorskip("uvicorn")
