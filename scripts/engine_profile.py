@@ -1,12 +1,13 @@
-"""Where the vector env's step goes at N games: the engine's step, the observations, the env's own work.
+"""Where the vector env's step goes: the engine's step, the observations, the env's own work.
 
     python scripts/engine_profile.py --games 1024
 
-Times `GameBatch.step` (restarting the games that ended), `GameBatch.observe` alone and `SpacewarVectorEnv.step_both` as a user
-calls it (autoresets and infos included), each from the same saved state with the same random
-actions, alternated, and prints the medians in microseconds a step and game-steps a second; the
-env's own work (checking the actions, copies, the finished games' statistics, restarting them) is
-what step_both takes beyond the other two. docs/performance.md holds the figures.
+Times `GameBatch.step` (restarting the games that ended), `GameBatch.observe` and
+`SpacewarVectorEnv.step_both` as a user calls it (autoresets and infos included), each from the
+same saved state with the same random actions, alternated, and prints the medians in microseconds
+a step and game-steps a second; the env's own work (checking the actions, copies, the finished
+games' statistics, restarting them) is what step_both takes beyond the other two.
+docs/performance.md holds the figures.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def main(argv=None) -> int:
     us["the env's own work (the rest)"] = whole - step - observe
     print(f"{args.games} games, medians of {args.repeats} timings of {args.steps} steps:")
     for name, value in us.items():
-        print(f"  {name:<46} {value:8.0f} us a step  "
+        print(f"  {name:<46} {value:8.1f} us a step  "
               f"{args.games / value * 1e6 if value > 0 else float('nan'):>12,.0f} game-steps/s")
     return 0
 

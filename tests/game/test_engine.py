@@ -206,6 +206,7 @@ def test_the_observed_mask_is_what_the_step_accepts(hyperspace):
     assert checked == ({(a, 1) for a in range(config.num_actions)}
                        | {(int(a), 0) for a in refusable})
 
+
 def test_thrust_accelerates_along_heading_and_burns_fuel():
     b = scenario(no_star=True, frame_skip=1)
     b.place_ship(0, 0, 100.0, 100.0, heading=math.pi / 2)
