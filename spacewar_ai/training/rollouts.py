@@ -284,8 +284,8 @@ class ChildWorker:
     """A RolloutWorker in a child process of this machine (`python -m
     spacewar_ai.training.rollout_child`, with the parent-death signal: util/processes.py),
     asked through its stdin and answering on its stdout; `send` passes it a request (a
-    frame), `answer` waits for the rollout. A command of its own, not multiprocessing's spawn, so that a
-    user's script without a `__main__` guard is not run again in the child."""
+    frame), `answer` waits for the rollout. A command of its own, not multiprocessing's spawn,
+    so that a user's script without a `__main__` guard is not run again in the child."""
 
     def __init__(self, args: tuple):
         from ..util.processes import child_command, package_env
