@@ -98,6 +98,12 @@ LAYERS = Rule(lambda v: isinstance(v, tuple) and len(v) > 0 and all(_is_int(h) a
 PILOT = a_name("must name a pilot, e.g. heuristic:hard")
 
 
+def up_to(rule: Rule, most: float) -> Rule:
+    """`rule`, and at most `most`: the bounds that keep any one game's memory and time finite
+    (a replay a visitor uploads is checked by them too)."""
+    return Rule(lambda v: rule.test(v) and v <= most, f"{rule.says} and at most {most:,.0f}")
+
+
 class _Config:
     """What every config section shares: each field's rule (`setting`) checked at construction,
     in the order the fields are declared, then the rules that tie fields together (`_check`);
@@ -140,16 +146,19 @@ class _Config:
 class GameConfig(_Config):
     """The rules and constants of one Spacewar! game."""
 
-    width: float = setting(1024.0, POSITIVE)  # screen units; the playfield wraps (torus)
-    height: float = setting(1024.0, POSITIVE)  # screen units
-    max_ammo: int = setting(32, NATURAL)  # torpedoes per ship
-    torpedo_lifetime: int = setting(96, AT_LEAST_ONE)  # frames; range about 384 units
-    fire_cooldown: int = setting(16, AT_LEAST_ONE)  # frames between shots
+    # screen units; the playfield wraps (torus)
+    width: float = setting(1024.0, up_to(POSITIVE, 1e6))
+    height: float = setting(1024.0, up_to(POSITIVE, 1e6))  # screen units
+    max_ammo: int = setting(32, up_to(NATURAL, 10_000))  # torpedoes per ship
+    # frames; range about 384 units
+    torpedo_lifetime: int = setting(96, up_to(AT_LEAST_ONE, 100_000))
+    fire_cooldown: int = setting(16, up_to(AT_LEAST_ONE, 100_000))  # frames between shots
     # units/frame, added to the ship's velocity along its heading
     torpedo_speed: float = setting(4.0, POSITIVE)
     rotation_speed: float = setting(1.0 / 16.0, POSITIVE)  # rad/frame
     thrust_power: float = setting(2.0 / 256.0, NON_NEGATIVE)  # units/frame^2
-    max_fuel: int = setting(1000, NATURAL)  # frames of thrust (1962: 8192 units at 1-16 a frame)
+    # frames of thrust (1962: 8192 units at 1-16 a frame)
+    max_fuel: int = setting(1000, up_to(NATURAL, 10**9))
     # GM in units^3/frame^2: gravity equals thrust at 256 units
     gravity_constant: float = setting(512.0, NON_NEGATIVE)
     star_radius: float = 16.0  # units; capture zone of the star (its rule needs the screen)
@@ -158,11 +167,12 @@ class GameConfig(_Config):
     # units/frame; observation normaliser (escape speed at the star's edge)
     max_speed: float = setting(8.0, POSITIVE)
     # frames (60 s at 50 fps) before the game is truncated
-    max_episode_steps: int = setting(3000, AT_LEAST_ONE)
-    fps: int = setting(50, AT_LEAST_ONE)  # frames per second when a person watches or plays
+    max_episode_steps: int = setting(3000, up_to(AT_LEAST_ONE, 10**7))
+    # frames per second when a person watches or plays
+    fps: int = setting(50, up_to(AT_LEAST_ONE, 1000))
     # Decisions every k frames. 4 gives 12.5 decisions/s: a full turn still takes 25 decisions and
     # one reload (16 frames) is exactly 4 decisions, while episodes are 4x shorter for learning.
-    frame_skip: int = setting(4, AT_LEAST_ONE)
+    frame_skip: int = setting(4, up_to(AT_LEAST_ONE, 1000))
     # "orbit" (seeded random opposing orbits) or "classic" (1962)
     start_positions: str = setting("orbit", one_of(START_POSITIONS))
     # 1962 sense switches, as booleans.
@@ -176,10 +186,11 @@ class GameConfig(_Config):
     # a 7th action: vanish, reappear at random, may explode
     hyperspace: bool = setting(False, SWITCH)
     # jumps per ship; the k-th destroys the ship with probability k/8
-    hyperspace_jumps: int = setting(8, NATURAL)
-    hyperspace_vanish_frames: int = setting(32, AT_LEAST_ONE)  # frames invisible and untouchable
+    hyperspace_jumps: int = setting(8, up_to(NATURAL, 1000))
+    # frames invisible and untouchable
+    hyperspace_vanish_frames: int = setting(32, up_to(AT_LEAST_ONE, 100_000))
     # frames after reappearing before the next jump
-    hyperspace_recharge_frames: int = setting(128, AT_LEAST_ONE)
+    hyperspace_recharge_frames: int = setting(128, up_to(AT_LEAST_ONE, 100_000))
 
     def _check(self) -> None:
         n = type(self).__name__
@@ -841,19 +852,23 @@ def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfi
         raise ValueError(f"config file {p}: is a folder; give the path of a .toml or .json file")
     if not p.exists():
         raise ValueError(f"config file {p}: no such file")
+    import tomllib
+
+    from .util.json_input import loads_strict, toml_shape_problem
     from .util.preflight import read_bounded
 
     raw = read_bounded(p, "config file", 1024 * 1024)
     sections = " ".join(f"[{s}]" for s in RunConfig.SECTIONS)
+    toml = p.suffix.lower() == ".toml"
     try:
         text = raw.decode("utf-8")
-        if p.suffix.lower() == ".toml":
-            import tomllib
-
-            data = tomllib.loads(text)
-        else:
-            data = json.loads(text)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:  # tomllib's and json's errors
+        # tomllib recurses and slows with the square of a dotted key's parts, json recurses:
+        # a shape too deep is refused before either parses it.
+        problem = toml_shape_problem(text) if toml else ""
+        if problem:
+            raise ValueError(problem)
+        data = tomllib.loads(text) if toml else loads_strict(text, "its JSON")
+    except ValueError as exc:  # tomllib's, json's and the decoder's errors are ValueErrors
         raise ValueError(f"config file {p}: cannot be parsed ({exc}); write TOML (.toml) or "
                          f"JSON with {sections} sections") from None
     if not isinstance(data, dict):

@@ -90,9 +90,17 @@ def test_the_new_sections_name_the_field_and_the_rule(tmp_path, text, says):
 # The refusals as they were worded before the rules moved beside the fields (config.setting),
 # word for word: the rules' new home must not change what a user reads.
 WORDED = [
-    ("GameConfig", {"width": -1}, "GameConfig.width=-1 is invalid: must be a finite number > 0"),
+    ("GameConfig", {"width": -1}, "GameConfig.width=-1 is invalid: must be a finite number > 0 "
+                                  "and at most 1,000,000"),
     ("GameConfig", {"max_ammo": 1.5}, "GameConfig.max_ammo=1.5 is invalid: must be an integer "
-                                      ">= 0"),
+                                      ">= 0 and at most 10,000"),
+    # The bounds that keep one game finite (a replay a visitor uploads is held to them).
+    ("GameConfig", {"torpedo_lifetime": 10**9}, "GameConfig.torpedo_lifetime=1000000000 is "
+                                                "invalid: must be an integer >= 1 and at most "
+                                                "100,000"),
+    ("GameConfig", {"max_episode_steps": 10**8}, "GameConfig.max_episode_steps=100000000 is "
+                                                 "invalid: must be an integer >= 1 and at most "
+                                                 "10,000,000"),
     ("GameConfig", {"start_positions": "x"}, "GameConfig.start_positions='x' is invalid: must "
                                              "be one of ('classic', 'orbit')"),
     ("GameConfig", {"star_radius": 1e9}, "GameConfig.star_radius=1000000000.0 is invalid: must "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from .common import CHECKPOINT_DIR, RATINGS_FILE
+from .common import CHECKPOINT_DIR, RATINGS_FILE, RAY, ray_address
 from .parser import flag, mode
 
 HOST = flag("--host", "web", help="--serve: the address to listen on (default 127.0.0.1, this "
@@ -22,17 +22,22 @@ TRUSTED_PROXIES = flag("--trusted-proxies", "web", metavar="ADDRESS[,ADDRESS]",
                             "network, such as 10.0.0.0/8); their X-Forwarded-For names the "
                             "visitor. Default none: a header a client writes itself is ignored "
                             "and its own address counts")
-LIMITS = flag("--limits", "web", metavar="NAME=VALUE[,...]",
-              help="--serve: change the server's limits, such as games_in_all=16 "
-                   "(docs/browser.md lists them and their defaults)")
+LIMITS = flag("--limits", "web", metavar="NAME=VALUE[,...]", nargs="?", const="",
+              help="--serve: change the server's budgets, such as games_in_all=16; alone, "
+                   "print every budget with its default and exit (docs/browser.md)")
 
 
 @mode("serve", reads=(HOST, PORT, CHECKPOINT_DIR, RATINGS_FILE, SERVER_NAME, ALLOWED_ORIGINS,
-                      LIMITS, TRUSTED_PROXIES),
-      flag_help="the browser app: play, watch, replays, tournaments (--host, --port)")
+                      LIMITS, TRUSTED_PROXIES, *RAY),
+      flag_help="the browser app: play, watch, replays, tournaments, the arena (--host, "
+                "--port; --backend ray plays the arena's pairings on Ray)")
 def serve(parser, args) -> int:
     from ..web.app import serve as run
     from ..web.guard import Limits
+
+    if args.limits == "":
+        print(Limits().table())
+        return 0
 
     def names(text):
         return [n.strip() for n in text.split(",") if n.strip()] if text else []
@@ -45,5 +50,6 @@ def serve(parser, args) -> int:
                          "127.0.0.1 or 10.0.0.0/8, comma separated")
     run(args.host or "127.0.0.1", args.port if args.port is not None else 8000, ".",
         args.checkpoint_dir or "checkpoints", args.ratings_file, names(args.server_name),
-        names(args.allowed_origins), Limits.parse(args.limits), names(args.trusted_proxies))
+        names(args.allowed_origins), Limits.parse(args.limits), names(args.trusted_proxies),
+        ray_address(parser, args))
     return 0

@@ -174,10 +174,11 @@ def game_gif(config, seed: int, actions, size: int = 192, last: int = 100) -> by
     return out.getvalue()
 
 
-def save_match_replays(match, config: GameConfig, label: str, directory=REPLAY_DIR) -> list[Path]:
-    """Save every game of an arena MatchResult that kept its actions (play_match keep_actions)."""
-    saved = []
-    for k, g in enumerate(match.games):
+def match_replays(match, config: GameConfig) -> list[dict]:
+    """The replays of every game of a MatchResult that kept its actions (play_match
+    keep_actions), as data: what a process that plays a match hands back to be saved."""
+    out = []
+    for g in match.games:
         if g.actions is None:
             continue
         names = [match.name_a, match.name_b] if g.a_side == 0 else [match.name_b, match.name_a]
@@ -185,9 +186,19 @@ def save_match_replays(match, config: GameConfig, label: str, directory=REPLAY_D
         result = {"winner": side.get(g.winner), "real_winner": side.get(g.real_winner),
                   "causes": [g.cause_a, g.cause_b] if g.a_side == 0 else [g.cause_b, g.cause_a],
                   "frames": g.frames}
-        replay = make_replay(config, g.seed, g.actions, names, result, g.final_state)
-        saved.append(save_replay(new_replay_path(f"{label}-g{k}", directory), replay))
-    return saved
+        out.append(make_replay(config, g.seed, g.actions, names, result, g.final_state))
+    return out
+
+
+def save_replays(replays: list[dict], label: str, directory=REPLAY_DIR) -> list[Path]:
+    """Save replays as `<time>-<label>-g<k>.json` under `directory`."""
+    return [save_replay(new_replay_path(f"{label}-g{k}", directory), r)
+            for k, r in enumerate(replays)]
+
+
+def save_match_replays(match, config: GameConfig, label: str, directory=REPLAY_DIR) -> list[Path]:
+    """Save every game of a MatchResult that kept its actions (play_match keep_actions)."""
+    return save_replays(match_replays(match, config), label, directory)
 
 
 def play_replay(path, record=None, scale: float = 1.0, phosphor: bool = False) -> str:

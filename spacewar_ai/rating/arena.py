@@ -4,22 +4,32 @@ house pilots and each other, rated by Bradley-Terry with 95% intervals.
 Everything lives in one folder (`runs/arena/` of the project the server runs in): `arena.db`, a
 SQLite database in WAL mode (the operator backs it up with `sqlite3 arena.db ".backup copy.db"`
 while the server runs), `submissions/` (the files, named by id and content hash) and `replays/`
-(two saved games of every pairing). Players and the results of pairings are rows; the pairings
-still to play are those with no row yet, so a server that stops mid-queue picks up where it was,
-and nothing is played twice.
+(two saved games of every pairing). Players, uploads tried and the results of pairings are rows;
+a pairing is chosen when a runner is free (`next_pairing`), so a server that stops mid-queue
+picks up where it was, and nothing is played twice.
 
-A submission is checked before it is queued: its name, its size, the submitter's hourly allowance
-(`web.guard.Limits`), for a strategy file the sandbox's static check and for an ONNX model
-`pilots.onnx_check` (no external data, standard policy operators only, bounded tensors); nothing
-of either runs in the server. Each pairing is `PAIRING_GAMES` games with sides swapped, seeded by
-the two players' ids, so the same arena plays the same games.
+An upload is counted before its body is read (`attempt`: refused ones count too, so refusals
+cost their sender the allowance, not the server its CPU); then checked before it is queued: its
+name, its size, for a strategy file the sandbox's static check and for an ONNX model
+`pilots.onnx_check` (`check_submission`, which the server runs in a confined process). Each
+pairing is `PAIRING_GAMES` games with sides swapped, seeded by the two players' ids, so the
+same arena plays the same games.
+
+**Matchmaking.** The house pilots play each other once, the scale's anchor. A new entrant then
+plays `per_entrant` pairings, each against the opponent whose expected score against it is
+nearest even (the largest p(1 - p), the most a game can say), its rating provisional until
+they are played; the entrant with the fewest pairings goes next (the least known first, a new
+upload before an older one's next), then the address with the fewest pairings running. So the
+queue grows with what arrives, not with its square, and an honest upload is rated in minutes
+whatever the crowd.
 
 Each pairing plays in a process of its own (`run_pairing`), confined by `Confinement`: its
 address space and CPU time are capped by the kernel, an ONNX model's every decision has a
 deadline (a model over it too often, or failing, gives up: its player is refused), and the
 pairing has a wall-clock deadline whose time spent is kept in the database (`running`), so a
 server restarted mid-pairing does not give a slow submission its time again. A player refused is
-never played again. Which pairing comes next is fair between submitters (`next_pairing`).
+never played again. The process hands back its results and replays as data, so it may run on
+another machine (`--serve --backend ray`) and the server saves them.
 
 `spacewar-ai --tournament --players arena:runs/arena/arena.db,heuristic:hard` reads the same
 players as specs.
@@ -58,6 +68,9 @@ CREATE TABLE IF NOT EXISTS pairings (
     PRIMARY KEY (a, b));
 CREATE TABLE IF NOT EXISTS running (
     a INTEGER NOT NULL, b INTEGER NOT NULL, spent REAL NOT NULL, PRIMARY KEY (a, b));
+CREATE TABLE IF NOT EXISTS attempts (client TEXT NOT NULL, time REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS attempts_by_client ON attempts (client, time);
+CREATE INDEX IF NOT EXISTS players_by_client ON players (client, created);
 """
 TICK_SECONDS = 5.0  # how often a running pairing's time spent is written down
 
@@ -73,16 +86,24 @@ class Confinement:
     load_seconds: float = 20.0  # an ONNX model's loading (the runtime builds its session)
 
 
-class Arena:
-    """The arena's database and folders under `folder`."""
+class OverAllowance(ValueError):
+    """An address over its hourly allowance: refused before anything it sent is read."""
 
-    def __init__(self, folder: str | Path):
+
+class Arena:
+    """The arena's database and folders under `folder`; `per_entrant` pairings rate a new
+    entrant (module docstring)."""
+
+    def __init__(self, folder: str | Path, per_entrant: int = 8):
         self.folder = Path(folder).resolve()
+        self.per_entrant = int(per_entrant)
         self.submissions = self.folder / "submissions"
         self.replays = self.folder / "replays"
         self.submissions.mkdir(parents=True, exist_ok=True)
         self.replays.mkdir(parents=True, exist_ok=True)
         self.path = self.folder / "arena.db"
+        self._board: tuple[tuple, list[dict[str, Any]]] | None = None
+        self._fit_lock = threading.Lock()
         with self._db() as db:
             db.executescript(SCHEMA)
             for spec in HOUSE:
@@ -97,13 +118,36 @@ class Arena:
         return _Closing(db)
 
     # --- submissions ----------------------------------------------------------------------------
-    def submit(self, name: str, filename: str, data: bytes, client: str,
-               per_hour: int) -> dict[str, Any]:
-        """Check and queue a submission; ValueError (one line) if it is refused."""
-        from ..pilots.onnx_check import onnx_problems
-        from ..pilots.sandbox import StrategyError, validate_source
-        from ..util.files import atomic_write_bytes
+    def attempt(self, client: str, attempts_per_hour: int, per_hour: int) -> None:
+        """Count an upload from `client` before anything of it is read; OverAllowance if the
+        address has made `attempts_per_hour` uploads this hour (refused ones too) or had
+        `per_hour` accepted."""
+        since = time.time() - 3600
+        with self._db() as db:
+            db.execute("BEGIN IMMEDIATE")
+            tried = db.execute("SELECT COUNT(*) FROM attempts WHERE client = ? AND time > ?",
+                               (client, since)).fetchone()[0]
+            accepted = db.execute("SELECT COUNT(*) FROM players WHERE client = ? AND "
+                                  "created > ?", (client, since)).fetchone()[0]
+            if accepted >= per_hour or tried >= attempts_per_hour:
+                db.execute("ROLLBACK")
+                if accepted >= per_hour:
+                    raise OverAllowance(
+                        f"{accepted} submissions from your address in the last hour, the most "
+                        f"allowed (--limits submissions_per_hour={per_hour})")
+                raise OverAllowance(
+                    f"{tried} uploads from your address in the last hour, refused ones "
+                    f"included, the most allowed (--limits attempts_per_hour="
+                    f"{attempts_per_hour}); try again later")
+            db.execute("DELETE FROM attempts WHERE time < ?", (since,))
+            db.execute("INSERT INTO attempts VALUES (?, ?)", (client, time.time()))
+            db.execute("COMMIT")
 
+    def precheck(self, name: str, filename: str, data: bytes, client: str,
+                 per_hour: int) -> str:
+        """The cheap refusals of a submission, before any parsing (ValueError, one line): its
+        name, its kind by its file's ending, an empty file, a taken name, the allowance. The
+        kind ("strategy" or "onnx") if it passes."""
         name = str(name).strip()
         if not NAME_RULE.match(name):
             raise ValueError(f"name {name[:40]!r}: 1-40 letters, digits, spaces, '_', '.' or "
@@ -114,24 +158,16 @@ class Arena:
                              "an ONNX model (.onnx)")
         if not data:
             raise ValueError(f"{name}: the file is empty")
-        # The cheap refusals before any parsing: a burst over the allowance costs two reads.
         with self._db() as db:
             self._admissible(db, name, client, per_hour)
-        if kind == "strategy":
-            try:
-                validate_source(data.decode("utf-8-sig"), f"{name}.py")
-            except UnicodeDecodeError:
-                raise ValueError(f"{name}.py: not UTF-8 text") from None
-            except StrategyError as exc:
-                raise ValueError(exc.public) from None
-        else:
-            try:
-                problems = onnx_problems(data)
-            except ImportError:
-                raise ValueError("this server takes no ONNX models (its onnx package is not "
-                                 "installed); submit a strategy file") from None
-            if problems:
-                raise ValueError(f"{name}.onnx: {problems[0]}")
+        return kind
+
+    def add(self, name: str, kind: str, data: bytes, client: str,
+            per_hour: int) -> dict[str, Any]:
+        """Queue a submission that passed its checks (precheck, check_submission)."""
+        from ..util.files import atomic_write_bytes
+
+        name = str(name).strip()
         digest = hashlib.sha256(data).hexdigest()
         with self._db() as db:
             # One writer at a time from the count to the insert: an address's allowance holds
@@ -155,6 +191,14 @@ class Arena:
             db.execute("COMMIT")
         return {"id": pid, "name": name, "kind": kind, "status": "queued"}
 
+    def submit(self, name: str, filename: str, data: bytes, client: str,
+               per_hour: int) -> dict[str, Any]:
+        """Check and queue a submission here, in this process; ValueError (one line) if it is
+        refused. (The server runs check_submission in a confined process instead.)"""
+        kind = self.precheck(name, filename, data, client, per_hour)
+        check_submission(str(name).strip(), kind, data)
+        return self.add(name, kind, data, client, per_hour)
+
     @staticmethod
     def _admissible(db, name: str, client: str, per_hour: int) -> None:
         """Refuse a taken name or an address over its hourly allowance (ValueError)."""
@@ -163,20 +207,17 @@ class Arena:
         recent = db.execute("SELECT COUNT(*) FROM players WHERE client = ? AND created > ?",
                             (client, time.time() - 3600)).fetchone()[0]
         if recent >= per_hour:
-            raise ValueError(f"{recent} submissions from your address in the last hour, the "
-                             f"most allowed (--limits submissions_per_hour={per_hour})")
+            raise OverAllowance(f"{recent} submissions from your address in the last hour, the "
+                                f"most allowed (--limits submissions_per_hour={per_hour})")
 
     # --- pairings -------------------------------------------------------------------------------
     def players(self) -> list[dict[str, Any]]:
         with self._db() as db:
             return [dict(r) for r in db.execute("SELECT * FROM players ORDER BY id")]
 
-    def next_pairing(self, busy: frozenset = frozenset()) -> tuple[dict, dict] | None:
-        """The next pairing to play, none of `busy` ((a, b) ids being played now): for each
-        player its first unplayed opponent, oldest first; of those, the submitter with the fewest
-        pairings being played now, then with the fewest played in the last hour, then the oldest
-        player, so that one address's many submissions cannot hold the queue. Refused players
-        take no part."""
+    def _pairing_state(self, busy) -> tuple[list[dict], set, dict, dict, dict]:
+        """(players not refused, pairs played or busy, pairings by player id, pairings
+        running by address, pairings played in the last hour by address)."""
         players = [p for p in self.players() if p["status"] != "refused"]
         with self._db() as db:
             played = {(r["a"], r["b"]) for r in db.execute("SELECT a, b FROM pairings")}
@@ -185,28 +226,62 @@ class Arena:
                 "pairings.b WHERE pairings.played > ? GROUP BY players.client",
                 (time.time() - 3600,))}
         taken = played | set(busy)
+        count: dict[int, int] = {}
+        for a, b in taken:
+            count[a] = count.get(a, 0) + 1
+            count[b] = count.get(b, 0) + 1
         client = {p["id"]: p["client"] for p in players}
-        now: dict = {}
-        for _, b in busy:
-            now[client.get(b)] = now.get(client.get(b), 0) + 1
-        candidates = []
-        for later in players:
-            for earlier in players:
-                if earlier["id"] >= later["id"]:
-                    break
-                if (earlier["id"], later["id"]) not in taken:
-                    who = later["client"]
-                    candidates.append(((now.get(who, 0), lately.get(who, 0), later["id"]),
-                                       earlier, later))
-                    break
-        return min(candidates, key=lambda c: c[0])[1:] if candidates else None
+        running: dict = {}
+        for a, b in busy:
+            for who in {client.get(a), client.get(b)} - {None}:
+                running[who] = running.get(who, 0) + 1
+        return players, taken, count, running, lately
+
+    def next_pairing(self, busy: frozenset = frozenset()) -> tuple[dict, dict] | None:
+        """The next pairing to play, none of `busy` ((a, b) ids being played now), as (older
+        player, newer player), or None: the house pilots' pairings first, then for the entrant
+        with the fewest pairings (then the address with the fewest running, then with the
+        fewest played in the last hour, then the newest) the opponent of the most even
+        expected score (module docstring). Refused players take no part."""
+        players, taken, count, running, lately = self._pairing_state(busy)
+        house = [p for p in players if p["kind"] == "house"]
+        for i, b in enumerate(house):
+            for a in house[:i]:
+                if (a["id"], b["id"]) not in taken:
+                    return a, b
+        entrants = [p for p in players if p["kind"] != "house"
+                    and count.get(p["id"], 0) < self.per_entrant]
+        if not entrants:
+            return None
+        rating = self._ratings()
+        prior = float(np.median(list(rating.values()))) if rating else 1500.0
+        entrants.sort(key=lambda p: (count.get(p["id"], 0), running.get(p["client"], 0),
+                                     lately.get(p["client"], 0), -p["id"]))
+        for e in entrants:
+            mine = rating.get(e["id"], prior)
+            best = None
+            for o in players:
+                pair = (min(o["id"], e["id"]), max(o["id"], e["id"]))
+                if o["id"] == e["id"] or pair in taken:
+                    continue
+                p = 1.0 / (1.0 + 10 ** ((rating.get(o["id"], prior) - mine) / 400.0))
+                key = (p * (1 - p), o["id"] in rating, -o["id"])
+                if best is None or key > best[0]:
+                    best = (key, o)
+            if best is not None:
+                o = best[1]
+                return (o, e) if o["id"] < e["id"] else (e, o)
+        return None
 
     def pairings_left(self) -> int:
-        """Pairings still to play between players not refused."""
-        ids = [p["id"] for p in self.players() if p["status"] != "refused"]
-        with self._db() as db:
-            played = {(r["a"], r["b"]) for r in db.execute("SELECT a, b FROM pairings")}
-        return sum((a, b) not in played for i, b in enumerate(ids) for a in ids[:i])
+        """Pairings still to play: the house pilots' own, and each entrant's up to
+        `per_entrant` (at most the opponents it has left)."""
+        players, taken, count, _, _ = self._pairing_state(frozenset())
+        house = [p["id"] for p in players if p["kind"] == "house"]
+        left = sum((a, b) not in taken for i, b in enumerate(house) for a in house[:i])
+        others = len(players) - 1
+        return left + sum(max(0, min(self.per_entrant, others) - count.get(p["id"], 0))
+                          for p in players if p["kind"] != "house")
 
     def spent(self, a: dict, b: dict) -> float:
         """Seconds a pairing has run so far, across restarts of the server."""
@@ -220,12 +295,18 @@ class Arena:
             db.execute("INSERT OR REPLACE INTO running VALUES (?, ?, ?)", (a["id"], b["id"], spent))
 
     def record(self, a: dict, b: dict, result: dict) -> None:
+        """A pairing's result: its replays (data, as the pairing's process handed them back)
+        saved under replays/, then its row."""
+        from ..game.replays import save_replays
+
+        saved = save_replays(result.get("replays", []), f"{a['id']}v{b['id']}", self.replays)
+        rel = [str(p.relative_to(self.folder.parent.parent)) for p in saved]
         with self._db() as db:
             db.execute("BEGIN IMMEDIATE")
             db.execute("DELETE FROM running WHERE a = ? AND b = ?", (a["id"], b["id"]))
             db.execute("INSERT OR REPLACE INTO pairings VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                        (a["id"], b["id"], result["games"], result["wins_a"], result["wins_b"],
-                        result["draws"], "\n".join(result["replays"]), time.time()))
+                        result["draws"], "\n".join(rel), time.time()))
             for p in (a, b):
                 if p["status"] == "queued":
                     db.execute("UPDATE players SET status = 'rated' WHERE id = ? AND "
@@ -243,24 +324,47 @@ class Arena:
                            (pairing[0]["id"], pairing[1]["id"]))
 
     # --- the leaderboard ------------------------------------------------------------------------
+    def _ratings(self) -> dict[int, float]:
+        """The latest fit's rating of every player that has one, by id."""
+        return {row["id"]: row["rating"] for row in self.leaderboard()
+                if row["rating"] is not None}
+
     def leaderboard(self) -> list[dict[str, Any]]:
         """Every player: Bradley-Terry rating (Elo scale) with its 95% interval over all pairings
-        played, games, status and its saved games; rated players first, best first."""
+        played, games, pairings, whether the rating is still provisional, status and its saved
+        games; rated players first, best first. Fitted again only when a result or a player
+        has changed since the last fit."""
+        with self._db() as db:
+            key = (tuple(db.execute("SELECT COUNT(*), MAX(played) FROM pairings").fetchone()),
+                   tuple(db.execute("SELECT COUNT(*), MAX(id), SUM(status = 'refused') FROM "
+                                    "players").fetchone()))
+        board = self._board
+        if board is not None and board[0] == key:
+            return board[1]
+        with self._fit_lock:  # one fit at a time; a second caller reads the first's
+            board = self._board
+            if board is None or board[0] != key:
+                board = self._board = (key, self._fit())
+        return board[1]
+
+    def _fit(self) -> list[dict[str, Any]]:
         from .ratings import bradley_terry
 
         players = self.players()
         index = {p["id"]: k for k, p in enumerate(players)}
         n = len(players)
         scores, games = np.zeros((n, n)), np.zeros((n, n))
+        pairings = np.zeros(n, dtype=int)
         replays: dict[int, list[str]] = {p["id"]: [] for p in players}
         with self._db() as db:
-            rows = [dict(r) for r in db.execute("SELECT * FROM pairings")]
+            rows = [dict(r) for r in db.execute("SELECT * FROM pairings ORDER BY played")]
         for r in rows:
             i, j = index[r["a"]], index[r["b"]]
             scores[i, j] += r["wins_a"] + 0.5 * r["draws"]
             scores[j, i] += r["wins_b"] + 0.5 * r["draws"]
             games[i, j] += r["games"]
             games[j, i] += r["games"]
+            pairings[[i, j]] += 1
             for rel in filter(None, r["replays"].split("\n")):
                 replays[r["a"]].append(rel)
                 replays[r["b"]].append(rel)
@@ -273,8 +377,11 @@ class Arena:
             ratings[sub], ci[sub] = r, 1.96 * se
         out = []
         for k, p in enumerate(players):
-            out.append({"name": p["name"], "kind": p["kind"], "status": p["status"],
-                        "note": p["note"], "games": int(games[k].sum()),
+            out.append({"id": p["id"], "name": p["name"], "kind": p["kind"],
+                        "status": p["status"], "note": p["note"], "games": int(games[k].sum()),
+                        "pairings": int(pairings[k]),
+                        "provisional": bool(p["kind"] != "house" and p["status"] == "rated"
+                                            and pairings[k] < self.per_entrant),
                         "score": float(scores[k].sum()),
                         "rating": None if np.isnan(ratings[k]) else round(float(ratings[k]), 1),
                         "ci95": None if np.isnan(ci[k]) else round(float(ci[k]), 1),
@@ -285,6 +392,29 @@ class Arena:
     def player_specs(self) -> list[str]:
         """The specs of every player not refused, for --tournament (arena:PATH)."""
         return [p["spec"] for p in self.players() if p["status"] != "refused"]
+
+
+def check_submission(name: str, kind: str, data: bytes) -> None:
+    """The parsing checks of a submission's bytes (ValueError, one line): a strategy file by the
+    sandbox's static rules, an ONNX model by onnx_check's. Nothing of it runs."""
+    from ..pilots.onnx_check import onnx_problems
+    from ..pilots.sandbox import StrategyError, validate_source
+
+    if kind == "strategy":
+        try:
+            validate_source(data.decode("utf-8-sig"), f"{name}.py")
+        except UnicodeDecodeError:
+            raise ValueError(f"{name}.py: not UTF-8 text") from None
+        except StrategyError as exc:
+            raise ValueError(exc.public) from None
+        return
+    try:
+        problems = onnx_problems(data)
+    except ImportError:
+        raise ValueError("this server takes no ONNX models (its onnx package is not "
+                         "installed); submit a strategy file") from None
+    if problems:
+        raise ValueError(f"{name}.onnx: {problems[0]}")
 
 
 class _Closing:
@@ -314,16 +444,16 @@ def public_note(text: str, player: dict) -> str:
     return hide_paths(text)
 
 
-def play_pairing(folder: str, a: dict, b: dict, decision_seconds: float | None = None,
-                 stuck=None, load_seconds: float = 0.0) -> dict[str, Any]:
-    """Play one pairing (a worker process's job): PAIRING_GAMES games with sides swapped, two
-    of them saved as replays under the arena's folder. PlayerRefused names a player that cannot
-    play (an ONNX model that breaks onnx_check's rules or gives up deciding, say).
+def play_pairing(a: dict, b: dict, decision_seconds: float | None = None, stuck=None,
+                 load_seconds: float = 0.0) -> dict[str, Any]:
+    """Play one pairing (a worker process's job): PAIRING_GAMES games with sides swapped, the
+    counts and two of the games' replays (data) returned. PlayerRefused names a player that
+    cannot play (an ONNX model that breaks onnx_check's rules or gives up deciding, say).
     `decision_seconds`: each ONNX model's deadline per decision (OnnxPilot.confine);
     `stuck(player, why)` ends the process for a player whose model outruns a deadline that
     cannot stop it: a decision's, or `load_seconds` to load the model."""
     from ..config import GameConfig
-    from ..game.replays import save_match_replays
+    from ..game.replays import match_replays
     from ..pilots.onnx_check import check_onnx_file
     from ..pilots.outside import OnnxPilot
     from ..pilots.specs import make_pilot
@@ -363,15 +493,11 @@ def play_pairing(folder: str, a: dict, b: dict, decision_seconds: float | None =
     finally:
         for pilot in pilots:
             pilot.close()
-    folder = Path(folder)
-    saved = save_match_replays(match, config, f"{a['id']}v{b['id']}", folder / "replays")
     return {"games": match.n, "wins_a": match.wins_a, "wins_b": match.wins_b,
-            "draws": match.draws, "replays": [str(p.relative_to(folder.parent.parent))
-                                             for p in saved]}
+            "draws": match.draws, "replays": match_replays(match, config)}
 
 
-def _pairing_child(conn, folder: str, a: dict, b: dict, parent_pid: int,
-                   limits: Confinement) -> None:
+def _pairing_child(conn, a: dict, b: dict, parent_pid: int, limits: Confinement) -> None:
     import resource
 
     # The kernel's caps come first, before the pilots' libraries are loaded.
@@ -391,7 +517,7 @@ def _pairing_child(conn, folder: str, a: dict, b: dict, parent_pid: int,
 
     try:
         use_torch_threads(1)
-        conn.send(("ok", play_pairing(folder, a, b, limits.decision_ms / 1000.0, stuck,
+        conn.send(("ok", play_pairing(a, b, limits.decision_ms / 1000.0, stuck,
                                       limits.load_seconds)))
     except PlayerRefused as exc:
         conn.send(("refused", exc.player, str(exc)))
@@ -402,12 +528,12 @@ def _pairing_child(conn, folder: str, a: dict, b: dict, parent_pid: int,
         conn.send(("refused", b["id"], f"could not play: {type(exc).__name__}"))
 
 
-def run_pairing(folder: str | Path, a: dict, b: dict, limits: Confinement = Confinement(),
-                spent: float = 0.0, on_tick=None) -> tuple:
+def run_pairing(a: dict, b: dict, limits: Confinement = Confinement(), spent: float = 0.0,
+                on_tick=None) -> tuple:
     """play_pairing in a process of its own, confined by `limits` and ended once its time spent
     (starting from `spent`, what earlier attempts used) passes `limits.seconds`: ("ok",
     result), ("refused", player id, why) or ("timeout",). `on_tick(spent)` is told the time
-    spent every TICK_SECONDS. Blocking: the server calls it from a thread."""
+    spent every TICK_SECONDS. Blocking: the server calls it from a thread, or a Ray task."""
 
     from ..util.processes import spawn_context
 
@@ -415,8 +541,8 @@ def run_pairing(folder: str | Path, a: dict, b: dict, limits: Confinement = Conf
         return ("timeout",)
     ctx = spawn_context()
     here, there = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_pairing_child, args=(there, str(folder), a, b, os.getpid(),
-                                                    limits), daemon=True)
+    proc = ctx.Process(target=_pairing_child, args=(there, a, b, os.getpid(), limits),
+                       daemon=True)
     start = time.monotonic() - spent
     proc.start()
     there.close()
@@ -436,6 +562,35 @@ def run_pairing(folder: str | Path, a: dict, b: dict, limits: Confinement = Conf
             proc.kill()
         proc.join()
         here.close()
+
+
+def pairing_on_ray(a: dict, b: dict, limits: Confinement, spent: float, address: str | None):
+    """run_pairing as a Ray task on this machine's Ray or the cluster at `address`; the
+    players' files travel with it (cluster.local_copy), so any node can play it. An ObjectRef:
+    the server awaits it."""
+    from .cluster import connect
+
+    ray = connect(address or None)
+    files = {}
+    for p in (a, b):
+        path = Path(p["spec"].partition(":")[2]) if p["kind"] != "house" else None
+        if path is not None and path.is_file():
+            data = path.read_bytes()
+            files[p["id"]] = (str(path), hashlib.sha256(data).hexdigest(), ray.put(data))
+    return ray.remote(num_cpus=1)(_pairing_task).remote(a, b, limits, spent, files)
+
+
+def _pairing_task(a: dict, b: dict, limits: Confinement, spent: float, files: dict) -> tuple:
+    """A Ray task's body: the players' files made local, then run_pairing."""
+    from .cluster import local_copy
+
+    players = []
+    for p in (a, b):
+        if p["id"] in files:
+            path, sha256, ref = files[p["id"]]
+            p = {**p, "spec": f"{p['kind']}:{local_copy(Path(path), sha256, ref)}"}
+        players.append(p)
+    return run_pairing(*players, limits, spent)
 
 
 class PlayerRefused(ValueError):

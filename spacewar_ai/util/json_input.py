@@ -1,9 +1,12 @@
-"""JSON from outside (uploaded replays, a page's messages) read strictly.
+"""JSON and TOML from outside (uploaded replays, a page's messages, a user's config file) read
+strictly.
 
 Python's json module accepts NaN and Infinity, which no JSON writer outside Python produces and
 which break every figure computed from them, and it parses nesting by recursion, so a document
 nested 100,000 deep raises RecursionError. `loads_strict` refuses both with a ValueError that
-names the document and the field, before anything reads the data.
+names the document and the field, before anything reads the data. tomllib recurses too, and
+takes time growing with the square of a dotted key's parts; `toml_shape_problem` finds both in
+one scan before it parses.
 """
 
 from __future__ import annotations
@@ -40,6 +43,44 @@ def nesting_depth(text: str) -> int:
         elif ch in "]}":
             depth -= 1
     return deepest
+
+
+MAX_KEY_PARTS = 64  # parts of one dotted TOML key (a.b.c); a config needs 2
+
+
+def toml_shape_problem(text: str, max_depth: int = MAX_DEPTH) -> str:
+    """What makes TOML `text` too deep to parse (arrays and inline tables nested past
+    `max_depth`, or a dotted key of more than MAX_KEY_PARTS parts), or "". One scan, strings
+    and comments skipped; a dot between two digits is a number's, not a key's."""
+    depth = parts = 0
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in "\"'":
+            quote = text[i:i + 3] if text[i:i + 3] in ('"""', "'''") else ch
+            i += len(quote)
+            while i < n and not text.startswith(quote, i):
+                i += 2 if ch == '"' and text[i] == "\\" else 1
+            i += len(quote)
+            continue
+        if ch == "#":
+            while i < n and text[i] != "\n":
+                i += 1
+            continue
+        if ch in "[{":
+            depth += 1
+            if depth > max_depth:
+                return f"arrays or tables nested deeper than {max_depth} levels"
+        elif ch in "]}":
+            depth -= 1
+        if ch in "=,[]{}\n":
+            parts = 0
+        elif ch == "." and not (0 < i < n - 1 and text[i - 1].isdigit() and text[i + 1].isdigit()):
+            parts += 1
+            if parts >= MAX_KEY_PARTS:
+                return f"a dotted key of more than {MAX_KEY_PARTS} parts"
+        i += 1
+    return ""
 
 
 def loads_strict(text: str, what: str, max_depth: int = MAX_DEPTH) -> Any:

@@ -24,13 +24,15 @@ Starlette, uvicorn and websockets are the `web` extra, imported only when a page
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import contextlib
 import json
 import time
 from pathlib import Path
 from typing import Any
 
-from ..game.replays import ReplayError, load_replay, parse_replay, replay_game, state_hash
+from ..game.replays import load_replay, replay_game, state_hash
 from .files import Files
 from .live import SPEEDS, client_config, frame_state, public_message
 
@@ -70,10 +72,11 @@ def export_html(replay_path, out) -> Path:
 # --- the app -----------------------------------------------------------------------------------
 def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints",
                ratings_file: str | Path | None = None, names=None, origins=(),
-               limits=None):
+               limits=None, backend: str | None = None):
     """The Starlette app over the project folder `root`, answering to the host `names`
-    (default the loopback names) and pages of those names or of `origins` (web_guard.py),
-    within `limits` (web_guard.Limits)."""
+    (default the loopback names) and pages of those names or of `origins` (guard.py), within
+    `limits` (guard.Limits); the arena's pairings played here (`backend` None) or as Ray tasks
+    ("" this machine's Ray, else the cluster's address: web/arena.py)."""
     try:
         from starlette.applications import Starlette
         from starlette.middleware import Middleware
@@ -83,17 +86,24 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
         from starlette.websockets import WebSocketDisconnect
     except ImportError:
         raise ValueError(INSTALL) from None
+    from starlette.responses import Response
+
     from .arena import arena_routes
+    from .checks import Busy, Checks
+    from .connections import quiet_accept_errors
     from .games import Workers, run_live
-    from .guard import LOOPBACK_NAMES, Guard, Limits, TooLarge, read_body
+    from .guard import LOOPBACK_NAMES, Guard, Limits, TooLarge, TooSlow, read_body, visitor
 
     files = Files(Path(root), checkpoint_dir, ratings_file)
     limits = limits if limits is not None else Limits()
     workers = Workers(limits)
-    arena_api, arena_runner = arena_routes(files, limits)
+    checks = Checks(limits)
+    arena_api, arena_runner = arena_routes(files, limits, checks, backend)
 
     def problem(exc: BaseException, status: int = 400):
-        return JSONResponse({"error": public_message(exc)}, status_code=status)
+        return JSONResponse({"error": public_message(exc)}, status_code=status,
+                            headers={"connection": "close"} if status in (408, 413, 429)
+                            else None)
 
     async def page(request):
         return FileResponse(STATIC / "index.html")
@@ -111,29 +121,23 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
         return JSONResponse({"replays": files.replays()})
 
     async def api_replay(request):
+        """A replay's frames, replayed in a checker process (web.checks), never here."""
         try:
             if request.method == "POST":
                 body = await read_body(request, limits.upload_bytes, "the replay",
-                                       "upload_bytes")
+                                       "upload_bytes", limits.body_seconds)
                 name = request.query_params.get("name", "the uploaded file")[:200]
-                try:
-                    text = body.decode("utf-8")
-                except UnicodeDecodeError:
-                    raise ReplayError(f"replay {name}: not UTF-8 text") from None
-                data = replay_frames(parse_replay(text, name), name)
+                payload = {"text": body, "name": name}
             else:
-                rel = request.query_params.get("path", "")
-                path = files.replay(rel)
-                try:
-                    replay = load_replay(path)
-                except (ValueError, OSError):  # its words may quote the file or its path
-                    raise ValueError(f"{rel[:300]}: not a valid replay") from None
-                data = replay_frames(replay, rel)
-        except TooLarge as exc:
-            return problem(exc, 413)
+                rel = request.query_params.get("path", "")[:300]
+                payload = {"path": str(files.replay(rel)), "name": rel}
+            data = await checks.run("replay", payload, visitor(request.scope))
+        except (TooLarge, TooSlow, Busy) as exc:
+            return problem(exc, 413 if isinstance(exc, TooLarge) else 408
+                           if isinstance(exc, TooSlow) else exc.status)
         except (ValueError, OSError) as exc:  # ReplayError is a ValueError
             return problem(exc)
-        return JSONResponse(data)
+        return Response(data, media_type="application/json")
 
     async def api_tournaments(request):
         try:
@@ -149,19 +153,42 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
             return problem(ValueError("no such game (it has ended, or not begun?)"), 404)
         return JSONResponse(state)
 
+    sockets: collections.Counter = collections.Counter()
+
     async def ws_live(websocket):
+        who = visitor(websocket.scope)
+        if sum(sockets.values()) >= limits.websockets_in_all:
+            why = (f"the server holds its most WebSockets ({limits.websockets_in_all}, --limits "
+                   "websockets_in_all); try again in a minute")
+        elif sockets[who] >= limits.websockets_per_address:
+            why = (f"your address holds its most WebSockets ({limits.websockets_per_address}, "
+                   "--limits websockets_per_address); close a page first")
+        else:
+            why = ""
         await websocket.accept()
+        if why:
+            await websocket.send_json({"type": "error", "message": why})
+            return await websocket.close()
+        sockets[who] += 1
         try:
-            await run_live(websocket, files, workers, time.time_ns() % 10**9)
+            await run_live(websocket, files, workers, checks, who, time.time_ns() % 10**9)
         except (WebSocketDisconnect, RuntimeError):
             return  # the page closed
+        finally:
+            sockets[who] -= 1
+            if not sockets[who]:
+                del sockets[who]
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(quiet_accept_errors(loop))
         workers.prepare()
+        await checks.start()
         arena_runner.start()
         yield
         await arena_runner.close()
+        await checks.close()
         await workers.close()
 
     routes = [Route("/", home), *[Route(f"/{p}", page) for p in PAGES],
@@ -173,19 +200,33 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
     guard = Middleware(Guard, names=tuple(names or LOOPBACK_NAMES), origins=tuple(origins))
     app = Starlette(routes=routes, middleware=[guard], lifespan=lifespan)
     app.state.workers = workers
+    app.state.checks = checks
     app.state.limits = limits
     return app
 
 
 def _uvicorn_config(app, host: str, port: int, proxies=()):
-    """uvicorn's settings. A client's X-Forwarded-For is believed only when it connects from one
-    of `proxies` (uvicorn's ProxyHeadersMiddleware), and from no one when there are none: any
-    visitor can write the header, and the per-address limits key on the address it names."""
+    """uvicorn's settings, from the app's budgets where uvicorn has its own (keep-alive,
+    concurrency, header size, WebSocket pings and message size) and with the connection budget's
+    protocol (web.connections). A client's X-Forwarded-For is believed only when it connects
+    from one of `proxies` (uvicorn's ProxyHeadersMiddleware), and from no one when there are
+    none: any visitor can write the header, and the per-address limits key on the address it
+    names."""
     import uvicorn
 
-    # A WebSocket message is at most the limit's size; uvicorn refuses larger ones itself.
+    from .connections import ConnectionBudget, budgeted_protocol, descriptor_budget
+
+    lim = app.state.limits
+    workers = lim.games_in_all + lim.sandboxes_in_all + lim.arena_runners + lim.checkers + 1
+    in_all = descriptor_budget(lim.connections_in_all, workers)
+    budget = ConnectionBudget(lim.connections_per_address, in_all, lim.head_seconds, proxies)
+    app.state.connections = budget
     return uvicorn.Config(app, host=host, port=port, log_level="warning",
-                          ws="websockets-sansio", ws_max_size=app.state.limits.message_bytes,
+                          http=budgeted_protocol(budget), ws="websockets-sansio",
+                          ws_max_size=lim.message_bytes, ws_ping_interval=lim.ping_seconds,
+                          ws_ping_timeout=lim.ping_seconds, limit_concurrency=in_all,
+                          timeout_keep_alive=lim.keep_alive_seconds,
+                          h11_max_incomplete_event_size=lim.head_bytes,
                           proxy_headers=bool(proxies),
                           forwarded_allow_ips=list(proxies) if proxies else None)
 
@@ -223,9 +264,10 @@ class BackgroundServer:
 
 def serve(host: str = "127.0.0.1", port: int = 8000, root: str | Path = ".",
           checkpoint_dir: str | Path = "checkpoints", ratings_file=None, names=None,
-          origins=(), limits=None, proxies=()) -> None:
+          origins=(), limits=None, proxies=(), backend: str | None = None) -> None:
     """The --serve mode: the app on host:port until Ctrl-C; `proxies`, the addresses of the
-    reverse proxies whose X-Forwarded-For names the visitor (_uvicorn_config)."""
+    reverse proxies whose X-Forwarded-For names the visitor (_uvicorn_config); `backend`, where
+    the arena's pairings play (create_app)."""
     from .guard import LOOPBACK_NAMES
 
     if not 0 < int(port) < 65536:
@@ -235,7 +277,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, root: str | Path = ".",
         raise ValueError(f"--host {host} lets other machines reach this app: say the names "
                          "they reach it by with --server-name NAME[,NAME] (requests for other "
                          "names are refused, which stops DNS rebinding)")
-    app = create_app(root, checkpoint_dir, ratings_file, names, origins, limits)
+    app = create_app(root, checkpoint_dir, ratings_file, names, origins, limits, backend)
     try:
         import uvicorn
     except ImportError:

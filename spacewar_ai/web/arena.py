@@ -1,8 +1,13 @@
 """The arena's pages in the browser app: `/arena` (submit a pilot, read the leaderboard),
 `GET /api/arena` and `POST /api/arena/submit?name=NAME&file=FILE` (the file as the body), and
-`ArenaRunner`, which plays the queued pairings, `arena_runners` at a time, each in a confined
-process of its own (rating.arena.run_pairing), so that no pilot ever runs in the server's event
-loop and no one submission can hold the queue.
+`ArenaRunner`, which plays the pairings `Arena.next_pairing` chooses, `arena_runners` at a
+time, each in a confined process of its own (rating.arena.run_pairing) on this machine or as a
+Ray task (`--serve --backend ray`), so that no pilot ever runs in the server's event loop and no
+one submission can hold the queue.
+
+An upload is counted against its address's allowance before its body is read, refused ones
+too (`Arena.attempt`); its body is read against a size and a deadline; its parsing checks run
+in a checker process (web.checks) under the address's CPU budget; only then is it queued.
 """
 
 from __future__ import annotations
@@ -13,7 +18,15 @@ import contextlib
 import time
 from pathlib import Path
 
-from ..rating.arena import PAIRING_GAMES, Arena, Confinement, run_pairing
+from ..rating.arena import (
+    PAIRING_GAMES,
+    TICK_SECONDS,
+    Arena,
+    Confinement,
+    OverAllowance,
+    pairing_on_ray,
+    run_pairing,
+)
 from .live import public_message
 
 IDLE_SECONDS = 30.0  # a runner looks for work this often when nothing woke it
@@ -21,14 +34,16 @@ DURATIONS_KEPT = 20  # the latest pairings whose wall-clock times estimate the q
 
 
 class ArenaRunner:
-    """Plays the arena's unplayed pairings for as long as the server runs, `runners` at once
-    (Arena.next_pairing chooses, fairly between submitters); `wake()` after a submission starts
-    its games at once."""
+    """Plays the arena's pairings for as long as the server runs, `runners` at once, in
+    processes here (`backend` None) or as Ray tasks ("" this machine's Ray, else a cluster's
+    address); `wake()` after a submission starts its games at once."""
 
-    def __init__(self, arena: Arena, limits: Confinement = Confinement(), runners: int = 1):
+    def __init__(self, arena: Arena, limits: Confinement = Confinement(), runners: int = 1,
+                 backend: str | None = None):
         self.arena = arena
         self.limits = limits
         self.runners = int(runners)
+        self.backend = backend
         self.busy: set[tuple[int, int]] = set()
         self.durations: collections.deque[float] = collections.deque(maxlen=DURATIONS_KEPT)
         self._wake = asyncio.Event()
@@ -42,8 +57,8 @@ class ArenaRunner:
         self._wake.set()
 
     def expected_wait(self, pairings: int) -> float | None:
-        """Seconds until `pairings` queued pairings are played, from the mean wall-clock time
-        of the latest ones and the runners sharing them; None before any was timed."""
+        """Seconds until `pairings` pairings are played, from the mean wall-clock time of the
+        latest ones and the runners sharing them; None before any was timed."""
         if not self.durations:
             return None
         mean = sum(self.durations) / len(self.durations)
@@ -71,10 +86,23 @@ class ArenaRunner:
                 self.busy.discard(key)
                 self.durations.append(time.monotonic() - began)
 
+    async def _outcome(self, a: dict, b: dict, spent: float) -> tuple:
+        if self.backend is None:
+            return await asyncio.to_thread(run_pairing, a, b, self.limits, spent,
+                                           lambda t: self.arena.charge(a, b, t))
+        # On Ray the task keeps its own deadline; the time it spends is charged from here.
+        ref = await asyncio.to_thread(pairing_on_ray, a, b, self.limits, spent, self.backend)
+        future = asyncio.wrap_future(ref.future())
+        began = time.monotonic() - spent
+        while True:
+            done, _ = await asyncio.wait({future}, timeout=TICK_SECONDS)
+            if done:
+                return future.result()
+            await asyncio.to_thread(self.arena.charge, a, b, time.monotonic() - began)
+
     async def _play(self, a: dict, b: dict) -> None:
         spent = await asyncio.to_thread(self.arena.spent, a, b)
-        outcome = await asyncio.to_thread(run_pairing, self.arena.folder, a, b, self.limits,
-                                          spent, lambda t: self.arena.charge(a, b, t))
+        outcome = await self._outcome(a, b, spent)
         if outcome[0] == "ok":
             await asyncio.to_thread(self.arena.record, a, b, outcome[1])
         elif outcome[0] == "refused":
@@ -83,6 +111,8 @@ class ArenaRunner:
         else:  # too slow: the newer player, whose games these were, leaves the arena
             await asyncio.to_thread(self.arena.refuse, b, (
                 f"its pairing against {a['name']} took over {self.limits.seconds:.0f} s"), (a, b))
+        # The board is fitted again here, off the pages' path, so that they read it ready.
+        await asyncio.to_thread(self.arena.leaderboard)
 
     async def close(self) -> None:
         for task in self._tasks:
@@ -90,19 +120,26 @@ class ArenaRunner:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
-def arena_routes(files, limits):
-    """(routes, runner) of the arena over the project's `runs/arena/` folder."""
+def arena_routes(files, limits, checks, backend: str | None = None):
+    """(routes, runner) of the arena over the project's `runs/arena/` folder, its uploads'
+    checks run by `checks` (web.checks.Checks)."""
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    from .guard import TooLarge, read_body
+    from .checks import Busy
+    from .guard import TooLarge, TooSlow, discard_body, read_body, visitor
 
-    arena = Arena(Path(files.runs) / "arena")
+    arena = Arena(Path(files.runs) / "arena", limits.pairings_per_entrant)
     confinement = Confinement(memory_mb=limits.pairing_memory_mb,
                               cpu_seconds=limits.pairing_cpu_seconds,
                               decision_ms=limits.decision_ms, seconds=limits.pairing_seconds,
                               load_seconds=limits.model_load_seconds)
-    runner = ArenaRunner(arena, confinement, limits.arena_runners)
+    runner = ArenaRunner(arena, confinement, limits.arena_runners, backend)
+
+    def refused(exc: Exception, status: int):
+        # An answer before the body was read whole closes the connection.
+        return JSONResponse({"error": public_message(exc)}, status_code=status,
+                            headers={"connection": "close"} if status != 400 else None)
 
     async def api_arena(request):
         rows = await asyncio.to_thread(arena.leaderboard)
@@ -111,24 +148,39 @@ def arena_routes(files, limits):
         return JSONResponse({"players": rows, "queued": queued, "pairings_left": left,
                              "expected_wait_seconds": runner.expected_wait(left),
                              "games_per_pairing": PAIRING_GAMES,
+                             "pairings_per_entrant": limits.pairings_per_entrant,
                              "limits": {"submission_bytes": limits.submission_bytes,
                                         "submissions_per_hour": limits.submissions_per_hour,
+                                        "attempts_per_hour": limits.attempts_per_hour,
                                         "decision_ms": limits.decision_ms,
                                         "pairing_seconds": limits.pairing_seconds}})
 
     async def api_submit(request):
-        client = request.client.host if request.client else "?"
+        client = visitor(request.scope)
         name = request.query_params.get("name", "")
         filename = request.query_params.get("file", "")
         try:
+            await asyncio.to_thread(arena.attempt, client, limits.attempts_per_hour,
+                                    limits.submissions_per_hour)
             data = await read_body(request, limits.submission_bytes, "the submission",
-                                   "submission_bytes")
-            row = await asyncio.to_thread(arena.submit, name, filename, data, client,
+                                   "submission_bytes", limits.body_seconds)
+            kind = await asyncio.to_thread(arena.precheck, name, filename, data, client,
+                                           limits.submissions_per_hour)
+            await checks.run("submission", {"name": str(name).strip(), "kind": kind,
+                                            "data": data}, client)
+            row = await asyncio.to_thread(arena.add, name, kind, data, client,
                                           limits.submissions_per_hour)
+        except OverAllowance as exc:
+            await discard_body(request, limits.submission_bytes, limits.body_seconds)
+            return refused(exc, 429)
         except TooLarge as exc:
-            return JSONResponse({"error": public_message(exc)}, status_code=413)
+            return refused(exc, 413)
+        except TooSlow as exc:
+            return refused(exc, 408)
+        except Busy as exc:
+            return refused(exc, exc.status)
         except ValueError as exc:
-            return JSONResponse({"error": public_message(exc)}, status_code=400)
+            return refused(exc, 400)
         runner.wake()
         left = await asyncio.to_thread(arena.pairings_left)
         return JSONResponse({"submitted": row, "pairings_ahead": left,

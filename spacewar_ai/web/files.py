@@ -105,6 +105,8 @@ class Files:
     def replays(self) -> list[dict[str, Any]]:
         found = sorted(self.runs.glob("replays/*.json")) + \
             sorted(self.runs.glob("tournaments/*/replays/*.json"))
+        # Only what `replay` would open: a link that leads out of runs/ is left out.
+        found = [p for p in found if p.resolve().is_relative_to(self.runs) and p.is_file()]
         found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
         return [{"path": str(p.relative_to(self.root)), "name": p.name} for p in found[:500]]
 

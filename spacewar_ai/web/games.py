@@ -113,14 +113,20 @@ async def _refuse(ws, message: str) -> None:
     await ws.close()
 
 
-async def run_live(ws, files, workers: Workers, seed: int) -> None:
-    """One WebSocket's game: its start message checked here (size, JSON, limits, specs), the
-    game started in a worker, then frames relayed to the page and keys to the game until one
-    side ends it or the game stalls."""
+async def run_live(ws, files, workers: Workers, checks, client: str, seed: int) -> None:
+    """One WebSocket's game: its start message awaited for at most `first_message_seconds`,
+    then checked (size, JSON, limits here; its pilot specs in a checker process, web.checks),
+    the game started in a worker, then frames relayed to the page and keys to the game until
+    one side ends it or the game stalls. `client`: the visitor's address (guard.visitor)."""
 
     limits = workers.limits
     try:
-        first = loads_strict(await ws.receive_text(), "the start message", limits.json_depth)
+        try:
+            text = await asyncio.wait_for(ws.receive_text(), limits.first_message_seconds)
+        except asyncio.TimeoutError:
+            raise ValueError(f"no start message within {limits.first_message_seconds:g} s "
+                             "(--limits first_message_seconds)") from None
+        first = loads_strict(text, "the start message", limits.json_depth)
         if not isinstance(first, dict):
             raise ValueError("the start message is not a JSON object")
         if first.get("speed", 1) not in SPEEDS:
@@ -128,10 +134,13 @@ async def run_live(ws, files, workers: Workers, seed: int) -> None:
                              f"{', '.join(map(str, SPEEDS))}")
         for key in ("a", "b", "opponent"):
             if first.get(key):
-                first[key] = files.check_spec(str(first[key]))
+                answer = await checks.run("spec", {
+                    "spec": str(first[key])[:500], "root": str(files.root),
+                    "checkpoint_dir": str(files.checkpoints),
+                    "ratings_file": str(files.ratings)}, client)
+                first[key] = json.loads(answer)["spec"]
     except Exception as exc:  # every problem with what the page asked for: one line back
         return await _refuse(ws, public_message(exc))
-    client = ws.client.host if ws.client else "?"
     sandboxes = _sandboxes(first)
     why = workers.refusal(client, sandboxes)
     if why:

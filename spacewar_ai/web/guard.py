@@ -9,17 +9,23 @@
   of `--allowed-origins`: any other site the user has open cannot drive the app or upload to it.
   A request without an Origin header is let through: browsers send one on every WebSocket and
   cross-site POST, and whoever sends none is not a browser page riding on the user's access.
-- **Limits** (`Limits`, `--limits NAME=VALUE,...`): bodies read in chunks and refused once past
-  their size (never read whole first), JSON depth, live games per client and in all, sandboxed
-  strategy processes in all, a socket's messages per second, arena submissions per client per
-  hour, and what an arena pairing may use (runners at once, memory, CPU time, wall-clock time,
-  an ONNX model's time per decision). Each refusal is one line naming the limit and its
-  setting.
+- **Visitors.** The budgets per address count `visitor(scope)`: the client's address, or the
+  one a trusted proxy forwarded (an IPv6 address by its /64); a forwarded value that is not an
+  address is refused.
+- **Budgets** (`Limits`, `--limits NAME=VALUE,...`, printed by `--limits` alone): every
+  resource a visitor can use, declared once here with its default, what it bounds and whether
+  it counts per address or in all: connections and their headers (web.connections), WebSockets,
+  bodies (read in chunks against a size and a deadline, never whole first), JSON depth,
+  checks in confined processes (web.checks), live games, arena uploads (refused ones counted)
+  and pairings. Each refusal is one line naming the budget and its setting.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
+import ipaddress
 import json
 import time
 from dataclasses import dataclass
@@ -32,27 +38,77 @@ _PAIRING = Confinement()
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 
 
+def budget(default, what: str, scope: str = "in all"):
+    """A field of Limits: its default, what it bounds (the words of `--limits` and
+    docs/browser.md) and whether it counts per address or for the whole server."""
+    return dataclasses.field(default=default, metadata={"what": what, "scope": scope})
+
+
+ADDRESS = "per address"
+
+
 @dataclass(frozen=True)
 class Limits:
-    """What one server allows; `--limits games_in_all=16,...` changes any of them."""
+    """Every budget the server keeps, declared once: `--limits` prints them and changes any
+    (`--limits games_in_all=16,...`), and docs/browser.md's table is this one. A budget is
+    checked before the work it bounds, and a refusal is one line naming it."""
 
-    upload_bytes: int = 4 * 2**20  # an uploaded replay (the longest game's is a few hundred kB)
-    submission_bytes: int = 4 * 2**20  # an arena submission (a strategy file is at most 64 kB)
-    json_depth: int = 64  # nesting of any JSON the app reads
-    message_bytes: int = 64 * 2**10  # one WebSocket message
-    messages_per_second: int = 60  # from one socket (a player's keys: a few a second)
-    games_per_client: int = 2  # live games (play or watch) one address has open
-    games_in_all: int = 8  # live games on the server
-    sandboxes_in_all: int = 4  # strategy files playing live, each a sandboxed process
-    submissions_per_hour: int = 5  # arena uploads from one address
-    stall_seconds: float = 10.0  # a live game whose worker sends nothing for this long ends
-    arena_runners: int = 2  # arena pairings played at once, each a process of its own
+    # Connections and sockets.
+    connections_per_address: int = budget(
+        32, "open connections from one address (a trusted proxy's are counted in all only)",
+        ADDRESS)
+    connections_in_all: int = budget(
+        1000, "open connections in all; lowered to fit the process's descriptor limit")
+    head_seconds: float = budget(
+        10.0, "time for a request's headers to arrive, from the connection or its last answer")
+    head_bytes: int = budget(16384, "a request's headers (uvicorn's h11_max_incomplete_event_size)")
+    keep_alive_seconds: int = budget(
+        5, "an idle connection kept open after an answer (uvicorn's timeout_keep_alive)")
+    ping_seconds: float = budget(
+        20.0, "WebSocket ping interval, and the time a pong may take (uvicorn's ws_ping_*)")
+    body_seconds: float = budget(
+        60.0, "time for an upload's body to arrive (refused with 408 past it)")
+    websockets_per_address: int = budget(4, "open WebSockets", ADDRESS)
+    websockets_in_all: int = budget(64, "open WebSockets in all")
+    first_message_seconds: float = budget(
+        10.0, "time from a WebSocket's opening to its first message")
+    message_bytes: int = budget(64 * 2**10, "one WebSocket message (uvicorn closes past it)")
+    messages_per_second: int = budget(60, "messages from one socket; past it the game ends")
+    # What a visitor sends.
+    upload_bytes: int = budget(4 * 2**20, "an uploaded replay")
+    submission_bytes: int = budget(4 * 2**20, "an arena submission")
+    json_depth: int = budget(64, "nesting of any JSON read")
+    replay_frames: int = budget(
+        200_000, "engine frames one replay may ask the server to play (steps x frame_skip)")
+    # Checks of a visitor's bytes, each in a confined process (web/checks.py).
+    checkers: int = budget(1, "checker processes (replays, uploads, specs)")
+    checks_queued: int = budget(16, "checks waiting or running in all; past it: busy")
+    checks_per_address: int = budget(2, "checks waiting or running", ADDRESS)
+    check_seconds: float = budget(
+        20.0, "wall-clock time of one check; its process is killed past it")
+    check_memory_mb: int = budget(2048, "address space of a checker process")
+    check_cpu_per_hour: float = budget(
+        60.0, "CPU seconds of checking one address may use in an hour", ADDRESS)
+    # Live games.
+    games_per_client: int = budget(2, "live games (play or watch) open", ADDRESS)
+    games_in_all: int = budget(8, "live games on the server (each worker about 0.5 GB)")
+    sandboxes_in_all: int = budget(4, "strategy files playing live, each a sandboxed process")
+    stall_seconds: float = budget(10.0, "a live game whose worker sends nothing this long ends")
+    # The arena.
+    submissions_per_hour: int = budget(5, "arena submissions accepted in an hour", ADDRESS)
+    attempts_per_hour: int = budget(
+        20, "arena uploads in an hour, refused ones included (checked before the body is "
+            "read)", ADDRESS)
+    pairings_per_entrant: int = budget(
+        8, "pairings a new arena entrant plays, against opponents near its rating")
+    arena_runners: int = budget(2, "arena pairings played at once, each a confined process")
     # What each pairing's process may use (rating.arena.Confinement, whose defaults these are).
-    pairing_memory_mb: int = _PAIRING.memory_mb  # address space
-    pairing_cpu_seconds: int = _PAIRING.cpu_seconds
-    pairing_seconds: float = _PAIRING.seconds  # wall-clock time, kept across restarts
-    decision_ms: float = _PAIRING.decision_ms  # an ONNX model's decision
-    model_load_seconds: float = _PAIRING.load_seconds  # an ONNX model's loading
+    pairing_memory_mb: int = budget(_PAIRING.memory_mb, "a pairing process's address space")
+    pairing_cpu_seconds: int = budget(_PAIRING.cpu_seconds, "a pairing process's CPU time")
+    pairing_seconds: float = budget(
+        _PAIRING.seconds, "a pairing's wall-clock time, counted across restarts")
+    decision_ms: float = budget(_PAIRING.decision_ms, "an arena ONNX model's decision")
+    model_load_seconds: float = budget(_PAIRING.load_seconds, "an arena ONNX model's loading")
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -80,6 +136,37 @@ class Limits:
             except ValueError:
                 raise ValueError(f"--limits {name}={value.strip()!r}: give a number") from None
         return cls(**given)
+
+    def rows(self) -> list[tuple[str, str, str, str]]:
+        """(name, value, scope, what) of every budget, in the order declared."""
+        return [(f.name, f"{getattr(self, f.name):g}" if isinstance(getattr(self, f.name), float)
+                 else str(getattr(self, f.name)), f.metadata["scope"], f.metadata["what"])
+                for f in dataclasses.fields(self)]
+
+    def table(self) -> str:
+        """The budgets as `--limits` prints them."""
+        rows = self.rows()
+        width = max(len(r[0]) for r in rows)
+        return "\n".join(f"{name:<{width}}  {value:>8}  {scope:<11}  {what}"
+                         for name, value, scope, what in rows)
+
+
+def visitor(scope) -> str:
+    """The address a request's budgets count: the client's (a trusted proxy's X-Forwarded-For
+    has replaced it already), an IPv6 address by its /64, which one host holds whole. ValueError
+    if it is not an address (a forwarded value such as "unknown")."""
+    client = scope.get("client")
+    text = client[0] if client else ""
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        raise ValueError(f"the client address {text[:60]!r} is not an address; a proxy must "
+                         "forward the visitor's address in X-Forwarded-For") from None
+    if address.version == 6:
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(address)
 
 
 def host_name(value: str) -> str:
@@ -116,6 +203,10 @@ class Guard:
         if host_name(host) not in self.names:
             return await self._refuse(scope, receive, send, 400,
                                       f"Host {host[:100]!r} is not a name of this server")
+        try:
+            visitor(scope)
+        except ValueError as exc:
+            return await self._refuse(scope, receive, send, 400, str(exc))
         origin = headers.get("origin")
         checks_origin = scope["type"] == "websocket" or \
             scope.get("method", "GET").encode() not in self.READS
@@ -138,23 +229,49 @@ class Guard:
 
 
 class TooLarge(ValueError):
-    """A request body past its limit."""
+    """A request body past its limit (413)."""
 
 
-async def read_body(request, limit: int, what: str, setting: str) -> bytes:
+class TooSlow(ValueError):
+    """A request body that took longer than its time to arrive (408)."""
+
+
+async def read_body(request, limit: int, what: str, setting: str, seconds: float) -> bytes:
     """The request's body, read in chunks and refused (TooLarge) as soon as it passes `limit`
-    bytes, or at once when its Content-Length says it will."""
+    bytes, or at once when its Content-Length says it will; TooSlow if it has not all arrived
+    within `seconds` (the body_seconds budget), however slowly it trickles."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise TooLarge(f"{what} is {int(declared):,} bytes; at most {limit:,} "
                        f"(--limits {setting}=...)")
     size, chunks = 0, []
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise TooLarge(f"{what} is over {limit:,} bytes (--limits {setting}=...)")
-        chunks.append(chunk)
+    try:
+        async with asyncio.timeout(seconds):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise TooLarge(f"{what} is over {limit:,} bytes (--limits {setting}=...)")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise TooSlow(f"{what} took over {seconds:g} s to arrive (--limits body_seconds)") \
+            from None
     return b"".join(chunks)
+
+
+async def discard_body(request, limit: int, seconds: float) -> None:
+    """Read and drop what a refused request still sends (at most `limit` bytes, for at most
+    `seconds`), so that its one-line answer reaches the sender instead of a reset connection.
+    Reading costs the server little; checking is what a refusal spares it."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return
+    size = 0
+    with contextlib.suppress(TimeoutError, Exception):
+        async with asyncio.timeout(seconds):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    return
 
 
 class RateLimit:

@@ -617,3 +617,19 @@ def test_zero_rollout_workers_is_said_to_mean_none(capsys, monkeypatch, tmp_path
     out = capsys.readouterr().out
     assert out.startswith("--rollout-workers 0: no rollout workers; the learner plays its own "
                           "games\n"), out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, text, says", [
+    ("deep.toml", "x = " + "[" * 100_000 + "]" * 100_000, "nested deeper than 64 levels"),
+    ("dotted.toml", "[train]\n" + "a" + ".a" * 150_000 + " = 1\n", "a dotted key of more than 64"),
+    ("deep.json", "[" * 100_000 + "]" * 100_000, "JSON nested deeper than 64 levels"),
+], ids=["deep-toml", "dotted-toml", "deep-json"])
+def test_a_config_too_deep_to_parse_is_one_line(tmp_path, name, text, says):
+    """Refused before the parser sees it (which would recurse, or take minutes over a long
+    dotted key): one line naming the file, exit 2."""
+    path = tmp_path / name
+    path.write_text(text)
+    out = _run(["spacewar-ai", "--config", str(path), "--timesteps", "10"], timeout=120)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr[-2000:]
+    assert str(path) in out.stderr and says in out.stderr

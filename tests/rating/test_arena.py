@@ -22,13 +22,13 @@ def test_an_onnx_model_is_played_and_a_broken_one_refused(tmp_path):
     arena.submit("swapped", "net.onnx", (tmp_path / "net.onnx").read_bytes(), "1.1.1.1", 5)
     players = {p["name"]: p for p in arena.players()}
     hard = players["heuristic:hard"]
-    outcome = run_pairing(arena.folder, hard, players["exported"])
+    outcome = run_pairing(hard, players["exported"])
     assert outcome[0] == "ok" and outcome[1]["games"] == PAIRING_GAMES
     arena.record(hard, players["exported"], outcome[1])
     # A file changed on disk after it was checked is checked again before it plays.
     swapped = players["swapped"]
     (arena.submissions / swapped["file"]).write_bytes(b"not a model at all")
-    outcome = run_pairing(arena.folder, hard, swapped)
+    outcome = run_pairing(hard, swapped)
     assert outcome[0] == "refused" and outcome[1] == swapped["id"]
     assert outcome[2] == "swapped: not an ONNX model (it does not parse)"
     arena.refuse(swapped, outcome[2], (hard, swapped))
@@ -42,17 +42,68 @@ def test_an_onnx_model_is_played_and_a_broken_one_refused(tmp_path):
         arena.record(*pair, {"games": 2, "wins_a": 1, "wins_b": 1, "draws": 0, "replays": []})
 
 
-def test_pairings_are_each_played_once_in_order(tmp_path):
-    arena = Arena(tmp_path / "arena")
-    arena.submit("spinner", "s.py", b"def strategy(obs):\n    return 1\n", "2.2.2.2", 5)
-    seen = set()
+DRAW = {"games": 2, "wins_a": 1, "wins_b": 1, "draws": 0, "replays": []}
+
+
+def test_the_house_plays_itself_once_then_each_entrant_its_share(tmp_path):
+    """The house pilots' pairings anchor the scale; each entrant then plays `per_entrant`
+    pairings, never the same opponent twice, so the queue grows with the entrants, not with
+    their square."""
+    arena = Arena(tmp_path / "arena", per_entrant=3)
+    for k in range(4):
+        arena.submit(f"spinner{k}", "s.py", b"def strategy(obs):\n    return 1\n",
+                     f"2.2.2.{k}", 5)
+    n_house = len(HOUSE)
+    assert arena.pairings_left() == n_house * (n_house - 1) // 2 + 4 * 3
+    seen, order = set(), []
     while (pair := arena.next_pairing()) is not None:
         a, b = pair
         assert (a["id"], b["id"]) not in seen and a["id"] < b["id"]
         seen.add((a["id"], b["id"]))
-        arena.record(a, b, {"games": 2, "wins_a": 1, "wins_b": 1, "draws": 0, "replays": []})
-    n = len(HOUSE) + 1
-    assert len(seen) == n * (n - 1) // 2
+        order.append(pair)
+        arena.record(a, b, DRAW)
+    assert all(a["kind"] == b["kind"] == "house" for a, b in order[:n_house * (n_house - 1) // 2])
+    pairings = {p["name"]: p["pairings"] for p in arena.leaderboard()}
+    assert all(pairings[f"spinner{k}"] >= 3 for k in range(4)), pairings
+    assert len(seen) <= n_house * (n_house - 1) // 2 + 4 * 3 and arena.pairings_left() == 0
+
+
+def test_an_entrant_meets_the_opponent_nearest_its_rating(tmp_path):
+    """Opponents are chosen for what a game can say: an entrant that beat everyone so far
+    meets the strongest player next, and a new entrant's first opponent is the one nearest the
+    middle of the board."""
+    arena = Arena(tmp_path / "arena", per_entrant=4)
+    while (pair := arena.next_pairing()) is not None:  # a house ladder: the later, the stronger
+        a, b = pair
+        arena.record(a, b, {"games": 20, "wins_a": 2, "wins_b": 18, "draws": 0, "replays": []})
+    board = {p["name"]: p["rating"] for p in arena.leaderboard()}
+    ranked = sorted(board, key=board.get)
+    arena.submit("champ", "s.py", b"def strategy(obs):\n    return 1\n", "4.4.4.4", 5)
+    a, b = arena.next_pairing()
+    assert b["name"] == "champ" and a["name"] == ranked[len(ranked) // 2]
+    arena.record(a, b, {"games": 20, "wins_a": 0, "wins_b": 20, "draws": 0, "replays": []})
+    a, b = arena.next_pairing()
+    assert b["name"] == "champ" and a["name"] == ranked[-1]
+
+
+def test_a_new_upload_plays_before_older_entrants_play_again(tmp_path):
+    """The entrant with the fewest pairings goes next: an upload that arrives after a crowd
+    plays its first pairing before any of the crowd plays its second, and its rating is shown
+    (provisional) from that first pairing."""
+    arena = Arena(tmp_path / "arena", per_entrant=3)
+    while (pair := arena.next_pairing()) is not None:
+        arena.record(*pair, DRAW)
+    source = b"def strategy(obs):\n    return 1\n"
+    for k in range(6):
+        arena.submit(f"crowd{k}", "s.py", source, f"198.51.100.{k}", 5)
+    for _ in range(3):  # some of the crowd has played once
+        arena.record(*arena.next_pairing(), DRAW)
+    arena.submit("honest", "s.py", source, "192.0.2.1", 5)
+    first = arena.next_pairing()
+    assert "honest" in (first[0]["name"], first[1]["name"])
+    arena.record(*first, DRAW)
+    row = next(p for p in arena.leaderboard() if p["name"] == "honest")
+    assert row["rating"] is not None and row["ci95"] > 0 and row["provisional"]
 
 
 @pytest.mark.parametrize("name, file, data, says", [
@@ -82,10 +133,10 @@ def test_a_memory_bomb_and_a_slow_model_are_confined_and_refused(tmp_path):
 
     arena, players = _arena_with(tmp_path, ("bomb", hostile.memory_bomb), ("slow", hostile.slow))
     house = players["random"]
-    outcome = run_pairing(arena.folder, house, players["bomb"], Confinement(memory_mb=2048))
+    outcome = run_pairing(house, players["bomb"], Confinement(memory_mb=2048))
     assert outcome[:2] == ("refused", players["bomb"]["id"])
     assert outcome[2].startswith("bomb: the model failed while deciding (")
-    outcome = run_pairing(arena.folder, house, players["slow"], Confinement(decision_ms=50))
+    outcome = run_pairing(house, players["slow"], Confinement(decision_ms=50))
     assert outcome == ("refused", players["slow"]["id"],
                        "slow: a decision over the limit of 50 ms")
 
@@ -107,16 +158,16 @@ def test_one_long_operator_and_a_slow_load_are_stopped_at_their_deadlines(tmp_pa
                                  ("heavy", hostile.slow_to_load))
     house = players["random"]
     began = time.monotonic()
-    outcome = run_pairing(arena.folder, house, players["matmul"], Confinement(decision_ms=200))
+    outcome = run_pairing(house, players["matmul"], Confinement(decision_ms=200))
     assert outcome == ("refused", players["matmul"]["id"],
                        "matmul: a decision ran past the limit of 200 ms and was stopped at "
                        "450 ms"), outcome
     assert time.monotonic() - began < 120  # a safety net: not the minutes of many decisions
-    outcome = run_pairing(arena.folder, house, players["heavy"], Confinement(load_seconds=0.05))
+    outcome = run_pairing(house, players["heavy"], Confinement(load_seconds=0.05))
     assert outcome == ("refused", players["heavy"]["id"],
                        "heavy: its model took over 0.05 s to load"), outcome
     # With time to load (and to decide: its decisions are slow too), the model plays.
-    outcome = run_pairing(arena.folder, house, players["heavy"], Confinement(decision_ms=30_000))
+    outcome = run_pairing(house, players["heavy"], Confinement(decision_ms=30_000))
     assert outcome[0] == "ok", outcome
 
 
@@ -127,7 +178,7 @@ def test_a_pairing_deadline_counts_the_time_spent_before_a_restart(tmp_path):
     arena.charge(a, b, 42.5)  # written every few seconds while the pairing runs
     assert Arena(tmp_path / "arena").spent(a, b) == 42.5  # what a restarted server reads
     limits = Confinement(seconds=40.0)
-    assert run_pairing(arena.folder, a, b, limits, arena.spent(a, b)) == ("timeout",)
+    assert run_pairing(a, b, limits, arena.spent(a, b)) == ("timeout",)
     arena.refuse(b, "its pairing took too long", (a, b))
     assert arena.spent(a, b) == 0.0 and b["id"] not in {
         p["id"] for p in arena.players() if p["status"] != "refused"}
@@ -136,17 +187,37 @@ def test_a_pairing_deadline_counts_the_time_spent_before_a_restart(tmp_path):
 def test_the_next_pairing_is_fair_between_submitters(tmp_path):
     arena = Arena(tmp_path / "arena")
     while (pair := arena.next_pairing()) is not None:  # the house pilots' own pairings
-        arena.record(*pair, {"games": 2, "wins_a": 1, "wins_b": 1, "draws": 0, "replays": []})
+        arena.record(*pair, DRAW)
     source = b"def strategy(obs):\n    return 1\n"
     for k in range(3):
         arena.submit(f"many{k}", "s.py", source, "6.6.6.6", 9)
     arena.submit("late", "s.py", source, "7.7.7.7", 9)
     client = {p["id"]: p["client"] for p in arena.players()}
+
+    def entrant(pair):
+        return next(client[p["id"]] for p in pair if p["kind"] != "house")
+
     first = arena.next_pairing()
-    assert client[first[1]["id"]] == "6.6.6.6"  # the oldest submission first
     busy = frozenset({(first[0]["id"], first[1]["id"])})
     second = arena.next_pairing(busy)  # the other runner: not the busy address again
-    assert client[second[1]["id"]] == "7.7.7.7"
-    arena.record(*first, {"games": 2, "wins_a": 1, "wins_b": 1, "draws": 0, "replays": []})
-    # 6.6.6.6 has had a pairing played this hour and 7.7.7.7 none: 7.7.7.7 goes first.
-    assert client[arena.next_pairing()[1]["id"]] == "7.7.7.7"
+    assert {entrant(first), entrant(second)} == {"6.6.6.6", "7.7.7.7"}
+    arena.record(*first, DRAW)
+    arena.record(*second, DRAW)
+    # Each address has had a pairing this hour; of the entrants with none, 6.6.6.6's go next.
+    assert entrant(arena.next_pairing()) == "6.6.6.6"
+
+
+def test_an_address_over_its_attempts_is_refused_before_its_upload_is_read(tmp_path):
+    """Uploads count when they arrive, refused ones too: once an address has tried its
+    allowance of attempts, or had its submissions accepted, the next is refused at once."""
+    from spacewar_ai.rating.arena import OverAllowance
+
+    arena = Arena(tmp_path / "arena")
+    for _ in range(3):
+        arena.attempt("5.5.5.5", 3, 2)
+    with pytest.raises(OverAllowance, match="3 uploads from your address.*attempts_per_hour=3"):
+        arena.attempt("5.5.5.5", 3, 2)
+    arena.attempt("5.5.5.6", 3, 2)  # another address has its own
+    arena.submit("one", "s.py", b"def strategy(obs):\n    return 1\n", "5.5.5.7", 1)
+    with pytest.raises(OverAllowance, match="submissions_per_hour=1"):
+        arena.attempt("5.5.5.7", 3, 1)

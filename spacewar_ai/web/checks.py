@@ -1,0 +1,286 @@
+"""Checks of what a visitor sends, each in a confined process: nothing a visitor sends is
+parsed, replayed or checked in the server's event loop (or its process).
+
+`Checks` keeps `checkers` processes (`python -m spacewar_ai.web.checks PARENT_PID MEMORY_MB`)
+started ahead, each with its address space capped by the kernel (`check_memory_mb`). A check is
+one job for one of them, with a wall-clock deadline (`check_seconds`) past which its process is
+killed and replaced. Before a job is queued, three budgets are asked (`refusal`): the checks
+waiting or running in all (`checks_queued`), those of the visitor's address
+(`checks_per_address`), and the CPU seconds the address's checks used in the last hour
+(`check_cpu_per_hour`, read from the kernel's count of the process's time, so a check killed
+at its deadline is charged too).
+
+The jobs (`run_job`): a replay, parsed and replayed into the frames the page plays (its engine
+frames bounded by `replay_frames` before any is played); an arena upload's parsing checks
+(rating.arena.check_submission); a pilot spec from a page (web.files.Files.check_spec).
+
+The server sends a job as a pickle (it trusts itself); the process answers in bytes and JSON,
+never pickle, since it has read a visitor's bytes: a status byte and the answer (JSON, or one
+line of error). Its standard error goes nowhere, so nothing it read is ever printed raw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import os
+import pickle
+import struct
+import sys
+import time
+
+from .guard import Limits
+
+HEADER = struct.Struct(">I")
+OK, ERROR = b"o", b"e"
+HOUR = 3600.0
+
+
+class Busy(ValueError):
+    """A check refused by a budget before it was queued: `status` 503 when the server is at its
+    most, 429 when the visitor's address is."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU time of process `pid` so far (Linux /proc), 0.0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Checks:
+    """The checker processes and the budgets of what they do (module docstring)."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self.idle: list = []
+        self.slots: asyncio.Semaphore | None = None
+        self.queued = 0
+        self.in_flight: collections.Counter = collections.Counter()
+        self.spent: dict[str, collections.deque] = {}
+
+    async def start(self) -> None:
+        """Start the checker processes ahead (within the running event loop)."""
+        self.slots = asyncio.Semaphore(self.limits.checkers)
+        self.idle = list(await asyncio.gather(*(self._spawn()
+                                                for _ in range(self.limits.checkers))))
+
+    async def _spawn(self):
+        from ..util.processes import child_command, package_env
+
+        return await asyncio.create_subprocess_exec(
+            *child_command([sys.executable, "-m", "spacewar_ai.web.checks", str(os.getpid()),
+                            str(self.limits.check_memory_mb)]),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL, env=package_env(), limit=2**20)
+
+    async def close(self) -> None:
+        procs, self.idle = self.idle, []
+        for proc in procs:
+            if proc.returncode is None:
+                proc.kill()
+            await proc.wait()
+
+    def cpu_used(self, visitor: str) -> float:
+        """CPU seconds the checks of `visitor` used in the last hour."""
+        spent = self.spent.get(visitor)
+        if not spent:
+            return 0.0
+        since = time.monotonic() - HOUR
+        while spent and spent[0][0] < since:
+            spent.popleft()
+        return sum(seconds for _, seconds in spent)
+
+    def refusal(self, visitor: str) -> Busy | None:
+        """Why a check for `visitor` may not be queued now, or None."""
+        lim = self.limits
+        if self.queued >= lim.checks_queued:
+            return Busy(f"the server is checking {self.queued} uploads, its most (--limits "
+                        f"checks_queued={lim.checks_queued}); try again in a minute", 503)
+        if self.in_flight[visitor] >= lim.checks_per_address:
+            return Busy(f"your address has {self.in_flight[visitor]} checks under way, the "
+                        f"most (--limits checks_per_address={lim.checks_per_address}); wait "
+                        "for them", 429)
+        used = self.cpu_used(visitor)
+        if used >= lim.check_cpu_per_hour:
+            return Busy(f"checks from your address used {used:.0f} s of CPU in the last hour, "
+                        f"the most (--limits check_cpu_per_hour={lim.check_cpu_per_hour:g}); "
+                        "try again later", 429)
+        return None
+
+    def _charge(self, visitor: str, seconds: float) -> None:
+        if len(self.spent) > 10_000:  # forget addresses with nothing left in the hour
+            for key in [k for k in self.spent if not self.cpu_used(k)]:
+                del self.spent[key]
+        self.spent.setdefault(visitor, collections.deque()).append((time.monotonic(), seconds))
+
+    async def run(self, kind: str, payload: dict, visitor: str) -> bytes:
+        """The answer of job `kind` for `visitor` (JSON bytes); Busy if a budget refuses it
+        first, ValueError (one line) if the check refuses what was sent or fails."""
+        refused = self.refusal(visitor)
+        if refused is not None:
+            raise refused
+        self.queued += 1
+        self.in_flight[visitor] += 1
+        try:
+            async with self.slots:
+                return await self._ask(kind, payload, visitor)
+        finally:
+            self.queued -= 1
+            self.in_flight[visitor] -= 1
+            if not self.in_flight[visitor]:
+                del self.in_flight[visitor]
+
+    async def _ask(self, kind: str, payload: dict, visitor: str) -> bytes:
+        lim = self.limits
+        proc = self.idle.pop() if self.idle else await self._spawn()
+        began = _cpu_seconds(proc.pid)
+        healthy = False
+        try:
+            job = pickle.dumps((kind, payload, lim))
+            proc.stdin.write(HEADER.pack(len(job)) + job)
+            status, body = await asyncio.wait_for(self._answer(proc), lim.check_seconds)
+            healthy = True
+        except asyncio.TimeoutError:
+            raise ValueError(f"its check took over {lim.check_seconds:g} s and was stopped "
+                             f"(--limits check_seconds)") from None
+        except (asyncio.IncompleteReadError, ConnectionError, TooLong):
+            raise ValueError(f"its check went over its memory (--limits check_memory_mb="
+                             f"{lim.check_memory_mb}) and was stopped") from None
+        finally:
+            self._charge(visitor, max(0.0, _cpu_seconds(proc.pid) - began))
+            if healthy:
+                self.idle.append(proc)
+            else:
+                if proc.returncode is None:
+                    proc.kill()
+                await proc.wait()
+        if status == ERROR:
+            raise ValueError(body.decode("utf-8", "replace"))
+        return body
+
+    async def _answer(self, proc) -> tuple[bytes, bytes]:
+        size = HEADER.unpack(await proc.stdout.readexactly(HEADER.size))[0]
+        if size > self.limits.check_memory_mb * 2**20:
+            raise TooLong
+        data = await proc.stdout.readexactly(size)
+        return data[:1], data[1:]
+
+
+class TooLong(Exception):
+    """An answer longer than a checker could have made within its memory."""
+
+
+# --- the checker process ---------------------------------------------------------------------------
+def run_job(kind: str, payload: dict, limits: Limits) -> bytes:
+    """One check, in a checker process: the answer as JSON bytes; ValueError (one line) when
+    what was sent is refused."""
+    if kind == "replay":
+        return _replay(payload, limits)
+    if kind == "submission":
+        from ..rating.arena import check_submission
+
+        check_submission(payload["name"], payload["kind"], payload["data"])
+        return b"{}"
+    if kind == "spec":
+        from .files import Files
+
+        files = Files(payload["root"], payload["checkpoint_dir"], payload["ratings_file"])
+        return json.dumps({"spec": files.check_spec(payload["spec"])}).encode()
+    raise ValueError(f"no such check: {kind}")
+
+
+def _replay(payload: dict, limits: Limits) -> bytes:
+    """A replay's frames as the page plays them: from a file of the server's (`path`, named
+    `name` as the page asked for it) or from an upload's `text`."""
+    from ..game.replays import ReplayError, load_replay, parse_replay
+    from .app import replay_frames
+
+    name = payload["name"]
+    if payload.get("path"):
+        try:
+            replay = load_replay(payload["path"])
+        except (ValueError, OSError):  # its words may quote the file or its path
+            raise ValueError(f"{name[:300]}: not a valid replay") from None
+    else:
+        try:
+            text = payload["text"].decode("utf-8")
+        except UnicodeDecodeError:
+            raise ReplayError(f"replay {name}: not UTF-8 text") from None
+        replay = parse_replay(text, name)
+    steps = len(replay["actions"][0])
+    frames = steps * replay["game_config"].frame_skip
+    if frames > limits.replay_frames:
+        raise ValueError(f"replay {name}: {frames:,} engine frames, more than this server "
+                         f"replays (--limits replay_frames={limits.replay_frames:,})")
+    return json.dumps(replay_frames(replay, name), separators=(",", ":")).encode()
+
+
+def _serve(stdin, stdout) -> None:
+    from .live import public_message
+
+    def read(n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = stdin.read(n - len(data))
+            if not chunk:
+                raise EOFError
+            data += chunk
+        return data
+
+    while True:
+        try:
+            kind, payload, limits = pickle.loads(read(HEADER.unpack(read(HEADER.size))[0]))
+        except EOFError:
+            return
+        try:
+            status, body = OK, run_job(kind, payload, limits)
+        except MemoryError:
+            status, body = ERROR, b"its check went over its memory and was stopped"
+        except Exception as exc:  # every refusal and failure: one line, nothing of the file
+            status, body = ERROR, public_message(exc).encode()
+        stdout.write(HEADER.pack(1 + len(body)) + status + body)
+        stdout.flush()
+        if body.startswith(b"its check went over its memory"):
+            return  # a process that ran out of memory may be broken: the server starts another
+
+
+def main(argv: list[str]) -> int:
+    import resource
+
+    from ..util.processes import die_with_parent
+
+    memory_mb = int(argv[1])
+    resource.setrlimit(resource.RLIMIT_AS, (memory_mb * 2**20, memory_mb * 2**20))
+    die_with_parent(int(argv[0]))
+    stdin, stdout = os.fdopen(0, "rb", buffering=0), os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # the answers keep the real stdout; anything else printed goes nowhere
+    # Loaded before the first job arrives: the engine (numba's cached code) and the checks.
+    import numpy as np
+
+    import spacewar_ai.pilots.sandbox  # noqa: F401
+    from spacewar_ai.config import GameConfig
+    from spacewar_ai.game.engine import GameBatch
+
+    warm = GameBatch(1, GameConfig())
+    warm.reset(seeds=np.zeros(1, dtype=np.int64))
+    warm.step(np.zeros((1, 2), dtype=np.int64))
+    warm.observe()
+
+    try:
+        _serve(stdin, stdout)
+    except (BrokenPipeError, KeyboardInterrupt):
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

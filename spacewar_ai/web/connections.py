@@ -1,0 +1,215 @@
+"""Connections as a budget: how many one address may hold open, how many the server holds in
+all (never more than its file descriptors allow), and how long a connection may take to send a
+request's headers.
+
+uvicorn takes its HTTP protocol as a class (`uvicorn.Config(http=...)`); `budgeted_protocol`
+gives it a subclass of uvicorn's h11 protocol that checks these three before any of the app
+runs. `H11Protocol` is uvicorn's own class, not a documented API: the uvicorn range is pinned in
+pyproject.toml and tests/web/test_connections.py checks the two methods overridden here
+(`connection_made`, `data_received`) and the attributes read (`transport`, `conn`).
+
+- **Per address and in all.** A connection over either count is answered at once with one
+  line (503) and closed, so it holds its descriptor for microseconds. A trusted proxy's
+  connections carry many visitors: they count in all only.
+- **Descriptors.** The count in all is lowered to what the process's descriptor limit leaves
+  after the server's own files, pipes and workers, so accepting never meets "Too many open
+  files"; should something else use them up, asyncio's accept loop backs off for a second, and
+  its report is logged once for as long as the condition lasts (`quiet_accept_errors`).
+- **Slow headers.** A connection waiting for a request's headers (a new one, or one kept alive
+  after an answer, once it has sent a byte) is closed `head_seconds` after it began waiting,
+  however slowly it trickles bytes. uvicorn's keep-alive timeout closes one that sends nothing.
+
+Each condition is logged once when it begins, and once when it ends with how many it refused,
+never once per connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import resource
+
+LOG = logging.getLogger("spacewar_ai.web")
+# Descriptors the server keeps for itself beyond connections: the listening socket, the
+# database, static files, logs, and a few pipes for every worker process.
+RESERVED_FDS = 64
+FDS_PER_WORKER = 6
+
+
+def descriptor_budget(wanted: int, workers: int) -> int:
+    """Connections the server may hold: `wanted`, lowered to what the descriptor limit leaves
+    after the server's own (RESERVED_FDS and FDS_PER_WORKER for each of `workers`). The soft
+    limit is raised towards the hard one first, as servers do. ValueError if nothing is left."""
+    reserve = RESERVED_FDS + FDS_PER_WORKER * workers
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = wanted + reserve
+    if soft != resource.RLIM_INFINITY and soft < want:
+        raised = want if hard == resource.RLIM_INFINITY else min(want, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (ValueError, OSError):
+            pass
+    fit = wanted if soft == resource.RLIM_INFINITY else min(wanted, soft - reserve)
+    if fit < 1:
+        raise ValueError(f"the descriptor limit ({soft}) leaves no connections after the "
+                         f"server's own {reserve}: raise it (ulimit -n) or lower games_in_all")
+    return fit
+
+
+class Condition:
+    """A refusal that may last (an address at its most, the server at its most): logged once
+    when it begins and once when it ends, with the count it refused meanwhile."""
+
+    def __init__(self, says: str):
+        self.says = says
+        self.refused = 0
+
+    def hit(self) -> None:
+        if self.refused == 0:
+            LOG.warning("%s; refusing until it clears", self.says)
+        self.refused += 1
+
+    def clear(self) -> None:
+        if self.refused:
+            LOG.warning("%s no longer: %d refused meanwhile", self.says, self.refused)
+            self.refused = 0
+
+
+class ConnectionBudget:
+    """The open connections by address, and the counts they may reach."""
+
+    def __init__(self, per_address: int, in_all: int, head_seconds: float, proxies=()):
+        self.per_address = per_address
+        self.in_all = in_all
+        self.head_seconds = head_seconds
+        self.proxies = [ipaddress.ip_network(p, strict=False) for p in proxies]
+        self.open: dict[str, set] = {}
+        self.total = 0
+        self.conditions: dict[str, Condition] = {}
+
+    def _proxy(self, address: str) -> bool:
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            return False
+        return any(ip in net for net in self.proxies)
+
+    def _prune(self, address: str) -> None:
+        held = self.open.get(address)
+        if held is None:
+            return
+        live = {t for t in held if not t.is_closing()}
+        self.total -= len(held) - len(live)
+        if live:
+            self.open[address] = live
+        else:
+            del self.open[address]
+
+    def _condition(self, key: str, says: str) -> Condition:
+        return self.conditions.setdefault(key, Condition(says))
+
+    def admit(self, transport) -> str:
+        """"" if the connection may be served (it is counted from now), else why not."""
+        peer = transport.get_extra_info("peername")
+        address = str(peer[0]) if peer else "?"
+        self._prune(address)
+        if self.total >= self.in_all:
+            for other in list(self.open):
+                self._prune(other)
+        if self.total >= self.in_all:
+            self._condition("*", f"connections: the server holds its most ({self.in_all})").hit()
+            return (f"the server holds its most connections ({self.in_all}, --limits "
+                    "connections_in_all); try again in a minute")
+        if not self._proxy(address) and len(self.open.get(address, ())) >= self.per_address:
+            self._condition(address, f"connections: {address} holds its most "
+                                     f"({self.per_address})").hit()
+            return (f"your address holds its most open connections ({self.per_address}, "
+                    "--limits connections_per_address); close some first")
+        for key in ("*", address):
+            if key in self.conditions:
+                self.conditions.pop(key).clear()
+        self.open.setdefault(address, set()).add(transport)
+        self.total += 1
+        return ""
+
+
+def refuse_connection(transport, why: str) -> None:
+    """Answer a connection that is over budget with one line (503) and close it."""
+    body = ('{"error": "' + why.replace('"', "'") + '"}').encode()
+    transport.write(b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
+                    b"connection: close\r\ncontent-length: " + str(len(body)).encode() +
+                    b"\r\n\r\n" + body)
+    transport.close()
+
+
+def budgeted_protocol(budget: ConnectionBudget):
+    """uvicorn's h11 protocol class with `budget`'s checks (module docstring)."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class BudgetedH11(H11Protocol):
+        head_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            why = budget.admit(transport)
+            if why:
+                refuse_connection(transport, why)
+                return
+            self._wait_for_head()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self._wait_for_head()  # bytes of headers still to come: the clock runs on
+            elif self.head_timer is not None:
+                self.head_timer.cancel()
+                self.head_timer = None
+
+        def _wait_for_head(self) -> None:
+            if self.head_timer is None:
+                self.head_timer = self.loop.call_later(budget.head_seconds, self._head_late)
+
+        def _head_late(self) -> None:
+            self.head_timer = None
+            if self.conn.their_state is h11.IDLE:
+                self.transport.close()
+
+        def connection_lost(self, exc) -> None:
+            if self.head_timer is not None:
+                self.head_timer.cancel()
+                self.head_timer = None
+            super().connection_lost(exc)
+
+    return BudgetedH11
+
+
+class quiet_accept_errors:
+    """A loop exception handler that logs asyncio's "socket.accept() out of system resource"
+    once while it lasts (asyncio retries every second) and passes everything else on."""
+
+    MESSAGE = "socket.accept() out of system resource"
+    QUIET_SECONDS = 60.0
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self.previous = loop.get_exception_handler()
+        self.last = -float("inf")
+        self.count = 0
+
+    def __call__(self, loop, context) -> None:
+        if context.get("message") == self.MESSAGE:
+            now = loop.time()
+            if now - self.last > self.QUIET_SECONDS:
+                LOG.warning("accept: out of file descriptors (%s); accepting again every "
+                            "second, logged again after a minute of quiet",
+                            context.get("exception"))
+            self.last = now
+            self.count += 1
+            return
+        if self.previous is not None:
+            self.previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
