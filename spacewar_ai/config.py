@@ -186,7 +186,7 @@ class GameConfig(_Config):
     # a 7th action: vanish, reappear at random, may explode
     hyperspace: bool = setting(False, SWITCH)
     # jumps per ship; the k-th destroys the ship with probability k/8
-    hyperspace_jumps: int = setting(8, up_to(NATURAL, 1000))
+    hyperspace_jumps: int = setting(8, up_to(NATURAL, 10**9))
     # frames invisible and untouchable
     hyperspace_vanish_frames: int = setting(32, up_to(AT_LEAST_ONE, 100_000))
     # frames after reappearing before the next jump

@@ -9,6 +9,17 @@ os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_logreport(report):
+    """A failing test is named the moment it fails, even in -q runs on xdist workers (which
+    name nobody until the summary): a run cut short by a timeout still says what failed."""
+    if report.failed and not hasattr(report, "wasxfail") and \
+            not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller names it, once
+        import sys
+
+        print(f"\nFAILED {report.nodeid} ({report.when})", file=sys.stderr, flush=True)
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """A tiny random-weight Llama model and tokenizer saved as a folder (tests/tiny_lm.py)."""

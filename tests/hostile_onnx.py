@@ -146,3 +146,13 @@ def slow_to_load(path: Path, inputs: int = 100_000) -> Path:
     nodes, inits = _from_obs(1.0)
     nodes.append(helper.make_node("Concat", ["seed"] * inputs, ["copy"], axis=0))
     return _scores_from(nodes, inits, "copy", path)
+
+
+def costly_to_refuse(path: Path, nodes: int = 60_000) -> Path:
+    """Breaks a rule (a Tile, which no policy needs) only at the end of a chain of `nodes`
+    Identity nodes: a model of some megabytes whose checker reads every node before it is
+    refused."""
+    chain = [helper.make_node("Identity", ["obs" if k == 0 else f"v{k - 1}"], [f"v{k}"])
+             for k in range(nodes)]
+    chain.append(helper.make_node("Tile", [f"v{nodes - 1}", "reps"], ["tiled"]))
+    return _scores_from(chain, [_ints("reps", [1, 1])], "tiled", path)

@@ -82,3 +82,14 @@ def test_the_readmes_python_example_runs(capsys):
     block = re.search(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S).group(1)
     exec(compile(block, "README.md", "exec"), {})
     assert capsys.readouterr().out.strip() == "NONE"  # ship 1's death cause while it lives
+
+
+def test_the_servers_budgets_table_is_the_one_the_server_keeps():
+    """docs/browser.md's table of budgets is the server's own declaration (web/guard.py's
+    Limits), row for row: every name, default, scope and description."""
+    from spacewar_ai.web.guard import Limits
+
+    text = (ROOT / "docs" / "browser.md").read_text()
+    rows = re.findall(r"^\| `(\w+)` \| (\S+) \| (each|per address|in all) \| (.+) \|$", text,
+                      re.M)
+    assert rows == Limits().rows()

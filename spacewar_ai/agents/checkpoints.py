@@ -63,6 +63,11 @@ def load_checkpoint(path, expect_algorithm: str | None = None,
                     expect_obs_dim: int | None = None) -> dict[str, Any]:
     """Read and check a checkpoint; returns the payload with `metadata` parsed."""
     p = Path(path)
+    if p.is_dir():
+        found = sorted(p.glob("*/latest.pt")) if not (p / "latest.pt").is_file() else \
+            [p / "latest.pt"]
+        hint = f" such as {found[0]}" if found else " (a run's checkpoints/<run>/latest.pt)"
+        raise CheckpointError(f"checkpoint {p}: is a folder; give a checkpoint file{hint}")
     if not p.is_file():
         raise CheckpointError(f"checkpoint {p}: no such file")
     try:

@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         check_outputs(args)
         return chosen.run(parser, args)
     except KeyboardInterrupt:
-        print("\ninterrupted: the last checkpoint written is intact", file=sys.stderr)
+        print("\ninterrupted: every file written so far is intact", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # Output piped into `head` or similar: stop quietly, like other command-line tools.

@@ -47,7 +47,10 @@ MINUTES = flag("--minutes", "training", type=positive_float,
                     "--episodes and --minutes comes first")
 NUM_ENVS = flag("--num-envs", "training", type=count(1), help="games played at once (default 256)")
 LEARNING_RATE = flag("--learning-rate", "training", type=positive_float)
-DEVICE = flag("--device", "training", choices=("cpu", "cuda", "auto"))
+DEVICE = flag("--device", "training", choices=("cpu", "cuda", "auto"),
+              help="where the learner's network trains: cpu (default), cuda (a GPU; needs a CUDA "
+                   "build of torch, README 'On a GPU') or auto (cuda where torch finds one); the "
+                   "games and rollout workers stay on the CPU")
 TORCH_THREADS = flag("--torch-threads", "training", type=count(0),
                      help="torch threads (default 1, or SPACEWAR_TORCH_THREADS; the count "
                           "changes the arithmetic, so a seed's weights are those of its count)")
@@ -253,14 +256,27 @@ def exploration_guide(args, cfg):
     return guide(args.use_llm, client, cfg)
 
 
-def check_display(parser, what: str) -> None:
+# What works instead of a window: only what the mode that asked for one can do.
+BROWSER = "spacewar-ai --serve, then open it in a browser"
+WINDOWLESS = {
+    "human-play": f"play in the browser instead ({BROWSER}: /play)",
+    "replay": "write it as a video with --record FILE.mp4 or as a page with --html FILE.html, "
+              f"or watch it in the browser ({BROWSER}: /replays)",
+    "games": "film the games with --record FILE.mp4 instead of --render, or watch them in the "
+             f"browser ({BROWSER}: /watch)",
+    "training": "leave out --render and follow the run in TensorBoard (tensorboard --logdir "
+                "runs)",
+}
+
+
+def check_display(parser, what: str, instead: str) -> None:
     """Refuse a window where none can open, before any game: on Linux with no display named
     (DISPLAY, WAYLAND_DISPLAY) and no video driver chosen (SDL_VIDEODRIVER, such as dummy), SDL
-    would play on invisibly, and a person would wait for a window that never comes."""
+    would play on invisibly, and a person would wait for a window that never comes. `instead`:
+    the key of WINDOWLESS that says what works without one."""
     env = os.environ
     if (not sys.platform.startswith("linux") or env.get("SDL_VIDEODRIVER")
             or env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")):
         return
-    parser.error(f"{what} opens a window, and no display is here (DISPLAY is unset): write a "
-                 "video with --record FILE.mp4, a replay page with --html FILE.html, or play in "
-                 "the browser (spacewar-ai --serve); SDL_VIDEODRIVER=dummy plays on unseen")
+    parser.error(f"{what} opens a window, and no display is here (DISPLAY is unset): "
+                 f"{WINDOWLESS[instead]}")

@@ -53,7 +53,7 @@ def evaluate(parser, args) -> int:
     if not args.checkpoint:
         parser.error("--evaluate needs --checkpoint SPEC (e.g. pretrained or a checkpoint path)")
     if args.render:
-        common.check_display(parser, "--render")
+        common.check_display(parser, "--render", "games")
     drawn = args.render or args.record
     if args.panel:
         from ..rating.panel import evaluate_panel
@@ -109,7 +109,7 @@ def demo(parser, args) -> int:
     if len(specs) != 2 or not all(specs):
         parser.error(f"--players needs exactly two specs for a demo, A,B (got {args.players!r})")
     if args.render:
-        common.check_display(parser, "--render")
+        common.check_display(parser, "--render", "games")
     drawn = args.render or args.record
     games = args.episodes or (1 if drawn else 200)
     check_games("--episodes", games)
@@ -135,7 +135,7 @@ def human_play(parser, args) -> int:
     if args.difficulty and (opponent or args.two_player):
         parser.error("--difficulty chooses the computer opponent: drop it, or drop "
                      f"{'--opponent' if opponent else '--two-player'}")
-    common.check_display(parser, "--human-play")
+    common.check_display(parser, "--human-play", "human-play")
     play(common.run_config(args).game if args.config else None, opponent, args.difficulty,
          args.two_player, args.score_limit or 5, args.seed or 0, args.scale or 1.0,
          args.phosphor, args.record, args.checkpoint_dir or "checkpoints", args.ratings_file)
@@ -157,7 +157,7 @@ def replay(parser, args) -> int:
         print(f"wrote {export_html(args.replay, args.html)}: open it in any browser")
         return 0
     if not args.record:
-        common.check_display(parser, "--replay")
+        common.check_display(parser, "--replay", "replay")
     print(play_replay(args.replay, args.record, args.scale or 1.0, args.phosphor))
     return 0
 

@@ -22,9 +22,11 @@ TRUSTED_PROXIES = flag("--trusted-proxies", "web", metavar="ADDRESS[,ADDRESS]",
                             "network, such as 10.0.0.0/8); their X-Forwarded-For names the "
                             "visitor. Default none: a header a client writes itself is ignored "
                             "and its own address counts")
-LIMITS = flag("--limits", "web", metavar="NAME=VALUE[,...]", nargs="?", const="",
-              help="--serve: change the server's budgets, such as games_in_all=16; alone, "
-                   "print every budget with its default and exit (docs/browser.md)")
+SHOW_LIMITS = "list"
+LIMITS = flag("--limits", "web", metavar="NAME=VALUE[,...]", nargs="?", const=SHOW_LIMITS,
+              help="--serve: change the server's budgets, such as games_in_all=16; alone (or "
+                   "`--limits list`), print every budget with its default and exit "
+                   "(docs/browser.md)")
 
 
 @mode("serve", reads=(HOST, PORT, CHECKPOINT_DIR, RATINGS_FILE, SERVER_NAME, ALLOWED_ORIGINS,
@@ -35,7 +37,7 @@ def serve(parser, args) -> int:
     from ..web.app import serve as run
     from ..web.guard import Limits
 
-    if args.limits == "":
+    if args.limits == SHOW_LIMITS:
         print(Limits().table())
         return 0
 

@@ -82,7 +82,7 @@ def train(parser, args) -> int:
                      "rollout workers run: add --rollout-workers N (PPO)")
     check_training(cfg)
     if args.render:
-        common.check_display(parser, "--render")
+        common.check_display(parser, "--render", "training")
     writable(cfg.train.checkpoint_dir, "--checkpoint-dir ([train] checkpoint_dir)", folder=True)
     writable(cfg.train.log_dir, "--log-dir ([train] log_dir)", folder=True)
     if args.use_llm and cfg.train.rollout_workers not in (0, "auto"):
@@ -143,6 +143,12 @@ def export(parser, args) -> int:
 
         size = export_onnx(args.checkpoint, args.export)
     else:
-        size = export_for_play(args.checkpoint, args.export, args.ensemble_with or ())
+        from ..pilots.spec import parse_spec
+
+        spec = parse_spec(args.checkpoint)
+        if not spec.learned:
+            parser.error(f"--checkpoint {args.checkpoint}: not a learned model (pretrained, "
+                         "ppo:PATH, dqn:PATH or a checkpoint path); only those export")
+        size = export_for_play(spec.path, args.export, args.ensemble_with or ())
     print(f"wrote {args.export} ({size / 1e6:.2f} MB)")
     return 0

@@ -25,10 +25,10 @@ from __future__ import annotations
 import enum
 import math
 import sys
-import threading
 
 import numba as nb
 import numpy as np
+from numba.core import event as numba_event
 
 from ..config import OBS_MASK, GameConfig, RewardConfig
 
@@ -114,10 +114,10 @@ _jit_inline = nb.njit(cache=True, error_model="numpy", inline="always")
 # numba compiles a jitted function at its first call, or loads it from its cache (__pycache__):
 # seconds of CPU the first time after an install, a fraction of a second after that. Modules
 # with jitted functions register a warm-up (one call on tiny inputs); the first GameBatch of a
-# process runs them, and one registered later runs at once. A warm-up still going after
-# COMPILE_NOTICE_SECONDS is compiling, and the user is told, once per process, so that a first
-# step does not look hung.
-COMPILE_NOTICE_SECONDS = 2.0
+# process runs them, and one registered later runs at once. The user is told, once per process,
+# when numba really compiles (its "numba:compile" event, which a load from the cache does not
+# send), so that a first step does not look hung, and only then: a slow load on a busy machine
+# is not a compile.
 COMPILE_NOTICE = ("spacewar-ai: compiling the game engine with numba, once after installing "
                   "(about half a minute of CPU; later runs load it from the cache)")
 _warm_ups: list = []
@@ -132,21 +132,22 @@ def jit_warm_up(fn):
     return fn
 
 
-def _announce() -> None:
-    if not _warm["announced"]:
-        _warm["announced"] = True
-        print(COMPILE_NOTICE, file=sys.stderr, flush=True)
+class _CompileNotice(numba_event.Listener):
+    """Says COMPILE_NOTICE at the first compile of the process."""
+
+    def on_start(self, event) -> None:
+        if not _warm["announced"]:
+            _warm["announced"] = True
+            print(COMPILE_NOTICE, file=sys.stderr, flush=True)
+
+    def on_end(self, event) -> None:
+        pass
 
 
 def _run_warm_ups(fns) -> None:
-    timer = threading.Timer(COMPILE_NOTICE_SECONDS, _announce)
-    timer.daemon = True
-    timer.start()
-    try:
+    with numba_event.install_listener("numba:compile", _CompileNotice()):
         for fn in fns:
             fn()
-    finally:
-        timer.cancel()
 
 
 def make_params(cfg: GameConfig) -> np.ndarray:

@@ -325,19 +325,33 @@ class Arena:
 
     # --- the leaderboard ------------------------------------------------------------------------
     def _ratings(self) -> dict[int, float]:
-        """The latest fit's rating of every player that has one, by id."""
+        """The rating of every player that has one, by id, from all results so far."""
         return {row["id"]: row["rating"] for row in self.leaderboard()
                 if row["rating"] is not None}
+
+    def _key(self) -> tuple:
+        """What a fit depends on: the pairings played and the players (and who was refused)."""
+        with self._db() as db:
+            return (tuple(db.execute("SELECT COUNT(*), MAX(played) FROM pairings").fetchone()),
+                    tuple(db.execute("SELECT COUNT(*), MAX(id), SUM(status = 'refused') FROM "
+                                     "players").fetchone()))
+
+    def stale(self) -> bool:
+        """Whether a result or a player has changed since the last fit."""
+        return self._board is None or self._board[0] != self._key()
+
+    def last_board(self) -> list[dict[str, Any]]:
+        """The board as last fitted (fitted now only if it never was): what a page reads,
+        while the server fits the next one off its path."""
+        board = self._board
+        return board[1] if board is not None else self.leaderboard()
 
     def leaderboard(self) -> list[dict[str, Any]]:
         """Every player: Bradley-Terry rating (Elo scale) with its 95% interval over all pairings
         played, games, pairings, whether the rating is still provisional, status and its saved
         games; rated players first, best first. Fitted again only when a result or a player
         has changed since the last fit."""
-        with self._db() as db:
-            key = (tuple(db.execute("SELECT COUNT(*), MAX(played) FROM pairings").fetchone()),
-                   tuple(db.execute("SELECT COUNT(*), MAX(id), SUM(status = 'refused') FROM "
-                                    "players").fetchone()))
+        key = self._key()
         board = self._board
         if board is not None and board[0] == key:
             return board[1]

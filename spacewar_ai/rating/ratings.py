@@ -69,9 +69,14 @@ def bradley_terry(scores: np.ndarray, games: np.ndarray, prior_games: float = 1.
     n = scores.shape[0]
     wins = scores.sum(axis=1) + 0.5 * prior_games
     gamma = np.ones(n)
+    # The pairs that played, once: an arena's thousands of players each meet a few, and each
+    # iteration costs the pairs, not the square of the players.
+    rows, cols = np.nonzero(games)
+    played = games[rows, cols]
     for _ in range(iterations):
         # Minorization-maximization (Hunter 2004), the reference counted as a player of gamma 1.
-        denom = (games / (gamma[:, None] + gamma[None, :])).sum(axis=1) + prior_games / (gamma + 1)
+        denom = np.bincount(rows, played / (gamma[rows] + gamma[cols]), minlength=n) \
+            + prior_games / (gamma + 1)
         new = wins / denom
         new /= np.exp(np.mean(np.log(new)))
         if np.max(np.abs(np.log(new) - np.log(gamma))) < tol:

@@ -8,6 +8,7 @@ speed (`clock=False`); and the progress bar, which shows the nearest end, the cl
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 
 from ..config import TrainConfig
@@ -52,6 +53,16 @@ class Budget:
             return f"{goal:,} steps"
         return f"{real:,} steps ({goal:,} asked, rounded up to whole {how})"
 
+    def left(self, counters: dict) -> str:
+        """What is left of each end the run has: "N steps or M games or K minutes"."""
+        t, c = self.train, counters
+        ends = [f"{max(0, min(t.total_timesteps, self.until) - c['global_step']):,} steps"
+                if t.total_timesteps < 10**12 else "",
+                f"{max(0, t.episodes - c['episodes']):,} games" if t.episodes else "",
+                f"{max(0.0, t.max_minutes - c['wall_seconds'] / 60):.1f} minutes"
+                if t.max_minutes else ""]
+        return " or ".join(end for end in ends if end)
+
     def describe(self, counters: dict, chunk: int, how: str) -> str:
         """"N steps or M games or K minutes": the ends the run has."""
         t = self.train
@@ -73,4 +84,19 @@ class Budget:
             met, flag = f"{c['wall_seconds'] / 60:.1f} minutes of its {t.max_minutes:g}", \
                 f"--minutes {2 * t.max_minutes:g}"
         return (f"{name} is finished: it trained {met}; to train on, resume it with a larger "
-                f"budget: spacewar-ai --resume {resumed_from} {flag}")
+                f"budget: spacewar-ai --resume {shlex.quote(str(resumed_from))} {flag}")
+
+
+def whole_rounds(episodes: int, games: int, pair: int, round_name: str,
+                 setting: str) -> tuple[int, int]:
+    """`--episodes N` for a run that plays its games in rounds (DAgger's rounds, GRPO's
+    iterations) of `games` games, each round in pairs of games for each opponent (`pair`
+    games): (rounds, games a round) that play exactly N games, fewer than `games` a round
+    where N is smaller. ValueError (one line, before any work) where no whole rounds make N."""
+    per_round = min(games, episodes)
+    if episodes % per_round or per_round % pair:
+        raise ValueError(f"--episodes {episodes}: the run plays whole {round_name}s of {games} "
+                         f"games ({setting}), in pairs for each opponent: give a multiple of "
+                         f"{games}, or fewer games in a multiple of {pair}")
+    return episodes // per_round, per_round
+

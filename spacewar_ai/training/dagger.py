@@ -32,6 +32,7 @@ held_out`); `dagger/win_rate` and `dagger/win_rate/<opponent>` of the round's ga
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -49,6 +50,7 @@ from ..lm.pilot import LMPilot, PromptCoder
 from ..pilots.wrappers import Labelled
 from ..util.progress import DecisionCounter
 from ..util.threads import use_torch_threads
+from .budget import whole_rounds
 
 POLICY_KEY = "teacher_policy"  # the teacher's policy at each of the LM's states (soft targets)
 
@@ -141,17 +143,22 @@ def train_dagger(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
     from .sft import lm_device, playable, split
 
     t, s, d = cfg.train, cfg.sft, cfg.dagger
-    rounds = -(-t.episodes // d.games) if t.episodes else d.rounds  # --episodes: games in all
+    pair = 2 * len(d.opponents)  # a round's games: pairs (sides swapped) for each opponent
+    if d.games % pair:
+        raise ValueError(f"[dagger] games = {d.games} cannot be shared among "
+                         f"{len(d.opponents)} opponents in pairs of games (sides swapped): make "
+                         f"it a multiple of {pair}")
+    rounds = d.rounds
+    if t.episodes:  # --episodes N: N games in all, in whole rounds
+        rounds, per_round = whole_rounds(t.episodes, d.games, pair, "round", "[dagger] games")
+        cfg = dataclasses.replace(cfg, dagger=dataclasses.replace(d, games=per_round))
+        d = cfg.dagger
     use_torch_threads(t.torch_threads)
     device = lm_device(cfg)
     run = LMRun("dagger", cfg, quiet)
     name = run.name
     round_names = [dataset_id(f"{name}-round{k}") for k in range(1, rounds + 1)]
     # Everything a round needs is checked before the first model is loaded.
-    if d.games % (2 * len(d.opponents)):
-        raise ValueError(f"[dagger] games = {d.games} cannot be shared among "
-                         f"{len(d.opponents)} opponents in pairs of games (sides swapped): make "
-                         f"it a multiple of {2 * len(d.opponents)}")
     teacher = check_spec(d.teacher)
     opponents = tuple(o if o == SELF else check_spec(o) for o in d.opponents)
     teacher_obs = teacher_actions = held_obs = held_actions = np.zeros(0)

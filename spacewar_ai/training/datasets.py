@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import time
 import warnings
 from dataclasses import dataclass
@@ -248,7 +249,8 @@ def load(name: str, config: GameConfig | None = None):
     if did not in minari.list_local_datasets():
         known = ", ".join(sorted(minari.list_local_datasets())) or "none yet"
         raise ValueError(f"dataset {did} does not exist (recorded here: {known}); record one "
-                         f"with spacewar-ai --datagen --players A,B --dataset-id {name}")
+                         "with spacewar-ai --datagen --players A,B --dataset-id "
+                         f"{shlex.quote(name)}")
     data = minari.load_dataset(did)
     meta_path = dataset_folder(did) / META_FILE
     meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}

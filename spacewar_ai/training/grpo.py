@@ -52,6 +52,7 @@ share of scored groups that teach something),
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from pathlib import Path
@@ -69,6 +70,7 @@ from ..lm.models import (
 from ..lm.pilot import LMPilot, PromptCoder, answer_logits, autocast, prompt_logits
 from ..pilots.wrappers import Jittered, StateRecorder
 from ..util.threads import use_torch_threads
+from .budget import whole_rounds
 
 SAVE_EVERY = 10  # iterations between saves of the adapter
 # Scores closer than this (reward points) are the same outcome: a game ending a few decisions
@@ -243,6 +245,12 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
     from .sft import lm_device
 
     t, g = cfg.train, cfg.grpo
+    iterations = g.iterations
+    if t.episodes:  # --episodes N: N games in all, in whole iterations
+        iterations, per = whole_rounds(t.episodes, g.games, 2 * len(g.opponents), "iteration",
+                                       "[grpo] games")
+        cfg = dataclasses.replace(cfg, grpo=dataclasses.replace(g, games=per))
+        g = cfg.grpo
     use_torch_threads(t.torch_threads)
     device = lm_device(cfg)
     # Pilots first: a bad spec is refused before any model is loaded. Each iteration's games and
@@ -255,9 +263,6 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
     base = start_meta["base_model"]
     view = int(start_meta.get("view", 1))  # the view the starting adapter learned to read
     coder = PromptCoder(tokenizer, cfg.game.num_actions, view)
-    iterations = g.iterations
-    if t.episodes:
-        iterations = math.ceil(t.episodes / g.games)
     with LMRun("grpo", cfg, quiet) as run:
         return _iterate(run, cfg, model, reference, tokenizer, coder, base, view, start_folder,
                         iterations, opponents, rollout_pilot, device)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..config import RunConfig
 from ..lm.models import ADAPTERS_DIR, save_adapter
+from ..util.files import hold_run_folders
 from ..util.progress import DecisionCounter, Progress
 from .run_log import LazyWriter
 
@@ -30,6 +31,7 @@ class LMRun:
         self.name = cfg.train.named(algorithm)
         self.adapter_dir = ADAPTERS_DIR / self.name
         self.log_dir = Path(cfg.train.log_dir) / self.name
+        self.folders: list = []  # held inside `with`, where the run writes
         self.max_minutes = cfg.train.max_minutes
         self.quiet = quiet
         self.began = time.time()
@@ -74,8 +76,14 @@ class LMRun:
         if self.progress is not None:
             self.progress.close(failed)
         self._log.close()
+        for lock in self.folders:
+            lock.release()
+        self.folders = []
 
     def __enter__(self) -> LMRun:
+        # The adapter's folder is replaced whole at each save: its lock lies beside it.
+        self.folders = hold_run_folders(("adapter",), adapter=self.adapter_dir,
+                                        logs=self.log_dir)
         return self
 
     def __exit__(self, kind, value, traceback) -> None:

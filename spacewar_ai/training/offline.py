@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from ..config import RunConfig
+from ..util.files import hold_run_folders
 from ..util.threads import use_torch_threads
 from .run_log import LazyWriter
 
@@ -55,6 +56,8 @@ class _Run:
         from ..pilots.specs import make_pilot
 
         self.opponent = make_pilot(t.eval_opponent, cfg.game)
+        # Before anything is written: a second live run on the same name is refused.
+        self.folders = hold_run_folders(checkpoints=self.run_dir, logs=self.log_dir)
         self.best = -1.0
         self.evaluations = 0
         self._log = LazyWriter(self.log_dir)

@@ -24,6 +24,7 @@ import dataclasses
 import json
 import os
 import random
+import shlex
 import shutil
 import tempfile
 import warnings
@@ -155,29 +156,32 @@ def _member(hp: dict, base: dict, run_dir: str, round_steps: int, yardstick_game
             and trainer.opponent_model is not None:
         trainer.opponent_model.load(own / "restored-opponent_model.pt")
     done = state["round"]
-    while True:
-        carried = fingerprint(trainer.agent)
-        trainer.run(until_step=trainer.counters["global_step"] + round_steps)
-        done += 1
-        league = [trainer.league.win_rate(k) for k in trainer.league.results]
-        row = {"member": name, "round": done, METRIC: yardstick_score(trainer.agent, yardstick_games,
-                                                                   cfg.game),
-               "league_win_rate": float(np.mean(league)) if league else 0.0,
-               "league_rating": league_rating(trainer.league),
-               "steps": trainer.counters["global_step"], "cloned_from": parent,
-               "weights_in": carried, "weights_out": fingerprint(trainer.agent),
-               **{k: hp[k] for k in MUTATED}}
-        with lineage.open("a") as f:
-            f.write(json.dumps(row) + "\n")
-        with tempfile.TemporaryDirectory() as d:
-            shutil.copy(own / "latest.pt", Path(d) / "latest.pt")
-            if (own / "opponent_model.pt").exists():
-                shutil.copy(own / "opponent_model.pt", Path(d) / "opponent_model.pt")
-            (Path(d) / STATE).write_text(json.dumps({"member": name, "round": done}))
-            tune.report({k: row[k] for k in (METRIC, "league_win_rate", "league_rating",
-                                             "steps")},
-                        checkpoint=tune.Checkpoint.from_directory(d))
-        parent = ""
+    try:  # Tune ends a round's member by raising: its folder is let go however it ends
+        while True:
+            carried = fingerprint(trainer.agent)
+            trainer.run(until_step=trainer.counters["global_step"] + round_steps)
+            done += 1
+            league = [trainer.league.win_rate(k) for k in trainer.league.results]
+            score = yardstick_score(trainer.agent, yardstick_games, cfg.game)
+            row = {"member": name, "round": done, METRIC: score,
+                   "league_win_rate": float(np.mean(league)) if league else 0.0,
+                   "league_rating": league_rating(trainer.league),
+                   "steps": trainer.counters["global_step"], "cloned_from": parent,
+                   "weights_in": carried, "weights_out": fingerprint(trainer.agent),
+                   **{k: hp[k] for k in MUTATED}}
+            with lineage.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+            with tempfile.TemporaryDirectory() as d:
+                shutil.copy(own / "latest.pt", Path(d) / "latest.pt")
+                if (own / "opponent_model.pt").exists():
+                    shutil.copy(own / "opponent_model.pt", Path(d) / "opponent_model.pt")
+                (Path(d) / STATE).write_text(json.dumps({"member": name, "round": done}))
+                tune.report({k: row[k] for k in (METRIC, "league_win_rate", "league_rating",
+                                                 "steps")},
+                            checkpoint=tune.Checkpoint.from_directory(d))
+            parent = ""
+    finally:
+        trainer.release()
 
 
 def _seeded(scheduler_class, seed: int):
@@ -249,7 +253,7 @@ def run_pbt(base: RunConfig, population: int = 4, rounds: int = 10, seed: int = 
     if not quiet:
         print(f"population-based training: {population} members, {rounds} rounds of "
               f"{round_steps:,} steps each; watch it with: tensorboard --logdir "
-              f"{Path(base.train.log_dir).resolve() / name}", flush=True)
+              f"{shlex.quote(str(Path(base.train.log_dir).resolve() / name))}", flush=True)
     trainable = tune.with_resources(
         tune.with_parameters(_member, base=base.to_dict(), run_dir=str(run_dir),
                              round_steps=round_steps, yardstick_games=yardstick_games), {"cpu": 1})

@@ -17,6 +17,7 @@ a starting model, champions), and `train` refuses those in one line before any w
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -80,7 +81,8 @@ def _online(cfg: RunConfig, start_from, champion, resume, ratings_file, render, 
                       ray_address=ray_address)
     try:
         summary = trainer.run()
-        print(f"checkpoints: {summary['run_dir']}  tensorboard --logdir {summary['log_dir']}")
+        print(f"checkpoints: {summary['run_dir']}  tensorboard --logdir "
+              f"{shlex.quote(str(summary['log_dir']))}")
         return summary
     finally:
         if guide is not None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import random
+import shlex
 import signal
 import threading
 import time
@@ -41,7 +42,7 @@ from ..config import RunConfig
 from ..game.environment import SpacewarVectorEnv
 from ..pilots.spec import check_spec
 from ..pilots.specs import make_pilot
-from ..util.files import remove_stale_temps
+from ..util.files import hold_run_folders, remove_stale_temps
 from ..util.progress import Progress
 from ..util.threads import available_cores, use_torch_threads
 from . import loops
@@ -167,6 +168,7 @@ class Trainer:
             watch = t.eval_opponent if t.opponent_model and \
                 t.eval_opponent in self.league.scripted else None
             self.workers = RolloutWorkers(cfg, rollout_backend, ray_address, self.say, watch)
+        self.folders: list = []  # held from run() on: a second live run there is refused
         if resume_ckpt is not None:
             self._restore(resume_ckpt, resume)
         elif init_ckpt is not None:
@@ -346,6 +348,7 @@ class Trainer:
         t, c = self.cfg.train, self.counters
         c["updates"] += 1
         c["wall_seconds"] = self._wall_base + time.time() - self._t_start
+        self._at_update = {k: c[k] for k in ("global_step", "episodes")}
         self.league.set_learner(self.agent)
         if c["updates"] % self.cfg.league.snapshot_interval == 0:
             self.league.add_snapshot(self.agent, f"u{c['updates']:06d}")
@@ -378,10 +381,13 @@ class Trainer:
         """Train until the budget ends, or (until_step) pause at that many steps, the schedules
         still following the whole budget: population-based training runs a member in rounds."""
         t, c = self.cfg.train, self.counters
+        if not self.folders:  # before the run writes anything there
+            self.folders = hold_run_folders(checkpoints=self.run_dir, logs=self.log_dir)
         self.budget = Budget(t, until_step if until_step is not None else t.total_timesteps)
         if until_step is None and self.resumed_from is not None and self.budget.done(c):
             if self.workers is not None:
                 self.workers.close()
+            self.release()
             print(self.budget.finished_line(self.run_name, c, self.resumed_from), flush=True)
             return self._summary()
         if self.on_policy:
@@ -395,11 +401,12 @@ class Trainer:
         self.evaluator.say = self.progress.say
         self.progress.say(f"training {self.run_name} ({t.algorithm}), until "
                           f"{self.budget.describe(c, chunk, how)}; watch it with: tensorboard "
-                          f"--logdir {self.log_dir}")
+                          f"--logdir {shlex.quote(str(self.log_dir))}")
         if self.resumed_from is not None and until_step is None:
             self.progress.say(f"resuming {self.run_name} from {self.resumed_from}: update "
                               f"{c['updates']:,}, {c['global_step']:,} steps, "
-                              f"{c['episodes']:,} games, {c['wall_seconds'] / 60:.1f} minutes in")
+                              f"{c['episodes']:,} games, {c['wall_seconds'] / 60:.1f} minutes "
+                              f"in; {self.budget.left(c)} left")
         if self.workers is not None:
             self.workers.open(c["updates"])
             n = t.rollout_workers
@@ -421,6 +428,7 @@ class Trainer:
             loop = loops.on_policy
         else:
             loop = loops.on_policy_async if t.async_rollouts else loops.on_policy_on_workers
+        self._at_update = {k: c[k] for k in ("global_step", "episodes")}
         with self.interrupt:  # the closing below included: it is where a stray signal hung
             try:
                 loop(self)
@@ -432,6 +440,9 @@ class Trainer:
                     self.save("latest.pt")
                 else:
                     self.files.save_latest_once()
+            except KeyboardInterrupt:
+                self._save_interrupted()
+                raise
             finally:
                 if self.workers is not None:
                     self.workers.close()
@@ -440,9 +451,31 @@ class Trainer:
                 if self._renderer is not None:
                     self._renderer.close()
                     self._renderer = None
+                if until_step is None:
+                    self.release()
         print(f"done: {c['updates']} updates, {c['global_step']:,} steps, "
               f"{c['episodes']:,} games -> {self.run_dir}", flush=True)
         return self._summary()
+
+    def _save_interrupted(self) -> None:
+        """Ctrl-C: latest.pt as of the last update, which a resume continues (the games of the
+        rollout in flight are played again), and a line saying how far the run got."""
+        c = self.counters
+        if c["updates"] == 0:
+            self.say("interrupted before the first update: nothing to save")
+            return
+        c.update(self._at_update)
+        self.files.save_latest_once()
+        latest = self.run_dir / "latest.pt"
+        self.say(f"interrupted: saved {latest} at update {c['updates']:,} ({c['global_step']:,} "
+                 f"steps, {c['episodes']:,} games); continue with: spacewar-ai --resume "
+                 f"{shlex.quote(str(latest))}")
+
+    def release(self) -> None:
+        """Let another run write into this run's folders (util.files.FolderLock)."""
+        for lock in self.folders:
+            lock.release()
+        self.folders = []
 
     def _summary(self) -> dict[str, Any]:
         summary = {"run_dir": str(self.run_dir), "log_dir": str(self.log_dir), **self.counters}
@@ -465,12 +498,13 @@ def planner_command(run_dir: str | Path, eval_opponent: str,
     best, model = run_dir / "best.pt", run_dir / OPPONENT_MODEL_FILE
     if not best.is_file():
         return (f"no model to plan with yet: {run_dir} has no best.pt (the run stopped before "
-                f"its first evaluation); continue it with --resume {run_dir / 'latest.pt'}")
+                f"its first evaluation); continue it with --resume "
+                f"{shlex.quote(str(run_dir / 'latest.pt'))}")
     # A PPO network's rollouts sample its policy; a DQN network's are jittered (search.py).
     command = (f"plan with it ({PLAN_GAMES} games, about a minute on two cores; "
                "--eval-episodes 200 for a figure, five times as long): spacewar-ai --evaluate "
-               f"--checkpoint search:{best} --opponent {eval_opponent} --eval-episodes "
-               f"{PLAN_GAMES}")
+               f"--checkpoint {shlex.quote(f'search:{best}')} --opponent "
+               f"{shlex.quote(eval_opponent)} --eval-episodes {PLAN_GAMES}")
     if not model.is_file():
         return (f"no opponent model yet (the run had not met {eval_opponent} long enough to "
                 "learn one), so the planner forecasts with the shipped model of "

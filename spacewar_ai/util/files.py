@@ -79,3 +79,58 @@ def printable(text: str, limit: int = 200) -> str:
     breaks) as `\\xNN` or `\\uNNNN`, cut to `limit` characters with "..." where cut."""
     out = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(text)[:4 * limit])
     return out if len(out) <= limit else out[:limit - 3] + "..."
+
+
+class FolderLock:
+    """One live run per folder: an exclusive lock (flock) on `folder/.run.lock` (or, for a
+    folder replaced whole at each save, the file `.NAME.run.lock` beside it), taken before a
+    run writes anything there and held until `release()` or the process ends. The kernel drops
+    it with the process, so a run that crashed or was killed never blocks the next one. A second
+    run that would write into a held folder is refused (ValueError, one line naming it and the
+    process that holds it)."""
+
+    NAME = ".run.lock"
+
+    def __init__(self, folder: str | os.PathLike, what: str, beside: bool = False):
+        import fcntl
+        import weakref
+
+        folder = Path(folder)
+        lock = folder.with_name(f".{folder.name}{self.NAME}") if beside else folder / self.NAME
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise ValueError(f"{what} {folder}: a live run (process {holder}) is writing into it; "
+                             "give this run another --run-name, or wait for that one to end")
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self.fd: int | None = fd
+        self._closer = weakref.finalize(self, os.close, fd)
+
+    def release(self) -> None:
+        if self.fd is not None:
+            self._closer()
+            self.fd = None
+
+
+def hold_run_folders(replaced=(), **folders) -> list[FolderLock]:
+    """A FolderLock on each folder, named by its keyword (`checkpoints=...`, `logs=...`; those
+    named in `replaced` are replaced whole at each save, so locked beside); all or none (the
+    ones taken are released if a later one is refused)."""
+    held: list[FolderLock] = []
+    seen = set()
+    try:
+        for what, folder in folders.items():
+            if Path(folder).resolve() in seen:  # one folder for both (--log-dir the same)
+                continue
+            seen.add(Path(folder).resolve())
+            held.append(FolderLock(folder, f"the run's {what} folder", what in replaced))
+    except ValueError:
+        for lock in held:
+            lock.release()
+        raise
+    return held

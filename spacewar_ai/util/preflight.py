@@ -95,6 +95,11 @@ def writable(path, what: str, folder: bool = False) -> None:
     if not place.is_dir():
         raise ValueError(f"{what} {p}: {place} is a file, so nothing can be written under it; "
                          "give another path")
+    # Folders are made for an output only inside the folder the command runs in (the project):
+    # a mistyped path elsewhere is refused rather than made, at the filesystem's root say.
+    if not p.parent.exists() and not p.parent.resolve().is_relative_to(Path.cwd().resolve()):
+        raise ValueError(f"{what} {p}: the folder {p.parent} does not exist; make it first "
+                         "(only folders inside this project's folder are made for you)")
     try:
         tempfile.TemporaryFile(dir=place).close()  # made and removed: only the trial stays
     except OSError as exc:

@@ -15,13 +15,16 @@ import time
 from tqdm import tqdm
 
 FALLBACK_COLUMNS = 100
+FALLBACK_LINES = 24
 
 
-def _columns(stream) -> int:
+def _size(stream) -> tuple[int, int]:
+    """(columns, lines) of the terminal `stream` writes to; 0 where it reports none."""
     try:
-        return os.get_terminal_size(stream.fileno()).columns
+        size = os.get_terminal_size(stream.fileno())
     except (AttributeError, OSError, ValueError):
-        return 0
+        return 0, 0
+    return size.columns, size.lines
 
 
 class _LastLine:
@@ -55,11 +58,14 @@ class Progress:
         self.quiet = quiet
         live = hasattr(self.stream, "isatty") and self.stream.isatty()
         self._sink = None if live else _LastLine(self.stream)
-        # A terminal that reports no width (a serial console, some containers' ptys) would get
-        # a bar 0 columns wide, that is nothing: give it a fixed width instead.
-        sized = live and _columns(self.stream) > 0
+        # A terminal that reports no size (a serial console, some containers' ptys) would get
+        # a bar 0 columns wide, and tqdm hides every bar below a screen 0 lines high: that is
+        # nothing at all, so it gets a fixed width and height instead.
+        columns, lines = _size(self.stream) if live else (0, 0)
+        sized = columns > 0 and lines > 0
         self.bar = tqdm(total=total, desc=desc, unit=unit, disable=quiet, dynamic_ncols=sized,
                         ncols=None if sized or not live else FALLBACK_COLUMNS,
+                        nrows=None if sized or not live else FALLBACK_LINES,
                         file=self.stream if live else self._sink, mininterval=0.5 if live else 0,
                         bar_format=bar_format, smoothing=0.1)
 

@@ -30,27 +30,14 @@ import contextlib
 import json
 import time
 from pathlib import Path
-from typing import Any
 
-from ..game.replays import load_replay, replay_game, state_hash
+from ..game.replays import load_replay
 from .files import Files
-from .live import SPEEDS, client_config, frame_state, public_message
+from .live import SPEEDS, public_message, replay_frames
 
 STATIC = Path(__file__).resolve().parent / "static"
 PAGES = ("play", "watch", "replays", "tournaments", "arena")
 INSTALL = 'the browser app needs the web extra: pip install -e ".[web]"'
-
-
-def replay_frames(replay: dict, source: str) -> dict[str, Any]:
-    """A replay as the page plays it: every step's state, replayed here bit for bit; the last
-    carries the SHA-256 of the engine state it ended in (ReplayError if that is not the state
-    recorded)."""
-    frames: list[dict] = []
-    batch = replay_game(replay, lambda b: frames.append(frame_state(b)))
-    frames[-1]["hash"] = state_hash(batch)
-    return {"source": source, "config": client_config(replay["game_config"]),
-            "players": replay.get("players") or ["ship 0", "ship 1"],
-            "result": replay.get("result"), "frames": frames}
 
 
 def export_html(replay_path, out) -> Path:

@@ -135,14 +135,27 @@ def arena_routes(files, limits, checks, backend: str | None = None):
                               decision_ms=limits.decision_ms, seconds=limits.pairing_seconds,
                               load_seconds=limits.model_load_seconds)
     runner = ArenaRunner(arena, confinement, limits.arena_runners, backend)
+    if backend is not None:  # joined here, in the thread that builds the app: a bad address
+        from ..rating.cluster import connect  # is one line before anything is served
+
+        connect(backend or None)
 
     def refused(exc: Exception, status: int):
         # An answer before the body was read whole closes the connection.
         return JSONResponse({"error": public_message(exc)}, status_code=status,
                             headers={"connection": "close"} if status != 400 else None)
 
+    fitting: list[asyncio.Future] = []
+
+    async def board() -> list[dict]:
+        """The last fitted board, at once; a newer one is fitted in a thread meanwhile when a
+        result or a player has arrived since (one fit at a time)."""
+        if (not fitting or fitting[0].done()) and await asyncio.to_thread(arena.stale):
+            fitting[:] = [asyncio.ensure_future(asyncio.to_thread(arena.leaderboard))]
+        return await asyncio.to_thread(arena.last_board)
+
     async def api_arena(request):
-        rows = await asyncio.to_thread(arena.leaderboard)
+        rows = await board()
         queued = sum(r["status"] == "queued" for r in rows)
         left = await asyncio.to_thread(arena.pairings_left)
         return JSONResponse({"players": rows, "queued": queued, "pairings_left": left,

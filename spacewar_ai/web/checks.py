@@ -202,7 +202,7 @@ def _replay(payload: dict, limits: Limits) -> bytes:
     """A replay's frames as the page plays them: from a file of the server's (`path`, named
     `name` as the page asked for it) or from an upload's `text`."""
     from ..game.replays import ReplayError, load_replay, parse_replay
-    from .app import replay_frames
+    from .live import replay_frames
 
     name = payload["name"]
     if payload.get("path"):

@@ -38,13 +38,14 @@ _PAIRING = Confinement()
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 
 
-def budget(default, what: str, scope: str = "in all"):
+EACH, ADDRESS, ALL = "each", "per address", "in all"
+
+
+def budget(default, what: str, scope: str = EACH):
     """A field of Limits: its default, what it bounds (the words of `--limits` and
-    docs/browser.md) and whether it counts per address or for the whole server."""
+    docs/browser.md) and what it counts over: each connection, request, socket or process
+    (EACH), each visitor's address (ADDRESS) or the whole server (ALL)."""
     return dataclasses.field(default=default, metadata={"what": what, "scope": scope})
-
-
-ADDRESS = "per address"
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class Limits:
         32, "open connections from one address (a trusted proxy's are counted in all only)",
         ADDRESS)
     connections_in_all: int = budget(
-        1000, "open connections in all; lowered to fit the process's descriptor limit")
+        1000, "open connections in all; lowered to fit the process's descriptor limit", ALL)
     head_seconds: float = budget(
         10.0, "time for a request's headers to arrive, from the connection or its last answer")
     head_bytes: int = budget(16384, "a request's headers (uvicorn's h11_max_incomplete_event_size)")
@@ -69,7 +70,7 @@ class Limits:
     body_seconds: float = budget(
         60.0, "time for an upload's body to arrive (refused with 408 past it)")
     websockets_per_address: int = budget(4, "open WebSockets", ADDRESS)
-    websockets_in_all: int = budget(64, "open WebSockets in all")
+    websockets_in_all: int = budget(64, "open WebSockets in all", ALL)
     first_message_seconds: float = budget(
         10.0, "time from a WebSocket's opening to its first message")
     message_bytes: int = budget(64 * 2**10, "one WebSocket message (uvicorn closes past it)")
@@ -81,8 +82,8 @@ class Limits:
     replay_frames: int = budget(
         200_000, "engine frames one replay may ask the server to play (steps x frame_skip)")
     # Checks of a visitor's bytes, each in a confined process (web/checks.py).
-    checkers: int = budget(1, "checker processes (replays, uploads, specs)")
-    checks_queued: int = budget(16, "checks waiting or running in all; past it: busy")
+    checkers: int = budget(1, "checker processes (replays, uploads, specs)", ALL)
+    checks_queued: int = budget(16, "checks waiting or running in all; past it: busy", ALL)
     checks_per_address: int = budget(2, "checks waiting or running", ADDRESS)
     check_seconds: float = budget(
         20.0, "wall-clock time of one check; its process is killed past it")
@@ -91,8 +92,8 @@ class Limits:
         60.0, "CPU seconds of checking one address may use in an hour", ADDRESS)
     # Live games.
     games_per_client: int = budget(2, "live games (play or watch) open", ADDRESS)
-    games_in_all: int = budget(8, "live games on the server (each worker about 0.5 GB)")
-    sandboxes_in_all: int = budget(4, "strategy files playing live, each a sandboxed process")
+    games_in_all: int = budget(8, "live games on the server (each worker about 0.5 GB)", ALL)
+    sandboxes_in_all: int = budget(4, "strategy files playing live, each a sandboxed process", ALL)
     stall_seconds: float = budget(10.0, "a live game whose worker sends nothing this long ends")
     # The arena.
     submissions_per_hour: int = budget(5, "arena submissions accepted in an hour", ADDRESS)
@@ -101,7 +102,7 @@ class Limits:
             "read)", ADDRESS)
     pairings_per_entrant: int = budget(
         8, "pairings a new arena entrant plays, against opponents near its rating")
-    arena_runners: int = budget(2, "arena pairings played at once, each a confined process")
+    arena_runners: int = budget(2, "arena pairings played at once, each a confined process", ALL)
     # What each pairing's process may use (rating.arena.Confinement, whose defaults these are).
     pairing_memory_mb: int = budget(_PAIRING.memory_mb, "a pairing process's address space")
     pairing_cpu_seconds: int = budget(_PAIRING.cpu_seconds, "a pairing process's CPU time")
@@ -244,6 +245,8 @@ async def read_body(request, limit: int, what: str, setting: str, seconds: float
     if declared.isdigit() and int(declared) > limit:
         raise TooLarge(f"{what} is {int(declared):,} bytes; at most {limit:,} "
                        f"(--limits {setting}=...)")
+    from starlette.requests import ClientDisconnect
+
     size, chunks = 0, []
     try:
         async with asyncio.timeout(seconds):
@@ -255,6 +258,8 @@ async def read_body(request, limit: int, what: str, setting: str, seconds: float
     except TimeoutError:
         raise TooSlow(f"{what} took over {seconds:g} s to arrive (--limits body_seconds)") \
             from None
+    except ClientDisconnect:
+        raise TooSlow(f"{what} stopped arriving: the connection closed") from None
     return b"".join(chunks)
 
 
@@ -266,7 +271,7 @@ async def discard_body(request, limit: int, seconds: float) -> None:
     if declared.isdigit() and int(declared) > limit:
         return
     size = 0
-    with contextlib.suppress(TimeoutError, Exception):
+    with contextlib.suppress(Exception):  # a deadline passed or a sender gone: nothing to do
         async with asyncio.timeout(seconds):
             async for chunk in request.stream():
                 size += len(chunk)

@@ -1,6 +1,7 @@
 """A live game of the browser app: the HumanGame a page's start message asks for, the state the
-page draws each frame, the speeds a page may choose, and the one-line text a page is told of a
-failure. The server (app.py, games.py) and each game's worker process (worker.py) share these."""
+page draws each frame (and a replay's frames, `replay_frames`), the speeds a page may choose,
+and the one-line text a page is told of a failure. The server (app.py, games.py), each game's
+worker process (worker.py) and the checker processes (checks.py) share these."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from ..config import GameConfig
 from ..game import engine
+from ..game.replays import replay_game, state_hash
 from ..util.files import hide_paths
 from .files import Files
 
@@ -88,3 +90,15 @@ def start_game(message: dict, files: Files, seed: int):
     game = HumanGame(config, opponent, seed=seed, mode=None, replay_dir=replay_dir,
                      difficulty="" if spec else difficulty)
     return game, HELP_ALONE + HELP_COMMON
+
+
+def replay_frames(replay: dict, source: str) -> dict[str, Any]:
+    """A replay as the page plays it: every step's state, replayed here bit for bit; the last
+    carries the SHA-256 of the engine state it ended in (ReplayError if that is not the state
+    recorded)."""
+    frames: list[dict] = []
+    batch = replay_game(replay, lambda b: frames.append(frame_state(b)))
+    frames[-1]["hash"] = state_hash(batch)
+    return {"source": source, "config": client_config(replay["game_config"]),
+            "players": replay.get("players") or ["ship 0", "ship 1"],
+            "result": replay.get("result"), "frames": frames}

@@ -345,6 +345,12 @@ BAD_INPUT = {
                            "is a folder"),
     "export missing": (lambda f: ["--export", f["folder"] + "/x.pt", "--checkpoint",
                                   "/no/such.pt"], "/no/such.pt"),
+    "export a scripted pilot": (lambda f: ["--export", f["folder"] + "/x.pt", "--checkpoint",
+                                           "heuristic:hard"], "not a learned model"),
+    "export to a missing folder": (lambda f: ["--export", "/no/such/dir/x.pt", "--checkpoint",
+                                              "pretrained"], "the folder /no/such/dir does not "
+                                                             "exist; make it first"),
+    "resume a folder": (lambda f: ["--resume", f["folder"]], "is a folder; give a checkpoint"),
     "ensemble of PPO": (lambda f: ["--export", f["folder"] + "/x.pt", "--checkpoint",
                                    f["dqn.pt"], "--ensemble-with", f["ppo.pt"]], "ppo.pt"),
     "checkpoint without version": (lambda f: ["--evaluate", "--checkpoint", f["noversion.pt"]],
@@ -562,23 +568,27 @@ def test_bad_input_is_one_line_naming_the_culprit(case, bad_files, capsys, tmp_p
     assert not (tmp_path / "runs").exists(), "a run started"
 
 
-@pytest.mark.parametrize("argv, what", [
-    (["--evaluate", "--checkpoint", "heuristic:hard", "--render"], "--render"),
-    (["--demo", "--render"], "--render"),
-    (["--human-play", "--difficulty", "hard"], "--human-play"),
-    (["--replay", "runs/replays/any.json"], "--replay"),
-    (["--algorithm", "ppo", "--render"], "--render"),
+@pytest.mark.parametrize("argv, what, offers", [
+    (["--evaluate", "--checkpoint", "heuristic:hard", "--render"], "--render",
+     ("--record", "--serve")),
+    (["--demo", "--render"], "--render", ("--record", "--serve")),
+    (["--human-play", "--difficulty", "hard"], "--human-play", ("--serve",)),
+    (["--replay", "runs/replays/any.json"], "--replay", ("--record", "--html", "--serve")),
+    (["--algorithm", "ppo", "--render"], "--render", ("tensorboard",)),
 ])
-def test_a_window_with_no_display_is_refused_before_any_game(argv, what, capsys, monkeypatch,
-                                                             tmp_path):
-    """No DISPLAY and no video driver chosen: one line naming the alternatives, not a game
-    played where no one sees it. A driver the user chose (SDL_VIDEODRIVER) plays on."""
+def test_a_window_with_no_display_is_refused_before_any_game(argv, what, offers, capsys,
+                                                             monkeypatch, tmp_path):
+    """No DISPLAY and no video driver chosen: one line naming the alternatives that work for
+    that mode (human play cannot be filmed, training has no --record), not a game played where
+    no one sees it. A driver the user chose (SDL_VIDEODRIVER) plays on."""
     monkeypatch.chdir(tmp_path)
     for name in ("DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER"):
         monkeypatch.delenv(name, raising=False)
     err = _refused(argv, capsys)
     assert f"{what} opens a window, and no display is here" in err
-    assert "--record" in err and "--html" in err and "--serve" in err
+    assert all(offer in err for offer in offers), err
+    assert all(other not in err for other in {"--record", "--html", "--serve", "tensorboard"}
+               - set(offers)), err
     assert not (tmp_path / "runs").exists() and not (tmp_path / "checkpoints").exists()
 
 
@@ -633,3 +643,25 @@ def test_a_config_too_deep_to_parse_is_one_line(tmp_path, name, text, says):
     out = _run(["spacewar-ai", "--config", str(path), "--timesteps", "10"], timeout=120)
     assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr[-2000:]
     assert str(path) in out.stderr and says in out.stderr
+
+
+@pytest.mark.slow
+def test_the_shipped_network_exports_as_a_checkpoint_as_it_does_as_onnx(tmp_path):
+    """`--export FILE.pt --checkpoint pretrained` writes the play-only copy, which plays as the
+    shipped network does; a missing folder elsewhere is refused and not made."""
+    import numpy as np
+
+    from spacewar_ai.pilots.specs import make_pilot
+    from tests.helpers import game_observations
+
+    out = _run(["spacewar-ai", "--export", str(tmp_path / "shipped.pt"), "--checkpoint",
+                "pretrained"])
+    assert out.returncode == 0 and "wrote" in out.stdout, out.stderr
+    obs = game_observations(16, 5)
+    assert np.array_equal(make_pilot(str(tmp_path / "shipped.pt")).act(obs),
+                          make_pilot("pretrained").act(obs))
+    out = _run(["spacewar-ai", "--export", str(tmp_path / "new" / "deeper" / "x.pt"),
+                "--checkpoint", "pretrained"])
+    assert out.returncode == 2 and "does not exist; make it first" in out.stderr
+    assert not (tmp_path / "new").exists()
+

@@ -73,6 +73,15 @@ def test_dagger_records_its_rounds_as_datasets_labelled_by_the_teacher(tiny, sta
     assert meta["datasets"] == ["spacewar/dag-tiny-round1-v0", "spacewar/dag-tiny-round2-v0"]
     pilot = make_pilot("lm:dag-tiny")
     assert pilot.name == lm_name and pilot.act(obs[:5]).shape == (5,)
+    # --episodes N plays N games: fewer than a round's [dagger] games is one smaller round.
+    (start / "short.toml").write_text("[dagger]\ngames = 16\nsteps = 2\n")
+    assert main(["--algorithm", "dagger", "--init-from", "sft-start", "--teacher",
+                 "heuristic:hard", "--opponent", "heuristic:easy", "--episodes", "4",
+                 "--config", "short.toml", "--run-name", "dag-short", "--quiet"]) == 0
+    short = dataset_folder("spacewar/dag-short-round1-v0") / "games.jsonl"
+    assert len(short.read_text().splitlines()) == 4
+    assert not dataset_folder("spacewar/dag-short-round2-v0").exists()
+    assert adapter_meta(start / "models" / "adapters" / "dag-short")["rounds"] == 1
 
 
 def test_dagger_brings_the_lm_closer_to_its_teacher_on_its_own_states(tiny, start):
@@ -192,6 +201,8 @@ def test_dagger_refuses_what_cannot_work_in_one_line(tiny, start, capsys):
             "nobody",
         ("--algorithm", "dagger", "--init-from", "sft-start", "--opponent",
          "heuristic:easy,self,random"): "multiple of 6",
+        ("--algorithm", "dagger", "--init-from", "sft-start", "--config", "taken.toml",
+         "--episodes", "12"): "--episodes 12: the run plays whole rounds of 8 games",
         ("--algorithm", "dagger", "--init-from", "sft-start", "--config", "taken.toml",
          "--run-name", "taken"): "choose another --run-name",
         ("--algorithm", "dagger", "--init-from", "sft-start", "--base-model", "smollm2"):

@@ -5,6 +5,7 @@ import dataclasses
 import io
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -431,22 +432,65 @@ def test_the_planner_command_is_printed_whenever_a_model_exists(tmp_path, capsys
     assert "no best.pt" in why and "--resume" in why
 
 
+def _updates_logged(log_dir: Path) -> int:
+    """Updates whose figures TensorBoard's event files hold (read back as TensorBoard does)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    if not log_dir.is_dir() or not any(log_dir.glob("events.*")):
+        return 0
+    events = EventAccumulator(str(log_dir))
+    events.Reload()
+    tags = events.Tags()["scalars"]
+    return len(events.Scalars("charts/SPS")) if "charts/SPS" in tags else 0
+
+
 @pytest.mark.slow
-def test_the_planner_command_is_printed_after_ctrl_c(tmp_path):
-    """Ctrl-C, which the quick start invites, still ends with the planner's command."""
-    cfg = _tiny_config_file(tmp_path, eval_interval=1, eval_episodes=2)
-    proc = _cli(["--config", str(cfg), "--num-envs", "16", "--timesteps", "100000000",
-                 "--checkpoint-dir", str(tmp_path / "ck"), "--run-name", "cc"])
-    # The progress's first line comes at once, not after the first updates.
-    first = proc.stderr.readline()
-    assert first.startswith("training cc (ppo), until 100,000,000 steps"), first
-    deadline = time.time() + 120
-    while not (tmp_path / "ck" / "cc" / "best.pt").exists() and time.time() < deadline:
+def test_one_live_run_per_name_and_ctrl_c_saves_how_far_it_got(tmp_path):
+    """A run named with a space prints commands that paste into a shell as they are; a second
+    run on its name is refused in one line while it lives; Ctrl-C writes latest.pt at the last
+    update (latest.pt was otherwise written at update 1 only here) and says so; the resume
+    starts there and says what is left; the run's last line still says how to go on."""
+    cfg = _tiny_config_file(tmp_path, eval_interval=1000, save_interval=1000,
+                            save_seconds=3600.0)
+    common = ["--config", str(cfg), "--num-envs", "16", "--checkpoint-dir", str(tmp_path / "ck"),
+              "--run-name", "same run"]
+    proc = _cli(common + ["--timesteps", "100000000"])
+    first = proc.stderr.readline()  # the progress's first line comes at once
+    assert first.startswith("training same run (ppo), until 100,000,000 steps"), first
+    log_dir = tmp_path / "runs" / "same run"
+    assert shlex.split(first.split("watch it with: ")[1]) == ["tensorboard", "--logdir",
+                                                              str(log_dir)]
+    deadline = time.time() + 300
+    while _updates_logged(log_dir) < 3:
+        assert time.time() < deadline and proc.poll() is None, proc.stderr.read()
         time.sleep(0.5)
+    second = subprocess.run([sys.executable, "-m", "spacewar_ai", *common, "--timesteps", "512"],
+                            capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr
+    assert "same run: a live run (process " in second.stderr and str(proc.pid) in second.stderr
+    reached = _updates_logged(log_dir)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=180)
     assert proc.returncode == 130, err
-    assert "): spacewar-ai --evaluate --checkpoint search:" in out.splitlines()[-1]
+    latest = tmp_path / "ck" / "same run" / "latest.pt"
+    saved = load_checkpoint(latest)["metadata"]["counters"]
+    assert saved["updates"] >= reached >= 3 and saved["global_step"] == saved["updates"] * 256
+    said = next(line for line in err.splitlines() if line.startswith("interrupted: saved "))
+    assert f"at update {saved['updates']:,} ({saved['global_step']:,} steps" in said
+    assert shlex.split(said.split("continue with: ")[1]) == ["spacewar-ai", "--resume",
+                                                             str(latest)]
+    # No evaluation yet, so no model to plan with: the last line says how to go on instead.
+    last = out.splitlines()[-1]
+    assert last.startswith("no model to plan with yet") and \
+        shlex.split(last.split("continue it with ")[1]) == ["--resume", str(latest)]
+    # The run is gone: its name is free again, and the resume continues where Ctrl-C saved.
+    goal = saved["global_step"] + 2 * 256
+    resumed = _cli(common + ["--resume", str(latest), "--timesteps", str(goal)])
+    out, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+    assert f"update {saved['updates']:,}, {saved['global_step']:,} steps" in err
+    assert "512 steps left" in err
+    assert load_checkpoint(latest)["metadata"]["counters"]["updates"] == saved["updates"] + 2
 
 
 def test_ctrl_c_stops_training_at_the_next_step_and_twice_at_once():

@@ -26,7 +26,8 @@ def test_a_count_larger_than_the_free_memory_is_refused_with_its_flag():
         fits_in_memory("[dqn] buffer_size", free * 2, "lower it")
 
 
-def test_outputs_are_tried_where_they_will_go_and_nothing_stays(tmp_path):
+def test_outputs_are_tried_where_they_will_go_and_nothing_stays(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the project: folders are made for outputs inside it
     a_file = tmp_path / "a.txt"
     a_file.write_text("x")
     with pytest.raises(ValueError, match="is a file; give a folder"):
@@ -37,6 +38,12 @@ def test_outputs_are_tried_where_they_will_go_and_nothing_stays(tmp_path):
         writable(a_file / "deeper" / "out.jsonl", "--results")
     writable(tmp_path / "new" / "folders" / "out.jsonl", "--results")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]  # not even the folders
+    # Outside the project, a missing folder is refused, not made (at the root, say).
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere" / "out.jsonl"
+    with pytest.raises(ValueError, match="-elsewhere does not exist; make it first"):
+        writable(elsewhere, "--results")
+    assert not elsewhere.parent.exists()
+    writable(tmp_path.parent / "out.jsonl", "--results")  # an existing folder is fine anywhere
 
 
 def test_only_regular_files_of_a_sane_size_are_read(tmp_path):

@@ -35,18 +35,31 @@ def test_quiet_writes_nothing():
 
 
 def test_a_terminal_that_reports_no_size_still_shows_the_bar():
+    """A program whose standard error is a terminal of 0 columns and 0 lines (a new pty, as
+    some containers give) shows its bar: tqdm would draw it 0 wide, and hide it below a screen
+    0 lines high."""
     import os
     import pty
     import select
+    import subprocess
+    import sys
 
     master, slave = pty.openpty()  # a new pty reports 0 columns, 0 lines
-    assert os.get_terminal_size(slave).columns == 0
-    with os.fdopen(slave, "w") as stream:
-        with Progress(10, "train", stream=stream) as bar:
-            bar.update(10)
-        stream.flush()
-        out = b""
-        while select.select([master], [], [], 0.5)[0]:
-            out += os.read(master, 65536)
+    assert tuple(os.get_terminal_size(slave)) == (0, 0)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time\nfrom spacewar_ai.util.progress import Progress\n"
+         "with Progress(10, 'train') as bar:\n    for _ in range(10):\n"
+         "        bar.update(1)\n        time.sleep(0.02)\n"], stderr=slave)
+    os.close(slave)
+    out = b""
+    while select.select([master], [], [], 60)[0]:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the child has gone and closed its end
+            break
+        if not chunk:
+            break
+        out += chunk
     os.close(master)
-    assert b"train: 100%" in out and b"10/10" in out
+    assert child.wait(60) == 0
+    assert b"train: 100%" in out and b"10/10" in out, out

@@ -1,0 +1,405 @@
+"""Load and abuse on the browser app: a server started as `spacewar-ai --serve` over a temporary
+project on 127.0.0.1 (trusting this machine as its proxy, so forwarded addresses stand for
+visitors), players and watchers throughout, and hostile visitors in phases:
+
+1. one address uploads --refused models that its checks refuse (tests/hostile_onnx.py's
+   costly_to_refuse): the server's CPU for them (its own process and its checkers'), and how
+   long the last refusals take;
+2. a replay whose game settings ask for millions of engine frames;
+3. --idle raw connections and --idle WebSockets that never send a first message (from
+   127.0.0.2), and --trickle uploads sent a byte a second (from 127.0.0.3): how many the server
+   still holds after --hold seconds;
+4. a crowd of --crowd visitors each uploading a strategy file, then one honest upload: the
+   pairings queued, and the time until the honest upload has a rating.
+
+Pages (/api/pilots, /api/arena, /play, /api/replays) are requested throughout from 127.0.0.1:
+their latency, and that of those asked during each phase, are printed with the descriptors and
+memory the server holds at the end and whether anything was lost (an accepted upload missing
+from the board, an answer of 500, the server gone).
+
+    python scripts/web_abuse.py                      # the figures in docs/browser.md
+    python scripts/web_abuse.py --refused 5 --idle 10 --trickle 5 --crowd 4 --hold 4
+
+Every request goes to 127.0.0.1, and the script stops the server when it ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.client
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+AIM = ("def strategy(obs):\n    if obs[34] > 0.5 and abs(obs[12]) < 0.2:\n        return 4\n"
+       "    return 1 if obs[12] > 0 else 2\n")
+
+
+def _tree(pid: int) -> list[tuple[int, str]]:
+    """(pid, command line) of pid and all its descendants (Linux /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            children.setdefault(int(stat[1]), []).append(int(entry))
+    out, stack = [], [pid]
+    while stack:
+        p = stack.pop()
+        try:
+            cmd = open(f"/proc/{p}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        out.append((p, cmd))
+        stack.extend(children.get(p, []))
+    return out
+
+
+def _cpu(pid: int) -> float:
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_cpu(pid: int) -> float:
+    """CPU seconds of the server's own process and its checker processes."""
+    return sum(_cpu(p) for p, cmd in _tree(pid) if p == pid or "spacewar_ai.web.checks" in cmd)
+
+
+def rss_mb(pid: int) -> float:
+    total = 0.0
+    for p, _ in _tree(pid):
+        try:
+            line = next(x for x in open(f"/proc/{p}/status") if x.startswith("VmRSS:"))
+            total += int(line.split()[1]) / 1024
+        except (OSError, StopIteration):
+            pass
+    return total
+
+
+def request(port: int, method: str, path: str, body: bytes = b"", headers=None,
+            timeout: float = 120) -> tuple[int, bytes, float]:
+    """(status, body, milliseconds) of one request; status 0 if the connection failed."""
+    began = time.perf_counter()
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        conn.request(method, path, body=body, headers=headers or {})
+        response = conn.getresponse()
+        data, status = response.read(), response.status
+        conn.close()
+    except OSError:
+        data, status = b"", 0
+    return status, data, (time.perf_counter() - began) * 1000
+
+
+class Pages(threading.Thread):
+    """Requests the pages in a loop, noting each latency with the phase it fell in."""
+
+    PATHS = ("/api/pilots", "/api/arena", "/play", "/api/replays")
+
+    def __init__(self, port: int):
+        super().__init__(daemon=True)
+        self.port = port
+        self.phase = "start"
+        self.times: list[tuple[str, float]] = []
+        self.statuses: list[int] = []
+        self.stop = False
+
+    def run(self) -> None:
+        k = 0
+        while not self.stop:
+            status, _, ms = request(self.port, "GET", self.PATHS[k % len(self.PATHS)])
+            self.times.append((self.phase, ms))
+            self.statuses.append(status)
+            k += 1
+            time.sleep(0.05)
+
+
+def submit(port: int, name: str, filename: str, data: bytes, address: str):
+    query = urlencode({"name": name, "file": filename})
+    return request(port, "POST", f"/api/arena/submit?{query}", data,
+                   {"X-Forwarded-For": address})
+
+
+def replay_text(steps: int, **config) -> bytes:
+    """A replay file of idle ships in a game of `config`, `steps` decisions long."""
+    from spacewar_ai.config import GameConfig
+
+    cfg = GameConfig(**config)
+    return json.dumps({"version": 1, "config": cfg.to_dict(), "seed": 1, "players": ["a", "b"],
+                       "actions": ["0" * steps, "0" * steps], "result": {}}).encode()
+
+
+def bound_socket(source: str) -> socket.socket:
+    sock = socket.socket()
+    sock.bind((source, 0))
+    return sock
+
+
+async def idle_websockets(port: int, count: int, hold: float) -> int:
+    """Open `count` WebSockets from 127.0.0.2 that never send a first message; how many are
+    still open after `hold` seconds."""
+    import websockets
+
+    async def one():
+        sock = bound_socket("127.0.0.2")
+        try:
+            sock.connect(("127.0.0.1", port))
+            sock.setblocking(False)
+            ws = await websockets.connect(f"ws://127.0.0.1:{port}/ws/live", sock=sock,
+                                          open_timeout=30)
+        except Exception:
+            return None
+        return ws
+
+    sockets = [ws for ws in await asyncio.gather(*(one() for _ in range(count))) if ws]
+    await asyncio.sleep(hold)
+    held = 0
+    for ws in sockets:
+        try:
+            while True:  # what the server sent (an error line), then whether it closed
+                await asyncio.wait_for(ws.recv(), 0.2)
+        except asyncio.TimeoutError:
+            held += 1
+        except Exception:
+            pass
+        await ws.close()
+    return held
+
+
+def idle_and_trickled(port: int, idle: int, trickle: int, hold: float) -> tuple[int, int, int]:
+    """(raw connections, trickled uploads still held after `hold` seconds, connections
+    refused at once)."""
+    raw, refused = [], 0
+    for _ in range(idle):
+        sock = bound_socket("127.0.0.2")
+        try:
+            sock.connect(("127.0.0.1", port))
+            raw.append(sock)
+        except OSError:
+            refused += 1
+    trickled = []
+    for _ in range(trickle):
+        sock = bound_socket("127.0.0.3")
+        try:
+            sock.connect(("127.0.0.1", port))
+            sock.sendall(b"POST /api/replay?name=t.json HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                         b"Content-Length: 100000\r\n\r\n")
+            trickled.append(sock)
+        except OSError:
+            refused += 1
+    end = time.monotonic() + hold
+    while time.monotonic() < end:
+        for sock in trickled:
+            try:
+                sock.send(b"x")
+            except OSError:
+                pass
+        time.sleep(1.0)
+
+    def still_open(sock) -> bool:
+        sock.setblocking(False)
+        try:
+            while True:
+                if not sock.recv(65536):
+                    return False
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+
+    held = sum(still_open(s) for s in raw), sum(still_open(s) for s in trickled)
+    for sock in raw + trickled:
+        sock.close()
+    return (*held, refused)
+
+
+async def games(port: int, players: int, watchers: int, until: float) -> list[int]:
+    """Frames each game got while it ran."""
+    import websockets
+
+    async def one(start: dict) -> int:
+        frames = 0
+        try:
+            async with websockets.connect(f"ws://127.0.0.1:{port}/ws/live",
+                                          open_timeout=120) as ws:
+                await ws.send(json.dumps(start))
+                while time.monotonic() < until:
+                    msg = json.loads(await asyncio.wait_for(ws.recv(), 120))
+                    frames += msg.get("type") == "frame"
+                    if msg.get("type") == "error":
+                        break
+        except Exception:
+            pass
+        return frames
+
+    starts = [{"mode": "play", "difficulty": "medium"}] * players + \
+        [{"mode": "watch", "a": "heuristic:hard", "b": "heuristic:medium"}] * watchers
+    return list(await asyncio.gather(*(one(s) for s in starts)))
+
+
+def start_server(root: Path, limits: str) -> tuple[subprocess.Popen, int]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = open(root / "server.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "spacewar_ai", "--serve", "--port", str(port),
+                             "--trusted-proxies", "127.0.0.1", "--limits", limits],
+                            cwd=root, stdout=log, stderr=subprocess.STDOUT,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    deadline = time.monotonic() + 180
+    while request(port, "GET", "/api/pilots", timeout=5)[0] != 200:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the server did not start: {(root / 'server.log').read_text()}")
+        time.sleep(0.5)
+    return proc, port
+
+
+def percentile(values: list[float], q: int) -> float:
+    if len(values) < 2:
+        return values[0] if values else 0.0
+    return statistics.quantiles(values, n=100)[q - 1]
+
+
+def run(a) -> dict:
+    from tests import hostile_onnx
+
+    root = Path(tempfile.mkdtemp(prefix="web-abuse-"))
+    proc, port = start_server(root, a.limits)
+    pages = Pages(port)
+    pages.start()
+    until = time.monotonic() + 10**6
+    game_thread_result: list = []
+    game_thread = threading.Thread(target=lambda: game_thread_result.extend(
+        asyncio.run(games(port, a.players, a.watchers, until))), daemon=True)
+    game_thread.start()
+    out: dict = {}
+
+    # 1. Refused uploads from one address.
+    pages.phase = "refused uploads"
+    bad = hostile_onnx.costly_to_refuse(root / "bad.onnx").read_bytes()
+    before = server_cpu(proc.pid)
+    answers = [submit(port, f"bad{k}", "bad.onnx", bad, "203.0.113.66") for k in range(a.refused)]
+    spent = server_cpu(proc.pid) - before
+    out["refused_uploads"] = (f"{sum(s in (400, 429) for s, _, _ in answers)} of {a.refused} "
+                              f"refused ({sum(s == 429 for s, _, _ in answers)} for the "
+                              f"allowance, before any check)")
+    out["server_cpu_s_per_refused"] = spent / max(a.refused, 1)
+    out["server_cpu_s_all_refused"] = spent
+    out["last_refusal_ms"] = answers[-1][2] if answers else 0.0
+
+    # 2. A replay whose settings ask for ten million engine frames (10,000 decisions of 1,000
+    # frames each, 20 kB of actions), from a visitor's address.
+    pages.phase = "extreme replay"
+    body = replay_text(10_000, max_episode_steps=10**7, frame_skip=1000)
+    status, data, ms = request(port, "POST", "/api/replay?name=x.json", body,
+                               {"X-Forwarded-For": "203.0.113.77"})
+    error = json.loads(data or b"{}").get("error", "played") if status else "no answer"
+    out["replay_extreme"] = f"{len(body):,} bytes: {status} in {ms:,.0f} ms: {error[:80]}"
+
+    # 3. Idle connections, idle WebSockets, trickled uploads.
+    pages.phase = "idle sockets"
+    ws_held = asyncio.run(idle_websockets(port, a.idle, a.hold)) if a.idle else 0
+    raw_held, trickled_held, refused_at_once = idle_and_trickled(port, a.idle, a.trickle, a.hold)
+    out["idle_websockets_held"] = f"{ws_held} of {a.idle} after {a.hold:g} s"
+    out["idle_connections_held"] = f"{raw_held} of {a.idle - refused_at_once} after {a.hold:g} s"
+    out["trickled_uploads_held"] = f"{trickled_held} of {a.trickle} after {a.hold:g} s"
+    out["connections_refused_at_once"] = refused_at_once
+
+    # 4. A crowd, then an honest upload.
+    pages.phase = "crowd"
+    accepted = []
+    for k in range(a.crowd):
+        status, _, _ = submit(port, f"crowd{k}", "c.py", AIM.replace("4", str(k % 5)).encode(),
+                              f"198.51.{k // 250}.{k % 250 + 1}")
+        if status == 200:
+            accepted.append(f"crowd{k}")
+    board = json.loads(request(port, "GET", "/api/arena")[1])
+    out["pairings_queued_after_crowd"] = board["pairings_left"]
+    began = time.monotonic()
+    status, data, _ = submit(port, "honest", "honest.py", AIM.encode(), "192.0.2.200")
+    if status == 200:
+        accepted.append("honest")
+    rated = None
+    while time.monotonic() - began < a.seconds:
+        board = json.loads(request(port, "GET", "/api/arena")[1])
+        mine = next((p for p in board["players"] if p["name"] == "honest"), None)
+        if mine and mine["rating"] is not None:
+            rated = time.monotonic() - began
+            out["honest_first_rating"] = (f"{mine['rating']:.0f} +- {mine['ci95']:.0f} after "
+                                          f"{mine['games']} games")
+            break
+        time.sleep(1.0)
+    out["honest_rated_after_s"] = rated if rated is not None else f"not within {a.seconds:g} s"
+
+    # The end: what the server holds, what was lost.
+    pages.stop = True
+    pages.join()
+    names = {p["name"] for p in json.loads(request(port, "GET", "/api/arena")[1])["players"]}
+    out["lost"] = ", ".join(
+        [f"{n} (accepted, not on the board)" for n in accepted if n not in names] +
+        (["the server died"] if proc.poll() is not None else []) +
+        ([f"{pages.statuses.count(500)} answers of 500"] if 500 in pages.statuses else [])
+    ) or "nothing"
+    out["server_descriptors_end"] = len(os.listdir(f"/proc/{proc.pid}/fd"))
+    out["server_memory_mb_end"] = rss_mb(proc.pid)
+    proc.terminate()
+    proc.wait(30)
+    log = (root / "server.log").read_text()
+    out["server_log_lines"] = log.count("\n")
+    out["games_frames_min"] = min(game_thread_result, default="-")
+    every = [ms for _, ms in pages.times]
+    out["pages"] = len(every)
+    for phase in ("all", *dict.fromkeys(p for p, _ in pages.times)):
+        ms = every if phase == "all" else [m for p, m in pages.times if p == phase]
+        out[f"page_ms {phase}"] = (f"p50 {percentile(ms, 50):,.1f}, p95 {percentile(ms, 95):,.1f}, "
+                                   f"max {max(ms, default=0):,.1f} ({len(ms)})")
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--players", type=int, default=1)
+    p.add_argument("--watchers", type=int, default=1)
+    p.add_argument("--refused", type=int, default=100, help="refused uploads from one address")
+    p.add_argument("--idle", type=int, default=200,
+                   help="idle connections and idle WebSockets from one address")
+    p.add_argument("--trickle", type=int, default=50, help="uploads trickled a byte a second")
+    p.add_argument("--hold", type=float, default=30.0,
+                   help="seconds the idle and trickled sockets are held before counting")
+    p.add_argument("--crowd", type=int, default=60, help="visitors uploading before the honest one")
+    p.add_argument("--seconds", type=float, default=300.0,
+                   help="at most this long waiting for the honest upload's rating")
+    p.add_argument("--limits", default="games_per_client=8",
+                   help="the server's --limits (default: the defaults, with room for the games "
+                        "this script plays from one address)")
+    a = p.parse_args(argv)
+    began = time.monotonic()
+    out = run(a)
+    print(f"web abuse: {a.players} players, {a.watchers} watchers; {a.refused} refused uploads, "
+          f"{a.idle} idle connections and WebSockets, {a.trickle} trickled uploads, a crowd of "
+          f"{a.crowd}; {time.monotonic() - began:,.0f} s on 127.0.0.1")
+    for key, value in out.items():
+        shown = f"{value:,.2f}" if isinstance(value, float) else str(value)
+        print(f"  {key:<30} {shown}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

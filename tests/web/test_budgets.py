@@ -1,0 +1,280 @@
+"""The server's budgets tried as a hostile visitor would, over real sockets on 127.0.0.1: each
+refuses in one line before the work it bounds (connections per address and in all, slow
+headers, slow bodies, idle WebSockets, checks and their CPU), a replay with extreme settings is
+refused or stopped while pages answer beside it, forwarded values that are not addresses are
+refused, and the server keeps serving at its descriptor limit."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from tests.helpers import ROOT, http_request
+
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+websockets = pytest.importorskip("websockets")
+
+pytestmark = pytest.mark.slow
+
+
+def _server(tmp_path, proxies=(), **limits):
+    from spacewar_ai.web.app import BackgroundServer
+    from spacewar_ai.web.guard import Limits
+
+    return BackgroundServer(tmp_path, limits=Limits(**limits), proxies=proxies)
+
+
+def _connect(port: int, source: str = "127.0.0.1") -> socket.socket:
+    sock = socket.socket()
+    sock.bind((source, 0))
+    sock.connect(("127.0.0.1", port))
+    sock.settimeout(60)
+    return sock
+
+
+def _closed_by_server(sock: socket.socket, within: float) -> bool:
+    """Whether the server closes `sock` within `within` seconds (what it sends is read)."""
+    sock.settimeout(within)
+    try:
+        while sock.recv(65536):
+            pass
+        return True
+    except (socket.timeout, TimeoutError):
+        return False
+    except OSError:
+        return True
+
+
+def _replay(**config) -> bytes:
+    """A replay file of idle ships under the default settings with `config` changed (checked
+    or not: the server is what checks them), as long as its settings let it be, at most 1,300
+    steps."""
+    from spacewar_ai.config import GameConfig
+
+    settings = {**GameConfig().to_dict(), **config}
+    steps = min(1300, -(-settings["max_episode_steps"] // settings["frame_skip"]))
+    return json.dumps({"version": 1, "config": settings, "seed": 1, "players": ["a", "b"],
+                       "actions": ["0" * steps, "0" * steps], "result": {}}).encode()
+
+
+def test_connections_past_their_budget_are_refused_and_slow_headers_are_closed(tmp_path):
+    srv = _server(tmp_path, connections_per_address=3, head_seconds=2)
+    try:
+        held = [_connect(srv.port, "127.0.0.2") for _ in range(3)]
+        extra = _connect(srv.port, "127.0.0.2")
+        answer = extra.recv(4096).decode()
+        assert answer.startswith("HTTP/1.1 503") and answer.count("\r\n\r\n") == 1
+        assert "connections_per_address" in answer and _closed_by_server(extra, 30)
+        # Another address is served meanwhile.
+        assert http_request(srv, "GET", "/api/pilots")[0] == 200
+        # Headers trickled a byte at a time, and a connection that sends nothing, are closed
+        # once the headers' time is up, however the bytes arrive.
+        held[0].sendall(b"GET /api/pilots HT")
+        for _ in range(6):
+            try:
+                held[0].send(b"T")
+            except OSError:
+                break
+            time.sleep(0.5)
+        assert all(_closed_by_server(s, 60) for s in held)
+        # With them gone, the address is served again.
+        fresh = _connect(srv.port, "127.0.0.2")
+        fresh.sendall(b"GET /api/pilots HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert fresh.recv(4096).startswith(b"HTTP/1.1 200")
+        fresh.close()
+    finally:
+        srv.stop()
+
+
+def test_a_slow_upload_and_an_idle_websocket_are_ended_with_one_line(tmp_path):
+    srv = _server(tmp_path, body_seconds=2, first_message_seconds=2, websockets_per_address=2)
+    try:
+        sock = _connect(srv.port)
+        sock.sendall(b"POST /api/replay?name=t.json HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Content-Length: 1000\r\n\r\n{")
+        answer = b""
+        while b"body_seconds" not in answer:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 408") and b"took over 2 s to arrive" in answer
+        assert b"connection: close" in answer.lower()
+
+        async def sockets():
+            url = srv.url.replace("http", "ws") + "/ws/live"
+            idle = [await websockets.connect(url, open_timeout=60) for _ in range(2)]
+            third = await websockets.connect(url, open_timeout=60)
+            refused = json.loads(await asyncio.wait_for(third.recv(), 60))
+            ended = [json.loads(await asyncio.wait_for(ws.recv(), 60)) for ws in idle]
+            for ws in idle:  # then the server closes them
+                with pytest.raises(websockets.exceptions.ConnectionClosed):
+                    await asyncio.wait_for(ws.recv(), 60)
+            return refused, ended
+
+        refused, ended = asyncio.run(sockets())
+        assert refused["type"] == "error" and "websockets_per_address" in refused["message"]
+        assert all(e["type"] == "error" and "first_message_seconds" in e["message"]
+                   for e in ended), ended
+    finally:
+        srv.stop()
+
+
+def test_replays_past_the_bounds_are_refused_and_a_long_one_stopped_while_pages_answer(
+        tmp_path):
+    srv = _server(tmp_path, check_seconds=1.5, replay_frames=10**8, check_cpu_per_hour=1.0)
+    try:
+        # Settings past a config's bounds: refused in one line naming the field.
+        status, body = http_request(srv, "POST", "/api/replay?name=big.json",
+                                    _replay(torpedo_lifetime=10**9))
+        error = json.loads(body)["error"]
+        assert status == 400 and "torpedo_lifetime" in error and "at most 100,000" in error
+
+        # Within the bounds but seconds of replaying: stopped at its deadline in its checker,
+        # while a page asked meanwhile answers before it ends.
+        long = _replay(max_episode_steps=10**7, frame_skip=1000)
+        result = {}
+        thread = threading.Thread(target=lambda: result.update(answer=http_request(
+            srv, "POST", "/api/replay?name=long.json", long)))
+        thread.start()
+        checks = srv.app.state.checks
+        deadline = time.monotonic() + 60
+        while not checks.queued and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert checks.queued == 1
+        assert http_request(srv, "GET", "/api/pilots")[0] == 200
+        assert checks.queued == 1  # the page was answered while the replay was being played
+        thread.join(120)
+        status, body = result["answer"]
+        assert status == 400
+        assert json.loads(body)["error"] == ("its check took over 1.5 s and was stopped "
+                                             "(--limits check_seconds)")
+        # That check used up the address's CPU for the hour: the next is refused before it
+        # is queued.
+        status, body = http_request(srv, "POST", "/api/replay?name=x.json", _replay())
+        assert status == 429 and "check_cpu_per_hour" in json.loads(body)["error"]
+    finally:
+        srv.stop()
+
+
+def test_a_replay_beyond_the_servers_frames_is_refused_and_the_board_lists_no_escape(
+        tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.json").write_text("{}")
+    replays = tmp_path / "project" / "runs" / "replays"
+    replays.mkdir(parents=True)
+    (replays / "link.json").symlink_to(outside / "secret.json")
+    srv = _server(tmp_path / "project", replay_frames=100_000)
+    try:
+        status, body = http_request(srv, "POST", "/api/replay?name=x.json",
+                                    _replay(max_episode_steps=10**6, frame_skip=100))
+        error = json.loads(body)["error"]
+        assert status == 400 and "replay_frames=100,000" in error and "\n" not in error
+        status, body = http_request(srv, "GET", "/api/replays")
+        assert status == 200 and json.loads(body)["replays"] == []
+    finally:
+        srv.stop()
+
+
+def test_a_forwarded_value_that_is_not_an_address_is_refused(tmp_path):
+    srv = _server(tmp_path, proxies=["127.0.0.1"])
+    try:
+        for value in ("unknown", "A" * 300):
+            status, body = http_request(srv, "GET", "/api/arena",
+                                        headers={"X-Forwarded-For": value})
+            assert status == 400 and "is not an address" in json.loads(body)["error"]
+        assert http_request(srv, "GET", "/api/arena",
+                            headers={"X-Forwarded-For": "2001:db8::1"})[0] == 200
+    finally:
+        srv.stop()
+
+
+def test_the_server_serves_on_at_its_descriptor_limit(tmp_path):
+    """Under a descriptor limit of 256, connections past what it leaves are answered in one
+    line and closed, never accepted into "Too many open files"; each condition is logged once;
+    once the idle ones are closed, pages are served again."""
+    port = socket.socket()
+    port.bind(("127.0.0.1", 0))
+    number = port.getsockname()[1]
+    port.close()
+    log = tmp_path / "server.log"
+    limits = "connections_per_address=40,head_seconds=4,games_in_all=1,sandboxes_in_all=1"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            ["prlimit", "--nofile=256:256", sys.executable, "-m", "spacewar_ai", "--serve",
+             "--port", str(number), "--limits", limits],
+            cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    held = []
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                sock = _connect(number)
+                sock.sendall(b"GET /api/pilots HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                if sock.recv(64).startswith(b"HTTP/1.1 200"):
+                    sock.close()
+                    break
+            except OSError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.5)
+        answers = []
+        for k in range(2, 8):  # 240 connections from six addresses
+            for _ in range(40):
+                sock = _connect(number, f"127.0.0.{k}")
+                held.append(sock)
+        time.sleep(1.0)
+        for sock in held:
+            sock.setblocking(False)
+            try:
+                answers.append(sock.recv(4096))
+            except BlockingIOError:
+                answers.append(b"")
+        refused = [a for a in answers if a.startswith(b"HTTP/1.1 503")]
+        assert refused and all(b"connections_in_all" in a for a in refused)
+        assert len(refused) < len(answers)  # some were let in: the budget is not zero
+        # The idle ones are closed at their headers' deadline, and the server serves again.
+        deadline = time.monotonic() + 120
+        while True:
+            status = 0
+            try:
+                sock = _connect(number)
+                sock.sendall(b"GET /api/pilots HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                status = 200 if sock.recv(64).startswith(b"HTTP/1.1 200") else 0
+                sock.close()
+            except OSError:
+                pass
+            if status == 200:
+                break
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.5)
+    finally:
+        for sock in held:
+            sock.close()
+        proc.terminate()
+        proc.wait(60)
+    text = log.read_text()
+    assert "Too many open files" not in text
+    # One line when the condition began (and one when it ended), not one per connection.
+    assert text.count("refusing until it clears") == 1, text[-3000:]
+
+
+def test_limits_alone_prints_every_budget_and_serves_nothing(tmp_path):
+    from spacewar_ai.web.guard import Limits
+
+    out = subprocess.run([sys.executable, "-m", "spacewar_ai", "--serve", "--limits"],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert [line.split()[:2] for line in lines] == [[n, v] for n, v, _, _ in Limits().rows()]
