@@ -5,7 +5,6 @@ memory of the server with its workers.
 
     python scripts/web_load.py --players 4 --watchers 4 --seconds 60
     python scripts/web_load.py --players 2 --watchers 2 --seconds 90 --hostile
-    python scripts/web_load.py --players 2 --watchers 2 --seconds 60 --burst 40
 
 Every request goes to 127.0.0.1 (a server this script starts over a temporary project), and the
 script stops by itself after --seconds.
@@ -107,35 +106,17 @@ def _hostile_uploads(folder: Path) -> dict[str, bytes]:
             for name, build in (("slow", hostile_onnx.slow), ("bomb", hostile_onnx.memory_bomb))}
 
 
-async def _burst(port: int, root: Path, count: int) -> list[tuple[int, float]]:
-    """One visitor (a forwarded address, the server trusting this machine as its proxy) makes
-    its one allowed submission, then `count` uploads at once of a model that is costly to check
-    (tests/hostile_onnx.py's slow_to_load): (status, milliseconds) of each."""
-    from tests import hostile_onnx
-
-    data = hostile_onnx.slow_to_load(root / "heavy.onnx").read_bytes()
-    visitor = {"X-Forwarded-For": "203.0.113.9"}
-    first = urlencode({"name": "burst0", "file": "ok.py"})
-    await asyncio.to_thread(_get, port, f"/api/arena/submit?{first}", "POST",
-                            STRATEGY.format(action=1).encode(), visitor)
-    return await asyncio.gather(*(asyncio.to_thread(
-        _get, port, "/api/arena/submit?" + urlencode({"name": f"burst{k}", "file": "m.onnx"}),
-        "POST", data, visitor) for k in range(1, count + 1)))
-
-
 async def run(players: int, watchers: int, seconds: float, submit_every: float,
-              stuck: bool = False, hostile: bool = False, burst: int = 0) -> dict:
+              stuck: bool = False, hostile: bool = False) -> dict:
     from spacewar_ai.web.app import BackgroundServer
     from spacewar_ai.web.guard import Limits
 
     root = Path(tempfile.mkdtemp(prefix="web-load-"))
     (root / "stuck.py").write_text(STUCK)
     n = max(players + watchers + stuck, 1)  # the limits are > 0 even when no game is played
-    # With a burst, the server believes this machine's forwarded addresses (a proxy's), each
-    # address may submit once an hour, and the regular stream comes from a new one each time.
-    server = BackgroundServer(root, limits=Limits(games_per_client=n, games_in_all=n,
-                                                  submissions_per_hour=1 if burst else 10**6),
-                              proxies=["127.0.0.1"] if burst else ())
+    server = BackgroundServer(root, limits=Limits(
+        games_per_client=n, games_in_all=n, websockets_per_address=n, submissions_per_hour=10**6,
+        attempts_per_hour=10**6))
     port = int(server.url.rsplit(":", 1)[1])
     for name, data in (_hostile_uploads(root) if hostile else {}).items():
         query = urlencode({"name": name, "file": f"{name}.onnx"})
@@ -155,7 +136,6 @@ async def run(players: int, watchers: int, seconds: float, submit_every: float,
             ws_url, {"mode": "watch", "a": "strategy:stuck.py", "b": "idle"}, until,
             stuck_stats, False, wait_for_a_frame=False)))
     latencies, submitted, k = [], 0, 0
-    burst_task = asyncio.ensure_future(_burst(port, root, burst)) if burst else None
     next_submit = time.monotonic()
     while time.monotonic() < until:
         for path in ("/api/pilots", "/api/arena", "/play"):
@@ -166,14 +146,12 @@ async def run(players: int, watchers: int, seconds: float, submit_every: float,
             query = urlencode({"name": f"load{k}", "file": f"load{k}.py"})
             status, _ = await asyncio.to_thread(
                 _get, port, f"/api/arena/submit?{query}", "POST",
-                STRATEGY.format(action=k % 6).encode(),
-                {"X-Forwarded-For": f"198.51.100.{k % 250}"} if burst else None)
+                STRATEGY.format(action=k % 6).encode())
             submitted += status == 200
             next_submit += submit_every
         memory.append(_rss_mb(os.getpid()))
         await asyncio.sleep(0.2)
     await asyncio.gather(*tasks)
-    answers = await burst_task if burst_task is not None else []
     board = json.loads(http_get_body(port, "/api/arena"))
     pairings = sum(p["games"] for p in board["players"]) // 2 // 20
     mine = [p for p in board["players"] if p["name"].startswith("load")]
@@ -194,9 +172,6 @@ async def run(players: int, watchers: int, seconds: float, submit_every: float,
             "submissions_rated": sum(p["status"] == "rated" for p in mine),
             "hostile_refused": f"{len(refused)} of 2" if hostile else "-",
             "stuck_game_frames": sum(stuck_stats["frames"]) if stuck else "-",
-            "burst_refused": (f"{sum(s == 400 for s, _ in answers)} of {burst}" if burst
-                              else "-"),
-            "burst_answer_ms_max": max((ms for _, ms in answers), default=0.0),
             "memory_mb_start": memory[0], "memory_mb_peak": max(memory)}
 
 
@@ -220,16 +195,12 @@ def main(argv=None) -> int:
                         "decision")
     p.add_argument("--hostile", action="store_true",
                    help="a slow ONNX model and a memory bomb submitted to the arena first")
-    p.add_argument("--burst", type=int, default=0, metavar="N",
-                   help="one visitor over its hourly allowance uploads N models costly to "
-                        "check, all at once, at the start")
     a = p.parse_args(argv)
     out = asyncio.run(run(a.players, a.watchers, a.seconds, a.submit_every, a.stuck,
-                          a.hostile, a.burst))
+                          a.hostile))
     print(f"web load: {a.players} players, {a.watchers} watchers (x2 speed)"
           f"{', a stuck pilot' if a.stuck else ''}"
-          f"{', a slow model and a memory bomb queued' if a.hostile else ''}"
-          f"{f', a burst of {a.burst} uploads over the limit' if a.burst else ''}, a submission "
+          f"{', a slow model and a memory bomb queued' if a.hostile else ''}, a submission "
           f"every {a.submit_every:g} s, "
           f"{a.seconds:g} s on 127.0.0.1")
     for key, value in out.items():

@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 from ..game.replays import load_replay
+from .connections import LOG
 from .files import Files
 from .live import SPEEDS, public_message, replay_frames
 
@@ -67,14 +68,12 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
     try:
         from starlette.applications import Starlette
         from starlette.middleware import Middleware
-        from starlette.responses import FileResponse, JSONResponse, RedirectResponse
+        from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
         from starlette.routing import Mount, Route, WebSocketRoute
         from starlette.staticfiles import StaticFiles
         from starlette.websockets import WebSocketDisconnect
     except ImportError:
         raise ValueError(INSTALL) from None
-    from starlette.responses import Response
-
     from .arena import arena_routes
     from .checks import Busy, Checks
     from .connections import quiet_accept_errors
@@ -86,6 +85,13 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
     workers = Workers(limits)
     checks = Checks(limits)
     arena_api, arena_runner = arena_routes(files, limits, checks, backend)
+
+    def failed(exc: BaseException):
+        """What went wrong on the server's side: one line to the visitor, one to the log (the
+        kind of failure only: nothing of what the visitor sent)."""
+        LOG.warning("a request failed: %s", type(exc).__name__)
+        return JSONResponse({"error": "the server could not do this; try again later"},
+                            status_code=500)
 
     def problem(exc: BaseException, status: int = 400):
         return JSONResponse({"error": public_message(exc)}, status_code=status,
@@ -119,11 +125,12 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
                 rel = request.query_params.get("path", "")[:300]
                 payload = {"path": str(files.replay(rel)), "name": rel}
             data = await checks.run("replay", payload, visitor(request.scope))
-        except (TooLarge, TooSlow, Busy) as exc:
-            return problem(exc, 413 if isinstance(exc, TooLarge) else 408
-                           if isinstance(exc, TooSlow) else exc.status)
+        except (TooLarge, TooSlow, Busy) as exc:  # each knows its status
+            return problem(exc, exc.status)
         except (ValueError, OSError) as exc:  # ReplayError is a ValueError
             return problem(exc)
+        except Exception as exc:  # never a traceback to a visitor: one line each way
+            return failed(exc)
         return Response(data, media_type="application/json")
 
     async def api_tournaments(request):
@@ -171,7 +178,7 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(quiet_accept_errors(loop))
         workers.prepare()
-        await checks.start()
+        checks.start()
         arena_runner.start()
         yield
         await arena_runner.close()
@@ -205,14 +212,14 @@ def _uvicorn_config(app, host: str, port: int, proxies=()):
 
     lim = app.state.limits
     workers = lim.games_in_all + lim.sandboxes_in_all + lim.arena_runners + lim.checkers + 1
-    in_all = descriptor_budget(lim.connections_in_all, workers)
+    in_all = descriptor_budget(lim.connections_in_all, workers, lim.backlog)
     budget = ConnectionBudget(lim.connections_per_address, in_all, lim.head_seconds, proxies)
     app.state.connections = budget
     return uvicorn.Config(app, host=host, port=port, log_level="warning",
                           http=budgeted_protocol(budget), ws="websockets-sansio",
                           ws_max_size=lim.message_bytes, ws_ping_interval=lim.ping_seconds,
                           ws_ping_timeout=lim.ping_seconds, limit_concurrency=in_all,
-                          timeout_keep_alive=lim.keep_alive_seconds,
+                          timeout_keep_alive=lim.keep_alive_seconds, backlog=lim.backlog,
                           h11_max_incomplete_event_size=lim.head_bytes,
                           proxy_headers=bool(proxies),
                           forwarded_allow_ips=list(proxies) if proxies else None)

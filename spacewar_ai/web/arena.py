@@ -27,6 +27,7 @@ from ..rating.arena import (
     pairing_on_ray,
     run_pairing,
 )
+from .connections import LOG
 from .live import public_message
 
 IDLE_SECONDS = 30.0  # a runner looks for work this often when nothing woke it
@@ -186,14 +187,14 @@ def arena_routes(files, limits, checks, backend: str | None = None):
         except OverAllowance as exc:
             await discard_body(request, limits.submission_bytes, limits.body_seconds)
             return refused(exc, 429)
-        except TooLarge as exc:
-            return refused(exc, 413)
-        except TooSlow as exc:
-            return refused(exc, 408)
-        except Busy as exc:
+        except (TooLarge, TooSlow, Busy) as exc:  # each knows its status
             return refused(exc, exc.status)
         except ValueError as exc:
             return refused(exc, 400)
+        except Exception as exc:  # never a traceback to a visitor: one line each way
+            LOG.warning("an arena upload failed: %s", type(exc).__name__)
+            return JSONResponse({"error": "the server could not take this upload; try again "
+                                          "later"}, status_code=500)
         runner.wake()
         left = await asyncio.to_thread(arena.pairings_left)
         return JSONResponse({"submitted": row, "pairings_ahead": left,

@@ -33,8 +33,9 @@ import time
 from .guard import Limits
 
 HEADER = struct.Struct(">I")
-OK, ERROR = b"o", b"e"
+OK, ERROR, READY = b"o", b"e", b"R"
 HOUR = 3600.0
+START_SECONDS = 120.0  # for a checker to load what checks need, on a busy host
 
 
 class Busy(ValueError):
@@ -61,33 +62,47 @@ class Checks:
 
     def __init__(self, limits: Limits):
         self.limits = limits
-        self.idle: list = []
+        self.idle: list[asyncio.Future] = []  # processes ready, or starting
         self.slots: asyncio.Semaphore | None = None
         self.queued = 0
         self.in_flight: collections.Counter = collections.Counter()
         self.spent: dict[str, collections.deque] = {}
 
-    async def start(self) -> None:
+    def start(self) -> None:
         """Start the checker processes ahead (within the running event loop)."""
         self.slots = asyncio.Semaphore(self.limits.checkers)
-        self.idle = list(await asyncio.gather(*(self._spawn()
-                                                for _ in range(self.limits.checkers))))
+        self.idle = [asyncio.ensure_future(self._spawn()) for _ in range(self.limits.checkers)]
 
     async def _spawn(self):
+        """A checker process, once it has loaded what checks need and said so: a job's
+        deadline counts from then, not from the imports of a process starting on a busy host."""
         from ..util.processes import child_command, package_env
 
-        return await asyncio.create_subprocess_exec(
+        proc = await asyncio.create_subprocess_exec(
             *child_command([sys.executable, "-m", "spacewar_ai.web.checks", str(os.getpid()),
                             str(self.limits.check_memory_mb)]),
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL, env=package_env(), limit=2**20)
-
-    async def close(self) -> None:
-        procs, self.idle = self.idle, []
-        for proc in procs:
+        try:
+            await asyncio.wait_for(proc.stdout.readexactly(1), START_SECONDS)
+        except BaseException as exc:  # too slow, dead at start, or the server closing
             if proc.returncode is None:
                 proc.kill()
             await proc.wait()
+            if isinstance(exc, (asyncio.TimeoutError, asyncio.IncompleteReadError)):
+                raise ValueError("the server's checker could not start; try again later") \
+                    from None
+            raise
+        return proc
+
+    async def close(self) -> None:
+        waiting, self.idle = self.idle, []
+        for future in waiting:
+            future.cancel()  # one still starting kills its process (_spawn)
+        for done in await asyncio.gather(*waiting, return_exceptions=True):
+            if isinstance(done, asyncio.subprocess.Process) and done.returncode is None:
+                done.kill()
+                await done.wait()
 
     def cpu_used(self, visitor: str) -> float:
         """CPU seconds the checks of `visitor` used in the last hour."""
@@ -141,7 +156,12 @@ class Checks:
 
     async def _ask(self, kind: str, payload: dict, visitor: str) -> bytes:
         lim = self.limits
-        proc = self.idle.pop() if self.idle else await self._spawn()
+        waiting = self.idle.pop() if self.idle else asyncio.ensure_future(self._spawn())
+        try:
+            proc = await waiting
+        except ValueError:
+            self.idle.append(asyncio.ensure_future(self._spawn()))  # the next may start
+            raise
         began = _cpu_seconds(proc.pid)
         healthy = False
         try:
@@ -158,11 +178,14 @@ class Checks:
         finally:
             self._charge(visitor, max(0.0, _cpu_seconds(proc.pid) - began))
             if healthy:
-                self.idle.append(proc)
-            else:
+                ready = asyncio.get_running_loop().create_future()
+                ready.set_result(proc)
+                self.idle.append(ready)
+            else:  # killed at its deadline or dead: a new one starts at once
                 if proc.returncode is None:
                     proc.kill()
                 await proc.wait()
+                self.idle.append(asyncio.ensure_future(self._spawn()))
         if status == ERROR:
             raise ValueError(body.decode("utf-8", "replace"))
         return body
@@ -274,6 +297,8 @@ def main(argv: list[str]) -> int:
     warm.reset(seeds=np.zeros(1, dtype=np.int64))
     warm.step(np.zeros((1, 2), dtype=np.int64))
     warm.observe()
+    stdout.write(READY)
+    stdout.flush()
 
     try:
         _serve(stdin, stdout)

@@ -37,11 +37,13 @@ RESERVED_FDS = 64
 FDS_PER_WORKER = 6
 
 
-def descriptor_budget(wanted: int, workers: int) -> int:
+def descriptor_budget(wanted: int, workers: int, backlog: int) -> int:
     """Connections the server may hold: `wanted`, lowered to what the descriptor limit leaves
-    after the server's own (RESERVED_FDS and FDS_PER_WORKER for each of `workers`). The soft
-    limit is raised towards the hard one first, as servers do. ValueError if nothing is left."""
-    reserve = RESERVED_FDS + FDS_PER_WORKER * workers
+    after the server's own (RESERVED_FDS and FDS_PER_WORKER for each of `workers`) and a
+    `backlog` of connections accepted in one go before any is counted (asyncio accepts up to the
+    backlog at a time). The soft limit is raised towards the hard one first, as servers do.
+    ValueError if nothing is left."""
+    reserve = RESERVED_FDS + FDS_PER_WORKER * workers + backlog
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = wanted + reserve
     if soft != resource.RLIM_INFINITY and soft < want:

@@ -60,6 +60,9 @@ class Limits:
         ADDRESS)
     connections_in_all: int = budget(
         1000, "open connections in all; lowered to fit the process's descriptor limit", ALL)
+    backlog: int = budget(
+        128, "connections waiting to be accepted (uvicorn's backlog), kept free of descriptors",
+        ALL)
     head_seconds: float = budget(
         10.0, "time for a request's headers to arrive, from the connection or its last answer")
     head_bytes: int = budget(16384, "a request's headers (uvicorn's h11_max_incomplete_event_size)")
@@ -230,11 +233,15 @@ class Guard:
 
 
 class TooLarge(ValueError):
-    """A request body past its limit (413)."""
+    """A request body past its limit."""
+
+    status = 413
 
 
 class TooSlow(ValueError):
-    """A request body that took longer than its time to arrive (408)."""
+    """A request body that took longer than its time to arrive."""
+
+    status = 408
 
 
 async def read_body(request, limit: int, what: str, setting: str, seconds: float) -> bytes:

@@ -3,6 +3,7 @@ they run end to end and write the tables and files their docs link to."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -366,13 +367,40 @@ def test_planner_overrides_asks_twice_and_fits_a_classifier(tmp_path):
 
 
 @pytest.mark.slow
-def test_web_load_bursts_uploads_over_the_limit_and_all_are_refused(tmp_path):
+def test_web_abuse_measures_every_phase_and_loses_nothing(tmp_path):
+    """A small run of the abuse harness: every phase's figure is printed, the hostile visitors
+    are refused or let go by the budgets (no idle socket held past its deadlines, refused
+    uploads over the allowance never checked), an honest upload after a crowd gets a rating,
+    and nothing is lost."""
     pytest.importorskip("uvicorn")
     pytest.importorskip("onnx")
-    out = _script(tmp_path, "web_load", "--players", "1", "--watchers", "0", "--seconds", "8",
-                  "--submit-every", "3", "--burst", "6")
+    out = _script(tmp_path, "web_abuse", "--players", "0", "--watchers", "1", "--refused", "6",
+                  "--idle", "6", "--trickle", "3", "--hold", "12", "--crowd", "3",
+                  "--seconds", "900", "--limits",
+                  "games_per_client=8,attempts_per_hour=4,head_seconds=4,"
+                  "first_message_seconds=4,body_seconds=8")
     figures = dict(line.split(None, 1) for line in out.stdout.splitlines()[1:])
-    # Every upload of the burst refused (the visitor used its one submission), while the
-    # regular stream, each from an address of its own, was taken.
-    assert figures["burst_refused"] == "6 of 6" and int(figures["submissions"]) >= 2
-    assert float(figures["burst_answer_ms_max"].replace(",", "")) > 0
+    assert figures["refused_uploads"] == "6 of 6 refused (2 for the allowance, before any check)"
+    assert figures["replay_extreme"].split(": ")[1].startswith("400 in ")
+    assert figures["idle_websockets_held"].startswith("0 of 6")
+    assert figures["idle_connections_held"].startswith("0 of 6")
+    assert figures["trickled_uploads_held"].startswith("0 of 3")
+    assert int(figures["pairings_queued_after_crowd"]) <= 3 * 8 + 10
+    games = re.search(r"after (\d+) games$", figures["honest_first_rating"])
+    assert games and int(games.group(1)) % 20 == 0  # rated from whole pairings
+    assert figures["lost"] == "nothing"
+    for key in ("server_cpu_s_all_refused", "server_memory_mb_end", "page_ms all"):
+        assert key in figures  # measured, not missing
+
+
+@pytest.mark.slow
+def test_arena_scale_pairs_by_rating_and_times_the_board(tmp_path):
+    out = _script(tmp_path, "arena_scale", "--entrants", "12", "--board", "40")
+    lines = out.stdout.splitlines()
+    played, every = (int(x.replace(",", "")) for x in re.search(
+        r"([\d,]+) pairings played \(every pair: ([\d,]+)\)", lines[0]).groups())
+    assert played < every  # a bounded number per entrant, not every pair
+    rows = [line.split() for line in lines[2:] if line.strip() and line.split()[0].isdigit()]
+    intervals = [float(r[2]) for r in rows]
+    assert rows and intervals[0] > intervals[-1] > 0  # narrower as pairings are played
+    assert lines[-1].startswith("board: 40 entrants") and "GET /api/arena median" in lines[-1]
