@@ -389,7 +389,7 @@ def test_web_abuse_measures_every_phase_and_loses_nothing(tmp_path):
     games = re.search(r"after (\d+) games$", figures["honest_first_rating"])
     assert games and int(games.group(1)) % 20 == 0  # rated from whole pairings
     assert figures["lost"] == "nothing"
-    for key in ("server_cpu_s_all_refused", "server_memory_mb_end", "page_ms all"):
+    for key in ("server_cpu_s_all_refused", "server_memory_mb_end", "page_ms_all"):
         assert key in figures  # measured, not missing
 
 
