@@ -63,6 +63,9 @@ def main(argv=None) -> int:
                    help="PPO from scratch's budget (default: the ladder's own wall clock)")
     p.add_argument("--train-eval-games", type=int, default=100,
                    help="games of each training run's own evaluations (which pick best.pt)")
+    p.add_argument("--warm-decisions", type=int, default=TrainConfig().warm_start_decisions,
+                   help="decisions of the CQL policy that PPO from CQL imitates first (default "
+                        "a run's [train] warm_start_decisions)")
     args = p.parse_args(argv)
     base = dict(seed=args.seed, checkpoint_dir="checkpoints", log_dir="runs",
                 eval_episodes=args.train_eval_games)
@@ -85,6 +88,7 @@ def main(argv=None) -> int:
     _, times["cql"] = run(cql_cfg)
     cql_model = f"checkpoints/{args.name}-cql-s{args.seed}/best.pt"
     ppo_cfg = RunConfig(train=TrainConfig(total_timesteps=10**10, max_minutes=args.ppo_minutes,
+                                          warm_start_decisions=args.warm_decisions,
                                           run_name=f"{args.name}-ppo-s{args.seed}", **base))
     _, times["ppo"] = run(ppo_cfg, start_from=cql_model)
     ladder_seconds = sum(times.values())

@@ -10,14 +10,13 @@ from spacewar_ai.config import TrainConfig
 from spacewar_ai.util.threads import available_cores
 from tests.helpers import RAY_GROUP, ROOT
 
-pytestmark = RAY_GROUP
-
 
 def _run(cmd, timeout=300):
     env = dict(os.environ, SDL_VIDEODRIVER="dummy")
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
 
 
+@RAY_GROUP  # its Ray row starts Ray on this machine
 @pytest.mark.slow
 def test_benchmark_prints_figures(tiny):
     pytest.importorskip("transformers")

@@ -27,7 +27,7 @@ def _script(tmp_path, name, *args):
 def test_ladder_writes_every_stage(tmp_path):
     _script(tmp_path, "ladder", "--games", "4", "--cql-steps", "200", "--ppo-minutes", "0.05",
             "--eval-games", "4", "--train-eval-games", "4", "--scratch-minutes", "0.05",
-            "--out", "ladder.md")
+            "--warm-decisions", "2000", "--out", "ladder.md")
     table = (tmp_path / "ladder.md").read_text()
     for stage in ("| BC |", "| CQL |", "| PPO from CQL |", "| PPO from scratch"):
         assert stage in table

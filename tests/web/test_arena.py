@@ -69,7 +69,8 @@ def test_an_arena_submission_is_rated_and_survives_a_restart(tmp_path):
     from spacewar_ai.web.app import BackgroundServer
     from spacewar_ai.web.guard import Limits
 
-    srv = BackgroundServer(tmp_path, limits=Limits(submissions_per_hour=1))
+    srv = BackgroundServer(tmp_path, limits=Limits(submissions_per_hour=1,
+                                                   pairings_per_entrant=2))
     try:
         status, reply = _submit(srv, "leaker", "x.py", f"def strategy(obs):\n    return {KEY}\n"
                                 .encode())
@@ -79,20 +80,20 @@ def test_an_arena_submission_is_rated_and_survives_a_restart(tmp_path):
         assert _submit(srv, "bad kind", "aim.txt", AIM.encode())[0] == 400
         status, reply = _submit(srv, "aimer", "aim.py", AIM.encode())
         # The uploader is told the queue ahead: the house pilots' own pairings, and its own
-        # against each of them (nothing timed yet, so no estimate of the wait).
-        assert status == 200 and reply["pairings_ahead"] == 5 * 4 // 2 + 5, reply
+        # two (nothing timed yet, so no estimate of the wait).
+        assert status == 200 and reply["pairings_ahead"] == 5 * 4 // 2 + 2, reply
         assert reply["expected_wait_seconds"] is None
         status, reply = _submit(srv, "third", "aim3.py", AIM.encode())
         assert status == 429 and "submissions_per_hour=1" in reply["error"]
-        # Played against every house pilot, then rated with an interval.
+        # Played its two pairings, then rated with an interval.
         deadline = time.monotonic() + 900
         while True:
             board = json.loads(http_request(srv, "GET", "/api/arena")[1])
             mine = next(p for p in board["players"] if p["name"] == "aimer")
-            if mine["games"] >= PAIRING_GAMES * len(HOUSE) or time.monotonic() > deadline:
+            if mine["games"] >= PAIRING_GAMES * 2 or time.monotonic() > deadline:
                 break
             time.sleep(1)
-        assert mine["games"] == PAIRING_GAMES * len(HOUSE), board
+        assert mine["games"] == PAIRING_GAMES * 2 and mine["pairings"] == 2, board
         # Pairings were timed: the wait is an estimate now, zero once the queue is empty.
         while True:
             board = json.loads(http_request(srv, "GET", "/api/arena")[1])
