@@ -126,7 +126,7 @@ class Checks:
                         "for them", 429)
         used = self.cpu_used(visitor)
         if used >= lim.check_cpu_per_hour:
-            return Busy(f"checks from your address used {used:.0f} s of CPU in the last hour, "
+            return Busy(f"checks from your address used {used:.1f} s of CPU in the last hour, "
                         f"the most (--limits check_cpu_per_hour={lim.check_cpu_per_hour:g}); "
                         "try again later", 429)
         return None
@@ -267,13 +267,13 @@ def _serve(stdin, stdout) -> None:
         try:
             status, body = OK, run_job(kind, payload, limits)
         except MemoryError:
-            status, body = ERROR, b"its check went over its memory and was stopped"
+            # A process that ran out of memory may be broken: it ends, and the server, reading
+            # no answer, says so of this job and starts another.
+            os._exit(3)
         except Exception as exc:  # every refusal and failure: one line, nothing of the file
             status, body = ERROR, public_message(exc).encode()
         stdout.write(HEADER.pack(1 + len(body)) + status + body)
         stdout.flush()
-        if body.startswith(b"its check went over its memory"):
-            return  # a process that ran out of memory may be broken: the server starts another
 
 
 def main(argv: list[str]) -> int:
