@@ -142,7 +142,6 @@ class Trainer:
             self.run_name = t.named(("champion-" if champions else "") + t.algorithm)
         self.run_dir = Path(t.checkpoint_dir) / self.run_name
         self.log_dir = Path(t.log_dir) / self.run_name
-        remove_stale_temps(self.run_dir)
         _seed_everything(t.seed + self.counters["updates"])
         init_ckpt = None
         if init_weights is not None and resume_ckpt is None:
@@ -383,6 +382,9 @@ class Trainer:
         t, c = self.cfg.train, self.counters
         if not self.folders:  # before the run writes anything there
             self.folders = hold_run_folders(checkpoints=self.run_dir, logs=self.log_dir)
+            # What a killed run left half-written: cleared only by the folder's one live run,
+            # never under another run's writes.
+            remove_stale_temps(self.run_dir)
         self.budget = Budget(t, until_step if until_step is not None else t.total_timesteps)
         if until_step is None and self.resumed_from is not None and self.budget.done(c):
             if self.workers is not None:

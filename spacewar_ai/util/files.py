@@ -54,8 +54,8 @@ def atomic_write_bytes(path: str | os.PathLike, write) -> None:
 
 def remove_stale_temps(folder: str | os.PathLike) -> list[Path]:
     """Remove the temporary files of writes that a kill interrupted (`.<name>.<random>.tmp`) in
-    a run's folder and its league/. Called when the run starts or resumes, when nothing else
-    writes there; returns what it removed."""
+    a run's folder and its league/. Called when the run starts or resumes, holding the folder's
+    lock (FolderLock), so nothing else writes there; returns what it removed."""
     removed = []
     for sub in (Path(folder), Path(folder) / "league"):
         if sub.is_dir():

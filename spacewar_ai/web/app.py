@@ -151,12 +151,12 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
 
     async def ws_live(websocket):
         who = visitor(websocket.scope)
-        if sum(sockets.values()) >= limits.websockets_in_all:
-            why = (f"the server holds its most WebSockets ({limits.websockets_in_all}, --limits "
-                   "websockets_in_all); try again in a minute")
-        elif sockets[who] >= limits.websockets_per_address:
+        if sockets[who] >= limits.websockets_per_address:
             why = (f"your address holds its most WebSockets ({limits.websockets_per_address}, "
                    "--limits websockets_per_address); close a page first")
+        elif sum(sockets.values()) >= limits.websockets_in_all:
+            why = (f"the server holds its most WebSockets ({limits.websockets_in_all}, --limits "
+                   "websockets_in_all); try again in a minute")
         else:
             why = ""
         await websocket.accept()

@@ -117,9 +117,6 @@ class Checks:
     def refusal(self, visitor: str) -> Busy | None:
         """Why a check for `visitor` may not be queued now, or None."""
         lim = self.limits
-        if self.queued >= lim.checks_queued:
-            return Busy(f"the server is checking {self.queued} uploads, its most (--limits "
-                        f"checks_queued={lim.checks_queued}); try again in a minute", 503)
         if self.in_flight[visitor] >= lim.checks_per_address:
             return Busy(f"your address has {self.in_flight[visitor]} checks under way, the "
                         f"most (--limits checks_per_address={lim.checks_per_address}); wait "
@@ -129,6 +126,9 @@ class Checks:
             return Busy(f"checks from your address used {used:.1f} s of CPU in the last hour, "
                         f"the most (--limits check_cpu_per_hour={lim.check_cpu_per_hour:g}); "
                         "try again later", 429)
+        if self.queued >= lim.checks_queued:
+            return Busy(f"the server is checking {self.queued} uploads, its most (--limits "
+                        f"checks_queued={lim.checks_queued}); try again in a minute", 503)
         return None
 
     def _charge(self, visitor: str, seconds: float) -> None:

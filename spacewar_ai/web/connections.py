@@ -117,6 +117,11 @@ class ConnectionBudget:
         peer = transport.get_extra_info("peername")
         address = str(peer[0]) if peer else "?"
         self._prune(address)
+        if not self._proxy(address) and len(self.open.get(address, ())) >= self.per_address:
+            self._condition(address, f"connections: {address} holds its most "
+                                     f"({self.per_address})").hit()
+            return (f"your address holds its most open connections ({self.per_address}, "
+                    "--limits connections_per_address); close some first")
         if self.total >= self.in_all:
             for other in list(self.open):
                 self._prune(other)
@@ -124,11 +129,6 @@ class ConnectionBudget:
             self._condition("*", f"connections: the server holds its most ({self.in_all})").hit()
             return (f"the server holds its most connections ({self.in_all}, --limits "
                     "connections_in_all); try again in a minute")
-        if not self._proxy(address) and len(self.open.get(address, ())) >= self.per_address:
-            self._condition(address, f"connections: {address} holds its most "
-                                     f"({self.per_address})").hit()
-            return (f"your address holds its most open connections ({self.per_address}, "
-                    "--limits connections_per_address); close some first")
         for key in ("*", address):
             if key in self.conditions:
                 self.conditions.pop(key).clear()

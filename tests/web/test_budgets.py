@@ -95,8 +95,10 @@ def test_connections_past_their_budget_are_refused_and_slow_headers_are_closed(t
         srv.stop()
 
 
-def test_a_slow_upload_and_an_idle_websocket_are_ended_with_one_line(tmp_path):
-    srv = _server(tmp_path, body_seconds=2, first_message_seconds=2, websockets_per_address=2)
+def test_a_slow_upload_and_idle_websockets_are_ended_with_one_line(tmp_path):
+    # Behind a proxy this machine stands for, so that forwarded addresses are visitors.
+    srv = _server(tmp_path, proxies=["127.0.0.1"], body_seconds=2, first_message_seconds=2,
+                  websockets_per_address=1, websockets_in_all=2)
     try:
         sock = _connect(srv.port)
         sock.sendall(b"POST /api/replay?name=t.json HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -112,9 +114,15 @@ def test_a_slow_upload_and_an_idle_websocket_are_ended_with_one_line(tmp_path):
 
         async def sockets():
             url = srv.url.replace("http", "ws") + "/ws/live"
-            idle = [await websockets.connect(url, open_timeout=60) for _ in range(2)]
-            third = await websockets.connect(url, open_timeout=60)
-            refused = json.loads(await asyncio.wait_for(third.recv(), 60))
+
+            async def visitor(address):
+                return await websockets.connect(url, open_timeout=60, additional_headers={
+                    "X-Forwarded-For": address})
+
+            idle = [await visitor("203.0.113.1"), await visitor("203.0.113.2")]
+            same = await visitor("203.0.113.1")  # its address has its one
+            third = await visitor("203.0.113.3")  # the server has its two
+            refused = [json.loads(await asyncio.wait_for(ws.recv(), 60)) for ws in (same, third)]
             ended = [json.loads(await asyncio.wait_for(ws.recv(), 60)) for ws in idle]
             for ws in idle:  # then the server closes them
                 with pytest.raises(websockets.exceptions.ConnectionClosed):
@@ -122,7 +130,9 @@ def test_a_slow_upload_and_an_idle_websocket_are_ended_with_one_line(tmp_path):
             return refused, ended
 
         refused, ended = asyncio.run(sockets())
-        assert refused["type"] == "error" and "websockets_per_address" in refused["message"]
+        assert [r["type"] for r in refused] == ["error", "error"]
+        assert "websockets_per_address" in refused[0]["message"]
+        assert "websockets_in_all" in refused[1]["message"]
         assert all(e["type"] == "error" and "first_message_seconds" in e["message"]
                    for e in ended), ended
     finally:
@@ -131,7 +141,8 @@ def test_a_slow_upload_and_an_idle_websocket_are_ended_with_one_line(tmp_path):
 
 def test_replays_past_the_bounds_are_refused_and_a_long_one_stopped_while_pages_answer(
         tmp_path):
-    srv = _server(tmp_path, check_seconds=1.5, replay_frames=10**8, check_cpu_per_hour=0.2)
+    srv = _server(tmp_path, proxies=["127.0.0.1"], check_seconds=1.5, replay_frames=10**8,
+                  check_cpu_per_hour=0.2, checks_per_address=1, checks_queued=1)
     try:
         # Settings past a config's bounds: refused in one line naming the field.
         status, body = http_request(srv, "POST", "/api/replay?name=big.json",
@@ -152,7 +163,13 @@ def test_replays_past_the_bounds_are_refused_and_a_long_one_stopped_while_pages_
             time.sleep(0.01)
         assert checks.queued == 1
         assert http_request(srv, "GET", "/api/pilots")[0] == 200
-        assert checks.queued == 1  # the page was answered while the replay was being played
+        # Meanwhile its address has its one check under way, and the server its one queued.
+        status, body = http_request(srv, "POST", "/api/replay?name=x.json", _replay())
+        assert status == 429 and "checks_per_address=1" in json.loads(body)["error"]
+        status, body = http_request(srv, "POST", "/api/replay?name=x.json", _replay(),
+                                    {"X-Forwarded-For": "203.0.113.9"})
+        assert status == 503 and "checks_queued=1" in json.loads(body)["error"]
+        assert checks.queued == 1  # all answered while the replay was being played
         thread.join(120)
         status, body = result["answer"]
         assert status == 400
