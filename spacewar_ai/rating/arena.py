@@ -348,8 +348,8 @@ class Arena:
 
     def leaderboard(self) -> list[dict[str, Any]]:
         """Every player: Bradley-Terry rating (Elo scale) with its 95% interval over all pairings
-        played, games, pairings, whether the rating is still provisional, status and its saved
-        games; rated players first, best first. Fitted again only when a result or a player
+        played, games, wins, pairings, whether the rating is still provisional, status and its
+        saved games; rated players first, best first. Fitted again only when a result or a player
         has changed since the last fit."""
         key = self._key()
         board = self._board
@@ -368,7 +368,7 @@ class Arena:
         index = {p["id"]: k for k, p in enumerate(players)}
         n = len(players)
         scores, games = np.zeros((n, n)), np.zeros((n, n))
-        pairings = np.zeros(n, dtype=int)
+        pairings, wins = np.zeros(n, dtype=int), np.zeros(n, dtype=int)
         replays: dict[int, list[str]] = {p["id"]: [] for p in players}
         with self._db() as db:
             rows = [dict(r) for r in db.execute("SELECT * FROM pairings ORDER BY played")]
@@ -379,6 +379,8 @@ class Arena:
             games[i, j] += r["games"]
             games[j, i] += r["games"]
             pairings[[i, j]] += 1
+            wins[i] += r["wins_a"]
+            wins[j] += r["wins_b"]
             for rel in filter(None, r["replays"].split("\n")):
                 replays[r["a"]].append(rel)
                 replays[r["b"]].append(rel)
@@ -396,7 +398,7 @@ class Arena:
                         "pairings": int(pairings[k]),
                         "provisional": bool(p["kind"] != "house" and p["status"] == "rated"
                                             and pairings[k] < self.per_entrant),
-                        "score": float(scores[k].sum()),
+                        "wins": int(wins[k]), "score": float(scores[k].sum()),
                         "rating": None if np.isnan(ratings[k]) else round(float(ratings[k]), 1),
                         "ci95": None if np.isnan(ci[k]) else round(float(ci[k]), 1),
                         "replays": replays[p["id"]][-6:]})

@@ -559,7 +559,10 @@ def test_a_run_clears_what_killed_writes_left_behind(tmp_path):
         path.write_bytes(b"\0" * 1000)  # what a SIGKILL during a checkpoint write leaves
     keep = run / "notes.tmp"
     keep.write_text("not ours")
-    Trainer(tiny_run(tmp_path, total_timesteps=16 * 16 * 2), resume=run / "latest.pt", quiet=True)
+    resumed = Trainer(tiny_run(tmp_path, total_timesteps=16 * 16 * 2), resume=run / "latest.pt",
+                      quiet=True)
+    assert all(p.exists() for p in stale)  # built, not started: the folder is not yet its own
+    resumed.run()
     assert not any(p.exists() for p in stale) and keep.exists()
 
 
