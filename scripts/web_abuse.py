@@ -368,8 +368,9 @@ def run(a) -> dict:
     out["pages"] = len(every)
     for phase in ("all", *dict.fromkeys(p for p, _ in pages.times)):
         ms = every if phase == "all" else [m for p, m in pages.times if p == phase]
-        out[f"page_ms_{phase.replace(' ', '_')}"] = (f"p50 {percentile(ms, 50):,.1f}, p95 {percentile(ms, 95):,.1f}, "
-                                   f"max {max(ms, default=0):,.1f} ({len(ms)})")
+        out[f"page_ms_{phase.replace(' ', '_')}"] = (
+            f"p50 {percentile(ms, 50):,.1f}, p95 {percentile(ms, 95):,.1f}, "
+            f"max {max(ms, default=0):,.1f} ({len(ms)})")
     return out
 
 

@@ -202,7 +202,7 @@ class TooLong(Exception):
     """An answer longer than a checker could have made within its memory."""
 
 
-# --- the checker process ---------------------------------------------------------------------------
+# --- the checker process -------------------------------------------------------------------------
 def run_job(kind: str, payload: dict, limits: Limits) -> bytes:
     """One check, in a checker process: the answer as JSON bytes; ValueError (one line) when
     what was sent is refused."""
