@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import http.client
 import json
 import os
@@ -85,11 +86,9 @@ def server_cpu(pid: int) -> float:
 def rss_mb(pid: int) -> float:
     total = 0.0
     for p, _ in _tree(pid):
-        try:
+        with contextlib.suppress(OSError, StopIteration):  # a process gone meanwhile
             line = next(x for x in open(f"/proc/{p}/status") if x.startswith("VmRSS:"))
             total += int(line.split()[1]) / 1024
-        except (OSError, StopIteration):
-            pass
     return total
 
 
@@ -168,19 +167,20 @@ async def idle_websockets(port: int, count: int, hold: float) -> int:
             return None
         return ws
 
-    sockets = [ws for ws in await asyncio.gather(*(one() for _ in range(count))) if ws]
-    await asyncio.sleep(hold)
-    held = 0
-    for ws in sockets:
+    async def still_open(ws) -> bool:
         try:
             while True:  # what the server sent (an error line), then whether it closed
                 await asyncio.wait_for(ws.recv(), 0.2)
         except asyncio.TimeoutError:
-            held += 1
-        except Exception:
-            pass
-        await ws.close()
-    return held
+            return True  # nothing more came, and no close
+        except websockets.exceptions.ConnectionClosed:
+            return False
+        finally:
+            await ws.close()
+
+    sockets = [ws for ws in await asyncio.gather(*(one() for _ in range(count))) if ws]
+    await asyncio.sleep(hold)
+    return sum([await still_open(ws) for ws in sockets])
 
 
 def idle_and_trickled(port: int, idle: int, trickle: int, hold: float) -> tuple[int, int, int]:
@@ -207,10 +207,8 @@ def idle_and_trickled(port: int, idle: int, trickle: int, hold: float) -> tuple[
     end = time.monotonic() + hold
     while time.monotonic() < end:
         for sock in trickled:
-            try:
+            with contextlib.suppress(OSError):  # closed by the server: nothing to send to
                 sock.send(b"x")
-            except OSError:
-                pass
         time.sleep(1.0)
 
     def still_open(sock) -> bool:
@@ -236,7 +234,9 @@ async def games(port: int, players: int, watchers: int, until: float) -> list[in
 
     async def one(start: dict) -> int:
         frames = 0
-        try:
+        # A game refused or dropped counts the frames it got.
+        with contextlib.suppress(OSError, asyncio.TimeoutError,
+                                 websockets.exceptions.WebSocketException):
             async with websockets.connect(f"ws://127.0.0.1:{port}/ws/live",
                                           open_timeout=120) as ws:
                 await ws.send(json.dumps(start))
@@ -245,8 +245,6 @@ async def games(port: int, players: int, watchers: int, until: float) -> list[in
                     frames += msg.get("type") == "frame"
                     if msg.get("type") == "error":
                         break
-        except Exception:
-            pass
         return frames
 
     starts = [{"mode": "play", "difficulty": "medium"}] * players + \

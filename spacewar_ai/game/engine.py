@@ -141,7 +141,7 @@ class _CompileNotice(numba_event.Listener):
             print(COMPILE_NOTICE, file=sys.stderr, flush=True)
 
     def on_end(self, event) -> None:
-        pass
+        """The compile's end says nothing more."""
 
 
 def _run_warm_ups(fns) -> None:

@@ -102,7 +102,8 @@ class Arena:
         self.submissions.mkdir(parents=True, exist_ok=True)
         self.replays.mkdir(parents=True, exist_ok=True)
         self.path = self.folder / "arena.db"
-        self._board: tuple[tuple, list[dict[str, Any]]] | None = None
+        # The last fit: (what it depends on, the board, the pairings left when it was made).
+        self._board: tuple[tuple, list[dict[str, Any]], int] | None = None
         self._fit_lock = threading.Lock()
         with self._db() as db:
             db.executescript(SCHEMA)
@@ -340,11 +341,13 @@ class Arena:
         """Whether a result or a player has changed since the last fit."""
         return self._board is None or self._board[0] != self._key()
 
-    def last_board(self) -> list[dict[str, Any]]:
-        """The board as last fitted (fitted now only if it never was): what a page reads,
-        while the server fits the next one off its path."""
-        board = self._board
-        return board[1] if board is not None else self.leaderboard()
+    def last_board(self) -> tuple[list[dict[str, Any]], int]:
+        """The board as last fitted (fitted now only if it never was) and the pairings that
+        were left then, the two of one moment: what a page reads, while the server fits the
+        next one off its path."""
+        if self._board is None:
+            self.leaderboard()
+        return self._board[1], self._board[2]
 
     def leaderboard(self) -> list[dict[str, Any]]:
         """Every player: Bradley-Terry rating (Elo scale) with its 95% interval over all pairings
@@ -358,7 +361,7 @@ class Arena:
         with self._fit_lock:  # one fit at a time; a second caller reads the first's
             board = self._board
             if board is None or board[0] != key:
-                board = self._board = (key, self._fit())
+                board = self._board = (key, self._fit(), self.pairings_left())
         return board[1]
 
     def _fit(self) -> list[dict[str, Any]]:

@@ -32,7 +32,6 @@ import time
 from pathlib import Path
 
 from ..game.replays import load_replay
-from .connections import LOG
 from .files import Files
 from .live import SPEEDS, public_message, replay_frames
 
@@ -78,25 +77,23 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
     from .checks import Busy, Checks
     from .connections import quiet_accept_errors
     from .games import Workers, run_live
-    from .guard import LOOPBACK_NAMES, Guard, Limits, TooLarge, TooSlow, read_body, visitor
+    from .guard import (
+        LOOPBACK_NAMES,
+        Guard,
+        Limits,
+        TooLarge,
+        TooSlow,
+        failure,
+        read_body,
+        refusal,
+        visitor,
+    )
 
     files = Files(Path(root), checkpoint_dir, ratings_file)
     limits = limits if limits is not None else Limits()
     workers = Workers(limits)
     checks = Checks(limits)
     arena_api, arena_runner = arena_routes(files, limits, checks, backend)
-
-    def failed(exc: BaseException):
-        """What went wrong on the server's side: one line to the visitor, one to the log (the
-        kind of failure only: nothing of what the visitor sent)."""
-        LOG.warning("a request failed: %s", type(exc).__name__)
-        return JSONResponse({"error": "the server could not do this; try again later"},
-                            status_code=500)
-
-    def problem(exc: BaseException, status: int = 400):
-        return JSONResponse({"error": public_message(exc)}, status_code=status,
-                            headers={"connection": "close"} if status in (408, 413, 429)
-                            else None)
 
     async def page(request):
         return FileResponse(STATIC / "index.html")
@@ -126,11 +123,11 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
                 payload = {"path": str(files.replay(rel)), "name": rel}
             data = await checks.run("replay", payload, visitor(request.scope))
         except (TooLarge, TooSlow, Busy) as exc:  # each knows its status
-            return problem(exc, exc.status)
+            return refusal(exc, exc.status)
         except (ValueError, OSError) as exc:  # ReplayError is a ValueError
-            return problem(exc)
-        except Exception as exc:  # never a traceback to a visitor: one line each way
-            return failed(exc)
+            return refusal(exc)
+        except Exception as exc:  # never a traceback to a visitor
+            return failure(exc, "this replay")
         return Response(data, media_type="application/json")
 
     async def api_tournaments(request):
@@ -144,7 +141,7 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
         game = workers.live.get(request.path_params["gid"])
         state = game.state() if game is not None else None
         if state is None:
-            return problem(ValueError("no such game (it has ended, or not begun?)"), 404)
+            return refusal(ValueError("no such game (it has ended, or not begun?)"), 404)
         return JSONResponse(state)
 
     sockets: collections.Counter = collections.Counter()

@@ -27,8 +27,6 @@ from ..rating.arena import (
     pairing_on_ray,
     run_pairing,
 )
-from .connections import LOG
-from .live import public_message
 
 IDLE_SECONDS = 30.0  # a runner looks for work this often when nothing woke it
 DURATIONS_KEPT = 20  # the latest pairings whose wall-clock times estimate the queue's wait
@@ -112,7 +110,8 @@ class ArenaRunner:
         else:  # too slow: the newer player, whose games these were, leaves the arena
             await asyncio.to_thread(self.arena.refuse, b, (
                 f"its pairing against {a['name']} took over {self.limits.seconds:.0f} s"), (a, b))
-        # The board is fitted again here, off the pages' path, so that they read it ready.
+        # The board fitted with this result, off the pages' path: the last pairing's result is
+        # no choice's (next_pairing fits only to choose), and pages read the last fit.
         await asyncio.to_thread(self.arena.leaderboard)
 
     async def close(self) -> None:
@@ -128,7 +127,15 @@ def arena_routes(files, limits, checks, backend: str | None = None):
     from starlette.routing import Route
 
     from .checks import Busy
-    from .guard import TooLarge, TooSlow, discard_body, read_body, visitor
+    from .guard import (
+        TooLarge,
+        TooSlow,
+        discard_body,
+        failure,
+        read_body,
+        refusal,
+        visitor,
+    )
 
     arena = Arena(Path(files.runs) / "arena", limits.pairings_per_entrant)
     confinement = Confinement(memory_mb=limits.pairing_memory_mb,
@@ -141,24 +148,18 @@ def arena_routes(files, limits, checks, backend: str | None = None):
 
         connect(backend or None)
 
-    def refused(exc: Exception, status: int):
-        # An answer before the body was read whole closes the connection.
-        return JSONResponse({"error": public_message(exc)}, status_code=status,
-                            headers={"connection": "close"} if status != 400 else None)
-
     fitting: list[asyncio.Future] = []
 
-    async def board() -> list[dict]:
-        """The last fitted board, at once; a newer one is fitted in a thread meanwhile when a
-        result or a player has arrived since (one fit at a time)."""
+    async def board() -> tuple[list[dict], int]:
+        """The last fitted board and the pairings left then, at once; a newer one is fitted in
+        a thread meanwhile when a result or a player has arrived since (one fit at a time)."""
         if (not fitting or fitting[0].done()) and await asyncio.to_thread(arena.stale):
             fitting[:] = [asyncio.ensure_future(asyncio.to_thread(arena.leaderboard))]
         return await asyncio.to_thread(arena.last_board)
 
     async def api_arena(request):
-        rows = await board()
+        rows, left = await board()
         queued = sum(r["status"] == "queued" for r in rows)
-        left = await asyncio.to_thread(arena.pairings_left)
         return JSONResponse({"players": rows, "queued": queued, "pairings_left": left,
                              "expected_wait_seconds": runner.expected_wait(left),
                              "games_per_pairing": PAIRING_GAMES,
@@ -186,15 +187,13 @@ def arena_routes(files, limits, checks, backend: str | None = None):
                                           limits.submissions_per_hour)
         except OverAllowance as exc:
             await discard_body(request, limits.submission_bytes, limits.body_seconds)
-            return refused(exc, 429)
+            return refusal(exc, 429)
         except (TooLarge, TooSlow, Busy) as exc:  # each knows its status
-            return refused(exc, exc.status)
+            return refusal(exc, exc.status)
         except ValueError as exc:
-            return refused(exc, 400)
-        except Exception as exc:  # never a traceback to a visitor: one line each way
-            LOG.warning("an arena upload failed: %s", type(exc).__name__)
-            return JSONResponse({"error": "the server could not take this upload; try again "
-                                          "later"}, status_code=500)
+            return refusal(exc)
+        except Exception as exc:  # never a traceback to a visitor
+            return failure(exc, "this upload")
         runner.wake()
         left = await asyncio.to_thread(arena.pairings_left)
         return JSONResponse({"submitted": row, "pairings_ahead": left,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import json
 import os
 import pickle
@@ -300,10 +301,8 @@ def main(argv: list[str]) -> int:
     stdout.write(READY)
     stdout.flush()
 
-    try:
+    with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):  # the server went away
         _serve(stdin, stdout)
-    except (BrokenPipeError, KeyboardInterrupt):
-        pass
     return 0
 
 

@@ -26,6 +26,7 @@ never once per connection.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import logging
 import resource
@@ -48,11 +49,9 @@ def descriptor_budget(wanted: int, workers: int, backlog: int) -> int:
     want = wanted + reserve
     if soft != resource.RLIM_INFINITY and soft < want:
         raised = want if hard == resource.RLIM_INFINITY else min(want, hard)
-        try:
+        with contextlib.suppress(ValueError, OSError):  # not ours to raise: the limit stands
             resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
             soft = raised
-        except (ValueError, OSError):
-            pass
     fit = wanted if soft == resource.RLIM_INFINITY else min(wanted, soft - reserve)
     if fit < 1:
         raise ValueError(f"the descriptor limit ({soft}) leaves no connections after the "

@@ -232,6 +232,29 @@ class Guard:
         await send({"type": "http.response.body", "body": body})
 
 
+def refusal(exc: BaseException, status: int = 400):
+    """The answer to a request refused for `exc`: one line, nothing of any file or path
+    (live.public_message); a refusal that may leave a body unread closes the connection."""
+    from starlette.responses import JSONResponse
+
+    from .live import public_message
+
+    return JSONResponse({"error": public_message(exc)}, status_code=status,
+                        headers={"connection": "close"} if status in (408, 413, 429) else None)
+
+
+def failure(exc: BaseException, what: str):
+    """The answer when the server's own side fails at `what`: one line to the visitor, one to
+    the log (the kind of failure only, nothing the visitor sent), never a traceback."""
+    from starlette.responses import JSONResponse
+
+    from .connections import LOG
+
+    LOG.warning("%s failed: %s", what, type(exc).__name__)
+    return JSONResponse({"error": f"the server could not do {what}; try again later"},
+                        status_code=500)
+
+
 class TooLarge(ValueError):
     """A request body past its limit."""
 

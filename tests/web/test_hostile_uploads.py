@@ -90,7 +90,7 @@ def test_hostile_uploads_are_refused_or_confined_and_the_arena_goes_on(tmp_path)
         # Forfeits, not refusals: every game of theirs is lost, and each saved game loads.
         for name in ("wild", "crash", "burn", "aimer"):
             assert players[name]["status"] == "rated", players[name]
-            assert players[name]["games"] >= PAIRING_GAMES * 2
+            assert players[name]["games"] >= PAIRING_GAMES * 2, (name, players[name])
         # A forfeiter wins none of its games, whoever it meets (scores are not compared:
         # entrants meet different opponents); the honest one wins some. A forfeited game is not
         # a replay (it ends outside the rules); the saved games there are load.
