@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+# total_timesteps of a run with no step budget (--episodes alone): no run reaches it.
+UNLIMITED_STEPS = 10**12
+
 START_POSITIONS = ("classic", "orbit")
 # Values of an observation before its action mask (engine.py names the parts of the layout).
 OBS_MASK = 30
@@ -421,6 +424,7 @@ DATASET_ALGORITHMS = ("bc", "cql", "sft")
 # (PLAYING), and those that play games at all (GAMES: their --episodes and --minutes).
 PLAYING = ("ppo", "dqn")
 GAMES = ("ppo", "dqn", "grpo", "dagger")
+DATA = (*DATASET_ALGORITHMS, "dagger")  # those that read a recorded dataset
 # The sections each algorithm reads besides [train] (and [game], [reward]), its own first: a
 # flag declared on several sections (--learning-rate) sets the first of these that has it.
 ALGORITHM_SECTIONS = {"ppo": ("ppo", "league"), "dqn": ("dqn", "league"),
@@ -450,7 +454,8 @@ class SFTConfig(_Config):
 
     # smollm2, a .gguf file, a model folder or a hub id
     base_model: str = setting("smollm2", a_name("must name a model: smollm2, a .gguf file, a "
-                                                "model folder or a hub id"), flag="--base-model")
+                                                "model folder or a hub id"), flag="--base-model",
+                         read_by=("sft",))  # DAgger trains on the base its adapter names
     examples: int = setting(20_000, WHOLE)  # decisions drawn from the dataset to train on (0: all)
     # decisions drawn first, never trained on: agreement is measured there
     held_out: int = setting(500, COUNT)
@@ -604,7 +609,7 @@ class TrainConfig(_Config):
                              flag="--algorithm")
     num_envs: int = setting(256, COUNT, flag="--num-envs", read_by=PLAYING)  # games at once
     # Learner decisions; the run stops at this or `episodes`. 0 with warm_start: imitation alone
-    # (its rule, in _check, needs warm_start).
+    # (its rule, in _check, needs warm_start); UNLIMITED_STEPS: no step budget (--episodes alone).
     total_timesteps: int = setting(3_000_000, flag="--timesteps", read_by=PLAYING)
     # stop after this many finished games (0: use total_timesteps only)
     episodes: int = setting(0, NATURAL, flag="--episodes", read_by=GAMES)
@@ -661,9 +666,9 @@ class TrainConfig(_Config):
     # 0 leaves the rewards as the reward table pays them.
     shaping: float = setting(0.0, NON_NEGATIVE)
     # The recorded dataset bc, cql and sft learn from (--dataset), and whose episodes.
-    dataset: str = setting("", flag="--dataset")  # its name
+    dataset: str = setting("", flag="--dataset", read_by=DATA)  # its name
     # learn only from the episodes this pilot flew ("": all)
-    dataset_pilot: str = setting("", flag="--dataset-pilot")
+    dataset_pilot: str = setting("", flag="--dataset-pilot", read_by=DATA)
     # PPO's games played by this many rollout workers (training/rollouts.py): child processes
     # of this machine by default, Ray actors with --backend ray; the learner only updates. 0:
     # the learner plays its games itself. "auto": one worker playing ahead (async_rollouts) for
@@ -839,6 +844,11 @@ def unread_flags(algorithm: str) -> list[str]:
             flag = f.metadata["flag"]
             flags[flag] = flags.get(flag, False) or _reads(algorithm, section, f)
     return [flag for flag, read in flags.items() if not read]
+
+
+def flag_readers(flag: str) -> list[str]:
+    """The algorithms whose runs read `flag`, a flag declared on config fields."""
+    return [a for a in ALGORITHMS if flag not in unread_flags(a)]
 
 
 def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfig:

@@ -108,6 +108,15 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     return dev
 
 
+def load_optimizer(optimizer: torch.optim.Optimizer, state: dict[str, Any], rate: float) -> None:
+    """A saved optimizer's state, at the learning rate the config gives now: a rate given on
+    resume (or changed by population-based training) is the one it learns with, where a
+    schedule does not set it at every update anyway."""
+    optimizer.load_state_dict(state)
+    for group in optimizer.param_groups:
+        group["lr"] = rate
+
+
 class BaseAgent(abc.ABC):
     """What training, evaluation, tournaments and human play need of a learned pilot."""
 
@@ -234,7 +243,7 @@ class BaseAgent(abc.ABC):
 
 class OnPolicyAgent(BaseAgent):
     """An agent that learns from the rollout it has just played (PPO): what the on-policy loop
-    (training/loops.py) calls, in its order."""
+    (training/loops.py) and the rollout workers call."""
 
     @property
     @abc.abstractmethod
@@ -242,22 +251,32 @@ class OnPolicyAgent(BaseAgent):
         """Decisions of every game in one rollout: an update comes after this many."""
 
     @abc.abstractmethod
-    def store_transition(self, reward: np.ndarray, done: np.ndarray, action: np.ndarray) -> None:
-        """Record the step just taken by `select_action` with its action, reward and end."""
+    def new_buffer(self, games: int):
+        """An empty rollout buffer for `games` games (agents/ppo.RolloutBuffer)."""
 
     @abc.abstractmethod
-    def load_rollout(self, parts: list[dict[str, np.ndarray]]) -> None:
-        """Rollouts played elsewhere (rollout workers), to learn from as from its own."""
+    def decide(self, obs: np.ndarray):
+        """Sampled actions for observations (N, D), with what the buffer keeps of them
+        (agents/ppo.Decision)."""
 
     @abc.abstractmethod
-    def update(self, next_obs: np.ndarray, progress: float | None = None) -> dict[str, float]:
-        """Learn from the stored rollout, bootstrapping from `next_obs`; `progress` (0 to 1, the
-        run's budget) drives the schedules. Returns the figures to log."""
+    def value_of(self, obs: np.ndarray) -> np.ndarray:
+        """The critic's values (N,) of observations (N, D), in scaled reward units: a timed-out
+        game's last state is bootstrapped with it."""
+
+    @abc.abstractmethod
+    def update(self, buffer, next_obs: np.ndarray, progress: float | None = None
+               ) -> dict[str, float]:
+        """Learn from a full rollout `buffer`, bootstrapping from `next_obs`; `progress` (0 to
+        1, the run's budget) drives the schedules. Returns the figures to log; the buffer is
+        empty again."""
 
 
 class OffPolicyAgent(BaseAgent):
     """An agent that learns from a replay of past steps (DQN): what the off-policy loop
     (training/loops.py) calls, in its order."""
+
+    epsilon: float  # the share of exploring actions now (set_progress moves it)
 
     @abc.abstractmethod
     def set_progress(self, progress: float) -> None:

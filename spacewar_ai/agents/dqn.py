@@ -14,7 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..config import DQNConfig, GameConfig
-from .base import OffPolicyAgent
+from .base import OffPolicyAgent, load_optimizer
 from .replay_buffer import ReplayBuffer
 
 
@@ -321,6 +321,6 @@ class DQNAgent(OffPolicyAgent):
                 self._snapshot_for_play()  # a frozen pair of the right shape, then its weights
                 self.play_members[-1].load_state_dict(member_state)
         if "optimizer" in state:
-            self.optimizer.load_state_dict(state["optimizer"])
+            load_optimizer(self.optimizer, state["optimizer"], self.config.learning_rate)
         self.updates = int(state.get("updates", 0))
         self.epsilon = float(state.get("epsilon", self.epsilon))

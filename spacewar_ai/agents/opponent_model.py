@@ -55,7 +55,7 @@ class OpponentModel:
         self._shown = 0  # decisions shown, kept or not: where the even sample stands
         with torch.random.fork_rng(devices=[]):
             self.agent = PPOAgent(game.obs_dim, game.num_actions,
-                                  PPOConfig(learning_rate=learning_rate), device, num_envs=1,
+                                  PPOConfig(learning_rate=learning_rate), device,
                                   game=game)
         self.decisions = 0  # decisions learned from, over the whole run
         self.accuracy = 0.0  # on the last update's decisions, before learning them

@@ -1,8 +1,17 @@
-"""PPO: the actor-critic, `PPOAgent` (clipped surrogate, GAE(lambda), masked logits) and
-`PolicyStack`, many PPO networks acting as one batched pass (the league's opponents)."""
+"""PPO: the actor-critic, `PPOAgent` (clipped surrogate, GAE(lambda), masked logits), its
+`RolloutBuffer`, `ppo_update` (one update, read top to bottom) and `PolicyStack`, many PPO
+networks acting as one batched pass (the league's opponents).
+
+One update's data path, as CleanRL's ppo.py reads it: `decide(obs)` returns a `Decision` (the
+sampled actions with what the buffer keeps of them: inputs, mask, log-probabilities, value);
+`RolloutBuffer.add(decision, played, reward, done)` stores it; `update(buffer, next_obs,
+progress)` bootstraps from `next_obs` and runs `ppo_update` on the full buffer. The agent keeps
+nothing between two calls.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -11,9 +20,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..config import GameConfig, PPOConfig
-from .base import NEG_INF, OnPolicyAgent, _mlp, sample_actions, soft_cross_entropy
+from .base import NEG_INF, OnPolicyAgent, _mlp, load_optimizer, sample_actions, soft_cross_entropy
 
-# The rollout buffers, as a worker hands them over (take_rollout) and a learner takes them in.
+# A rollout's tensors, by name: what a worker hands over (RolloutBuffer.arrays) and a learner
+# joins (RolloutBuffer.joined).
 ROLLOUT_FIELDS = ("obs", "raw", "mask", "actions", "logprobs", "rewards", "dones", "values")
 
 
@@ -31,63 +41,213 @@ class ActorCritic(nn.Module):
         return self.critic(x).squeeze(-1)
 
 
-class PPOAgent(OnPolicyAgent):
-    """Proximal Policy Optimization: clipped surrogate, GAE(lambda), masked logits.
+@dataclasses.dataclass
+class Decision:
+    """The policy's choice at one step of every game (N games), with what learning keeps of it.
+    Every action's log-probability is kept: the buffer stores the one of the action actually
+    played, which an exploration guide (llm/strategies.LLMExplorationGuide) may have replaced."""
 
-    Experience is collected into preallocated (n_steps, num_envs) buffers with
-    `store_transition`; `update(next_obs, progress)` runs the epochs of minibatch updates.
+    action: np.ndarray  # (N,) the sampled actions
+    x: torch.Tensor  # (N, input_dim) the inputs as the policy read them, normalized
+    raw: torch.Tensor  # (N, input_dim) the same before normalization, for the statistics
+    mask: torch.Tensor  # (N, A) the valid actions
+    logp_all: torch.Tensor  # (N, A) every action's log-probability
+    value: torch.Tensor  # (N,) the critic's value, in scaled reward units
+
+
+class RolloutBuffer:
+    """`steps` decisions of each of `games` games, in (steps, games, ...) tensors named by
+    ROLLOUT_FIELDS (Stable-Baselines3's habit: the buffer is its own object, filled by `add`)."""
+
+    def __init__(self, steps: int, games: int, input_dim: int, action_dim: int,
+                 device: str | torch.device = "cpu"):
+        t, n = steps, games
+        self.obs = torch.zeros((t, n, input_dim), device=device)  # normalized, as played
+        self.raw = torch.zeros((t, n, input_dim), device=device)  # for the statistics
+        self.mask = torch.zeros((t, n, action_dim), dtype=torch.bool, device=device)
+        self.actions = torch.zeros((t, n), dtype=torch.long, device=device)
+        self.logprobs = torch.zeros((t, n), device=device)
+        self.rewards = torch.zeros((t, n), device=device)
+        self.dones = torch.zeros((t, n), device=device)
+        self.values = torch.zeros((t, n), device=device)
+        self.step = 0
+
+    @property
+    def games(self) -> int:
+        return self.actions.shape[1]
+
+    @property
+    def full(self) -> bool:
+        return self.step == self.actions.shape[0]
+
+    def add(self, decision: Decision, played, reward, done) -> None:
+        """One step of every game: the decision, the action `played` (the decision's, or a
+        guide's), its reward (scaled) and whether the game ended (GAE stops there)."""
+        if self.full:
+            raise RuntimeError("the rollout buffer is full: update on it first")
+        t, device = self.step, self.actions.device
+        self.obs[t], self.raw[t], self.mask[t] = decision.x, decision.raw, decision.mask
+        played = torch.as_tensor(np.asarray(played), device=device).reshape(-1)
+        self.actions[t] = played
+        self.logprobs[t] = decision.logp_all.gather(1, played[:, None].long()).squeeze(1)
+        self.values[t] = decision.value
+        self.rewards[t] = torch.as_tensor(np.asarray(reward, dtype=np.float32), device=device)
+        self.dones[t] = torch.as_tensor(np.asarray(done, dtype=np.float32), device=device)
+        self.step += 1
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The full rollout as arrays, and the buffer emptied: what a rollout worker
+        (training/rollouts.py) sends its learner."""
+        if not self.full:
+            raise RuntimeError(f"a rollout is handed over full: {self.step}/"
+                               f"{self.actions.shape[0]} steps stored")
+        self.step = 0
+        # Copies: on the CPU .numpy() shares the tensors, which the next rollout overwrites
+        # while a learner playing ahead still holds this one.
+        return {f: getattr(self, f).cpu().numpy().copy() for f in ROLLOUT_FIELDS}
+
+    @classmethod
+    def joined(cls, parts: list[dict[str, np.ndarray]],
+               device: str | torch.device = "cpu") -> RolloutBuffer:
+        """Rollouts played elsewhere (`arrays` of each worker, a slice of the games each), side
+        by side in worker order as one full rollout of all the games."""
+        first = parts[0]
+        steps, _, width = first["obs"].shape
+        games = sum(part["actions"].shape[1] for part in parts)
+        buffer = cls(steps, games, width, first["mask"].shape[2], device)
+        for f in ROLLOUT_FIELDS:
+            joined = np.concatenate([part[f] for part in parts], axis=1)
+            getattr(buffer, f).copy_(torch.from_numpy(joined))
+        buffer.step = steps
+        return buffer
+
+
+def compute_gae(rewards, values, dones, next_value, gamma, lam):
+    """Generalized advantage estimation over (T, N) tensors.
+
+    dones[t] = 1 when the episode ended at step t (so values after it are not bootstrapped).
+    Returns advantages and returns, both (T, N).
     """
+    t_max = rewards.shape[0]
+    adv = torch.zeros_like(rewards)
+    last = torch.zeros_like(next_value)
+    for t in reversed(range(t_max)):
+        nxt = next_value if t == t_max - 1 else values[t + 1]
+        nonterminal = 1.0 - dones[t]
+        delta = rewards[t] + gamma * nxt * nonterminal - values[t]
+        last = delta + gamma * lam * nonterminal * last
+        adv[t] = last
+    return adv, adv + values
+
+
+def ppo_update(net: ActorCritic, optimizer: torch.optim.Optimizer, c: PPOConfig,
+               buffer: RolloutBuffer, next_value: torch.Tensor,
+               progress: float | None) -> dict[str, float]:
+    """One PPO update of `net` on a full rollout: the learning rate annealed to `progress` (0 to
+    1, the run's budget), advantages by GAE(lambda) bootstrapped from `next_value`, then
+    `update_epochs` passes of shuffled minibatches on the clipped surrogate, the value loss and
+    the entropy bonus. Returns the figures to log, named as CleanRL names them (losses/...) so
+    that runs compare side by side."""
+    if not buffer.full:
+        raise RuntimeError(f"update() needs a full rollout: {buffer.step}/"
+                           f"{buffer.actions.shape[0]} steps stored")
+    if c.anneal_lr and progress is not None:
+        for g in optimizer.param_groups:
+            g["lr"] = c.learning_rate * max(0.0, 1.0 - progress)
+    with torch.no_grad():
+        adv, returns = compute_gae(buffer.rewards, buffer.values, buffer.dones, next_value,
+                                   c.gamma, c.gae_lambda)
+    b = buffer.actions.numel()
+    obs = buffer.obs.reshape(b, -1)
+    masks = buffer.mask.reshape(b, -1)
+    actions = buffer.actions.reshape(b)
+    old_logp = buffer.logprobs.reshape(b)
+    adv, returns, values = adv.reshape(b), returns.reshape(b), buffer.values.reshape(b)
+    mb = max(1, b // c.num_minibatches)
+    stats = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "old_approx_kl": 0.0,
+             "approx_kl": 0.0, "clipfrac": 0.0}
+    n_mb = 0
+    for _ in range(c.update_epochs):
+        perm = torch.randperm(b, device=obs.device)
+        for start in range(0, b, mb):
+            idx = perm[start:start + mb]
+            logits = net.logits(obs[idx], masks[idx])
+            logp_all = torch.log_softmax(logits, -1)
+            logp = logp_all.gather(1, actions[idx, None]).squeeze(1)
+            probs = logp_all.exp()
+            entropy = -(probs * logp_all).masked_fill(~masks[idx], 0.0).sum(-1).mean()
+            ratio = (logp - old_logp[idx]).exp()
+            with torch.no_grad():
+                old_approx_kl = (old_logp[idx] - logp).mean()
+                approx_kl = ((ratio - 1) - (logp - old_logp[idx])).mean()
+                clipfrac = ((ratio - 1.0).abs() > c.clip_coef).float().mean()
+            a = adv[idx]
+            if c.norm_adv and a.numel() > 1:
+                a = (a - a.mean()) / (a.std() + 1e-8)
+            pg_loss = torch.max(-a * ratio,
+                                -a * ratio.clamp(1 - c.clip_coef, 1 + c.clip_coef)).mean()
+            v_loss = 0.5 * (net.value(obs[idx]) - returns[idx]).pow(2).mean()
+            loss = pg_loss - c.ent_coef * entropy + c.vf_coef * v_loss
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            # Clipped separately: one network's large gradient must not shrink the other's.
+            nn.utils.clip_grad_norm_(net.actor.parameters(), c.max_grad_norm)
+            nn.utils.clip_grad_norm_(net.critic.parameters(), c.max_grad_norm)
+            optimizer.step()
+            stats["policy_loss"] += pg_loss.item()
+            stats["value_loss"] += v_loss.item()
+            stats["entropy"] += entropy.item()
+            stats["approx_kl"] += approx_kl.item()
+            stats["old_approx_kl"] += old_approx_kl.item()
+            stats["clipfrac"] += clipfrac.item()
+            n_mb += 1
+        if c.target_kl and stats["approx_kl"] / n_mb > c.target_kl:
+            break
+    out = {k: v / max(n_mb, 1) for k, v in stats.items()}
+    var_y = returns.var()
+    out["explained_variance"] = float(1 - (returns - values).var() / var_y) if var_y > 0 else 0.0
+    out["learning_rate"] = optimizer.param_groups[0]["lr"]
+    return out
+
+
+class PPOAgent(OnPolicyAgent):
+    """Proximal Policy Optimization: clipped surrogate, GAE(lambda), masked logits. The module
+    docstring says how one update's data travels."""
 
     algorithm = "ppo"
     config_class = PPOConfig
 
     def __init__(self, state_dim: int = 36, action_dim: int = 6, config: PPOConfig | None = None,
-                 device: str | torch.device = "cpu", num_envs: int = 1,
-                 game: GameConfig | None = None):
+                 device: str | torch.device = "cpu", game: GameConfig | None = None):
         super().__init__(state_dim, action_dim, config, device, game)
         c = self.config
         self.net = ActorCritic(self.input_dim, action_dim, tuple(c.hidden_sizes),
                                c.activation).to(self.device)
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=c.learning_rate, eps=1e-5,
                                           foreach=True)
-        self.num_envs = int(num_envs)
         self.updates = 0
-        self._alloc(self.num_envs)
-        self._last_value: torch.Tensor | None = None
-        self._last_logp_all: torch.Tensor | None = None
 
-    def _alloc(self, n: int) -> None:
-        t, d, a = self.config.n_steps, self.input_dim, self.action_dim
-        dev = self.device
-        self.num_envs = n
-        self.buf_obs = torch.zeros((t, n, d), device=dev)  # normalized, as the policy saw them
-        self.buf_raw = torch.zeros((t, n, d), device=dev)  # unnormalized, for the statistics
-        self.buf_mask = torch.zeros((t, n, a), dtype=torch.bool, device=dev)
-        self.buf_actions = torch.zeros((t, n), dtype=torch.long, device=dev)
-        self.buf_logprobs = torch.zeros((t, n), device=dev)
-        self.buf_rewards = torch.zeros((t, n), device=dev)
-        self.buf_dones = torch.zeros((t, n), device=dev)
-        self.buf_values = torch.zeros((t, n), device=dev)
-        self.step = 0
+    @property
+    def rollout_steps(self) -> int:
+        return self.config.n_steps
+
+    def new_buffer(self, games: int) -> RolloutBuffer:
+        return RolloutBuffer(self.config.n_steps, games, self.input_dim, self.action_dim,
+                             self.device)
+
+    @torch.no_grad()
+    def decide(self, obs: np.ndarray) -> Decision:
+        """Sampled actions for observations (N, D), with what the buffer keeps of them."""
+        raw, mask, _ = self._batch(obs)
+        x = self.obs_norm(raw)
+        logits = self.net.logits(x, mask)
+        action = sample_actions(logits, False)
+        return Decision(action.cpu().numpy(), x, raw, mask, torch.log_softmax(logits, -1),
+                        self.net.value(x))
 
     @torch.no_grad()
     def select_action(self, state, mask=None, deterministic: bool = False):
-        obs, m, single = self._batch(state, mask)
-        x = self.obs_norm(obs)
-        logits = self.net.logits(x, m)
-        action = sample_actions(logits, deterministic)
-        self._last_raw, self._last_x, self._last_mask = obs, x, m
-        # All log-probs are kept: store_transition takes the one of the action actually played,
-        # which an exploration guide (llm_strategies.LLMExplorationGuide) may have replaced.
-        self._last_logp_all = torch.log_softmax(logits, -1)
-        self._last_value = self.net.value(x)
-        out = action.cpu().numpy()
-        return int(out[0]) if single else out
-
-    @torch.no_grad()
-    def act(self, state, mask=None, deterministic: bool = False):
-        """Actions only, for playing (opponents, evaluation, human play): the actor alone, no
-        critic pass and nothing kept for learning."""
+        """Actions for playing (opponents, evaluation, human play): the actor alone."""
         obs, m, single = self._batch(state, mask)
         action = sample_actions(self.net.logits(self.obs_norm(obs), m), deterministic)
         out = action.cpu().numpy()
@@ -100,52 +260,22 @@ class PPOAgent(OnPolicyAgent):
         obs, m, _ = self._batch(state, mask)
         return self.net.logits(self.obs_norm(obs), m).cpu().numpy()
 
-    @property
-    def rollout_steps(self) -> int:
-        return self.config.n_steps
+    @torch.no_grad()
+    def value_of(self, state) -> np.ndarray:
+        obs, _, _ = self._batch(state)
+        return self.net.value(self.obs_norm(obs)).cpu().numpy()
 
-    def store_transition(self, reward, done, action) -> None:
-        """Record the step just taken by `select_action` (its observation, log-prob and value)
-        with the action, its reward and whether the game ended (`done` ends it for GAE)."""
-        if self.step >= self.config.n_steps:
-            raise RuntimeError("the rollout buffer is full: call update() first")
-        if self._last_value is None:
-            raise RuntimeError("store_transition() needs a select_action() call before it")
-        t = self.step
-        self.buf_obs[t] = self._last_x
-        self.buf_raw[t] = self._last_raw
-        self.buf_mask[t] = self._last_mask
-        played = torch.as_tensor(np.asarray(action), device=self.device).reshape(-1)
-        self.buf_actions[t] = played
-        self.buf_logprobs[t] = self._last_logp_all.gather(1, played[:, None].long()).squeeze(1)
-        self.buf_values[t] = self._last_value
-        self.buf_rewards[t] = torch.as_tensor(
-            np.asarray(reward, dtype=np.float32) * self.config.reward_scale, device=self.device)
-        self.buf_dones[t] = torch.as_tensor(np.asarray(done, dtype=np.float32), device=self.device)
-        self.step += 1
-
-    def take_rollout(self) -> dict[str, np.ndarray]:
-        """The full rollout just stored, as arrays (T, N, ...) named by ROLLOUT_FIELDS, and the
-        buffer emptied: what a rollout worker (training/rollouts.py) sends its learner."""
-        if self.step < self.config.n_steps:
-            raise RuntimeError(f"take_rollout() needs a full rollout: {self.step}/"
-                               f"{self.config.n_steps} steps stored")
-        self.step = 0
-        # Copies: on the CPU .numpy() shares the buffers, which the next rollout overwrites
-        # while a learner playing ahead still holds this one.
-        return {f: getattr(self, f"buf_{f}").cpu().numpy().copy() for f in ROLLOUT_FIELDS}
-
-    def load_rollout(self, parts: list[dict[str, np.ndarray]]) -> None:
-        """Rollouts played elsewhere (`take_rollout` of each worker, a slice of the games
-        each), side by side in worker order as one rollout of all the games: `update()` then
-        learns from them as from a rollout of its own."""
-        n = sum(part["actions"].shape[1] for part in parts)
-        if n != self.num_envs or self.step:
-            self._alloc(n)
-        for f in ROLLOUT_FIELDS:
-            joined = np.concatenate([part[f] for part in parts], axis=1)
-            getattr(self, f"buf_{f}").copy_(torch.from_numpy(joined))
-        self.step = self.config.n_steps
+    def update(self, buffer: RolloutBuffer, next_obs: np.ndarray,
+               progress: float | None = None) -> dict[str, float]:
+        # The observation statistics change only after the epochs, so the stored inputs,
+        # values and log-probabilities all belong to the policy that played the rollout.
+        next_value = torch.as_tensor(self.value_of(next_obs), device=self.device)
+        out = ppo_update(self.net, self.optimizer, self.config, buffer, next_value, progress)
+        if self.update_obs_stats:
+            self.obs_norm.update(buffer.raw)
+        buffer.step = 0
+        self.updates += 1
+        return out
 
     def imitate(self, obs, actions, optimizer: torch.optim.Optimizer, batch_size: int,
                 epochs: int = 1, generator: torch.Generator | None = None, judge: bool = False,
@@ -192,104 +322,8 @@ class PPOAgent(OnPolicyAgent):
                 on_epoch(epoch, out["loss"], out["accuracy"])
         return out
 
-    @torch.no_grad()
-    def value_of(self, state) -> np.ndarray:
-        obs, _, _ = self._batch(state)
-        return self.net.value(self.obs_norm(obs)).cpu().numpy()
-
-    @staticmethod
-    def compute_gae(rewards, values, dones, next_value, gamma, lam):
-        """Generalized advantage estimation over (T, N) tensors.
-
-        dones[t] = 1 when the episode ended at step t (so values after it are not bootstrapped).
-        Returns advantages and returns, both (T, N).
-        """
-        t_max = rewards.shape[0]
-        adv = torch.zeros_like(rewards)
-        last = torch.zeros_like(next_value)
-        for t in reversed(range(t_max)):
-            nxt = next_value if t == t_max - 1 else values[t + 1]
-            nonterminal = 1.0 - dones[t]
-            delta = rewards[t] + gamma * nxt * nonterminal - values[t]
-            last = delta + gamma * lam * nonterminal * last
-            adv[t] = last
-        return adv, adv + values
-
-    def update(self, next_obs=None, progress: float | None = None) -> dict[str, float]:
-        c = self.config
-        if self.step < c.n_steps:
-            raise RuntimeError(f"update() needs a full rollout: {self.step}/{c.n_steps} steps stored")
-        if next_obs is None:
-            raise ValueError("PPOAgent.update needs next_obs (the observations after the rollout)")
-        if c.anneal_lr and progress is not None:
-            for g in self.optimizer.param_groups:
-                g["lr"] = c.learning_rate * max(0.0, 1.0 - progress)
-        with torch.no_grad():
-            # Observation statistics change only after the epochs, so the stored inputs, values and
-            # log-probs all belong to the policy that collected the rollout.
-            next_value = torch.as_tensor(self.value_of(next_obs), device=self.device)
-            values = self.buf_values
-            adv, returns = self.compute_gae(self.buf_rewards, values, self.buf_dones, next_value,
-                                            c.gamma, c.gae_lambda)
-        b = c.n_steps * self.num_envs
-        obs = self.buf_obs.reshape(b, -1)
-        masks = self.buf_mask.reshape(b, -1)
-        actions = self.buf_actions.reshape(b)
-        old_logp = self.buf_logprobs.reshape(b)
-        adv, returns, values = adv.reshape(b), returns.reshape(b), values.reshape(b)
-        mb = max(1, b // c.num_minibatches)
-        # Named as CleanRL names them in TensorBoard (losses/...), so runs compare side by side.
-        stats = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "old_approx_kl": 0.0,
-                 "approx_kl": 0.0, "clipfrac": 0.0}
-        n_mb = 0
-        for _ in range(c.update_epochs):
-            perm = torch.randperm(b, device=self.device)
-            for start in range(0, b, mb):
-                idx = perm[start:start + mb]
-                logits = self.net.logits(obs[idx], masks[idx])
-                logp_all = torch.log_softmax(logits, -1)
-                logp = logp_all.gather(1, actions[idx, None]).squeeze(1)
-                probs = logp_all.exp()
-                entropy = -(probs * logp_all).masked_fill(~masks[idx], 0.0).sum(-1).mean()
-                ratio = (logp - old_logp[idx]).exp()
-                with torch.no_grad():
-                    old_approx_kl = (old_logp[idx] - logp).mean()
-                    approx_kl = ((ratio - 1) - (logp - old_logp[idx])).mean()
-                    clipfrac = ((ratio - 1.0).abs() > c.clip_coef).float().mean()
-                a = adv[idx]
-                if c.norm_adv and a.numel() > 1:
-                    a = (a - a.mean()) / (a.std() + 1e-8)
-                pg_loss = torch.max(-a * ratio,
-                                    -a * ratio.clamp(1 - c.clip_coef, 1 + c.clip_coef)).mean()
-                v_loss = 0.5 * (self.net.value(obs[idx]) - returns[idx]).pow(2).mean()
-                loss = pg_loss - c.ent_coef * entropy + c.vf_coef * v_loss
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                # Clipped separately: one network's large gradient must not shrink the other's.
-                nn.utils.clip_grad_norm_(self.net.actor.parameters(), c.max_grad_norm)
-                nn.utils.clip_grad_norm_(self.net.critic.parameters(), c.max_grad_norm)
-                self.optimizer.step()
-                stats["policy_loss"] += pg_loss.item()
-                stats["value_loss"] += v_loss.item()
-                stats["entropy"] += entropy.item()
-                stats["approx_kl"] += approx_kl.item()
-                stats["old_approx_kl"] += old_approx_kl.item()
-                stats["clipfrac"] += clipfrac.item()
-                n_mb += 1
-            if c.target_kl and stats["approx_kl"] / n_mb > c.target_kl:
-                break
-        if self.update_obs_stats:
-            self.obs_norm.update(self.buf_raw)
-        self.step = 0
-        self.updates += 1
-        out = {k: v / max(n_mb, 1) for k, v in stats.items()}
-        var_y = returns.var()
-        out["explained_variance"] = float(1 - (returns - values).var() / var_y) if var_y > 0 else 0.0
-        out["learning_rate"] = self.optimizer.param_groups[0]["lr"]
-        return out
-
     def _empty_twin(self) -> PPOAgent:
-        return PPOAgent(self.state_dim, self.action_dim, self.config, self.device, num_envs=1)
+        return PPOAgent(self.state_dim, self.action_dim, self.config, self.device)
 
     def state_dict(self) -> dict[str, Any]:
         return {"net": self.net.state_dict(), "obs_norm": self.obs_norm.state_dict(),
@@ -302,7 +336,7 @@ class PPOAgent(OnPolicyAgent):
         self.net.load_state_dict(state["net"])
         self.obs_norm.load_state_dict(state["obs_norm"])
         if "optimizer" in state:
-            self.optimizer.load_state_dict(state["optimizer"])
+            load_optimizer(self.optimizer, state["optimizer"], self.config.learning_rate)
         self.updates = int(state.get("updates", 0))
 
 
@@ -312,7 +346,7 @@ class PolicyStack:
     snapshots, a few games each) cost about as much as the learner's own forward pass this way.
 
     A snapshot of the actors' weights and observation statistics: build a new stack when they
-    change. Same masking and Gumbel-max sampling as `PPOAgent.act`."""
+    change. Same masking and Gumbel-max sampling as `PPOAgent.select_action`."""
 
     def __init__(self, agents: list["PPOAgent"]):
         if not agents:

@@ -18,9 +18,9 @@ from .ppo import PPOAgent
 
 
 def make_agent(algorithm: str, state_dim: int, action_dim: int, config=None, device="cpu",
-               num_envs: int = 1, seed: int = 0, game: GameConfig | None = None) -> BaseAgent:
+               seed: int = 0, game: GameConfig | None = None) -> BaseAgent:
     if algorithm == "ppo":
-        return PPOAgent(state_dim, action_dim, config, device, num_envs=num_envs, game=game)
+        return PPOAgent(state_dim, action_dim, config, device, game=game)
     if algorithm == "dqn":
         return DQNAgent(state_dim, action_dim, config, device, seed=seed, game=game)
     raise ValueError(f"algorithm {algorithm!r} is unknown: use 'ppo' or 'dqn'")

@@ -18,15 +18,15 @@ from collections import defaultdict
 FORWARD = "the policy's forward pass and sampling"
 FEATURES = "the observation's features (the view)"
 PARTS = (
-    (FORWARD, "agent", "select_action"),
+    (FORWARD, "agent", "decide"),
     (FEATURES, "agent", "features"),
     ("the league's opponents", "league", "act"),
     ("the engine's step (and both ships' observations)", "env", "step_both"),
-    ("reward shaping", "trainer", "shape"),
+    ("reward shaping", "rollouts", "learner_rewards"),
     ("bootstrapping timeouts (the critic)", "agent", "value_of"),
-    ("storing the step", "agent", "store_transition"),
-    ("showing the opponent model its pilot's moves", "trainer", "watch_opponent"),
-    ("finished games: league bookkeeping", "trainer", "finished"),
+    ("storing the step", "RolloutBuffer", "add"),
+    ("showing the opponent model its pilot's moves", "opponent_model", "observe"),
+    ("finished games: league bookkeeping", "Played", "end_games"),
     ("the PPO update", "agent", "update"),
     ("the opponent model's fit", "trainer", "fit_opponent_model"),
     ("TensorBoard", "log", "update"),
@@ -34,8 +34,9 @@ PARTS = (
 )
 
 
-def _clock(owner, method: str, spent: dict, name: str) -> None:
-    """Replace owner.method by the same call with its time added to spent[name]; a call inside
+def _clock(owner, method: str, spent: dict, name: str):
+    """Replace owner.method by the same call with its time added to spent[name] (returned: the
+    original, to put back where the owner is a module or a class); a call inside
     another clocked call is counted by the outer clock only (the features inside the critic's
     bootstrapping belong to it), except the features inside the forward pass, which are their
     own row, taken out of the forward pass's."""
@@ -57,6 +58,7 @@ def _clock(owner, method: str, spent: dict, name: str) -> None:
                 spent[outer] -= took
 
     setattr(owner, method, timed)
+    return inner
 
 
 _running: list[str] = []  # the clocked calls under way, outermost first
@@ -67,7 +69,9 @@ def profile_run(seconds: float, seed: int, threads: int, opponent: str = "heuris
     """(seconds spent in each part, decisions, the run's seconds) of a default PPO run of
     `seconds` at `threads` torch threads; `train` changes [train] settings
     (`opponent_model_share=0.25`, say)."""
+    from ..agents.ppo import RolloutBuffer
     from ..config import LeagueConfig, RunConfig, TrainConfig
+    from ..training import rollouts
     from ..training.trainer import Trainer
     from ..util.threads import use_torch_threads
 
@@ -84,13 +88,20 @@ def profile_run(seconds: float, seed: int, threads: int, opponent: str = "heuris
                         league=LeagueConfig(curriculum=(opponent,), scripted_share=1.0))
         trainer = Trainer(cfg, quiet=True)
         owners = {"agent": trainer.agent, "league": trainer.league, "env": trainer.env,
-                  "trainer": trainer, "log": trainer.log, "files": trainer.files}
-        for name, owner, method in PARTS:
-            _clock(owners[owner], method, spent, name)
+                  "trainer": trainer, "log": trainer.log, "files": trainer.files,
+                  "opponent_model": trainer.opponent_model, "rollouts": rollouts,
+                  "RolloutBuffer": RolloutBuffer, "Played": rollouts.Played}
+        shared = [(owners[owner], method, _clock(owners[owner], method, spent, name))
+                  for name, owner, method in PARTS]
         start = time.perf_counter()
-        trainer.run()
+        try:
+            trainer.run()
+        finally:
+            for owner, method, inner in shared:
+                if isinstance(owner, type) or owner is rollouts:
+                    setattr(owner, method, inner)  # not left clocked for the next run
         wall = time.perf_counter() - start
-        decisions = trainer.counters["global_step"]
+        decisions = trainer.counters.global_step
     return dict(spent), decisions, wall
 
 

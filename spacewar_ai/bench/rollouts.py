@@ -41,29 +41,29 @@ def _trainer(seconds: float, seed: int, workers: int, backend: str, address: str
     return Trainer(cfg, quiet=True, rollout_backend=backend, ray_address=address)
 
 
-def update_bound(agent, seed: int) -> float:
-    """Decisions per second of PPO updates alone: a full rollout of random observations loaded
-    into `agent` and learned from, UPDATE_REPEATS times, the median time taken."""
-    from ..agents.ppo import ROLLOUT_FIELDS
+def update_bound(agent, games: int, seed: int) -> float:
+    """Decisions per second of PPO updates alone: a full rollout of `games` games of random
+    observations learned from, UPDATE_REPEATS times, the median time taken."""
+    from ..agents.ppo import ROLLOUT_FIELDS, RolloutBuffer
 
-    c, n, rng = agent.config, agent.num_envs, np.random.default_rng(seed)
+    c, rng = agent.config, np.random.default_rng(seed)
     shapes = {"obs": (agent.input_dim,), "raw": (agent.input_dim,), "mask": (agent.action_dim,)}
     rollout = {}
     for field in ROLLOUT_FIELDS:
-        shape = (c.n_steps, n, *shapes.get(field, ()))
+        shape = (c.n_steps, games, *shapes.get(field, ()))
         rollout[field] = (np.ones(shape, bool) if field == "mask"
                           else rng.integers(0, agent.action_dim, shape) if field == "actions"
                           else rng.normal(size=shape).astype(np.float32))
     rollout["logprobs"] = -np.abs(rollout["logprobs"])
-    rollout["dones"] = (rng.random((c.n_steps, n)) < 0.01).astype(np.float32)
-    next_obs = rng.normal(size=(n, agent.state_dim)).astype(np.float32)
+    rollout["dones"] = (rng.random((c.n_steps, games)) < 0.01).astype(np.float32)
+    next_obs = rng.normal(size=(games, agent.state_dim)).astype(np.float32)
     times = []
     for _ in range(UPDATE_REPEATS):
-        agent.load_rollout([rollout])
+        buffer = RolloutBuffer.joined([rollout], agent.device)
         start = time.perf_counter()
-        agent.update(next_obs=next_obs)
+        agent.update(buffer, next_obs)
         times.append(time.perf_counter() - start)
-    return c.n_steps * n / statistics.median(times)
+    return c.n_steps * games / statistics.median(times)
 
 
 def part_costs(log_dir: Path, cfg) -> dict[str, float]:
@@ -118,7 +118,7 @@ def run_rollout_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = Fa
             trainer = _trainer(seconds, seed, count, backend, address, tmp, ahead)
             start = time.perf_counter()
             trainer.run()
-            rate = trainer.counters["global_step"] / (time.perf_counter() - start)
+            rate = trainer.counters.global_step / (time.perf_counter() - start)
             figures[f"workers_{count}{'_ahead' if ahead else ''}"] = rate
             where = "the learner plays its games" if count == 0 else \
                 f"{count} rollout worker{'s' if count > 1 else ''} {on}" \
@@ -130,7 +130,7 @@ def run_rollout_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = Fa
         bounds = {}
         for threads in sorted({1, min(2, os.cpu_count() or 1)}):
             use_torch_threads(threads)
-            bounds[threads] = update_bound(trainer.agent, seed)
+            bounds[threads] = update_bound(trainer.agent, trainer.cfg.train.num_envs, seed)
         use_torch_threads()
     c = trainer.cfg
     for threads, bound in bounds.items():

@@ -436,7 +436,7 @@ def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = F
                 trainer.league.assign()
             start = time.perf_counter()
             trainer.run()
-            return trainer.counters["global_step"] / (time.perf_counter() - start)
+            return trainer.counters.global_step / (time.perf_counter() - start)
 
     scripted = ours(LeagueConfig(curriculum=(opponent,), scripted_share=1.0), False)
     figures["ours"] = scripted

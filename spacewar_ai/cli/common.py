@@ -183,7 +183,7 @@ def run_config(args):
     """The resolved run config: defaults (or the resumed run's own), then --config, then flags.
     Which field a flag sets is declared on the field (config.setting, config.flag_fields)."""
     from ..agents.checkpoints import saved_run_config
-    from ..config import RewardConfig, RunConfig, flag_fields, load_run_config
+    from ..config import UNLIMITED_STEPS, RewardConfig, RunConfig, flag_fields, load_run_config
 
     base = saved_run_config(args.resume) if getattr(args, "resume", None) else RunConfig()
     cfg = load_run_config(args.config, base) if args.config else base
@@ -200,7 +200,7 @@ def run_config(args):
         for section, name in targets:
             changes.setdefault(section, {})[name] = value
     if getattr(args, "episodes", None) is not None and getattr(args, "timesteps", None) is None:
-        changes.setdefault("train", {})["total_timesteps"] = 10**12  # --episodes alone: the budget
+        changes.setdefault("train", {})["total_timesteps"] = UNLIMITED_STEPS  # --episodes alone
     for section, fields in changes.items():
         setattr(cfg, section, getattr(cfg, section).changed(**fields))
     if getattr(args, "reward", None):

@@ -49,6 +49,7 @@ ENSEMBLE_WITH = flag("--ensemble-with", "export", nargs="+", metavar="CHECKPOINT
 @mode("champion_train", reads=(*TRAINING, RATINGS_FILE, ROLLOUT_WORKERS, ASYNC_ROLLOUTS, *RAY),
       flag_help="continue training --checkpoint against the best models we know")
 def train(parser, args) -> int:
+    from ..config import flag_readers
     from ..training import train as run
     from ..util.preflight import check_training, writable
 
@@ -58,25 +59,15 @@ def train(parser, args) -> int:
         parser.error("--checkpoint and --init-from both name the model to start from: give one")
     cfg = common.run_config(args)
     algorithm = cfg.train.algorithm
-    if args.base_model is not None and algorithm != "sft":
-        what = "trains on the base its --init-from adapter names" \
-            if algorithm in ("grpo", "dagger") else "trains a network"
-        parser.error(f"--base-model is read by --algorithm sft; {algorithm} {what}")
-    if args.opponent is not None and algorithm not in ("grpo", "dagger"):
-        parser.error(f"--opponent in training is read by --algorithm grpo and dagger; "
-                     f"{algorithm} sets its opponents in the config's [league] and [train] "
-                     "eval_opponent")
-    if args.teacher is not None and algorithm != "dagger":
-        parser.error(f"--teacher is read by --algorithm dagger; {algorithm} "
-                     + ("learns from --dataset-pilot's decisions" if algorithm in
-                        ("bc", "cql", "sft") else "learns from its rewards"))
     given = not_read(args, algorithm)
     if given:
-        parser.error(f"{flag_name(given[0])} does not apply to --algorithm {algorithm}, "
-                     f"{ALGORITHMS[algorithm].instead}")
-    if algorithm not in ("bc", "cql", "sft", "dagger") and (args.dataset or args.dataset_pilot):
-        parser.error(f"--{'dataset' if args.dataset else 'dataset-pilot'} is read by --algorithm "
-                     f"bc, cql, sft and dagger; {algorithm} learns by playing")
+        flag = flag_name(given[0])
+        readers = flag_readers(flag)
+        named = " and ".join(filter(None, (", ".join(readers[:-1]), readers[-1]))) \
+            if readers else ""
+        parser.error(f"{flag} does not apply to --algorithm {algorithm}, "
+                     f"{ALGORITHMS[algorithm].instead}"
+                     + (f"; it is read by --algorithm {named}" if named else ""))
     if (args.backend or args.ray_address) and cfg.train.rollout_workers == 0:
         parser.error(f"{'--backend' if args.backend else '--ray-address'} in training says where "
                      "rollout workers run: add --rollout-workers N (PPO)")

@@ -167,7 +167,6 @@ class SpacewarEnv(gym.Env):
         self._actions = np.zeros((1, 2), dtype=np.int64)
         self._needs_reset = True
         self._episode_return = np.zeros(2)
-        self._episode_steps = 0
         self._renderer = None
 
     @property
@@ -220,7 +219,6 @@ class SpacewarEnv(gym.Env):
             self.opponent.reset(np.ones(1, dtype=bool), b.rng.copy())
         self._needs_reset = False
         self._episode_return[:] = 0.0
-        self._episode_steps = 0
         obs = b.observe()
         if self.render_mode == "human":
             self.render()
@@ -259,7 +257,6 @@ class SpacewarEnv(gym.Env):
             truncated = bool(b.truncated[0])
             self._needs_reset = True
         self._episode_return += b.reward[0]
-        self._episode_steps += 1
         if self.render_mode == "human":
             self.render()
         return obs, terminated, truncated

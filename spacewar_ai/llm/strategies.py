@@ -340,7 +340,7 @@ class IterativeStrategyTrainer:
             self._save_state()
             if self.trainer is not None and (self.train_steps or self.train_games) \
                     and best is not None:
-                self._train_between_rounds()
+                self.trainer.train_more(self.train_steps, self.train_games)
             if best is not None and best["score"] >= self.target:
                 self.log(f"target win rate {self.target:.0%} reached")
                 break
@@ -356,19 +356,6 @@ class IterativeStrategyTrainer:
         _write_text(stamp, Path(path).read_text())
         key = league.add_fixed(stamp)
         self.log(f"league: added {key}")
-
-    def _train_between_rounds(self) -> None:
-        import dataclasses
-
-        t, counters = self.trainer.cfg.train, self.trainer.counters
-        if self.train_games:
-            # A budget of games (--episodes): the step budget is one no round reaches.
-            budget = {"episodes": counters["episodes"] + self.train_games,
-                      "total_timesteps": 10**12}
-        else:
-            budget = {"total_timesteps": counters["global_step"] + self.train_steps}
-        self.trainer.cfg.train = dataclasses.replace(t, **budget)
-        self.trainer.run()
 
     def _save_state(self) -> None:
         payload = json.dumps(self.state, indent=1).encode()
@@ -390,11 +377,6 @@ class LLMExplorationGuide:
         self.pilot = StrategyPilot(self.path, n_actions=n_actions)
         self.rng = np.random.default_rng(seed + 4242)
         self.used = 0
-
-    def set_strategy(self, path) -> None:
-        self.pilot.close()
-        self.path = Path(path)
-        self.pilot = StrategyPilot(self.path, n_actions=self.pilot.n_actions)
 
     def mix(self, obs: np.ndarray, actions: np.ndarray, rate: float = 1.0) -> np.ndarray:
         rows = np.flatnonzero(self.rng.random(actions.shape[0]) < self.share * rate)

@@ -70,9 +70,8 @@ class AgentPilot(Pilot):
     def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         if obs.shape[0] == 0:
             return np.zeros(0, dtype=np.int64)
-        # `act` (PPO) skips the critic and the rollout bookkeeping that select_action keeps.
-        play = getattr(self.agent, "act", self.agent.select_action)
-        return np.asarray(play(obs, deterministic=self.deterministic), dtype=np.int64).reshape(-1)
+        actions = self.agent.select_action(obs, deterministic=self.deterministic)
+        return np.asarray(actions, dtype=np.int64).reshape(-1)
 
 
 class CallablePilot(Pilot):

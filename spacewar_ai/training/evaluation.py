@@ -34,10 +34,10 @@ def evaluation_seeds(updates: int, games: int) -> tuple[int, int]:
 
 
 class Evaluator:
-    """Evaluations of one run and its best.pt. `counters` is the run's own dict (read for the
-    step, updates and wall time; best_eval and best_eval_games are written back)."""
+    """Evaluations of one run and its best.pt. `counters` is the run's own (budget.Counters,
+    read for the step, updates and wall time; best_eval and best_eval_games are written back)."""
 
-    def __init__(self, cfg: RunConfig, run_dir: Path, opponent, device: str, counters: dict):
+    def __init__(self, cfg: RunConfig, run_dir: Path, opponent, device: str, counters):
         self.cfg = cfg
         self.run_dir = Path(run_dir)
         self.opponent = opponent
@@ -59,35 +59,35 @@ class Evaluator:
             return play_match(player, self.opponent, games, seed=seed, config=self.cfg.game,
                               reward_config=self.cfg.reward, keep_actions=keep_actions)
 
-        selection, confirmation = evaluation_seeds(c["updates"], games)
-        video = t.eval_video > 0 and self._video_seconds <= t.eval_video * c["wall_seconds"]
+        selection, confirmation = evaluation_seeds(c.updates, games)
+        video = t.eval_video > 0 and self._video_seconds <= t.eval_video * c.wall_seconds
         r = play(pilot, selection, keep_actions=int(video))
         rate = r.win_rate_a()
-        step = c["global_step"]
+        step = c.global_step
         if video:
             self._video(writer, r.games[0], step)
         writer.add_scalar("eval/win_rate", rate, step)
         writer.add_scalar("eval/draw_rate", r.draws / r.n, step)
-        writer.add_scalar("eval/wall_minutes", c["wall_seconds"] / 60, step)
+        writer.add_scalar("eval/wall_minutes", c.wall_seconds / 60, step)
         incumbent = self.incumbent()
-        if incumbent is None or rate > c["best_eval"]:
+        if incumbent is None or rate > c.best_eval:
             challenger = play(pilot, confirmation).wins_a
             writer.add_scalar("eval/confirmed_win_rate", challenger / games, step)
             defended = play(incumbent, confirmation).wins_a if incumbent is not None else -1
             if challenger > defended:
                 self._best = pilot
-                c["best_eval"], c["best_eval_games"] = challenger / games, games
+                c.best_eval, c.best_eval_games = challenger / games, games
                 save_best()
             else:
-                n = c["best_eval_games"]
-                c["best_eval"] = (c["best_eval"] * n + defended) / (n + games)
-                c["best_eval_games"] = n + games
-                figure = {"best_eval": c["best_eval"], "best_eval_games": c["best_eval_games"]}
+                n = c.best_eval_games
+                c.best_eval = (c.best_eval * n + defended) / (n + games)
+                c.best_eval_games = n + games
+                figure = {"best_eval": c.best_eval, "best_eval_games": c.best_eval_games}
                 rewrite_metadata(self.run_dir / "best.pt",
                                  lambda meta: {**meta, "counters": {**meta["counters"], **figure}})
             mine = challenger if challenger > defended else defended
             self.publish(lambda player: play(player, confirmation).wins_a, mine, games)
-            writer.add_scalar("eval/best_win_rate", c["best_eval"], step)
+            writer.add_scalar("eval/best_win_rate", c.best_eval, step)
         return rate
 
     def publish(self, wins: Callable, mine: int, games: int) -> None:
@@ -123,7 +123,7 @@ class Evaluator:
 
     def incumbent(self) -> AgentPilot | None:
         """The player saved as best.pt, read from the file after a resume."""
-        if self._best is None and self.counters["best_eval"] >= 0:
+        if self._best is None and self.counters.best_eval >= 0:
             path = self.run_dir / "best.pt"
             if not path.exists():
                 return None

@@ -77,7 +77,7 @@ def network_round(agent, teacher: str, opponents: tuple, games: int, seed: int,
                         generator=generator, fit_scaling=False)
     # Whether the fit took the teacher's overrides, and what it cost the moves it kept: the
     # student's greedy answers after the fit on this round's states.
-    now = agent.act(obs, deterministic=True) if len(obs) else np.zeros(0, dtype=np.int64)
+    now = agent.select_action(obs, deterministic=True) if len(obs) else np.zeros(0, dtype=np.int64)
     overridden = acts != labels
     return {"decisions": len(obs), "aggregate": len(everything),
             "agreement_own": float((acts == labels).mean()) if len(obs) else 0.0,

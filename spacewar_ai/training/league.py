@@ -48,6 +48,7 @@ class League:
         self.assignment = np.array([self.stage_spec] * num_envs, dtype=object)
         self._self_pilot: AgentPilot | None = None
         self._stack: tuple[dict[str, int], Any] | None = None  # built on demand by act()
+        self.replica = False  # a rollout worker's copy (follow): the learner records the games
 
     # --- opponents ----------------------------------------------------------------------------
     @property
@@ -192,14 +193,21 @@ class League:
         return out
 
     # --- results ------------------------------------------------------------------------------
-    def record(self, rows: np.ndarray, learner_score: np.ndarray) -> bool:
-        """Record finished games (score 1 win, 0.5 draw, 0 loss for the learner); returns True
-        when the curriculum moved to the next stage."""
-        return self.record_games(self.assignment[rows].tolist(), learner_score)
+    def end_games(self, rows: np.ndarray, learner_score: np.ndarray, done: np.ndarray,
+                  seeds: np.ndarray) -> list[str]:
+        """Games `rows` ended with the learner's scores: their opponents' keys, the results
+        recorded (unless this is a replica: its learner records them), new opponents drawn for
+        the `done` games and their scripted pilots reset."""
+        keys = self.assignment[rows].tolist()
+        if not self.replica:
+            self.record(keys, learner_score)
+        self.assign(done)
+        self.reset_pilots(done, seeds)
+        return keys
 
-    def record_games(self, keys: list[str], learner_score) -> bool:
-        """`record` for games named by their opponents' keys: games played elsewhere (rollout
-        workers, rollouts.py)."""
+    def record(self, keys: list[str], learner_score) -> bool:
+        """Record finished games, named by their opponents' keys (score 1 win, 0.5 draw, 0 loss
+        for the learner); returns True when the curriculum moved to the next stage."""
         advanced = False
         for key, score in zip(keys, learner_score):
             self.results[key].append(float(score))
@@ -232,6 +240,7 @@ class League:
         its pool, new members loaded from `files` (key -> path), members it evicted dropped and
         the games against them given new opponents. The learner records the games; a replica
         only draws."""
+        self.replica = True
         self.stage = int(view["stage"])
         self.results.clear()
         for key, scores in view["results"].items():

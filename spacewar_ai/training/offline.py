@@ -107,7 +107,7 @@ def train_bc(cfg: RunConfig, quiet: bool = False) -> dict:
     t = cfg.train
     obs, actions = arrays(t.dataset, t.dataset_pilot or None, cfg.game)
     run = _Run(cfg, "bc")
-    agent = PPOAgent(cfg.game.obs_dim, cfg.game.num_actions, cfg.ppo, num_envs=1, game=cfg.game)
+    agent = PPOAgent(cfg.game.obs_dim, cfg.game.num_actions, cfg.ppo, game=cfg.game)
 
     def report(epoch, loss, agreement):
         run.writer.add_scalar("losses/bc_loss", loss, epoch + 1)

@@ -159,14 +159,14 @@ def _member(hp: dict, base: dict, run_dir: str, round_steps: int, yardstick_game
     try:  # Tune ends a round's member by raising: its folder is let go however it ends
         while True:
             carried = fingerprint(trainer.agent)
-            trainer.run(until_step=trainer.counters["global_step"] + round_steps)
+            trainer.run(until_step=trainer.counters.global_step + round_steps)
             done += 1
             league = [trainer.league.win_rate(k) for k in trainer.league.results]
             score = yardstick_score(trainer.agent, yardstick_games, cfg.game)
             row = {"member": name, "round": done, METRIC: score,
                    "league_win_rate": float(np.mean(league)) if league else 0.0,
                    "league_rating": league_rating(trainer.league),
-                   "steps": trainer.counters["global_step"], "cloned_from": parent,
+                   "steps": trainer.counters.global_step, "cloned_from": parent,
                    "weights_in": carried, "weights_out": fingerprint(trainer.agent),
                    **{k: hp[k] for k in MUTATED}}
             with lineage.open("a") as f:

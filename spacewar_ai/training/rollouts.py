@@ -106,39 +106,85 @@ def finished_games(info: dict, done: np.ndarray, sums: collections.Counter):
     return rows, score, (real == 0).astype(float)
 
 
-def play_steps(agent, league: League, env: SpacewarVectorEnv, obs: np.ndarray, steps: int,
-               shape: Callable, finished: Callable, guide=None, watch: Callable | None = None,
-               after_step: Callable | None = None) -> np.ndarray:
-    """`steps` steps of every game, each stored in the PPO agent's rollout buffer; returns the
-    observations after them. `shape(obs, next_obs, info, term, reward, gamma)` gives the stored
-    rewards, `finished(info, done)` hears of the games that end (and must draw their next
-    opponents), `guide` may replace some of the learner's actions, `watch(obs, actions)` sees
-    both ships' moves, `after_step()` runs after each step."""
-    gamma = agent.config.gamma
-    actions = np.zeros((env.num_envs, 2), dtype=np.int64)
-    for _ in range(steps):
-        actions[:, 0] = agent.select_action(obs[:, 0])
+class Played:
+    """What a stretch of play leaves for the learner's records (Trainer.take): the finished
+    games' opponents (`keys`), the learner's score in each (1 win, 0.5 draw, 0 loss) and
+    whether it won by a hit, their figures summed (finished_games), the decisions played, and,
+    where a pilot is `watch`ed for the opponent model, its moves at each of `steps` steps."""
+
+    def __init__(self, steps: int, games: int, obs_dim: int, watch: str | None = None):
+        self.keys: list[str] = []
+        self._scores: list[np.ndarray] = []
+        self._wins: list[np.ndarray] = []
+        self.sums: collections.Counter = collections.Counter()
+        self.decisions = 0
+        self.watch = watch
+        self.watched = None if watch is None else {
+            "obs": np.zeros((steps, games, obs_dim), np.float32),
+            "actions": np.zeros((steps, games), np.int64), "rows": np.zeros((steps, games), bool)}
+
+    @property
+    def scores(self) -> np.ndarray:
+        return np.concatenate(self._scores) if self._scores else np.zeros(0)
+
+    @property
+    def wins(self) -> np.ndarray:
+        return np.concatenate(self._wins) if self._wins else np.zeros(0)
+
+    def see(self, t: int, obs: np.ndarray, actions: np.ndarray, league: League) -> None:
+        """Step `t`'s moves of ship 1, kept where the watched pilot flies it."""
+        if self.watched is not None:
+            self.watched["obs"][t] = obs[:, 1]
+            self.watched["actions"][t] = actions[:, 1]
+            self.watched["rows"][t] = league.assignment == self.watch
+
+    def end_games(self, info: dict, done: np.ndarray, league: League,
+                  env: SpacewarVectorEnv) -> None:
+        """The games that ended this step: kept, and given their next opponents."""
+        rows, score, won = finished_games(info, done, self.sums)
+        self.keys.extend(league.end_games(rows, score, done, env.batch.rng.copy()))
+        self._scores.append(score)
+        self._wins.append(won)
+
+
+def play_steps(agent, league: League, env: SpacewarVectorEnv, obs: np.ndarray, buffer,
+               shaping: float, watch: str | None = None, guide=None, screen=None,
+               stop=None) -> tuple[np.ndarray, Played]:
+    """Fill `buffer` (agents/ppo.RolloutBuffer) with the next steps of every game: the learner
+    flies ship 0 (`guide` may replace some of its actions), the league ship 1; rewards are
+    shaped by `shaping` ([train] shaping) and timeouts bootstrapped from the critic. Returns the
+    observations after them and what was played (Played). `screen` (Trainer's window) is shown
+    each step, and `stop` (StopAtSafePoint) checked."""
+    gamma, scale = agent.config.gamma, agent.config.reward_scale
+    steps, n = len(buffer.actions), env.num_envs
+    played = Played(steps, n, obs.shape[2], watch)
+    actions = np.zeros((n, 2), dtype=np.int64)
+    for t in range(steps):
+        decision = agent.decide(obs[:, 0])
+        actions[:, 0] = decision.action
         if guide is not None:
             actions[:, 0] = guide.mix(obs[:, 0], actions[:, 0])
         actions[:, 1] = league.act(obs[:, 1])
-        if watch is not None:
-            watch(obs, actions)
+        played.see(t, obs, actions, league)
         next_obs, rewards, term, trunc, info = env.step_both(actions)
-        reward = shape(obs, next_obs, info, term, rewards[:, 0], gamma)
+        reward = learner_rewards(shaping, agent.view_constants, obs, next_obs, info, term,
+                                 rewards[:, 0], gamma)
         if trunc.any():
             # A timeout is not the end of the world: bootstrap from the last state.
             rows = np.flatnonzero(trunc)
             # Values are in scaled reward units; the reward is scaled when stored.
-            reward[rows] += (gamma * agent.value_of(info["final_obs"][rows, 0])
-                             / agent.config.reward_scale)
+            reward[rows] += gamma * agent.value_of(info["final_obs"][rows, 0]) / scale
         done = term | trunc
-        agent.store_transition(reward, done, action=actions[:, 0])
+        buffer.add(decision, actions[:, 0], np.asarray(reward, dtype=np.float32) * scale, done)
         if done.any():
-            finished(info, done)
+            played.end_games(info, done, league, env)
+        played.decisions += n
         obs = next_obs
-        if after_step is not None:
-            after_step()
-    return obs
+        if screen is not None:
+            screen.show(env.batch)
+        if stop is not None:
+            stop.check()
+    return obs, played
 
 
 def _seed(*parts: int) -> int:
@@ -170,7 +216,8 @@ class RolloutWorker:
         # Networks built here must not move the generator of a learner in the same process.
         with torch.random.fork_rng(devices=[]):
             self.agent = PPOAgent(cfg.game.obs_dim, cfg.game.num_actions, cfg.ppo, "cpu",
-                                  num_envs=num_games, game=cfg.game)
+                                  game=cfg.game)
+        self.buffer = self.agent.new_buffer(num_games)
         self.env = SpacewarVectorEnv(num_games, cfg.game, cfg.reward, opponent=None,
                                      count_dodges=True)
         self.league = League(cfg.league, cfg.game, num_games, seed)
@@ -207,44 +254,11 @@ class RolloutWorker:
             if not self._drawn:
                 self.league.assign()
                 self._drawn = True
-            steps, n = self.cfg.ppo.n_steps, self.env.num_envs
-            keys: list[str] = []
-            scores: list[np.ndarray] = []
-            wins: list[np.ndarray] = []
-            sums: collections.Counter = collections.Counter()
-            watched = None
-            if self.watch_spec is not None:
-                watched = {"obs": np.zeros((steps, n, self.cfg.game.obs_dim), np.float32),
-                           "actions": np.zeros((steps, n), np.int64),
-                           "rows": np.zeros((steps, n), bool)}
-            t = [0]
-
-            def finished(info, done):
-                rows, score, won = finished_games(info, done, sums)
-                keys.extend(self.league.assignment[rows].tolist())
-                scores.append(score)
-                wins.append(won)
-                self.league.assign(done)
-                self.league.reset_pilots(done, self.env.batch.rng.copy())
-
-            def watch(obs, actions):
-                watched["obs"][t[0]] = obs[:, 1]
-                watched["actions"][t[0]] = actions[:, 1]
-                watched["rows"][t[0]] = self.league.assignment == self.watch_spec
-
-            def after_step():
-                t[0] += 1
-
-            self.obs = play_steps(
-                self.agent, self.league, self.env, self.obs, steps,
-                lambda *a: learner_rewards(self.shaping, self.agent.view_constants, *a),
-                finished, watch=watch if watched is not None else None, after_step=after_step)
-        seconds = time.perf_counter() - started
+            self.obs, played = play_steps(self.agent, self.league, self.env, self.obs,
+                                          self.buffer, self.shaping, watch=self.watch_spec)
         return {"update": update, "worker": self.index, "node": self.node,
-                "rollout": self.agent.take_rollout(), "next_obs": self.obs[:, 0].copy(),
-                "keys": keys, "scores": np.concatenate(scores) if scores else np.zeros(0),
-                "wins": np.concatenate(wins) if wins else np.zeros(0), "sums": dict(sums),
-                "watched": watched, "decisions": steps * n, "seconds": seconds}
+                "rollout": self.buffer.arrays(), "next_obs": self.obs[:, 0].copy(),
+                "played": played, "seconds": time.perf_counter() - started}
 
 
 def ray_node() -> str:

@@ -120,9 +120,11 @@ def _dagger(cfg: RunConfig, start_from, champion, resume, ratings_file, render, 
 # The flags of a learner's own games that learning from data (or an LM's games) reads not.
 LEARNER_GAMES = ("render", "use_llm")
 DATASET_ALONE = "which learns from --dataset alone"
+PLAYS = "which learns by playing the league ([league], [train] eval_opponent)"
+ON_ITS_BASE = "trains on the base its --init-from adapter names"
 ALGORITHMS = {
-    "ppo": Algorithm(_online, "learns by playing", "optional", True, True),
-    "dqn": Algorithm(_online, "learns by playing", "optional", True, True),
+    "ppo": Algorithm(_online, "learns by playing", "optional", True, True, PLAYS),
+    "dqn": Algorithm(_online, "learns by playing", "optional", True, True, PLAYS),
     "bc": Algorithm(_offline, "learns from a dataset alone", "", False, False, DATASET_ALONE,
                     LEARNER_GAMES),
     "cql": Algorithm(_offline, "learns from a dataset alone", "", False, False,
@@ -131,12 +133,12 @@ ALGORITHMS = {
     "sft": Algorithm(_sft, "trains a new adapter from a dataset", "", False, False,
                      DATASET_ALONE, LEARNER_GAMES),
     "grpo": Algorithm(_grpo, "trains an LM adapter further by playing", "required", False,
-                      False, "which plays --episodes games (or [grpo] iterations x games)",
-                      (*LEARNER_GAMES, "checkpoint")),
+                      False, f"which {ON_ITS_BASE} and plays --episodes games (or [grpo] "
+                      "iterations x games)", (*LEARNER_GAMES, "checkpoint")),
     "dagger": Algorithm(_dagger, "trains an LM adapter on its own games' states, labelled by a "
                         "teacher", "required", False, False,
-                        "which plays --episodes games in all (or [dagger] rounds x games)",
-                        (*LEARNER_GAMES, "checkpoint")),
+                        f"which {ON_ITS_BASE} and plays --episodes games in all (or [dagger] "
+                        "rounds x games)", (*LEARNER_GAMES, "checkpoint")),
 }
 
 

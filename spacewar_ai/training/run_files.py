@@ -25,7 +25,7 @@ class RunFiles:
     """Writes one run's checkpoints: the agent, with what a resume needs beside it."""
 
     def __init__(self, run_dir: Path, run_name: str, cfg: RunConfig, agent, league,
-                 counters: dict, opponent_model=None):
+                 counters, opponent_model=None):
         self.run_dir, self.run_name, self.cfg = run_dir, run_name, cfg
         self.agent, self.league, self.counters = agent, league, counters
         self.opponent_model = opponent_model
@@ -34,7 +34,7 @@ class RunFiles:
 
     def metadata(self) -> dict[str, Any]:
         return {"run_name": self.run_name, "config": self.cfg.to_dict(),
-                "counters": dict(self.counters), "league": self.league.state(),
+                "counters": self.counters.saved(), "league": self.league.state(),
                 "rng": {"torch": torch.get_rng_state().tolist(),
                         "numpy": np_state_json(np.random.get_state())}}
 
@@ -50,23 +50,23 @@ class RunFiles:
             self.agent.save(path, self.metadata())
         self.last_write = time.monotonic()
         if name == "latest.pt":
-            self.latest_at = self.counters["updates"]
+            self.latest_at = self.counters.updates
         return path
 
     def save_latest_once(self) -> None:
         """latest.pt, unless this update's is written already (nothing has changed since)."""
-        if self.latest_at != self.counters["updates"]:
+        if self.latest_at != self.counters.updates:
             self.save("latest.pt")
 
     def latest_due(self, evaluating: bool) -> bool:
         """Whether this update writes latest.pt (the module docstring says when)."""
-        t, updates = self.cfg.train, self.counters["updates"]
+        t, updates = self.cfg.train, self.counters.updates
         return evaluating or updates % t.save_interval == 0 or updates == 1 \
             or time.monotonic() - self.last_write >= t.save_seconds
 
     def save_periodic(self) -> None:
         """ckpt_<update>.pt at every tenth save_interval."""
-        updates = self.counters["updates"]
+        updates = self.counters.updates
         if updates % (self.cfg.train.save_interval * 10) == 0:
             self.save(f"ckpt_{updates:06d}.pt")
 

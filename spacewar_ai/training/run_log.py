@@ -104,7 +104,7 @@ class RunLog(LazyWriter):
         w = self.writer
         for part in parts:
             w.add_scalar(f"workers/decisions_per_second/{part['worker']}",
-                         part["decisions"] / part["seconds"], step)
+                         part["played"].decisions / part["seconds"], step)
         lag = max(updates - part["version"] for part in parts)
         w.add_scalar("workers/policy_lag", lag, step)
         w.add_scalar("charts/policy_lag", lag, step)

@@ -38,7 +38,7 @@ from ..agents.opponent_model import FILE_NAME as OPPONENT_MODEL_FILE
 from ..agents.opponent_model import PAYLOAD_KEY as OPPONENT_MODEL_KEY
 from ..agents.opponent_model import OpponentModel
 from ..agents.saved import make_agent
-from ..config import RunConfig
+from ..config import UNLIMITED_STEPS, RunConfig
 from ..game.environment import SpacewarVectorEnv
 from ..pilots.spec import check_spec
 from ..pilots.specs import make_pilot
@@ -46,10 +46,10 @@ from ..util.files import hold_run_folders, remove_stale_temps
 from ..util.progress import Progress
 from ..util.threads import available_cores, use_torch_threads
 from . import loops
-from .budget import Budget
+from .budget import Budget, Counters
 from .evaluation import Evaluator
 from .league import League
-from .rollouts import RolloutWorkers, finished_games, learner_rewards
+from .rollouts import Played, RolloutWorkers
 from .run_files import RunFiles
 from .run_log import RunLog
 from .warm_start import behaviour_clone, demonstration_start
@@ -88,6 +88,29 @@ class StopAtSafePoint:
             self._previous = None
         if self.requested and kind is None:  # asked for after the last check: still a stop
             raise KeyboardInterrupt
+
+
+class TrainingWindow:
+    """--render: the learner's first game, drawn at most at the game's fps and never waited
+    for (the other games must not slow down); the window opens at the first frame."""
+
+    def __init__(self, game):
+        self.game, self.renderer, self.last = game, None, 0.0
+
+    def show(self, batch) -> None:
+        if self.renderer is None:
+            from ..game.rendering import Renderer
+
+            self.renderer = Renderer(self.game, 512, "human", "Spacewar! AI: training")
+        now = time.time()
+        if now - self.last >= 1.0 / self.game.fps:
+            self.last = now
+            self.renderer.draw(batch, 0, wait=False)
+
+    def close(self) -> None:
+        if self.renderer is not None:
+            self.renderer.close()
+            self.renderer = None
 
 
 def _setting(name: str, build, *args, **kwargs):
@@ -133,16 +156,14 @@ class Trainer:
                                           cfg.game)
             if t.warm_start:
                 _setting("--warm-start ([train] warm_start)", check_spec, t.warm_start)
-        # best_eval: best.pt's win rate in evaluations, pooled over best_eval_games games.
-        self.counters = {"global_step": 0, "episodes": 0, "updates": 0, "best_eval": -1.0,
-                         "best_eval_games": 0, "wall_seconds": 0.0}
+        self.counters = Counters()
         resume_ckpt = self._read_resume(resume) if resume is not None else None
         if resume_ckpt is None:
             # A run against champions says so: runs/ otherwise lists it like a fresh start.
             self.run_name = t.named(("champion-" if champions else "") + t.algorithm)
         self.run_dir = Path(t.checkpoint_dir) / self.run_name
         self.log_dir = Path(t.log_dir) / self.run_name
-        _seed_everything(t.seed + self.counters["updates"])
+        _seed_everything(t.seed + self.counters.updates)
         init_ckpt = None
         if init_weights is not None and resume_ckpt is None:
             init_ckpt = load_checkpoint(init_weights, expect_algorithm=t.algorithm,
@@ -154,8 +175,8 @@ class Trainer:
             t.num_envs, cfg.game, cfg.reward, opponent=None,
             count_dodges=True)  # for game/dodged in TensorBoard
         self.agent = make_agent(t.algorithm, cfg.game.obs_dim, cfg.game.num_actions,
-                                getattr(cfg, t.algorithm), self.device, num_envs=t.num_envs,
-                                seed=t.seed, game=cfg.game)
+                                getattr(cfg, t.algorithm), self.device, seed=t.seed,
+                                game=cfg.game)
         self.on_policy = isinstance(self.agent, OnPolicyAgent)
         self.league = _setting("[league] curriculum", League, cfg.league, cfg.game, t.num_envs,
                                t.seed, snapshot_dir=self.run_dir / "league")
@@ -178,27 +199,24 @@ class Trainer:
             clone = behaviour_clone if self.on_policy else demonstration_start
             stats = clone(self.agent, t.warm_start, cfg.game, t.warm_start_decisions,
                           t.warm_start_epochs, t.seed, quiet=quiet)
-            self.counters["warm_start_accuracy"] = stats["accuracy"]
+            self.counters.warm_start_accuracy = stats["accuracy"]
         for path in champions or []:
             self.league.add_fixed(path, self.device)
         self.league.set_learner(self.agent)
         self.league.assign()
         self.opponent_model = self._opponent_model(resume_ckpt)
+        # The pilot whose moves the opponent model learns from, watched wherever it flies.
+        self.watch = self.opponent_model.spec if self.opponent_model is not None else None
         self.interrupt = StopAtSafePoint()
         self.evaluator = Evaluator(cfg, self.run_dir, self.eval_opponent, self.device,
                                    self.counters)
-        self.budget = Budget(t, t.total_timesteps)
-        self.log = RunLog(self.log_dir, cfg, fresh=self.counters["updates"] == 0)
+        self.log = RunLog(self.log_dir, cfg, fresh=self.counters.updates == 0)
         self.files = RunFiles(self.run_dir, self.run_name, cfg, self.agent, self.league,
                               self.counters, self.opponent_model)
-        self.recent = collections.deque(maxlen=100)  # learner outcomes: 1 win, 0.5 draw, 0 loss
-        self.recent_wins = collections.deque(maxlen=100)
+        self.recent_wins = collections.deque(maxlen=100)  # 1 where the learner won by a hit
         self.episode_sums: collections.Counter = collections.Counter()
         self.resumed_from = Path(resume) if resume is not None else None
-        self._renderer = None
-        self._last_draw = 0.0
-        # The run's wall clock, across resumes: the seconds before this start, and its start.
-        self._wall_base, self._t_start = self.counters["wall_seconds"], time.time()
+        self.screen = TrainingWindow(cfg.game) if render else None
 
     # --- building the run ---------------------------------------------------------------------
     def _read_resume(self, resume) -> dict[str, Any]:
@@ -209,10 +227,10 @@ class Trainer:
         # A resumed run keeps its name unless the config names another (pbt.py's members
         # continue a better member's weights under their own).
         self.run_name = t.run_name or meta.get("run_name") or Path(resume).resolve().parent.name
-        self.counters.update(meta.get("counters", {}))
-        if self.counters["best_eval"] >= 0 and not self.counters["best_eval_games"]:
+        self.counters = Counters.from_saved(meta.get("counters", {}))
+        if self.counters.best_eval >= 0 and not self.counters.best_eval_games:
             # Written before the figure was pooled: it stood for one evaluation's games.
-            self.counters["best_eval_games"] = t.eval_episodes
+            self.counters.best_eval_games = t.eval_episodes
         return ckpt
 
     def _shape_configs(self, source, warm: bool) -> None:
@@ -278,93 +296,53 @@ class Trainer:
         return self.log.writer
 
     def reset_games(self):
-        seed = self.cfg.train.seed * 1_000_003 + self.counters["updates"] * 7919
+        seed = self.cfg.train.seed * 1_000_003 + self.counters.updates * 7919
         obs, _ = self.env.reset_both(seed=seed)
         self.league.reset_pilots(np.ones(self.env.num_envs, bool), self.env.batch.rng.copy())
         return obs
 
-    def finished(self, info: dict, done: np.ndarray) -> None:
-        """Games that ended at this step: recorded, given their next opponents, restarted."""
-        rows, score, won = finished_games(info, done, self.episode_sums)
-        self.league.record(rows, score)
-        self.recent.extend(score.tolist())
-        self.recent_wins.extend(won.tolist())
-        self.counters["episodes"] += len(rows)
-        self.league.assign(done)
-        self.league.reset_pilots(done, self.env.batch.rng.copy())
-
-    def take(self, part: dict[str, Any]) -> None:
-        """A rollout worker's finished games and watched moves, as if played here."""
-        self.league.record_games(part["keys"], part["scores"])
-        self.recent.extend(part["scores"].tolist())
-        self.recent_wins.extend(part["wins"].tolist())
-        self.episode_sums.update(part["sums"])
-        self.counters["episodes"] += len(part["keys"])
-        self.counters["global_step"] += part["decisions"]
-        watched = part["watched"]
+    def take(self, played: Played) -> None:
+        """What the learner's games (or a worker's) played: counted, logged, and the watched
+        pilot's moves shown to the opponent model."""
+        self.recent_wins.extend(played.wins.tolist())
+        self.episode_sums.update(played.sums)
+        self.counters.played(played.decisions, len(played.keys))
+        watched = played.watched
         if watched is not None and self.opponent_model is not None:
             for obs, actions, rows in zip(watched["obs"], watched["actions"], watched["rows"]):
                 self.opponent_model.observe(obs, actions, np.flatnonzero(rows))
-
-    def watch_opponent(self, obs: np.ndarray, actions: np.ndarray) -> None:
-        """Show the opponent model ship 1's moves in the games the modelled opponent flies."""
-        if self.opponent_model is not None:
-            rows = np.flatnonzero(self.league.assignment == self.opponent_model.spec)
-            self.opponent_model.observe(obs[:, 1], actions[:, 1], rows)
 
     def fit_opponent_model(self) -> None:
         """Learn from the update's decisions of the modelled opponent (timed with the update:
         charts/SPS counts its cost)."""
         fitted = self.opponent_model.fit() if self.opponent_model is not None else {}
         if fitted:
-            self.log.opponent_model(self.counters["global_step"], fitted)
-
-    def shape(self, obs, next_obs, info, term, reward, gamma) -> np.ndarray:
-        return learner_rewards(self.cfg.train.shaping, self.agent.view_constants, obs, next_obs,
-                               info, term, reward, gamma)
-
-    def after_step(self) -> None:
-        self.counters["global_step"] += self.env.num_envs
-        self.draw()
-        self.interrupt.check()
-
-    def draw(self) -> None:
-        if not self.render:
-            return
-        if self._renderer is None:
-            from ..game.rendering import Renderer
-
-            self._renderer = Renderer(self.cfg.game, 512, "human", "Spacewar! AI: training")
-        # Draw at most at the game's fps and never wait: the other games must not slow down.
-        now = time.time()
-        if now - self._last_draw >= 1.0 / self.cfg.game.fps:
-            self._last_draw = now
-            self._renderer.draw(self.env.batch, 0, wait=False)
+            self.log.opponent_model(self.counters.global_step, fitted)
 
     def after_update(self, losses: dict[str, float], sps: float) -> None:
         """What every update ends with: the league's snapshot, the log, an evaluation now and
         then, the saves (run_files.py says when), the bar."""
         t, c = self.cfg.train, self.counters
-        c["updates"] += 1
-        c["wall_seconds"] = self._wall_base + time.time() - self._t_start
-        self._at_update = {k: c[k] for k in ("global_step", "episodes")}
+        c.updates += 1
+        c.wall_seconds = self._wall_base + time.time() - self._t_start
+        self._at_update = (c.global_step, c.episodes)
         self.league.set_learner(self.agent)
-        if c["updates"] % self.cfg.league.snapshot_interval == 0:
-            self.league.add_snapshot(self.agent, f"u{c['updates']:06d}")
-        self.log.update(c["global_step"], losses, sps, self.episode_sums, self.recent_wins,
+        if c.updates % self.cfg.league.snapshot_interval == 0:
+            self.league.add_snapshot(self.agent, f"u{c.updates:06d}")
+        self.log.update(c.global_step, losses, sps, self.episode_sums, self.recent_wins,
                         self.league, self.guide)
         self.episode_sums = collections.Counter()
-        evaluating = c["updates"] % t.eval_interval == 0
+        evaluating = c.updates % t.eval_interval == 0
         if self.files.latest_due(evaluating):
             self.save("latest.pt")
         if evaluating:
             rate = self.evaluate_now()
-            self.progress.say(f"update {c['updates']:,}, {c['global_step']:,} steps: "
+            self.progress.say(f"update {c.updates:,}, {c.global_step:,} steps: "
                               f"{rate:.0%} against {t.eval_opponent}")
             self.save("latest.pt")
         self.files.save_periodic()
         win = np.mean(self.recent_wins) if self.recent_wins else 0.0
-        self.progress.note(steps=f"{c['global_step']:,}", sps=f"{sps:,.0f}", win=f"{win:.0%}",
+        self.progress.note(steps=f"{c.global_step:,}", sps=f"{sps:,.0f}", win=f"{win:.0%}",
                            stage=self.league.stage_spec)
         self.progress.set(round(PROGRESS_UNITS * self.budget.fraction(c)))
 
@@ -406,11 +384,11 @@ class Trainer:
                           f"--logdir {shlex.quote(str(self.log_dir))}")
         if self.resumed_from is not None and until_step is None:
             self.progress.say(f"resuming {self.run_name} from {self.resumed_from}: update "
-                              f"{c['updates']:,}, {c['global_step']:,} steps, "
-                              f"{c['episodes']:,} games, {c['wall_seconds'] / 60:.1f} minutes "
+                              f"{c.updates:,}, {c.global_step:,} steps, "
+                              f"{c.episodes:,} games, {c.wall_seconds / 60:.1f} minutes "
                               f"in; {self.budget.left(c)} left")
         if self.workers is not None:
-            self.workers.open(c["updates"])
+            self.workers.open(c.updates)
             n = t.rollout_workers
             self.progress.say(f"the learner updates on {self.device}; {n} rollout "
                               f"worker{'s play' if n > 1 else ' plays'} the games "
@@ -421,7 +399,7 @@ class Trainer:
                                  "the learner plays them, in step)" if self.auto_rollouts
                                  else ""))
         # Wall-clock time of the whole run (evaluations and saves included), across resumes.
-        self._wall_base = c["wall_seconds"]
+        self._wall_base = c.wall_seconds
         self._t_start = time.time()
         self.files.last_write = time.monotonic()
         if not self.on_policy:
@@ -430,11 +408,11 @@ class Trainer:
             loop = loops.on_policy
         else:
             loop = loops.on_policy_async if t.async_rollouts else loops.on_policy_on_workers
-        self._at_update = {k: c[k] for k in ("global_step", "episodes")}
+        self._at_update = (c.global_step, c.episodes)
         with self.interrupt:  # the closing below included: it is where a stray signal hung
             try:
                 loop(self)
-                if c["updates"] % t.eval_interval:
+                if c.updates % t.eval_interval:
                     # Otherwise the final network, which had no evaluation of its own, could
                     # never become best.pt; saved first, as at every evaluation.
                     self.files.save_latest_once()
@@ -450,27 +428,35 @@ class Trainer:
                     self.workers.close()
                 self.progress.close()
                 self.log.close()
-                if self._renderer is not None:
-                    self._renderer.close()
-                    self._renderer = None
+                if self.screen is not None:
+                    self.screen.close()
                 if until_step is None:
                     self.release()
-        print(f"done: {c['updates']} updates, {c['global_step']:,} steps, "
-              f"{c['episodes']:,} games -> {self.run_dir}", flush=True)
+        print(f"done: {c.updates} updates, {c.global_step:,} steps, "
+              f"{c.episodes:,} games -> {self.run_dir}", flush=True)
         return self._summary()
+
+    def train_more(self, steps: int = 0, games: int = 0) -> dict[str, Any]:
+        """Train on for `games` more games if given, else `steps` more steps: the rounds of the
+        iterative strategy loop (llm/strategies.py) between two strategies."""
+        c = self.counters
+        budget = {"episodes": c.episodes + games, "total_timesteps": UNLIMITED_STEPS} \
+            if games else {"total_timesteps": c.global_step + steps}
+        self.cfg.train = dataclasses.replace(self.cfg.train, **budget)
+        return self.run()
 
     def _save_interrupted(self) -> None:
         """Ctrl-C: latest.pt as of the last update, which a resume continues (the games of the
         rollout in flight are played again), and a line saying how far the run got."""
         c = self.counters
-        if c["updates"] == 0:
+        if c.updates == 0:
             self.say("interrupted before the first update: nothing to save")
             return
-        c.update(self._at_update)
+        c.global_step, c.episodes = self._at_update
         self.files.save_latest_once()
         latest = self.run_dir / "latest.pt"
-        self.say(f"interrupted: saved {latest} at update {c['updates']:,} ({c['global_step']:,} "
-                 f"steps, {c['episodes']:,} games); continue with: spacewar-ai --resume "
+        self.say(f"interrupted: saved {latest} at update {c.updates:,} ({c.global_step:,} "
+                 f"steps, {c.episodes:,} games); continue with: spacewar-ai --resume "
                  f"{shlex.quote(str(latest))}")
 
     def release(self) -> None:
@@ -480,7 +466,8 @@ class Trainer:
         self.folders = []
 
     def _summary(self) -> dict[str, Any]:
-        summary = {"run_dir": str(self.run_dir), "log_dir": str(self.log_dir), **self.counters}
+        summary = {"run_dir": str(self.run_dir), "log_dir": str(self.log_dir),
+                   **self.counters.saved()}
         model = self.opponent_model
         if model is not None and model.decisions:
             summary["opponent_model"] = {"path": str(self.run_dir / OPPONENT_MODEL_FILE),

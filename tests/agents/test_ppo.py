@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from spacewar_ai.agents.ppo import PPOAgent
+from spacewar_ai.agents.ppo import PPOAgent, RolloutBuffer, compute_gae
 from spacewar_ai.config import PPOConfig
 
 SMALL_PPO = PPOConfig(hidden_sizes=(32, 32), n_steps=4)
@@ -21,26 +21,29 @@ def test_gae_matches_a_hand_computed_example():
     # t0 = 1 + .9*.4 - .5 + .72*1.6 = 2.012.
     # Game 1: t2 = 1 + .9*.7 - .3 = 1.33; t1 = 0 + .9*.3 - .2 + .72*1.33 = 1.0276;
     # t0 = .9*.2 - .1 + .72*1.0276 = .819872.
-    adv, ret = PPOAgent.compute_gae(r, v, d, nv, g, lam)
+    adv, ret = compute_gae(r, v, d, nv, g, lam)
     expected = torch.tensor([[2.012, 0.819872], [1.6, 1.0276], [0.24, 1.33]])
     assert torch.allclose(adv, expected, atol=1e-6)
     assert torch.allclose(ret, expected + v)
 
 
 def test_ppo_update_changes_the_policy_and_reports_losses():
-    agent = PPOAgent(36, 6, SMALL_PPO, num_envs=8)
+    agent = PPOAgent(36, 6, SMALL_PPO)
+    buffer = agent.new_buffer(8)
     obs = np.random.default_rng(1).normal(size=(8, 36)).astype(np.float32)
     obs[:, 30:] = 1.0
     before = [p.clone() for p in agent.net.actor.parameters()]
     for _ in range(4):
-        a = agent.select_action(obs)
-        agent.store_transition(np.where(a == 4, 100.0, 0.0), np.zeros(8, bool), action=a)
-    losses = agent.update(next_obs=obs)
+        d = agent.decide(obs)
+        buffer.add(d, d.action, np.where(d.action == 4, 100.0, 0.0), np.zeros(8, bool))
+    with pytest.raises(RuntimeError, match="full"):
+        buffer.add(d, d.action, np.zeros(8), np.zeros(8, bool))
+    losses = agent.update(buffer, obs)
     assert set(losses) >= {"policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac",
                            "old_approx_kl"}
     assert any(not torch.equal(b, p) for b, p in zip(before, agent.net.actor.parameters()))
     with pytest.raises(RuntimeError, match="full rollout"):
-        agent.update(next_obs=obs)
+        agent.update(buffer, obs)  # the update emptied it
 
 
 @pytest.mark.parametrize("activation", ["tanh", "relu"])
@@ -62,7 +65,7 @@ def test_policy_stack_plays_like_each_network(activation):
     which = rng.integers(0, 3, 50)
     which[:5] = 2  # uneven groups: padding rows must not leak into real ones
     got = PolicyStack(agents).act(obs, which, deterministic=True)
-    want = np.array([agents[w].act(o, deterministic=True) for o, w in zip(obs, which)])
+    want = np.array([agents[w].select_action(o, deterministic=True) for o, w in zip(obs, which)])
     assert np.array_equal(got, want)
     sampled = PolicyStack(agents).act(obs, which)
     for a, m in zip(sampled, obs[:, 30:]):
@@ -72,47 +75,35 @@ def test_policy_stack_plays_like_each_network(activation):
 
 
 def test_a_rollout_handed_over_in_slices_trains_as_the_whole():
-    """What rollout workers do (take_rollout on each, load_rollout on the learner): a rollout
-    of 6 games taken from the agent that played it and loaded back in slices of 4 and 2 games
-    gives the update, bit for bit, that the whole rollout gives."""
+    """What rollout workers do (`arrays` of each one's buffer, `joined` on the learner): a
+    rollout of 6 games handed over whole, or in slices of 4 and 2 games, gives the update, bit
+    for bit, that the buffer it was played into gives."""
     cfg = PPOConfig(n_steps=8, hidden_sizes=(16,), num_minibatches=2, update_epochs=2)
-    player = PPOAgent(36, 6, cfg, num_envs=6)
-    rng = np.random.default_rng(0)
-    for t in range(cfg.n_steps):
-        player.select_action(rng.normal(size=(6, 36)).astype(np.float32))
-        player.store_transition(rng.normal(size=6), rng.random(6) < 0.2,
-                                action=rng.integers(0, 6, 6))
-    with pytest.raises(RuntimeError, match="full rollout"):
-        PPOAgent(36, 6, cfg, num_envs=6).take_rollout()
-    rollout = player.take_rollout()
-    assert player.step == 0 and rollout["actions"].shape == (8, 6)
-    next_obs = rng.normal(size=(6, 36)).astype(np.float32)
-    learners = []
-    for parts in ([rollout], [{k: v[:, :4] for k, v in rollout.items()},
-                              {k: v[:, 4:] for k, v in rollout.items()}]):
-        learner = PPOAgent(36, 6, cfg, num_envs=1)
+    torch.manual_seed(0)
+    player = PPOAgent(36, 6, cfg)
+
+    def played():
+        torch.manual_seed(2)
+        rng = np.random.default_rng(0)
+        buffer = player.new_buffer(6)
+        for _ in range(cfg.n_steps):
+            d = player.decide(rng.normal(size=(6, 36)).astype(np.float32))
+            buffer.add(d, rng.integers(0, 6, 6), rng.normal(size=6), rng.random(6) < 0.2)
+        return buffer
+
+    buffer = played()
+    rollout = buffer.arrays()
+    assert buffer.step == 0 and rollout["actions"].shape == (8, 6)
+    with pytest.raises(RuntimeError, match="full"):
+        buffer.arrays()
+    halves = [{k: v[:, :4] for k, v in rollout.items()}, {k: v[:, 4:] for k, v in rollout.items()}]
+    next_obs = np.random.default_rng(1).normal(size=(6, 36)).astype(np.float32)
+    weights = []
+    for buffer in (played(), RolloutBuffer.joined([rollout]), RolloutBuffer.joined(halves)):
+        learner = PPOAgent(36, 6, cfg)
         learner.load_state_dict(player.state_dict())
-        learner.load_rollout(parts)
         torch.manual_seed(1)
-        learner.update(next_obs=next_obs)
-        learners.append(learner)
-    whole, sliced = (a.net.state_dict() for a in learners)
-    assert all(torch.equal(whole[k], sliced[k]) for k in whole)
-    assert not torch.equal(whole["actor.0.weight"], player.net.state_dict()["actor.0.weight"])
-
-
-def test_soft_cross_entropy_is_the_cross_entropy_of_one_hot_targets_and_ignores_masked_actions():
-    import torch.nn.functional as F
-
-    from spacewar_ai.agents.base import NEG_INF, soft_cross_entropy
-
-    logits = torch.tensor([[2.0, 0.5, NEG_INF, -1.0], [0.0, float("-inf"), 1.0, 3.0]])
-    labels = torch.tensor([1, 3])
-    one_hot = F.one_hot(labels, 4).float()
-    assert torch.allclose(soft_cross_entropy(logits, one_hot), F.cross_entropy(logits, labels))
-    soft = torch.tensor([[0.5, 0.5, 0.0, 0.0], [0.25, 0.0, 0.25, 0.5]])
-    loss = soft_cross_entropy(logits, soft)
-    logp = torch.log_softmax(logits, -1)
-    by_hand = -(0.5 * logp[0, 0] + 0.5 * logp[0, 1] + 0.25 * logp[1, 0] + 0.25 * logp[1, 2]
-                + 0.5 * logp[1, 3]) / 2
-    assert torch.isfinite(loss) and torch.allclose(loss, by_hand)
+        learner.update(buffer, next_obs)
+        weights.append(learner.net.state_dict())
+    for other in weights[1:]:
+        assert all(torch.equal(weights[0][k], other[k]) for k in other)

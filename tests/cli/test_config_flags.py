@@ -10,7 +10,7 @@ from spacewar_ai.cli import build_parser
 from spacewar_ai.cli.common import run_config
 from spacewar_ai.cli.parser import FLAGS, MODES, TRAIN, choose_mode
 from spacewar_ai.cli.train import not_read
-from spacewar_ai.config import ALGORITHMS, RunConfig, unread_flags
+from spacewar_ai.config import ALGORITHMS, RunConfig, flag_readers, unread_flags
 
 
 def args_of(*argv):
@@ -61,7 +61,10 @@ def test_every_flag_a_config_field_declares_is_a_flag_of_the_command_line():
 
 
 def test_what_each_algorithm_does_not_read():
-    assert unread_flags("ppo") == ["--base-model", "--opponent", "--teacher"]
+    assert unread_flags("ppo") == ["--dataset", "--dataset-pilot", "--base-model", "--opponent",
+                                   "--teacher"]
+    assert "--base-model" in unread_flags("dagger") and "--dataset" not in unread_flags("dagger")
+    assert flag_readers("--opponent") == ["grpo", "dagger"]
     assert {"--num-envs", "--timesteps", "--warm-start"} <= set(unread_flags("grpo"))
     assert "--episodes" not in unread_flags("grpo") and "--timesteps" not in unread_flags("cql")
     assert "--timesteps" in unread_flags("bc")  # cql's steps are cql's alone

@@ -476,7 +476,8 @@ BAD_INPUT = {
     "bad algorithm": (lambda f: ["--algorithm", "sac"], "--algorithm"),
     # offline learning and datasets
     "bc without dataset": (lambda f: ["--algorithm", "bc"], "--dataset NAME"),
-    "dataset for ppo": (lambda f: ["--dataset", "games"], "--dataset is read by"),
+    "dataset for ppo": (lambda f: ["--dataset", "games"],
+                        "read by --algorithm bc, cql, sft and dagger"),
     "dataset pilot for dqn": (lambda f: ["--algorithm", "dqn", "--dataset-pilot", "x"],
                               "--dataset-pilot"),
     "bc timesteps": (lambda f: ["--algorithm", "bc", "--dataset", "x", "--timesteps", "5"],

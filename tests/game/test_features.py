@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from spacewar_ai.agents.dqn import DQNAgent
 from spacewar_ai.agents.ppo import PolicyStack, PPOAgent
@@ -75,7 +76,7 @@ def test_lengths_and_unchanged_entries_survive_the_view_in_real_games():
 
 @pytest.mark.parametrize("view", ["egocentric", "tactical"])
 def test_agents_apply_the_view_exactly_once_on_every_path(view):
-    """Acting (select_action, act, the league's PolicyStack) and DQN's replay buffer all see the
+    """Acting (select_action, decide, the league's PolicyStack) and DQN's replay buffer all see the
     view once: an agent reading a view plays on raw observations as the same weights reading the
     world view play on the viewed rows, and DQN's stored rows are not viewed again."""
     obs = np.random.default_rng(0).normal(size=(64, 36)).astype(np.float32)
@@ -86,10 +87,10 @@ def test_agents_apply_the_view_exactly_once_on_every_path(view):
     assert agent.input_dim == width
     world = PPOAgent(width, 6, PPOConfig(hidden_sizes=(32,), observation_view="world"))
     world.net.load_state_dict(agent.net.state_dict())
-    expected = world.act(viewed, deterministic=True)
+    expected = world.select_action(viewed, deterministic=True)
     assert len(set(expected.tolist())) > 1  # the comparison means something
     assert np.array_equal(agent.select_action(obs, deterministic=True), expected)
-    assert np.array_equal(agent.act(obs, deterministic=True), expected)
+    assert np.array_equal(agent.decide(obs).x, agent.obs_norm(torch.from_numpy(viewed)))
     assert np.array_equal(PolicyStack([agent]).act(obs, np.zeros(64, np.int64), True), expected)
 
     dqn = DQNAgent(36, 6, DQNConfig(hidden_sizes=(32,), stream_size=8, buffer_size=256,

@@ -121,7 +121,7 @@ def test_iterative_loop_keeps_the_best_repairs_rejects_and_feeds_the_league(tmp_
     assert (loop.llm_dir / "best_strategy.py").read_text() == GOOD
     # The league gained each new best as a fixed opponent; the agent trained between rounds.
     assert trainer.league.fixed_keys == ["strategy:competitor_000", "strategy:competitor_001"]
-    assert trainer.counters["global_step"] >= 3 * 256
+    assert trainer.counters.global_step >= 3 * 256
     # Round 2's prompt carried round 1's measured results; the malicious round was rejected.
     round2 = json.loads((loop.llm_dir / "iter001" / "sample0" / "attempt0.json").read_text())
     assert "Results of your last strategy" in round2["messages"][-1]["content"]

@@ -41,16 +41,16 @@ def test_best_checkpoints_figure_does_not_climb_on_luck(tmp_path):
     tr = Trainer(tiny_run(tmp_path, eval_episodes=20, eval_opponent="idle"), quiet=True)
     firsts = []
     for update in range(10):
-        tr.counters["updates"] = 20 * update  # evaluations fall every 20 updates by default
-        tr.counters["global_step"] = update
+        tr.counters.updates = 20 * update  # evaluations fall every 20 updates by default
+        tr.counters.global_step = update
         firsts.append(tr.evaluate_now())
     tr.writer.close()
     confirmed = _eval_events(tr, "eval/confirmed_win_rate")
     assert len(set(firsts)) > 1 and len(set(confirmed)) > 1  # the games do differ by seed
     assert len(confirmed) > 1  # it was challenged, and kept its place
-    best = tr.counters["best_eval"]
+    best = tr.counters.best_eval
     assert best == pytest.approx(np.mean(confirmed), abs=1e-6)
-    assert best < max(confirmed) and tr.counters["best_eval_games"] == 20 * len(confirmed)
+    assert best < max(confirmed) and tr.counters.best_eval_games == 20 * len(confirmed)
     assert load_checkpoint(tr.run_dir / "best.pt")["metadata"]["counters"]["best_eval"] == best
     assert _eval_events(tr, "eval/best_win_rate")[-1] == pytest.approx(best)
 
@@ -65,22 +65,22 @@ def test_best_checkpoint_changes_hands_by_winning_the_same_fresh_games(tmp_path)
                                       log_dir=str(tmp_path / "runs")))
     tr = Trainer(cfg, quiet=True)  # the default network, the shipped model's shape
     for update in (20, 40):
-        tr.counters["updates"] = update
+        tr.counters.updates = update
         tr.evaluate_now()
-    untrained = tr.counters["best_eval"]
+    untrained = tr.counters.best_eval
     assert untrained < 0.2
     shipped = load_checkpoint(PRETRAINED_PATH)["agent"]
     tr.agent.load_state_dict(shipped)
-    tr.counters["updates"] = 60
+    tr.counters.updates = 60
     tr.evaluate_now()
-    assert tr.counters["best_eval"] > untrained + 0.2 and tr.counters["best_eval_games"] == 20
+    assert tr.counters.best_eval > untrained + 0.2 and tr.counters.best_eval_games == 20
     saved = load_checkpoint(tr.run_dir / "best.pt")["agent"]["net"]
     assert all(torch.equal(saved[k], v) for k, v in shipped["net"].items())
     tr.save("latest.pt")
     tr.writer.close()
 
     resumed = Trainer(cfg, resume=tr.run_dir / "latest.pt", quiet=True)
-    assert resumed.counters["best_eval"] == tr.counters["best_eval"]
+    assert resumed.counters.best_eval == tr.counters.best_eval
     before = torch.get_rng_state()
     held = resumed.evaluator.incumbent().agent.state_dict()["net"]
     assert torch.equal(torch.get_rng_state(), before)
@@ -95,7 +95,7 @@ def test_best_checkpoint_changes_hands_by_winning_the_same_fresh_games(tmp_path)
 
     rewrite_metadata(tr.run_dir / "latest.pt", unpooled)
     old = Trainer(cfg, resume=tr.run_dir / "latest.pt", quiet=True)
-    assert old.counters["best_eval_games"] == 20
+    assert old.counters.best_eval_games == 20
 
 
 def test_evaluations_and_confirmations_never_share_a_starting_position():
@@ -127,7 +127,7 @@ def test_the_designs_best_file_holds_the_best_model_measured_not_the_latest(tmp_
         if weights is not None:
             tr.agent.load_state_dict(weights)
         tr.evaluator.say = said.append
-        tr.counters["updates"] = 20
+        tr.counters.updates = 20
         tr.evaluate_now()
         tr.writer.close()
         return tr

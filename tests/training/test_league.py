@@ -25,10 +25,9 @@ def test_the_curriculum_moves_on_when_the_stage_is_beaten():
                              GameConfig(), num_envs=8, seed=0)
     league.assign()
     assert league.stage_spec == "idle"
-    rows = np.flatnonzero(league.assignment == "idle")
-    assert len(rows) == 8  # no learner yet: every game goes to the scripted stage
-    assert not league.record(np.resize(rows, 10), np.array([1.0] * 5 + [0.5] * 5))  # draws: no
-    assert league.record(np.resize(rows, 10), np.ones(10))
+    assert list(league.assignment) == ["idle"] * 8  # no learner yet: all play the stage
+    assert not league.record(["idle"] * 10, np.array([1.0] * 5 + [0.5] * 5))  # draws: no
+    assert league.record(["idle"] * 10, np.ones(10))
     assert league.stage_spec == "heuristic:easy"
 
 
@@ -89,7 +88,7 @@ def test_champions_of_another_generation_play_beside_new_ones(tmp_path):
     plays its own games; the new models still share one pass."""
     from spacewar_ai.pilots.specs import PRETRAINED_PATH
 
-    new = PPOAgent(36, 6, PPOConfig(), num_envs=1)
+    new = PPOAgent(36, 6, PPOConfig())
     new.save(tmp_path / "new.pt")
     league = League(LeagueConfig(scripted_share=0.0, past_share=1.0, pfsp=False), GameConfig(),
                     num_envs=64, seed=0)
@@ -118,7 +117,7 @@ def test_a_replica_follows_the_learners_pool_stage_and_results(tmp_path):
     champion = tmp_path / "champ" / "best.pt"
     agent.save(champion)
     learner.add_fixed(champion)
-    learner.record_games(["snapshot:u1", "snapshot:u1"], [1.0, 0.0])
+    learner.record(["snapshot:u1", "snapshot:u1"], [1.0, 0.0])
     learner.stage = 1
     replica = League(cfg, GameConfig(), num_envs=16, seed=9)
     replica.set_learner(agent)

@@ -303,9 +303,29 @@ def test_resume_keeps_the_runs_own_settings_unless_told_otherwise(tmp_path):
                                         "--config", str(tmp_path / "more.toml")]))
     assert more.train.total_timesteps == 5000 and more.dqn.learning_rate == 1e-4
     assert more.dqn.buffer_size == 3000 and more.train.checkpoint_dir == cfg.train.checkpoint_dir
-    resumed = Trainer(more, resume=latest, quiet=True).run()
+    trainer = Trainer(more, resume=latest, quiet=True)
+    # The optimizer's saved state held the old rate; the one given is the one it learns with.
+    assert trainer.agent.optimizer.param_groups[0]["lr"] == 1e-4
+    resumed = trainer.run()
     assert resumed["global_step"] >= 5000 > 16 * 16 * 2
     assert Path(resumed["run_dir"]) == tmp_path / "ck" / "tiny"
+    assert load_checkpoint(latest)["agent"]["optimizer"]["param_groups"][0]["lr"] == 1e-4
+
+
+def test_a_ppo_learning_rate_given_on_resume_is_used_without_a_schedule(tmp_path):
+    """With anneal_lr off nothing sets the rate at each update, so the resumed optimizer's
+    saved rate once won over --learning-rate."""
+    from spacewar_ai.cli.common import run_config as _run_config
+
+    cfg = tiny_run(tmp_path, total_timesteps=16 * 16)
+    cfg.ppo = dataclasses.replace(cfg.ppo, anneal_lr=False, learning_rate=1e-3)
+    Trainer(cfg, quiet=True).run()
+    latest = str(tmp_path / "ck" / "tiny" / "latest.pt")
+    more = _run_config(build_parser().parse_args(["--resume", latest, "--learning-rate", "2e-4",
+                                                  "--timesteps", str(16 * 16 * 2)]))
+    Trainer(more, resume=latest, quiet=True).run()
+    saved = load_checkpoint(latest)["agent"]
+    assert saved["updates"] == 2 and saved["optimizer"]["param_groups"][0]["lr"] == 2e-4
 
 
 def test_the_budget_said_is_the_budget_trained_and_a_finished_run_says_so(tmp_path, capsys):
@@ -574,11 +594,11 @@ def test_a_run_saves_after_its_first_update_by_time_and_before_each_evaluation(t
 
         def spy_save(name):
             if name == "latest.pt":
-                seen.append(("save", trainer.counters["updates"]))
+                seen.append(("save", trainer.counters.updates))
             return save(name)
 
         def spy_evaluate():
-            seen.append(("eval", trainer.counters["updates"]))
+            seen.append(("eval", trainer.counters.updates))
             return evaluate()
 
         trainer.save, trainer.evaluate_now = spy_save, spy_evaluate

@@ -43,8 +43,8 @@ def test_warm_start_makes_the_actor_imitate_its_teacher():
     from spacewar_ai.config import GameConfig
     from spacewar_ai.training.warm_start import behaviour_clone
 
-    fresh = PPOAgent(36, 6, PPOConfig(hidden_sizes=(64, 64)), "cpu", num_envs=8)
-    agent = PPOAgent(36, 6, PPOConfig(hidden_sizes=(64, 64)), "cpu", num_envs=8)
+    fresh = PPOAgent(36, 6, PPOConfig(hidden_sizes=(64, 64)), "cpu")
+    agent = PPOAgent(36, 6, PPOConfig(hidden_sizes=(64, 64)), "cpu")
     stats = behaviour_clone(agent, "heuristic:hard", GameConfig(), decisions=80_000, epochs=4,
                             seed=0)
     assert stats["decisions"] >= 78_000 and stats["accuracy"] > 0.75
@@ -81,11 +81,11 @@ def test_zero_steps_with_a_warm_start_saves_the_imitation_alone(tmp_path):
     cfg = tiny_run(tmp_path, total_timesteps=0, warm_start="heuristic:hard",
                warm_start_decisions=40_000, warm_start_epochs=4)
     trainer = Trainer(cfg, quiet=True)
-    cloned = trainer.agent.act(np.eye(36, dtype=np.float32), deterministic=True)
+    cloned = trainer.agent.select_action(np.eye(36, dtype=np.float32), deterministic=True)
     out = trainer.run()
     assert out["global_step"] == 0 and out["updates"] == 0
     agent, meta = load_agent(Path(out["run_dir"]) / "latest.pt", "cpu", "ppo", 36)
-    assert np.array_equal(agent.act(np.eye(36, dtype=np.float32), deterministic=True), cloned)
+    assert np.array_equal(agent.select_action(np.eye(36, dtype=np.float32), deterministic=True), cloned)
     assert meta["metadata"]["counters"]["warm_start_accuracy"] > 0.6
     a = _agreement_with_hard_pilot(saved=agent)  # on positions of other games
     assert a["saved"] > a["drift"] + 0.1, a
@@ -100,7 +100,7 @@ def test_a_warm_started_dqn_run_explores_at_its_final_epsilon(tmp_path):
     trainer = Trainer(cfg, quiet=True)
     assert trainer.agent.config.start_epsilon == trainer.agent.config.end_epsilon
     # 5 opponents x 3 steps x 256 games, every open n-step transition flushed at the cut.
-    assert len(trainer.agent) == 3840 and trainer.counters["warm_start_accuracy"] > 0
+    assert len(trainer.agent) == 3840 and trainer.counters.warm_start_accuracy > 0
     trainer.run()
     meta = load_checkpoint(Path(trainer.run_dir) / "latest.pt")["metadata"]
     assert meta["config"]["dqn"]["start_epsilon"] == meta["config"]["dqn"]["end_epsilon"]
