@@ -47,7 +47,7 @@ def test_the_shipped_opponent_model_predicts_the_hard_pilot():
         said.append(moves[running, 1])
         games.step(moves)
     seen, said = np.concatenate(seen), np.concatenate(said)
-    agreement = float(np.mean(model.act(seen, deterministic=True) == said))
+    agreement = float(np.mean(model.select_action(seen, deterministic=True) == said))
     assert len(said) > 2000 and agreement > 0.95, (len(said), agreement)
 
 
