@@ -34,23 +34,26 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from pathlib import Path
 
 import numpy as np
 
 from ..config import SELF, GameConfig, RewardConfig, RunConfig
-from ..lm.models import (
-    add_lora,
-    load_base,
-    load_trainable,
-    require_transformers,
-    shown_model,
-)
-from ..lm.pilot import LMPilot, PromptCoder
+from ..lm.models import add_lora, load_base, shown_model
+from ..lm.pilot import LMPilot
 from ..pilots.wrappers import Labelled
 from ..util.progress import DecisionCounter
-from ..util.threads import use_torch_threads
 from .budget import whole_rounds
+from .lm_run import (
+    LMRun,
+    Start,
+    agreement,
+    continued,
+    imitation_step,
+    linear_decay,
+    lm_start,
+    playable,
+    split,
+)
 
 POLICY_KEY = "teacher_policy"  # the teacher's policy at each of the LM's states (soft targets)
 
@@ -134,13 +137,10 @@ def labelled_decisions(played):
 
 def train_dagger(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
     """--algorithm dagger --init-from ADAPTER (module docstring)."""
-    require_transformers()
-    import torch
-
     from ..pilots.spec import check_spec
     from .datasets import arrays, dataset_id, local_datasets
-    from .lm_run import LMRun
-    from .sft import lm_device, playable, split
+
+    device = lm_start(cfg)
 
     t, s, d = cfg.train, cfg.sft, cfg.dagger
     pair = 2 * len(d.opponents)  # a round's games: pairs (sides swapped) for each opponent
@@ -153,8 +153,6 @@ def train_dagger(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
         rounds, per_round = whole_rounds(t.episodes, d.games, pair, "round", "[dagger] games")
         cfg = dataclasses.replace(cfg, dagger=dataclasses.replace(d, games=per_round))
         d = cfg.dagger
-    use_torch_threads(t.torch_threads)
-    device = lm_device(cfg)
     run = LMRun("dagger", cfg, quiet)
     name = run.name
     round_names = [dataset_id(f"{name}-round{k}") for k in range(1, rounds + 1)]
@@ -172,27 +170,23 @@ def train_dagger(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
         raise ValueError(f"dataset {taken[0]} exists already (a DAgger run of that name); "
                          "choose another --run-name")
 
-    torch.manual_seed(t.seed)
-    model, tokenizer, start_folder, start_meta = load_trainable(init_from, device)
-    base = start_meta["base_model"]
-    view = int(start_meta.get("view", 1))  # the view the starting adapter learned to read
-    coder = PromptCoder(tokenizer, cfg.game.num_actions, view)
+    start = continued(init_from, cfg, device)
     with run:
-        return _rounds(run, cfg, rounds, round_names, model, tokenizer, coder, base, view,
-                       start_folder, teacher, opponents, teacher_obs, teacher_actions, held_obs,
-                       held_actions, device)
+        return _rounds(run, cfg, rounds, round_names, start, teacher, opponents, teacher_obs,
+                       teacher_actions, held_obs, held_actions, device)
 
 
-def _rounds(run, cfg: RunConfig, rounds: int, round_names: list[str], model, tokenizer, coder,
-            base: str, view: int, start_folder: Path, teacher, opponents: tuple, teacher_obs,
-            teacher_actions, held_obs, held_actions, device) -> dict:
+def _rounds(run: LMRun, cfg: RunConfig, rounds: int, round_names: list[str], start: Start,
+            teacher, opponents: tuple, teacher_obs, teacher_actions, held_obs, held_actions,
+            device) -> dict:
     """DAgger's rounds: the student plays, the teacher labels, the student learns."""
     import torch
 
     from .datasets import write_games
-    from .sft import agreement, imitation_step, linear_decay, playable
 
     t, s, d = cfg.train, cfg.sft, cfg.dagger
+    model, tokenizer, coder, base, view, start_folder = (
+        start.model, start.tokenizer, start.coder, start.base, start.view, start.folder)
     rng = np.random.default_rng(t.seed)
     run.start_clock()
     own_obs = np.zeros((0, cfg.game.obs_dim), dtype=np.float32)

@@ -55,22 +55,16 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from pathlib import Path
 
 import numpy as np
 
 from ..config import OBS_MASK, GameConfig, RunConfig
 from ..game.engine import OVER, GameBatch
-from ..lm.models import (
-    load_lm,
-    load_trainable,
-    require_transformers,
-    shown_model,
-)
+from ..lm.models import load_lm, shown_model
 from ..lm.pilot import LMPilot, PromptCoder, answer_logits, autocast, prompt_logits
 from ..pilots.wrappers import Jittered, StateRecorder
-from ..util.threads import use_torch_threads
 from .budget import whole_rounds
+from .lm_run import LMRun, Start, continued, lm_start
 
 SAVE_EVERY = 10  # iterations between saves of the adapter
 # Scores closer than this (reward points) are the same outcome: a game ending a few decisions
@@ -237,13 +231,9 @@ def answer_log_probs(model, coder: PromptCoder, obs: np.ndarray, bf16: bool):
 
 def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
     """--algorithm grpo --init-from ADAPTER (module docstring)."""
-    require_transformers()
-    import torch
-
     from ..pilots.spec import check_spec
-    from .lm_run import LMRun
-    from .sft import lm_device
 
+    device = lm_start(cfg)
     t, g = cfg.train, cfg.grpo
     iterations = g.iterations
     if t.episodes:  # --episodes N: N games in all, in whole iterations
@@ -251,25 +241,18 @@ def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
                                        "[grpo] games")
         cfg = dataclasses.replace(cfg, grpo=dataclasses.replace(g, games=per))
         g = cfg.grpo
-    use_torch_threads(t.torch_threads)
-    device = lm_device(cfg)
     # Pilots first: a bad spec is refused before any model is loaded. Each iteration's games and
     # scores get pilots of their own (action_scores says why).
     opponents = [check_spec(spec) for spec in g.opponents]
     rollout_pilot = check_spec(g.rollout_pilot)
-    torch.manual_seed(t.seed)
-    model, tokenizer, start_folder, start_meta = load_trainable(init_from, device)
-    reference = load_lm(f"{start_meta['base_model']}+{start_folder}", device)[0]
-    base = start_meta["base_model"]
-    view = int(start_meta.get("view", 1))  # the view the starting adapter learned to read
-    coder = PromptCoder(tokenizer, cfg.game.num_actions, view)
+    start = continued(init_from, cfg, device)
+    reference = load_lm(f"{start.base}+{start.folder}", device)[0]
     with LMRun("grpo", cfg, quiet) as run:
-        return _iterate(run, cfg, model, reference, tokenizer, coder, base, view, start_folder,
-                        iterations, opponents, rollout_pilot, device)
+        return _iterate(run, cfg, start, reference, iterations, opponents, rollout_pilot, device)
 
 
-def _iterate(run, cfg: RunConfig, model, reference, tokenizer, coder, base: str, view: int,
-             start_folder: Path, iterations: int, opponents: list, rollout_pilot, device) -> dict:
+def _iterate(run: LMRun, cfg: RunConfig, start: Start, reference, iterations: int,
+             opponents: list, rollout_pilot, device) -> dict:
     """GRPO's iterations: games, scored states, an update (module docstring)."""
     import torch
 
@@ -277,6 +260,8 @@ def _iterate(run, cfg: RunConfig, model, reference, tokenizer, coder, base: str,
     from ..rating.match import play_match
 
     t, g = cfg.train, cfg.grpo
+    model, tokenizer, coder, base, view, start_folder = (
+        start.model, start.tokenizer, start.coder, start.base, start.view, start.folder)
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
                                   lr=g.learning_rate)
     rng = np.random.default_rng(t.seed)

@@ -24,80 +24,20 @@ import time
 
 import numpy as np
 
-from ..config import OBS_MASK, RunConfig
-from ..lm.models import add_lora, load_base, require_transformers
-from ..lm.pilot import PromptCoder, answer_logits, autocast, prompt_logits
-from ..util.threads import use_torch_threads
-
-
-def agreement(model, coder: PromptCoder, obs: np.ndarray, actions: np.ndarray) -> float:
-    """The share of decisions where the model's masked argmax (float32, as the pilot plays by
-    default) is the teacher's action."""
-    hits = answer_logits(model, coder, obs).argmax(-1).cpu().numpy() == actions
-    return float(hits.mean()) if len(obs) else 0.0
-
-
-def playable(obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
-    """Which decisions can be learned: an action its own mask calls invalid cannot be the
-    pilot's answer (it is at -inf there)."""
-    return obs[np.arange(len(obs)), OBS_MASK + actions] > 0.5
-
-
-def split(obs: np.ndarray, actions: np.ndarray, examples_wanted: int, held_out: int, seed: int):
-    """(train obs, train actions, held-out obs, held-out actions), drawn without replacement."""
-    order = np.random.default_rng(seed).permutation(len(obs))
-    held = order[:held_out]
-    rest = order[held_out:]
-    if examples_wanted:
-        rest = rest[:examples_wanted]
-    return obs[rest], actions[rest], obs[held], actions[held]
-
-
-def lm_device(cfg: RunConfig) -> str:
-    """The device an LM trains on: --device, auto choosing CUDA when there is one."""
-    import torch
-
-    if cfg.train.device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return cfg.train.device
-
-
-def linear_decay(optimizer, steps: int):
-    """The learning rate falling linearly from its value to zero over `steps` steps."""
-    import torch
-
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: max(0.0, 1.0 - k / steps))
-
-
-def imitation_step(model, optimizer, coder: PromptCoder, obs: np.ndarray, targets, device,
-                   bf16: bool) -> float:
-    """One gradient step on the cross-entropy of the teacher's actions `targets` (a long tensor,
-    or (N, A) probabilities: a planner's improved policy) under the pilot's masked answer at
-    `obs`; returns the loss."""
-    import torch
-
-    from ..agents.base import soft_cross_entropy
-
-    with autocast(device, bf16):
-        logits = prompt_logits(model, coder, obs)
-    loss = soft_cross_entropy(logits, targets) if targets.is_floating_point() else \
-        torch.nn.functional.cross_entropy(logits.float(), targets)
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
-    return loss.item()
+from ..config import RunConfig
+from ..lm.models import add_lora, load_base
+from ..lm.pilot import PromptCoder
+from .lm_run import LMRun, agreement, imitation_step, linear_decay, lm_start, playable, split
 
 
 def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
     """--algorithm sft: a LoRA adapter on --base-model trained on the dataset's decisions."""
-    require_transformers()
+    device = lm_start(cfg)
     import torch
 
     from .datasets import arrays
-    from .lm_run import LMRun
 
     t, s = cfg.train, cfg.sft
-    use_torch_threads(t.torch_threads)
     obs, actions = arrays(t.dataset, t.dataset_pilot or None, cfg.game)
     keep = playable(obs, actions)
     obs, actions = obs[keep], actions[keep]
@@ -107,7 +47,6 @@ def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
                          "lower held_out")
     train_obs, train_actions, held_obs, held_actions = split(obs, actions, s.examples,
                                                              s.held_out, t.seed)
-    device = lm_device(cfg)
     torch.manual_seed(t.seed)
     model, tokenizer = load_base(s.base_model, device)
     coder = PromptCoder(tokenizer, cfg.game.num_actions, s.view)
