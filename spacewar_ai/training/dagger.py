@@ -220,7 +220,7 @@ def _rounds(run: LMRun, cfg: RunConfig, rounds: int, round_names: list[str], sta
 
     first = teacher_agreement()
     if first is not None:
-        run.log({"agreement_teacher": first}, 0)
+        run.scalars({"agreement_teacher": first}, 0)
     if not run.quiet:
         print(f"DAgger of lm:{base}+{start_folder.name} taught by {d.teacher}: {rounds} rounds "
               f"of {d.games} games against {', '.join(d.opponents)}, {d.steps} steps each"
@@ -301,7 +301,7 @@ def _rounds(run: LMRun, cfg: RunConfig, rounds: int, round_names: list[str], sta
         row["seconds"] = time.time() - tick
         row["train_seconds"] = row["seconds"] - row["play_seconds"]
         history.append(row)
-        run.log({key: value for key, value in row.items()
+        run.scalars({key: value for key, value in row.items()
                  if key not in ("round", "play_seconds", "train_seconds", "seconds")}, k)
         save(k)
         # The round's figures beside its decision count: on a log only the last state is kept.

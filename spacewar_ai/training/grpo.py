@@ -344,7 +344,7 @@ def _iterate(run: LMRun, cfg: RunConfig, start: Start, reference, iterations: in
         row["score"] = float(np.mean([game.score("a", cfg.reward, cfg.game)
                                       for _, r in played for game in r.games]))
         history.append(row)
-        run.log({key: row[key] for key in (
+        run.scalars({key: row[key] for key in (
             "win_rate", "score", "loss", "kl", "clip_fraction", "best_action_probability",
             "states_per_second", "signal_share",
             *(f"win_rate/{spec}" for spec in opponents if len(opponents) > 1)) if key in row},

@@ -18,16 +18,13 @@ TensorBoard, and the PPO trainer can start from either (`--init-from`).
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from ..config import RunConfig
-from ..util.files import hold_run_folders
-from ..util.threads import use_torch_threads
-from .run_log import LazyWriter
+from .run_frame import RunFrame
 
 OFFLINE_UPDATE = 100  # gradient steps per "update" for CQL's logs, evaluations and saves
 
@@ -42,29 +39,21 @@ def behaviour_clone(agent, obs: np.ndarray, actions: np.ndarray, epochs: int, se
     return {"loss": fitted["loss"], "accuracy": fitted["accuracy"], "decisions": len(actions)}
 
 
-class _Run:
-    """What an offline run shares: its folders, TensorBoard writer, evaluations and saves."""
+class _Run(RunFrame):
+    """An offline run (run_frame.RunFrame) with its evaluations and saves."""
 
     def __init__(self, cfg: RunConfig, kind: str):
-        t = cfg.train
-        self.cfg = cfg
-        self.name = t.named(kind)
-        self.run_dir = Path(t.checkpoint_dir) / self.name
-        self.log_dir = Path(t.log_dir) / self.name
-        use_torch_threads(t.torch_threads)
-        torch.manual_seed(t.seed)
         from ..pilots.specs import make_pilot
 
+        t = cfg.train
+        name = t.named(kind)
+        super().__init__(cfg, name, Path(t.checkpoint_dir) / name)
+        torch.manual_seed(t.seed)
         self.opponent = make_pilot(t.eval_opponent, cfg.game)
         # Before anything is written: a second live run on the same name is refused.
-        self.folders = hold_run_folders(checkpoints=self.run_dir, logs=self.log_dir)
+        self.hold(checkpoints=self.run_dir, logs=self.log_dir)
         self.best = -1.0
         self.evaluations = 0
-        self._log = LazyWriter(self.log_dir)
-
-    @property
-    def writer(self):
-        return self._log.writer
 
     def evaluate(self, agent, step: int, counters: dict) -> float:
         """Greedy play against eval_opponent on starts of its own; best.pt keeps the best."""
@@ -94,9 +83,6 @@ class _Run:
         if name == "best.pt":
             publish_best(path, self.cfg.train.algorithm)
         return path
-
-    def close(self) -> None:
-        self._log.close()
 
 
 def train_bc(cfg: RunConfig, quiet: bool = False) -> dict:
@@ -143,7 +129,7 @@ def train_cql(cfg: RunConfig, quiet: bool = False) -> dict:
     _fill(agent, data, c.reward_scale)
     steps = cfg.offline.cql_steps // c.gradient_steps
     counters = {"decisions": size, "gradient_steps": 0}
-    began = time.time()
+    run.start_clock()
     # The bar counts what the summary counts: gradient steps (`gradient_steps` an update).
     with Progress(steps * c.gradient_steps, run.name, "gradient step", quiet) as progress:
         for k in range(1, steps + 1):
@@ -158,7 +144,7 @@ def train_cql(cfg: RunConfig, quiet: bool = False) -> dict:
                     progress.say(f"{step:,} gradient steps: {rate:.0%} against "
                                  f"{t.eval_opponent}")
             progress.update(c.gradient_steps)
-            if t.max_minutes and time.time() - began >= 60 * t.max_minutes:
+            if run.out_of_time():
                 rate = run.evaluate(agent, counters["gradient_steps"], counters)
                 break
     run.save(agent, "latest.pt", counters)

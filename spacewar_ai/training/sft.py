@@ -63,7 +63,7 @@ def _train(run, cfg: RunConfig, peft_model, model, coder, train_obs, train_actio
 
     t, s = cfg.train, cfg.sft
     before = agreement(peft_model, coder, held_obs, held_actions)
-    run.log({"agreement": before}, 0, "lm")
+    run.scalars({"agreement": before}, 0, "lm")
     if not run.quiet:
         print(f"SFT of {s.base_model} on {len(train_obs):,} decisions of {t.dataset}: agreement "
               f"with the teacher on {len(held_obs)} held-out decisions before training "
@@ -106,17 +106,17 @@ def _train(run, cfg: RunConfig, peft_model, model, coder, train_obs, train_actio
                 save(False)
                 saved_at = time.time()
             if step % 10 == 0 or step == total_steps:
-                run.log({"loss": float(np.mean(losses[-10:])),
+                run.scalars({"loss": float(np.mean(losses[-10:])),
                          "learning_rate": schedule.get_last_lr()[0]}, step, "lm")
                 bar.note(loss=f"{np.mean(losses[-10:]):.3f}")
         after = agreement(peft_model, coder, held_obs, held_actions)
-        run.log({"agreement": after}, step, "lm")
+        run.scalars({"agreement": after}, step, "lm")
         bar.say(f"  epoch {epoch}: agreement {after:.1%}, "
                 f"loss {np.mean(losses[-per_epoch:]):.3f}")
     bar.close()
     seconds = run.seconds
     rate = seen / max(training, 1e-9)  # agreement's passes left out
-    run.log({"examples_per_second": rate}, step, "lm")
+    run.scalars({"examples_per_second": rate}, step, "lm")
     save(True)
     print(f"done: SFT on {len(train_obs):,} decisions in {seconds / 60:.1f} minutes, agreement "
           f"{before:.1%} -> {after:.1%}; play it as lm:{run.name} -> {run.adapter_dir}")

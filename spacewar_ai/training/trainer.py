@@ -42,15 +42,16 @@ from ..config import UNLIMITED_STEPS, RunConfig
 from ..game.environment import SpacewarVectorEnv
 from ..pilots.spec import check_spec
 from ..pilots.specs import make_pilot
-from ..util.files import hold_run_folders, remove_stale_temps
+from ..util.files import remove_stale_temps
 from ..util.progress import Progress
-from ..util.threads import available_cores, use_torch_threads
+from ..util.threads import available_cores
 from . import loops
 from .budget import Budget, Counters
 from .evaluation import Evaluator
 from .league import League
 from .rollouts import Played, RolloutWorkers
 from .run_files import RunFiles
+from .run_frame import RunFrame
 from .run_log import RunLog
 from .warm_start import behaviour_clone, demonstration_start
 
@@ -127,8 +128,9 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-class Trainer:
-    """One training run (new or resumed). `run()` trains and returns a summary."""
+class Trainer(RunFrame):
+    """One training run (new or resumed), in its frame (run_frame.RunFrame: name, folders,
+    writer, locks). `run()` trains and returns a summary."""
 
     def __init__(self, cfg: RunConfig, resume: str | Path | None = None,
                  init_weights: str | Path | None = None, champions: list[str] | None = None,
@@ -145,10 +147,9 @@ class Trainer:
             raise ValueError(f"{'--render' if render else '--use-llm'} shows or guides the "
                              "learner's own games; with --rollout-workers the workers play them: "
                              "drop one of the two")
-        use_torch_threads(t.torch_threads)
         self.device = "cuda" if t.device == "auto" and torch.cuda.is_available() else (
             "cpu" if t.device == "auto" else t.device)
-        self.render, self.guide, self.quiet = render, guide, quiet
+        self.render, self.guide = render, guide
         # Every pilot the run will meet is built (and a bad spec refused) before the first step;
         # fork_rng: a network built here must not move the generator the learner samples from.
         with torch.random.fork_rng(devices=[]):
@@ -157,12 +158,12 @@ class Trainer:
             if t.warm_start:
                 _setting("--warm-start ([train] warm_start)", check_spec, t.warm_start)
         self.counters = Counters()
-        resume_ckpt = self._read_resume(resume) if resume is not None else None
-        if resume_ckpt is None:
-            # A run against champions says so: runs/ otherwise lists it like a fresh start.
-            self.run_name = t.named(("champion-" if champions else "") + t.algorithm)
-        self.run_dir = Path(t.checkpoint_dir) / self.run_name
-        self.log_dir = Path(t.log_dir) / self.run_name
+        resume_ckpt, name = self._read_resume(resume) if resume is not None else (None, None)
+        # A run against champions says so: runs/ otherwise lists it like a fresh start.
+        name = name or t.named(("champion-" if champions else "") + t.algorithm)
+        fresh = self.counters.updates == 0
+        super().__init__(cfg, name, Path(t.checkpoint_dir) / name,
+                         lambda folder: RunLog(folder, cfg, fresh), quiet)
         _seed_everything(t.seed + self.counters.updates)
         init_ckpt = None
         if init_weights is not None and resume_ckpt is None:
@@ -188,7 +189,6 @@ class Trainer:
             watch = t.eval_opponent if t.opponent_model and \
                 t.eval_opponent in self.league.scripted else None
             self.workers = RolloutWorkers(cfg, rollout_backend, ray_address, self.say, watch)
-        self.folders: list = []  # held from run() on: a second live run there is refused
         if resume_ckpt is not None:
             self._restore(resume_ckpt, resume)
         elif init_ckpt is not None:
@@ -210,8 +210,7 @@ class Trainer:
         self.interrupt = StopAtSafePoint()
         self.evaluator = Evaluator(cfg, self.run_dir, self.eval_opponent, self.device,
                                    self.counters)
-        self.log = RunLog(self.log_dir, cfg, fresh=self.counters.updates == 0)
-        self.files = RunFiles(self.run_dir, self.run_name, cfg, self.agent, self.league,
+        self.files = RunFiles(self.run_dir, self.name, cfg, self.agent, self.league,
                               self.counters, self.opponent_model)
         self.recent_wins = collections.deque(maxlen=100)  # 1 where the learner won by a hit
         self.episode_sums: collections.Counter = collections.Counter()
@@ -219,19 +218,20 @@ class Trainer:
         self.screen = TrainingWindow(cfg.game) if render else None
 
     # --- building the run ---------------------------------------------------------------------
-    def _read_resume(self, resume) -> dict[str, Any]:
+    def _read_resume(self, resume) -> tuple[dict[str, Any], str]:
+        """The checkpoint a resume continues, and the run's name; the counters restored."""
         t = self.cfg.train
         ckpt = load_checkpoint(resume, expect_algorithm=t.algorithm,
                                expect_obs_dim=self.cfg.game.obs_dim)
         meta = ckpt["metadata"]
         # A resumed run keeps its name unless the config names another (pbt.py's members
         # continue a better member's weights under their own).
-        self.run_name = t.run_name or meta.get("run_name") or Path(resume).resolve().parent.name
+        name = t.run_name or meta.get("run_name") or Path(resume).resolve().parent.name
         self.counters = Counters.from_saved(meta.get("counters", {}))
         if self.counters.best_eval >= 0 and not self.counters.best_eval_games:
             # Written before the figure was pooled: it stood for one evaluation's games.
             self.counters.best_eval_games = t.eval_episodes
-        return ckpt
+        return ckpt, name
 
     def _shape_configs(self, source, warm: bool) -> None:
         """The network's shape comes from the weights being continued, whatever the config says;
@@ -289,11 +289,6 @@ class Trainer:
             self.progress.say(line)
         elif not self.quiet:
             print(line, flush=True)
-
-    @property
-    def writer(self):
-        """TensorBoard's writer (run_log.py), opened at the first figure."""
-        return self.log.writer
 
     def reset_games(self):
         seed = self.cfg.train.seed * 1_000_003 + self.counters.updates * 7919
@@ -359,7 +354,7 @@ class Trainer:
         still following the whole budget: population-based training runs a member in rounds."""
         t, c = self.cfg.train, self.counters
         if not self.folders:  # before the run writes anything there
-            self.folders = hold_run_folders(checkpoints=self.run_dir, logs=self.log_dir)
+            self.hold(checkpoints=self.run_dir, logs=self.log_dir)
             # What a killed run left half-written: cleared only by the folder's one live run,
             # never under another run's writes.
             remove_stale_temps(self.run_dir)
@@ -368,22 +363,22 @@ class Trainer:
             if self.workers is not None:
                 self.workers.close()
             self.release()
-            print(self.budget.finished_line(self.run_name, c, self.resumed_from), flush=True)
+            print(self.budget.finished_line(self.name, c, self.resumed_from), flush=True)
             return self._summary()
         if self.on_policy:
             chunk = t.num_envs * self.agent.rollout_steps
             how = f"rollouts of {t.num_envs} games x {self.agent.rollout_steps} steps"
         else:
             chunk, how = t.num_envs, f"steps of all {t.num_envs} games"
-        self.progress = Progress(PROGRESS_UNITS, self.run_name, quiet=self.quiet,
+        self.progress = Progress(PROGRESS_UNITS, self.name, quiet=self.quiet,
                                  bar_format="{desc} {percentage:3.0f}%|{bar}| "
                                             "{elapsed}<{remaining}{postfix}")
         self.evaluator.say = self.progress.say
-        self.progress.say(f"training {self.run_name} ({t.algorithm}), until "
+        self.progress.say(f"training {self.name} ({t.algorithm}), until "
                           f"{self.budget.describe(c, chunk, how)}; watch it with: tensorboard "
                           f"--logdir {shlex.quote(str(self.log_dir))}")
         if self.resumed_from is not None and until_step is None:
-            self.progress.say(f"resuming {self.run_name} from {self.resumed_from}: update "
+            self.progress.say(f"resuming {self.name} from {self.resumed_from}: update "
                               f"{c.updates:,}, {c.global_step:,} steps, "
                               f"{c.episodes:,} games, {c.wall_seconds / 60:.1f} minutes "
                               f"in; {self.budget.left(c)} left")
@@ -458,12 +453,6 @@ class Trainer:
         self.say(f"interrupted: saved {latest} at update {c.updates:,} ({c.global_step:,} "
                  f"steps, {c.episodes:,} games); continue with: spacewar-ai --resume "
                  f"{shlex.quote(str(latest))}")
-
-    def release(self) -> None:
-        """Let another run write into this run's folders (util.files.FolderLock)."""
-        for lock in self.folders:
-            lock.release()
-        self.folders = []
 
     def _summary(self) -> dict[str, Any]:
         summary = {"run_dir": str(self.run_dir), "log_dir": str(self.log_dir),

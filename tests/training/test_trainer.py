@@ -234,10 +234,10 @@ def test_champion_training_trains_and_logs_win_rates_against_champions(tmp_path)
     # Unnamed, a champion run is named as one, apart from fresh runs in checkpoints/ and runs/.
     unnamed = Trainer(tiny_run(tmp_path, run_name=""), init_weights=champion,
                       champions=[str(champion)], quiet=True)
-    assert unnamed.run_name.startswith("champion-ppo-s3-")
+    assert unnamed.name.startswith("champion-ppo-s3-")
     # Weights continued without champions are not a champion run.
     continued = Trainer(tiny_run(tmp_path, run_name=""), init_weights=champion, quiet=True)
-    assert continued.run_name.startswith("ppo-s3-")
+    assert continued.name.startswith("ppo-s3-")
 
 
 def test_cli_parses_the_training_and_evaluation_flags():
