@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from spacewar_ai.pilots.specs import make_pilot
+from spacewar_ai.pilots.build import make_pilot
 from spacewar_ai.rating.match import play_match
 
 

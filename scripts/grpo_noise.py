@@ -31,7 +31,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from spacewar_ai.config import GameConfig, RewardConfig  # noqa: E402
-from spacewar_ai.pilots.specs import make_pilot  # noqa: E402
+from spacewar_ai.pilots.build import make_pilot  # noqa: E402
 from spacewar_ai.pilots.wrappers import StateRecorder  # noqa: E402
 from spacewar_ai.rating.match import play_match  # noqa: E402
 from spacewar_ai.training.grpo import action_scores, group_advantages  # noqa: E402

@@ -36,9 +36,9 @@ import numpy as np
 from spacewar_ai.bench.throughput import random_valid_actions
 from spacewar_ai.config import GameConfig
 from spacewar_ai.game.engine import FRAME, OVER, REAL_WINNER, Action, GameBatch
+from spacewar_ai.pilots.build import make_pilot
 from spacewar_ai.pilots.scripted import HeuristicPilot
 from spacewar_ai.pilots.search import SearchPilot
-from spacewar_ai.pilots.specs import make_pilot
 
 
 class NoisyPilot:

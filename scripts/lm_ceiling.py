@@ -88,7 +88,7 @@ class Noisy:
     teacher's own answers, one array a decision."""
 
     def __init__(self, teacher: str, share: float, seed: int):
-        from spacewar_ai.pilots.specs import make_pilot
+        from spacewar_ai.pilots.build import make_pilot
 
         self.teacher = make_pilot(teacher, seed=seed)
         self.name = f"{teacher} + {share:.0%} noise"
@@ -117,7 +117,7 @@ class Lookahead:
     decision (zeros for games that are over)."""
 
     def __init__(self, pilot, horizon: int):
-        from spacewar_ai.pilots.specs import make_pilot
+        from spacewar_ai.pilots.build import make_pilot
 
         self.pilot = pilot
         self.ahead = make_pilot(f"search:{LOOKAHEAD}+{LOOKAHEAD}@samples=1@horizon={horizon}"
@@ -232,7 +232,7 @@ def measure(games: int, noise: float, epochs: int, seed: int, student: str | Non
     spec, a planner over a pilot included: its labels are heard as the games are played, so a
     teacher that reads the game (search:) labels the states it was attached to. With
     `lookahead` H > 0, two more inputs add a Lookahead's endings of H decisions."""
-    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.pilots.build import make_pilot
     from spacewar_ai.pilots.wrappers import Labelled
 
     sources = {"teacher": collect(make_pilot(teacher, seed=seed), games, seed, lookahead),

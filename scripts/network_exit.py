@@ -28,7 +28,7 @@ if str(ROOT) not in sys.path:
 
 from spacewar_ai.agents.saved import load_agent  # noqa: E402
 from spacewar_ai.config import GameConfig  # noqa: E402
-from spacewar_ai.pilots.specs import make_pilot, spec_path  # noqa: E402
+from spacewar_ai.pilots.build import make_pilot, spec_path  # noqa: E402
 from spacewar_ai.rating.match import play_match  # noqa: E402
 from spacewar_ai.training.expert_iteration import (  # noqa: E402
     Aggregate,

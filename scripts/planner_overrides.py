@@ -44,7 +44,7 @@ def label_twice(student_spec: str, teacher: str, games: int, seed: int):
     decision of the student's games, running games only."""
     from spacewar_ai.agents.saved import load_agent
     from spacewar_ai.config import GameConfig
-    from spacewar_ai.pilots.specs import AgentPilot, make_pilot, spec_path
+    from spacewar_ai.pilots.build import AgentPilot, make_pilot, spec_path
     from spacewar_ai.pilots.wrappers import Labelled
     from spacewar_ai.rating.match import play_match
 

@@ -24,7 +24,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from spacewar_ai.config import GameConfig  # noqa: E402
-from spacewar_ai.pilots.specs import make_pilot  # noqa: E402
+from spacewar_ai.pilots.build import make_pilot  # noqa: E402
 from spacewar_ai.rating.match import play_match, wilson_interval  # noqa: E402
 
 HARD = "heuristic:hard"

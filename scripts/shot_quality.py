@@ -21,7 +21,7 @@ from spacewar_ai.config import GameConfig
 from spacewar_ai.game import engine
 from spacewar_ai.game.engine import GameBatch
 from spacewar_ai.game.features import tactical_view, view_constants
-from spacewar_ai.pilots.specs import make_pilot
+from spacewar_ai.pilots.build import make_pilot
 
 
 def forked_shots(games: int = 64, decisions: int = 150, every: int = 10):

@@ -17,7 +17,7 @@ import os
 import time
 from pathlib import Path
 
-from spacewar_ai.pilots.specs import make_pilot, spec_files
+from spacewar_ai.pilots.build import make_pilot, spec_files
 from spacewar_ai.rating.match import play_match, wilson_interval
 from spacewar_ai.rating.panel import evaluate_panel, label, panel_specs
 

@@ -28,7 +28,7 @@ MOVED = {
     "opponent_model": "agents.opponent_model",
     "lm_view": "lm.view", "lm_models": "lm.models", "lm_pilot": "lm.pilot",
     "text_env": "lm.text_env",
-    "scripted": "pilots.scripted", "search": "pilots.search",
+    "scripted": "pilots.scripted", "search": "pilots.search", "pilots.specs": "pilots.build",
     "outside_pilots": "pilots.outside", "onnx_export": "pilots.onnx_export",
     "sandbox": "pilots.sandbox", "sandbox_child": "pilots.sandbox_child",
     "match": "rating.match", "ratings": "rating.ratings", "arena": "rating.arena",

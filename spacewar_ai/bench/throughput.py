@@ -115,7 +115,7 @@ def planner_game(spec: str, seed: int):
     plays one decision and returns the seconds the planner took over it (ValueError if the
     spec does not load)."""
     from ..game.engine import OVER, GameBatch
-    from ..pilots.specs import make_pilot
+    from ..pilots.build import make_pilot
 
     pilot = make_pilot(spec, GameConfig(), seed)
     hard = HeuristicPilot("hard")
@@ -166,7 +166,7 @@ def bench_video(games: int, seed: int) -> float:
     """Seconds to make one evaluation video (replays.game_gif, training's eval/video) of the
     shipped network's games against the hard pilot: the median over `games` games."""
     from ..game.replays import game_gif
-    from ..pilots.specs import make_pilot
+    from ..pilots.build import make_pilot
     from ..rating.match import play_match
 
     try:
@@ -230,10 +230,10 @@ def bench_lm(seed: int = 0, quick: bool = False, spec: str = "smollm2") -> dict[
     import torch
 
     from ..lm.models import LMError
-    from ..lm.pilot import lm_pilot
+    from ..pilots.build import make_pilot
 
     try:
-        pilots = {dtype: lm_pilot(f"{spec}@{dtype}") for dtype in ("fp32", "bf16")}
+        pilots = {dtype: make_pilot(f"lm:{spec}@{dtype}") for dtype in ("fp32", "bf16")}
     except LMError as exc:
         print(f"LM pilot: not measured ({exc})")
         return {}
@@ -268,7 +268,7 @@ def bench_lm_training(states: dict, obs: np.ndarray, spec: str, repeats: int) ->
     from ..config import GameConfig, GRPOConfig, RewardConfig, SFTConfig
     from ..lm.models import add_lora, load_base
     from ..lm.pilot import PromptCoder, autocast, pilot_device, prompt_logits
-    from ..pilots.specs import make_pilot
+    from ..pilots.build import make_pilot
     from ..training.grpo import action_scores, answer_log_probs, group_advantages, grpo_update
 
     s, g, cfg = SFTConfig(), GRPOConfig(), GameConfig()
@@ -330,7 +330,7 @@ def bench_ray(seed: int = 0, quick: bool = False, address: str | None = None) ->
         print(f"Ray backend: not measured ({exc})")
         return {}
     from ..agents.checkpoints import load_checkpoint
-    from ..pilots.specs import PRETRAINED_PATH
+    from ..pilots.build import PRETRAINED_PATH
     from ..rating.tournament import play_round_robin, resolve_entrants
 
     games = 20 if quick else 100

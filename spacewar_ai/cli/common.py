@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..pilots.specs import shipped_lm_specs
+from ..pilots.build import shipped_lm_specs
 from .parser import (
     count,
     flag,

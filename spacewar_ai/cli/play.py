@@ -165,7 +165,7 @@ def replay(parser, args) -> int:
 def _say_published_run(spec: str) -> None:
     """The design's `<algorithm>_best.pt` (and its `_best_model.pt` link) is a copy of some
     run's best.pt: say which, since its name does not."""
-    from ..pilots.specs import spec_path
+    from ..pilots.build import spec_path
     from ..training.evaluation import published_run
 
     path = spec_path(spec)

@@ -25,6 +25,7 @@ from ..config import OBS_MASK, GameConfig, RewardConfig
 from . import engine
 from .engine import MASK, OBS_OWN, OBS_STAR, DeathCause, GameBatch
 from .features import EGOCENTRIC_DOC, TACTICAL_DOC
+from .pilot import Pilot
 
 OBSERVATION_DOC = """
     ## Observation: 36 float32 (37 with hyperspace), from the observing ship's point of view
@@ -127,13 +128,17 @@ def _check_configs(config, reward_config):
 
 
 def _opponent(spec, config: GameConfig, batch: GameBatch):
-    """The pilot flying ship 1 (None: the caller flies both). A planner reads the games
-    themselves, so it is told which batch it plays in (search.py)."""
+    """The pilot flying ship 1 (None: the caller flies both): a pilot as it is, a spec built
+    here. A planner reads the games themselves, so it is told which batch it plays in
+    (search.py)."""
     if spec is None:
         return None
-    from ..pilots.specs import make_pilot  # pilots load networks (torch) only when a spec needs one
+    if isinstance(spec, Pilot):
+        pilot = spec
+    else:
+        from ..pilots.build import make_pilot  # loads networks (torch) only for a spec's sake
 
-    pilot = make_pilot(spec, config)
+        pilot = make_pilot(spec, config)
     pilot.attach(batch, 1)
     return pilot
 

@@ -58,7 +58,7 @@ class Opponent:
 def choose_best_model(checkpoint_dir="checkpoints", ratings_file=None) -> tuple[Path, str]:
     """(checkpoint path, why it was chosen): the first of ratings.best_models. Raises ValueError
     when there is no model at all."""
-    from ..pilots.specs import PRETRAINED_PATH
+    from ..pilots.build import PRETRAINED_PATH
     from ..rating.ratings import best_models
 
     found = best_models(checkpoint_dir, ratings_file)
@@ -74,8 +74,8 @@ def choose_best_model(checkpoint_dir="checkpoints", ratings_file=None) -> tuple[
 def difficulty_opponent(difficulty: str, config: GameConfig, checkpoint_dir="checkpoints",
                         ratings_file=None, seed: int = 0) -> Opponent:
     """The pilot, name and delay the difficulty table prescribes."""
+    from ..pilots.build import PRETRAINED_PATH, make_pilot
     from ..pilots.scripted import HeuristicPilot
-    from ..pilots.specs import PRETRAINED_PATH, make_pilot
 
     if difficulty not in DIFFICULTY_TABLE:
         raise ValueError(f"--difficulty {difficulty!r} is unknown: use one of "
@@ -94,7 +94,7 @@ def difficulty_opponent(difficulty: str, config: GameConfig, checkpoint_dir="che
 
 
 def spec_opponent(spec: str, config: GameConfig, seed: int = 0) -> Opponent:
-    from ..pilots.specs import make_pilot
+    from ..pilots.build import make_pilot
 
     pilot = make_pilot(spec, config, seed)
     return Opponent(pilot, pilot.name, 0, f"--opponent {spec}")

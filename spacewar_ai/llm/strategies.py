@@ -193,7 +193,7 @@ class LLMStrategyGenerator:
 def evaluate_strategy(path, opponents, games: int, config: GameConfig, seed: int = 0) -> dict:
     """Measured results of a strategy against each opponent (pilot specs or pilots): the score
     used to rank strategies is the mean torpedo-win rate over the opponents."""
-    from ..pilots.specs import make_pilot
+    from ..pilots.build import make_pilot
 
     per = {}
     totals = {"games": 0, "wins": 0, "shots": 0, "hits": 0, "frames": 0, "fuel_used": 0.0,
@@ -288,7 +288,7 @@ class IterativeStrategyTrainer:
     def _opponents(self) -> list:
         opps = list(self.opponents)
         if self.trainer is not None:
-            from ..pilots.specs import AgentPilot
+            from ..pilots.build import AgentPilot
 
             opps.append(AgentPilot(self.trainer.agent.play_copy(), "learner",
                                    deterministic=True))
@@ -418,7 +418,7 @@ def run_iterative(client, cfg, iterations: int, games: int, samples: int,
     config's step budget per round, or `train_games` games); prints where it all went. The
     agent's run takes the training modes' options (a model to start from, rendering, an
     exploration guide)."""
-    from ..pilots.specs import spec_path
+    from ..pilots.build import spec_path
     from ..training.trainer import Trainer
 
     init = spec_path(start_from) if start_from else None

@@ -15,6 +15,7 @@ lm_grpo.py) sees exactly what the pilot reads.
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -183,15 +184,27 @@ DTYPES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp32": "float32", "float3
 DEVICES = ("cpu", "cuda")
 
 
-def parse_options(spec: str) -> tuple[str, float, str, str | None]:
-    """Split `MODEL[+ADAPTER][@OPTION,...]` into (model part, temperature, dtype, device).
-    Options: a number >= 0, the sampling temperature (0, the default, plays the most likely
-    action); `bf16` to run in bfloat16 (faster on CPUs with bfloat16 instructions and on GPUs;
-    float32, the default, gives the same games on every machine); `cuda` or `cpu` to choose the
-    device (None, the default: CUDA where torch reports it, else the CPU)."""
-    s, _, opts = str(spec).partition("@")
+@dataclass(frozen=True)
+class LMOptions:
+    """What follows @ in `lm:MODEL[+ADAPTER][@OPTION,...]`, parsed where the spec is
+    (pilots.parse_spec): a number >= 0, the sampling temperature (0, the default, plays the most
+    likely action); `bf16` to run in bfloat16 (faster on CPUs with bfloat16 instructions and on
+    GPUs; float32, the default, gives the same games on every machine); `cuda` or `cpu`, the
+    device (None, the default: CUDA where torch reports it, else the CPU). `shown` is the
+    options as written without the device, which a pilot's name keeps: the device is where a
+    pilot runs, not who it is."""
+
+    temperature: float = 0.0
+    dtype: str = "float32"
+    device: str | None = None
+    shown: str = ""
+
+
+def parse_options(model: str, options: str, spec: str) -> LMOptions:
+    """The options (the text after @) of the lm: spec `spec`, whose model part is `model`;
+    LMError naming the spec and the fix for an option no spec can mean, or no model."""
     temperature, dtype, device = 0.0, "float32", None
-    for opt in filter(None, (o.strip().lower() for o in opts.split(","))):
+    for opt in filter(None, (o.strip().lower() for o in options.split(","))):
         if opt in DTYPES:
             dtype = DTYPES[opt]
             continue
@@ -203,12 +216,13 @@ def parse_options(spec: str) -> tuple[str, float, str, str | None]:
         except ValueError:
             temperature = -1.0
         if not 0 <= temperature < float("inf"):
-            raise LMError(f"lm:{spec}: {opt!r} after @ is neither a temperature (a number >= 0), "
+            raise LMError(f"{spec}: {opt!r} after @ is neither a temperature (a number >= 0), "
                           "bf16, cuda nor cpu; e.g. lm:smollm2@0.7 or lm:smollm2@bf16")
-    if not s.strip():
+    if not model.strip():
         raise LMError("lm: needs a model: lm:smollm2, lm:PATH.gguf, lm:FOLDER, lm:MODEL+ADAPTER "
                       "or a shipped adapter such as lm:sft")
-    return s.strip(), temperature, dtype, device
+    shown = ",".join(o for o in options.split(",") if o.strip().lower() not in DEVICES)
+    return LMOptions(temperature, dtype, device, shown)
 
 
 def pilot_device(chosen: str | None, asked: str = "cpu", spec: str = "") -> str:
@@ -218,7 +232,7 @@ def pilot_device(chosen: str | None, asked: str = "cpu", spec: str = "") -> str:
 
     if chosen is not None:
         if chosen == "cuda" and not torch.cuda.is_available():
-            raise LMError(f"lm:{spec}: no CUDA device is available here; drop cuda after @ "
+            raise LMError(f"lm:{spec}@cuda: no CUDA device is available here; drop cuda after @ "
                           "(the pilot then runs on the CPU) or write cpu")
         return chosen
     if asked and not str(asked).startswith("cpu"):
@@ -226,17 +240,16 @@ def pilot_device(chosen: str | None, asked: str = "cpu", spec: str = "") -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def lm_pilot(spec: str, num_actions: int = 6, device: str = "cpu", seed: int = 0) -> LMPilot:
-    """Build the pilot of `lm:MODEL[+ADAPTER][@OPTION,...]` (the part after `lm:`)."""
+def lm_pilot(model_spec: str, options: LMOptions, num_actions: int = 6, device: str = "cpu",
+             seed: int = 0) -> LMPilot:
+    """Build the pilot of `lm:MODEL[+ADAPTER]` (`model_spec`) with its parsed `options`."""
     import torch
 
-    model_spec, temperature, dtype, chosen = parse_options(spec)
-    model, tokenizer, label = load_lm(model_spec, pilot_device(chosen, device, spec))
-    model.to(getattr(torch, dtype))
-    # The device is where a pilot runs, not who it is: names and ratings leave it out.
-    opts = ",".join(o for o in str(spec).partition("@")[2].split(",")
-                    if o.strip().lower() not in DEVICES)
-    pilot = LMPilot(model, tokenizer, label + (f"@{opts}" if opts else ""), num_actions,
-                    temperature, seed, lm_view(model_spec))
-    pilot.identity = f"lm:{lm_identity(model_spec)}" + (f"@{opts}" if opts else "")
+    model, tokenizer, label = load_lm(model_spec, pilot_device(options.device, device,
+                                                               model_spec))
+    model.to(getattr(torch, options.dtype))
+    suffix = f"@{options.shown}" if options.shown else ""
+    pilot = LMPilot(model, tokenizer, label + suffix, num_actions, options.temperature, seed,
+                    lm_view(model_spec))
+    pilot.identity = f"lm:{lm_identity(model_spec)}" + suffix
     return pilot

@@ -1,10 +1,10 @@
 """Pilots: anything that flies a ship, and `make_pilot(spec)`, the one spec language that builds
-any of them (specs.py; its docstring is the table of specs).
+any of them (build.py; its docstring is the table of specs).
 
 | module | what it holds |
 |---|---|
 | spec.py | `Spec`, `parse_spec` (the one parser of spec text), `check_spec` (no pilot built) |
-| specs.py | `make_pilot` (a Spec or its text to a pilot), the files a spec names, `AgentPilot` |
+| build.py | `make_pilot` (a Spec or its text to a pilot), the files a spec names, `AgentPilot` |
 | scripted.py | idle, random, heuristic easy / medium / hard |
 | search.py | `search:` and `adapt:`, a network planning ahead with a model of its opponent |
 | sandbox.py, sandbox_child.py | `strategy:PATH.py`, a strategy file checked and run in a child process |
@@ -13,7 +13,7 @@ any of them (specs.py; its docstring is the table of specs).
 The language model that flies (`lm:`) is spacewar_ai/lm/; make_pilot builds it like the rest.
 """
 
-from .specs import (
+from .build import (
     PRETRAINED_PATH,
     SPEC_HELP,
     AgentPilot,

@@ -230,7 +230,7 @@ def export_onnx(spec: str, dst: str | Path) -> int:
     `dst` as ONNX, atomically; returns the file's size in bytes."""
     from ..agents.checkpoints import CheckpointError
     from ..util.files import atomic_write_bytes
-    from .specs import AgentPilot, make_pilot
+    from .build import AgentPilot, make_pilot
 
     try:
         import onnx  # noqa: F401 (the exporter needs it)

@@ -7,7 +7,7 @@ pilot's options, and refuses in one line, naming the spec and the fix, what no s
 an unknown heuristic level, a planner's bad setting, a planner over a planner or over a pilot
 that answers a few games at a time. `check_spec(text)` goes one step further, still without
 building a pilot: the files the spec names exist (a checkpoint, a strategy file, which is also
-validated, a planner's opponent model), with the same words `make_pilot` (specs.py) would use.
+validated, a planner's opponent model), with the same words `make_pilot` (build.py) would use.
 
 | kind | written | target |
 |---|---|---|
@@ -28,7 +28,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from ..util.files import SHIPPED_DIR
 from .scripted import SCRIPTED_SPECS
@@ -71,7 +71,8 @@ class Spec:
     target: str = ""
     parts: tuple[Spec, ...] = ()
     settings: tuple[tuple[str, float], ...] = ()
-    options: str = ""
+    options: str = ""  # an lm: spec's "@OPTIONS" as written
+    lm: Any = None  # an lm: spec's options, parsed (lm.pilot.LMOptions)
     text: str = ""
 
     def __str__(self) -> str:
@@ -120,7 +121,7 @@ class Spec:
     def with_target(self, target: str) -> Spec:
         """The same spec naming another file (a folder prefixed, a path made absolute)."""
         prefix = "" if self.kind == "checkpoint" else self.prefix
-        return Spec(self.kind, target, options=self.options,
+        return Spec(self.kind, target, options=self.options, lm=self.lm,
                     text=prefix + target + self.options)
 
     def with_parts(self, parts: tuple[Spec, ...]) -> Spec:
@@ -162,8 +163,11 @@ def parse_spec(spec) -> Spec:
     if colon and kind in FILE_KINDS:
         return Spec(kind, rest, text=s)
     if colon and kind == "lm":
+        from ..lm.pilot import parse_options
+
         body, at, options = rest.partition("@")
-        return Spec("lm", body, options=at + options, text=s)
+        return Spec("lm", body.strip(), options=at + options, lm=parse_options(body, options, s),
+                    text=s)
     return Spec("checkpoint", s, text=s)
 
 
@@ -252,9 +256,7 @@ def check_spec(spec) -> Spec:
         outside_file(spec)
     elif spec.kind == "lm":
         from ..lm.models import resolve_lm
-        from ..lm.pilot import parse_options
 
-        parse_options(spec.target + spec.options)
         resolve_lm(spec.target)
     elif spec.is_planner:
         check_spec(spec.policy)

@@ -473,9 +473,9 @@ def play_pairing(a: dict, b: dict, decision_seconds: float | None = None, stuck=
     cannot stop it: a decision's, or `load_seconds` to load the model."""
     from ..config import GameConfig
     from ..game.replays import match_replays
+    from ..pilots.build import make_pilot
     from ..pilots.onnx_check import check_onnx_file
     from ..pilots.outside import OnnxPilot
-    from ..pilots.specs import make_pilot
     from .match import play_match
 
     config = GameConfig()

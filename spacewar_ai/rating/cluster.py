@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..pilots.specs import absolute_spec, map_spec_files, spec_files
+from ..pilots.build import absolute_spec, map_spec_files, spec_files
 from ..util import reaper
 from ..util.files import atomic_write_bytes
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..config import GameConfig
+from ..pilots.build import make_pilot
 from ..pilots.spec import parse_spec
-from ..pilots.specs import make_pilot
 from .match import check_ray_match, play_match, ray_match, report, wilson_interval
 from .ratings import Entrant, Results, standings
 
@@ -83,7 +83,8 @@ def evaluate(spec: str, opponent: str = "heuristic:hard", episodes: int = 200, s
 def watch_games(pilot_a, pilot_b, games: int = 1, seed: int = 0,
                 config: GameConfig | None = None, render_mode: str | None = "human",
                 frames: list | None = None, recorder=None) -> list[dict]:
-    """Play games one at a time in a SpacewarEnv (A flies ship 0), drawing them as they go.
+    """Play games one at a time in a SpacewarEnv (pilot A flies ship 0, pilot B ship 1: both
+    built already), drawing them as they go.
 
     With render_mode "rgb_array", each drawn frame (the start of each game, then one per step) is
     appended to `frames`. A `recorder` (recording.VideoRecorder) gets the same frames drawn
@@ -94,9 +95,8 @@ def watch_games(pilot_a, pilot_b, games: int = 1, seed: int = 0,
     config = config if config is not None else GameConfig()
     if recorder is not None:
         render_mode = "rgb_array"
-    a = make_pilot(pilot_a, config, seed)
-    env = SpacewarEnv(config, opponent=make_pilot(pilot_b, config, seed + 1),
-                      render_mode=render_mode)
+    a = pilot_a
+    env = SpacewarEnv(config, opponent=pilot_b, render_mode=render_mode)
     a.attach(env.batch, 0)  # a planner reads the game itself (search.py)
     results = []
 

@@ -21,8 +21,8 @@ from ..config import GameConfig, RewardConfig
 from ..game import engine
 from ..game.engine import DeathCause, GameBatch
 from ..game.replays import state_hash
+from ..pilots.build import make_pilot
 from ..pilots.spec import parse_spec
-from ..pilots.specs import make_pilot
 
 
 @dataclass

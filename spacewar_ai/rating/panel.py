@@ -42,7 +42,7 @@ def evaluate_panel(spec: str, games: int = 200, seed: int = 0, config: GameConfi
                    quiet: bool = False, ray_address: str | None = None) -> dict:
     """SPEC against every panel pilot, `games` games each (sides swapped, torpedo wins only);
     prints a line per pilot and the mean, and returns them."""
-    from ..pilots.specs import make_pilot
+    from ..pilots.build import make_pilot
     from ..util.progress import Progress
     from .match import play_match, play_match_on_ray
 

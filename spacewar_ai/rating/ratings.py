@@ -98,9 +98,10 @@ def bradley_terry(scores: np.ndarray, games: np.ndarray, prior_games: float = 1.
 
 @dataclass
 class Entrant:
-    """A player in results: its spec, the name it is shown by, and the identity ratings key on."""
+    """A player in results: its spec (a pilots.Spec; its text in files), the name it is shown
+    by, and the identity ratings key on."""
 
-    spec: str
+    spec: Any
     name: str
     identity: str
 
@@ -165,7 +166,7 @@ def standings(result: Results) -> list[dict[str, Any]]:
             hits[j] += game.hits_b
     rows = []
     for i, e in enumerate(result.entrants):
-        rows.append({"name": e.name, "spec": e.spec, "identity": e.identity,
+        rows.append({"name": e.name, "spec": str(e.spec), "identity": e.identity,
                      "rating": float(bt[i]), "ci95": float(1.96 * se[i]), "elo": float(elo[i]),
                      "score": float(s[i].sum()), "games": int(g[i].sum()),
                      "deaths": causes[i], "forfeits": len(forfeits[i]),
@@ -238,7 +239,7 @@ class RatingsFile:
             s, g = result.score_matrix()
             ids = [e.identity for e in result.entrants]
             for i, e in enumerate(result.entrants):
-                p = players.setdefault(e.identity, {"name": e.name, "spec": e.spec,
+                p = players.setdefault(e.identity, {"name": e.name, "spec": str(e.spec),
                                                     "results": {}})
                 for j, other in enumerate(ids):
                     if i != j and g[i, j]:
@@ -285,7 +286,7 @@ def rated_games(player: dict[str, Any]) -> int:
 
 def model_spec(path: Path) -> str:
     """The spec that names a model file best_models found: `pretrained` for the shipped one."""
-    from ..pilots.specs import PRETRAINED_PATH
+    from ..pilots.build import PRETRAINED_PATH
 
     return "pretrained" if Path(path).resolve() == PRETRAINED_PATH.resolve() else str(path)
 
@@ -317,8 +318,8 @@ def best_models(checkpoint_dir: str | Path = "checkpoints", ratings_file: str | 
     it ranks there (the rule is the module docstring's). An unreadable ratings file or
     checkpoint is passed over, not fatal: the other sources still know models."""
     from ..agents.checkpoints import CheckpointError, load_checkpoint
+    from ..pilots.build import PRETRAINED_PATH
     from ..pilots.spec import parse_spec
-    from ..pilots.specs import PRETRAINED_PATH
 
     checkpoint_dir = Path(checkpoint_dir)
     rpath = Path(ratings_file) if ratings_file else checkpoint_dir / "ratings.json"

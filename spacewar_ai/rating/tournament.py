@@ -25,8 +25,8 @@ import numpy as np
 
 from ..config import GameConfig
 from ..game.engine import DeathCause
+from ..pilots.build import make_pilot, path_label
 from ..pilots.spec import parse_spec
-from ..pilots.specs import make_pilot, path_label
 from ..util.processes import spawn_context
 from ..util.progress import Progress
 from .match import MatchResult, play_match
@@ -42,11 +42,12 @@ def resolve_entrants(specs: list[str], config: GameConfig | None = None) -> list
     as much of their paths as it takes."""
     out: list[Entrant] = []
     seen = set()
-    for spec in specs:
+    for text in specs:
+        spec = parse_spec(text)  # the door: each entrant's text becomes a Spec once, here
         pilot = make_pilot(spec, config)  # raises ValueError naming the spec
         identity = pilot.identity
         if identity in seen:
-            raise ValueError(f"player {spec!r} appears twice in the tournament")
+            raise ValueError(f"player {str(spec)!r} appears twice in the tournament")
         seen.add(identity)
         pilot.close()
         out.append(Entrant(spec, pilot.name, identity))
@@ -61,8 +62,7 @@ def unique_names(entrants: list[Entrant]) -> list[Entrant]:
         if not shared:
             return entrants
         for e in entrants:
-            spec = parse_spec(e.spec)
-            path = (spec.policy if spec.is_planner else spec).path
+            path = (e.spec.policy if e.spec.is_planner else e.spec).path
             if e.name in shared and path is not None:
                 prefix = e.name.split(":")[0] + ":" if ":" in e.name else ""
                 e.name = prefix + path_label(path.resolve(), parts)

@@ -67,7 +67,7 @@ def play_round(make_lm, opponents: tuple, teacher, games: int, seed: int,
     `make_lm(seed)` builds the LM's pilot; `progress` hears of each game's
     end, and `decided(n)` of the LM's n decisions at each step of the games. With temperature
     > 0 the LM's episodes also hold the teacher's policy at each state (POLICY_KEY)."""
-    from ..pilots.specs import make_pilot
+    from ..pilots.build import make_pilot
     from ..rating.match import play_match
     from .datasets import TEACHER_KEY, Recorder
 

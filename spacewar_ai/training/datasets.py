@@ -103,8 +103,8 @@ def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
     games are played in chunks of BATCH, in this process or (`ray_address` not None; "" for Ray
     on this machine) as Ray tasks: the same games either way; Minari writes on this machine."""
     minari = _minari()
+    from ..pilots.build import absolute_spec
     from ..pilots.spec import check_spec
-    from ..pilots.specs import absolute_spec
     from ..util.progress import Progress
 
     did = dataset_id(name)

@@ -22,7 +22,7 @@ from ..agents.checkpoints import publish_best, rewrite_metadata
 from ..agents.saved import load_agent
 from ..config import RunConfig
 from ..game.replays import game_gif
-from ..pilots.specs import AgentPilot
+from ..pilots.build import AgentPilot
 from ..rating.match import play_match
 
 

@@ -60,7 +60,7 @@ def network_round(agent, teacher: str, opponents: tuple, games: int, seed: int,
     moves it kept, the student's win rate in its games."""
     import torch
 
-    from ..pilots.specs import AgentPilot
+    from ..pilots.build import AgentPilot
     from .dagger import labelled_decisions, play_round
 
     config = config if config is not None else GameConfig()

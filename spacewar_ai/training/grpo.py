@@ -256,7 +256,7 @@ def _iterate(run: LMRun, cfg: RunConfig, start: Start, reference, iterations: in
     """GRPO's iterations: games, scored states, an update (module docstring)."""
     import torch
 
-    from ..pilots.specs import make_pilot
+    from ..pilots.build import make_pilot
     from ..rating.match import play_match
 
     t, g = cfg.train, cfg.grpo

@@ -21,7 +21,7 @@ import numpy as np
 from ..agents.ppo import PolicyStack, PPOAgent
 from ..agents.saved import load_agent
 from ..config import GameConfig, LeagueConfig
-from ..pilots.specs import AgentPilot, make_pilot
+from ..pilots.build import AgentPilot, make_pilot
 
 SELF = "self"
 

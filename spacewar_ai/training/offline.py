@@ -43,7 +43,7 @@ class _Run(RunFrame):
     """An offline run (run_frame.RunFrame) with its evaluations and saves."""
 
     def __init__(self, cfg: RunConfig, kind: str):
-        from ..pilots.specs import make_pilot
+        from ..pilots.build import make_pilot
 
         t = cfg.train
         name = t.named(kind)
@@ -57,7 +57,7 @@ class _Run(RunFrame):
 
     def evaluate(self, agent, step: int, counters: dict) -> float:
         """Greedy play against eval_opponent on starts of its own; best.pt keeps the best."""
-        from ..pilots.specs import AgentPilot
+        from ..pilots.build import AgentPilot
         from ..rating.match import play_match
 
         t = self.cfg.train

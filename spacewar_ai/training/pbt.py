@@ -106,7 +106,7 @@ def league_rating(league) -> float:
 
 
 def yardstick_score(agent, games: int, config) -> float:
-    from ..pilots.specs import AgentPilot
+    from ..pilots.build import AgentPilot
     from ..rating.match import play_match
 
     pilot = AgentPilot(agent.play_copy(), "member")

@@ -42,7 +42,7 @@ def _online(cfg: RunConfig, start_from, champion, resume, ratings_file, render, 
     """PPO or DQN (trainer.py): a new run, from a model, resumed, or against champions; PPO's
     games on rollout workers with [train] rollout_workers (rollouts.py)."""
     from ..agents.checkpoints import load_checkpoint
-    from ..pilots.specs import spec_path
+    from ..pilots.build import spec_path
     from ..rating.ratings import best_models
     from .trainer import Trainer, planner_command
 

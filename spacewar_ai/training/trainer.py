@@ -40,8 +40,8 @@ from ..agents.opponent_model import OpponentModel
 from ..agents.saved import make_agent
 from ..config import UNLIMITED_STEPS, RunConfig
 from ..game.environment import SpacewarVectorEnv
+from ..pilots.build import make_pilot
 from ..pilots.spec import check_spec
-from ..pilots.specs import make_pilot
 from ..util.files import remove_stale_temps
 from ..util.progress import Progress
 from ..util.threads import available_cores

@@ -59,8 +59,8 @@ from ..config import GameConfig, RewardConfig
 from ..game.engine import GameBatch
 from ..lm.text_env import SpacewarTextEnv, read_answer
 from ..lm.view import prompt, valid_actions
+from ..pilots.build import make_pilot
 from ..pilots.spec import check_spec
-from ..pilots.specs import make_pilot
 from ..pilots.wrappers import StateRecorder
 from ..rating.match import play_match
 from .grpo import action_scores, play_on

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..config import GameConfig
 from ..game.environment import SpacewarVectorEnv
-from ..pilots.specs import make_pilot
+from ..pilots.build import make_pilot
 from . import offline
 
 WARM_START_OPPONENTS = ("heuristic:hard", "heuristic:medium", "heuristic:easy", "idle", "random")

@@ -56,7 +56,7 @@ class Files:
         parsed = parse_spec(spec)
         for part in parsed.parts if parsed.is_planner else (parsed,):
             if part.kind == "lm":
-                self._local_lm(part.target + part.options)
+                self._local_lm(part.target)
             for path in spec_files(part):
                 full = self.root / path
                 if part.kind == "lm":
@@ -72,19 +72,19 @@ class Files:
                     check_onnx_file(self.inside(path), path.name)  # as the arena checks it
         return map_files(parsed, self.inside).text
 
-    def _local_lm(self, body: str) -> None:
+    def _local_lm(self, model: str) -> None:
         """Refuse an lm: spec whose base model is not on this server: a hub id (which the game
         worker would download), or an adapter whose record names one. The spec is named as the
         page gave it, never the record's words."""
         from ..lm.models import SMOLLM2, LMError, resolve_lm
 
         try:
-            model, _ = resolve_lm(body.partition("@")[0])
+            base, _ = resolve_lm(model)
         except LMError:
             return  # make_pilot names what is wrong; its paths are checked like any other
         # A path that exists is judged with the spec's other files (inside the project or not).
-        if model.strip().lower() != SMOLLM2 and not (self.root / Path(model).expanduser()).exists():
-            raise ValueError(f"lm:{body[:80]}: only language models on this server fly here "
+        if base.strip().lower() != SMOLLM2 and not (self.root / Path(base).expanduser()).exists():
+            raise ValueError(f"lm:{model[:80]}: only language models on this server fly here "
                              f"({SMOLLM2}, or a model or adapter folder inside the project); a "
                              "hub id is never downloaded for a page")
 

@@ -59,7 +59,7 @@ def start_game(message: dict, files: Files, seed: int):
         difficulty_opponent,
         spec_opponent,
     )
-    from ..pilots.specs import make_pilot
+    from ..pilots.build import make_pilot
 
     config = GameConfig()
     kind = message.get("mode")

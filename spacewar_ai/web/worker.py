@@ -118,7 +118,7 @@ def main(argv: list[str]) -> int:
     import torch  # noqa: F401
 
     import spacewar_ai.human.play  # noqa: F401
-    import spacewar_ai.pilots.specs  # noqa: F401
+    import spacewar_ai.pilots.build  # noqa: F401
     import spacewar_ai.web.app  # noqa: F401
 
     try:

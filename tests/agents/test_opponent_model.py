@@ -11,9 +11,9 @@ from spacewar_ai.agents.opponent_model import FILE_NAME
 from spacewar_ai.agents.saved import export_for_play
 from spacewar_ai.config import GameConfig, LeagueConfig, PPOConfig, RunConfig, TrainConfig
 from spacewar_ai.game import engine
+from spacewar_ai.pilots.build import file_identity, make_pilot, search_pilot
 from spacewar_ai.pilots.scripted import HeuristicPilot
 from spacewar_ai.pilots.search import OPPONENT_MODEL_PATH
-from spacewar_ai.pilots.specs import file_identity, make_pilot, search_pilot
 from spacewar_ai.training.trainer import Trainer
 
 CFG = GameConfig()
@@ -194,7 +194,7 @@ def test_a_model_fitted_on_a_share_of_the_decisions_forecasts_nearly_as_well(tmp
     the second learns from a quarter of the decisions, evenly spread, and forecasts the hard
     pilot on unseen positions nearly as well."""
     from spacewar_ai.agents.opponent_model import OpponentModel
-    from spacewar_ai.pilots.specs import AgentPilot
+    from spacewar_ai.pilots.build import AgentPilot
 
     games, steps = 64, 32
     full = OpponentModel("heuristic:hard", CFG, games * steps, batch_size=256)

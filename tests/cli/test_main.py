@@ -163,7 +163,7 @@ def _files(d: Path) -> dict:
     from spacewar_ai.agents.dqn import DQNAgent
     from spacewar_ai.agents.ppo import PPOAgent
     from spacewar_ai.config import DQNConfig, PPOConfig
-    from spacewar_ai.pilots.specs import PRETRAINED_PATH
+    from spacewar_ai.pilots.build import PRETRAINED_PATH
 
     f = {}
 
@@ -652,7 +652,7 @@ def test_the_shipped_network_exports_as_a_checkpoint_as_it_does_as_onnx(tmp_path
     shipped network does; a missing folder elsewhere is refused and not made."""
     import numpy as np
 
-    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.pilots.build import make_pilot
     from tests.helpers import game_observations
 
     out = _run(["spacewar-ai", "--export", str(tmp_path / "shipped.pt"), "--checkpoint",

@@ -13,7 +13,7 @@ from spacewar_ai.config import DQNConfig, GameConfig, PPOConfig
 from spacewar_ai.game import engine
 from spacewar_ai.game.engine import GameBatch
 from spacewar_ai.game.features import egocentric_view, tactical_view, view_constants
-from spacewar_ai.pilots.specs import PRETRAINED_PATH, make_pilot
+from spacewar_ai.pilots.build import PRETRAINED_PATH, make_pilot
 from tests.helpers import cause, load_script, scenario
 
 shot_quality = load_script("shot_quality")

@@ -5,7 +5,7 @@ import pytest
 
 from spacewar_ai.game.environment import SpacewarVectorEnv
 from spacewar_ai.game.shaping import potential, shaped
-from spacewar_ai.pilots.specs import make_pilot
+from spacewar_ai.pilots.build import make_pilot
 
 
 def test_shaping_telescopes_to_minus_the_first_potential():

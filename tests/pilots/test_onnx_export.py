@@ -7,8 +7,8 @@ import torch
 
 from spacewar_ai.game.environment import SpacewarVectorEnv
 from spacewar_ai.game.features import apply_view, view_constants
+from spacewar_ai.pilots.build import make_pilot
 from spacewar_ai.pilots.onnx_export import Features
-from spacewar_ai.pilots.specs import make_pilot
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from spacewar_ai.pilots.specs import make_pilot
+from spacewar_ai.pilots.build import make_pilot
 from spacewar_ai.rating.ratings import standings
 from spacewar_ai.rating.tournament import play_round_robin, resolve_entrants
 

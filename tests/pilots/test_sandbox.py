@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from spacewar_ai.pilots.build import make_pilot
 from spacewar_ai.pilots.sandbox import StrategyError, StrategyPilot, validate_source
-from spacewar_ai.pilots.specs import make_pilot
 from spacewar_ai.rating.match import play_match
 from spacewar_ai.rating.ratings import standings
 from spacewar_ai.rating.tournament import play_round_robin, resolve_entrants

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from spacewar_ai import SpacewarVectorEnv
+from spacewar_ai.pilots.build import make_pilot
 from spacewar_ai.pilots.scripted import DelayedPilot, HeuristicPilot
-from spacewar_ai.pilots.specs import make_pilot
 from spacewar_ai.rating.match import play_match
 
 

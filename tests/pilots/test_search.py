@@ -12,9 +12,9 @@ from spacewar_ai.agents.saved import load_agent
 from spacewar_ai.config import GameConfig
 from spacewar_ai.game import engine
 from spacewar_ai.game.environment import SpacewarEnv
+from spacewar_ai.pilots.build import file_identity, make_pilot, search_pilot
 from spacewar_ai.pilots.scripted import HeuristicPilot
 from spacewar_ai.pilots.search import HORIZON, JITTER, OPPONENT_MODEL_PATH, SAMPLES, SearchPilot
-from spacewar_ai.pilots.specs import file_identity, make_pilot, search_pilot
 from spacewar_ai.rating.match import play_match
 
 CFG = GameConfig()

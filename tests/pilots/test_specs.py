@@ -7,10 +7,7 @@ import pytest
 
 from spacewar_ai.config import GameConfig
 from spacewar_ai.game.pilot import ForeignPilot
-from spacewar_ai.pilots.sandbox import StrategyPilot
-from spacewar_ai.pilots.scripted import DelayedPilot, HeuristicPilot, IdlePilot, RandomPilot
-from spacewar_ai.pilots.search import SearchPilot
-from spacewar_ai.pilots.specs import (
+from spacewar_ai.pilots.build import (
     PRETRAINED_PATH,
     AgentPilot,
     CallablePilot,
@@ -22,6 +19,9 @@ from spacewar_ai.pilots.specs import (
     spec_files,
     spec_path,
 )
+from spacewar_ai.pilots.sandbox import StrategyPilot
+from spacewar_ai.pilots.scripted import DelayedPilot, HeuristicPilot, IdlePilot, RandomPilot
+from spacewar_ai.pilots.search import SearchPilot
 from tests.helpers import ROOT
 
 STRATEGY = ROOT / "examples" / "strategies" / "aim_and_fire.py"
@@ -123,7 +123,7 @@ def test_the_shipped_adapters_are_named_from_one_list_and_a_near_miss_is_suggest
     package's own folder; a mistyped spec is answered with the one meant."""
     from spacewar_ai.cli import build_parser
     from spacewar_ai.lm.models import shipped_adapters
-    from spacewar_ai.pilots.specs import SPEC_HELP
+    from spacewar_ai.pilots.build import SPEC_HELP
 
     names = shipped_adapters()
     assert {"sft", "dagger", "grpo"} <= set(names)

@@ -9,7 +9,7 @@ import pytest
 from spacewar_ai.config import RunConfig
 from spacewar_ai.game.engine import GameBatch
 from spacewar_ai.main import main
-from spacewar_ai.pilots.specs import make_pilot
+from spacewar_ai.pilots.build import make_pilot
 from spacewar_ai.rating.panel import PANEL_DIR, evaluate_panel, label, panel_specs
 
 

@@ -111,7 +111,7 @@ def test_ratings_file_accumulates_and_survives_a_failed_write(tmp_path, monkeypa
 def test_champions_come_from_the_top_of_the_ratings_file(tmp_path):
     from spacewar_ai.agents.ppo import PPOAgent
     from spacewar_ai.config import PPOConfig
-    from spacewar_ai.pilots.specs import PRETRAINED_PATH
+    from spacewar_ai.pilots.build import PRETRAINED_PATH
     from spacewar_ai.rating.ratings import best_models
 
     paths = []

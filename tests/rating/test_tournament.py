@@ -127,7 +127,7 @@ def test_players_never_share_a_name(tmp_path):
     apart, in the crosstable, the deaths table and the ratings file alike."""
     import shutil
 
-    from spacewar_ai.pilots.specs import PRETRAINED_PATH
+    from spacewar_ai.pilots.build import PRETRAINED_PATH
 
     paths = []
     for parent in ("x/run", "y/run", "z/other"):

@@ -241,8 +241,8 @@ def test_lm_ceiling_reads_a_lookahead_of_the_exact_state(tmp_path):
     """--lookahead H: at every recorded decision the values are those of the state the pilot
     acted in, so a teacher that is that same lookahead always picked an action its values put
     at the top, and two more inputs are measured."""
+    from spacewar_ai.pilots.build import make_pilot
     from spacewar_ai.pilots.search import TIE
-    from spacewar_ai.pilots.specs import make_pilot
 
     ceiling = load_script("lm_ceiling")
     same = f"search:{ceiling.LOOKAHEAD}+{ceiling.LOOKAHEAD}@samples=1@horizon=8@jitter=0"

@@ -32,7 +32,7 @@ def test_dagger_records_its_rounds_as_datasets_labelled_by_the_teacher(tiny, sta
 
     from spacewar_ai.lm.models import adapter_meta
     from spacewar_ai.main import main
-    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.pilots.build import make_pilot
     from spacewar_ai.training.datasets import arrays, dataset_folder
 
     (start / "dagger.toml").write_text("[dagger]\ngames = 4\nsteps = 6\n[sft]\nbatch_size = 8\n"

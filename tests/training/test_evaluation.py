@@ -58,7 +58,7 @@ def test_best_checkpoints_figure_does_not_climb_on_luck(tmp_path):
 def test_best_checkpoint_changes_hands_by_winning_the_same_fresh_games(tmp_path):
     """An untrained network holds best.pt until the shipped model challenges it; after a resume
     best.pt's player is read back from the file, without moving torch's generator."""
-    from spacewar_ai.pilots.specs import PRETRAINED_PATH
+    from spacewar_ai.pilots.build import PRETRAINED_PATH
 
     cfg = RunConfig(train=TrainConfig(num_envs=16, seed=3, eval_episodes=20, run_name="h2h",
                                       checkpoint_dir=str(tmp_path / "ck"),
@@ -114,7 +114,7 @@ def test_the_designs_best_file_holds_the_best_model_measured_not_the_latest(tmp_
     """`<checkpoint_dir>/ppo_best.pt` changes runs only when the new run's best.pt wins more of
     the same games than the model there: an untrained run publishes first, the shipped model's
     run replaces it, and a later untrained run leaves it in place, each said in one line."""
-    from spacewar_ai.pilots.specs import PRETRAINED_PATH
+    from spacewar_ai.pilots.build import PRETRAINED_PATH
 
     published = tmp_path / "ck" / "ppo_best.pt"
     said = []

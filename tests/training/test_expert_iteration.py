@@ -3,7 +3,7 @@ student's own states, the student learns its moves, and the result plays as any 
 
 from spacewar_ai.agents.saved import load_agent
 from spacewar_ai.config import GameConfig
-from spacewar_ai.pilots.specs import PRETRAINED_PATH, make_pilot
+from spacewar_ai.pilots.build import PRETRAINED_PATH, make_pilot
 from spacewar_ai.rating.match import play_match
 from spacewar_ai.training.expert_iteration import Aggregate, network_round, save_student
 

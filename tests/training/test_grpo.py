@@ -15,7 +15,7 @@ from spacewar_ai.config import OBS_MASK, GameConfig, RewardConfig
 def _states(n_games=4, steps=12, seed=0):
     """Game states, observations and sides from the middle of real games (heuristic play)."""
     from spacewar_ai.game.engine import GameBatch
-    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.pilots.build import make_pilot
 
     cfg = GameConfig()
     batch = GameBatch(n_games, cfg)
@@ -147,7 +147,7 @@ def test_grpo_puts_no_probability_or_gradient_on_an_invalid_action(tiny):
 def test_actions_are_scored_by_the_reward_table_of_the_game_played_on():
     """Played on one decision under the sniper table (each shot costs 4), firing scores exactly
     4 below drifting; invalid actions are NaN; the same states score the same twice."""
-    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.pilots.build import make_pilot
     from spacewar_ai.training.grpo import action_scores
 
     cfg = GameConfig()
@@ -169,7 +169,7 @@ def test_jittered_continuations_average_games_that_differ_and_repeat_by_seed():
     """[grpo] continuations K > 1 with jitter: each action's score is the mean of K games whose
     pilots sometimes move at random, the same for the same seed; K = 1 without jitter is the
     one deterministic game, as before."""
-    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.pilots.build import make_pilot
     from spacewar_ai.pilots.wrappers import Jittered
     from spacewar_ai.training.grpo import action_scores
 
@@ -216,7 +216,7 @@ def test_grpo_runs_end_to_end_and_its_adapter_plays(tiny, tmp_path, monkeypatch,
 
     from spacewar_ai.lm.models import adapter_meta
     from spacewar_ai.main import main
-    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.pilots.build import make_pilot
     from tests.tiny_lm import trained_adapter
 
     monkeypatch.chdir(tmp_path)

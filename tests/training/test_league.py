@@ -86,7 +86,7 @@ def test_champions_of_another_generation_play_beside_new_ones(tmp_path):
     """The shipped model reads the game with older view constants (no `gravity`): it cannot share
     a batched pass with a new model of the same shape, and once crashed champion training. Each
     plays its own games; the new models still share one pass."""
-    from spacewar_ai.pilots.specs import PRETRAINED_PATH
+    from spacewar_ai.pilots.build import PRETRAINED_PATH
 
     new = PPOAgent(36, 6, PPOConfig())
     new.save(tmp_path / "new.pt")

@@ -14,7 +14,7 @@ def test_sft_trains_an_adapter_that_agrees_more_with_its_teacher(tiny, tmp_path,
 
     from spacewar_ai.config import RunConfig, SFTConfig, TrainConfig
     from spacewar_ai.lm.models import adapter_meta
-    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.pilots.build import make_pilot
     from spacewar_ai.training import train
     from spacewar_ai.training.datasets import generate
     from spacewar_ai.training.lm_run import agreement, split

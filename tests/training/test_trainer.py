@@ -117,7 +117,7 @@ def test_same_seed_gives_identical_weights(tmp_path, algorithm):
 def _learns_to_beat_idle(tmp_path, algorithm, steps, **algo):
     """Win rate against idle (100 games, sampling policy) before and after `steps` decisions.
     A step budget, not a time budget: the outcome is the same on a slow or a fast machine."""
-    from spacewar_ai.pilots.specs import AgentPilot
+    from spacewar_ai.pilots.build import AgentPilot
     from spacewar_ai.rating.match import play_match
 
     cfg = RunConfig(train=TrainConfig(algorithm=algorithm, num_envs=64, seed=1,
@@ -401,7 +401,7 @@ def test_toml_config_file_with_flag_overrides(tmp_path):
 
 def test_export_is_small_and_plays_like_the_original(tmp_path):
     from spacewar_ai.agents.saved import export_for_play
-    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.pilots.build import make_pilot
 
     out = Trainer(tiny_run(tmp_path), quiet=True).run()
     src = Path(out["run_dir"]) / "latest.pt"
@@ -416,7 +416,7 @@ def test_export_is_small_and_plays_like_the_original(tmp_path):
 
 
 def test_the_shipped_model_loads_and_plays():
-    from spacewar_ai.pilots.specs import PRETRAINED_PATH, make_pilot
+    from spacewar_ai.pilots.build import PRETRAINED_PATH, make_pilot
 
     assert PRETRAINED_PATH.is_file() and PRETRAINED_PATH.stat().st_size < 2_000_000
     pilot = make_pilot("pretrained")
@@ -545,7 +545,7 @@ def test_champion_training_trains_with_models_of_every_generation(tmp_path, caps
     same shape but newer view constants. Stacking them once crashed champion training. A toy
     run (one update, a 4-game evaluation) and a model rated on a few games are passed over."""
     from spacewar_ai.agents.ppo import PPOAgent
-    from spacewar_ai.pilots.specs import PRETRAINED_PATH
+    from spacewar_ai.pilots.build import PRETRAINED_PATH
     from spacewar_ai.training import train
 
     trained = {"best_eval": 0.1, "global_step": 2_000_000, "best_eval_games": 200}

@@ -44,7 +44,7 @@ def test_recorded_decisions_reward_the_action_the_engine_scores_best(decisions):
 def test_recorded_scores_are_grpo_scores_of_the_same_states():
     """A reward is the score --algorithm grpo gives the action at that state: the same copy
     of the game, the same pilots flying on."""
-    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.pilots.build import make_pilot
     from spacewar_ai.pilots.wrappers import StateRecorder
     from spacewar_ai.rating.match import play_match
 

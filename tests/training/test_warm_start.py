@@ -20,7 +20,7 @@ def _agreement_with_hard_pilot(**agents) -> dict[str, float]:
     seed, the hard pilot flying against medium); "drift" is always answering 0, the teacher's
     most common action."""
     from spacewar_ai.game.environment import SpacewarVectorEnv
-    from spacewar_ai.pilots.specs import make_pilot
+    from spacewar_ai.pilots.build import make_pilot
 
     cfg = GameConfig()
     env = SpacewarVectorEnv(64, cfg, opponent="heuristic:medium")

@@ -153,7 +153,7 @@ def make_pilot(spec, config: GameConfig | None = None, seed: int = 0,
     if spec.kind == "lm":
         from ..lm.pilot import lm_pilot
 
-        return lm_pilot(spec.target + spec.options, config.num_actions, device, seed)
+        return lm_pilot(spec.target, spec.lm, config.num_actions, device, seed)
     return _learned_pilot(spec, config, deterministic, device)
 
 
