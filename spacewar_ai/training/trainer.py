@@ -182,13 +182,16 @@ class Trainer(RunFrame):
         self.league = _setting("[league] curriculum", League, cfg.league, cfg.game, t.num_envs,
                                t.seed, snapshot_dir=self.run_dir / "league")
         self.progress: Progress | None = None
+        # The judged opponent when it is a league pilot: the opponent model learns its moves,
+        # watched wherever it flies.
+        self.watch = t.eval_opponent if t.opponent_model and \
+            t.eval_opponent in self.league.scripted else None
         self.workers: RolloutWorkers | None = None
         if t.rollout_workers:
             # Before any work (a warm start can take minutes): a cluster that cannot be
             # reached is refused first.
-            watch = t.eval_opponent if t.opponent_model and \
-                t.eval_opponent in self.league.scripted else None
-            self.workers = RolloutWorkers(cfg, rollout_backend, ray_address, self.say, watch)
+            self.workers = RolloutWorkers(cfg, rollout_backend, ray_address, self.say,
+                                          self.watch)
         if resume_ckpt is not None:
             self._restore(resume_ckpt, resume)
         elif init_ckpt is not None:
@@ -205,8 +208,6 @@ class Trainer(RunFrame):
         self.league.set_learner(self.agent)
         self.league.assign()
         self.opponent_model = self._opponent_model(resume_ckpt)
-        # The pilot whose moves the opponent model learns from, watched wherever it flies.
-        self.watch = self.opponent_model.spec if self.opponent_model is not None else None
         self.interrupt = StopAtSafePoint()
         self.evaluator = Evaluator(cfg, self.run_dir, self.eval_opponent, self.device,
                                    self.counters)
@@ -266,9 +267,9 @@ class Trainer(RunFrame):
             np.random.set_state(tuple(rng["numpy"]))
 
     def _opponent_model(self, resumed: dict[str, Any] | None) -> OpponentModel | None:
-        """The model of the judged opponent (opponent_model.py), when it is a league pilot."""
+        """The model of the watched pilot (opponent_model.py), when there is one."""
         cfg, t = self.cfg, self.cfg.train
-        if not (t.opponent_model and t.eval_opponent in self.league.scripted):
+        if self.watch is None:
             return None
         steps = self.agent.rollout_steps if self.on_policy else loops.OFF_POLICY_STEPS
         model = OpponentModel(t.eval_opponent, cfg.game, steps * t.num_envs,
