@@ -73,10 +73,6 @@ class RolloutBuffer:
         self.step = 0
 
     @property
-    def games(self) -> int:
-        return self.actions.shape[1]
-
-    @property
     def full(self) -> bool:
         return self.step == self.actions.shape[0]
 

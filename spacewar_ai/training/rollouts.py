@@ -1,8 +1,9 @@
 """Rollouts: the learner's games stepped for one PPO update, here or on rollout workers.
 
 `play_steps` is the loop every PPO rollout runs, whoever runs it: the learner picks ship 0's
-actions, the league ship 1's, both ships step, timeouts are bootstrapped, the step is stored, and
-finished games are handed to a hook. The trainer (trainer.py) runs it on its own games; a
+actions, the league ship 1's, both ships step, timeouts are bootstrapped, the step is stored in
+the rollout buffer, and what was played comes back as data (`Played`: the finished games, their
+figures, the watched pilot's moves). The trainer (trainer.py) runs it on its own games; a
 `RolloutWorker` runs it on a slice of them, away from the learner.
 
 With `--rollout-workers N` the run's `num_envs` games are split among N workers: child processes
@@ -16,11 +17,11 @@ Each update, in step:
    and champion files travel through Ray's object store as tournaments' files do; on this
    machine, as paths);
 2. each worker plays `n_steps` in each of its games with those weights, drawing opponents for
-   the games that end from its copy of the league, and returns the rollout (`take_rollout`),
+   the games that end from its copy of the league, and returns the rollout (`buffer.arrays()`),
    its finished games (who each was against, and how it ended) and, when the run learns a
    model of its judged opponent, that opponent's moves;
 3. the learner records the games in its league, joins the rollouts in worker order
-   (`load_rollout`) and updates.
+   (`RolloutBuffer.joined`) and updates.
 
 With `--async-rollouts` ([train] async_rollouts) the workers play the next rollout while the
 learner updates on the last (`start`, then `finish` after the update; loops.on_policy_async):
@@ -353,9 +354,8 @@ BACKENDS = {"local": "in child processes of this machine",
 
 
 class RolloutWorkers:
-    """The learner's side: N workers, asked for one update's rollouts at a time (`collect`, or
-    `start` and later `finish`, which lets them play the next rollout while the learner
-    updates), replaced when their process dies. Where they run is `backend`: "local" (child
+    """The learner's side: N workers, asked for one update's rollouts at a time (`start`, then
+    `finish`, which lets them play the next rollout while the learner updates), replaced when their process dies. Where they run is `backend`: "local" (child
     processes of this machine), "ray" (Ray actors, here or on `address`'s cluster) or "inline"
     (objects in the learner's process, played one after another: the same weights, at no
     parallel speed, for tests)."""
@@ -415,10 +415,6 @@ class RolloutWorkers:
                 self._files[key] = (path, "", None)
         pool = set(league.snapshot_keys + league.fixed_keys)
         return {k: v for k, v in self._files.items() if k in pool}
-
-    def collect(self, agent, league: League, update: int) -> list[dict[str, Any]]:
-        """One rollout from every worker, in worker order, all played with `agent`'s weights."""
-        return self.finish(self.start(agent, league, update, update))
 
     def start(self, agent, league: League, update: int, version: int) -> Pending:
         """Ask every worker for a rollout with `agent`'s weights as they are now (the learner's

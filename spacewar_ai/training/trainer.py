@@ -320,7 +320,7 @@ class Trainer(RunFrame):
         then, the saves (run_files.py says when), the bar."""
         t, c = self.cfg.train, self.counters
         c.updates += 1
-        c.wall_seconds = self._wall_base + time.time() - self._t_start
+        c.wall_seconds = self._wall_base + self.seconds
         self._at_update = (c.global_step, c.episodes)
         self.league.set_learner(self.agent)
         if c.updates % self.cfg.league.snapshot_interval == 0:
@@ -396,7 +396,7 @@ class Trainer(RunFrame):
                                  else ""))
         # Wall-clock time of the whole run (evaluations and saves included), across resumes.
         self._wall_base = c.wall_seconds
-        self._t_start = time.time()
+        self.start_clock()
         self.files.last_write = time.monotonic()
         if not self.on_policy:
             loop = loops.off_policy

@@ -85,7 +85,8 @@ def test_zero_steps_with_a_warm_start_saves_the_imitation_alone(tmp_path):
     out = trainer.run()
     assert out["global_step"] == 0 and out["updates"] == 0
     agent, meta = load_agent(Path(out["run_dir"]) / "latest.pt", "cpu", "ppo", 36)
-    assert np.array_equal(agent.select_action(np.eye(36, dtype=np.float32), deterministic=True), cloned)
+    eye = np.eye(36, dtype=np.float32)
+    assert np.array_equal(agent.select_action(eye, deterministic=True), cloned)
     assert meta["metadata"]["counters"]["warm_start_accuracy"] > 0.6
     a = _agreement_with_hard_pilot(saved=agent)  # on positions of other games
     assert a["saved"] > a["drift"] + 0.1, a
