@@ -21,6 +21,38 @@ from spacewar_ai.training.trainer import Trainer
 from tests.helpers import RAY_GROUP, tiny_run
 
 
+def test_play_steps_fills_the_buffer_and_returns_what_was_played():
+    """One rollout as data: the buffer full, the finished games (one per ended game of the
+    buffer), the watched pilot's moves, and the results recorded by the learner's own league
+    but not by a worker's copy of it (its learner records them)."""
+    import numpy as np
+
+    from spacewar_ai.agents.ppo import PPOAgent
+    from spacewar_ai.config import PPOConfig
+    from spacewar_ai.game.environment import SpacewarVectorEnv
+    from spacewar_ai.training.league import League
+    from spacewar_ai.training.rollouts import play_steps
+
+    game = GameConfig(max_episode_steps=80)  # 20 decisions a game: several end in a rollout
+    agent = PPOAgent(36, 6, PPOConfig(n_steps=50, hidden_sizes=(16,)), game=game)
+    env = SpacewarVectorEnv(4, game, opponent=None, count_dodges=True)
+    league = League(LeagueConfig(curriculum=("heuristic:easy",), scripted_share=1.0), game, 4)
+    obs, _ = env.reset_both(seed=1)
+    league.assign()
+    league.reset_pilots(np.ones(4, bool), env.batch.rng.copy())
+    buffer = agent.new_buffer(4)
+    obs, played = play_steps(agent, league, env, obs, buffer, 0.0, watch="heuristic:easy")
+    assert buffer.full and played.decisions == 200 and obs.shape == (4, 2, 36)
+    assert len(played.keys) == len(played.scores) == int(buffer.dones.sum()) >= 8
+    assert set(played.keys) == {"heuristic:easy"} and played.watched["rows"].all()
+    assert len(league.results["heuristic:easy"]) == len(played.keys)
+    league.follow(league.view(), {})  # a worker's replica: it draws, its learner records
+    buffer.arrays()
+    _, again = play_steps(agent, league, env, obs, buffer, 0.0)
+    assert len(again.keys) >= 8 and again.watched is None
+    assert len(league.results["heuristic:easy"]) == len(played.keys)
+
+
 def _weights(path) -> dict[str, torch.Tensor]:
     return load_checkpoint(path)["agent"]["net"]
 
