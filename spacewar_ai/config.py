@@ -323,7 +323,7 @@ class PPOConfig(_Config):
     # products on a CPU, and relu learned as well.
     activation: str = setting("relu", one_of(ACTIVATIONS))
     # What the network reads (features.py): the tactical view hands it a gunner's arithmetic,
-    # which a network otherwise needs many samples to learn (ARCHITECTURE.md).
+    # which a network otherwise needs many samples to learn (docs/design-log.md).
     observation_view: str = setting("tactical", VIEW)
     anneal_lr: bool = True
     norm_adv: bool = True

@@ -5,7 +5,7 @@ Every `eval_interval` updates the learner's greedy player plays `eval_episodes` 
 figure above best.pt's makes it a challenger: it and best.pt replay the same fresh games, and
 the challenger must win more of them to take best.pt's place; otherwise best.pt's figure
 pools the replay it survived, so the figure settles on what best.pt is worth instead of
-keeping the luckiest of many noisy evaluations (ARCHITECTURE.md, design decisions). While
+keeping the luckiest of many noisy evaluations (docs/design-log.md, design decisions). While
 videos have cost less than `eval_video` of the run's time, an evaluation's first game also
 goes to TensorBoard as eval/video.
 """
