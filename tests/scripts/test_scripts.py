@@ -407,3 +407,14 @@ def test_arena_scale_pairs_by_rating_and_times_the_board(tmp_path):
     intervals = [float(r[2]) for r in rows]
     assert rows and intervals[0] > intervals[-1] > 0  # narrower as pairings are played
     assert lines[-1].startswith("board: 40 entrants") and "GET /api/arena median" in lines[-1]
+
+
+@pytest.mark.slow
+def test_weight_hashes_prints_one_hash_a_run_the_same_each_time(tmp_path):
+    runs = [_script(tmp_path, "weight_hashes", "--only", "ppo-step").stdout for _ in range(2)]
+    lines = [line for line in runs[0].splitlines() if line.startswith("ppo-step ")]
+    assert len(lines) == 1 and len(lines[0].split()[1]) == 64  # a SHA-256 in hex
+    assert lines[0] in runs[1].splitlines()  # the same seed, the same weights
+    bad = subprocess.run([sys.executable, str(ROOT / "scripts" / "weight_hashes.py"), "--only",
+                          "ppo,nope"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "ppo" in bad.stderr
