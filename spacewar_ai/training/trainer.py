@@ -6,15 +6,17 @@ its own module at its seam:
 
 | part | module | what it does |
 |---|---|---|
+| the frame | run_frame.py | name, folders and their locks, threads, the writer, the clock |
 | the loops | loops.py | `on_policy` (PPO; its workers in step or ahead), `off_policy` (DQN) |
-| the budget | budget.py | steps, games or minutes, whichever ends the run first |
+| the rollout | rollouts.py | `play_steps` fills the rollout buffer and returns what was played |
+| the budget | budget.py | the counters; steps, games or minutes, whichever ends the run first |
 | the log | run_log.py | TensorBoard (runs/<run>/), CleanRL's tags |
 | the files | run_files.py | checkpoints/<run>/: latest.pt, best.pt, ckpt_<update>.pt |
 | evaluation | evaluation.py | games against eval_opponent; best.pt is the best of them |
 
-Read the loops first, top to bottom.
-
-Every update ends in `after_update`: snapshot into the league, log, evaluate, save.
+Read the loops first, top to bottom, then agents/ppo.py's `ppo_update`. What was played comes to
+the Trainer as data (`take`), and every update ends in `after_update`: snapshot into the
+league, log, evaluate, save.
 """
 
 from __future__ import annotations
