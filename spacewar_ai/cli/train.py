@@ -63,8 +63,8 @@ def train(parser, args) -> int:
     if given:
         flag = flag_name(given[0])
         readers = flag_readers(flag)
-        named = " and ".join(filter(None, (", ".join(readers[:-1]), readers[-1]))) \
-            if readers else ""
+        named = ", ".join(readers[:-1]) + f" and {readers[-1]}" if len(readers) > 1 else \
+            "".join(readers)
         parser.error(f"{flag} does not apply to --algorithm {algorithm}, "
                      f"{ALGORITHMS[algorithm].instead}"
                      + (f"; it is read by --algorithm {named}" if named else ""))
