@@ -29,10 +29,15 @@ STOCHASTIC = flag("--stochastic", "players", action="store_true",
 PANEL = flag("--panel", "players", action="store_true",
              help="evaluate against every pilot of the generalization panel (pilots no training "
                   "meets), --eval-episodes games each, instead of --opponent")
-DIFFICULTY = flag("--difficulty", "play", choices=("easy", "medium", "hard", "insane"),
-                  help="easy: heuristic pilot 3 frames late; medium: best model sampling, 2 "
-                       "frames late; hard: best model greedy, 1 frame late; insane: no delay "
-                       "(default medium)")
+DIFFICULTY = flag("--difficulty", "play", metavar="LEVEL",
+                  help="a level of the difficulty ladder, 1 (a beginner's opponent) to the "
+                       "strongest planner (docs/human-play.md), or easy, medium, hard, insane "
+                       "(levels of it); auto (the default): the level nearest even against your "
+                       "rating, chosen again after every round")
+PLAYER = flag("--player", "play", metavar="NAME[,NAME]",
+              help="your name in the player book (runs/players.db), where your rated rounds "
+                   "and rating are kept (default: your login name); two names with "
+                   "--two-player rate both people")
 TWO_PLAYER = flag("--two-player", "play", action="store_true",
                   help="two people at one keyboard, as in 1962")
 SCORE_LIMIT = flag("--score-limit", "play", type=count(1),
@@ -119,12 +124,13 @@ def demo(parser, args) -> int:
     return 0
 
 
-@mode("human_play", reads=(DIFFICULTY, OPPONENT, CHECKPOINT, TWO_PLAYER, SCORE_LIMIT, SCALE,
-                           PHOSPHOR, RECORD, SEED, CHECKPOINT_DIR, RATINGS_FILE, CONFIG),
+@mode("human_play", reads=(DIFFICULTY, PLAYER, OPPONENT, CHECKPOINT, TWO_PLAYER, SCORE_LIMIT,
+                           SCALE, PHOSPHOR, RECORD, SEED, CONFIG),
       flag_help="fly against the AI (--difficulty, or --opponent SPEC), or --two-player; F1 "
                 "shows the keys")
 def human_play(parser, args) -> int:
     from ..human.play import play
+    from ..rating.difficulty import level_named
 
     if args.checkpoint and args.opponent:
         parser.error("--checkpoint and --opponent both name the computer opponent: give one")
@@ -135,11 +141,41 @@ def human_play(parser, args) -> int:
     if args.difficulty and (opponent or args.two_player):
         parser.error("--difficulty chooses the computer opponent: drop it, or drop "
                      f"{'--opponent' if opponent else '--two-player'}")
+    if args.difficulty and args.difficulty.strip().lower() != "auto":
+        try:
+            level_named(args.difficulty)
+        except ValueError as exc:
+            parser.error(f"--{exc}")
+    players = _players(parser, args.player, args.two_player)
     common.check_display(parser, "--human-play", "human-play")
-    play(common.run_config(args).game if args.config else None, opponent, args.difficulty,
-         args.two_player, args.score_limit or 5, args.seed or 0, args.scale or 1.0,
-         args.phosphor, args.record, args.checkpoint_dir or "checkpoints", args.ratings_file)
+    play(common.run_config(args).game if args.config else None, opponent,
+         (args.difficulty or "auto").strip().lower(), args.two_player, args.score_limit or 5,
+         args.seed or 0, args.scale or 1.0, args.phosphor, args.record, players)
     return 0
+
+
+def _players(parser, given: str | None, two_player: bool) -> tuple[str, ...]:
+    """The people's names --player gives (one; two with --two-player, else none are rated), or
+    the login name of one player."""
+    import getpass
+
+    from ..rating.difficulty import player_name
+
+    if not given:
+        if two_player:
+            return ()
+        try:
+            return (player_name(getpass.getuser()),)
+        except (OSError, KeyError, ValueError):
+            return ("player",)
+    names = [part for part in given.split(",")]
+    if len(names) != (2 if two_player else 1):
+        parser.error(f"--player {given!r}: give {'two names, A,B' if two_player else 'one name'}"
+                     f"{' (the needle first)' if two_player else ' (no comma)'}")
+    try:
+        return tuple(player_name(name) for name in names)
+    except ValueError as exc:
+        parser.error(f"--player: {exc}")
 
 
 @mode("replay", reads=(RECORD, SCALE, PHOSPHOR, HTML), metavar="PATH",

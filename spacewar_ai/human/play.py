@@ -1,20 +1,17 @@
-"""Human play: fly against a pilot at a chosen difficulty, or two people at one keyboard.
+"""Human play: fly against a level of the difficulty ladder, any pilot, or a second person at
+one keyboard.
 
 The game runs one engine frame per tick at `GameConfig.fps` (a fixed timestep: the screen is
 drawn as often as it can be, the game advances exactly fps frames per second). People act every
-frame; the computer pilot decides every `frame_skip` frames as it did in training, on the
-observation of `delay` frames ago (its reaction time).
+frame; the computer pilot decides every `frame_skip` frames as it did in training (how late it
+reacts is part of its spec: `heuristic:easy@react=2`).
 
-| difficulty | pilot | delay |
-|---|---|---|
-| easy | heuristic pilot (the easy level's logic) | 3 frames |
-| medium | best model, sampling its policy | 2 frames |
-| hard | best model, greedy | 1 frame |
-| insane | best model, greedy | none |
-
-"Best model": the first of ratings.best_models (the top-rated model of the ratings file, else the
-best evaluated run's `best.pt`, else the shipped pretrained model); `choose_best_model` says which
-and why.
+The opponent is a level of the ladder (rating/difficulty.py: each a pilot spec rated on one
+scale, `--difficulty 1` to the top, or the old names easy, medium, hard, insane), `auto` (the
+level nearest even against the player's rating, chosen again after every round), or any pilot
+spec. Every round against a rated pilot, and every round between two named people, goes into
+the player book (`runs/players.db`), and the player's rating, refitted from all their rounds,
+is shown after each.
 
 The action space has one action per decision (rotate, thrust, fire or thrust+fire), so keys held
 together are shared out: fire goes first whenever a torpedo is ready, and rotation with thrust
@@ -25,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,69 +31,55 @@ from ..config import GameConfig
 from ..game import engine
 from ..game.pilot import Pilot, as_pilot
 from ..game.replays import REPLAY_DIR, make_replay, new_replay_path, save_replay, state_hash
+from ..rating.difficulty import (
+    Follow,
+    Level,
+    PlayerBook,
+    Rated,
+    level_named,
+    rated_spec,
+    score_of,
+)
 
-DIFFICULTIES = ("easy", "medium", "hard", "insane")
-# difficulty -> (uses the best model, samples its policy, reaction delay in frames)
-DIFFICULTY_TABLE = {"easy": (False, False, 3), "medium": (True, True, 2),
-                    "hard": (True, False, 1), "insane": (True, False, 0)}
+PLAYER_BOOK = REPLAY_DIR.parent / "players.db"
 
 
 @dataclass
 class Opponent:
-    """The computer pilot, and how it was chosen (shown in the title bar and the terminal)."""
+    """The computer pilot, and how it was chosen (shown in the title bar and the terminal);
+    `rating` is its rating on the ladder's scale where it has one (its rounds are rated)."""
 
     pilot: Pilot
     name: str
-    delay_frames: int
     reason: str
+    spec: str = ""
+    rating: float | None = None
 
     def __post_init__(self):
         self.pilot = as_pilot(self.pilot)
 
 
-def choose_best_model(checkpoint_dir="checkpoints", ratings_file=None) -> tuple[Path, str]:
-    """(checkpoint path, why it was chosen): the first of ratings.best_models. Raises ValueError
-    when there is no model at all."""
-    from ..pilots.build import PRETRAINED_PATH
-    from ..rating.ratings import best_models
+def level_opponent(level: Level, config: GameConfig, seed: int = 0, why: str = "") -> Opponent:
+    """A level of the ladder as the opponent."""
+    from ..pilots.build import make_pilot
 
-    found = best_models(checkpoint_dir, ratings_file)
-    if found:
-        return found[0]
-    rpath = Path(ratings_file) if ratings_file else Path(checkpoint_dir) / "ratings.json"
-    raise ValueError(f"no model to play against: no rated model in {rpath}, no */best.pt under "
-                     f"{checkpoint_dir}/, and the shipped model {PRETRAINED_PATH} is missing; "
-                     "train one (spacewar-ai --algorithm ppo), pass --opponent SPEC, or use "
-                     "--difficulty easy")
+    pilot = make_pilot(level.spec, config, seed)
+    return Opponent(pilot, pilot.name, why or f"{level.label}, rated {level.rating:.0f}",
+                    level.spec, level.rating)
 
 
-def difficulty_opponent(difficulty: str, config: GameConfig, checkpoint_dir="checkpoints",
-                        ratings_file=None, seed: int = 0) -> Opponent:
-    """The pilot, name and delay the difficulty table prescribes."""
-    from ..pilots.build import PRETRAINED_PATH, make_pilot
-    from ..pilots.scripted import HeuristicPilot
-
-    if difficulty not in DIFFICULTY_TABLE:
-        raise ValueError(f"--difficulty {difficulty!r} is unknown: use one of "
-                         f"{', '.join(DIFFICULTIES)}")
-    uses_model, sampling, delay = DIFFICULTY_TABLE[difficulty]
-    if not uses_model:
-        return Opponent(HeuristicPilot("easy", config), "heuristic:easy", delay,
-                        "difficulty easy: the heuristic pilot, 3 frames late")
-    path, why = choose_best_model(checkpoint_dir, ratings_file)
-    spec = "pretrained" if Path(path).resolve() == PRETRAINED_PATH.resolve() else str(path)
-    pilot = make_pilot(spec, config, seed, deterministic=not sampling)
-    how = "sampling its policy" if sampling else "greedy"
-    late = f"{delay} frame{'s' if delay != 1 else ''} late" if delay else "no delay"
-    return Opponent(pilot, pilot.name, delay,
-                    f"difficulty {difficulty}: {path} - {why}; {how}, {late}")
+def difficulty_opponent(difficulty: str, config: GameConfig, seed: int = 0) -> Opponent:
+    """The level a --difficulty value names (a number or an old name; not auto)."""
+    level = level_named(difficulty)
+    return level_opponent(level, config, seed, f"difficulty {difficulty}: {level.label}, "
+                                               f"rated {level.rating:.0f}")
 
 
-def spec_opponent(spec: str, config: GameConfig, seed: int = 0) -> Opponent:
+def spec_opponent(spec, config: GameConfig, seed: int = 0) -> Opponent:
     from ..pilots.build import make_pilot
 
     pilot = make_pilot(spec, config, seed)
-    return Opponent(pilot, pilot.name, 0, f"--opponent {spec}")
+    return Opponent(pilot, pilot.name, f"--opponent {spec}", str(spec), rated_spec(str(spec)))
 
 
 # Key names (pygame.key.key_code names) per control, per player.
@@ -153,7 +135,8 @@ class HumanGame:
                  two_player: bool = False, score_limit: int = 5, seed: int = 0,
                  scale: float = 1.0, phosphor: bool = False, mode: str = "human",
                  recorder=None, replay_dir=REPLAY_DIR, save_replays: bool = True,
-                 difficulty: str = "", first: Opponent | None = None):
+                 first: Opponent | None = None, players: tuple[str, ...] = (),
+                 book: PlayerBook | None = None, follow: Follow | None = None):
         base = config if config is not None else GameConfig()
         if opponent is None and not two_player:
             raise ValueError("HumanGame needs an opponent, or two_player=True")
@@ -162,6 +145,7 @@ class HumanGame:
         if not 0.25 <= scale <= 4:
             raise ValueError(f"--scale {scale} is invalid: use 0.25 to 4")
         self.decision_frames = base.frame_skip
+        self.base_config = base  # what pilots are built with (they decide every frame_skip)
         # People act every frame; the engine therefore steps one frame at a time.
         self.config = dataclasses.replace(base, frame_skip=1)
         self.opponent = None if two_player else opponent
@@ -169,7 +153,13 @@ class HumanGame:
         self.two_player = two_player
         self.score_limit = int(score_limit)
         self.seed = int(seed)
-        self.difficulty = difficulty
+        # The people's names in the player book; their rounds are rated where `book` is given.
+        self.players = tuple(players)
+        self.book = book
+        self.follow = follow
+        self.rated: Rated | None = book.rating(self.players[0]) if book and self.players \
+            else None
+        self._next_level: Level | None = None
         self.names = (["player 1", "player 2"] if two_player else
                       [first.name if first else "you", opponent.name])
         title = ("Spacewar! AI - two players" if two_player else
@@ -207,6 +197,13 @@ class HumanGame:
 
     # --- rounds ------------------------------------------------------------------------------
     def _start_round(self) -> None:
+        if self._next_level is not None:  # auto moved: the next level flies from this round
+            self.opponent.pilot.close()
+            self.opponent = level_opponent(self._next_level, self.base_config, self.seed,
+                                           self.follow.reason)
+            self.opponent.pilot.attach(self.batch, 1)
+            self.names[1] = self.opponent.name
+            self._next_level = None
         self.round += 1
         self.round_seed = self.seed + self.round - 1
         self.batch.reset(seeds=np.array([self.round_seed], dtype=np.int64))
@@ -215,11 +212,9 @@ class HumanGame:
         self.log: list[tuple[int, int]] = []
         self.round_over = False
         self.banner = []
-        self._seen = [None, None]
-        for side, who in ((0, self.first), (1, self.opponent)):
+        for who in (self.first, self.opponent):
             if who is not None:
                 who.pilot.reset(np.ones(1, dtype=bool), self.batch.rng.copy())
-                self._seen[side] = deque(maxlen=who.delay_frames + 1)
 
     def restart_round(self) -> None:
         """R: the same round again from a new start; the score stays."""
@@ -252,12 +247,44 @@ class HumanGame:
             self.replays.append(save_replay(new_replay_path(label, self.replay_dir), replay))
         self.round_over = True
         self.over = max(self.score) >= self.score_limit
-        self.banner = [text, f"score {self.score[0]} : {self.score[1]}"]
+        self.banner = [text, f"score {self.score[0]} : {self.score[1]}", *self._rate(result)]
         if self.over:
             champ = self.names[int(np.argmax(self.score))]
             self.banner.append(f"{champ} win{'s' if champ != 'you' else ''} the match - "
                                "R rematch, ESC quit")
         self.banner_frames = int(self.BANNER_SECONDS * self.config.fps)
+
+    def _rate(self, result: dict) -> list[str]:
+        """Record a rated round in the player book and refit the player's rating; with `auto`,
+        choose the level of the next round. Returns the lines that say so."""
+        if self.book is None or self.first is not None or not self.players:
+            return []
+        score = score_of(result["real_winner"], 0)
+        if self.two_player:
+            if len(self.players) < 2:
+                return []
+            self.book.record(self.players[0], self.players[1], score)
+            fitted = self.book.ratings(self.players[0])
+            return [f"{name}: {fitted[name].text()}" for name in self.players[:2]]
+        if self.opponent.rating is None:
+            return ["(unrated: this pilot is not on the ladder)"]
+        self.book.record(self.players[0], self.opponent.spec, score, self.opponent.rating)
+        self.rated = self.book.rating(self.players[0])
+        lines = [f"{self.players[0]}: {self.rated.text()}"]
+        if self.follow is not None:
+            level = self.follow.update(self.rated)
+            if level.spec != self.opponent.spec:
+                self._next_level = level
+            lines.append(f"next: {level.label}")
+        return lines
+
+    def standing(self) -> str:
+        """The player's rating and what plays them, in one line (the HUD, the page)."""
+        if self.rated is None:
+            return ""
+        level = self.follow.level.label if self.follow is not None else ""
+        return "   ".join(part for part in (level, f"{self.players[0]}: {self.rated.text()}")
+                          if part)
 
     # --- input -------------------------------------------------------------------------------
     def process(self, events) -> None:
@@ -322,11 +349,10 @@ class HumanGame:
             self._finish_round()
 
     def _pilot_action(self, side: int, who: Opponent) -> int:
-        """The pilot decides every `frame_skip` frames, as in training, on the game as it was
-        `delay` frames ago (or its start), and holds its action in between."""
-        self._seen[side].append(self.batch.obs[0, side].copy())
+        """The pilot decides every `frame_skip` frames, as in training, and holds its action in
+        between."""
         if self.frame % self.decision_frames == 0:
-            self._ai_action[side] = int(who.pilot.act(self._seen[side][0][None])[0])
+            self._ai_action[side] = int(who.pilot.act(self.batch.obs[0, side][None])[0])
         return self._ai_action[side]
 
     def advance(self) -> None:
@@ -345,8 +371,9 @@ class HumanGame:
         lines = [f"score {self.names[0]} {self.score[0]} : {self.score[1]} {self.names[1]}   "
                  f"(first to {self.score_limit})   round {self.round}"]
         if self.opponent is not None:
-            lines.append(f"opponent {self.opponent.name}"
-                         + (f"   difficulty {self.difficulty}" if self.difficulty else ""))
+            lines.append(f"opponent {self.opponent.name}")
+        if self.standing():
+            lines.append(self.standing())
         return lines
 
     def overlay(self) -> list[str]:
@@ -411,26 +438,40 @@ class HumanGame:
                 who.pilot.close()
 
 
+def choose_opponent(spec, difficulty: str, two_player: bool, config: GameConfig, seed: int,
+                    book: PlayerBook | None, player: str) -> tuple[Opponent | None, Follow | None]:
+    """Who flies ship 1: nobody's pilot for two people, the pilot `spec` names, a level of the
+    ladder, or with difficulty "auto" (the default) the level `Follow` picks for `player`'s
+    rating in `book`; with `auto`, the Follow that moves it after each round."""
+    if two_player:
+        return None, None
+    if spec:
+        return spec_opponent(spec, config, seed), None
+    if (difficulty or "auto") != "auto":
+        return difficulty_opponent(difficulty, config, seed), None
+    rated = book.rating(player) if book is not None else None
+    follow = Follow(rated or Rated(0.0, float("inf"), 0))
+    return level_opponent(follow.level, config, seed, follow.reason), follow
+
+
 def play(config: GameConfig | None = None, opponent: str | None = None,
          difficulty: str | None = None, two_player: bool = False, score_limit: int = 5,
          seed: int = 0, scale: float = 1.0, phosphor: bool = False, record=None,
-         checkpoint_dir="checkpoints", ratings_file=None) -> list[dict]:
-    """The human-play mode: a match in a window against `opponent` (a pilot spec), the pilot
-    `difficulty` prescribes (default medium), or a second person; prints each round and where
-    its replay went. Returns the rounds' results."""
+         players: tuple[str, ...] = ("you",), book_path=PLAYER_BOOK) -> list[dict]:
+    """The human-play mode: a match in a window against `opponent` (a pilot spec), the level
+    `difficulty` names (default auto), or a second person; the rated rounds go into the player
+    book at `book_path` under `players`' names. Prints each round, the player's rating and
+    where each replay went. Returns the rounds' results."""
     from ..game.recording import open_recorder
 
     config = config if config is not None else GameConfig()
-    chosen = None
-    if opponent:
-        chosen = spec_opponent(opponent, config, seed)
-    elif not two_player:
-        chosen = difficulty_opponent(difficulty or "medium", config, checkpoint_dir, ratings_file,
-                                     seed)
+    book = PlayerBook(book_path)
+    chosen, follow = choose_opponent(opponent, difficulty or "auto", two_player, config, seed,
+                                     book, players[0])
     recorder = open_recorder(record, per_decision=False, config=config)
     game = HumanGame(config, chosen, two_player=two_player, score_limit=score_limit, seed=seed,
-                     scale=scale, phosphor=phosphor, recorder=recorder,
-                     difficulty="" if opponent or two_player else (difficulty or "medium"))
+                     scale=scale, phosphor=phosphor, recorder=recorder, players=players,
+                     book=book, follow=follow)
     if chosen is not None:
         print(f"opponent: {chosen.name} - {chosen.reason}")
     try:
@@ -445,6 +486,8 @@ def play(config: GameConfig | None = None, opponent: str | None = None,
         winner = r["winner"] if r["winner"] is not None else "none"
         print(f"round {r['round']}: winner {winner}, deaths {r['causes'][0]} / {r['causes'][1]}, "
               f"score {r['score'][0]}:{r['score'][1]}")
+    for name in players[:1 if chosen is not None else 2]:
+        print(f"{name}: {book.rating(name).text()} (kept in {book.path})")
     if game.replays:
         print(f"replays: {len(game.replays)} saved under {game.replays[0].parent}/ (play one "
               f"with --replay {game.replays[-1]})")

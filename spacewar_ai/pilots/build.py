@@ -5,7 +5,7 @@ A pilot is a `Pilot` (spacewar_ai/game/pilot.py: `act(obs, active)`, `reset(mask
 
 | spec | pilot |
 |---|---|
-| `idle`, `random`, `heuristic:easy`, `heuristic:medium`, `heuristic:hard` | scripted (scripted.py) |
+| `idle`, `random`, `heuristic:easy`, `heuristic:medium`, `heuristic:hard` (`@aim=A@react=R`) | scripted (scripted.py) |
 | `pretrained` | the network shipped in the package |
 | `ppo:PATH`, `dqn:PATH`, a checkpoint path | a trained network (algorithm read from the file) |
 | `strategy:PATH.py` | a strategy file, validated, then run in the sandbox (sandbox.py) |
@@ -137,7 +137,7 @@ def make_pilot(spec, config: GameConfig | None = None, seed: int = 0,
     spec = parse_spec(spec)
     config = config if config is not None else GameConfig()
     if spec.kind == "scripted":
-        return scripted_pilot(spec.target, config, seed)
+        return scripted_pilot(spec.target, config, seed, **dict(spec.settings))
     if spec.is_planner:
         return search_pilot(spec, config, seed, device)
     if spec.kind == "strategy":

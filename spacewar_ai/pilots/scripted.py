@@ -4,7 +4,7 @@ A pilot sees only the documented observation, the same information a learned age
 game's constants (GameConfig). Every pilot acts on a batch: `act(obs (N, D)) -> actions (N,)`, so
 bot-vs-bot games run at engine speed. `reset(mask, seeds)` tells it which games started anew.
 
-Levels:
+Levels (`heuristic:LEVEL@aim=A@react=R` changes a level's aim and reaction):
 - easy: turns toward where the opponent is now and fires when roughly aligned; reacts 3 decisions
   late (it acts on the observation of 3 decisions ago).
 - medium: leads the target (intercept from relative position, relative velocity and torpedo speed),
@@ -124,16 +124,16 @@ def _steer(err, rot_step):
 
 # Indices into the constants array given to the heuristic kernel.
 (K_W, K_H, K_MAXV, K_TSPEED, K_GM, K_STAR_R, K_HIT_R, K_TLIFE, K_ROT, K_SKIP, K_THRUST,
- K_AMMO) = range(12)
+ K_AMMO, K_AIM) = range(13)
 ORBIT_DT = 4  # frames per step when the hard pilot predicts its own orbit
 LEAD_DT = 2  # frames per step when it predicts the target's orbit for a lead
 
 
-def _constants(cfg: GameConfig) -> np.ndarray:
+def _constants(cfg: GameConfig, aim: float = 1.0) -> np.ndarray:
     return np.array([cfg.width, cfg.height, cfg.max_speed, cfg.torpedo_speed,
                      cfg.effective_gravity, cfg.star_radius, cfg.hit_radius,
                      cfg.torpedo_lifetime, cfg.rotation_speed, cfg.frame_skip, cfg.thrust_power,
-                     cfg.max_ammo],
+                     cfg.max_ammo, aim],
                     dtype=np.float64)
 
 
@@ -294,6 +294,9 @@ def _heuristic_kernel(obs, level, k, out):
                 t_hit = t
                 ax = dx + rvx * t
                 ay = dy + rvy * t
+        # A weaker aim takes only part of the lead: it shoots nearer where the target is now.
+        ax = dx + k[K_AIM] * (ax - dx)
+        ay = dy + k[K_AIM] * (ay - dy)
         aim = math.atan2(ay, ax)
         err = _wrap_pi(aim - heading)
         adist = math.sqrt(ax * ax + ay * ay)
@@ -326,15 +329,20 @@ def _heuristic_kernel(obs, level, k, out):
 
 
 class HeuristicPilot(Pilot):
-    """Rule-based pilot at level easy, medium or hard (see the module docstring)."""
+    """Rule-based pilot at level easy, medium or hard (see the module docstring). `aim` is the
+    share of the lead it takes when it shoots (1: all of it; 0: at where the target is now)."""
 
-    def __init__(self, level: str = "medium", config: GameConfig | None = None):
+    def __init__(self, level: str = "medium", config: GameConfig | None = None,
+                 aim: float = 1.0):
         if level not in LEVEL_CODE:
             raise ValueError(f"heuristic level {level!r} is unknown; use one of {LEVELS}")
+        if not 0.0 <= aim <= 1.0:
+            raise ValueError(f"aim={aim} is invalid: must be from 0 to 1")
         self.level = level
-        self.name = f"heuristic:{level}"
+        self.aim = float(aim)
+        self.name = f"heuristic:{level}" + (f"@aim={aim:g}" if aim != 1.0 else "")
         self.config = config if config is not None else GameConfig()
-        self._k = _constants(self.config)
+        self._k = _constants(self.config, self.aim)
         self._code = LEVEL_CODE[level]
 
     def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
@@ -384,9 +392,12 @@ class DelayedPilot(Pilot):
         return self.pilot.act(self._hist[old])
 
 
-def scripted_pilot(spec: str, config: GameConfig | None = None, seed: int = 0):
+def scripted_pilot(spec: str, config: GameConfig | None = None, seed: int = 0,
+                   aim: float = 1.0, react: int | None = None):
     """The scripted pilot a spec names ('idle', 'random', 'heuristic[:easy|medium|hard]'), or None
-    when the spec names no scripted pilot."""
+    when the spec names no scripted pilot. A heuristic pilot takes the share of the lead it aims
+    with (`aim`) and the decisions it reacts late (`react`, else its level's own), both part of
+    its name when not its level's own."""
     s = spec.strip().lower()
     if s == "idle":
         return IdlePilot()
@@ -397,8 +408,10 @@ def scripted_pilot(spec: str, config: GameConfig | None = None, seed: int = 0):
     level = s.split(":", 1)[1] if s.startswith("heuristic:") else None
     if level not in LEVEL_CODE:
         return None
-    pilot = HeuristicPilot(level, config)
-    delay = REACTION_DELAY[level]
+    pilot = HeuristicPilot(level, config, aim)
+    delay = REACTION_DELAY[level] if react is None else int(react)
+    if delay != REACTION_DELAY[level]:
+        pilot.name += f"@react={delay}"
     return DelayedPilot(pilot, delay) if delay else pilot
 
 

@@ -11,7 +11,7 @@ validated, a planner's opponent model), with the same words `make_pilot` (build.
 
 | kind | written | target |
 |---|---|---|
-| scripted | idle, random, heuristic, heuristic:easy / medium / hard | the name, lower case |
+| scripted | idle, random, heuristic, heuristic:easy / medium / hard[@aim=A][@react=R] | the name, lower case |
 | pretrained | pretrained | (the shipped file, `Spec.path`) |
 | ppo, dqn | ppo:PATH, dqn:PATH | PATH |
 | checkpoint | PATH (the algorithm read from the file) | PATH |
@@ -41,11 +41,18 @@ PLANNERS = ("search", "adapt")
 # Kinds whose target is one file, and how each is written.
 FILE_KINDS = ("ppo", "dqn", "strategy", "onnx", "sb3")
 PLANNER_SETTINGS = ("samples", "horizon", "jitter", "margin")
+# A heuristic pilot's settings: the share of the lead it aims with, its reaction in decisions.
+SCRIPTED_SETTINGS = ("aim", "react")
 # Real-valued settings: their ranges, and what they are.
 REAL_SETTINGS = {"jitter": ((0.0, 1.0), "from 0 up to (not including) 1, the share of random "
                                         "moves"),
                  "margin": ((0.0, 2.0), "from 0 to 2, how much better than the policy's own "
-                                        "move another must be, in mean endings (-1 to 1)")}
+                                        "move another must be, in mean endings (-1 to 1)"),
+                 "aim": ((0.0, 1.0), "from 0 to 1, the share of the lead it takes (1 aims "
+                                     "where the target will be, 0 where it is)")}
+# Whole-number settings: the least each may be, and what it counts.
+WHOLE_SETTINGS = {"samples": (1, "rollouts per action"), "horizon": (1, "decisions per rollout"),
+                  "react": (0, "decisions between what it sees and what it does")}
 
 
 def shipped_lm_specs() -> str:
@@ -148,6 +155,11 @@ def parse_spec(spec) -> Spec:
     low = s.lower()
     if low in SCRIPTED_SPECS or low == "heuristic":
         return Spec("scripted", low, text=s)
+    base, at, given = low.partition("@")
+    if at and (base in SCRIPTED_SPECS or base == "heuristic") and base.startswith("heuristic"):
+        settings = _parse_settings(s, "@" + given, SCRIPTED_SETTINGS,
+                                   "heuristic:medium@aim=0.5@react=1")
+        return Spec("scripted", base, settings=settings, text=s)
     if low.startswith("heuristic"):
         close = difflib.get_close_matches(low, SCRIPTED_SPECS, n=1, cutoff=0.75)
         raise ValueError(f"unknown pilot spec {spec!r}"
@@ -186,31 +198,8 @@ def _parse_planner(text: str, kind: str, rest: str) -> Spec:
     `pretrained` (search.py's docstring says what the parts and settings do)."""
     prefix = kind
     parts, given = _planner_split(rest)
-    settings: dict[str, float] = {}
-    for item in reversed(given.split("@")[1:]):
-        name, _, value = item.partition("=")
-        name = name.strip().lower()
-        if name not in PLANNER_SETTINGS:
-            raise ValueError(f"player {text!r}: unknown setting {name!r} after @; the settings "
-                             "are samples, horizon, jitter and margin, e.g. "
-                             f"{prefix}:heuristic:hard+heuristic:hard@samples=8@horizon=60")
-        if name in settings:
-            raise ValueError(f"player {text!r}: {name} is set twice; give it once")
-        try:
-            number = float(value) if name in REAL_SETTINGS else int(value)
-        except ValueError:
-            number = None
-        if name in REAL_SETTINGS:
-            (low, high), what = REAL_SETTINGS[name]
-            if number is None or not low <= number <= high or (name == "jitter"
-                                                                and number == high):
-                raise ValueError(f"player {text!r}: {name}={value!r} is invalid: must be a "
-                                 f"number {what}")
-        elif number is None or number < 1:
-            what = "rollouts per action" if name == "samples" else "decisions per rollout"
-            raise ValueError(f"player {text!r}: {name}={value!r} is invalid: must be an "
-                             f"integer >= 1 ({what})")
-        settings[name] = number
+    settings = _parse_settings(text, given, PLANNER_SETTINGS,
+                               f"{prefix}:heuristic:hard+heuristic:hard@samples=8@horizon=60")
     policy, *models = parts
     models = [m.strip() for m in models]
     if any(not m for m in models):
@@ -238,8 +227,39 @@ def _parse_planner(text: str, kind: str, rest: str) -> Spec:
     if kind == "adapt" and len(models) > 1:
         raise ValueError(f"player {text!r}: adapt: learns one model of the opponent; name one "
                          "after '+' (a mix is for search:)")
-    ordered = tuple((key, settings[key]) for key in PLANNER_SETTINGS if key in settings)
-    return Spec(kind, parts=tuple(specs), settings=ordered, text=text)
+    return Spec(kind, parts=tuple(specs), settings=settings, text=text)
+
+
+def _parse_settings(text: str, given: str, names: tuple[str, ...],
+                    example: str) -> tuple[tuple[str, float], ...]:
+    """`@name=value...` as (name, value) pairs in the order of `names`; ValueError naming the
+    spec, the setting and its range."""
+    settings: dict[str, float] = {}
+    for item in reversed(given.split("@")[1:]):
+        name, _, value = item.partition("=")
+        name = name.strip().lower()
+        if name not in names:
+            raise ValueError(f"player {text!r}: unknown setting {name!r} after @; the settings "
+                             f"are {', '.join(names[:-1])} and {names[-1]}, e.g. {example}")
+        if name in settings:
+            raise ValueError(f"player {text!r}: {name} is set twice; give it once")
+        try:
+            number = float(value) if name in REAL_SETTINGS else int(value)
+        except ValueError:
+            number = None
+        if name in REAL_SETTINGS:
+            (low, high), what = REAL_SETTINGS[name]
+            if number is None or not low <= number <= high or (name == "jitter"
+                                                                and number == high):
+                raise ValueError(f"player {text!r}: {name}={value!r} is invalid: must be a "
+                                 f"number {what}")
+        else:
+            least, what = WHOLE_SETTINGS[name]
+            if number is None or number < least:
+                raise ValueError(f"player {text!r}: {name}={value!r} is invalid: must be an "
+                                 f"integer >= {least} ({what})")
+        settings[name] = number
+    return tuple((key, settings[key]) for key in names if key in settings)
 
 
 def check_spec(spec) -> Spec:

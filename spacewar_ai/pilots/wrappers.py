@@ -5,6 +5,7 @@
 | `StateRecorder` | a copy of the game's state at each decision with a choice | GRPO, the trl env |
 | `Jittered` | each move replaced by a random valid one with probability epsilon | GRPO's scores |
 | `Labelled` | a teacher asked at the same decisions (its answers, its policy) | DAgger |
+| `StandIn` | a person's limits on a heuristic pilot: reaction, turn rate, a wobbling aim | tests of `auto` |
 """
 
 from __future__ import annotations
@@ -121,3 +122,48 @@ class Labelled(Pilot):
 
     def close(self) -> None:
         self.teacher.close()
+
+
+class StandIn(Pilot):
+    """A stand-in for a person, to test what adapts to people without people: the heuristic
+    pilot of `level` with a person's limits. It reacts `react` decisions late, turns at a
+    share `turn` of the ship's rate (a rotation is kept with that chance, else it coasts), and
+    its aim wobbles (with chance `wobble` its move becomes a random turn). `STANDINS` names
+    three strengths; the same seed and the same calls give the same moves."""
+
+    def __init__(self, level: str, react: int, turn: float, wobble: float, aim: float = 1.0,
+                 seed: int = 0, name: str = ""):
+        from ..config import GameConfig
+        from .scripted import DelayedPilot, HeuristicPilot
+
+        pilot = HeuristicPilot(level, GameConfig(), aim)
+        self.pilot = DelayedPilot(pilot, react) if react else pilot
+        self.turn, self.wobble = float(turn), float(wobble)
+        self.name = name or f"stand-in:{level}"
+        self._coin = np.random.default_rng(seed)
+
+    def reset(self, mask=None, seeds=None) -> None:
+        self.pilot.reset(mask, seeds)
+
+    def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
+        from ..game.engine import Action
+
+        moves = np.asarray(self.pilot.act(obs, active), dtype=np.int64).copy()
+        draws = self._coin.random((2, len(obs)))
+        turning = (moves == Action.ROTATE_LEFT) | (moves == Action.ROTATE_RIGHT)
+        moves[turning & (draws[0] >= self.turn)] = Action.NONE
+        wobble = draws[1] < self.wobble
+        moves[wobble] = np.where(draws[1][wobble] < self.wobble / 2, Action.ROTATE_LEFT,
+                                 Action.ROTATE_RIGHT)
+        return moves
+
+
+# Three stand-in players, weakest first: (level, react, turn, wobble, aim).
+STANDINS = {"novice": ("easy", 3, 0.5, 0.2, 1.0), "casual": ("medium", 1, 0.8, 0.05, 0.5),
+            "skilled": ("hard", 0, 0.8, 0.05, 1.0)}
+
+
+def stand_in(strength: str, seed: int = 0) -> StandIn:
+    """The stand-in player `strength` (novice, casual or skilled) names."""
+    level, react, turn, wobble, aim = STANDINS[strength]
+    return StandIn(level, react, turn, wobble, aim, seed, name=f"stand-in:{strength}")

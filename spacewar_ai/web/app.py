@@ -102,9 +102,12 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
         return RedirectResponse("/play")
 
     async def api_pilots(request):
-        from ..human.play import DIFFICULTIES
+        from ..rating.difficulty import ladder
 
-        return JSONResponse({"pilots": files.pilots(), "difficulties": list(DIFFICULTIES),
+        levels = [{"value": "auto", "label": "auto: the level nearest even against you"}]
+        levels += [{"value": str(level.number), "label": f"{level.label}, rated "
+                    f"{level.rating:.0f}"} for level in ladder()]
+        return JSONResponse({"pilots": files.pilots(), "difficulties": levels,
                              "speeds": list(SPEEDS)})
 
     async def api_replays(request):

@@ -50,16 +50,15 @@ def frame_state(batch, g: int = 0) -> dict[str, Any]:
 def start_game(message: dict, files: Files, seed: int):
     """The HumanGame a page's start message asks for (ValueError with one line if it cannot)."""
     from ..human.play import (
-        DIFFICULTIES,
         HELP_ALONE,
         HELP_COMMON,
         HELP_TWO,
         HumanGame,
         Opponent,
-        difficulty_opponent,
-        spec_opponent,
+        choose_opponent,
     )
     from ..pilots.build import make_pilot
+    from ..rating.difficulty import PlayerBook, level_named, player_name
 
     config = GameConfig()
     kind = message.get("mode")
@@ -68,28 +67,25 @@ def start_game(message: dict, files: Files, seed: int):
         a, b = (files.check_spec(message.get(k, "")) for k in ("a", "b"))
         first = make_pilot(a, config, seed)
         second = make_pilot(b, config, seed + 1)
-        game = HumanGame(config, Opponent(second, second.name, 0, "watch"), seed=seed,
+        game = HumanGame(config, Opponent(second, second.name, "watch"), seed=seed,
                          score_limit=10**6, mode=None, replay_dir=replay_dir,
-                         first=Opponent(first, first.name, 0, "watch"))
+                         first=Opponent(first, first.name, "watch"))
         return game, []
     if kind != "play":
         raise ValueError(f"unknown mode {kind!r}: play or watch")
-    if message.get("two_player"):
-        game = HumanGame(config, None, two_player=True, seed=seed, mode=None,
-                         replay_dir=replay_dir)
-        return game, HELP_TWO + HELP_COMMON
-    spec, difficulty = message.get("opponent") or "", message.get("difficulty") or ""
-    if spec:
-        opponent = spec_opponent(files.check_spec(spec), config, seed)
-    else:
-        if difficulty not in DIFFICULTIES:
-            raise ValueError(f"difficulty {difficulty!r} is unknown: use one of "
-                             f"{', '.join(DIFFICULTIES)}")
-        opponent = difficulty_opponent(difficulty, config, files.checkpoints, files.ratings,
-                                       seed)
-    game = HumanGame(config, opponent, seed=seed, mode=None, replay_dir=replay_dir,
-                     difficulty="" if spec else difficulty)
-    return game, HELP_ALONE + HELP_COMMON
+    spec = message.get("opponent") or ""
+    difficulty = str(message.get("difficulty") or "auto").strip().lower()[:20]
+    if not spec and difficulty != "auto":
+        level_named(difficulty)  # an unknown level: one line back, before any pilot loads
+    book = PlayerBook(files.runs / "players.db")
+    two = bool(message.get("two_player"))
+    players = tuple(player_name(message[key]) for key in ("player", "player2")[:1 + two]
+                    if message.get(key))
+    opponent, follow = choose_opponent(files.check_spec(spec) if spec else "", difficulty, two,
+                                       config, seed, book, players[0] if players else "")
+    game = HumanGame(config, opponent, two_player=two, seed=seed, mode=None,
+                     replay_dir=replay_dir, players=players, book=book, follow=follow)
+    return game, (HELP_TWO if two else HELP_ALONE) + HELP_COMMON
 
 
 def replay_frames(replay: dict, source: str) -> dict[str, Any]:

@@ -80,7 +80,7 @@ def serve_one(reader: LineReader, out) -> None:
                 game.tick()
             send({"type": "frame", "state": frame_state(game.batch), "score": game.score,
                   "round": game.round, "banner": game.overlay(), "hud": game.hud(),
-                  "held": sorted(game.held)})
+                  "standing": game.standing(), "held": sorted(game.held)})
             while saved < len(game.replays):
                 send({"type": "replay", "path": str(game.replays[saved].relative_to(files.root)),
                       "result": game.results[saved]})

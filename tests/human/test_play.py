@@ -2,7 +2,6 @@
 difficulties pick their model and delay, frames show the game, replays and videos are exact."""
 
 import json
-import shutil
 import subprocess
 import sys
 
@@ -19,11 +18,10 @@ from spacewar_ai.human.play import (
     CONTROLS_ALONE,
     HumanGame,
     Opponent,
-    choose_best_model,
     difficulty_opponent,
     keys_to_action,
 )
-from spacewar_ai.pilots.build import PRETRAINED_PATH
+from spacewar_ai.rating.difficulty import PlayerBook, ladder
 
 
 def _game(tmp_path, opponent="idle", **kwargs) -> HumanGame:
@@ -119,34 +117,91 @@ def test_held_rotation_and_thrust_alternate_and_fire_goes_first():
     assert keys_to_action({"s"}, 0, np.ones(6), CONTROLS_ALONE) == 0
 
 
-def test_each_difficulty_picks_the_documented_model_and_delay(tmp_path):
+def test_each_difficulty_is_a_level_of_the_ladder_with_its_rating():
     cfg = GameConfig()
-    empty = tmp_path / "none"
-    empty.mkdir()
-    easy = difficulty_opponent("easy", cfg, empty)
-    assert easy.name == "heuristic:easy" and easy.delay_frames == 3
-    for level, delay, greedy in (("medium", 2, False), ("hard", 1, True), ("insane", 0, True)):
-        opp = difficulty_opponent(level, cfg, empty)
-        assert opp.delay_frames == delay and opp.pilot.deterministic == greedy
-        assert "shipped pretrained" in opp.reason and opp.name == "pretrained"
-    # A run's best checkpoint beats the shipped model; of equally evaluated runs, the newest.
-    for run in ("old", "new"):
-        (tmp_path / "ck" / run).mkdir(parents=True)
-        shutil.copy(PRETRAINED_PATH, tmp_path / "ck" / run / "best.pt")
-    path, why = choose_best_model(tmp_path / "ck")
-    assert path == tmp_path / "ck" / "new" / "best.pt" and "best evaluated run" in why
-    # The ratings file's top-rated model comes first.
-    rated = tmp_path / "ck" / "old" / "best.pt"
-    (tmp_path / "ck" / "ratings.json").write_text(json.dumps({"version": 1, "history": [],
-        "players": {"x": {"name": "x", "spec": str(rated), "rating": 1700,
-                          "results": {"h": [50, 100]}},
-                    "h": {"name": "heuristic:hard", "spec": "heuristic:hard", "rating": 1900,
-                          "results": {}}}}))
-    path, why = choose_best_model(tmp_path / "ck")
-    assert path == rated and "top-rated" in why and "1700" in why
+    levels = ladder()
+    for name, number in (("easy", 1), ("medium", 4), ("hard", 6),
+                         ("insane", levels[-1].number), ("2", 2), ("4.5", 4.5)):
+        opp = difficulty_opponent(name, cfg)
+        level = next(level for level in levels if level.number == number)
+        assert opp.spec == level.spec and opp.rating == level.rating
+        assert f"level {number:g} (" in opp.reason
+    with pytest.raises(ValueError, match="use a level from 1 to 9 .*, auto, or one of easy"):
+        difficulty_opponent("grandmaster", cfg)
 
 
-def test_the_pilot_reacts_to_the_frame_of_delay_frames_ago(tmp_path):
+def _play_rounds(game, rounds: int, limit: int = 40_000) -> None:
+    """Tick a game with nobody at the keys until `rounds` rounds are over."""
+    for _ in range(limit):
+        if len(game.results) >= rounds:
+            return
+        game.tick()
+    raise AssertionError(f"only {len(game.results)} rounds in {limit} frames")
+
+
+def test_auto_rates_each_round_and_moves_the_level_with_the_player(tmp_path):
+    """Nobody at the keys loses every round: each is recorded against the level's rating, the
+    rating falls, and auto brings a weaker level in for the next round; the HUD and the banner
+    say so."""
+    from spacewar_ai.human.play import choose_opponent
+
+    cfg = GameConfig()
+    book = PlayerBook(tmp_path / "players.db")
+    opponent, follow = choose_opponent("", "auto", False, cfg, 5, book, "ada")
+    assert follow.level.number == 3 and "where a new player starts" in follow.reason
+    game = HumanGame(cfg, opponent, seed=5, score_limit=9, mode=None,
+                     replay_dir=tmp_path / "replays", players=("ada",), book=book,
+                     follow=follow)
+    try:
+        played, banners = [], []
+        for rounds in (1, 2, 3):
+            played.append(game.opponent.spec)
+            _play_rounds(game, rounds)
+            banners.append(game.banner)
+            while game.round == rounds:  # the banner's pause, then the next round's opponent
+                game.tick()
+        assert [r["real_winner"] for r in game.results][:2] == [1, 1]
+        assert 0 not in [r["real_winner"] for r in game.results]
+        rated = book.rating("ada")
+        start = next(level for level in ladder() if level.number == 3)
+        assert rated.games == 3 and rated.rating < start.rating
+        assert "ada: rating" in banners[-1][2] and banners[-1][3].startswith("next: level")
+        number = {level.spec: level.number for level in ladder()}
+        numbers = [number[spec] for spec in played]
+        assert numbers[0] == 3 and numbers == sorted(numbers, reverse=True) and numbers[-1] < 3
+        assert "ada: rating" in game.standing() and "level" in game.standing()
+    finally:
+        game.close()
+    # The next session starts where the book says, not at the start level.
+    _, again = choose_opponent("", "auto", False, cfg, 5, book, "ada")
+    assert again.level.number < 3 and "your rating" in again.reason
+
+
+def test_two_named_people_are_both_rated_and_unrated_pilots_are_not(tmp_path):
+    cfg = GameConfig()
+    book = PlayerBook(tmp_path / "players.db")
+    game = HumanGame(cfg, None, two_player=True, seed=1, mode=None, score_limit=9,
+                     replay_dir=tmp_path / "replays", players=("ada", "bob"), book=book)
+    try:
+        _play_rounds(game, 1)
+    finally:
+        game.close()
+    ratings = book.ratings("bob")
+    assert {name: r.games for name, r in ratings.items()} == {"ada": 1, "bob": 1}
+    assert any(line.startswith("ada: rating") for line in game.banner)
+    assert any(line.startswith("bob: rating") for line in game.banner)
+    # A pilot off the ladder plays, but its rounds are not recorded.
+    game = _game(tmp_path, opponent="random", players=("cy",), book=book, score_limit=1)
+    try:
+        assert game.opponent.rating is None
+        _play_rounds(game, 1)
+        assert "not on the ladder" in " ".join(game.banner)
+    finally:
+        game.close()
+    assert book.rating("cy").games == 0
+
+
+def test_the_pilot_decides_every_frame_skip_frames_on_the_frame_it_sees(tmp_path):
     seen = []
 
     class Recorder:
@@ -160,24 +215,22 @@ def test_the_pilot_reacts_to_the_frame_of_delay_frames_ago(tmp_path):
             return None
 
     cfg = GameConfig()
-    game = HumanGame(cfg, Opponent(Recorder(), "recorder", 2, "test"),
-                     replay_dir=tmp_path / "r")
+    game = HumanGame(cfg, Opponent(Recorder(), "recorder", "test"), replay_dir=tmp_path / "r")
     try:
         views = []
         for _ in range(13):
             views.append(game.batch.obs[0, 1].copy())
             game.tick()
-        # Decisions at frames 0, 4, 8, 12 (frame_skip 4), each on the view of 2 frames before.
+        # Decisions at frames 0, 4, 8, 12 (frame_skip 4), each on that frame's view.
         assert len(seen) == 4
-        assert np.array_equal(seen[0], views[0])
-        for k, frame in enumerate((4, 8, 12), start=1):
-            assert np.array_equal(seen[k], views[frame - 2])
+        for k, frame in enumerate((0, 4, 8, 12)):
+            assert np.array_equal(seen[k], views[frame])
     finally:
         game.close()
 
 
 def test_a_frame_shows_the_star_both_ships_and_the_hud(tmp_path):
-    game = _game(tmp_path, opponent="idle", difficulty="hard")
+    game = _game(tmp_path, opponent="idle")
     try:
         game.draw()
         frame = game.frame_rgb()
@@ -265,14 +318,6 @@ def test_cli_replay_to_video_and_clear_errors(tmp_path):
     (tmp_path / "bad.json").write_text("{}")
     out = _cli("--replay", "bad.json", cwd=tmp_path)
     assert out.returncode == 2 and "not a valid replay" in out.stderr
-
-
-def test_no_model_at_all_is_a_clear_message(tmp_path, monkeypatch):
-    import spacewar_ai.pilots.build as pilots
-
-    monkeypatch.setattr(pilots, "PRETRAINED_PATH", tmp_path / "gone.pt")
-    with pytest.raises(ValueError, match="no model to play against.*--difficulty easy"):
-        difficulty_opponent("hard", GameConfig(), tmp_path)
 
 
 def test_closing_the_window_mid_round_ends_the_match_cleanly(tmp_path):

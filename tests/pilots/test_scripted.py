@@ -61,6 +61,20 @@ def test_easy_pilot_reacts_three_decisions_late():
         assert np.array_equal(acted[t], inner.act(history[t - 3]))
 
 
+def test_aim_and_reaction_are_settings_a_player_feels_as_strength():
+    """`@aim` and `@react` change a heuristic pilot's play where a player sees it: the medium
+    pilot aiming at where the target is now loses to itself leading its shots, and the easy
+    pilot reacting at once beats itself reacting 240 ms late."""
+    pilot = make_pilot("heuristic:medium@aim=0.5@react=2")
+    assert pilot.name == "heuristic:medium@aim=0.5@react=2" and pilot.delay == 2
+    assert pilot.pilot.aim == 0.5
+    assert make_pilot("heuristic:easy@react=3").name == "heuristic:easy"  # its own reaction
+    aimless = play_match("heuristic:medium@aim=0", "heuristic:medium", games=200, seed=7)
+    assert aimless.score_a() < 0.4, aimless.score_a()
+    quick = play_match("heuristic:easy@react=0", "heuristic:easy", games=200, seed=7)
+    assert quick.score_a() > 0.75, quick.score_a()
+
+
 def test_unknown_spec_and_level():
     with pytest.raises(ValueError, match="heuristic:easy, heuristic:medium and heuristic:hard"):
         make_pilot("heuristic:expert")

@@ -102,7 +102,7 @@ def test_human_play_plans_at_the_decision_pace(tmp_path):
     from spacewar_ai.human.play import HumanGame, Opponent
 
     pilot = _planner(60, 2)
-    game = HumanGame(CFG, Opponent(pilot, pilot.name, 0, "test"),
+    game = HumanGame(CFG, Opponent(pilot, pilot.name, "test"),
                      replay_dir=tmp_path / "replays", save_replays=False)
     try:
         for _ in range(10 * CFG.frame_skip):  # 10 decisions in; the next is due at this frame

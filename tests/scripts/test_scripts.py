@@ -418,3 +418,25 @@ def test_weight_hashes_prints_one_hash_a_run_the_same_each_time(tmp_path):
     bad = subprocess.run([sys.executable, str(ROOT / "scripts" / "weight_hashes.py"), "--only",
                           "ppo,nope"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "ppo" in bad.stderr
+
+
+def test_difficulty_ladder_rates_every_level_and_follows_each_stand_in(tmp_path):
+    out = _script(tmp_path, "difficulty_ladder", "--levels", "heuristic:easy,heuristic:medium",
+                  "--games", "6", "--planner-games", "2", "--standin-games", "4",
+                  "--follow-games", "3", "--follow-runs", "2", "--cost-repeats", "1",
+                  "--out", "ladder.json")
+    data = json.loads((tmp_path / "ladder.json").read_text())
+    levels = data["levels"]
+    assert [level["level"] for level in levels] == [1, 2] and "below" in levels[1]
+    assert levels[1]["below"]["games"] == 6 and levels[0]["ms"] > 0
+    # Pool pilots that are levels are one entrant: the same rating in both places.
+    assert data["pool"]["heuristic:easy"]["rating"] == levels[0]["rating"]
+    assert set(data["standins"]) == {"novice", "casual", "skilled"}
+    for name, run in data["follow"].items():
+        assert len(run["runs"]) == 2 and all(len(r["levels"]) == 3 for r in run["runs"])
+    assert "| 2 | `heuristic:medium` |" in out.stdout
+    # Auto again on the same ladder, the ladder kept.
+    _script(tmp_path, "difficulty_ladder", "--follow-only", "--follow-games", "2",
+            "--follow-runs", "1", "--out", "ladder.json")
+    again = json.loads((tmp_path / "ladder.json").read_text())
+    assert again["levels"] == levels and len(again["follow"]["novice"]["runs"]) == 1

@@ -109,7 +109,7 @@ def _replays(project: Path) -> list[Path]:
 def test_every_page_loads_and_draws_without_console_errors(page, server, project):
     page.goto(f"{server}/play")
     page.wait_for_selector("body[data-ready='1']")
-    page.select_option("#difficulty", "easy")
+    page.select_option("#difficulty", "1")
     page.click("#start")
     _drawn(page, 10)
     assert _lit_pixels(page) > 200
@@ -244,14 +244,42 @@ def test_two_players_share_the_keyboard_and_a_finished_round_is_saved(page, serv
     assert after["state"]["s"][1][2] != before["state"]["s"][1][2]
     assert after["state"]["s"][0][2] == before["state"]["s"][0][2]
 
-    # Against the hard pilot a ship that only drifts is shot down soon: the round is saved.
+    # Against the hard pilot a ship that only drifts is shot down soon: the round is saved, and
+    # rated, since the hard pilot is rated on the ladder's scale.
     page.goto(f"{server}/play")
     page.wait_for_selector("body[data-ready='1']")
+    page.fill("#player", "bob")
     page.fill("#opponent", "heuristic:hard")
     page.click("#start")
     page.wait_for_selector("#saved a", timeout=60_000)
     saved = page.text_content("#saved a").split("saved: ")[1]
     replay_game(load_replay(project / saved))  # replays to the state it recorded
+    page.wait_for_function(
+        "document.querySelector('#standing').textContent.includes('bob: rating')")
+    assert "(1 game)" in page.text_content("#standing")
+    assert page.console_errors == []
+
+
+def test_the_play_page_follows_the_players_rating_and_shows_it(page, server, project):
+    """A player the server's book knows is met by auto at the level nearest even against
+    their rating, and the page says which level plays and the rating with its interval."""
+    from spacewar_ai.rating.difficulty import Follow, PlayerBook, ladder
+
+    book = PlayerBook(project / "runs" / "players.db")
+    second = ladder()[1]
+    for score in (1.0, 1.0, 1.0, 0.0):
+        book.record("ada", second.spec, score, second.rating)
+    expected = Follow(book.rating("ada")).level
+    page.goto(f"{server}/play")
+    page.wait_for_selector("body[data-ready='1']")
+    assert page.input_value("#difficulty") == "auto"
+    assert page.input_value("#player").startswith("guest-")  # a new visitor's name
+    page.fill("#player", "ada")
+    page.click("#start")
+    page.wait_for_function(
+        "document.querySelector('#standing').textContent.includes('ada: rating')")
+    standing = page.text_content("#standing")
+    assert expected.label in standing and "(4 games)" in standing, standing
     assert page.console_errors == []
 
 

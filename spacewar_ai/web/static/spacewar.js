@@ -290,6 +290,7 @@ const SW = (() => {
       if (latest && renderer) {
         renderer.draw(latest.state, latest.hud, latest.banner);
         $("#status").textContent = `round ${latest.round}, score ${latest.score.join(" : ")}`;
+        $("#standing").textContent = latest.standing || "";
         latest = null;
       }
       if (ws.readyState <= 1) requestAnimationFrame(draw);
@@ -303,12 +304,21 @@ const SW = (() => {
     async play() {
       const data = await fillPilots();
       $("#difficulty").innerHTML = data.difficulties.map(
-        (d) => `<option${d === "medium" ? " selected" : ""}>${d}</option>`).join("");
+        (d) => `<option value="${esc(d.value)}">${esc(d.label)}</option>`).join("");
+      // A name of one's own is kept in this browser; a new visitor gets a guest's name.
+      let name = localStorage.getItem("player");
+      if (!name) {
+        name = `guest-${Math.floor(1000 + Math.random() * 9000)}`;
+        localStorage.setItem("player", name);
+      }
+      $("#player").value = name;
+      $("#player").onchange = () => localStorage.setItem("player", $("#player").value.trim());
       let ws = null;
       $("#start").onclick = () => {
         if (ws) ws.close();
         ws = live({mode: "play", opponent: $("#opponent").value.trim(),
-                   difficulty: $("#difficulty").value, two_player: $("#two").checked});
+                   difficulty: $("#difficulty").value, two_player: $("#two").checked,
+                   player: $("#player").value.trim()});
       };
       const send = (event, down) => {
         const key = KEYS[event.code];
