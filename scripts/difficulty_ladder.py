@@ -45,22 +45,20 @@ from spacewar_ai.util.files import atomic_write_bytes
 LEVELS = [
     (1, "heuristic:easy", "turns to where you are, reacts 240 ms late"),
     (1.5, "heuristic:hard@react=2", "the hard pilot's rules, reacting 160 ms late"),
-    (2, "heuristic:easy@react=2", "turns to where you are, reacts 160 ms late"),
+    (2, "heuristic:hard@aim=0@react=2", "the same, shooting where you are"),
     (3, "heuristic:easy@react=1", "turns to where you are, reacts 80 ms late"),
-    (3.5, "heuristic:medium@react=1", "leads its shots, reacts 80 ms late"),
-    (4, "heuristic:easy@react=0", "turns to where you are, at once"),
-    (4.5, "heuristic:medium@aim=0", "keeps off the star and closes in, shoots where you are"),
-    (5, "heuristic:medium@aim=0.5", "the same, leading its shots halfway"),
-    (5.5, "heuristic:medium", "the same, leading its shots all the way"),
-    (6, "heuristic:hard", "leads with gravity, shoots torpedoes down"),
-    (6.5, "pretrained", "the shipped network"),
-    (7, "search:heuristic:hard+heuristic:hard@samples=1@horizon=20@jitter=0",
+    (3.5, "heuristic:medium@react=1", "leads its shots and keeps off the star, 80 ms late"),
+    (4, "heuristic:hard@react=1", "leads with gravity, shoots torpedoes down, 80 ms late"),
+    (5, "heuristic:medium@aim=0", "keeps off the star and closes in at once, shoots where you "
+                                  "are"),
+    (5.5, "heuristic:medium@aim=0.5", "the same, leading its shots halfway"),
+    (6, "heuristic:hard@aim=0.5", "leads with gravity halfway, shoots torpedoes down at once"),
+    (6.5, "heuristic:hard", "the same, leading all the way"),
+    (7, "pretrained", "the shipped network"),
+    (7.5, "search:heuristic:hard+heuristic:hard@samples=1@horizon=20@jitter=0",
      "the hard pilot, trying each move 20 decisions ahead"),
-    (7.5, "search:heuristic:hard+heuristic:hard@samples=1@jitter=0",
-     "the hard pilot, trying each move 60 decisions ahead"),
-    (8, "search:pretrained@samples=2", "the network, trying each move twice 60 decisions ahead"),
-    (8.5, "search:pretrained@samples=4", "the network, trying each move 4 times"),
-    (9, "search:pretrained", "the network, trying each move 8 times 60 decisions ahead"),
+    (8, "search:pretrained@samples=2", "the network, trying each move twice 60 decisions "
+                                       "ahead"),
 ]
 # A stand-in plays a planner's level only where the quick levels put it this near.
 STANDIN_REACH = 400.0

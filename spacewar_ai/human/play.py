@@ -282,7 +282,8 @@ class HumanGame:
         """The player's rating and what plays them, in one line (the HUD, the page)."""
         if self.rated is None:
             return ""
-        level = self.follow.level.label if self.follow is not None else ""
+        level = self.follow.level if self.follow is not None else None
+        level = f"auto: level {level.number:g}, rated {level.rating:.0f}" if level else ""
         return "   ".join(part for part in (level, f"{self.players[0]}: {self.rated.text()}")
                           if part)
 

@@ -3,7 +3,7 @@ the opponent that follows the player.
 
 - `ladder()`: the levels, from a beginner's opponent to the strongest planner, each a pilot spec
   with its rating and 95% interval on one Bradley-Terry scale (Elo points; the reference pool
-  `REFERENCE_POOL` averages 1500). Between two whole levels a half level (4.5) is a fine step:
+  `REFERENCE_POOL` averages 1500). Between two whole levels a half level (3.5) is a fine step:
   a setting of the same pilots, measured the same way. `python scripts/difficulty_ladder.py`
   measures them and writes the shipped `pretrained/difficulty.json`; docs/human-play.md holds
   its table. The old `--difficulty` names are levels of it (`DIFFICULTY_NAMES`).
@@ -49,7 +49,7 @@ FIT_PEOPLE = 50
 
 @dataclass(frozen=True)
 class Level:
-    """A rung of the ladder: its number (1 the weakest; 4.5 a fine step between 4 and 5), the
+    """A rung of the ladder: its number (1 the weakest; 3.5 a fine step between 3 and 4), the
     pilot spec that flies it, what it is in words, its rating and 95% interval, and its cost per
     decision in one game (ms)."""
 
@@ -109,7 +109,7 @@ def rated_spec(spec: str, path: str | Path = LADDER_PATH) -> float | None:
 
 def level_named(name: str, levels: tuple[Level, ...] | None = None) -> Level:
     """The level a --difficulty value names: its number (1 to the top, or a half level such as
-    4.5) or an old name (easy, medium, hard, insane). ValueError names the choices."""
+    3.5) or an old name (easy, medium, hard, insane). ValueError names the choices."""
     levels = levels or ladder()
     text = str(name).strip().lower()
     number = DIFFICULTY_NAMES.get(text)
@@ -123,9 +123,11 @@ def level_named(name: str, levels: tuple[Level, ...] | None = None) -> Level:
     for level in levels:
         if level.number == number:
             return level
+    halves = [level.number for level in levels if level.number != int(level.number)]
     raise ValueError(f"difficulty {name!r} is unknown: use a level from 1 to "
-                     f"{levels[-1].number:g} (halves such as 4.5 where the ladder has them), "
-                     f"auto, or one of {', '.join(DIFFICULTY_NAMES)}")
+                     f"{levels[-1].number:g}"
+                     + (f" (or a half level such as {halves[0]:g})" if halves else "")
+                     + f", auto, or one of {', '.join(DIFFICULTY_NAMES)}")
 
 
 def expected_score(rating: float, opponent: float) -> float:

@@ -105,7 +105,7 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
         from ..rating.difficulty import ladder
 
         levels = [{"value": "auto", "label": "auto: the level nearest even against you"}]
-        levels += [{"value": str(level.number), "label": f"{level.label}, rated "
+        levels += [{"value": f"{level.number:g}", "label": f"{level.label}, rated "
                     f"{level.rating:.0f}"} for level in ladder()]
         return JSONResponse({"pilots": files.pilots(), "difficulties": levels,
                              "speeds": list(SPEEDS)})

@@ -121,12 +121,13 @@ def test_each_difficulty_is_a_level_of_the_ladder_with_its_rating():
     cfg = GameConfig()
     levels = ladder()
     for name, number in (("easy", 1), ("medium", 4), ("hard", 6),
-                         ("insane", levels[-1].number), ("2", 2), ("4.5", 4.5)):
+                         ("insane", levels[-1].number), ("2", 2), ("3.5", 3.5)):
         opp = difficulty_opponent(name, cfg)
         level = next(level for level in levels if level.number == number)
         assert opp.spec == level.spec and opp.rating == level.rating
         assert f"level {number:g} (" in opp.reason
-    with pytest.raises(ValueError, match="use a level from 1 to 9 .*, auto, or one of easy"):
+    with pytest.raises(ValueError, match="use a level from 1 to 8 .or a half level such as "
+                                         "1.5., auto, or one of easy"):
         difficulty_opponent("grandmaster", cfg)
 
 

@@ -279,7 +279,8 @@ def test_the_play_page_follows_the_players_rating_and_shows_it(page, server, pro
     page.wait_for_function(
         "document.querySelector('#standing').textContent.includes('ada: rating')")
     standing = page.text_content("#standing")
-    assert expected.label in standing and "(4 games)" in standing, standing
+    assert f"auto: level {expected.number:g}, rated {expected.rating:.0f}" in standing, standing
+    assert "(4 games)" in standing, standing
     assert page.console_errors == []
 
 
