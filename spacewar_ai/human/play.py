@@ -36,6 +36,7 @@ from ..rating.difficulty import (
     Level,
     PlayerBook,
     Rated,
+    expected_score,
     level_named,
     rated_spec,
     score_of,
@@ -275,7 +276,9 @@ class HumanGame:
             level = self.follow.update(self.rated)
             if level.spec != self.opponent.spec:
                 self._next_level = level
-            lines.append(f"next: {level.label}")
+            chance = expected_score(self.rated.rating, level.rating)
+            lines.append(f"next: level {level.number:g}, rated {level.rating:.0f}: "
+                         f"{100 * chance:.0f}% for you, the nearest to even")
         return lines
 
     def standing(self) -> str:
