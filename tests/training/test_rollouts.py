@@ -164,8 +164,15 @@ def _children() -> list:
     """This process's rollout workers in child processes (rollout_child), alive."""
     import psutil
 
-    return [p for p in psutil.Process().children(recursive=True)
-            if "spacewar_ai.training.rollout_child" in " ".join(p.cmdline())]
+    alive = []
+    for p in psutil.Process().children(recursive=True):
+        try:  # a child that exited and waits to be reaped (any test's) has no command line
+            if p.status() != psutil.STATUS_ZOMBIE and \
+                    "spacewar_ai.training.rollout_child" in " ".join(p.cmdline()):
+                alive.append(p)
+        except (psutil.ZombieProcess, psutil.NoSuchProcess):
+            continue
+    return alive
 
 
 def test_workers_in_child_processes_give_the_inline_weights_and_end_with_the_run(tmp_path,

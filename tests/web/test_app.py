@@ -231,7 +231,9 @@ def test_two_players_share_the_keyboard_and_a_finished_round_is_saved(page, serv
 
     page.goto(f"{server}/play")
     page.wait_for_selector("body[data-ready='1']")
+    assert not page.is_visible("#player2")
     page.check("#two")
+    assert page.is_visible("#player2")  # the wedge's pilot may give a name to be rated too
     page.click("#start")
     _drawn(page, 5)
     game = page.get_attribute("#screen", "data-game")

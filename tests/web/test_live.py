@@ -28,9 +28,18 @@ def test_a_start_message_makes_the_game_it_asks_for(project):
         game.close()
     game, help_lines = start_game({"mode": "play", "two_player": True}, project, seed=1)
     try:
-        assert help_lines and game.opponent is None
+        assert help_lines and game.opponent is None and game.players == ()
     finally:
         game.close()
+    # Two named people are rated together; one name alone rates nobody in a two-player game.
+    game, _ = start_game({"mode": "play", "two_player": True, "player": "ada",
+                          "player2": " bob "}, project, seed=1)
+    try:
+        assert game.players == ("ada", "bob") and game.book is not None
+    finally:
+        game.close()
+    with pytest.raises(ValueError, match="1 to 40 printable characters"):
+        start_game({"mode": "play", "player": "x" * 41}, project, seed=1)
     with pytest.raises(ValueError, match="unknown mode 'dance': play or watch"):
         start_game({"mode": "dance"}, project, seed=1)
     with pytest.raises(ValueError, match="difficulty 'godlike' is unknown"):

@@ -313,12 +313,14 @@ const SW = (() => {
       }
       $("#player").value = name;
       $("#player").onchange = () => localStorage.setItem("player", $("#player").value.trim());
+      // Two people are both rated when the wedge's pilot gives a name too.
+      $("#two").onchange = () => { $("#second").hidden = !$("#two").checked; };
       let ws = null;
       $("#start").onclick = () => {
         if (ws) ws.close();
         ws = live({mode: "play", opponent: $("#opponent").value.trim(),
                    difficulty: $("#difficulty").value, two_player: $("#two").checked,
-                   player: $("#player").value.trim()});
+                   player: $("#player").value.trim(), player2: $("#player2").value.trim()});
       };
       const send = (event, down) => {
         const key = KEYS[event.code];
