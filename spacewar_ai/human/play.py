@@ -266,6 +266,7 @@ class HumanGame:
                 return []
             self.book.record(self.players[0], self.players[1], score)
             fitted = self.book.ratings(self.players[0])
+            self.rated = fitted[self.players[0]]
             return [f"{name}: {fitted[name].text()}" for name in self.players[:2]]
         if self.opponent.rating is None:
             return ["(unrated: this pilot is not on the ladder)"]

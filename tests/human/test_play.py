@@ -191,6 +191,7 @@ def test_two_named_people_are_both_rated_and_unrated_pilots_are_not(tmp_path):
     assert {name: r.games for name, r in ratings.items()} == {"ada": 1, "bob": 1}
     assert any(line.startswith("ada: rating") for line in game.banner)
     assert any(line.startswith("bob: rating") for line in game.banner)
+    assert "ada: rating" in game.standing() and "(1 game)" in game.standing()
     # A pilot off the ladder plays, but its rounds are not recorded.
     game = _game(tmp_path, opponent="random", players=("cy",), book=book, score_limit=1)
     try:
