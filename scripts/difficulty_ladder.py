@@ -26,19 +26,18 @@ from pathlib import Path
 import numpy as np
 
 from spacewar_ai.bench.throughput import bench_planner
+from spacewar_ai.pilots.spec import parse_spec
 from spacewar_ai.pilots.wrappers import STANDINS, stand_in
 from spacewar_ai.rating.difficulty import (
     LADDER_PATH,
     REFERENCE_POOL,
     Level,
-    expected_score,
     fit_players,
     follow_games,
     level_named,
-    score_of,
 )
 from spacewar_ai.rating.match import play_match, wilson_interval
-from spacewar_ai.rating.ratings import bradley_terry
+from spacewar_ai.rating.ratings import bradley_terry, expected_score, score_of
 from spacewar_ai.util.files import atomic_write_bytes
 
 # (level, spec, what it is in words), weakest first; the halves are fine steps between levels.
@@ -65,7 +64,7 @@ STANDIN_REACH = 400.0
 
 
 def planner(spec: str) -> bool:
-    return spec.startswith(("search:", "adapt:"))
+    return parse_spec(spec).is_planner
 
 
 def main(argv=None) -> int:

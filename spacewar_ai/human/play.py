@@ -36,11 +36,10 @@ from ..rating.difficulty import (
     Level,
     PlayerBook,
     Rated,
-    expected_score,
     level_named,
     rated_spec,
-    score_of,
 )
+from ..rating.ratings import expected_score, score_of
 
 PLAYER_BOOK = REPLAY_DIR.parent / "players.db"
 

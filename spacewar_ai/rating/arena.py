@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from ..util.files import hide_paths
+from .ratings import expected_score
 
 HOUSE = ("random", "heuristic:easy", "heuristic:medium", "heuristic:hard", "pretrained")
 PAIRING_GAMES = 20
@@ -265,7 +266,7 @@ class Arena:
                 pair = (min(o["id"], e["id"]), max(o["id"], e["id"]))
                 if o["id"] == e["id"] or pair in taken:
                     continue
-                p = 1.0 / (1.0 + 10 ** ((rating.get(o["id"], prior) - mine) / 400.0))
+                p = expected_score(mine, rating.get(o["id"], prior))
                 key = (p * (1 - p), o["id"] in rating, -o["id"])
                 if best is None or key > best[0]:
                     best = (key, o)

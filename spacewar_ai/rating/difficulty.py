@@ -29,7 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..util.files import SHIPPED_DIR
-from .ratings import ELO_SCALE
+from .ratings import ELO_SCALE, expected_score, score_of
 
 LADDER_PATH = SHIPPED_DIR / "difficulty.json"
 # The pilots every level is rated against: the scale's anchor (their mean is 1500).
@@ -128,19 +128,6 @@ def level_named(name: str, levels: tuple[Level, ...] | None = None) -> Level:
                      f"{levels[-1].number:g}"
                      + (f" (or a half level such as {halves[0]:g})" if halves else "")
                      + f", auto, or one of {', '.join(DIFFICULTY_NAMES)}")
-
-
-def expected_score(rating: float, opponent: float) -> float:
-    """A player's expected score against an opponent, both on the Elo scale."""
-    return 1.0 / (1.0 + 10.0 ** ((opponent - rating) / 400.0))
-
-
-def score_of(real_winner, side) -> float:
-    """A game's score for `side` (a ship, or "a" in a match's results) as ratings count it: a
-    torpedo win 1, a loss by torpedo 0, anything else (a crash, a timeout, both dead) half."""
-    if real_winner is None:
-        return 0.5
-    return 1.0 if real_winner == side else 0.0
 
 
 def fit_players(games, start: float, prior_games: float = PRIOR_GAMES) -> dict[str, Rated]:

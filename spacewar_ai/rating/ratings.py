@@ -44,13 +44,26 @@ ELO_SCALE = 400.0 / math.log(10.0)  # Bradley-Terry strength -> Elo points
 RATINGS_VERSION = 1
 
 
+def expected_score(rating: float, opponent: float) -> float:
+    """A player's expected score against an opponent, both on the Elo scale."""
+    return 1.0 / (1.0 + 10.0 ** ((opponent - rating) / 400.0))
+
+
+def score_of(real_winner, side) -> float:
+    """A game's score for `side` (a ship, or "a" in a match's results) as ratings count it: a
+    torpedo win 1, a loss by torpedo 0, anything else (a crash, a timeout, both dead) half."""
+    if real_winner is None:
+        return 0.5
+    return 1.0 if real_winner == side else 0.0
+
+
 def elo_incremental(n_players: int, games: list[tuple[int, int, float]], k: float = ELO_K,
                     start: float = ELO_START) -> np.ndarray:
     """The original design's Elo: expected = 1 / (1 + 10^((Rb - Ra) / 400)), R += K (S - E),
     applied game by game in order."""
     r = np.full(n_players, start, dtype=np.float64)
     for a, b, score in games:
-        expected = 1.0 / (1.0 + 10.0 ** ((r[b] - r[a]) / 400.0))
+        expected = expected_score(r[a], r[b])
         delta = k * (score - expected)
         r[a] += delta
         r[b] -= delta
@@ -133,8 +146,7 @@ class Results:
         seq = []
         for i, j, r in self.matches:
             for game in r.games:
-                score = 1.0 if game.real_winner == "a" else 0.0 if game.real_winner == "b" else 0.5
-                seq.append((i, j, score))
+                seq.append((i, j, score_of(game.real_winner, "a")))
         return seq
 
 

@@ -58,7 +58,7 @@ def start_game(message: dict, files: Files, seed: int):
         choose_opponent,
     )
     from ..pilots.build import make_pilot
-    from ..rating.difficulty import PlayerBook, level_named, player_name
+    from ..rating.difficulty import PlayerBook, player_name
 
     config = GameConfig()
     kind = message.get("mode")
@@ -75,8 +75,6 @@ def start_game(message: dict, files: Files, seed: int):
         raise ValueError(f"unknown mode {kind!r}: play or watch")
     spec = message.get("opponent") or ""
     difficulty = str(message.get("difficulty") or "auto").strip().lower()[:20]
-    if not spec and difficulty != "auto":
-        level_named(difficulty)  # an unknown level: one line back, before any pilot loads
     book = PlayerBook(files.runs / "players.db")
     two = bool(message.get("two_player"))
     players = tuple(player_name(message[key]) for key in ("player", "player2")[:1 + two]

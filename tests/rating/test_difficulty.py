@@ -14,14 +14,13 @@ from spacewar_ai.rating.difficulty import (
     Level,
     PlayerBook,
     Rated,
-    expected_score,
     fit_players,
     ladder,
     level_named,
     player_name,
     rated_spec,
-    score_of,
 )
+from spacewar_ai.rating.ratings import expected_score, score_of
 
 LEVELS = tuple(Level(k + 1, f"pilot-{k + 1}", f"level {k + 1}", 1000.0 + 200.0 * k, 30.0)
                for k in range(6))
