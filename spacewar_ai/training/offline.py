@@ -24,6 +24,8 @@ import numpy as np
 import torch
 
 from ..config import RunConfig
+from .budget import Counters
+from .evaluation import Evaluator
 from .run_frame import RunFrame
 
 OFFLINE_UPDATE = 100  # gradient steps per "update" for CQL's logs, evaluations and saves
@@ -40,48 +42,37 @@ def behaviour_clone(agent, obs: np.ndarray, actions: np.ndarray, epochs: int, se
 
 
 class _Run(RunFrame):
-    """An offline run (run_frame.RunFrame) with its evaluations and saves."""
+    """An offline run (run_frame.RunFrame): its counters, and evaluations by the Evaluator every
+    run has (evaluation.py), which chooses best.pt and the design's `<algorithm>_best.pt`."""
 
-    def __init__(self, cfg: RunConfig, kind: str):
+    def __init__(self, cfg: RunConfig, kind: str, quiet: bool):
         from ..pilots.build import make_pilot
 
         t = cfg.train
         name = t.named(kind)
-        super().__init__(cfg, name, Path(t.checkpoint_dir) / name)
+        super().__init__(cfg, name, Path(t.checkpoint_dir) / name, quiet=quiet)
         torch.manual_seed(t.seed)
-        self.opponent = make_pilot(t.eval_opponent, cfg.game)
         # Before anything is written: a second live run on the same name is refused.
         self.hold(checkpoints=self.run_dir, logs=self.log_dir)
-        self.best = -1.0
-        self.evaluations = 0
+        self.counters = Counters()
+        self.figures: dict = {}  # what this kind of run adds to its checkpoints' counters
+        self.evaluator = Evaluator(cfg, self.run_dir, make_pilot(t.eval_opponent, cfg.game),
+                                   "cpu", self.counters)
+        if quiet:
+            self.evaluator.say = lambda text: None
 
-    def evaluate(self, agent, step: int, counters: dict) -> float:
-        """Greedy play against eval_opponent on starts of its own; best.pt keeps the best."""
-        from ..pilots.build import AgentPilot
-        from ..rating.match import play_match
-
-        t = self.cfg.train
-        games = t.eval_episodes + t.eval_episodes % 2
-        r = play_match(AgentPilot(agent.play_copy(), "learner"), self.opponent, games,
-                       seed=20_000 + self.evaluations * games, config=self.cfg.game,
-                       reward_config=self.cfg.reward)
-        self.evaluations += 1
-        rate = r.win_rate_a()
-        self.writer.add_scalar("eval/win_rate", rate, step)
-        if rate > self.best:
-            self.best = rate
-            counters.update(best_eval=rate, best_eval_games=games)
-            self.save(agent, "best.pt", counters)
+    def evaluate(self, agent, step: int) -> float:
+        """Evaluate at `step` (an epoch, a gradient step): the evaluation's win rate."""
+        c = self.counters
+        c.global_step, c.wall_seconds = step, self.seconds
+        rate = self.evaluator.evaluate(agent, self.writer, lambda: self.save(agent, "best.pt"))
+        c.updates += 1  # each evaluation plays starts of its own (evaluation_seeds)
         return rate
 
-    def save(self, agent, name: str, counters: dict) -> Path:
-        from ..agents.checkpoints import publish_best
-
+    def save(self, agent, name: str) -> Path:
         path = self.run_dir / name
         agent.save(path, {"run_name": self.name, "config": self.cfg.to_dict(),
-                          "counters": dict(counters)})
-        if name == "best.pt":
-            publish_best(path, self.cfg.train.algorithm)
+                          "counters": {**self.counters.saved(), **self.figures}})
         return path
 
 
@@ -92,7 +83,7 @@ def train_bc(cfg: RunConfig, quiet: bool = False) -> dict:
 
     t = cfg.train
     obs, actions = arrays(t.dataset, t.dataset_pilot or None, cfg.game)
-    run = _Run(cfg, "bc")
+    run = _Run(cfg, "bc", quiet)
     agent = PPOAgent(cfg.game.obs_dim, cfg.game.num_actions, cfg.ppo, game=cfg.game)
 
     def report(epoch, loss, agreement):
@@ -103,9 +94,9 @@ def train_bc(cfg: RunConfig, quiet: bool = False) -> dict:
                   f"{loss:.3f}, agreement {agreement:.1%}")
 
     fitted = behaviour_clone(agent, obs, actions, cfg.offline.bc_epochs, t.seed, report=report)
-    counters = {"decisions": len(actions), "bc_agreement": fitted["accuracy"]}
-    rate = run.evaluate(agent, cfg.offline.bc_epochs, counters)
-    run.save(agent, "latest.pt", counters)
+    run.figures = {"decisions": len(actions), "bc_agreement": fitted["accuracy"]}
+    rate = run.evaluate(agent, cfg.offline.bc_epochs)
+    run.save(agent, "latest.pt")
     run.close()
     print(f"done: behaviour cloning on {len(actions):,} decisions, agreement "
           f"{fitted['accuracy']:.1%}, {rate:.0%} against {t.eval_opponent} -> {run.run_dir}")
@@ -123,36 +114,39 @@ def train_cql(cfg: RunConfig, quiet: bool = False) -> dict:
     t, c = cfg.train, cfg.dqn
     data = transitions(t.dataset, c.n_step, c.gamma, t.dataset_pilot or None, cfg.game)
     size = len(data["action"])
-    run = _Run(cfg, "cql")  # threads and seed first: the network's first weights come from them
+    run = _Run(cfg, "cql", quiet)  # threads and seed first: the first weights come from them
     agent = DQNAgent(cfg.game.obs_dim, cfg.game.num_actions,
                      dataclasses.replace(c, buffer_size=size), seed=t.seed, game=cfg.game)
     _fill(agent, data, c.reward_scale)
     steps = cfg.offline.cql_steps // c.gradient_steps
-    counters = {"decisions": size, "gradient_steps": 0}
+    step = 0
+    run.figures = {"decisions": size, "gradient_steps": step}
     run.start_clock()
     # The bar counts what the summary counts: gradient steps (`gradient_steps` an update).
     with Progress(steps * c.gradient_steps, run.name, "gradient step", quiet) as progress:
+        if not quiet:
+            run.evaluator.say = progress.say
         for k in range(1, steps + 1):
             losses = agent.update(cql_alpha=cfg.offline.cql_alpha)
-            counters["gradient_steps"] = k * c.gradient_steps
+            step = run.figures["gradient_steps"] = k * c.gradient_steps
             if k % OFFLINE_UPDATE == 0 or k == steps:
-                step = counters["gradient_steps"]
                 for name in ("td_loss", "cql_loss", "q_values"):
                     run.writer.add_scalar(f"losses/{name}", losses[name], step)
                 if (k // OFFLINE_UPDATE) % t.eval_interval == 0 or k == steps:
-                    rate = run.evaluate(agent, step, counters)
+                    rate = run.evaluate(agent, step)
                     progress.say(f"{step:,} gradient steps: {rate:.0%} against "
                                  f"{t.eval_opponent}")
             progress.update(c.gradient_steps)
             if run.out_of_time():
-                rate = run.evaluate(agent, counters["gradient_steps"], counters)
+                run.evaluate(agent, step)
                 break
-    run.save(agent, "latest.pt", counters)
+    run.save(agent, "latest.pt")
     run.close()
-    print(f"done: conservative Q-learning, {counters['gradient_steps']:,} gradient steps on "
-          f"{size:,} transitions; best {run.best:.0%} against {t.eval_opponent} -> {run.run_dir}")
-    return {"run_dir": str(run.run_dir), "log_dir": str(run.log_dir), "best": run.best,
-            **counters}
+    best = run.counters.best_eval
+    print(f"done: conservative Q-learning, {step:,} gradient steps on {size:,} transitions; "
+          f"best {best:.0%} against {t.eval_opponent} -> {run.run_dir}")
+    return {"run_dir": str(run.run_dir), "log_dir": str(run.log_dir), "best": best,
+            **run.figures}
 
 
 def _fill(agent, data: dict[str, np.ndarray], reward_scale: float, chunk: int = 65_536) -> None:

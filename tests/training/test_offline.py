@@ -51,6 +51,8 @@ def _cfg(tmp_path, algorithm, bc_epochs=3, cql_steps=400, **train):
 
 @pytest.mark.slow
 def test_bc_then_cql_then_ppo_from_each(tmp_path, recorded, capsys):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
     from spacewar_ai.agents.saved import load_agent
     from spacewar_ai.training import train
 
@@ -58,6 +60,13 @@ def test_bc_then_cql_then_ppo_from_each(tmp_path, recorded, capsys):
     assert bc["accuracy"] > 0.6  # it imitates the hard pilot's recorded moves
     agent, ckpt = load_agent(tmp_path / "ck" / "bc" / "best.pt")
     assert agent.algorithm == "ppo" and ckpt["metadata"]["counters"]["best_eval"] >= 0
+    # best.pt is chosen as every run's is (evaluation.Evaluator): a confirmed challenger,
+    # then published as the design's bc_best.pt.
+    events = EventAccumulator(str(tmp_path / "runs" / "bc"))
+    events.Reload()
+    assert {"eval/win_rate", "eval/confirmed_win_rate", "eval/best_win_rate"} <= \
+        set(events.Tags()["scalars"])
+    assert load_agent(tmp_path / "ck" / "bc_best.pt")[1]["metadata"]["run_name"] == "bc"
     capsys.readouterr()
     cql = train(_cfg(tmp_path, "cql"))
     assert cql["gradient_steps"] == 400
