@@ -50,6 +50,9 @@ def style(spec: str, games: int, seed: int) -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--timesteps", type=int, default=1_500_000)
+    p.add_argument("--num-envs", type=int, default=TrainConfig().num_envs,
+                   help="games each training run plays at once (an update is this many times "
+                        "[ppo] n_steps decisions)")
     p.add_argument("--games", type=int, default=200)
     p.add_argument("--pairing-games", type=int, default=100, help="tournament games per pairing")
     p.add_argument("--seed", type=int, default=0)
@@ -62,7 +65,7 @@ def main(argv=None) -> int:
     for name in names:
         run_name = f"personality-{name}-s{args.seed}"
         cfg = RunConfig(train=TrainConfig(total_timesteps=args.timesteps, seed=args.seed,
-                                          run_name=run_name,
+                                          run_name=run_name, num_envs=args.num_envs,
                                           eval_episodes=args.train_eval_games),
                         reward=RewardConfig.preset(name))
         train(cfg, quiet=True)

@@ -39,8 +39,8 @@ def test_ladder_writes_every_stage(tmp_path):
 
 @pytest.mark.slow
 def test_personalities_trains_and_charts_each_one(tmp_path):
-    _script(tmp_path, "personalities", "--timesteps", "2048", "--games", "4",
-            "--pairing-games", "2", "--train-eval-games", "4", "--out", "p.md")
+    _script(tmp_path, "personalities", "--timesteps", "2048", "--num-envs", "16", "--games",
+            "4", "--pairing-games", "2", "--train-eval-games", "4", "--out", "p.md")
     table = (tmp_path / "p.md").read_text()
     styles = json.loads((tmp_path / "p.json").read_text())["styles"]
     assert set(styles) == {"standard", "aggressive", "survival", "efficient", "sniper"}
@@ -113,17 +113,18 @@ def test_adapt_curve_plays_both_planners_match_after_match(tmp_path):
 
 @pytest.mark.slow
 def test_engine_ab_times_two_engine_files_side_by_side(tmp_path):
+    # The kernels run as Python: what is tested is the script (two engines loaded apart, timed
+    # in pairs, reported), and compiling them would only repeat the engine's own tests' work.
     engine = str(ROOT / "spacewar_ai" / "game" / "engine.py")
     out = _script(tmp_path, "engine_ab", engine, engine, "--games", "8", "--pairs", "4",
-                  "--steps", "2", "--observe")
+                  "--steps", "2", "--observe", NUMBA_DISABLE_JIT="1")
     assert out.stdout.startswith("8 games with observations, 4 pairs: A ") and "B/A median " in out.stdout
     missing = subprocess.run([sys.executable, str(ROOT / "scripts" / "engine_ab.py"), engine,
                               "nowhere.py"], cwd=tmp_path, capture_output=True, text=True,
                              timeout=120)
     assert missing.returncode != 0 and ("nowhere.py: neither an engine file nor a spacewar_ai "
                                         "package folder") in missing.stderr
-    # Whole package copies, their kernels run as Python: the engine files above were compiled
-    # side by side already, and two more package copies would only compile them again.
+    # Whole package copies.
     package = str(ROOT / "spacewar_ai")
     out = _script(tmp_path, "engine_ab", package, package, "--games", "4", "--pairs", "2",
                   "--steps", "30", NUMBA_DISABLE_JIT="1")

@@ -333,29 +333,9 @@ def _tiny(tmp_path) -> list[str]:
 
 @pytest.mark.slow
 @RAY_GROUP
-def test_ray_workers_give_the_weights_of_workers_in_this_process(tmp_path):
-    """The same run with its two workers as Ray actors (a Ray instance this run starts) and in
-    this process: the same weights, bit for bit. The run says where each part runs (--device
-    auto: the learner on a GPU when there is one, the CPU here; workers always on the CPU)."""
-    pytest.importorskip("ray")
-    runs = {}
-    for backend, where in (("ray", "as Ray actors"), ("local", "in child processes")):
-        out = _cli("--rollout-workers", "2", "--backend", backend, "--timesteps", "512",
-                   "--device", "auto", *_tiny(tmp_path), "--checkpoint-dir", "ck", "--log-dir",
-                   "runs", "--run-name", backend, cwd=tmp_path)
-        assert out.returncode == 0, out.stderr[-3000:]
-        expected = "cuda" if torch.cuda.is_available() else "cpu"
-        assert f"the learner updates on {expected}; 2 rollout workers play the games {where}" \
-            in out.stderr
-        runs[backend] = _weights(tmp_path / "ck" / backend / "latest.pt")
-    assert _same(runs["ray"], runs["local"])
-
-
-@pytest.mark.slow
-@RAY_GROUP
 def test_ray_workers_playing_ahead_give_the_weights_of_workers_in_this_process(tmp_path):
-    """--async-rollouts on Ray actors, which play the next rollout while the learner updates
-    (in another process), gives the weights the same run gets here, bit for bit."""
+    """--async-rollouts on Ray actors (of a Ray instance the run starts), which play the next
+    rollout while the learner updates, gives the weights the same run gets here, bit for bit."""
     pytest.importorskip("ray")
     runs = {}
     for backend in ("ray", "local"):
@@ -372,9 +352,10 @@ def test_ray_workers_playing_ahead_give_the_weights_of_workers_in_this_process(t
 @RAY_GROUP
 def test_a_two_node_cluster_trains_resumes_and_survives_a_killed_worker(tmp_path):
     """A head and a second node started here (one CPU each, so the two workers land one on
-    each): a run trains to its end and matches the same run's workers in this process bit for
-    bit; it resumes on the cluster; a run whose worker is killed (SIGKILL) goes on with a new
-    worker and says so in one line."""
+    each): a run trains to its end and matches the same run's workers in child processes bit
+    for bit; it resumes on the cluster; a run whose worker is killed (SIGKILL) goes on with a
+    new worker and says so in one line. Each run says where each part runs (--device auto: the
+    learner on a GPU when there is one, the CPU here; workers always on the CPU)."""
     pytest.importorskip("ray")
     from tests.rating.test_cluster import AUTH, _free_port, _ray_cli
 
@@ -391,15 +372,18 @@ def test_a_two_node_cluster_trains_resumes_and_survives_a_killed_worker(tmp_path
         assert node.returncode == 0, node.stderr[-2000:]
         address = ["--rollout-workers", "2", "--ray-address", f"127.0.0.1:{port}"]
         common = [*_tiny(tmp_path), "--checkpoint-dir", "ck", "--log-dir", "runs"]
-        out = _cli(*address, "--timesteps", "512", *common, "--run-name", "cluster",
-                   cwd=tmp_path, env=env)
+        out = _cli(*address, "--timesteps", "512", "--device", "auto", *common, "--run-name",
+                   "cluster", cwd=tmp_path, env=env)
         assert out.returncode == 0, out.stderr[-3000:]
+        learner = f"the learner updates on {'cuda' if torch.cuda.is_available() else 'cpu'}"
+        assert f"{learner}; 2 rollout workers play the games as Ray actors" in out.stderr
         nodes = {line.split(" runs on ")[1] for line in out.stderr.splitlines()
                  if " runs on " in line}
         assert len(nodes) == 2, out.stderr[-3000:]  # one worker on each node
         here = _cli("--rollout-workers", "2", "--backend", "local", "--timesteps", "512",
                     *common, "--run-name", "here", cwd=tmp_path, env=env)
         assert here.returncode == 0, here.stderr[-3000:]
+        assert "2 rollout workers play the games in child processes" in here.stderr
         latest = tmp_path / "ck" / "cluster" / "latest.pt"
         assert _same(_weights(latest), _weights(tmp_path / "ck" / "here" / "latest.pt"))
         resumed = _cli(*address, "--resume", str(latest), "--timesteps", "1024",
