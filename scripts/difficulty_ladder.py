@@ -45,14 +45,18 @@ LEVELS = [
     (1, "heuristic:easy", "turns to where you are, reacts 240 ms late"),
     (1.5, "heuristic:hard@react=2", "the hard pilot's rules, reacting 160 ms late"),
     (2, "heuristic:hard@aim=0@react=2", "the same, shooting where you are"),
-    (3, "heuristic:easy@react=1", "turns to where you are, reacts 80 ms late"),
-    (3.5, "heuristic:medium@react=1", "leads its shots and keeps off the star, 80 ms late"),
+    (2.5, "heuristic:hard@aim=0@react=1.5", "the same, reacting 80 ms late and 160 ms in "
+                                            "turn"),
+    (3, "heuristic:hard@aim=0@react=1.25", "the same, reacting 80 ms late, 160 ms one time "
+                                           "in four"),
+    (3.5, "heuristic:hard@react=1.25", "the hard pilot's rules, reacting 80 ms late, 160 ms one "
+                                       "time in four"),
     (4, "heuristic:hard@react=1", "leads with gravity, shoots torpedoes down, 80 ms late"),
     (5, "heuristic:medium@aim=0", "keeps off the star and closes in at once, shoots where you "
                                   "are"),
     (5.5, "heuristic:medium@aim=0.5", "the same, leading its shots halfway"),
-    (6, "heuristic:hard@aim=0.5", "leads with gravity halfway, shoots torpedoes down at once"),
-    (6.5, "heuristic:hard", "the same, leading all the way"),
+    (6, "heuristic:medium", "the same, leading all the way"),
+    (6.5, "heuristic:hard", "leads with gravity, shoots torpedoes down, sidesteps, at once"),
     (7, "pretrained", "the shipped network"),
     (7.5, "search:heuristic:hard+heuristic:hard@samples=1@horizon=20@jitter=0",
      "the hard pilot, trying each move 20 decisions ahead"),

@@ -352,16 +352,21 @@ class HeuristicPilot(Pilot):
 
 
 class DelayedPilot(Pilot):
-    """Wraps a pilot so it acts on the observation of `delay` decisions ago (reaction time)."""
+    """Wraps a pilot so it acts on the observation of `delay` decisions ago (reaction time). A
+    fractional delay alternates the whole delays on either side, in the share the fraction
+    says (1.25: two decisions late one decision in four, one late otherwise), the same way in
+    every game, so that it stays a pilot of its spec and needs no random stream."""
 
-    def __init__(self, pilot, delay: int):
-        if delay < 0:
+    def __init__(self, pilot, delay: float):
+        if not delay >= 0:
             raise ValueError(f"delay={delay} is invalid: must be >= 0")
         self.pilot = pilot
-        self.delay = int(delay)
+        self.delay = float(delay)
+        self.size = math.ceil(self.delay) + 1  # observations kept a game
         self.name = pilot.name
-        self._hist: np.ndarray | None = None  # (delay + 1, N, D) ring buffer
+        self._hist: np.ndarray | None = None  # (size, N, D) ring buffer
         self._pos = 0
+        self._due = 0.0  # the fraction's share of late decisions owed so far
         self._fresh = np.zeros(0, dtype=bool)
 
     def reset(self, mask=None, seeds=None) -> None:
@@ -379,21 +384,25 @@ class DelayedPilot(Pilot):
             return self.pilot.act(obs)
         n = obs.shape[0]
         if self._hist is None or self._hist.shape[1] != n:
-            self._hist = np.repeat(obs[None].astype(np.float32), self.delay + 1, axis=0)
+            self._hist = np.repeat(obs[None].astype(np.float32), self.size, axis=0)
             self._fresh = np.zeros(n, dtype=bool)
-            self._pos = 0
+            self._pos, self._due = 0, 0.0
         if self._fresh.any():
             # A new game starts with a history that is all its first observation.
             self._hist[:, self._fresh] = obs[self._fresh]
             self._fresh[:] = False
-        self._pos = (self._pos + 1) % (self.delay + 1)
+        self._pos = (self._pos + 1) % self.size
         self._hist[self._pos] = obs
-        old = (self._pos + 1) % (self.delay + 1)
-        return self.pilot.act(self._hist[old])
+        late = math.floor(self.delay)
+        self._due += self.delay - late
+        if self._due >= 1.0 - 1e-9:
+            self._due -= 1.0
+            late += 1
+        return self.pilot.act(self._hist[(self._pos - late) % self.size])
 
 
 def scripted_pilot(spec: str, config: GameConfig | None = None, seed: int = 0,
-                   aim: float = 1.0, react: int | None = None):
+                   aim: float = 1.0, react: float | None = None):
     """The scripted pilot a spec names ('idle', 'random', 'heuristic[:easy|medium|hard]'), or None
     when the spec names no scripted pilot. A heuristic pilot takes the share of the lead it aims
     with (`aim`) and the decisions it reacts late (`react`, else its level's own), both part of
@@ -409,9 +418,9 @@ def scripted_pilot(spec: str, config: GameConfig | None = None, seed: int = 0,
     if level not in LEVEL_CODE:
         return None
     pilot = HeuristicPilot(level, config, aim)
-    delay = REACTION_DELAY[level] if react is None else int(react)
+    delay = REACTION_DELAY[level] if react is None else react
     if delay != REACTION_DELAY[level]:
-        pilot.name += f"@react={delay}"
+        pilot.name += f"@react={delay:g}"
     return DelayedPilot(pilot, delay) if delay else pilot
 
 

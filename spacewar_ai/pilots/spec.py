@@ -49,10 +49,12 @@ REAL_SETTINGS = {"jitter": ((0.0, 1.0), "from 0 up to (not including) 1, the sha
                  "margin": ((0.0, 2.0), "from 0 to 2, how much better than the policy's own "
                                         "move another must be, in mean endings (-1 to 1)"),
                  "aim": ((0.0, 1.0), "from 0 to 1, the share of the lead it takes (1 aims "
-                                     "where the target will be, 0 where it is)")}
+                                     "where the target will be, 0 where it is)"),
+                 "react": ((0.0, 25.0), "from 0 to 25, the decisions between what it sees and "
+                                        "what it does (a fraction alternates the whole delays "
+                                        "on either side)")}
 # Whole-number settings: the least each may be, and what it counts.
-WHOLE_SETTINGS = {"samples": (1, "rollouts per action"), "horizon": (1, "decisions per rollout"),
-                  "react": (0, "decisions between what it sees and what it does")}
+WHOLE_SETTINGS = {"samples": (1, "rollouts per action"), "horizon": (1, "decisions per rollout")}
 
 
 def shipped_lm_specs() -> str:

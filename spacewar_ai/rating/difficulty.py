@@ -36,7 +36,7 @@ LADDER_PATH = SHIPPED_DIR / "difficulty.json"
 REFERENCE_POOL = ("heuristic:easy", "heuristic:medium", "heuristic:hard", "pretrained")
 START_LEVEL = 3  # where `auto` starts a player it has no games of
 # The names --difficulty had before the ladder, as levels of it ("insane" is the top).
-DIFFICULTY_NAMES = {"easy": 1, "medium": 4, "hard": 6, "insane": -1}
+DIFFICULTY_NAMES = {"easy": 1, "medium": 4, "hard": 6.5, "insane": -1}
 # A player's prior: this many drawn games against the start level, so that the first games move
 # the estimate without throwing it to the ends of the scale.
 PRIOR_GAMES = 1.0

@@ -120,7 +120,7 @@ def test_held_rotation_and_thrust_alternate_and_fire_goes_first():
 def test_each_difficulty_is_a_level_of_the_ladder_with_its_rating():
     cfg = GameConfig()
     levels = ladder()
-    for name, number in (("easy", 1), ("medium", 4), ("hard", 6),
+    for name, number in (("easy", 1), ("medium", 4), ("hard", 6.5),
                          ("insane", levels[-1].number), ("2", 2), ("3.5", 3.5)):
         opp = difficulty_opponent(name, cfg)
         level = next(level for level in levels if level.number == number)

@@ -61,6 +61,29 @@ def test_easy_pilot_reacts_three_decisions_late():
         assert np.array_equal(acted[t], inner.act(history[t - 3]))
 
 
+def test_a_fractional_reaction_alternates_the_whole_delays_around_it():
+    """@react=1.25: two decisions late one decision in four, one decision late otherwise, the
+    same in every game."""
+    pilot = make_pilot("heuristic:hard@react=1.25")
+    assert pilot.name == "heuristic:hard@react=1.25"
+    inner = HeuristicPilot("hard")
+    env = SpacewarVectorEnv(64, opponent="heuristic:medium")
+    obs, _ = env.reset(seed=3)
+    history, acted = [], []
+    for _ in range(30):
+        history.append(obs.copy())
+        acted.append(pilot.act(obs))
+        obs, _, term, trunc, _ = env.step(np.full(64, 4, dtype=np.int64))
+        if (term | trunc).any():
+            break
+    late = [1, 1, 1, 2] * 8
+    for t in range(2, len(acted)):
+        assert np.array_equal(acted[t], inner.act(history[t - late[t]])), t
+    # Not the pilot one decision late: the late decisions differ somewhere.
+    assert any(not np.array_equal(acted[t], inner.act(history[t - 1]))
+               for t in range(3, len(acted), 4))
+
+
 def test_aim_and_reaction_are_settings_a_player_feels_as_strength():
     """`@aim` and `@react` change a heuristic pilot's play where a player sees it: the medium
     pilot aiming at where the target is now loses to itself leading its shots, and the easy

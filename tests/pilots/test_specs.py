@@ -92,7 +92,7 @@ def test_the_files_a_spec_names(tmp_path):
     ("search:search:pretrained", "a planner cannot plan over another planner"),
     ("search:heuristic:hard@samples=many", "samples='many' is invalid"),
     ("heuristic:medium@aim=1.5", "aim='1.5' is invalid: must be a number from 0 to 1"),
-    ("heuristic:easy@react=-1", "react='-1' is invalid: must be an integer >= 0"),
+    ("heuristic:easy@react=-1", "react='-1' is invalid: must be a number from 0 to 25"),
     ("heuristic:hard@samples=4", "unknown setting 'samples' after @; the settings are aim and "
                                  "react"),
     ("heuristic:hard@aim=0.5@aim=0.2", "aim is set twice"),
