@@ -43,20 +43,26 @@ def test_pilots_choose_only_valid_actions(spec):
         assert env.batch.ship_i[:, 0, 10].sum() == masked_before
 
 
+def _watched(pilot, games: int, opponent: str, move: int, decisions: int):
+    """What `pilot` saw and did as ship 0 of `games` games (ship 1 `opponent`, ship 0's moves
+    `move`), decision by decision, up to the first game's end."""
+    env = SpacewarVectorEnv(games, opponent=opponent)
+    obs, _ = env.reset(seed=3)
+    history, acted = [], []
+    for _ in range(decisions):
+        history.append(obs.copy())
+        acted.append(pilot.act(obs))
+        obs, _, term, trunc, _ = env.step(np.full(games, move, dtype=np.int64))
+        if (term | trunc).any():
+            break
+    return history, acted
+
+
 def test_easy_pilot_reacts_three_decisions_late():
     pilot = make_pilot("heuristic:easy")
     assert isinstance(pilot, DelayedPilot) and pilot.delay == 3
     inner = HeuristicPilot("easy")
-    env = SpacewarVectorEnv(16, opponent="random")
-    obs, _ = env.reset(seed=3)
-    history, acted = [], []
-    for _ in range(40):
-        history.append(obs.copy())
-        acted.append(pilot.act(obs))
-        obs, _, term, trunc, _ = env.step(np.zeros(16, dtype=np.int64))
-        if (term | trunc).any():
-            pilot.reset(term | trunc)
-            break
+    history, acted = _watched(pilot, 16, "random", 0, 40)
     for t in range(3, len(acted)):
         assert np.array_equal(acted[t], inner.act(history[t - 3]))
 
@@ -67,15 +73,7 @@ def test_a_fractional_reaction_alternates_the_whole_delays_around_it():
     pilot = make_pilot("heuristic:hard@react=1.25")
     assert pilot.name == "heuristic:hard@react=1.25"
     inner = HeuristicPilot("hard")
-    env = SpacewarVectorEnv(64, opponent="heuristic:medium")
-    obs, _ = env.reset(seed=3)
-    history, acted = [], []
-    for _ in range(30):
-        history.append(obs.copy())
-        acted.append(pilot.act(obs))
-        obs, _, term, trunc, _ = env.step(np.full(64, 4, dtype=np.int64))
-        if (term | trunc).any():
-            break
+    history, acted = _watched(pilot, 64, "heuristic:medium", 4, 30)
     late = [1, 1, 1, 2] * 8
     for t in range(2, len(acted)):
         assert np.array_equal(acted[t], inner.act(history[t - late[t]])), t
