@@ -470,7 +470,7 @@ def play(config: GameConfig | None = None, opponent: str | None = None,
 
     config = config if config is not None else GameConfig()
     book = PlayerBook(book_path)
-    chosen, follow = choose_opponent(opponent, difficulty or "auto", two_player, config, seed,
+    chosen, follow = choose_opponent(opponent, difficulty, two_player, config, seed,
                                      book, players[0])
     recorder = open_recorder(record, per_decision=False, config=config)
     game = HumanGame(config, chosen, two_player=two_player, score_limit=score_limit, seed=seed,

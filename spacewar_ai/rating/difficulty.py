@@ -147,37 +147,30 @@ def fit_players(games, start: float, prior_games: float = PRIOR_GAMES) -> dict[s
         for name in theta:
             grad = prior_games * (0.5 - expected_score(theta[name], start))
             info = prior_games * _variance(theta[name], start)
-            for player, opponent, score in rows:
-                if name not in (player, opponent):
-                    continue
-                other = theta[opponent] if isinstance(opponent, str) else opponent
-                if player == name:
-                    mine, against = score, other
-                else:
-                    mine, against = 1.0 - score, theta[player]
+            for mine, against in _games_of(name, theta, rows):
                 grad += mine - expected_score(theta[name], against)
                 info += _variance(theta[name], against)
-            step = ELO_SCALE * grad / info
-            step = max(-400.0, min(400.0, step))
+            step = max(-400.0, min(400.0, ELO_SCALE * grad / info))
             theta[name] += step
             moved = max(moved, abs(step))
         if moved < 1e-6:
             break
     out = {}
     for name, value in theta.items():
-        info, count = 0.0, 0
-        for player, opponent, _ in rows:
-            if name == player:
-                other = theta[opponent] if isinstance(opponent, str) else opponent
-            elif name == opponent:
-                other = theta[player]
-            else:
-                continue
-            info += _variance(value, other)
-            count += 1
+        against = [other for _, other in _games_of(name, theta, rows)]
+        info = sum(_variance(value, other) for other in against)
         ci = 1.96 * ELO_SCALE / math.sqrt(info) if info > 0 else math.inf
-        out[name] = Rated(value, ci, count)
+        out[name] = Rated(value, ci, len(against))
     return out
+
+
+def _games_of(name: str, theta: dict[str, float], rows):
+    """(the score of `name`, the opponent's rating) for each of `name`'s games."""
+    for player, opponent, score in rows:
+        if player == name:
+            yield score, theta[opponent] if isinstance(opponent, str) else opponent
+        elif opponent == name:
+            yield 1.0 - score, theta[player]
 
 
 def _variance(rating: float, opponent: float) -> float:
@@ -265,8 +258,7 @@ class Follow:
 
     def __init__(self, rated: Rated, levels: tuple[Level, ...] | None = None):
         self.levels = levels or ladder()
-        self.rated = rated
-        self.level = self.choose(rated)
+        self.update(rated)
 
     def choose(self, rated: Rated) -> Level:
         if not rated.games:
