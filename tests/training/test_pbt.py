@@ -27,7 +27,7 @@ def _cli(*args, env=None, cwd=None, timeout=600):
 
 @pytest.mark.slow
 def test_population_based_training_exploits_and_restores(tmp_path):
-    args = ["--pbt", "--population", "2", "--pbt-rounds", "2", "--timesteps", "8192",
+    args = ["--pbt", "--population", "2", "--pbt-rounds", "2", "--timesteps", "4096",
             "--num-envs", "8", "--eval-episodes", "2", "--seed", "4", "--quiet",
             "--checkpoint-dir", str(tmp_path / "ck")]
     runs = []

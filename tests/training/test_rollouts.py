@@ -391,9 +391,9 @@ def test_a_two_node_cluster_trains_resumes_and_survives_a_killed_worker(tmp_path
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         assert load_checkpoint(latest)["metadata"]["counters"]["global_step"] == 1024
 
-        # A run of 30 updates; one of its workers is killed once both have played a rollout.
+        # A run of 15 updates; one of its workers is killed once both have played a rollout.
         run = subprocess.Popen(
-            [sys.executable, "-m", "spacewar_ai", *address, "--timesteps", "3840", *common,
+            [sys.executable, "-m", "spacewar_ai", *address, "--timesteps", "1920", *common,
              "--run-name", "killed"], cwd=tmp_path,
             env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         seen = []
