@@ -354,8 +354,9 @@ class HeuristicPilot(Pilot):
 class DelayedPilot(Pilot):
     """Wraps a pilot so it acts on the observation of `delay` decisions ago (reaction time). A
     fractional delay alternates the whole delays on either side, in the share the fraction
-    says (1.25: two decisions late one decision in four, one late otherwise), the same way in
-    every game, so that it stays a pilot of its spec and needs no random stream."""
+    says (1.25: two decisions late one decision in four, one late otherwise), counted over the
+    batch's decisions rather than drawn, so that it stays a pilot of its spec with no random
+    stream (a game that starts mid-batch joins the count where it stands)."""
 
     def __init__(self, pilot, delay: float):
         if not delay >= 0:
