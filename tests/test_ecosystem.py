@@ -1,6 +1,8 @@
 """The RL ecosystem's own tools on Spacewar-v0, unchanged: Gymnasium's vector envs and wrappers,
 sb3-contrib's MaskablePPO and PettingZoo's test suite (AEC and parallel)."""
 
+from pathlib import Path
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -307,23 +309,44 @@ def test_the_module_qualified_id_works_in_spawned_workers():
 
 @pytest.mark.slow
 def test_the_first_step_after_an_install_says_it_is_compiling_once(tmp_path):
-    """A fresh numba cache (as after an install) makes the first step compile for many seconds:
-    the user is told, once; the next process loads the cache and says nothing."""
+    """A process whose first step compiles part of the engine with numba (as after an install)
+    tells the user, once; the next process loads the cache and says nothing. The cache starts
+    with every function but one (the random pilot's kernel), so that a real compile happens
+    without compiling the whole engine again."""
     import os
+    import shutil
     import subprocess
     import sys
 
-    from spacewar_ai.game.engine import COMPILE_NOTICE
+    from numba.core.caching import UserProvidedCacheLocator
 
+    import spacewar_ai.pilots.scripted  # noqa: F401 (registers the pilots' warm-ups)
+    from spacewar_ai.game.engine import COMPILE_NOTICE, GameBatch
+
+    GameBatch(1)  # the warm-ups: the cache beside the sources is written if it was not
+    cache = tmp_path / "cache"
+    left_out = "scripted._random_kernel-"
+    for entry in Path(spacewar_ai.__file__).parent.rglob("__pycache__/*.nb[ic]"):
+        if not entry.name.startswith(left_out):
+            # Where numba looks under NUMBA_CACHE_DIR for the entries of this source folder.
+            sub = UserProvidedCacheLocator.get_suitable_cache_subpath(
+                str(entry.parent.parent / "any.py"))
+            (cache / sub).mkdir(parents=True, exist_ok=True)
+            shutil.copy2(entry, cache / sub / entry.name)
     script = ("import gymnasium as gym, spacewar_ai\n"
               "env = gym.make('Spacewar-v0', opponent='heuristic:hard')\n"
               "env.reset(seed=0)\nenv.step(4)\n")
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), NUMBA_DEBUG_CACHE="1")
     runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                            text=True, timeout=900) for _ in range(2)]
     assert all(r.returncode == 0 for r in runs), runs[0].stderr
     assert runs[0].stderr.count(COMPILE_NOTICE) == 1, runs[0].stderr
     assert COMPILE_NOTICE not in runs[1].stderr
+    # The first process compiled the one function left out and loaded the rest: numba's
+    # cache layout is as this test assumes.
+    saved = [line for line in runs[0].stdout.splitlines() if "data saved to" in line]
+    assert saved and all(left_out in line for line in saved), runs[0].stdout
+    assert not [line for line in runs[1].stdout.splitlines() if "data saved to" in line]
 
 
 def test_the_dependency_surfaces_we_lean_on_are_there(tmp_path):

@@ -122,7 +122,7 @@ class BaseAgent(abc.ABC):
 
     algorithm = "base"
     config_class: type = object  # the agent's config dataclass
-    _not_in_play_copies: tuple = ("optimizer",)  # state_dict entries play_copy leaves out
+    _not_in_play_copies: tuple = ()  # play_state entries play_copy leaves out
 
     def __init__(self, state_dim: int, action_dim: int, config: Any = None,
                  device: str | torch.device = "cpu", game: GameConfig | None = None):
@@ -148,6 +148,30 @@ class BaseAgent(abc.ABC):
         self.device = resolve_device(device)
         self.obs_norm = RunningNorm(self.input_dim).to(self.device)
         self.update_obs_stats = True
+        self._optimizer: torch.optim.Optimizer | None = None
+        self._saved_optimizer: dict[str, Any] | None = None  # loaded, not yet applied
+
+    # --- the optimizer ------------------------------------------------------------------------
+    @property
+    def optimizer(self) -> torch.optim.Optimizer:
+        """Built on first use: an agent that only plays (a pilot, a worker, a league opponent)
+        never needs one, and building one makes torch load its compiler, seconds of start-up in
+        every process that plays."""
+        if self._optimizer is None:
+            self._optimizer = self._make_optimizer()
+            if self._saved_optimizer is not None:
+                load_optimizer(self._optimizer, self._saved_optimizer, self.config.learning_rate)
+                self._saved_optimizer = None
+        return self._optimizer
+
+    @abc.abstractmethod
+    def _make_optimizer(self) -> torch.optim.Optimizer: ...
+
+    def _load_optimizer_state(self, state: dict[str, Any]) -> None:
+        if self._optimizer is None:
+            self._saved_optimizer = state
+        else:
+            load_optimizer(self._optimizer, state, self.config.learning_rate)
 
     # --- helpers ------------------------------------------------------------------------------
     def features(self, obs: np.ndarray) -> np.ndarray:
@@ -179,8 +203,16 @@ class BaseAgent(abc.ABC):
         """Actions for one observation (an int) or a batch (an int64 array)."""
 
     @abc.abstractmethod
+    def play_state(self) -> dict[str, Any]:
+        """Everything that plays, as tensors and plain values: state_dict without the
+        optimizer (what workers and the league are sent, and play copies are made of)."""
+
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to resume learning, as tensors and plain values."""
+        """Everything needed to resume learning: play_state and the optimizer's state (a loaded
+        one not yet applied passes through as it was)."""
+        if self._optimizer is None and self._saved_optimizer is not None:
+            return {**self.play_state(), "optimizer": self._saved_optimizer}
+        return {**self.play_state(), "optimizer": self.optimizer.state_dict()}
 
     @abc.abstractmethod
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
@@ -194,7 +226,7 @@ class BaseAgent(abc.ABC):
         # the learner's sampling also draws from: leave its stream as it was.
         with torch.random.fork_rng(devices=[]):
             twin = self._empty_twin()
-        twin.load_state_dict({k: v for k, v in self.state_dict().items()
+        twin.load_state_dict({k: v for k, v in self.play_state().items()
                               if k not in self._not_in_play_copies})
         return twin
 

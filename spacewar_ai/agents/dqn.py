@@ -14,7 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..config import DQNConfig, GameConfig
-from .base import OffPolicyAgent, load_optimizer
+from .base import OffPolicyAgent
 from .replay_buffer import ReplayBuffer
 
 
@@ -58,7 +58,7 @@ class DQNAgent(OffPolicyAgent):
 
     algorithm = "dqn"
     config_class = DQNConfig
-    _not_in_play_copies = ("optimizer", "play_members")  # shared by play_copy, not copied
+    _not_in_play_copies = ("play_members",)  # shared by play_copy, not copied
 
     def __init__(self, state_dim: int = 36, action_dim: int = 6, config: DQNConfig | None = None,
                  device: str | torch.device = "cpu", seed: int = 0,
@@ -78,13 +78,15 @@ class DQNAgent(OffPolicyAgent):
         # Frozen (observation statistics, network) pairs, oldest first: with play_ensemble > 1,
         # greedy play averages their Q-values with the played network's own.
         self.play_members: list[nn.Sequential] = []
-        self.optimizer = torch.optim.Adam(self.q.parameters(), lr=c.learning_rate, foreach=True)
         self.epsilon = c.start_epsilon
         self.updates = 0
         self.rng = np.random.default_rng(seed)
         self.replay = ReplayBuffer(c.buffer_size, self.input_dim, c.n_step, c.gamma,
                                    c.priority_alpha)
         self.beta = c.priority_beta
+
+    def _make_optimizer(self) -> torch.optim.Optimizer:
+        return torch.optim.Adam(self.q.parameters(), lr=self.config.learning_rate, foreach=True)
 
     def set_progress(self, progress: float) -> None:
         """Linear epsilon decay over the first exploration_fraction of the run; with anneal_lr,
@@ -294,9 +296,9 @@ class DQNAgent(OffPolicyAgent):
         twin.play_members = list(self.play_members)
         return twin
 
-    def state_dict(self) -> dict[str, Any]:
+    def play_state(self) -> dict[str, Any]:
         state = {"q": self.q.state_dict(), "q_target": self.q_target.state_dict(),
-                 "obs_norm": self.obs_norm.state_dict(), "optimizer": self.optimizer.state_dict(),
+                 "obs_norm": self.obs_norm.state_dict(),
                  "updates": self.updates, "epsilon": float(self.epsilon),
                  "config": self.config.to_dict(), "view_constants": dict(self.view_constants)}
         if self.q_play is not None:
@@ -321,6 +323,6 @@ class DQNAgent(OffPolicyAgent):
                 self._snapshot_for_play()  # a frozen pair of the right shape, then its weights
                 self.play_members[-1].load_state_dict(member_state)
         if "optimizer" in state:
-            load_optimizer(self.optimizer, state["optimizer"], self.config.learning_rate)
+            self._load_optimizer_state(state["optimizer"])
         self.updates = int(state.get("updates", 0))
         self.epsilon = float(state.get("epsilon", self.epsilon))

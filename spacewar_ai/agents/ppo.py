@@ -20,7 +20,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..config import GameConfig, PPOConfig
-from .base import NEG_INF, OnPolicyAgent, _mlp, load_optimizer, sample_actions, soft_cross_entropy
+from .base import NEG_INF, OnPolicyAgent, _mlp, sample_actions, soft_cross_entropy
 
 # A rollout's tensors, by name: what a worker hands over (RolloutBuffer.arrays) and a learner
 # joins (RolloutBuffer.joined).
@@ -219,9 +219,11 @@ class PPOAgent(OnPolicyAgent):
         c = self.config
         self.net = ActorCritic(self.input_dim, action_dim, tuple(c.hidden_sizes),
                                c.activation).to(self.device)
-        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=c.learning_rate, eps=1e-5,
-                                          foreach=True)
         self.updates = 0
+
+    def _make_optimizer(self) -> torch.optim.Optimizer:
+        return torch.optim.Adam(self.net.parameters(), lr=self.config.learning_rate, eps=1e-5,
+                                foreach=True)
 
     @property
     def rollout_steps(self) -> int:
@@ -321,9 +323,9 @@ class PPOAgent(OnPolicyAgent):
     def _empty_twin(self) -> PPOAgent:
         return PPOAgent(self.state_dim, self.action_dim, self.config, self.device)
 
-    def state_dict(self) -> dict[str, Any]:
+    def play_state(self) -> dict[str, Any]:
         return {"net": self.net.state_dict(), "obs_norm": self.obs_norm.state_dict(),
-                "optimizer": self.optimizer.state_dict(), "updates": self.updates,
+                "updates": self.updates,
                 "config": self.config.to_dict(), "view_constants": dict(self.view_constants)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -332,7 +334,7 @@ class PPOAgent(OnPolicyAgent):
         self.net.load_state_dict(state["net"])
         self.obs_norm.load_state_dict(state["obs_norm"])
         if "optimizer" in state:
-            load_optimizer(self.optimizer, state["optimizer"], self.config.learning_rate)
+            self._load_optimizer_state(state["optimizer"])
         self.updates = int(state.get("updates", 0))
 
 

@@ -61,8 +61,7 @@ class League:
             self._self_pilot = AgentPilot(agent.play_copy(), SELF, deterministic=False)
         else:
             # Only what plays: copying the optimizer's state every update is wasted work.
-            state = {k: v for k, v in agent.state_dict().items() if k != "optimizer"}
-            self._self_pilot.agent.load_state_dict(state)
+            self._self_pilot.agent.load_state_dict(agent.play_state())
         self.pilots[SELF] = self._self_pilot
         self._stack = None
 

@@ -422,7 +422,7 @@ class RolloutWorkers:
         processes play while the learner goes on (`finish` waits for them), inline ones at
         once."""
         # On the CPU: a learner on a GPU sends weights that workers without one can load.
-        weights = _on_cpu({k: v for k, v in agent.state_dict().items() if k != "optimizer"})
+        weights = _on_cpu(agent.play_state())
         view, files = league.view(), self._pool_files(league)
         if self.backend == "inline":
             parts = [w.play(update, weights, view, files) for w in self.workers]

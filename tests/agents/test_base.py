@@ -83,7 +83,7 @@ def test_play_copy_plays_alike_and_carries_no_buffers(cls):
         for mine, theirs in ((twin.replay.obs, agent.replay.obs),
                              (twin.replay.next, agent.replay.next)):
             assert len(mine) == 1 < len(theirs)
-    assert not twin.optimizer.state  # no optimizer moments either
+    assert not twin.state_dict()["optimizer"]["state"]  # no optimizer moments either
     assert twin.architecture == agent.architecture
     np.testing.assert_array_equal(twin.select_action(obs, deterministic=True),
                                   agent.select_action(obs, deterministic=True))
@@ -94,3 +94,51 @@ def test_play_copy_plays_alike_and_carries_no_buffers(cls):
         for p in (agent.q if cls is DQNAgent else agent.net).parameters():
             p.mul_(-1.0)
     np.testing.assert_array_equal(twin.select_action(obs, deterministic=True), frozen)
+
+
+def test_a_loaded_optimizer_goes_on_with_its_moments_though_built_only_to_learn(tmp_path):
+    """An agent builds its optimizer when it first learns (playing never needs one), and one
+    loaded from a checkpoint then learns on from the moments it saved."""
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(64, 36)).astype(np.float32)
+    obs[:, 30:] = 1.0
+    actions = rng.integers(0, 6, 64)
+    agent = PPOAgent(36, 6, SMALL_PPO)
+    agent.imitate(obs, actions, agent.optimizer, 16, epochs=2, fit_scaling=False)
+    agent.save(tmp_path / "a.pt", {})
+    resumed, without = PPOAgent(36, 6, SMALL_PPO), PPOAgent(36, 6, SMALL_PPO)
+    resumed.load(tmp_path / "a.pt")
+    # Played and saved again before learning: the saved moments pass through unchanged.
+    resumed.select_action(obs)
+    resumed.save(tmp_path / "b.pt", {})
+    again = PPOAgent(36, 6, SMALL_PPO)
+    again.load(tmp_path / "b.pt")
+    state = agent.state_dict()
+    without.load_state_dict({k: v for k, v in state.items() if k != "optimizer"})
+    for a in (agent, again, without):
+        a.imitate(obs, actions, a.optimizer, 16, fit_scaling=False)
+    learned = [torch.cat([p.flatten() for p in a.net.parameters()]) for a in
+               (agent, again, without)]
+    assert torch.equal(learned[0], learned[1])
+    assert not torch.equal(learned[0], learned[2])  # the moments made the difference
+
+
+@pytest.mark.slow
+def test_a_process_that_only_plays_a_network_never_loads_torchs_compiler():
+    """Loading a network pilot and playing it builds no optimizer: building one loads
+    torch._dynamo, seconds of start-up in every process that plays (a pilot, a worker)."""
+    import subprocess
+    import sys
+
+    script = ("import sys\n"
+              "from spacewar_ai.config import GameConfig\n"
+              "from spacewar_ai.pilots.build import make_pilot\n"
+              "from spacewar_ai.rating.match import play_match\n"
+              "c = GameConfig()\n"
+              "m = play_match(make_pilot('pretrained', c, 1), make_pilot('heuristic:hard', c, 2),"
+              " 2, 0, c)\n"
+              "print(m.n, 'torch._dynamo' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["2", "False"], done.stdout
