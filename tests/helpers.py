@@ -81,6 +81,18 @@ def key_pieces(secret: str, n: int = 8) -> set[str]:
     return {secret[i:i + n] for i in range(len(secret) - n + 1)}
 
 
+def house_as_if_played(project: Path) -> None:
+    """The arena's first pairings, the house pilots' own, recorded in `project`'s arena without
+    playing them: a ladder (HOUSE's order, the later the stronger, 18 of 20 games each). Tests
+    of what happens to entrants need them only as the scale."""
+    from spacewar_ai.rating.arena import Arena
+
+    arena = Arena(project / "runs" / "arena")
+    while (pair := arena.next_pairing()) is not None:
+        assert all(p["kind"] == "house" for p in pair)
+        arena.record(*pair, {"games": 20, "wins_a": 2, "wins_b": 18, "draws": 0, "replays": []})
+
+
 def tiny_run(tmp_path, algorithm="ppo", **train):
     """A training run small enough for a test: 16 games, small networks, evaluations of 4
     games every 2 updates, everything under tmp_path, the learner playing its own games (not

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.helpers import http_request, key_pieces
+from tests.helpers import house_as_if_played, http_request, key_pieces
 
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
@@ -24,6 +24,7 @@ def test_the_routes_answer_and_refuse_before_anything_is_queued(tmp_path):
     from spacewar_ai.web.app import BackgroundServer
     from spacewar_ai.web.guard import Limits
 
+    house_as_if_played(tmp_path)  # the house's pairings need not play here
     srv = BackgroundServer(tmp_path, limits=Limits(submission_bytes=2000))
     try:
         status, body = http_request(srv, "GET", "/api/arena")
@@ -69,6 +70,7 @@ def test_an_arena_submission_is_rated_and_survives_a_restart(tmp_path):
     from spacewar_ai.web.app import BackgroundServer
     from spacewar_ai.web.guard import Limits
 
+    house_as_if_played(tmp_path)
     srv = BackgroundServer(tmp_path, limits=Limits(submissions_per_hour=1,
                                                    pairings_per_entrant=2))
     try:
@@ -79,9 +81,9 @@ def test_an_arena_submission_is_rated_and_survives_a_restart(tmp_path):
             400, {"error": "name 'random' is taken: choose another"})
         assert _submit(srv, "bad kind", "aim.txt", AIM.encode())[0] == 400
         status, reply = _submit(srv, "aimer", "aim.py", AIM.encode())
-        # The uploader is told the queue ahead: the house pilots' own pairings, and its own
-        # two (nothing timed yet, so no estimate of the wait).
-        assert status == 200 and reply["pairings_ahead"] == 5 * 4 // 2 + 2, reply
+        # The uploader is told the queue ahead: its own two pairings (the house's are done;
+        # nothing timed yet, so no estimate of the wait).
+        assert status == 200 and reply["pairings_ahead"] == 2, reply
         assert reply["expected_wait_seconds"] is None
         status, reply = _submit(srv, "third", "aim3.py", AIM.encode())
         assert status == 429 and "submissions_per_hour=1" in reply["error"]
@@ -136,6 +138,7 @@ def test_a_forwarded_address_is_believed_only_from_a_named_proxy(tmp_path):
     from spacewar_ai.web.app import BackgroundServer
     from spacewar_ai.web.guard import Limits
 
+    house_as_if_played(tmp_path / "direct")  # the house's pairings need not play here
     direct = BackgroundServer(tmp_path / "direct", limits=Limits(submissions_per_hour=1))
     try:
         assert _submit_as(direct, "one", "203.0.113.1")[0] == 200
@@ -143,6 +146,7 @@ def test_a_forwarded_address_is_believed_only_from_a_named_proxy(tmp_path):
         assert status == 429 and "submissions_per_hour=1" in reply["error"]
     finally:
         direct.stop()
+    house_as_if_played(tmp_path / "proxied")  # the house's pairings need not play here
     proxied = BackgroundServer(tmp_path / "proxied", limits=Limits(submissions_per_hour=1),
                                proxies=["127.0.0.1"])
     try:
@@ -161,6 +165,7 @@ def test_a_burst_over_the_limit_is_refused_before_any_model_is_checked(tmp_path)
     from spacewar_ai.web.app import BackgroundServer
     from spacewar_ai.web.guard import Limits
 
+    house_as_if_played(tmp_path)  # the house's pairings need not play here
     srv = BackgroundServer(tmp_path, limits=Limits(submissions_per_hour=1))
     try:
         assert _submit(srv, "aimer", "aim.py", AIM.encode())[0] == 200

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tests.helpers import RAY_GROUP, ROOT
+from tests.helpers import RAY_GROUP, ROOT, house_as_if_played
 from tests.rating.test_cluster import AUTH, _free_port, cluster  # noqa: F401 (the fixture)
 
 pytestmark = [RAY_GROUP, pytest.mark.slow]
@@ -22,7 +22,6 @@ pytest.importorskip("starlette")
 
 AIM = (b"def strategy(obs):\n    if obs[34] > 0.5 and abs(obs[12]) < 0.2:\n        return 4\n"
        b"    return 1 if obs[12] > 0 else 2\n")
-DRAW = {"games": 2, "wins_a": 1, "wins_b": 1, "draws": 0, "replays": []}
 
 
 def _get(port: int, path: str):
@@ -40,9 +39,8 @@ def test_arena_pairings_on_a_two_node_cluster_equal_the_local_ones(tmp_path,
 
     address, second = cluster
     project = tmp_path / "project"
+    house_as_if_played(project)
     arena = Arena(project / "runs" / "arena", per_entrant=1)
-    while (pair := arena.next_pairing()) is not None:  # the house's own, as if played
-        arena.record(*pair, DRAW)
     arena.submit("aimer", "aim.py", AIM, "192.0.2.1", 5)
     arena.submit("spinner", "spin.py", b"def strategy(obs):\n    return 1\n", "192.0.2.2", 5)
     # What the server's two runners play at once, one on each node: each entrant's pairing.

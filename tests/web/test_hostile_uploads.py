@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.helpers import http_request
+from tests.helpers import house_as_if_played, http_request
 
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
@@ -53,6 +53,7 @@ def test_hostile_uploads_are_refused_or_confined_and_the_arena_goes_on(tmp_path)
     }
     # Two pairings an entrant: enough for every hostile one to play, and for the honest one to
     # meet two house pilots.
+    house_as_if_played(tmp_path / "project")
     srv = BackgroundServer(tmp_path / "project", limits=Limits(
         submissions_per_hour=50, attempts_per_hour=50, decision_ms=100, pairing_memory_mb=2048,
         pairings_per_entrant=2))
