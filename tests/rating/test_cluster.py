@@ -108,20 +108,23 @@ def test_tournament_on_a_two_node_cluster_equals_the_local_one(tmp_path, cluster
 def test_evaluation_and_datasets_on_ray_are_the_local_games(tmp_path, monkeypatch):
     from spacewar_ai.rating import match
     from spacewar_ai.rating.match import play_match, play_match_on_ray
+    from spacewar_ai.training import datasets
     from spacewar_ai.training.datasets import generate, load
 
     os.environ["MINARI_DATASETS_PATH"] = str(tmp_path / "minari")
-    monkeypatch.setattr(match, "RAY_CHUNK", 5)  # tasks of 5 pairs: the split, in fewer games
+    # Tasks of 2 pairs, chunks of 6 games: the splits, in few games.
+    monkeypatch.setattr(match, "RAY_CHUNK", 2)
+    monkeypatch.setattr(datasets, "BATCH", 6)
     ray.init(num_cpus=2, logging_level="ERROR", log_to_driver=False, include_dashboard=False)
     try:
-        # 26 games: three Ray tasks (5, 5 and 3 pairs), merged back into one match.
-        here = play_match("pretrained", "heuristic:easy", 26, 7, keep_actions=3)
-        there = play_match_on_ray("pretrained", "heuristic:easy", 26, 7, keep_actions=3)
+        # 10 games: three Ray tasks (2, 2 and 1 pairs), merged back into one match.
+        here = play_match("pretrained", "heuristic:easy", 10, 7, keep_actions=3)
+        there = play_match_on_ray("pretrained", "heuristic:easy", 10, 7, keep_actions=3)
         assert [g.to_dict() for g in here.games] == [g.to_dict() for g in there.games]
         assert sum(g.actions is not None for g in there.games) == 3
 
-        generate([("heuristic:hard", "random")], 40, "test/local-v0", seed=3, quiet=True)
-        generate([("heuristic:hard", "random")], 40, "test/ray-v0", seed=3, quiet=True,
+        generate([("heuristic:hard", "random")], 12, "test/local-v0", seed=3, quiet=True)
+        generate([("heuristic:hard", "random")], 12, "test/ray-v0", seed=3, quiet=True,
                  ray_address="")
         (a, _), (b, _) = load("test/local-v0"), load("test/ray-v0")
         assert a.total_steps == b.total_steps > 0
