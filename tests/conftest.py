@@ -1,4 +1,5 @@
 import os
+import sys
 
 import pytest
 
@@ -8,6 +9,13 @@ pytest_plugins = ["tests.browser_summary"]
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
+# One torch thread in every process of the suite (its workers, and the scripts and library
+# code they start, which do not go through the CLI's configure_process): three workers share
+# two cores, and torch's threads would spin-wait for each other (util/threads.py).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+if "torch" in sys.modules:
+    sys.modules["torch"].set_num_threads(1)
+
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_logreport(report):
@@ -15,8 +23,6 @@ def pytest_runtest_logreport(report):
     name nobody until the summary): a run cut short by a timeout still says what failed."""
     if report.failed and not hasattr(report, "wasxfail") and \
             not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller names it, once
-        import sys
-
         print(f"\nFAILED {report.nodeid} ({report.when})", file=sys.stderr, flush=True)
 
 
