@@ -115,6 +115,9 @@ def test_evaluation_and_datasets_on_ray_are_the_local_games(tmp_path, monkeypatc
     # Tasks of 2 pairs, chunks of 6 games: the splits, in few games.
     monkeypatch.setattr(match, "RAY_CHUNK", 2)
     monkeypatch.setattr(datasets, "BATCH", 6)
+    # Ray's workers at the test's own niceness, as cluster.connect starts them for a command.
+    for name, value in SHARED_MACHINE.items():
+        monkeypatch.setenv(name, value)
     ray.init(num_cpus=2, logging_level="ERROR", log_to_driver=False, include_dashboard=False)
     try:
         # 10 games: three Ray tasks (2, 2 and 1 pairs), merged back into one match.
