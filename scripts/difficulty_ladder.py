@@ -51,7 +51,8 @@ LEVELS = [
                                            "in four"),
     (3.5, "heuristic:hard@react=1.25", "the hard pilot's rules, reacting 80 ms late, 160 ms one "
                                        "time in four"),
-    (4, "heuristic:hard@react=1", "leads with gravity, shoots torpedoes down, 80 ms late"),
+    (4, "heuristic:hard@react=1.1", "leads with gravity, shoots torpedoes down, 80 ms late, "
+                                    "160 ms one time in ten"),
     (5, "heuristic:medium@aim=0", "keeps off the star and closes in at once, shoots where you "
                                   "are"),
     (5.5, "heuristic:medium@aim=0.5", "the same, leading its shots halfway"),

@@ -304,10 +304,11 @@ def test_the_opponents_moves_are_read_back_from_the_game():
 @pytest.mark.slow
 def test_the_adapting_planner_learns_the_opponent_it_meets():
     """adapt: against the spinner, a pilot nothing like the hard pilot its model starts from:
-    its forecasts of the spinner's moves improve match by match, while search: keeps its model."""
+    its forecasts of the spinner's moves improve match by match, while search: keeps its model.
+    (Two samples an action: the forecasts are the claim, not the plan's strength.)"""
     spinner = make_pilot("strategy:spacewar_ai/pretrained/panel/spinner.py", CFG, 1)
-    adapting = make_pilot("adapt:pretrained", CFG)
-    fixed = make_pilot("search:pretrained", CFG)
+    adapting = make_pilot("adapt:pretrained@samples=2", CFG)
+    fixed = make_pilot("search:pretrained@samples=2", CFG)
     before = [p.detach().clone() for p in fixed.opponent_model.agent.net.parameters()]
     try:
         shares = []
@@ -328,10 +329,11 @@ def test_the_adapting_planner_learns_the_opponent_it_meets():
 def test_the_adapting_planner_beats_an_unlike_opponent_more_often_than_the_fixed_model():
     """Against the shipped network, which plays nothing like the hard pilot both planners'
     models start from, adapt: wins more of the same 30 games than search: once a first match
-    has taught it the network's moves."""
+    has taught it the network's moves. (Two samples an action each, the top level's setting:
+    what is compared is the model of the opponent.)"""
     network = make_pilot("pretrained", CFG, 1)
-    adapting = make_pilot("adapt:pretrained", CFG)
-    fixed = make_pilot("search:pretrained", CFG)
+    adapting = make_pilot("adapt:pretrained@samples=2", CFG)
+    fixed = make_pilot("search:pretrained@samples=2", CFG)
     play_match(adapting, network, 20, 500)
     adapted = play_match(adapting, network, 30, 600).wins_a
     planned = play_match(fixed, network, 30, 600).wins_a

@@ -92,13 +92,18 @@ def test_a_refit_reads_at_most_its_budget_of_games(tmp_path, monkeypatch):
     assert FIT_GAMES >= 100
 
 
-def test_the_shipped_ladder_is_ordered_and_names_every_difficulty():
+def test_the_shipped_ladder_is_ordered_evenly_spaced_and_names_every_difficulty():
     levels = ladder()
     whole = [level.number for level in levels if level.number == int(level.number)]
     assert whole == list(range(1, len(whole) + 1)) and len(whole) >= 6
     assert all(level.number * 2 == int(level.number * 2) for level in levels)
     ratings = [level.rating for level in levels if level.number in whole]
     assert ratings == sorted(ratings)
+    # Even steps: each whole level within 50 Elo of the mean step above the one below it, so
+    # that a player who beats one level meets the next as the same climb.
+    steps = [high - low for low, high in zip(ratings, ratings[1:])]
+    mean = sum(steps) / len(steps)
+    assert all(abs(step - mean) <= 50.0 for step in steps), (steps, mean)
     assert level_named("easy") == levels[0] and level_named("insane") == levels[-1]
     assert level_named(" 2 ").number == 2
     for bad in ("0", "grandmaster", str(len(whole) + 1), "nan"):
