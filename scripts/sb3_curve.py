@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     from stable_baselines3.common.env_util import make_vec_env
     from torch.utils.tensorboard import SummaryWriter
 
-    from spacewar_ai.bench.throughput import sb3_activation
+    from spacewar_ai.bench.throughput import sb3_activation, sb3_quiet
     from spacewar_ai.game.environment import SpacewarEnv
     from spacewar_ai.rating.evaluation import evaluate as evaluate_games
     from spacewar_ai.rating.match import play_match
@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         model = DQN("MlpPolicy", venv, seed=args.seed, device="cpu", verbose=0,
                     policy_kwargs={"net_arch": [256, 256], "activation_fn": sb3_activation()})
         budget = args.timesteps
+    sb3_quiet(model)
     name = f"sb3-{args.algorithm}"
     start = time.perf_counter()
     state = {"next_eval": 0.0, "evals": 0}

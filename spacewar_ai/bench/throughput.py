@@ -388,6 +388,15 @@ def sb3_activation():
     return {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[PPOConfig().activation]
 
 
+def sb3_quiet(model):
+    """`model` with a logger that writes nowhere: SB3 otherwise makes a folder in the temp dir
+    (SB3-<time>) at every learn(), even at verbose=0, and what we compare we measure ourselves."""
+    from stable_baselines3.common.logger import Logger
+
+    model.set_logger(Logger(None, []))
+    return model
+
+
 def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = False,
                            opponent: str = "heuristic:medium") -> dict[str, float]:
     """Where a run's time goes, per part (profile.py), then PPO training throughput end to end
@@ -475,9 +484,9 @@ def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = F
             return time.perf_counter() - t0 < seconds
 
     venv = make_vec_env(lambda: SpacewarEnv(opponent=opponent), n_envs=8, seed=seed)
-    model = PPO("MlpPolicy", venv, seed=seed, device="cpu", verbose=0,
-                policy_kwargs={"net_arch": {"pi": [256, 256], "vf": [256, 256]},
-                               "activation_fn": sb3_activation()})
+    model = sb3_quiet(PPO("MlpPolicy", venv, seed=seed, device="cpu", verbose=0,
+                          policy_kwargs={"net_arch": {"pi": [256, 256], "vf": [256, 256]},
+                                         "activation_fn": sb3_activation()}))
     t0 = time.perf_counter()
     model.learn(total_timesteps=10**9, callback=_StopAfter())
     sb3 = model.num_timesteps / (time.perf_counter() - t0)

@@ -11,8 +11,8 @@ from spacewar_ai.util.threads import available_cores
 from tests.helpers import RAY_GROUP, ROOT
 
 
-def _run(cmd, timeout=300):
-    env = dict(os.environ, SDL_VIDEODRIVER="dummy")
+def _run(cmd, timeout=300, **extra_env):
+    env = dict(os.environ, SDL_VIDEODRIVER="dummy", **extra_env)
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
 
 
@@ -39,9 +39,12 @@ def test_benchmark_prints_figures(tiny):
 
 
 @pytest.mark.slow
-def test_training_benchmark_prints_ours_and_sb3_side_by_side():
-    out = _run(["spacewar-ai", "--benchmark-training", "--quick"], timeout=600)
+def test_training_benchmark_prints_ours_and_sb3_side_by_side(tmp_path):
+    out = _run(["spacewar-ai", "--benchmark-training", "--quick"], timeout=600,
+               TMPDIR=str(tmp_path))
     assert out.returncode == 0, out.stderr
+    # Stable-Baselines3 logs nowhere: no SB3-<time> folder left in the temp dir.
+    assert not list(tmp_path.glob("SB3-*")), list(tmp_path.iterdir())
     assert "spacewar-ai PPO" in out.stdout and "Stable-Baselines3 PPO" in out.stdout
     assert "league full (10 snapshots" in out.stdout
     rates = [float(line.split()[-2].replace(",", "")) for line in out.stdout.splitlines()

@@ -10,6 +10,7 @@ import pytest
 
 import spacewar_ai  # noqa: F401  (registers Spacewar-v0)
 from spacewar_ai import SpacewarEnv, SpacewarVectorEnv
+from spacewar_ai.bench.throughput import sb3_quiet
 from spacewar_ai.config import GameConfig
 from spacewar_ai.game.engine import DeathCause
 from tests.helpers import ROOT
@@ -61,6 +62,7 @@ def test_stable_baselines3_check_env_and_ppo_trains_2000_steps():
     env = gym.make("Spacewar-v0")
     check_env(env)
     model = PPO("MlpPolicy", env, n_steps=256, batch_size=64, n_epochs=2, seed=0, device="cpu")
+    sb3_quiet(model)
     model.learn(total_timesteps=2000)
     assert model.num_timesteps >= 2000
     obs, _ = env.reset(seed=1)

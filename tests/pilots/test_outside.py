@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from spacewar_ai.bench.throughput import sb3_quiet
 from spacewar_ai.pilots.build import make_pilot
 from spacewar_ai.rating.ratings import standings
 from spacewar_ai.rating.tournament import play_round_robin, resolve_entrants
@@ -20,6 +21,7 @@ def test_an_sb3_model_trained_on_the_env_plays_in_a_tournament(tmp_path):
                     device="cpu", policy_kwargs={"net_arch": [32]},
                     **({"n_steps": 128, "batch_size": 64} if cls is PPO else
                        {"learning_starts": 100}))
+        sb3_quiet(model)
         model.learn(total_timesteps=500)
         model.save(tmp_path / name)
     specs = [f"sb3:{tmp_path / 'ppo_model.zip'}", f"sb3:{tmp_path / 'dqn_model.zip'}",
@@ -88,6 +90,7 @@ def sb3_models(tmp_path_factory):
         extra = {"lstm_hidden_size": 8} if name == "RecurrentPPO" else {}
         model = cls(policy, gym.make("Spacewar-v0", opponent="idle"), seed=0, device="cpu",
                     policy_kwargs={"net_arch": [8], **extra}, **settings)
+        sb3_quiet(model)
         model.learn(32)
         model.save(folder / name)
     return folder
