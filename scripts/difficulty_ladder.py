@@ -61,8 +61,9 @@ LEVELS = [
     (7, "pretrained", "the shipped network"),
     (7.5, "search:heuristic:hard+heuristic:hard@samples=1@horizon=20@jitter=0",
      "the hard pilot, trying each move 20 decisions ahead"),
-    (8, "search:pretrained@samples=2", "the network, trying each move twice 60 decisions "
-                                       "ahead"),
+    (8, "search:pretrained+heuristic:hard@samples=2", "the network, trying each move twice 60 "
+                                                      "decisions ahead against the hard pilot's "
+                                                      "answers"),
 ]
 # A stand-in plays a planner's level only where the quick levels put it this near.
 STANDIN_REACH = 400.0
