@@ -38,8 +38,6 @@ def tiny(tmp_path_factory):
 def no_ray_left_running():
     """A test that starts Ray in the test process stops it: a Ray instance left behind makes a
     later test's ray.init fail, and a later `ray stop` kills this process as its driver."""
-    import sys
-
     yield
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
