@@ -56,14 +56,17 @@ LEVELS = [
     (5, "heuristic:medium@aim=0", "keeps off the star and closes in at once, shoots where you "
                                   "are"),
     (5.5, "heuristic:medium@aim=0.5", "the same, leading its shots halfway"),
-    (6, "heuristic:medium", "the same, leading all the way"),
-    (6.5, "heuristic:hard", "leads with gravity, shoots torpedoes down, sidesteps, at once"),
-    (7, "pretrained", "the shipped network"),
-    (7.5, "search:heuristic:hard+heuristic:hard@samples=1@horizon=20@jitter=0",
-     "the hard pilot, trying each move 20 decisions ahead"),
-    (8, "search:pretrained+heuristic:hard@samples=2", "the network, trying each move twice 60 "
-                                                      "decisions ahead against the hard pilot's "
-                                                      "answers"),
+    (6, "heuristic:hard@react=0.75", "leads with gravity, shoots torpedoes down, sidesteps, 80 "
+                                     "ms late three times in four"),
+    (6.5, "heuristic:hard", "the same, at once"),
+    (7, "search:heuristic:hard+heuristic:hard@samples=1@horizon=10@jitter=0",
+     "the hard pilot, trying each move 10 decisions ahead"),
+    (7.5, "search:pretrained+heuristic:hard@samples=1@horizon=10", "the shipped network, "
+                                                                   "trying each move 10 "
+                                                                   "decisions ahead"),
+    (8, "search:pretrained+heuristic:hard+pretrained@samples=4@choose=1",
+     "the shipped network, trying each move four times 60 decisions ahead against the answers "
+     "of whichever of the hard pilot and the network has foreseen yours better"),
 ]
 # A stand-in plays a planner's level only where the quick levels put it this near.
 STANDIN_REACH = 400.0

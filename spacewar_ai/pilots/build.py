@@ -195,7 +195,7 @@ def search_pilot(spec, config: GameConfig | None = None, seed: int = 0,
         except ValueError as exc:
             raise ValueError(f"player {spec.text!r}, its opponent model: {exc}") from None
     defaults = {"samples": SAMPLES, "horizon": HORIZON, "jitter": 0.0 if learned else JITTER,
-                "margin": 0.0}
+                "margin": 0.0, "choose": 0}
     given = {"samples": samples, "horizon": horizon, **dict(spec.settings)}
     settings = {key: given.get(key, value) for key, value in defaults.items()}
     # Settings other than the defaults are part of who the planner is: ratings key on them.
@@ -209,6 +209,7 @@ def search_pilot(spec, config: GameConfig | None = None, seed: int = 0,
         return SearchPilot(policy, opponents, config, int(settings["horizon"]),
                            int(settings["samples"]), seed, name=name, identity=identity,
                            adaptive=spec.adaptive, jitter=float(settings["jitter"]),
-                           margin=float(settings["margin"]))
+                           margin=float(settings["margin"]),
+                           choose=bool(settings["choose"]))
     except ValueError as exc:
         raise ValueError(f"player {spec.text!r}: {exc}") from None

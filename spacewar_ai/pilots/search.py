@@ -24,14 +24,17 @@ measures how much). `search:SPEC+MODEL` plans with another model, any pilot SPEC
 `search:heuristic:hard+heuristic:hard` plans over the hard pilot with the hard pilot's own rules
 as its forecast, exact against that pilot and wrong against others. `search:SPEC+A+B` forecasts
 with a mix: the samples of each action are shared among A, B, ... in turn, so the plan holds up
-against any of them.
+against any of them; with `@choose=1` each game is forecast by the one member that has foreseen
+most of that game's opponent moves so far (A until another has foreseen more), so the plan
+follows whichever the opponent plays like. A member that is SPEC's own network is read in the
+same call as SPEC.
 
 The settings follow the spec after `@`, one `@name=value` each:
 `search:heuristic:hard+heuristic:hard@samples=16@horizon=60@jitter=0.05`. Defaults: 8 samples,
 60 decisions; jitter 0 for a PPO SPEC (its samples come from its policy) and 0.05 for any other
 (whose samples would otherwise all be one game); margin 0: the best action is played, SPEC's own
 on a tie (`@margin=0.25`: SPEC's own unless another's mean ending is better by over 0.25, a
-quieter teacher for expert iteration). spec.py parses the spec into a `Spec`.
+quieter teacher for expert iteration); choose 0. spec.py parses the spec into a `Spec`.
 
 `adapt:SPEC[+MODEL]` is the same planner whose model of the opponent learns the opponent it
 actually meets (`OpponentLearner`): after every decision it reads from the game what the
@@ -82,6 +85,44 @@ def ending_value(killer: np.ndarray, survivor: np.ndarray, side: np.ndarray) -> 
     return np.where(killer == side, WIN, np.where(survivor == 1 - side, LOSS, DRAW))
 
 
+class MoveWatcher:
+    """What the opponents of the attached games did between two decisions: `see(batch, sides)`,
+    called at each decision, reads it from the change in each opponent's ship since the last
+    call (`infer_moves`)."""
+
+    def __init__(self):
+        self._last: dict | None = None
+
+    def see(self, batch: GameBatch, sides: np.ndarray):
+        """None, or (the opponents' observations at the last decision (N, D), the rows of the
+        games that went on from it with the opponent alive throughout, the opponents' moves in
+        those rows)."""
+        g = np.arange(batch.n)
+        other = 1 - sides
+        now = {"obs": batch.obs[g, other].copy(), "frame": batch.game_i[:, FRAME].copy(),
+               "over": batch.game_i[:, OVER].copy(),
+               "heading": batch.ship_f[g, other, engine.SANG].copy(),
+               "fuel": batch.ship_f[g, other, engine.SFUEL].copy(),
+               "shots": batch.ship_i[g, other, engine.SHOTS].copy(),
+               "jumps": batch.ship_i[g, other, engine.JUMPS].copy(),
+               "alive": batch.ship_i[g, other, engine.ALIVE].copy()}
+        last, self._last = self._last, now
+        if last is None or len(last["frame"]) != batch.n:
+            return None
+        # The same game, one decision on, the opponent alive and visible throughout.
+        rows = np.flatnonzero((now["frame"] > last["frame"]) & (last["over"] == 0)
+                              & (last["alive"] == 1) & (now["alive"] == 1))
+        if rows.size == 0:
+            return None
+        return last["obs"], rows, infer_moves(last, now, rows)
+
+    def restarted(self, batch: GameBatch) -> np.ndarray:
+        """Rows whose game is newer than at the last call (all, at the first)."""
+        if self._last is None or len(self._last["frame"]) != batch.n:
+            return np.ones(batch.n, dtype=bool)
+        return batch.game_i[:, FRAME] < self._last["frame"]
+
+
 class OpponentLearner:
     """Fits a PPO opponent model to the moves the real opponent makes (the module docstring).
 
@@ -109,30 +150,16 @@ class OpponentLearner:
         self._obs: np.ndarray | None = None  # the latest `window` moves' observations
         self._moves = np.zeros(0, dtype=np.int64)
         self._owed = 0.0  # training examples bought by moves and not yet studied
-        self._last = None  # the last decision's snapshot of the opponents
+        self._watcher = MoveWatcher()
         self.moves = 0
         self.foreseen = 0
 
     def see(self, batch: GameBatch, sides: np.ndarray) -> None:
-        g = np.arange(batch.n)
-        other = 1 - sides
-        now = {"obs": batch.obs[g, other].copy(), "frame": batch.game_i[:, FRAME].copy(),
-               "over": batch.game_i[:, OVER].copy(),
-               "heading": batch.ship_f[g, other, engine.SANG].copy(),
-               "fuel": batch.ship_f[g, other, engine.SFUEL].copy(),
-               "shots": batch.ship_i[g, other, engine.SHOTS].copy(),
-               "jumps": batch.ship_i[g, other, engine.JUMPS].copy(),
-               "alive": batch.ship_i[g, other, engine.ALIVE].copy()}
-        last, self._last = self._last, now
-        if last is None or len(last["frame"]) != batch.n:
+        seen = self._watcher.see(batch, sides)
+        if seen is None:
             return
-        # The same game, one decision on, the opponent alive and visible throughout.
-        rows = np.flatnonzero((now["frame"] > last["frame"]) & (last["over"] == 0)
-                              & (last["alive"] == 1) & (now["alive"] == 1))
-        if rows.size == 0:
-            return
-        moves = infer_moves(last, now, rows)
-        seen = last["obs"][rows]
+        before, rows, moves = seen
+        seen = before[rows]
         self.foreseen += int((np.asarray(self.model.act(seen)) == moves).sum())
         self.moves += rows.size
         self._obs = (seen if self._obs is None else
@@ -209,7 +236,7 @@ class SearchPilot(Pilot):
     def __init__(self, policy, opponent_model, config: GameConfig | None = None,
                  horizon: int = HORIZON, samples: int = SAMPLES, seed: int = 0,
                  name: str = "search", identity: str = "", adaptive: bool = False,
-                 jitter: float = 0.0, margin: float = 0.0):
+                 jitter: float = 0.0, margin: float = 0.0, choose: bool = False):
         if not isinstance(horizon, (int, np.integer)) or horizon < 1:
             raise ValueError(f"horizon={horizon!r} is invalid: must be an integer >= 1 "
                              "(decisions per rollout)")
@@ -228,10 +255,23 @@ class SearchPilot(Pilot):
             else [opponent_model]
         if adaptive and len(models) != 1:
             raise ValueError(f"{name}: an adapting planner learns one opponent model, not a mix")
+        if choose and len(models) < 2:
+            raise ValueError(f"{name}: choose=1 picks among a mix's members; name two or more "
+                             "after '+' (e.g. search:pretrained+heuristic:hard+pretrained)")
         self.policy = policy
         self.models = models
         self.opponent_model = models[0]
         self.learner = OpponentLearner(self.opponent_model, seed) if adaptive else None
+        # With choose, each game's forecaster is the member that has foreseen most of that game's
+        # opponent moves so far (the first on a tie): a mix hedges, a choice follows.
+        self.choose = bool(choose)
+        self._watcher = MoveWatcher()
+        self.forecast_hits = np.zeros((0, len(models)))  # (games, members): moves each foresaw
+        # The member that is the policy's own network (the same file, never fine-tuned), if any.
+        self._twin = next((j for j, model in enumerate(models)
+                           if self._logits is not None and not adaptive
+                           and hasattr(model, "agent") and model.identity == policy.identity),
+                          None)
         self.config = config if config is not None else GameConfig()
         self.horizon = int(horizon)
         self.samples = int(samples)
@@ -256,6 +296,7 @@ class SearchPilot(Pilot):
         """Play in `batch`, flying ship `sides` (one int, or one per game)."""
         self._batch = batch
         self._sides = np.broadcast_to(np.asarray(sides, dtype=np.int64), (batch.n,)).copy()
+        self._watcher = MoveWatcher()
 
     def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         batch = self._batch
@@ -268,6 +309,8 @@ class SearchPilot(Pilot):
                                f"{batch.n} games: it must be asked about every game at once")
         if self.learner is not None:
             self.learner.see(batch, self._sides)
+        if self.choose:
+            self._foresee(batch)
         own = np.asarray(self.policy.act(obs), dtype=np.int64).reshape(-1)
         rows = np.flatnonzero(batch.game_i[:, OVER] == 0)
         self.last_rows = rows  # read with last_values (dagger.Labelled): never a stale pair
@@ -298,8 +341,12 @@ class SearchPilot(Pilot):
         other = 1 - side
         idx = np.arange(m)
         first = np.tile(np.repeat(np.arange(a), k), rows.size)
-        # Each sample's opponent model: a mix's members take the samples in turn.
-        member = np.tile(np.arange(k) % len(self.models), rows.size * a)
+        # Each sample's opponent model: a mix's members take the samples in turn, or each game
+        # has the one chosen for it.
+        if self.choose:
+            member = np.repeat(self.forecast_hits[rows].argmax(axis=1), per)
+        else:
+            member = np.tile(np.arange(k) % len(self.models), rows.size * a)
         sampled = k > 1 and self._logits is not None
         noise = self._noise(batch, rows) if sampled or self.jitter > 0 else None
         for pilot in (self.policy, *self.models):
@@ -311,16 +358,24 @@ class SearchPilot(Pilot):
             seen = copies.observe()
             live = np.flatnonzero(~ended)  # ended copies stand still: no one needs their moves
             mine, theirs = seen[idx, side], seen[idx, other]
+            asked = [live if len(self.models) == 1 else live[member[live] == j]
+                     for j in range(len(self.models))]
             if step == 0:
                 moves[idx, side] = first
             elif sampled:
-                moves[live, side[live]] = (self._logits(mine[live])
+                # A forecaster that is the policy's own network is read in the same call.
+                twin = asked[self._twin] if self._twin is not None else idx[:0]
+                logits = self._logits(np.concatenate([mine[live], theirs[twin]]))
+                moves[live, side[live]] = (logits[:live.size]
                                            + noise["gumbel"][step][live]).argmax(axis=1)
+                moves[twin, other[twin]] = logits[live.size:].argmax(axis=1)
+                if self._twin is not None:
+                    asked[self._twin] = idx[:0]  # answered
             else:
                 moves[live, side[live]] = self._ask(self.policy, mine, live)
             for j, model in enumerate(self.models):
-                rows_j = live if len(self.models) == 1 else live[member[live] == j]
-                moves[rows_j, other[rows_j]] = self._ask(model, theirs, rows_j)
+                if asked[j].size:
+                    moves[asked[j], other[asked[j]]] = self._ask(model, theirs, asked[j])
             if self.jitter > 0:
                 self._jitter(moves, seen, side, other, noise, step)
             copies.step(moves)
@@ -332,6 +387,20 @@ class SearchPilot(Pilot):
                 if ended.all():
                     break
         return value.reshape(rows.size, a, k).mean(axis=2)
+
+    def _foresee(self, batch: GameBatch) -> None:
+        """Count the opponent's last move in each game against each member's forecast of it
+        (a new game starts from nothing)."""
+        if len(self.forecast_hits) != batch.n:
+            self.forecast_hits = np.zeros((batch.n, len(self.models)))
+        self.forecast_hits[self._watcher.restarted(batch)] = 0
+        seen = self._watcher.see(batch, self._sides)
+        if seen is None:
+            return
+        before, rows, moves = seen
+        for j, model in enumerate(self.models):
+            model.reset()
+            self.forecast_hits[rows, j] += self._ask(model, before, rows) == moves
 
     @staticmethod
     def _ask(pilot, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:

@@ -40,7 +40,7 @@ ADAPT_PREFIX = "adapt:"
 PLANNERS = ("search", "adapt")
 # Kinds whose target is one file, and how each is written.
 FILE_KINDS = ("ppo", "dqn", "strategy", "onnx", "sb3")
-PLANNER_SETTINGS = ("samples", "horizon", "jitter", "margin")
+PLANNER_SETTINGS = ("samples", "horizon", "jitter", "margin", "choose")
 # A heuristic pilot's settings: the share of the lead it aims with, its reaction in decisions.
 SCRIPTED_SETTINGS = ("aim", "react")
 # Real-valued settings: their ranges, and what they are.
@@ -53,8 +53,11 @@ REAL_SETTINGS = {"jitter": ((0.0, 1.0), "from 0 up to (not including) 1, the sha
                  "react": ((0.0, 25.0), "from 0 to 25, the decisions between what it sees and "
                                         "what it does (a fraction alternates the whole delays "
                                         "on either side)")}
-# Whole-number settings: the least each may be, and what it counts.
-WHOLE_SETTINGS = {"samples": (1, "rollouts per action"), "horizon": (1, "decisions per rollout")}
+# Whole-number settings: the least and the most each may be (None: no most), and what it counts.
+WHOLE_SETTINGS = {"samples": (1, None, "rollouts per action"),
+                  "horizon": (1, None, "decisions per rollout"),
+                  "choose": (0, 1, "1 forecasts each game with the mix's member that has "
+                                   "foreseen the opponent best in it, 0 shares the samples")}
 
 
 def shipped_lm_specs() -> str:
@@ -256,10 +259,11 @@ def _parse_settings(text: str, given: str, names: tuple[str, ...],
                 raise ValueError(f"player {text!r}: {name}={value!r} is invalid: must be a "
                                  f"number {what}")
         else:
-            least, what = WHOLE_SETTINGS[name]
-            if number is None or number < least:
+            least, most, what = WHOLE_SETTINGS[name]
+            if number is None or number < least or (most is not None and number > most):
+                within = f">= {least}" if most is None else f"from {least} to {most}"
                 raise ValueError(f"player {text!r}: {name}={value!r} is invalid: must be an "
-                                 f"integer >= {least} ({what})")
+                                 f"integer {within} ({what})")
         settings[name] = number
     return tuple((key, settings[key]) for key in names if key in settings)
 

@@ -236,6 +236,49 @@ def test_the_defaults_and_a_mix_of_models():
                                        CFG).models] == ["heuristic:hard", "idle"]
 
 
+
+def test_a_chooser_forecasts_each_game_with_the_member_that_foresees_its_opponent():
+    """choose=1: each game is forecast with the member of the mix that has foreseen most of that
+    game's opponent moves: the hard pilot's rules against the hard pilot, the network against the
+    network. Without a mix there is nothing to choose."""
+    spec = "search:pretrained+heuristic:hard+pretrained@samples=2@horizon=10@choose=1"
+    for opponent, member in (("heuristic:hard", 0), ("pretrained", 1)):
+        planner = make_pilot(spec, CFG)
+        game = _in_the_fight([11, 12], 10)
+        opponent = make_pilot(opponent, CFG)
+        planner.attach(game, 0)
+        for _ in range(12):
+            obs = game.observe()
+            game.step(np.stack([planner.act(obs[:, 0]), opponent.act(obs[:, 1])], axis=1))
+        # Eleven moves read (none before the first decision), each foreseen by its own kind.
+        hits = planner.forecast_hits
+        assert list(hits[:, member]) == [11, 11] and hits[:, 1 - member].max() < 11, hits
+    with pytest.raises(ValueError, match="choose=1 picks among a mix's members"):
+        make_pilot("search:pretrained+heuristic:hard@choose=1", CFG)
+    with pytest.raises(ValueError, match="choose='2' is invalid: must be an integer from 0 to 1"):
+        make_pilot("search:pretrained+heuristic:hard+pretrained@choose=2", CFG)
+
+
+def test_a_forecaster_that_is_the_policys_own_network_is_read_with_it():
+    """The shipped network forecasting for itself is read in the policy's own call at every
+    rollout step after the first, and plans exactly as the same network asked apart."""
+    game = _in_the_fight([21, 22], 30)
+    together = make_pilot("search:pretrained+pretrained@samples=2@horizon=20", CFG)
+    forecaster = make_pilot("pretrained", CFG)
+    forecaster.identity = "the same weights under another name"
+    apart = SearchPilot(make_pilot("pretrained", CFG), forecaster, CFG, horizon=20, samples=2)
+    asked = []
+    for planner in (together, apart):
+        act = planner.opponent_model.act
+        calls = [0]
+        planner.opponent_model.act = lambda obs, active=None, act=act, calls=calls: (
+            calls.__setitem__(0, calls[0] + 1), act(obs))[1]
+        planner.attach(game, 0)
+        planner.act(game.observe()[:, 0])
+        asked.append(calls[0])
+    assert np.array_equal(together.last_values, apart.last_values)
+    assert asked[0] == 1 and asked[1] > 10, asked
+
 def _in_the_fight(seeds, decisions: int) -> engine.GameBatch:
     """Games of the hard pilot against itself, `decisions` decisions in."""
     games = engine.GameBatch(len(seeds), CFG)
