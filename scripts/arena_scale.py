@@ -39,13 +39,13 @@ def _result(rng, ra: float, rb: float, games: int = 20) -> dict:
             "replays": []}
 
 
-def intervals(entrants: int, seed: int = 0) -> list[tuple]:
+def intervals(entrants: int, root: Path, seed: int = 0) -> list[tuple]:
     """(pairings, games, mean 95% interval, share holding the true rating, entrants) at each
-    count of pairings, and the pairings played in all."""
+    count of pairings, and the pairings played in all; the arena's database under `root`."""
     from spacewar_ai.rating.arena import Arena
 
     rng = np.random.default_rng(seed)
-    arena = Arena(Path(tempfile.mkdtemp(prefix="arena-scale-")) / "arena")
+    arena = Arena(root / "arena")
     true = {p["id"]: HOUSE_TRUE[p["name"]] for p in arena.players()}
     for k in range(entrants):
         row = arena.add(f"e{k}", "strategy", SOURCE, f"10.0.{k // 250}.{k % 250}", 10**6)
@@ -69,14 +69,14 @@ def intervals(entrants: int, seed: int = 0) -> list[tuple]:
     return rows, played
 
 
-def board_latency(entrants: int, seed: int = 0) -> dict:
-    """GET /api/arena over an arena of `entrants` entrants with 8 pairings each."""
+def board_latency(entrants: int, root: Path, seed: int = 0) -> dict:
+    """GET /api/arena over an arena of `entrants` entrants with 8 pairings each, served from
+    the project folder `root`."""
     from spacewar_ai.rating.arena import Arena
     from spacewar_ai.web.app import BackgroundServer
     from tests.helpers import http_request
 
     rng = np.random.default_rng(seed)
-    root = Path(tempfile.mkdtemp(prefix="arena-board-"))
     arena = Arena(root / "runs" / "arena")
     players = arena.players()
     for k in range(entrants):
@@ -120,8 +120,13 @@ def main(argv=None) -> int:
                    help="entrants in the database whose board is timed (0: skip)")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="arena-scale-") as tmp:
+        return report(a, Path(tmp))
+
+
+def report(a, tmp: Path) -> int:
     if a.entrants:
-        rows, played = intervals(a.entrants, a.seed)
+        rows, played = intervals(a.entrants, tmp / "matchmaking", a.seed)
         every = (a.entrants + 5) * (a.entrants + 4) // 2
         print(f"matchmaking: {a.entrants} entrants and the house, {played:,} pairings played "
               f"(every pair: {every:,})")
@@ -129,7 +134,7 @@ def main(argv=None) -> int:
         for k, games, ci, held, n in rows:
             print(f"  {k:>8}  {games:>5}  {ci:>17.0f}  {held:>20.0%}  {n:>8}")
     if a.board:
-        out = board_latency(a.board, a.seed)
+        out = board_latency(a.board, tmp / "board", a.seed)
         print(f"board: {out['entrants']:,} entrants, {out['pairings']:,} pairings; fit "
               f"{out['fit_seconds']:.2f} s; GET /api/arena median {out['board_ms_p50']:.1f} ms, "
               f"95th percentile {out['board_ms_p95']:.1f} ms, slowest {out['board_ms_max']:.1f} "

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import spacewar_ai  # noqa: F401 (registers Spacewar-v0)
+from spacewar_ai.bench.throughput import sb3_quiet
 from spacewar_ai.game.engine import DeathCause
 from spacewar_ai.game.environment import SpacewarEnv, SpacewarVectorEnv
 from tests.helpers import ROOT
@@ -104,6 +105,7 @@ def test_maskable_ppo_trains_and_never_picks_a_masked_action():
     env = gym.make("Spacewar-v0", opponent="heuristic:easy")
     model = MaskablePPO("MlpPolicy", env, n_steps=256, batch_size=64, n_epochs=1, seed=0,
                         device="cpu", policy_kwargs={"net_arch": [32, 32]})
+    sb3_quiet(model)
     model.learn(total_timesteps=3000)
     assert model.num_timesteps >= 3000
     obs, info = env.reset(seed=5)

@@ -399,7 +399,10 @@ def test_web_abuse_measures_every_phase_and_loses_nothing(tmp_path):
 
 @pytest.mark.slow
 def test_arena_scale_pairs_by_rating_and_times_the_board(tmp_path):
-    out = _script(tmp_path, "arena_scale", "--entrants", "12", "--board", "40")
+    (tmp_path / "tmp").mkdir()
+    out = _script(tmp_path, "arena_scale", "--entrants", "12", "--board", "40",
+                  TMPDIR=str(tmp_path / "tmp"))
+    assert not any((tmp_path / "tmp").iterdir())  # its databases go when it ends
     lines = out.stdout.splitlines()
     played, every = (int(x.replace(",", "")) for x in re.search(
         r"([\d,]+) pairings played \(every pair: ([\d,]+)\)", lines[0]).groups())
