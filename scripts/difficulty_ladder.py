@@ -65,8 +65,8 @@ LEVELS = [
                                                                    "trying each move 10 "
                                                                    "decisions ahead"),
     (8, "search:pretrained+heuristic:hard+pretrained@samples=4@choose=1",
-     "the shipped network, trying each move four times 60 decisions ahead against the answers "
-     "of whichever of the hard pilot and the network has foreseen yours better"),
+     "the shipped network, trying each move four times 60 decisions ahead against whichever "
+     "forecast of you comes true more"),
 ]
 # A stand-in plays a planner's level only where the quick levels put it this near.
 STANDIN_REACH = 400.0
