@@ -364,13 +364,13 @@ class SearchPilot(Pilot):
                 moves[idx, side] = first
             elif sampled:
                 # A forecaster that is the policy's own network is read in the same call.
-                twin = asked[self._twin] if self._twin is not None else idx[:0]
+                twin = idx[:0]
+                if self._twin is not None:
+                    twin, asked[self._twin] = asked[self._twin], idx[:0]
                 logits = self._logits(np.concatenate([mine[live], theirs[twin]]))
                 moves[live, side[live]] = (logits[:live.size]
                                            + noise["gumbel"][step][live]).argmax(axis=1)
                 moves[twin, other[twin]] = logits[live.size:].argmax(axis=1)
-                if self._twin is not None:
-                    asked[self._twin] = idx[:0]  # answered
             else:
                 moves[live, side[live]] = self._ask(self.policy, mine, live)
             for j, model in enumerate(self.models):

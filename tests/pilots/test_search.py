@@ -236,7 +236,6 @@ def test_the_defaults_and_a_mix_of_models():
                                        CFG).models] == ["heuristic:hard", "idle"]
 
 
-
 def test_a_chooser_forecasts_each_game_with_the_member_that_foresees_its_opponent():
     """choose=1: each game is forecast with the member of the mix that has foreseen most of that
     game's opponent moves: the hard pilot's rules against the hard pilot, the network against the
@@ -278,6 +277,7 @@ def test_a_forecaster_that_is_the_policys_own_network_is_read_with_it():
         asked.append(calls[0])
     assert np.array_equal(together.last_values, apart.last_values)
     assert asked[0] == 1 and asked[1] > 10, asked
+
 
 def _in_the_fight(seeds, decisions: int) -> engine.GameBatch:
     """Games of the hard pilot against itself, `decisions` decisions in."""
