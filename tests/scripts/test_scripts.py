@@ -444,3 +444,23 @@ def test_difficulty_ladder_rates_every_level_and_follows_each_stand_in(tmp_path)
             "--follow-runs", "1", "--out", "ladder.json")
     again = json.loads((tmp_path / "ladder.json").read_text())
     assert again["levels"] == levels and len(again["follow"]["novice"]["runs"]) == 1
+
+
+@pytest.mark.slow
+def test_suite_profile_sorts_the_suites_processes_by_kind(tmp_path):
+    out = _script(tmp_path, "suite_profile", "--json", str(tmp_path / "rows.json"), "--", "-n",
+                  "0", "tests/util/test_processes.py")
+    summary = next(line for line in out.stdout.splitlines() if line.startswith("suite: exit 0"))
+    machine = float(re.search(r"spent ([\d,]+) CPU-s", summary).group(1).replace(",", ""))
+    rows = [re.fullmatch(r"\s*[\d,]+\s+\d+%\s+(\d+)  (.+)", line)
+            for line in out.stdout.splitlines()]
+    table = {row.group(2): int(row.group(1)) for row in rows if row}
+    assert table["pytest and its workers (tests in-process)"] >= 1
+    assert table["CLI commands and other package processes"] >= 3  # the tests' own children
+    rows = json.loads((tmp_path / "rows.json").read_text())
+    assert sum(table.values()) == len(rows) and all(r["cpu"] >= 0 for r in rows)
+    assert sum(r["cpu"] for r in rows) <= machine + 1  # what it saw, the machine spent
+    bad = subprocess.run([sys.executable, str(ROOT / "scripts" / "suite_profile.py"), "--json",
+                          str(tmp_path / "no" / "rows.json")], capture_output=True, text=True,
+                         timeout=60)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--json" in bad.stderr
