@@ -93,9 +93,12 @@ def main(argv=None) -> int:
     suite = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                               *args.pytest_args], cwd=ROOT)
     since = started(suite.pid)  # the suite's own start, on the clock /proc's starts use
-    while suite.poll() is None:
-        sample(seen, since)
-        time.sleep(0.5)
+    try:
+        while suite.poll() is None:
+            sample(seen, since)
+            time.sleep(0.5)
+    except KeyboardInterrupt:  # Ctrl-C stops pytest too: report what ran until then
+        suite.wait()
     wall, busy = time.time() - t0, machine_busy() - busy
     rows = [row for row in seen.values() if row["pid"] != os.getpid() and "cpu" in row]
     cpu, count = Counter(), Counter()
