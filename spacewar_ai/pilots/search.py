@@ -65,7 +65,7 @@ from ..config import GameConfig
 from ..game import engine
 from ..game.engine import FRAME, OBS_MASK, OVER, REAL_WINNER, WINNER, Action, GameBatch
 from ..game.pilot import Pilot
-from .spec import OPPONENT_MODEL_PATH, REAL_SETTINGS  # noqa: F401 (OPPONENT_MODEL_PATH: its old home)
+from .spec import REAL_SETTINGS
 
 # What a copy's ending is worth. Only torpedo wins count (as in every table), so an ending that
 # is neither that nor a loss sits a little below a game still open, which may yet be won.

@@ -13,7 +13,7 @@ from spacewar_ai.config import GameConfig, LeagueConfig, PPOConfig, RunConfig, T
 from spacewar_ai.game import engine
 from spacewar_ai.pilots.build import file_identity, make_pilot, search_pilot
 from spacewar_ai.pilots.scripted import HeuristicPilot
-from spacewar_ai.pilots.search import OPPONENT_MODEL_PATH
+from spacewar_ai.pilots.spec import OPPONENT_MODEL_PATH
 from spacewar_ai.training.trainer import Trainer
 
 CFG = GameConfig()

@@ -14,7 +14,8 @@ from spacewar_ai.game import engine
 from spacewar_ai.game.environment import SpacewarEnv
 from spacewar_ai.pilots.build import file_identity, make_pilot, search_pilot
 from spacewar_ai.pilots.scripted import HeuristicPilot
-from spacewar_ai.pilots.search import HORIZON, JITTER, OPPONENT_MODEL_PATH, SAMPLES, SearchPilot
+from spacewar_ai.pilots.search import HORIZON, JITTER, SAMPLES, SearchPilot
+from spacewar_ai.pilots.spec import OPPONENT_MODEL_PATH
 from spacewar_ai.rating.match import play_match
 
 CFG = GameConfig()
