@@ -48,14 +48,15 @@ def kind(command: str) -> str:
 
 def machine_busy() -> float:
     """CPU-seconds the machine has spent busy since boot (user, nice, system, irq, softirq)."""
-    fields = open("/proc/stat").readline().split()[1:]
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
     return sum(int(fields[i]) for i in (0, 1, 2, 5, 6)) / TICK
 
 
-def started(pid: int) -> int:
-    """When process `pid` started, in clock ticks since boot."""
+def stat_fields(pid) -> list[str]:
+    """/proc/PID/stat's fields from the state on (the name before it may hold spaces): [11]
+    and [12] are the user and system CPU time, [19] the start, in clock ticks."""
     stat = Path(f"/proc/{pid}/stat").read_text()
-    return int(stat[stat.rfind(")") + 2:].split()[19])
+    return stat[stat.rfind(")") + 2:].split()
 
 
 def sample(seen: dict, since: int) -> None:
@@ -65,8 +66,7 @@ def sample(seen: dict, since: int) -> None:
         if not pid.isdigit():
             continue
         try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            rest = stat[stat.rfind(")") + 2:].split()
+            rest = stat_fields(pid)
             start = int(rest[19])
             if start < since:
                 continue
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
     seen, t0, busy = {}, time.time(), machine_busy()
     suite = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                               *args.pytest_args], cwd=ROOT)
-    since = started(suite.pid)  # the suite's own start, on the clock /proc's starts use
+    since = int(stat_fields(suite.pid)[19])  # the suite's start, on the clock of /proc
     try:
         while suite.poll() is None:
             sample(seen, since)
@@ -100,7 +100,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:  # Ctrl-C stops pytest too: report what ran until then
         suite.wait()
     wall, busy = time.time() - t0, machine_busy() - busy
-    rows = [row for row in seen.values() if row["pid"] != os.getpid() and "cpu" in row]
+    rows = list(seen.values())
     cpu, count = Counter(), Counter()
     for row in rows:
         row["kind"] = kind(row["command"])
