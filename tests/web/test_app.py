@@ -88,8 +88,9 @@ def _lit_pixels(pg, selector="canvas") -> int:
         return n; }""")
 
 
-def _drawn(pg, more_than: int, timeout=20.0) -> int:
-    pg.wait_for_function(f"window.SW_STATS.drawn > {more_than}", timeout=timeout * 1000)
+def _drawn(pg, more_than: int) -> int:
+    # A safety net sized for a loaded host, where a game's worker may take many seconds to start.
+    pg.wait_for_function(f"window.SW_STATS.drawn > {more_than}", timeout=60_000)
     return pg.evaluate("window.SW_STATS.drawn")
 
 
