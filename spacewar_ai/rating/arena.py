@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from ..util.files import hide_paths
+from . import WORKER_PRELOAD
 from .ratings import expected_score
 
 HOUSE = ("random", "heuristic:easy", "heuristic:medium", "heuristic:hard", "pretrained")
@@ -517,17 +518,17 @@ def play_pairing(a: dict, b: dict, decision_seconds: float | None = None, stuck=
             "draws": match.draws, "replays": match_replays(match, config)}
 
 
-def _pairing_child(conn, a: dict, b: dict, parent_pid: int, limits: Confinement) -> None:
+def _pairing_child(conn, a: dict, b: dict, limits: Confinement) -> None:
     import resource
 
-    # The kernel's caps come first, before the pilots' libraries are loaded.
+    # The kernel's caps come first, before any pilot is built.
     for what, value in ((resource.RLIMIT_AS, limits.memory_mb * 2**20),
                         (resource.RLIMIT_CPU, int(limits.cpu_seconds))):
         resource.setrlimit(what, (value, value))
     from ..util.processes import die_with_parent
     from ..util.threads import use_torch_threads
 
-    die_with_parent(parent_pid)
+    die_with_parent()
 
     def stuck(player: dict, why: str) -> None:
         # Called from a timer thread while the main one is inside the runtime, which no
@@ -555,14 +556,13 @@ def run_pairing(a: dict, b: dict, limits: Confinement = Confinement(), spent: fl
     result), ("refused", player id, why) or ("timeout",). `on_tick(spent)` is told the time
     spent every TICK_SECONDS. Blocking: the server calls it from a thread, or a Ray task."""
 
-    from ..util.processes import spawn_context
+    from ..util.processes import worker_context
 
     if spent >= limits.seconds:
         return ("timeout",)
-    ctx = spawn_context()
+    ctx = worker_context(WORKER_PRELOAD)
     here, there = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_pairing_child, args=(there, a, b, os.getpid(), limits),
-                       daemon=True)
+    proc = ctx.Process(target=_pairing_child, args=(there, a, b, limits), daemon=True)
     start = time.monotonic() - spent
     proc.start()
     there.close()

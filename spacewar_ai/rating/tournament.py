@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -27,8 +26,9 @@ from ..config import GameConfig
 from ..game.engine import DeathCause
 from ..pilots.build import make_pilot, path_label
 from ..pilots.spec import parse_spec
-from ..util.processes import spawn_context
+from ..util.processes import worker_context
 from ..util.progress import Progress
+from . import WORKER_PRELOAD
 from .match import MatchResult, play_match
 from .ratings import Entrant, RatingsFile, Results, standings
 
@@ -76,11 +76,11 @@ def _pairing_seed(seed: int, i: int, j: int) -> int:
     return (seed * 1_000_003 + i * 7919 + j * 104_729) % (2**31)
 
 
-def _worker_init(parent_pid: int) -> None:
+def _worker_init() -> None:
     from ..util.processes import die_with_parent
     from ..util.threads import use_torch_threads
 
-    die_with_parent(parent_pid)
+    die_with_parent()
     # One torch thread per worker whatever the run asked for: several workers share the cores.
     use_torch_threads(1)
 
@@ -127,10 +127,10 @@ def _play_pairs(entrants, pairs, games, seed, config, workers, keep_actions=0, p
 
         return run_tasks(_play_pairing, jobs, progress, games, ray_address or None, (2, 3))
     if workers > 1 and len(jobs) > 1:
-        # spawn, not fork: a forked child inherits torch's OpenMP state and can spin forever.
-        ctx = spawn_context()
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
-                                 initargs=(os.getpid(),)) as pool:
+        # Forked from a fork server that never ran torch, not from this process: a child forked
+        # from a process that has run torch inherits its OpenMP state and can spin forever.
+        with ProcessPoolExecutor(max_workers=workers, mp_context=worker_context(WORKER_PRELOAD),
+                                 initializer=_worker_init) as pool:
             for done in pool.map(_play_pairing, jobs):
                 out.append(done)
                 if progress is not None:

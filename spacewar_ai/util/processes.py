@@ -1,13 +1,21 @@
 """Worker processes that never outlive the run that started them.
 
-Every process this package starts (tournament and evaluation workers, arena pairings, the
-browser's game workers, sandboxed strategy files) carries Linux's parent-death signal from its
-first instruction: it is started through `setpriv --pdeathsig KILL` (util-linux), which asks the
-kernel before Python itself starts, so a SIGKILL of the run, which no Python code can catch,
-takes with it even a worker still importing torch. `child_command` puts that in front of a
-command line and `spawn_context` gives multiprocessing's spawn context a launcher that does it.
-Each worker also calls `die_with_parent(parent_pid)` once it runs, which covers a parent that
-died before the kernel was asked, and systems without setpriv.
+A SIGKILL of a run, which no Python code can catch, takes every process the run started with it:
+
+- a command started by the package (the browser's game and check workers, rollout workers,
+  sandboxed strategy files) is started through `setpriv --pdeathsig KILL` (util-linux,
+  `child_command`), which asks the kernel before Python itself starts, so even a child still
+  importing torch goes with its parent; and it calls `die_with_parent(parent_pid)` once it runs,
+  which covers a parent that died before the kernel was asked, and systems without setpriv;
+- multiprocessing's workers (tournament workers, arena pairings) come from `worker_context`: a
+  fork server, started once per process, imports `preload` (torch, the pilots, the engine's
+  compiled code) and forks each worker from that, so a worker starts in a fraction of a second
+  instead of importing everything again. The server itself starts through setpriv (a launcher
+  script, since multiprocessing takes one executable, not a command line), so it dies with the
+  run even while it imports. The kernel ties it to the thread that started it, though, and
+  multiprocessing starts another if that thread has ended, so its workers do not depend on it:
+  each calls `die_with_parent()`, where a thread of the worker watches the process that asked
+  for it (multiprocessing's parent sentinel) and ends the worker when that one is gone.
 """
 
 from __future__ import annotations
@@ -23,21 +31,33 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from functools import lru_cache
 
 _PR_SET_PDEATHSIG = 1
 
 
 def die_with_parent(parent_pid: int | None = None) -> None:
-    """Have the kernel SIGKILL this process when its parent dies (Linux; elsewhere a no-op).
-    `parent_pid`: the parent as the caller knew it before this process started, to catch a
-    parent that died in between."""
+    """End this process when its parent dies: the kernel SIGKILLs it (Linux; `parent_pid`, the
+    parent as the caller knew it before this process started, catches a parent that died in
+    between), or, in a multiprocessing worker, a thread of its own ends it when the process that
+    asked for it is gone (module docstring)."""
+    asked_by = multiprocessing.parent_process()
+    if asked_by is not None:
+        threading.Thread(target=_exit_after, args=(asked_by,), daemon=True,
+                         name="die-with-parent").start()
+        return
     if not sys.platform.startswith("linux"):
         return
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if parent_pid is not None and os.getppid() != parent_pid:
         os._exit(1)
+
+
+def _exit_after(process) -> None:
+    process.join()
+    os._exit(1)
 
 
 @lru_cache(maxsize=1)
@@ -74,20 +94,27 @@ def _launcher() -> str | None:
     with open(path, "w") as f:
         f.write("#!/bin/sh\nexec " + shlex.join(child_command([sys.executable])) + ' "$@"\n')
     os.chmod(path, 0o700)
-    try:  # a temporary folder mounted noexec cannot start it: spawn as Python does, then
+    try:  # a temporary folder mounted noexec cannot start it: start as Python does, then
         ok = subprocess.run([path, "-c", "pass"], capture_output=True, timeout=60).returncode == 0
     except (OSError, subprocess.SubprocessError):
         ok = False
     return path if ok else None
 
 
-def spawn_context():
-    """multiprocessing's spawn context, its children started through child_command. (The
-    executable is the spawn module's one setting: every spawn child of this process starts so.)"""
-    ctx = multiprocessing.get_context("spawn")
+def worker_context(preload: list[str]):
+    """multiprocessing's context for the package's worker processes: the fork server where the
+    platform has one (module docstring), else spawn. `preload`: the modules the server imports
+    before it forks its first worker; the server is one per process, so every caller names the
+    same list. A worker inherits the server's modules and environment; its working folder,
+    sys.path and task come from the caller, as with spawn. (The launcher is the spawn module's
+    one executable, which the fork server also starts with.)"""
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    ctx = multiprocessing.get_context(method)
     launcher = _launcher()
     if launcher is not None:
         ctx.set_executable(launcher)
+    if method == "forkserver":
+        ctx.set_forkserver_preload(preload)
     return ctx
 
 

@@ -46,7 +46,7 @@ def torch_threads(requested: int = 0) -> int:
 def configure_process(requested: int = 0) -> int:
     """For a command's process, before torch is imported: resolve the thread count (see
     torch_threads) and put it in the environment, where torch reads it at import and every
-    process this one starts (tournament workers, Ray workers, PBT members) inherits it."""
+    process this one starts (Ray workers, PBT members) inherits it."""
     n = torch_threads(requested)
     for name in _ENV_VARS:
         os.environ[name] = str(n)

@@ -163,9 +163,9 @@ def _session_members(sid: int) -> list[int]:
 def test_a_killed_tournament_leaves_no_process_behind(tmp_path, when):
     """SIGKILL, which no Python code can catch, of a tournament with two workers and a sandboxed
     strategy busy in C code (a factorial at every decision, within its budget), either as soon
-    as its workers exist (still importing torch) or once the strategy plays: its workers, their
-    sandbox children and multiprocessing's helpers all end at once (the kernel was asked to
-    follow their parent before each of them started)."""
+    as its processes exist (the workers' fork server still importing torch) or once the strategy
+    plays: its workers, their sandbox children, the fork server and multiprocessing's other
+    helpers all end at once (util/processes.py)."""
     import os
     import signal
     import subprocess

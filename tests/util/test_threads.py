@@ -66,18 +66,15 @@ def test_a_commands_setting_reaches_the_processes_it_starts(clean_env):
         assert pool.submit(_threads_in_child).result(timeout=300) == 2
 
 
-def _worker_threads() -> int:
-    from spacewar_ai.rating.tournament import _worker_init
-
-    _worker_init(os.getppid())
-    return _threads_in_child()
-
-
 def test_tournament_workers_use_one_thread_whatever_the_run_asked(clean_env):
+    from spacewar_ai.rating import WORKER_PRELOAD
+    from spacewar_ai.rating.tournament import _worker_init
+    from spacewar_ai.util.processes import worker_context
+
     clean_env.setenv(ENV_VAR, "2")
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(1, mp_context=ctx) as pool:
-        assert pool.submit(_worker_threads).result(timeout=300) == 1
+    with ProcessPoolExecutor(1, mp_context=worker_context(WORKER_PRELOAD),
+                             initializer=_worker_init) as pool:
+        assert pool.submit(_threads_in_child).result(timeout=300) == 1
 
 
 def test_a_trainer_sets_its_threads_from_its_config(clean_env, tmp_path):
