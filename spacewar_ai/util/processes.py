@@ -108,7 +108,11 @@ def worker_context(preload: list[str]):
     same list. A worker inherits the server's modules and environment; its working folder,
     sys.path and task come from the caller, as with spawn. (The launcher is the spawn module's
     one executable, which the fork server also starts with.)"""
-    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    # Python 3.11.0's fork server listened on an abstract socket that any local user could ask
+    # to run code (CVE-2022-42919); later ones use a file only this user can open.
+    safe = sys.version_info >= (3, 11, 1)
+    method = ("forkserver" if safe and "forkserver" in multiprocessing.get_all_start_methods()
+              else "spawn")
     ctx = multiprocessing.get_context(method)
     launcher = _launcher()
     if launcher is not None:
