@@ -182,10 +182,13 @@ def split_specs(text: str | None) -> list[str]:
 def run_config(args):
     """The resolved run config: defaults (or the resumed run's own), then --config, then flags.
     Which field a flag sets is declared on the field (config.setting, config.flag_fields)."""
-    from ..agents.checkpoints import saved_run_config
     from ..config import UNLIMITED_STEPS, RewardConfig, RunConfig, flag_fields, load_run_config
 
-    base = saved_run_config(args.resume) if getattr(args, "resume", None) else RunConfig()
+    base = RunConfig()
+    if getattr(args, "resume", None):
+        from ..agents.checkpoints import saved_run_config
+
+        base = saved_run_config(args.resume)
     cfg = load_run_config(args.config, base) if args.config else base
     if getattr(args, "timesteps", None) == 0 and not (getattr(args, "warm_start", None)
                                                       or cfg.train.warm_start):

@@ -52,6 +52,7 @@ HTML = flag("--html", "play", writes="file", metavar="OUT.html",
       flag_help="play --eval-episodes games of --checkpoint against --opponent")
 def evaluate(parser, args) -> int:
     from ..game.recording import open_recorder
+    from ..pilots.spec import check_spec
     from ..rating.evaluation import evaluate as run
     from ..util.preflight import check_games
 
@@ -84,12 +85,14 @@ def evaluate(parser, args) -> int:
     if games % 2 and common.ray_address(parser, args) is not None:
         parser.error(_pairs("--eval-episodes", games) + "; on Ray each part plays pairs")
     check_games("--eval-episodes", games)
-    # A bad ratings file is refused before any game.
+    # Both pilots' files, then a bad ratings file, are refused before any file is opened or
+    # any game played.
+    pilots = [check_spec(text) for text in (args.checkpoint, args.opponent or "heuristic:hard")]
     ratings = None if drawn else common.ratings_file(args)
     recorder = open_recorder(args.record, per_decision=True)
     if not args.quiet:
         _say_published_run(args.checkpoint)
-    run(args.checkpoint, args.opponent or "heuristic:hard", games, args.seed or 0,
+    run(*pilots, games, args.seed or 0,
         deterministic=not args.stochastic, render=args.render, recorder=recorder,
         keep_actions=args.save_replays or 0, quiet=args.quiet, ratings=ratings,
         results=args.results, ray_address=common.ray_address(parser, args))
@@ -101,6 +104,7 @@ def evaluate(parser, args) -> int:
       flag_help="two pilots play (--players A,B); --render shows the window")
 def demo(parser, args) -> int:
     from ..game.recording import open_recorder
+    from ..pilots.spec import check_spec
     from ..rating.evaluation import evaluate as run
     from ..util.preflight import check_games
 
@@ -118,7 +122,8 @@ def demo(parser, args) -> int:
     drawn = args.render or args.record
     games = args.episodes or (1 if drawn else 200)
     check_games("--episodes", games)
-    run(specs[0], specs[1], games, args.seed or 0, render=args.render,
+    pilots = [check_spec(text) for text in specs]  # both refused before a file is opened
+    run(*pilots, games, args.seed or 0, render=args.render,
         recorder=open_recorder(args.record, per_decision=True), quiet=args.quiet,
         results=args.results, label="demo")
     return 0

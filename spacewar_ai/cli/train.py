@@ -122,8 +122,6 @@ def pbt(parser, args) -> int:
       flag_help="write a play-only copy of --checkpoint (no optimizer state) to DST, or with "
                 "DST.onnx an ONNX model any ONNX runtime can run")
 def export(parser, args) -> int:
-    from ..agents.saved import export_for_play
-
     if not args.checkpoint:
         parser.error("--export needs --checkpoint PATH (the checkpoint to copy)")
     if args.export.lower().endswith(".onnx"):
@@ -134,12 +132,15 @@ def export(parser, args) -> int:
 
         size = export_onnx(args.checkpoint, args.export)
     else:
-        from ..pilots.spec import parse_spec
+        from ..pilots.spec import checkpoint_file, parse_spec
 
         spec = parse_spec(args.checkpoint)
         if not spec.learned:
             parser.error(f"--checkpoint {args.checkpoint}: not a learned model (pretrained, "
                          "ppo:PATH, dqn:PATH or a checkpoint path); only those export")
-        size = export_for_play(spec.path, args.export, args.ensemble_with or ())
+        path = checkpoint_file(spec)  # a missing file is told before torch is imported
+        from ..agents.saved import export_for_play
+
+        size = export_for_play(path, args.export, args.ensemble_with or ())
     print(f"wrote {args.export} ({size / 1e6:.2f} MB)")
     return 0

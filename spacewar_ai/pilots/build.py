@@ -158,10 +158,10 @@ def make_pilot(spec, config: GameConfig | None = None, seed: int = 0,
 
 
 def _learned_pilot(spec: Spec, config: GameConfig, deterministic: bool, device: str):
+    path = checkpoint_file(spec)  # before torch is imported: a misspelled spec is told at once
     from ..agents.checkpoints import CheckpointError
     from ..agents.saved import load_agent
 
-    path = checkpoint_file(spec)
     expect = spec.kind if spec.kind in ("ppo", "dqn") else None
     try:
         agent, _ = load_agent(path, device, expect, config.obs_dim)

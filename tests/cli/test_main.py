@@ -41,6 +41,27 @@ def test_bad_spec_is_one_clear_line():
     assert "Traceback" not in out.stderr
 
 
+# A command in a fresh process, which says whether it imported torch on its way out.
+TORCH_SEEN = ("import atexit, sys\n"
+              "atexit.register(lambda: print('torch' in sys.modules, file=sys.stderr))\n"
+              "from spacewar_ai.main import main\nsys.argv[0] = 'spacewar-ai'\nmain()\n")
+
+
+@pytest.mark.parametrize("args", [["--demo", "--players", "idle,grandmaster"],
+                                  ["--evaluate", "--checkpoint", "grandmaster"],
+                                  ["--export", "x.pt", "--checkpoint", "grandmaster"]],
+                         ids=["demo", "evaluate", "export"])
+def test_a_misspelled_pilot_is_refused_before_torch_loads(args, tmp_path):
+    out = subprocess.run([sys.executable, "-c", TORCH_SEEN, *args], capture_output=True,
+                         text=True, timeout=300, cwd=tmp_path,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.returncode == 2
+    error, torch_loaded = out.stderr.strip().splitlines()
+    assert error.startswith("spacewar-ai: error: player 'grandmaster'"), out.stderr
+    assert torch_loaded == "False"  # told in a second, not after loading a network's library
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
 def test_the_original_designs_whole_flag_set_is_accepted():
     from spacewar_ai.main import build_parser
 
