@@ -122,23 +122,23 @@ def pbt(parser, args) -> int:
       flag_help="write a play-only copy of --checkpoint (no optimizer state) to DST, or with "
                 "DST.onnx an ONNX model any ONNX runtime can run")
 def export(parser, args) -> int:
+    from ..pilots.spec import checkpoint_file, parse_spec
+
     if not args.checkpoint:
         parser.error("--export needs --checkpoint PATH (the checkpoint to copy)")
+    spec = parse_spec(args.checkpoint)
+    if not spec.learned:
+        parser.error(f"--checkpoint {args.checkpoint}: not a learned model (pretrained, "
+                     "ppo:PATH, dqn:PATH or a checkpoint path); only those export")
+    path = checkpoint_file(spec)  # a missing file is told before torch is imported
     if args.export.lower().endswith(".onnx"):
         if args.ensemble_with:
             parser.error("--ensemble-with joins DQN runs in a checkpoint copy, not in ONNX: "
                          "export the joined copy to .onnx afterwards")
         from ..pilots.onnx_export import export_onnx
 
-        size = export_onnx(args.checkpoint, args.export)
+        size = export_onnx(spec, args.export)
     else:
-        from ..pilots.spec import checkpoint_file, parse_spec
-
-        spec = parse_spec(args.checkpoint)
-        if not spec.learned:
-            parser.error(f"--checkpoint {args.checkpoint}: not a learned model (pretrained, "
-                         "ppo:PATH, dqn:PATH or a checkpoint path); only those export")
-        path = checkpoint_file(spec)  # a missing file is told before torch is imported
         from ..agents.saved import export_for_play
 
         size = export_for_play(path, args.export, args.ensemble_with or ())

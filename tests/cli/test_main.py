@@ -49,8 +49,9 @@ TORCH_SEEN = ("import atexit, sys\n"
 
 @pytest.mark.parametrize("args", [["--demo", "--players", "idle,grandmaster"],
                                   ["--evaluate", "--checkpoint", "grandmaster"],
-                                  ["--export", "x.pt", "--checkpoint", "grandmaster"]],
-                         ids=["demo", "evaluate", "export"])
+                                  ["--export", "x.pt", "--checkpoint", "grandmaster"],
+                                  ["--export", "x.onnx", "--checkpoint", "grandmaster"]],
+                         ids=["demo", "evaluate", "export", "export to ONNX"])
 def test_a_misspelled_pilot_is_refused_before_torch_loads(args, tmp_path):
     out = subprocess.run([sys.executable, "-c", TORCH_SEEN, *args], capture_output=True,
                          text=True, timeout=300, cwd=tmp_path,
