@@ -6,9 +6,9 @@
 Runs `python -m pytest -q` with the arguments given and, while it runs, reads every process's
 CPU time from /proc twice a second. The processes that started after the suite did are sorted
 into kinds by their command line (pytest and its workers, where tests run in-process; the CLI
-commands and scripts the tests start; rollout children; multiprocessing's spawn children, which
-are arena pairings and tournament workers; the server's game and check workers; Ray; the
-browser) and printed with their count and CPU-seconds, beside the suite's wall time and the CPU
+commands and scripts the tests start; rollout children; multiprocessing's fork servers and the
+workers they fork, which are arena pairings and tournament workers; the server's game and check
+workers; Ray; the browser) and printed with their count and CPU-seconds, beside the suite's wall time and the CPU
 the machine spent meanwhile (/proc/stat). Run it on an otherwise quiet machine: a process
 started beside the suite is counted as the suite's. Processes that live under half a second are
 missed, so the kinds' sum falls a little short of the machine's figure. docs/performance.md
@@ -32,7 +32,8 @@ TICK = os.sysconf("SC_CLK_TCK")
 KINDS = (
     ("pytest and its workers (tests in-process)", ("exec(eval(sys.stdin", "-m pytest")),
     ("rollout children", ("rollout_child",)),
-    ("spawn children (arena pairings, tournament workers)", ("multiprocessing.spawn",)),
+    ("fork servers and their workers (arena pairings, tournament workers)",
+     ("multiprocessing.forkserver", "multiprocessing.spawn")),
     ("Ray", ("ray/", "raylet", "gcs_server", "default_worker", "setup_worker")),
     ("server game and check workers", ("web.worker", "web.checks")),
     ("browser", ("chrom", "playwright", "node ")),
