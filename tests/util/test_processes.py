@@ -118,6 +118,13 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
+    except OSError:  # a process that has ended (the launcher's own check is one)
+        return ""
+
+
 def _descendants(pid: int) -> list[int]:
     return [c for child in _children(pid) for c in [child, *_descendants(child)]]
 
@@ -142,8 +149,7 @@ def test_a_killed_run_leaves_neither_its_fork_server_nor_its_workers_behind(tmp_
             if when == "once the worker runs" and marker.exists():
                 break
             if when == "while the fork server loads" and any(
-                    "forkserver" in Path(f"/proc/{c}/cmdline").read_text(errors="replace")
-                    for c in _children(parent.pid) if _alive(c)):
+                    "forkserver" in _command(c) for c in _children(parent.pid)):
                 break
             time.sleep(0.02)
         else:
