@@ -66,15 +66,33 @@ def test_a_commands_setting_reaches_the_processes_it_starts(clean_env):
         assert pool.submit(_threads_in_child).result(timeout=300) == 2
 
 
-def test_tournament_workers_use_one_thread_whatever_the_run_asked(clean_env):
-    from spacewar_ai.rating import WORKER_PRELOAD
-    from spacewar_ai.rating.tournament import _worker_init
-    from spacewar_ai.util.processes import worker_context
+# A run that asked for two threads starts tournament workers, with the tournament's start and
+# without it; a fresh process, so that its fork server starts with that environment.
+WORKERS_THREADS = """
+from concurrent.futures import ProcessPoolExecutor
+from spacewar_ai.rating import WORKER_PRELOAD
+from spacewar_ai.rating.tournament import _worker_init
+from spacewar_ai.util.processes import worker_context
+from spacewar_ai.util.threads import configure_process
+from tests.util.test_threads import _threads_in_child
 
-    clean_env.setenv(ENV_VAR, "2")
-    with ProcessPoolExecutor(1, mp_context=worker_context(WORKER_PRELOAD),
-                             initializer=_worker_init) as pool:
-        assert pool.submit(_threads_in_child).result(timeout=300) == 1
+if __name__ == "__main__":
+    configure_process(2)
+    for init in (None, _worker_init):
+        with ProcessPoolExecutor(1, mp_context=worker_context(WORKER_PRELOAD),
+                                 initializer=init) as pool:
+            print(pool.submit(_threads_in_child).result(timeout=300))
+"""
+
+
+def test_tournament_workers_use_one_thread_whatever_the_run_asked(clean_env, tmp_path):
+    script = tmp_path / "workers_threads.py"
+    script.write_text(WORKERS_THREADS)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    # The run's two threads reach a worker unless the tournament's start sets one.
+    assert out.stdout.split() == ["2", "1"]
 
 
 def test_a_trainer_sets_its_threads_from_its_config(clean_env, tmp_path):
