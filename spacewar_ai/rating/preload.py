@@ -7,9 +7,7 @@ with all of that in memory instead of loading it again. Nothing here touches tor
 which a forked child must not inherit.
 """
 
-import torch  # noqa: F401  every network pilot needs it
-
-from ..agents import ppo  # noqa: F401  the network pilots' model
+from ..agents import ppo  # noqa: F401  the network pilots' model, and torch with it
 from ..game.engine import GameBatch
 from ..pilots import build  # noqa: F401  make_pilot and the scripted pilots' compiled code
 from . import match  # noqa: F401  what every worker plays
