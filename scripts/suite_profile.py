@@ -6,7 +6,8 @@
 Runs `python -m pytest -q` with the arguments given and, while it runs, reads every process's
 CPU time from /proc twice a second. The processes that started after the suite did are sorted
 into kinds by their command line (pytest and its workers, where tests run in-process; the CLI
-commands and scripts the tests start; rollout children; multiprocessing's fork servers and the
+commands and scripts the tests start, among them tests/commands.py's servers, whose children
+run most of them; rollout children; multiprocessing's fork servers and the
 workers they fork, which are arena pairings and tournament workers; the server's game and check
 workers; Ray; the browser) and printed with their count and CPU-seconds, beside the suite's
 wall time and the CPU the machine spent meanwhile (/proc/stat). Run it on an otherwise quiet
@@ -39,7 +40,8 @@ KINDS = (
     ("browser", ("chrom", "playwright", "node ")),
     ("sandboxed strategies", ("sandbox_child",)),
     ("scripts", ("scripts/",)),
-    ("CLI commands and other package processes", ("spacewar_ai", "spacewar-ai", "main.py")),
+    ("CLI commands and other package processes",
+     ("spacewar_ai", "spacewar-ai", "main.py", "tests.commands")),
 )
 
 

@@ -1,8 +1,6 @@
 """Checkpoint files: atomic writes, and one clear error for every bad file."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -13,6 +11,7 @@ from spacewar_ai.agents.ppo import PPOAgent
 from spacewar_ai.agents.saved import load_agent
 from spacewar_ai.config import DQNConfig, PPOConfig
 from spacewar_ai.util.files import atomic_write_bytes
+from tests.commands import cli
 from tests.helpers import ROOT
 
 PPO = PPOConfig(hidden_sizes=(16,))
@@ -95,8 +94,7 @@ def test_load_agent_reads_the_algorithm_from_the_file(tmp_path, ppo_file):
 def test_cli_reports_a_bad_checkpoint_in_one_line(tmp_path):
     junk = tmp_path / "junk.pt"
     junk.write_bytes(b"garbage")
-    out = subprocess.run([sys.executable, "-m", "spacewar_ai", "--evaluate", "--checkpoint",
-                          str(junk)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    out = cli("--evaluate", "--checkpoint", junk, cwd=ROOT, timeout=120)
     assert out.returncode == 2
     assert "Traceback" not in out.stderr
     assert str(junk) in out.stderr and "truncated or corrupt" in out.stderr

@@ -15,6 +15,7 @@ from spacewar_ai.pilots.build import file_identity, make_pilot, search_pilot
 from spacewar_ai.pilots.scripted import HeuristicPilot
 from spacewar_ai.pilots.spec import OPPONENT_MODEL_PATH
 from spacewar_ai.training.trainer import Trainer
+from tests.commands import cli
 
 CFG = GameConfig()
 
@@ -138,8 +139,6 @@ def test_bad_opponent_model_settings_are_named(field, value):
 def test_the_cli_names_the_model_and_the_command_that_plans_with_it(tmp_path, algorithm):
     import json
     import shlex
-    import subprocess
-    import sys
 
     cfg = tmp_path / "watch.json"
     cfg.write_text(json.dumps({"ppo": {"n_steps": 16, "hidden_sizes": [32, 32]},
@@ -148,10 +147,9 @@ def test_the_cli_names_the_model_and_the_command_that_plans_with_it(tmp_path, al
                                "league": {"curriculum": ["heuristic:hard"]},
                                "train": {"log_dir": str(tmp_path / "runs"),
                                          "eval_interval": 1000}}))
-    train = subprocess.run(
-        [sys.executable, "-m", "spacewar_ai", "--algorithm", algorithm, "--config", str(cfg),
-         "--num-envs", "16", "--timesteps", "1024", "--checkpoint-dir", str(tmp_path),
-         "--run-name", "cli", "--quiet"], capture_output=True, text=True, timeout=300)
+    train = cli("--algorithm", algorithm, "--config", cfg, "--num-envs", "16", "--timesteps",
+                "1024", "--checkpoint-dir", tmp_path, "--run-name", "cli", "--quiet",
+                timeout=300)
     assert train.returncode == 0, train.stderr
     line = next(x for x in train.stdout.splitlines() if x.startswith("opponent model of"))
     assert str(tmp_path / "cli" / FILE_NAME) in line
@@ -159,10 +157,8 @@ def test_the_cli_names_the_model_and_the_command_that_plans_with_it(tmp_path, al
     command = shlex.split(line.split("): ", 1)[1])
     assert command[:2] == ["spacewar-ai", "--evaluate"]
     # The printed command runs as printed (two games, to keep the test short).
-    evaluated = subprocess.run(
-        [sys.executable, "-m", "spacewar_ai", *command[1:], "--eval-episodes", "2",
-         "--ratings-file", str(tmp_path / "ratings.json")],
-        capture_output=True, text=True, timeout=300)
+    evaluated = cli(*command[1:], "--eval-episodes", "2", "--ratings-file",
+                    tmp_path / "ratings.json", timeout=300)
     assert evaluated.returncode == 0, evaluated.stderr
     # A DQN network plans over itself too, its rollouts jittered (search.py).
     assert f"search:{algorithm}:cli/best.pt" in evaluated.stdout and "vs heuristic:hard: 2 games" in evaluated.stdout

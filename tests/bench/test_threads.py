@@ -2,21 +2,20 @@
 check that every path runs, idle only."""
 
 import os
-import subprocess
 
 import pytest
 
+from tests.commands import cli
 from tests.helpers import ROOT
 
 
-def _run(cmd, timeout=300):
-    env = dict(os.environ, SDL_VIDEODRIVER="dummy")
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
+def _run(*args, timeout=300):
+    return cli(*args, cwd=ROOT, env=dict(os.environ, SDL_VIDEODRIVER="dummy"), timeout=timeout)
 
 
 @pytest.mark.slow
 def test_the_quick_thread_benchmark_times_every_path_at_each_thread_count():
-    out = _run(["spacewar-ai", "--benchmark-threads", "--quick"], timeout=3600)
+    out = _run("--benchmark-threads", "--quick", timeout=3600)
     assert out.returncode == 0, out.stderr
     rows = [line for line in out.stdout.splitlines() if "idle 1t" in line]
     paths = ("PPO training", "DQN training", "behaviour cloning", "conservative Q-learning",

@@ -2,18 +2,18 @@
 benchmark measures, a test checks that it runs and reports)."""
 
 import os
-import subprocess
 
 import pytest
 
 from spacewar_ai.config import TrainConfig
 from spacewar_ai.util.threads import available_cores
+from tests.commands import cli
 from tests.helpers import RAY_GROUP, ROOT
 
 
-def _run(cmd, timeout=300, **extra_env):
+def _run(*args, timeout=300, **extra_env):
     env = dict(os.environ, SDL_VIDEODRIVER="dummy", **extra_env)
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
+    return cli(*args, cwd=ROOT, env=env, timeout=timeout)
 
 
 @RAY_GROUP  # its Ray row starts Ray on this machine
@@ -21,7 +21,7 @@ def _run(cmd, timeout=300, **extra_env):
 def test_benchmark_prints_figures(tiny):
     pytest.importorskip("transformers")
     # The LM rows of a tiny model built here: SmolLM2's take a minute and more on two cores.
-    out = _run(["spacewar-ai", "--benchmark", "--quick", "--base-model", str(tiny)])
+    out = _run("--benchmark", "--quick", "--base-model", str(tiny))
     assert out.returncode == 0, out.stderr
     for row in ("single env step_both", "1024 games", "4096 games", "hard pilot",
                 f"LM pilot lm:{tiny}", "bf16, batch of 64 games", "SFT (LoRA", "GRPO (64 states",
@@ -40,7 +40,7 @@ def test_benchmark_prints_figures(tiny):
 
 @pytest.mark.slow
 def test_training_benchmark_prints_ours_and_sb3_side_by_side(tmp_path):
-    out = _run(["spacewar-ai", "--benchmark-training", "--quick"], timeout=600,
+    out = _run("--benchmark-training", "--quick", timeout=600,
                TMPDIR=str(tmp_path))
     assert out.returncode == 0, out.stderr
     # Stable-Baselines3 logs nowhere: no SB3-<time> folder left in the temp dir.
@@ -85,7 +85,7 @@ def test_training_benchmark_prints_ours_and_sb3_side_by_side(tmp_path):
 @pytest.mark.slow
 def test_rollout_benchmark_prints_each_worker_count_the_bound_and_a_projection():
     """The workers in child processes of this machine (no Ray needed)."""
-    out = _run(["spacewar-ai", "--benchmark-rollouts", "--quick"], timeout=900)
+    out = _run("--benchmark-rollouts", "--quick", timeout=900)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     for row in ("the learner plays its games", "1 rollout worker in processes",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.commands import cli
 from tests.helpers import ROOT
 
 WAYS = [["spacewar-ai"], [sys.executable, "-m", "spacewar_ai"],
@@ -28,14 +29,14 @@ def test_demo_runs_every_way(way):
 
 @pytest.mark.slow
 def test_demo_with_render_opens_a_window_and_reports():
-    out = _run(["spacewar-ai", "--demo", "--render", "--seed", "3"])
+    out = cli("--demo", "--render", "--seed", "3", cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert "game 1: winner" in out.stdout
 
 
 @pytest.mark.slow
 def test_bad_spec_is_one_clear_line():
-    out = _run(["spacewar-ai", "--demo", "--players", "idle,grandmaster"])
+    out = cli("--demo", "--players", "idle,grandmaster", cwd=ROOT)
     assert out.returncode == 2
     assert "player 'grandmaster'" in out.stderr and "heuristic:hard" in out.stderr
     assert "Traceback" not in out.stderr
@@ -93,12 +94,12 @@ def test_export_joins_dqn_runs_and_ensemble_with_needs_export(tmp_path):
     for seed, name in ((0, "a.pt"), (1, "b.pt")):
         torch.manual_seed(seed)
         DQNAgent(36, 6, cfg).save(tmp_path / name)
-    out = _run(["spacewar-ai", "--export", str(tmp_path / "ab.pt"), "--checkpoint",
-                str(tmp_path / "a.pt"), "--ensemble-with", str(tmp_path / "b.pt")])
+    out = cli("--export", str(tmp_path / "ab.pt"), "--checkpoint",
+                str(tmp_path / "a.pt"), "--ensemble-with", str(tmp_path / "b.pt"), cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert "wrote" in out.stdout
     assert len(load_agent(tmp_path / "ab.pt")[0].play_members) == 1
-    out = _run(["spacewar-ai", "--algorithm", "dqn", "--ensemble-with", str(tmp_path / "b.pt")])
+    out = cli("--algorithm", "dqn", "--ensemble-with", str(tmp_path / "b.pt"), cwd=ROOT)
     assert out.returncode == 2 and "applies to --export" in out.stderr
     assert "Traceback" not in out.stderr
 
@@ -669,7 +670,7 @@ def test_a_config_too_deep_to_parse_is_one_line(tmp_path, name, text, says):
     dotted key): one line naming the file, exit 2."""
     path = tmp_path / name
     path.write_text(text)
-    out = _run(["spacewar-ai", "--config", str(path), "--timesteps", "10"], timeout=120)
+    out = cli("--config", str(path), "--timesteps", "10", timeout=120, cwd=ROOT)
     assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr[-2000:]
     assert str(path) in out.stderr and says in out.stderr
 
@@ -683,14 +684,14 @@ def test_the_shipped_network_exports_as_a_checkpoint_as_it_does_as_onnx(tmp_path
     from spacewar_ai.pilots.build import make_pilot
     from tests.helpers import game_observations
 
-    out = _run(["spacewar-ai", "--export", str(tmp_path / "shipped.pt"), "--checkpoint",
-                "pretrained"])
+    out = cli("--export", str(tmp_path / "shipped.pt"), "--checkpoint",
+                "pretrained", cwd=ROOT)
     assert out.returncode == 0 and "wrote" in out.stdout, out.stderr
     obs = game_observations(16, 5)
     assert np.array_equal(make_pilot(str(tmp_path / "shipped.pt")).act(obs),
                           make_pilot("pretrained").act(obs))
-    out = _run(["spacewar-ai", "--export", str(tmp_path / "new" / "deeper" / "x.pt"),
-                "--checkpoint", "pretrained"])
+    out = cli("--export", str(tmp_path / "new" / "deeper" / "x.pt"),
+                "--checkpoint", "pretrained", cwd=ROOT)
     assert out.returncode == 2 and "does not exist; make it first" in out.stderr
     assert not (tmp_path / "new").exists()
 

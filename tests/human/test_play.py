@@ -2,8 +2,6 @@
 difficulties pick their model and delay, frames show the game, replays and videos are exact."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pygame
@@ -22,6 +20,7 @@ from spacewar_ai.human.play import (
     keys_to_action,
 )
 from spacewar_ai.rating.difficulty import PlayerBook, ladder
+from tests.commands import cli
 
 
 def _game(tmp_path, opponent="idle", **kwargs) -> HumanGame:
@@ -295,8 +294,7 @@ def _cli(*args, cwd, env_extra=None):
     import os
 
     env = dict(os.environ, SDL_VIDEODRIVER="dummy", **(env_extra or {}))
-    return subprocess.run([sys.executable, "-m", "spacewar_ai", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return cli(*args, cwd=cwd, env=env, timeout=300)
 
 
 @pytest.mark.slow

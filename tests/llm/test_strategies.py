@@ -5,8 +5,6 @@ loop with resume, the league, guided exploration and the arena."""
 import dataclasses
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +20,7 @@ from spacewar_ai.llm.strategies import (
     strategy_prompt,
 )
 from spacewar_ai.pilots.sandbox import StrategyError
+from tests.commands import cli
 from tests.helpers import ROOT
 from tests.llm_server import FakeLLMServer
 
@@ -170,12 +169,9 @@ def test_cli_iterative_against_a_local_server(tmp_path):
     with FakeLLMServer(_scripted_llm()) as server:
         env = dict(os.environ, SDL_VIDEODRIVER="dummy")
         env.pop("OPENAI_API_KEY", None)
-        out = subprocess.run(
-            [sys.executable, "-m", "spacewar_ai", "--iterative", "--llm-base-url",
-             server.url + "/v1", "--iterations", "2", "--episodes-per-iteration", "2",
-             "--timesteps", "256", "--num-envs", "8", "--run-name", "cli", "--quiet",
-             "--keys-dir", str(tmp_path)],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        out = cli("--iterative", "--llm-base-url", server.url + "/v1", "--iterations", "2",
+                  "--episodes-per-iteration", "2", "--timesteps", "256", "--num-envs", "8",
+                  "--run-name", "cli", "--quiet", "--keys-dir", tmp_path, cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stderr
     assert "best strategy:" in out.stdout
     assert (tmp_path / "runs" / "cli" / "llm" / "best_strategy.py").read_text() == GOOD
@@ -185,11 +181,8 @@ def test_cli_iterative_against_a_local_server(tmp_path):
 def test_cli_llm_arena_against_a_local_server(tmp_path):
     with FakeLLMServer([("text", fenced(GOOD)), ("text", fenced(WEAK))]) as server:
         env = dict(os.environ, SDL_VIDEODRIVER="dummy")
-        out = subprocess.run(
-            [sys.executable, "-m", "spacewar_ai", "--llm-arena", "--llm-base-url",
-             server.url + "/v1", "--llm-samples", "2", "--matches-per-pairing", "4",
-             "--keys-dir", str(tmp_path)],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        out = cli("--llm-arena", "--llm-base-url", server.url + "/v1", "--llm-samples", "2",
+                  "--matches-per-pairing", "4", "--keys-dir", tmp_path, cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stderr
     table = out.stdout[out.stdout.index("| # |"):]
     assert "strategy:custom-0.py" in table and "strategy:custom-1.py" in table

@@ -2,9 +2,6 @@
 opponent model predicts the hard pilot, it plays wherever the games tell it their state (matches,
 SpacewarEnv, human play) and the same way in any batch, and it refuses what it cannot do."""
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
@@ -17,6 +14,7 @@ from spacewar_ai.pilots.scripted import HeuristicPilot
 from spacewar_ai.pilots.search import HORIZON, JITTER, SAMPLES, SearchPilot
 from spacewar_ai.pilots.spec import OPPONENT_MODEL_PATH
 from spacewar_ai.rating.match import play_match
+from tests.commands import cli
 
 CFG = GameConfig()
 
@@ -306,10 +304,9 @@ def test_the_planner_over_a_scripted_pilot_plans_as_spacewar_envs_opponent():
 
 @pytest.mark.slow
 def test_cli_evaluates_a_planner(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "spacewar_ai", "--evaluate", "--checkpoint",
-                          "search:pretrained", "--opponent", "idle", "--eval-episodes", "2",
-                          "--ratings-file", str(tmp_path / "ratings.json")],
-                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    out = cli("--evaluate", "--checkpoint", "search:pretrained", "--opponent", "idle",
+              "--eval-episodes", "2", "--ratings-file", tmp_path / "ratings.json", timeout=300,
+              cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "search:pretrained vs idle" in out.stdout and "wins 2 (" in out.stdout, out.stdout
 

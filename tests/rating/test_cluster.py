@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.commands import cli
 from tests.helpers import RAY_GROUP, ROOT
 
 pytestmark = RAY_GROUP
@@ -28,9 +29,8 @@ AUTH = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": uuid.uuid4().hex}
 
 
 def _cli(*args, env=None, cwd=None, timeout=600):
-    return subprocess.run([sys.executable, "-m", "spacewar_ai", *args], capture_output=True,
-                          text=True, timeout=timeout, cwd=cwd or ROOT,
-                          env={**os.environ, "SDL_VIDEODRIVER": "dummy", **AUTH, **(env or {})})
+    return cli(*args, timeout=timeout, cwd=cwd or ROOT,
+               env={**os.environ, "SDL_VIDEODRIVER": "dummy", **AUTH, **(env or {})})
 
 
 def _free_port() -> int:
@@ -185,8 +185,11 @@ def test_missing_ray_is_one_line_naming_the_extra(tmp_path):
     (shadow / "__init__.py").write_text("raise ImportError('No module named ray')\n")
     for mode in (["--tournament", "--players", "random,idle", "--backend", "ray"],
                  ["--pbt", "--population", "2"]):
-        out = _cli(*mode, "--checkpoint-dir", str(tmp_path),
-                   env={"PYTHONPATH": str(tmp_path / "shadow")}, cwd=tmp_path)
+        # A process of its own: the shadowing folder goes on sys.path as Python starts.
+        out = subprocess.run([sys.executable, "-m", "spacewar_ai", *mode, "--checkpoint-dir",
+                              str(tmp_path)], capture_output=True, text=True, timeout=300,
+                             cwd=tmp_path, env={**os.environ, **AUTH,
+                                                "PYTHONPATH": str(tmp_path / "shadow")})
         assert out.returncode == 2, out.stderr
         assert out.stderr.count("\n") == 1 and '".[cluster]"' in out.stderr
 

@@ -7,6 +7,7 @@ import pytest
 
 from spacewar_ai.rating.ratings import standings
 from spacewar_ai.rating.tournament import crosstable_markdown, play_round_robin, resolve_entrants
+from tests.commands import cli
 from tests.helpers import ROOT
 
 
@@ -45,15 +46,10 @@ def test_round_robin_pairs_swap_sides_and_is_identical_with_1_or_2_workers():
 
 @pytest.mark.slow
 def test_cli_tournament_writes_crosstable_standings_and_ratings(tmp_path):
-    import subprocess
-    import sys
-
     ratings = tmp_path / "ratings.json"
-    cmd = [sys.executable, "-m", "spacewar_ai", "--tournament", "--players",
-           "random,heuristic:easy,heuristic:hard", "--matches-per-pairing", "6",
-           "--ratings-file", str(ratings), "--workers", "1", "--save-replays", "2"]
-    out = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300,
-                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    out = cli("--tournament", "--players", "random,heuristic:easy,heuristic:hard",
+              "--matches-per-pairing", "6", "--ratings-file", ratings, "--workers", "1",
+              "--save-replays", "2", cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "18 games" in out.stdout and "| 1 | heuristic:hard |" in out.stdout
     assert list((tmp_path / "runs" / "tournaments").glob("*/crosstable.md"))
@@ -70,9 +66,7 @@ def test_cli_tournament_writes_crosstable_standings_and_ratings(tmp_path):
     assert len(replays) == 6
     for path in replays:
         replay_game(load_replay(path))
-    bad = subprocess.run(cmd[:4] + ["idle,ppo:/no/such.pt"], capture_output=True, text=True,
-                         cwd=tmp_path, timeout=120,
-                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    bad = cli("--tournament", "idle,ppo:/no/such.pt", cwd=tmp_path, timeout=120)
     assert bad.returncode == 2 and "ppo:/no/such.pt" in bad.stderr
     assert "Traceback" not in bad.stderr
 
@@ -107,15 +101,9 @@ def test_elimination_follows_the_seeded_bracket():
 
 @pytest.mark.slow
 def test_cli_evaluation_adds_to_the_ratings_file(tmp_path):
-    import os
-    import subprocess
-    import sys
-
     ratings = tmp_path / "ratings.json"
-    out = subprocess.run([sys.executable, "-m", "spacewar_ai", "--evaluate", "--checkpoint",
-                          "pretrained", "--opponent", "heuristic:easy", "--eval-episodes", "10",
-                          "--ratings-file", str(ratings)], capture_output=True, text=True,
-                         cwd=tmp_path, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = cli("--evaluate", "--checkpoint", "pretrained", "--opponent", "heuristic:easy",
+              "--eval-episodes", "10", "--ratings-file", ratings, cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr
     data = json.loads(ratings.read_text())
     assert {p["name"] for p in data["players"].values()} == {"pretrained", "heuristic:easy"}

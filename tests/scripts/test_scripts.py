@@ -4,21 +4,19 @@ they run end to end and write the tables and files their docs link to."""
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.commands import script
 from tests.helpers import ROOT, load_script
 
 
 def _script(tmp_path, name, *args, **env_vars):
     env = dict(os.environ, MINARI_DATASETS_PATH=str(tmp_path / "minari"), **env_vars)
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / f"{name}.py"), *args],
-                         cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=3600)  # a safety net for a loaded host, not a measurement
+    out = script(ROOT / "scripts" / f"{name}.py", *args, cwd=tmp_path, env=env,
+                 timeout=3600)  # a safety net for a loaded host, not a measurement
     assert out.returncode == 0, out.stderr[-2000:]
     return out
 
@@ -94,9 +92,8 @@ def test_strength_reruns_one_row_and_keeps_the_others(tmp_path):
     assert [(r["spec"], r["games"]) for r in rows] == [("heuristic:medium", 2),
                                                        ("heuristic:easy", 4)]
     assert "| medium: `heuristic:medium` (2) |" in out.stdout
-    bad = subprocess.run([sys.executable, str(ROOT / "scripts" / "strength.py"), "--agents",
-                          agents, "--only", "heuristic:hard", "--out", "s.json"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    bad = script(ROOT / "scripts" / "strength.py", "--agents", agents, "--only",
+                 "heuristic:hard", "--out", "s.json", cwd=tmp_path, timeout=120)
     assert bad.returncode != 0 and bad.stderr.strip().count("\n") == 0
     assert "'heuristic:hard' is not a row" in bad.stderr
 
@@ -119,9 +116,8 @@ def test_engine_ab_times_two_engine_files_side_by_side(tmp_path):
     out = _script(tmp_path, "engine_ab", engine, engine, "--games", "8", "--pairs", "4",
                   "--steps", "2", "--observe", NUMBA_DISABLE_JIT="1")
     assert out.stdout.startswith("8 games with observations, 4 pairs: A ") and "B/A median " in out.stdout
-    missing = subprocess.run([sys.executable, str(ROOT / "scripts" / "engine_ab.py"), engine,
-                              "nowhere.py"], cwd=tmp_path, capture_output=True, text=True,
-                             timeout=120)
+    missing = script(ROOT / "scripts" / "engine_ab.py", engine, "nowhere.py", cwd=tmp_path,
+                     timeout=120)
     assert missing.returncode != 0 and ("nowhere.py: neither an engine file nor a spacewar_ai "
                                         "package folder") in missing.stderr
     # Whole package copies.
@@ -181,9 +177,8 @@ def test_cleanrl_curve_records_every_game_the_example_plays(tmp_path):
 
 
 def test_cleanrl_curve_names_a_missing_cleanrl_file(tmp_path):
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "cleanrl_curve.py"),
-                          "--cleanrl-ppo", str(tmp_path / "ppo.py")], capture_output=True,
-                         text=True, timeout=600)
+    out = script(ROOT / "scripts" / "cleanrl_curve.py", "--cleanrl-ppo", tmp_path / "ppo.py",
+                 timeout=600)
     assert out.returncode == 2
     assert out.stderr.strip().endswith("give the path of cleanrl/ppo.py in a clone of "
                                        "github.com/vwxyzjn/cleanrl")
@@ -234,9 +229,8 @@ def test_lm_ceiling_takes_any_teacher_a_planner_included(tmp_path):
     figures = json.loads(out.read_text())
     assert figures["teacher"] == planner and figures["student_agreement"] < 1.0
     assert min(figures["states"].values()) > 0
-    refused = subprocess.run([sys.executable, str(ROOT / "scripts" / "lm_ceiling.py"),
-                              "--teacher", "search:nothere.pt"], capture_output=True, text=True,
-                             cwd=tmp_path, timeout=300)
+    refused = script(ROOT / "scripts" / "lm_ceiling.py", "--teacher", "search:nothere.pt",
+                     cwd=tmp_path, timeout=300)
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
     assert "nothere.pt" in refused.stderr
 
@@ -341,8 +335,7 @@ def test_network_exit_fits_on_the_device_asked_for(tmp_path):
         _, ckpt = load_agent(tmp_path / "exit" / "round1.pt")
         assert ckpt["metadata"]["expert_iteration"]["rounds"][0]["decisions"] > 0
         return
-    refused = subprocess.run([sys.executable, str(ROOT / "scripts" / "network_exit.py"), *args],
-                             capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    refused = script(ROOT / "scripts" / "network_exit.py", *args, cwd=tmp_path, timeout=300)
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
     assert "no CUDA GPU is available: use --device cpu" in refused.stderr
     assert not (tmp_path / "exit").exists()
@@ -363,9 +356,8 @@ def test_planner_overrides_asks_twice_and_fits_a_classifier(tmp_path):
     assert figures["states"] > 0 and "held out overrides" in run.stdout
     assert {"overrides", "asked again, the same action", "trained overrides",
             "held out other moves"} <= set(figures)
-    refused = subprocess.run([sys.executable, str(ROOT / "scripts" / "planner_overrides.py"),
-                              "--teacher", "heuristic:hard"], capture_output=True, text=True,
-                             cwd=tmp_path, timeout=300)
+    refused = script(ROOT / "scripts" / "planner_overrides.py", "--teacher", "heuristic:hard",
+                     cwd=tmp_path, timeout=300)
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
     assert "not a planner" in refused.stderr
 
@@ -419,8 +411,8 @@ def test_weight_hashes_prints_one_hash_a_run_the_same_each_time(tmp_path):
     lines = [line for line in runs[0].splitlines() if line.startswith("ppo-step ")]
     assert len(lines) == 1 and len(lines[0].split()[1]) == 64  # a SHA-256 in hex
     assert lines[0] in runs[1].splitlines()  # the same seed, the same weights
-    bad = subprocess.run([sys.executable, str(ROOT / "scripts" / "weight_hashes.py"), "--only",
-                          "ppo,nope"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    bad = script(ROOT / "scripts" / "weight_hashes.py", "--only", "ppo,nope", cwd=tmp_path,
+                 timeout=300)
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "ppo" in bad.stderr
 
 
@@ -460,7 +452,6 @@ def test_suite_profile_sorts_the_suites_processes_by_kind(tmp_path):
     rows = json.loads((tmp_path / "rows.json").read_text())
     assert sum(table.values()) == len(rows)  # the table counts every row --json wrote
     assert sum(r["cpu"] for r in rows) <= machine + 1  # what it saw, the machine spent
-    bad = subprocess.run([sys.executable, str(ROOT / "scripts" / "suite_profile.py"), "--json",
-                          str(tmp_path / "no" / "rows.json")], capture_output=True, text=True,
-                         timeout=60)
+    bad = script(ROOT / "scripts" / "suite_profile.py", "--json", tmp_path / "no" / "rows.json",
+                 timeout=60)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--json" in bad.stderr

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import uuid
 
 import numpy as np
 import pytest
 
+from tests.commands import cli
 from tests.helpers import RAY_GROUP, ROOT
 
 pytestmark = RAY_GROUP
@@ -20,9 +19,8 @@ AUTH = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": uuid.uuid4().hex}
 
 
 def _cli(*args, env=None, cwd=None, timeout=600):
-    return subprocess.run([sys.executable, "-m", "spacewar_ai", *args], capture_output=True,
-                          text=True, timeout=timeout, cwd=cwd or ROOT,
-                          env={**os.environ, "SDL_VIDEODRIVER": "dummy", **AUTH, **(env or {})})
+    return cli(*args, timeout=timeout, cwd=cwd or ROOT,
+               env={**os.environ, "SDL_VIDEODRIVER": "dummy", **AUTH, **(env or {})})
 
 
 @pytest.mark.slow

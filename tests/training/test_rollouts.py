@@ -18,6 +18,7 @@ import torch
 from spacewar_ai.agents.checkpoints import load_checkpoint
 from spacewar_ai.config import GameConfig, LeagueConfig
 from spacewar_ai.training.trainer import Trainer
+from tests.commands import cli
 from tests.helpers import RAY_GROUP, tiny_run
 
 
@@ -305,9 +306,7 @@ def test_a_killed_child_worker_is_replaced_and_a_killed_learner_takes_its_worker
 
 
 def _cli(*args, cwd, timeout=600, env=None):
-    return subprocess.run([sys.executable, "-m", "spacewar_ai", *args], capture_output=True,
-                          text=True, timeout=timeout, cwd=cwd,
-                          env={**os.environ, **(env or {})})
+    return cli(*args, cwd=cwd, timeout=timeout, env={**os.environ, **(env or {})})
 
 
 # --- Ray ------------------------------------------------------------------------------------------

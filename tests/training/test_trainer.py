@@ -27,6 +27,7 @@ from spacewar_ai.config import (
 )
 from spacewar_ai.main import build_parser
 from spacewar_ai.training.trainer import Trainer
+from tests.commands import cli
 from tests.helpers import ROOT, tiny_run
 
 
@@ -484,8 +485,7 @@ def test_one_live_run_per_name_and_ctrl_c_saves_how_far_it_got(tmp_path):
     while _updates_logged(log_dir) < 3:
         assert time.time() < deadline and proc.poll() is None, proc.stderr.read()
         time.sleep(0.5)
-    second = subprocess.run([sys.executable, "-m", "spacewar_ai", *common, "--timesteps", "512"],
-                            capture_output=True, text=True, timeout=300, cwd=ROOT)
+    second = cli(*common, "--timesteps", "512", timeout=300, cwd=ROOT)
     assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr
     assert "same run: a live run (process " in second.stderr and str(proc.pid) in second.stderr
     reached = _updates_logged(log_dir)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.commands import cli
+
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
@@ -27,9 +29,7 @@ pytestmark = pytest.mark.slow
 
 
 def _cli(*args, cwd, timeout=300):
-    return subprocess.run([sys.executable, "-m", "spacewar_ai", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=timeout,
-                          env={**os.environ, "SDL_VIDEODRIVER": "dummy"})
+    return cli(*args, cwd=cwd, timeout=timeout, env={**os.environ, "SDL_VIDEODRIVER": "dummy"})
 
 
 def _free_port() -> int:
