@@ -6,13 +6,13 @@
 Runs `python -m pytest -q` with the arguments given and, while it runs, reads every process's
 CPU time from /proc twice a second. The processes that started after the suite did are sorted
 into kinds by their command line (pytest and its workers, where tests run in-process; the CLI
-commands and scripts the tests start, among them tests/commands.py's servers, whose children
-run most of them; rollout children; multiprocessing's fork servers and the
-workers they fork, which are arena pairings and tournament workers; the server's game and check
-workers; Ray; the browser) and printed with their count and CPU-seconds, beside the suite's
-wall time and the CPU the machine spent meanwhile (/proc/stat). Run it on an otherwise quiet
-machine: a process started beside the suite is counted as the suite's. Processes that live under
-half a second are missed, so the kinds' sum falls a little short of the machine's figure.
+commands and scripts the tests start, among them tests/commands.py's servers, whose children run
+most of them; rollout children; multiprocessing's fork servers and the workers they fork, which
+are arena pairings and tournament workers; the server's game and check workers; Ray; the
+browser) and printed with their count and CPU-seconds, beside the suite's wall time and the CPU
+the machine spent meanwhile (/proc/stat). Run it on an otherwise quiet machine: a process
+started beside the suite is counted as the suite's. Processes that live under half a second are
+missed, so the kinds' sum falls a little short of the machine's figure.
 docs/performance.md holds the figures; `--json` writes every process's row.
 """
 
