@@ -15,6 +15,16 @@ ROOT = Path(__file__).resolve().parents[1]  # the project's folder
 RAY_GROUP = pytest.mark.xdist_group("ray")
 
 
+def require(*packages: str) -> None:
+    """Skip the calling test module unless every package is installed, found without importing
+    it: pytest.importorskip imports, and peft alone takes seconds, in every worker's collection."""
+    import importlib.util
+
+    missing = [name for name in packages if importlib.util.find_spec(name) is None]
+    if missing:
+        pytest.skip(f"not installed: {', '.join(missing)}", allow_module_level=True)
+
+
 def scenario(**config) -> GameBatch:
     """One game, reset, for hand-placed physics scenarios."""
     b = GameBatch(1, GameConfig(**config))

@@ -4,13 +4,12 @@ cannot work; SmolLM2's wheel found without importing it; a GGUF base converted o
 import numpy as np
 import pytest
 
-pytest.importorskip("transformers")
-pytest.importorskip("peft")
+from spacewar_ai.config import OBS_MASK
+from spacewar_ai.lm.models import LMError
+from tests.helpers import game_observations, require
+from tests.tiny_lm import trained_adapter
 
-from spacewar_ai.config import OBS_MASK  # noqa: E402
-from spacewar_ai.lm.models import LMError  # noqa: E402
-from tests.helpers import game_observations  # noqa: E402
-from tests.tiny_lm import trained_adapter  # noqa: E402
+require("transformers", "peft")
 
 
 def test_an_adapter_round_trips_merged_and_is_found_by_name(tiny, tmp_path, monkeypatch):

@@ -5,12 +5,11 @@ adapters on SmolLM2."""
 import numpy as np
 import pytest
 
-pytest.importorskip("transformers")
-pytest.importorskip("peft")
-
 from spacewar_ai.config import OBS_MASK, GameConfig
-from tests.helpers import game_observations
+from tests.helpers import game_observations, require
 from tests.tiny_lm import trained_adapter
+
+require("transformers", "peft")
 
 
 def test_the_lm_pilot_never_answers_an_invalid_action(tiny):

@@ -6,8 +6,9 @@ import re
 import numpy as np
 import pytest
 
-pytest.importorskip("transformers")
-pytest.importorskip("peft")
+from tests.helpers import require
+
+require("transformers", "peft")
 
 
 @pytest.fixture

@@ -6,10 +6,10 @@ runs end to end to an adapter that plays."""
 import numpy as np
 import pytest
 
-pytest.importorskip("transformers")
-pytest.importorskip("peft")
-
 from spacewar_ai.config import OBS_MASK, GameConfig, RewardConfig
+from tests.helpers import require
+
+require("transformers", "peft")
 
 
 def _states(n_games=4, steps=12, seed=0):

@@ -2,9 +2,9 @@
 
 import pytest
 
-pytest.importorskip("transformers")
-pytest.importorskip("peft")
+from tests.helpers import require
 
+require("transformers", "peft")
 
 
 def test_sft_trains_an_adapter_that_agrees_more_with_its_teacher(tiny, tmp_path, monkeypatch):
