@@ -15,14 +15,16 @@ ROOT = Path(__file__).resolve().parents[1]  # the project's folder
 RAY_GROUP = pytest.mark.xdist_group("ray")
 
 
-def require(*packages: str) -> None:
-    """Skip the calling test module unless every package is installed, found without importing
-    it: pytest.importorskip imports, and peft alone takes seconds, in every worker's collection."""
-    import importlib.util
+def require_lm() -> None:
+    """Skip the calling test module unless the LM pilot's packages are installed, by the
+    package's own check, which finds them without importing them: pytest.importorskip imports,
+    and peft alone takes seconds, in every worker's collection."""
+    from spacewar_ai.lm.models import LMError, require_transformers
 
-    missing = [name for name in packages if importlib.util.find_spec(name) is None]
-    if missing:
-        pytest.skip(f"not installed: {', '.join(missing)}", allow_module_level=True)
+    try:
+        require_transformers()
+    except LMError as exc:
+        pytest.skip(str(exc), allow_module_level=True)
 
 
 def scenario(**config) -> GameBatch:

@@ -6,10 +6,10 @@ import pytest
 
 from spacewar_ai.config import OBS_MASK
 from spacewar_ai.lm.models import LMError
-from tests.helpers import game_observations, require
+from tests.helpers import game_observations, require_lm
 from tests.tiny_lm import trained_adapter
 
-require("transformers", "peft")
+require_lm()
 
 
 def test_an_adapter_round_trips_merged_and_is_found_by_name(tiny, tmp_path, monkeypatch):

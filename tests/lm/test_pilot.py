@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from spacewar_ai.config import OBS_MASK, GameConfig
-from tests.helpers import game_observations, require
+from tests.helpers import game_observations, require_lm
 from tests.tiny_lm import trained_adapter
 
-require("transformers", "peft")
+require_lm()
 
 
 def test_the_lm_pilot_never_answers_an_invalid_action(tiny):

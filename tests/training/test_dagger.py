@@ -6,9 +6,9 @@ import re
 import numpy as np
 import pytest
 
-from tests.helpers import require
+from tests.helpers import require_lm
 
-require("transformers", "peft")
+require_lm()
 
 
 @pytest.fixture

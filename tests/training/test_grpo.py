@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from spacewar_ai.config import OBS_MASK, GameConfig, RewardConfig
-from tests.helpers import require
+from tests.helpers import require_lm
 
-require("transformers", "peft")
+require_lm()
 
 
 def _states(n_games=4, steps=12, seed=0):

@@ -2,9 +2,9 @@
 
 import pytest
 
-from tests.helpers import require
+from tests.helpers import require_lm
 
-require("transformers", "peft")
+require_lm()
 
 
 def test_sft_trains_an_adapter_that_agrees_more_with_its_teacher(tiny, tmp_path, monkeypatch):
