@@ -1,28 +1,10 @@
 """Spacewar! AI: a faithful, fast Spacewar! (1962) engine with agents, tournaments and human play.
 
 Importing the package registers the Gymnasium environments "Spacewar-v0" and "SpacewarText-v0"
-(the game as text prompts, for language models: lm/text_env.py). The game (engine,
-environments, configs) loads at once; the learning agents, the league, make_pilot and the LLM key
-manager load on first use (`from spacewar_ai import PPOAgent`), so that playing the environment
-never imports torch.
-
-The package's layers, in the order they import each other (ARCHITECTURE.md):
-
-    util/      files, threads, processes, progress bars, checks before work, strict JSON, charts
-    config.py  every config dataclass and the run's TOML/JSON
-    game/      the engine, ballistics, what networks read, environments, the Pilot interface,
-               rendering, videos, replays
-    agents/    PPO, DQN, their checkpoints and the opponent model
-    lm/        the language model that flies: the text view, models and adapters, the pilot
-    pilots/    make_pilot(spec): scripted pilots, planners, strategy files, outside models
-    rating/    matches, evaluation, ratings, tournaments, the arena's store, Ray tasks
-    human/     a person at the keyboard against a pilot
-    training/  train(cfg): PPO/DQN with the league, offline learning, SFT, GRPO, datasets, PBT
-    llm/       language models that write strategy files
-    web/       the browser app
-    bench/     benchmarks
-    cli/       the command line (main.py is its door)
-"""
+(the game as text prompts: lm/text_env.py). The game (engine, environments, configs) loads at
+once; the agents, the league, make_pilot and the LLM key manager load on first use
+(`from spacewar_ai import PPOAgent`), so that playing the environment never imports torch.
+ARCHITECTURE.md maps the subpackages and the order of their layers."""
 
 import gymnasium as _gym
 

@@ -1,17 +1,10 @@
 """Learning agents, the design's `spacewar_ai.agents`: `PPOAgent(36, 6, None, 'cpu')`.
 
-| module | what it holds |
-|---|---|
-| base.py | `BaseAgent`; `OnPolicyAgent`, `OffPolicyAgent` (what each training loop calls) |
-| ppo.py | `PPOAgent` (clipped surrogate, GAE), `PolicyStack` (many PPO networks in one pass) |
-| dqn.py | `DQNAgent` (dueling double DQN, n-step returns, an ensemble for play), `cql_loss` |
-| replay_buffer.py | DQN's replay buffer and the sum tree of prioritized replay |
-| checkpoints.py | the checkpoint file format: tensors and JSON, one clear error |
-| saved.py | `make_agent`, `load_agent` (the agent a file holds), `export_for_play` |
-| opponent_model.py | the model of the judged opponent a training run learns by watching it |
-
-Agents know observations and masks, not the game's rules.
-"""
+base.py holds `BaseAgent` and the two kinds the training loops call (`OnPolicyAgent`,
+`OffPolicyAgent`); ppo.py `PPOAgent`, its rollout buffer and `PolicyStack`; dqn.py `DQNAgent`
+and `cql_loss`; checkpoints.py the file format; saved.py `make_agent`, `load_agent` and
+`export_for_play`; opponent_model.py the model of the judged opponent a run learns. Agents know
+observations and masks, not the game's rules."""
 
 from .base import BaseAgent, OffPolicyAgent, OnPolicyAgent, RunningNorm
 from .checkpoints import CheckpointError

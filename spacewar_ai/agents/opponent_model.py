@@ -1,22 +1,12 @@
 """A model of the opponent, learned from its moves in the learner's own games.
 
-While the learner trains, the opponent it is judged against (`[train] eval_opponent`, the hard
-pilot by default) flies ship 1 in most of its games once the curriculum reaches it. Every one of
-those decisions is a labelled example of how that opponent plays: its observation and the action
-it took. `OpponentModel` fits a PPO actor to them by cross-entropy, one pass over each update's
-fresh decisions, and training saves it beside the checkpoints as `opponent_model.pt`, an ordinary
-PPO checkpoint. `search:` plans with it (search.py): the run then carries its own forecast of
-the opponent, learned in the same minutes, instead of needing a model made by another command.
-
-Why a model and not the opponent's rules: a planner that read its opponent's code would be
-playing a game no human or network opponent offers. This model only watches the opponent play,
-as `--warm-start SPEC --timesteps 0` does offline; it sees the games the learner itself plays,
-which are the games a planner flying the learner's policy forecasts.
-
-The model draws nothing from torch's or numpy's generators (its network is built inside
-`fork_rng`, its minibatches are taken in order), so a run learns the same weights with it or
-without it.
-"""
+Once the curriculum reaches it, the judged opponent (`[train] eval_opponent`) flies ship 1 in
+most of the learner's games, and each of its decisions is a labelled example of how it plays.
+`OpponentModel` fits a PPO actor to them by cross-entropy, one pass over each update's fresh
+decisions, and the run saves it beside its checkpoints as `opponent_model.pt`, which `search:`
+plans with. It watches the opponent play rather than reading its rules, as a planner facing a
+person or a network must. It draws nothing from torch's or numpy's generators, so a run learns
+the same weights with it or without it."""
 
 from __future__ import annotations
 

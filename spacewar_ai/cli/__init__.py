@@ -1,22 +1,10 @@
 """The command line: flags in, one mode, one call into the package. No game or learning logic.
 
-Reached three ways with the same flags: `spacewar-ai`, `python -m spacewar_ai`,
-`python spacewar_ai/main.py`. Without a mode flag it trains (`--algorithm ppo` by default).
-Every flag a mode does not read is refused, and every bad value is one line on stderr that names
-it and the fix, with exit code 2.
-
-| module | modes |
-|---|---|
-| parser.py | (the machinery: flags declared once, modes that list what they read, the checks) |
-| common.py | (flags several modes read, and the helpers they share) |
-| train.py | training (the default), --champion-train, --pbt, --export |
-| play.py | --evaluate, --demo, --human-play, --replay |
-| rate.py | --tournament |
-| data.py | --datagen, --dataset-info |
-| llm.py | --iterative, --llm-arena |
-| serve.py | --serve |
-| bench.py | --benchmark, --benchmark-training, --benchmark-threads |
-"""
+Reached as `spacewar-ai`, `python -m spacewar_ai` or `python spacewar_ai/main.py`, with the same
+flags; without a mode flag it trains. A flag the mode does not read is refused, and every bad
+value is one line on stderr naming it and the fix, exit code 2. parser.py holds the machinery
+(flags declared once, modes listing what they read), common.py the flags several modes share;
+train.py, play.py, rate.py, data.py, llm.py, serve.py and bench.py the modes."""
 
 from __future__ import annotations
 

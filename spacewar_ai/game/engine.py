@@ -1,24 +1,12 @@
 """The batch physics kernel: N Spacewar! games stepped at once on flat arrays (no torch).
 
-This is the game's only implementation. `SpacewarEnv` is a batch of one, `SpacewarVectorEnv` a batch
-of N, and the PettingZoo, tournament and human-play front ends all call the same kernels below.
-
-State lives in a handful of preallocated arrays (structure of arrays, PufferLib style):
-
-    ship_f  float64 (N, 2, SF)       x, y, vx, vy, angle, angular velocity, fuel
-    ship_i  int64   (N, 2, SI)       alive, ammo, cooldown, death cause, killer, jumps, ...
-    torp_f  float64 (N, 2, S, 4)     x, y, vx, vy of each torpedo slot (S slots per ship)
-    torp_t  int64   (N, 2, S)        frames of life left (0 = slot free)
-    game_i  int64   (N, GI)          frame counter, game over flag, end reason, winners
-    rng     uint64  (N,)             one splitmix64 stream per game
-
-Every random draw comes from the game's own stream, so a game depends only on its seed, never on
-the batch size or on which other games share the batch.
-
-Integration is semi-implicit (symplectic) Euler: velocity is updated from the acceleration at the
-current position, then position from the new velocity. A coasting orbit therefore neither spirals in
-nor out (its energy error stays bounded).
-"""
+This is the game's only implementation: `SpacewarEnv` is a batch of one, `SpacewarVectorEnv` a
+batch of N, and every other front end calls the same kernels. State lives in preallocated
+arrays (structure of arrays): `ship_f` (N, 2, SF) float64 positions, velocities, angle, fuel;
+`ship_i` (N, 2, SI) alive, ammo, cooldown, death cause, ...; `torp_f` (N, 2, S, 4) and `torp_t`
+(N, 2, S) the torpedo slots; `game_i` (N, GI) frame, game over, end reason, winners; `rng` (N,)
+one splitmix64 stream per game, so a game depends only on its seed, never on its batch.
+Integration is semi-implicit (symplectic) Euler, so a coasting orbit's energy error stays bounded."""
 
 from __future__ import annotations
 

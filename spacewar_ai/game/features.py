@@ -1,18 +1,11 @@
-"""Features: what a learned agent's network reads of an observation, its view.
+"""Features: what a learned agent's network reads of an observation, its view (docs/game.md).
 
-The observation (environment.OBSERVATION_DOC) stays in world coordinates, since scripted pilots,
-strategy files, LLM prompts and the docs read it. Agents turn it into their view at the network's
-door (`BaseAgent.features`); the view's name is part of the network's architecture and is saved
-with its weights, and so are the game constants the tactical view reads.
-
-- "world": the observation as documented.
-- "egocentric": the same values in the ship's own frame (EGOCENTRIC_DOC), same width.
-- "tactical": the egocentric view plus five aiming and dodging columns computed from the game's
-  constants (TACTICAL_DOC), inserted before the action mask so the mask stays last. Ships' paths
-  bend around the star there, as the hard pilot predicts them; torpedoes fly straight.
-
-Numpy and numba on (N, D) or (D,) arrays; no torch, no learning.
-"""
+The observation stays in world coordinates, since scripted pilots, strategies and prompts read
+it; agents turn it into their view at the network's door (`BaseAgent.features`), and the view's
+name and the constants it reads are saved with the weights. "world" is the observation;
+"egocentric" the same values in the ship's frame; "tactical" adds five aiming and dodging
+columns before the action mask (ships' paths bend around the star, torpedoes fly straight).
+Numpy and numba on (N, D) or (D,) arrays; no torch."""
 
 from __future__ import annotations
 

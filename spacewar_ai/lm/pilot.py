@@ -1,16 +1,10 @@
 """The LM pilot: a causal language model that reads the text view and answers an action index.
 
-    spacewar-ai --evaluate --checkpoint lm:smollm2 --opponent heuristic:medium
-    spacewar-ai --tournament --players lm:smollm2@bf16,lm:my-sft-run,heuristic:hard
-
-`lm:MODEL[+ADAPTER]` (lm_models.py says what MODEL and ADAPTER may be). Each decision is one
-forward pass for the whole batch of games: the preamble's keys and values are computed once and
-reused, each game's situation (lm_view.py) is run after it, and the answer is read from the
-logits of the index tokens at the last position: invalid actions get -inf, so no probability
-mass can fall on one; the highest remaining logit is played, or one is sampled at
-`temperature`. `PromptCoder` is the one place prompts become token ids, so training (lm_sft.py,
-lm_grpo.py) sees exactly what the pilot reads.
-"""
+`lm:MODEL[+ADAPTER][@OPTIONS]` (lm/models.py says what MODEL and ADAPTER may be). A decision is
+one forward pass for the whole batch: the preamble's keys and values are computed once, each
+game's situation runs after them, and the answer is read from the index tokens' logits at the
+last position with invalid actions at -inf, the highest played or one sampled at `temperature`.
+`PromptCoder` is the one place prompts become token ids, so training sees what the pilot reads."""
 
 from __future__ import annotations
 

@@ -11,19 +11,12 @@
         if terminated or truncated:
             break
 
-The observation is the prompt the LM pilot reads (lm_view.py: the preamble, the situation, the
-valid actions' indices, then "Action:" and a newline), in text view 1 unless `view=2` asks for
-the view that also says the aim (lm/view.py); `preamble=False` leaves the fixed
-preamble out (it is `env.unwrapped.preamble`, for a model that caches it). An action is an index
-or the model's answer as text, read as its first integer. `info["action_mask"]` (int8) and
-`info["valid_actions"]` list what may be answered; an answer that is not one of them (no
-number, out of range, masked) plays drift, costs `invalid_penalty` (default -1, added to the
-step's reward) and is flagged in `info["invalid_answer"]` with the text in
-`info["answer"]`. `info["reward"]` repeats the step's reward (the penalty included), for
-trainers that read it there. Rewards, opponents and configs are SpacewarEnv's, whose
-observation vector is `info["obs"]`. trl's GRPOTrainer takes the game through
-training/trl_adapter.py.
-"""
+The observation is the LM pilot's prompt (lm/view.py; `view=2` for the view that says the aim,
+`preamble=False` without the fixed preamble, which is `env.unwrapped.preamble`). An action is
+an index or an answer read as its first integer; `info["action_mask"]` and
+`info["valid_actions"]` say what may be answered. An invalid answer plays drift, adds
+`invalid_penalty` (default -1) to the reward and sets `info["invalid_answer"]`. Rewards,
+opponents and configs are SpacewarEnv's, whose observation is `info["obs"]`."""
 
 from __future__ import annotations
 

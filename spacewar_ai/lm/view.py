@@ -1,42 +1,18 @@
 """The text view: what a language model reads of an observation.
 
-A prompt is a fixed preamble (what the actions mean: the same for every decision, so a pilot
-computes it once), the ship's situation in words and rounded numbers, and the valid actions'
-indices; the model answers with one index. An example, mid-game:
+A prompt is a fixed preamble (what the actions mean, the same at every decision), the ship's
+situation in words and rounded numbers, and the valid actions' indices, then "Action:" and a
+newline; the model answers with one index. docs/lm.md ("The prompt") shows both views:
 
-    Spacewar! You fly a ship. Actions: 0 drift, 1 turn left, 2 turn right, 3 thrust, 4 fire,
-    5 thrust and fire. Answer with one valid action.
-    Enemy 135 left 6 away, closing. Star 165 left 4 away. Torpedo 135 left 6 away. Fuel 97,
-    torpedoes 29. Valid: 0,1,2,3.
-    Action:
+- view 1: bearings in degrees from the nose (rounded to 5), distances in tenths of half the
+  screen, closing or opening, the star and the nearest torpedo when there are any, fuel and
+  torpedoes;
+- view 2 (`DEFAULT_VIEW` for new training) adds what a gunner works out from the tactical view
+  (game/features.py): the lead bearing and time, how far a shot now misses, the nearest threat.
 
-(one line each in the prompt; the last ends with a newline, so every index is a token of its
-own). Angles are degrees from the ship's nose, to the right (clockwise on screen, the way action
-2 turns) or left, rounded to 5; distances are tenths of half the screen, rounded; "closing" or
-"opening" is the sign of the range's rate unless it is about zero. The star and the nearest
-torpedo are named only when there is one; an enemy in hyperspace is "hidden". Fuel is a
-percentage. The valid actions are the observation's mask, so a pilot that answers among them
-never makes an illegal move.
-
-That is view 1. View 2 (`VIEWS`) adds what a gunner works out and the prompt above cannot say
-(where things will be, not only where they are), from the tactical view's columns
-(game/features.py), after the enemy's sentence:
-
-    Enemy 135 left 6 away, closing. Lead 130 left in 4, shot misses by 9. Threat passes 1 off.
-    Star 165 left 4 away. ...
-
-"Lead" is the bearing to point at for a torpedo to meet the enemy, rounded to 5, and the meeting
-time in tenths of a torpedo's life; "shot misses by" how close a torpedo fired now passes, in hit
-radii (9 for 9 or more); "Threat" names the closest approach of the most dangerous incoming
-torpedo, in hit radii, when it is under 9. With those words a classifier tells the teacher's
-action from the text on the LM's own states nearly as well as from the full tactical view
-(docs/lm.md, "The prompt's ceiling"); without them it cannot. An adapter records the view it was
-trained with and is always shown that one (lm/models.py); new training uses `DEFAULT_VIEW`.
-
-`prompt(obs, num_actions, view)` is the whole text: `preamble(num_actions)` +
-`situation(obs, view)` (`situations` for a batch); `valid_actions(obs)` the indices a pilot may
-answer.
-"""
+An adapter records the view it was trained with and is always shown that one (lm/models.py).
+`prompt(obs, num_actions, view)` = `preamble(num_actions)` + `situation(obs, view)`
+(`situations` for a batch); `valid_actions(obs)` are the observation's mask."""
 
 from __future__ import annotations
 

@@ -1,17 +1,6 @@
 """Pilots: anything that flies a ship, and `make_pilot(spec)`, the one spec language that builds
-any of them (build.py; its docstring is the table of specs).
-
-| module | what it holds |
-|---|---|
-| spec.py | `Spec`, `parse_spec` (the one parser of spec text), `check_spec` (no pilot built) |
-| build.py | `make_pilot` (a Spec or its text to a pilot), the files a spec names, `AgentPilot` |
-| scripted.py | idle, random, heuristic easy / medium / hard |
-| search.py | `search:` and `adapt:`, a network planning ahead with a model of its opponent |
-| sandbox.py, sandbox_child.py | `strategy:PATH.py`, a strategy file checked and run in a child process |
-| outside.py, onnx_export.py | `onnx:` and `sb3:` models trained elsewhere; `--export model.onnx` |
-
-The language model that flies (`lm:`) is spacewar_ai/lm/; make_pilot builds it like the rest.
-"""
+any of them (build.py; its docstring is the table of specs). spec.py parses specs; scripted.py,
+search.py, sandbox.py, outside.py and spacewar_ai/lm/ hold the kinds of pilot."""
 
 from .build import (
     PRETRAINED_PATH,

@@ -1,25 +1,19 @@
 """The spec language: `make_pilot(spec)` builds any pilot from the text that names it.
 
-A pilot is a `Pilot` (spacewar_ai/game/pilot.py: `act(obs, active)`, `reset(mask, seeds)`,
-`name`, and the optional parts every caller may use). Every mode builds its pilots here:
-
 | spec | pilot |
 |---|---|
-| `idle`, `random`, `heuristic:easy`, `heuristic:medium`, `heuristic:hard` (`@aim=A@react=R`) | scripted (scripted.py) |
+| `idle`, `random`, `heuristic:easy|medium|hard` (`@aim=A@react=R`) | scripted (scripted.py) |
 | `pretrained` | the network shipped in the package |
 | `ppo:PATH`, `dqn:PATH`, a checkpoint path | a trained network (algorithm read from the file) |
 | `strategy:PATH.py` | a strategy file, validated, then run in the sandbox (sandbox.py) |
-| `search:SPEC[+MODEL]` | SPEC with a lookahead at play time (search.py) |
-| `adapt:SPEC[+MODEL]` | the same, its model of the opponent learning the opponent it meets |
-| `onnx:PATH`, `sb3:PATH.zip` | a model trained elsewhere: ONNX, Stable-Baselines3 (outside.py) |
-| `lm:MODEL[+ADAPTER][@OPTIONS]` | a language model reading the text view (spacewar_ai/lm/pilot.py) |
+| `search:SPEC[+MODEL]`, `adapt:SPEC[+MODEL]` | SPEC with a lookahead at play time (search.py) |
+| `onnx:PATH`, `sb3:PATH.zip` | a model trained elsewhere (outside.py) |
+| `lm:MODEL[+ADAPTER][@OPTIONS]` | a language model reading the text view (lm/pilot.py) |
 
-A `Pilot` passes through unchanged, an object of one's own with `act(obs)` and `reset(...)`
-becomes a `ForeignPilot`, and a plain function `obs -> action` a `CallablePilot`, so the
-environments and matches take any of them. Learned pilots play greedily unless
-`deterministic=False`. The files a spec names (`spec_files`, `map_spec_files`) are what Ray
-ships to other machines and what the browser confines to the project.
-"""
+A `Pilot` passes through unchanged, an object with `act(obs)` becomes a `ForeignPilot` and a
+function `obs -> action` a `CallablePilot`. Learned pilots play greedily unless
+`deterministic=False`. `spec_files` and `map_spec_files` are the files a spec names: what Ray
+ships to other machines and what the browser confines to the project."""
 
 from __future__ import annotations
 

@@ -1,26 +1,12 @@
-"""What an ONNX model must be before it flies: read as data, never run, and held to what a policy
-needs.
+"""What an ONNX model must be before it flies: read as data, never run, held to what a policy needs.
 
-An ONNX file is a program for onnxruntime, and a visitor's file is hostile: tensors stored as
-"external data" make the runtime open files beside (or, by a climbing path, anywhere outside) the
-model; a custom operator domain asks for code the server does not ship; control flow and
-shape-making operators (Loop, ConstantOfShape, Tile, ...) build tensors as large as the model
-likes. `onnx_problems` parses the file with the `onnx` package (a protobuf parser; nothing is
-executed, no file but the model is opened) and lists what breaks these rules:
-
-- no external data, in any tensor (initializers, sparse initializers, Constant attributes);
-- no operator outside `POLICY_OPS` (the ai.onnx operators a feed-forward policy is made of,
-  which `--export` uses), no other operator domain, no model-local functions, no subgraphs;
-- the default domain's opset in `OPSETS`;
-- no tensor, declared input, output or intermediate of more than `MAX_ELEMENTS` elements;
-- a first input of float observations (N, 36) and at least one output;
-- then onnx's own structural checker.
-
-The arena refuses a submission with any problem (the first one, in one line) before it is queued,
-and again before its pairing plays; the browser refuses an `onnx:` spec the same way; on the
-command line the first problem is a warning, for a model is the user's own file there. onnxruntime
-(>= 1.25) refuses external data that climbs out of the model's folder by itself: a second wall.
-"""
+A visitor's ONNX file is hostile: external data opens other files, custom domains ask for code,
+shape-making and control-flow operators build tensors as large as they like. `onnx_problems`
+parses the file with the `onnx` package (nothing executed, no other file opened) and lists what
+breaks these rules: no external data; only `POLICY_OPS` in the default domain, no functions or
+subgraphs; an opset in `OPSETS`; no tensor over `MAX_ELEMENTS`; a float (N, 36) first input and
+an output; then onnx's own checker. The arena refuses a submission with any problem before it is
+queued and before it plays; on the command line the first problem is a warning."""
 
 from __future__ import annotations
 

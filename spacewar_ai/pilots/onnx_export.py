@@ -1,15 +1,9 @@
-"""ONNX export: a trained pilot as one file that a browser, a game engine or another language can
-run with any ONNX runtime, no Python or torch needed.
+"""ONNX export: a trained pilot as one file any ONNX runtime can run, no Python or torch needed.
 
-The file takes raw observations, `obs` float32 (N, 36) exactly as the environment gives them, and
-returns `action` int64 (N,) (the greedy choice, masked actions never chosen) and `scores` float32
-(N, A) (PPO's masked logits or DQN's masked Q-values). Everything a network reads is inside: its
-view of the observation (features.py, rewritten here as torch operations and computed in float64
-as the numba kernel computes it), the observation statistics, the network and the masking.
-
-`spacewar-ai --export model.onnx --checkpoint SPEC`; `onnx:model.onnx` plays it back anywhere a
-pilot spec goes (outside_pilots.py).
-"""
+It takes raw observations `obs` float32 (N, 36) and returns `action` int64 (N,) (greedy, masked
+actions never chosen) and `scores` float32 (N, A) (masked logits or Q-values). The network's
+view (features.py, rewritten as torch operations in float64), its observation statistics and the
+masking are inside. `--export model.onnx --checkpoint SPEC`; `onnx:model.onnx` plays it back."""
 
 from __future__ import annotations
 

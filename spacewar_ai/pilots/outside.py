@@ -1,17 +1,11 @@
 """Pilots trained outside this package: ONNX files and Stable-Baselines3 models.
 
-- `onnx:PATH` (`OnnxPilot`): an ONNX model that takes observations float32 (N, 36), exactly as
-  the environment gives them, as its first input, and whose first output is either actions
-  (integers, (N,)) or scores (floats, (N, A): logits or Q-values; the masked actions are taken
-  out before the argmax). `--export model.onnx` writes this package's models in that form; a
-  model with a fixed batch of 1 is run a row at a time.
+- `onnx:PATH` (`OnnxPilot`): a model whose first input is observations float32 (N, 36) and
+  whose first output is actions (N,) or scores (N, A), masked before the argmax; a model with a
+  fixed batch of 1 is run a row at a time.
 - `sb3:PATH.zip` (`SB3Pilot`): a Stable-Baselines3 or sb3-contrib model trained on
-  `Spacewar-v0`: DQN, QR-DQN, PPO, A2C, TRPO, MaskablePPO or RecurrentPPO, the algorithm read
-  from the zip. It plays greedily with the action mask applied to its logits (Q-values for DQN,
-  the mean of the quantiles for QR-DQN); a recurrent model keeps its state per game.
-
-Both play in every mode a pilot spec goes: evaluation, tournaments, demos, human play.
-"""
+  `Spacewar-v0` (the algorithm read from the zip), greedy with the mask applied to its logits
+  or Q-values; a recurrent model keeps its state per game."""
 
 from __future__ import annotations
 

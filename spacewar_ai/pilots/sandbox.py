@@ -1,31 +1,18 @@
 """Strategy files: Python pilots written by people or LLMs, checked and then run in a sandbox.
 
-A strategy file defines `strategy(obs) -> int`: `obs` is the 36-float observation (a tuple, see
-SpacewarEnv's docstring) and the result an action 0..5. Two walls stand between it and the host:
+A strategy file defines `strategy(obs) -> int` (docs/strategies.md). Two walls:
 
-1. `validate_source` parses the file and walks its syntax tree against an allow-list (below)
-   before any of it runs. Anything not allowed is refused with the file, line and reason.
-2. `StrategyPilot` runs the code in a child process started with `python -I` (no user site, no
-   PYTHON* variables), an empty environment, resource limits (address space, CPU seconds, open
-   files, file size, processes) and a builtins table holding only the allowed names. The child gets
-   a whole batch of observations (one row per running game) per message and answers with a batch
-   of actions, so the pipe (~75 us a round trip) is crossed once per decision step of a match, not
-   once per game.
+1. `validate_source` walks the file's syntax tree against an allow-list before any of it runs
+   and refuses anything else with the file, line and reason.
+2. `StrategyPilot` runs it in a child process (sandbox_child.py: `python -I`, an empty
+   environment, resource limits, a builtins table of the allowed names), a batch of games per
+   message.
 
-Budget (per game), in operations, which the machine's load does not change, so a seeded
-tournament gives the same results on an idle or a busy machine: every function call, loop
-iteration and element of a `range` counts one (the child rewrites the file's syntax tree to
-count them). A decision may use at most `hard_ops` (HARD_OPS) and decisions must average at most
-`avg_ops` (AVG_OPS, judged after 20 decisions); loading the file at most `load_ops`. Work done
-inside a single builtin call is not counted; for that, CPU time is a safety net with a wide
-margin (`hard_ms` 200 ms a decision, `avg_ms` 50 ms on average, `load_ms` 2 s), and only it
-depends on the machine: a file the safety net stops on one machine may pass on a faster one.
-A strategy that raises, goes over a limit, runs out of memory, or returns anything but an int
-0..5 forfeits that game; the reason is recorded (`forfeits`) and the other games go on. If the
-child process dies or stops answering within a generous wall-clock safety limit (a hang inside
-C code), every game it was deciding is forfeited, the reason says it was the safety limit, and
-a new child is started for the next call. The child dies with the process that started it, however that one dies.
-"""
+The budget is counted in operations (calls, loop iterations, `range` elements), which load does
+not change, so a seeded tournament gives the same results on any machine: `hard_ops` a decision,
+`avg_ops` on average, `load_ops` to load. CPU time is only a wide safety net for work inside one
+builtin call. A strategy that fails, overruns or answers badly forfeits that game (`forfeits`);
+a child that dies or hangs forfeits the games it was deciding and is replaced."""
 
 from __future__ import annotations
 

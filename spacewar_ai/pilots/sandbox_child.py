@@ -1,26 +1,16 @@
 """The sandbox's child process: runs one strategy file for sandbox.StrategyPilot.
 
-Started as `python -I sandbox_child.py` with an empty environment, so it imports nothing of the
-package: only the standard library, then the strategy. Protocol on stdin/stdout (little-endian):
+Started as `python -I sandbox_child.py` with an empty environment, so it imports only the
+standard library, then the strategy. Protocol on stdin/stdout (little-endian):
 
-- in: a header (4-byte length, JSON: source, filename, hard_ms, load_ms, hard_ops, load_ops,
-  limits, builtins, n_actions, parent); out: a status message (4-byte length, JSON {"ok", "error"
-  or "unapplied"}).
-- in: a batch (n, dim as two uint32, then n * dim float64 observations; n = 0 ends the child);
-  out: n action bytes (255: failed), n float32 CPU seconds, n uint32 operation counts, then a
-  message of JSON errors by row.
+- in: a header (4-byte length, JSON: source, filename, limits and budgets, builtins, n_actions,
+  parent); out: a status message (4-byte length, JSON {"ok", "error" or "unapplied"});
+- in: a batch (n, dim as two uint32, then n * dim float64; n = 0 ends the child); out: n action
+  bytes (255: failed), n float32 CPU seconds, n uint32 operation counts, then JSON errors by row.
 
-It asks the kernel to kill it when its parent dies, lowers its own resource limits before the
-strategy runs, and runs the strategy's module with a builtins table of the allowed names only.
-
-The budget is counted in operations, which no load can change: the strategy's syntax tree is
-rewritten before it is compiled so that every function call, every loop iteration (for, while,
-comprehensions) and every element of a `range` counts one. A decision that goes over `hard_ops`
-stops at once (strategies cannot `try`, so they cannot swallow it), and each decision's count
-goes back to the parent for the average. Work done inside one builtin call (a huge power, a
-long sort) is not counted; CPU time of this process, interrupted by a profiling timer, is the
-safety net for that, and it is the one limit that depends on the machine.
-"""
+It dies with its parent, lowers its own resource limits, and rewrites the strategy's syntax tree
+so that every call, loop iteration and `range` element counts one operation; CPU time under a
+profiling timer is the safety net for work inside one builtin call."""
 
 import ast
 import builtins

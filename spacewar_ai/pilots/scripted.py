@@ -1,20 +1,10 @@
-"""Scripted pilots: idle, random and heuristic (easy, medium, hard), all batched.
+"""Scripted pilots: idle, random and heuristic (easy, medium, hard), all batched (docs/game.md).
 
-A pilot sees only the documented observation, the same information a learned agent has, plus the
-game's constants (GameConfig). Every pilot acts on a batch: `act(obs (N, D)) -> actions (N,)`, so
-bot-vs-bot games run at engine speed. `reset(mask, seeds)` tells it which games started anew.
-
-Levels (`heuristic:LEVEL@aim=A@react=R` changes a level's aim and reaction):
-- easy: turns toward where the opponent is now and fires when roughly aligned; reacts 3 decisions
-  late (it acts on the observation of 3 decisions ago).
-- medium: leads the target (intercept from relative position, relative velocity and torpedo speed),
-  closes in when far, and steers clear of the star when falling toward it.
-- hard: star avoidance by predicting its own coasting orbit; a gravity-aware lead (it simulates the
-  target's orbit, since gravity bends a path by more than a hit radius over a long torpedo flight);
-  shoots down incoming torpedoes it faces and sidesteps far ones; ammunition discipline (fires only
-  when the predicted miss is within a few hit radii, keeps two torpedoes for close range); holds its
-  orbit instead of chasing.
-"""
+A pilot sees only the documented observation plus the game's constants, and acts on a batch:
+`act(obs (N, D)) -> actions (N,)`. easy turns toward the opponent and fires when roughly
+aligned, three decisions late; medium leads the target and avoids the star; hard predicts its
+own orbit and the target's under gravity, shoots down or sidesteps torpedoes, and rations its
+ammunition. `heuristic:LEVEL@aim=A@react=R` changes a level's aim and reaction."""
 
 from __future__ import annotations
 

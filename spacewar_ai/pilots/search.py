@@ -1,61 +1,20 @@
 """Lookahead at play time: a rollout planner over the engine, with a model of the opponent.
 
-The player spec `search:SPEC` (SPEC any pilot that can fly thousands of copies at once: a PPO or
-DQN model, a scripted pilot, an ONNX or SB3 model) flies like this at every decision of every
-game it plays:
+`search:SPEC[+MODEL...][@name=value...]` (docs/search.md is its manual) flies like this at every
+decision: copy the game once per action and sample, play that action in each copy, then let SPEC
+fly this ship and the opponent model the other for `horizon` decisions, and keep the action whose
+copies ended best on average (`ending_value`; ties go to SPEC's own greedy action). Samples
+differ because a PPO SPEC samples its policy, or by `jitter`, a share of random valid moves.
 
-1. copy the game once per action and sample (6 x `samples` copies);
-2. in each copy play that action, then let SPEC fly this ship and the opponent model fly the
-   other ship, for `horizon` decisions; the samples differ because a PPO SPEC samples its policy
-   (Gumbel noise on its logits) and because, with `jitter` p > 0, each ship's move is replaced
-   by a random valid one with probability p (how a deterministic pilot's samples differ);
-3. keep the action whose copies ended best on average: a torpedo win 1, a death that leaves the
-   opponent alive -1 (torpedo, star or hyperspace: losing is losing), anything else -0.2 (both
-   dead, a timeout, the opponent's own crash, which is no torpedo win), a game still open at the
-   horizon 0. Ties go to SPEC's own greedy action.
+The opponent model is the one SPEC's training run learned (`opponent_model.pt` beside it), else
+the shipped clone of the hard pilot; `+MODEL` names any other pilot, `+A+B` a mix whose members
+share each action's samples, and `@choose=1` forecasts each game with the member that has
+foreseen most of its opponent's moves (`MoveWatcher`). `adapt:` is the same planner whose model
+learns the opponent it meets, across a match's games (`OpponentLearner`).
 
-By default the opponent model is the one SPEC's own training run learned by watching the
-opponent it was judged against (`opponent_model.pt` beside the checkpoint, opponent_model.py),
-and for a pilot with none (the shipped network, an export, a scripted pilot) the shipped
-`pretrained/hard_model.pt`, a PPO actor that imitates `heuristic:hard` from that pilot's own
-observations (behaviour cloning: `--warm-start heuristic:hard --timesteps 0`). Where the real
-opponent plays otherwise, the planner's forecasts are wrong and it gains less (docs/search.md
-measures how much). `search:SPEC+MODEL` plans with another model, any pilot SPEC could be:
-`search:heuristic:hard+heuristic:hard` plans over the hard pilot with the hard pilot's own rules
-as its forecast, exact against that pilot and wrong against others. `search:SPEC+A+B` forecasts
-with a mix: the samples of each action are shared among A, B, ... in turn, so the plan holds up
-against any of them; with `@choose=1` each game is forecast by the one member that has foreseen
-most of that game's opponent moves so far (A until another has foreseen more), so the plan
-follows whichever the opponent plays like. A member that is SPEC's own network is read in the
-same call as SPEC.
-
-The settings follow the spec after `@`, one `@name=value` each:
-`search:heuristic:hard+heuristic:hard@samples=16@horizon=60@jitter=0.05`. Defaults: 8 samples,
-60 decisions; jitter 0 for a PPO SPEC (its samples come from its policy) and 0.05 for any other
-(whose samples would otherwise all be one game); margin 0: the best action is played, SPEC's own
-on a tie (`@margin=0.25`: SPEC's own unless another's mean ending is better by over 0.25, a
-quieter teacher for expert iteration); choose 0. spec.py parses the spec into a `Spec`.
-
-`adapt:SPEC[+MODEL]` is the same planner whose model of the opponent learns the opponent it
-actually meets (`OpponentLearner`): after every decision it reads from the game what the
-opponent just did (a turn from its heading, thrust from its fuel, a shot from its torpedo count,
-a jump), pairs it with what the opponent saw, and fine-tunes the model on random minibatches of
-the latest such moves, a little at every decision, starting from MODEL as its prior. It learns
-across the games of a match (an evaluation, a tournament pairing, a human-play session), since
-the pilot lives that long; so its games depend on the match's earlier games as well as on their
-seeds.
-
-The planner reads the game's whole state, every torpedo in flight included, as a player at the
-screen sees it; the observation vector leaves some of it out. So whoever runs the games tells
-the pilot which batch it plays in and which ship it flies (`attach`): match.play_match
-(evaluation, tournaments, demos), SpacewarEnv's opponent and human play do. Training leagues do
-not: a planner is far too slow to be a training opponent.
-
-Each game's rollout samples come from a generator keyed by the pilot's seed and the game's own
-state (its random stream and frame count), never by its row in the batch. Rows of one batch go
-through the networks together, and float rounding in a matrix product can depend on the batch's
-size, so a game played in batches of different sizes may (rarely) see a near-tie go the other way.
-"""
+The planner reads the whole game, so whoever runs the games `attach`es it to its batch. Each
+game's samples come from a generator keyed by the pilot's seed and the game's own state, never
+by its row; float rounding in a batched matrix product may still (rarely) tip a near-tie."""
 
 from __future__ import annotations
 

@@ -1,27 +1,12 @@
 """A pilot spec as a value: the text is parsed once, where a command or a page takes it, and the
 `Spec` travels below.
 
-`parse_spec(text)` reads no file and builds nothing. It splits the text into a kind, a target
-(a file, a scripted level, a language model), a planner's parts and settings, and an lm:
-pilot's options, and refuses in one line, naming the spec and the fix, what no spec can mean:
-an unknown heuristic level, a planner's bad setting, a planner over a planner or over a pilot
-that answers a few games at a time. `check_spec(text)` goes one step further, still without
-building a pilot: the files the spec names exist (a checkpoint, a strategy file, which is also
-validated, a planner's opponent model), with the same words `make_pilot` (build.py) would use.
-
-| kind | written | target |
-|---|---|---|
-| scripted | idle, random, heuristic, heuristic:easy / medium / hard[@aim=A][@react=R] | the name, lower case |
-| pretrained | pretrained | (the shipped file, `Spec.path`) |
-| ppo, dqn | ppo:PATH, dqn:PATH | PATH |
-| checkpoint | PATH (the algorithm read from the file) | PATH |
-| strategy, onnx, sb3 | strategy:PATH.py, onnx:PATH, sb3:PATH.zip | PATH |
-| lm | lm:MODEL[+ADAPTER][@OPTIONS] | MODEL[+ADAPTER]; `options` "@OPTIONS" |
-| search, adapt | search:POLICY[+MODEL...][@name=value...] | parts: POLICY, MODEL... as Specs |
-
-No module outside pilots/ reads spec text itself (tests/test_layers.py holds that): it asks a
-`Spec` (`kind`, `path`, `is_planner`, `policy`), so the language has one parser.
-"""
+`parse_spec(text)` reads no file and builds nothing: it splits the text into a kind, a target,
+a planner's parts and settings and an lm: pilot's options, and refuses in one line what no spec
+can mean (an unknown level, a bad setting, a planner over a planner or over a pilot that answers
+a few games at a time). `check_spec(text)` also checks, without building a pilot, that the files
+the spec names exist, in the words `make_pilot` (build.py) would use. No module outside pilots/
+reads spec text itself (tests/test_layers.py holds that): it asks a `Spec`."""
 
 from __future__ import annotations
 

@@ -1,39 +1,17 @@
 """The arena: pilots that visitors submit (a strategy file or an ONNX model), played against the
-house pilots and each other, rated by Bradley-Terry with 95% intervals.
+house pilots and each other, rated by Bradley-Terry with 95% intervals (docs/browser.md).
 
-Everything lives in one folder (`runs/arena/` of the project the server runs in): `arena.db`, a
-SQLite database in WAL mode (the operator backs it up with `sqlite3 arena.db ".backup copy.db"`
-while the server runs), `submissions/` (the files, named by id and content hash) and `replays/`
-(two saved games of every pairing). Players, uploads tried and the results of pairings are rows;
-a pairing is chosen when a runner is free (`next_pairing`), so a server that stops mid-queue
-picks up where it was, and nothing is played twice.
+Everything lives in `runs/arena/`: `arena.db` (SQLite in WAL mode), `submissions/` and
+`replays/`. An upload is counted before its body is read (`attempt`), checked before it is
+queued (`precheck`, then `check_submission` in a confined process) and stored (`add`). A pairing
+is chosen when a runner is free (`next_pairing`): the house pilots' pairs first, then the entrant
+with the fewest pairings against the opponent of the most even expected score, so the queue
+grows with what arrives, not with its square, and a restarted server plays nothing twice.
 
-An upload is counted before its body is read (`attempt`: refused ones count too, so refusals
-cost their sender the allowance, not the server its CPU); then checked before it is queued: its
-name, its size, for a strategy file the sandbox's static check and for an ONNX model
-`pilots.onnx_check` (`check_submission`, which the server runs in a confined process). Each
-pairing is `PAIRING_GAMES` games with sides swapped, seeded by the two players' ids, so the
-same arena plays the same games.
-
-**Matchmaking.** The house pilots play each other once, the scale's anchor. A new entrant then
-plays `per_entrant` pairings, each against the opponent whose expected score against it is
-nearest even (the largest p(1 - p), the most a game can say), its rating provisional until
-they are played; the entrant with the fewest pairings goes next (the least known first, a new
-upload before an older one's next), then the address with the fewest pairings running. So the
-queue grows with what arrives, not with its square, and an honest upload is rated in minutes
-whatever the crowd.
-
-Each pairing plays in a process of its own (`run_pairing`), confined by `Confinement`: its
-address space and CPU time are capped by the kernel, an ONNX model's every decision has a
-deadline (a model over it too often, or failing, gives up: its player is refused), and the
-pairing has a wall-clock deadline whose time spent is kept in the database (`running`), so a
-server restarted mid-pairing does not give a slow submission its time again. A player refused is
-never played again. The process hands back its results and replays as data, so it may run on
-another machine (`--serve --backend ray`) and the server saves them.
-
-`spacewar-ai --tournament --players arena:runs/arena/arena.db,heuristic:hard` reads the same
-players as specs.
-"""
+Each pairing plays `PAIRING_GAMES` games, seeded by the players' ids, in a process of its own
+(`run_pairing`) confined by `Confinement` (address space, CPU, a deadline per decision and per
+pairing, whose time spent is kept in the database); a refused player never plays again. The
+process hands back results and replays as data, so it may run on Ray."""
 
 from __future__ import annotations
 

@@ -1,18 +1,9 @@
-"""Ray: the same commands on this machine or spread over a cluster.
+"""Ray: the same commands on this machine or spread over a cluster (docs/scaling.md).
 
-Without an address, a run that uses Ray starts a local Ray instance (`ray.init()`); with
-`--ray-address ADDRESS` (or the RAY_ADDRESS variable) it joins an existing cluster, started with
-`ray start --head` on one machine and `ray start --address HEAD:PORT` on the others. Ray is the
-scheduler and the transport: matches and recorded games are Ray tasks (`run_tasks`), and
-population-based training is Ray Tune's (pbt.py). Nothing here schedules work itself.
-
-Every task is a pure function of its arguments (a pairing's specs and seed, a chunk of games and
-its seeds), so a tournament on Ray gives the same crosstable, byte for byte, as the local
-backend, whichever node plays which pairing. Sandboxed strategy files still run in their
-sandbox, a child process of the worker that plays them, on whichever node that is.
-
-Ray lives in an extra: `pip install -e ".[cluster]"`, on every node.
-"""
+Without an address a run starts a local Ray instance; with `--ray-address` (or RAY_ADDRESS) it
+joins a cluster. Matches and recorded games are Ray tasks (`run_tasks`), each a pure function of
+its arguments, so a tournament on Ray gives the same crosstable, byte for byte, as the local
+backend. Ray lives in the `cluster` extra, on every node."""
 
 from __future__ import annotations
 

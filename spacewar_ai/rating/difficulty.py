@@ -1,21 +1,13 @@
-"""The difficulty ladder a player climbs, a player's rating on the pilots' scale, and `auto`,
-the opponent that follows the player.
+"""The difficulty ladder, a player's rating on the pilots' scale, and `auto` (docs/human-play.md).
 
-- `ladder()`: the levels, from a beginner's opponent to the strongest planner, each a pilot spec
-  with its rating and 95% interval on one Bradley-Terry scale (Elo points; the reference pool
-  `REFERENCE_POOL` averages 1500). Between two whole levels a half level (3.5) is a fine step:
-  a setting of the same pilots, measured the same way. `python scripts/difficulty_ladder.py`
-  measures them and writes the shipped `pretrained/difficulty.json`; docs/human-play.md holds
-  its table. The old `--difficulty` names are levels of it (`DIFFICULTY_NAMES`).
-- `fit_players(games)`: people's ratings from their games, the pilots' ratings held fixed; a
-  game between two people rates both. Each game scores as the pilots' games do: a torpedo win 1,
-  a loss by torpedo 0, anything else half.
-- `PlayerBook`: every rated game of named players, in a SQLite file (`runs/players.db` for the
-  window and the browser alike); `rating(name)` refits from them.
-- `Follow`: `--difficulty auto`: a new player starts at `START_LEVEL`; after each game the level
-  (whole or half) whose expected score against the player's current rating is nearest even
-  plays next.
-"""
+- `ladder()`: the levels, each a pilot spec with its rating and interval on one Bradley-Terry
+  scale (Elo points; `REFERENCE_POOL` averages 1500), half levels between whole ones; measured
+  by scripts/difficulty_ladder.py into `pretrained/difficulty.json`.
+- `fit_players(games)`: people's ratings, the pilots' held fixed; a game between two people
+  rates both; a torpedo win scores 1, a loss 0, anything else half.
+- `PlayerBook`: every rated game of named players, in one SQLite file (`runs/players.db`).
+- `Follow` (`--difficulty auto`): a new player starts at `START_LEVEL`; after each game the level
+  whose expected score against the player's rating is nearest even plays next."""
 
 from __future__ import annotations
 

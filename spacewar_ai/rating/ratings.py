@@ -1,22 +1,13 @@
 """Ratings: strengths fitted from results, the file that keeps them, and the best models we know.
 
-- `Results`: matches between `Entrant`s (a tournament, or an evaluation's one match); their
-  `standings` are a row per player: rating, Elo, score, deaths by cause, accuracy, forfeits.
-- `bradley_terry`: a maximum-likelihood fit over a results matrix (draws count half) with 95%
-  intervals, on the Elo scale. It depends only on the matrix, never on the order games were
-  played; players are ranked by it.
-- `elo_incremental`: the original design's Elo (start 1500, K=32, game by game in order).
-- `wilson_interval`: the 95% interval of a win rate.
-- `RatingsFile`: results accumulated across tournaments and evaluations, keyed by player identity
-  (name plus a hash of its file), with a history. Writers take an OS lock and add their games to
-  what is on disk at the time of writing, so concurrent runs lose nothing; writes are atomic.
-- `best_models`: the learned models a user has that have shown their strength, best first:
-  models of the ratings file with at least MIN_RATED_GAMES rated games, by rating; then runs'
-  `best.pt` that trained for at least MIN_RUN_DECISIONS learner decisions and were evaluated
-  on at least MIN_EVAL_GAMES games, by that evaluation; then the shipped model. A quick test run
-  is neither. Champion training, human play's difficulties and the default tournament field
-  all read it.
-"""
+- `Results`: matches between `Entrant`s; `standings` are a row per player.
+- `bradley_terry`: a maximum-likelihood fit with 95% intervals on the Elo scale, independent of
+  the order of games; `elo_incremental` the original design's Elo; `wilson_interval` a win
+  rate's interval.
+- `RatingsFile`: results across tournaments and evaluations, keyed by identity; writers take an
+  OS lock and add to what is on disk, atomically, so concurrent runs lose nothing.
+- `best_models`: learned models that have shown their strength, best first (rated in the file,
+  then runs' evaluated `best.pt`, then the shipped model)."""
 
 from __future__ import annotations
 

@@ -1,34 +1,20 @@
-"""DAgger of the LM pilot: `--algorithm dagger --init-from ADAPTER`.
+"""DAgger of the LM pilot: `--algorithm dagger --init-from ADAPTER` (docs/lm.md, "DAgger").
 
-    spacewar-ai --algorithm dagger --init-from sft --teacher heuristic:hard \\
+    spacewar-ai --algorithm dagger --init-from sft --teacher heuristic:hard \
         --dataset lm-hard-medium --dataset-pilot heuristic:hard
 
-Behaviour cloning (sft.py) learns the teacher's decisions at the states the teacher reaches. The
-student then errs, meets states its teacher never showed it, and errs more there: its agreement
-with the teacher falls as a game goes on. DAgger (Ross, Gordon and Bagnell, 2011, "dataset
-aggregation") trains on the student's own states instead. Each round k:
+Behaviour cloning learns the teacher's moves at the teacher's states; DAgger (Ross, Gordon and
+Bagnell 2011) trains on the student's own. Each round:
 
-1. the LM (the adapter as trained so far, greedy as it plays a match) plays `[dagger] games`
-   games, shared evenly among `[dagger] opponents` (`self`: the LM flies the other ship too),
-   and `[dagger] teacher` (`--teacher`, any pilot spec) is asked at each of the LM's decisions
-   what it would do there. The teacher follows every game as if it flew it, but its answers are
-   labels, never played;
-2. the round's games are written as the Minari dataset `<run>-round<k>`: both ships' episodes,
-   each naming the pilot that flew it, the LM's carrying the teacher's labels
-   (`infos["teacher_action"]`; `datasets.arrays(name, teacher=True)` reads them back);
-3. the aggregate D_k = D_{k-1} + the round's labelled states (the same states and labels the
-   dataset holds) is what the adapter learns from: `[dagger] steps` gradient steps of sft.py's loss (the
-   cross-entropy of the teacher's label under the pilot's masked answer), each batch
-   `[dagger] own_share` from D_k and the rest from the teacher's own decisions in --dataset
-   (when one is given), continuing the adapter, or a new adapter each round (`[dagger] afresh`).
+1. the LM plays `[dagger] games` games against `[dagger] opponents` while `[dagger] teacher` is
+   asked at each of its decisions what it would do (labels, never played);
+2. the round is written as the Minari dataset `<run>-round<k>`, the LM's episodes carrying
+   `infos["teacher_action"]`;
+3. the adapter takes `[dagger] steps` steps of SFT's loss on the aggregate of all rounds' labelled
+   states, `own_share` of each batch, the rest from --dataset when one is given.
 
-The adapter is saved to `models/adapters/<run>/` after every round and plays as `lm:<run>`.
-TensorBoard (`runs/<run>/`), by round: `dagger/agreement_own`, the LM agreeing with its teacher
-at the states it reached in the round, measured before it trains on them (the figure behaviour
-cloning gets wrong); `dagger/agreement_teacher` on held-out decisions of --dataset (`[sft]
-held_out`); `dagger/win_rate` and `dagger/win_rate/<opponent>` of the round's games;
-`dagger/loss`; `dagger/labels`, the size of D_k.
-"""
+The adapter is saved to `models/adapters/<run>/` after every round; TensorBoard's tags are under
+`dagger/` (agreement on its own states before training on them, win rates, loss, labels)."""
 
 from __future__ import annotations
 

@@ -1,24 +1,12 @@
 """Datasets: recorded games as Minari datasets, for behaviour cloning and offline RL.
 
-`spacewar-ai --datagen --players A,B --episodes N --dataset-id NAME` plays N games between two
-pilot specs (sides swapped, seeded) and writes them with Minari, so `minari.load_dataset(NAME)`
-opens them. The schema:
-
-- each game is two episodes, one from each ship's point of view (episodes 2g and 2g + 1 are
-  game g's ship 0 and ship 1), so every episode is an ordinary Spacewar-v0 episode:
-  `observations` (T + 1, 36) float32, `actions` (T,) int64, `rewards` (T,) under the reward
-  table chosen (`--reward`, the standard one by default), `terminations`, `truncations`, and
-  `infos["action_mask"]` (T + 1, 6) int8; DAgger's rounds (dagger.py) add
-  `infos["teacher_action"]` (T + 1,) int64, the teacher's label at each state (-1 where it was
-  not asked: the other ship's states, and the last observation);
-- `games.jsonl` beside the data: a line per game, its GameResult (match.py) with the pilots'
-  names, which episode each ship's view is, and both sides' scores;
-- `spacewar.json` beside the data: the pilots, the reward table, the seed and the game config.
-
-Minari writes through its episode buffers, not its DataCollector (which needs jax).
-`arrays()` flattens a dataset into the transitions the learners read (`transitions` with n-step
-returns for offline RL). `--dataset-info NAME` prints a card: pilots, size, win rates, scores.
-"""
+`spacewar-ai --datagen --players A,B --episodes N --dataset-id NAME` plays N games (sides
+swapped, seeded) and writes them with Minari. Each game is two ordinary Spacewar-v0 episodes,
+one per ship (episodes 2g and 2g + 1), with `infos["action_mask"]` and, in DAgger's rounds,
+`infos["teacher_action"]` (-1 where no teacher was asked); `games.jsonl` and `spacewar.json`
+beside the data hold each game's result and the recording's pilots, rewards, seed and config
+(docs/datasets.md has the schema). Minari is written through its episode buffers, not its
+DataCollector (which needs jax). `arrays()` flattens a dataset into the learners' transitions."""
 
 from __future__ import annotations
 

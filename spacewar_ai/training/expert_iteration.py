@@ -1,26 +1,12 @@
 """Expert iteration for a network: the planner over the student labels the states the student
-reaches, and the student learns the planner's moves.
+reaches, and the student learns the planner's moves (docs/lm.md, "Expert iteration").
 
     python scripts/network_exit.py --student pretrained --rounds 3 --games 64
 
-A round (`network_round`):
-
-1. the student (a PPO network, greedy) plays `games` games against each opponent, and the
-   teacher, any pilot spec and typically the planner over a pilot
-   (`search:POLICY+MODEL`, pilots/search.py: one step of policy improvement over POLICY by
-   the engine's rollouts), is asked at every one of the student's decisions what it would do
-   there (pilots/wrappers.py's Labelled: the teacher follows the game as if it flew it, the
-   student's moves are played);
-2. the student's actor is fitted to the teacher's answers at those states by masked
-   cross-entropy (`PPOAgent.imitate`, `epochs` passes, the observation scaling kept), together
-   with the earlier rounds' states (the aggregate, as DAgger keeps it).
-
-The agreement on its own states is measured before each round's fit: the share of the
-student's moves the teacher would have made. The next round's teacher may plan over the new
-student (`search:PATH`), which is expert iteration proper (Anthony et al. 2017): the student
-learns the improved policy, and the improved policy is built on the better student. The DAgger
-of the language model (dagger.py) is the same loop with an LM as the student.
-"""
+A round (`network_round`): the student (a PPO network, greedy) plays `games` games against each
+opponent while the teacher (any pilot spec, typically `search:POLICY+MODEL`) labels each of its
+decisions (pilots/wrappers.py's `Labelled`); the agreement is measured, then the actor is fitted
+to the labels of this and every earlier round (`PPOAgent.imitate`), as DAgger aggregates."""
 
 from __future__ import annotations
 

@@ -2,53 +2,23 @@
 
     spacewar-ai --algorithm grpo --init-from my-sft-run --opponent heuristic:medium --episodes 480
 
-Group Relative Policy Optimization (GRPO, as in DeepSeekMath) where a group is every valid
-action at one game state, each scored by playing the game on from that state. An iteration:
+A group is every valid action at one game state, each scored by playing the game on from a copy
+of that state (docs/lm.md, "Reinforcement learning with GRPO", is the manual). An iteration:
 
-1. plays `[grpo] games` games against `[grpo] opponents` (`--opponent a,b`; in pairs from one
-   start, sides swapped; a comma list such as `heuristic:medium,heuristic:hard` shares the
-   games evenly among opponents of varied skill), the LM sampling its answers at
-   `[grpo] temperature` from the adapter being trained, and draws `[grpo] scored` of its
-   decisions at random among those with more than one valid action (shared evenly among the
-   opponents), the whole game state copied (the engine's state_dict, as search.py plans);
-2. scores each valid action at each drawn state: a copy of the game plays it, then
-   `[grpo] rollout_pilot` flies the LM's ship and that game's opponent its own for `[grpo] horizon`
-   decisions; the score is the sum of the rewards the reward table (`--reward`: any
-   personality) paid the LM's ship, the game's end included when it comes (with
-   `[grpo] continuations` K > 1, the mean of K such games whose pilots each make a random valid
-   move with probability `[grpo] jitter`);
-3. an action's advantage is its score's z-score in its group; a state whose valid actions all
-   score alike (within SCORE_NOISE, a point of reward) teaches nothing and is dropped, and of
-   the rest the `[grpo] states` whose scores spread widest are kept: the decisive moments,
-   where a kill or a death turns on the action (scoring is cheap beside the LM's passes, so
-   many states are scored to find them);
-4. `[grpo] epochs` passes over the kept states, `[grpo] batch_size` states a step, minimise
+1. plays `[grpo] games` games against `[grpo] opponents`, the LM sampling at `temperature`, and
+   copies the state at `scored` of its decisions that had a choice;
+2. scores each valid action there (`action_scores`): a copy plays it, then `rollout_pilot`
+   flies on for `horizon` decisions (the mean of `continuations` jittered games); the score is
+   the reward the LM's ship collects;
+3. an action's advantage is its score's z-score in its group; flat groups (within
+   SCORE_NOISE) are dropped, and the `states` that spread widest are kept;
+4. `epochs` passes minimise PPO's clipped surrogate on the masked answer
+   (lm.pilot.prompt_logits) plus `kl` times the exact KL to the starting adapter over the
+   valid actions; `objective = "improved"` uses the cross-entropy toward the group's improved
+   policy (pilots.search.improved_policy) instead.
 
-       mean over the group of -min(r A, clip(r, 1 - eps, 1 + eps) A) + beta KL(pi || pi_ref),
-       r = pi(a | s) / pi_old(a | s),   eps = [grpo] clip,   beta = [grpo] kl
-
-   where pi is the masked answer the pilot plays (lm_pilot.prompt_logits: invalid actions at
-   -inf, so they carry no probability in sampling, in the ratio or in the KL), pi_old the
-   adapter at the iteration's start, and pi_ref the adapter GRPO started from; the KL is
-   exact, summed over the valid actions. With `[grpo] objective = "improved"` the surrogate
-   is replaced by the cross-entropy toward the group's improved policy,
-
-       - sum over the valid actions of q(a) log pi(a | s) + beta KL(pi || pi_ref),
-       q = softmax(A / [grpo] target_temperature) over the valid actions,
-
-   expert iteration's soft target (pilots.search.improved_policy) on the same scored groups:
-   every update moves toward where the scores point, as far as the loss takes it, instead of
-   a step the clip bounds.
-
-The adapter (LoRA, continuing the one --init-from names, on the base that adapter names) is
-saved to `models/adapters/<run>/` every ten iterations and at the end, and plays as
-`lm:<run>`. TensorBoard (`runs/<run>/`): `grpo/win_rate` and `grpo/score` of the iteration's
-games (`grpo/win_rate/<opponent>` with several opponents), `grpo/loss`, `grpo/kl`,
-`grpo/clip_fraction`, `grpo/best_action_probability` (the probability the adapter gives the
-best-scored action at the iteration's states, before its update), `grpo/signal_share` (the
-share of scored groups that teach something),
-`grpo/states_per_second`.
-"""
+The adapter is saved to `models/adapters/<run>/` every ten iterations and at the end (it plays
+as `lm:<run>`); TensorBoard's tags are under `grpo/`."""
 
 from __future__ import annotations
 

@@ -1,18 +1,11 @@
-"""The training loops, each read top to bottom as CleanRL's ppo.py reads: one for an agent that
-learns from the rollout it has just played (`on_policy`, PPO; `on_policy_on_workers` when
-rollout workers play), one for an agent that learns from a replay (`off_policy`, DQN). Which
-one runs is the agent's kind (agents/base.py: `OnPolicyAgent`, `OffPolicyAgent`), and each
-calls only what that kind declares.
+"""The training loops, each read top to bottom as CleanRL's ppo.py reads: `on_policy` (PPO, the
+learner playing), `on_policy_on_workers` and `on_policy_async` (rollout workers in step or
+playing ahead), and `off_policy` (DQN, from a replay). The agent's kind (agents/base.py) picks
+the loop, and each calls only what that kind declares.
 
-One PPO update is read here and in agents/ppo.py: the loop fills a rollout buffer from the
-agent's decisions (`play_steps`, rollouts.py), hands what was played to the run (`take`) and
-calls `agent.update(buffer, ...)`, which runs `ppo_update`. With rollout workers,
-`on_policy_on_workers` has them play each rollout with the weights of the update before it, and
-`on_policy_async` (`[train] async_rollouts`) has them play the next while the learner updates on
-the last; their buffers come back as arrays and are joined into one.
-
-`run` is the Trainer (trainer.py), as `Run` lists what the loops use of it.
-"""
+One PPO update is read here and in agents/ppo.py: the loop fills a rollout buffer
+(`play_steps`), hands what was played to the run (`take`) and calls `agent.update(buffer, ...)`,
+which runs `ppo_update`. `run` is the Trainer, as `Run` lists what the loops use of it."""
 
 from __future__ import annotations
 

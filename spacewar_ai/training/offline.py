@@ -1,20 +1,13 @@
-"""Learning from recorded games: behaviour cloning and conservative Q-learning (offline RL).
+"""Learning from recorded games: behaviour cloning and conservative Q-learning (docs/datasets.md).
 
-- `behaviour_clone`: a PPO actor imitates the actions of recorded decisions by masked
-  cross-entropy, observation statistics set from the same data. The warm start
-  (warm_start.py) is this on games it plays for the purpose; `--algorithm bc --dataset NAME` is
-  this on a Minari dataset (datasets.py). Its ceiling is the teacher's skill.
-- `train_cql`: a dueling double DQN learned from a dataset alone, with conservative Q-learning's
-  regulariser (agents.cql_loss): Q-values of actions the data never took are pushed down, so the
-  greedy policy stays where the data says something, and can still do better than the pilots
-  that played, since it learns what their actions were worth. Masks are honoured in the policy
-  (masked argmax), in the targets (masked argmax over the next state's valid actions) and in the
-  regulariser (logsumexp over valid actions only). `--algorithm cql --dataset NAME`.
+- `behaviour_clone`: a PPO actor imitates recorded decisions by masked cross-entropy (the warm
+  start is this on games it plays for the purpose; `--algorithm bc --dataset NAME` on a dataset).
+- `train_cql`: a dueling double DQN from a dataset alone, with CQL's regulariser
+  (agents.cql_loss) pushing down actions the data never took; masks are honoured in the
+  policy, the targets and the regulariser. `--algorithm cql --dataset NAME`.
 
-Both save ordinary checkpoints (a PPO model for BC, a DQN model for CQL) under
-checkpoints/<run>/ (latest.pt, and best.pt by evaluation against `eval_opponent`), log to
-TensorBoard, and the PPO trainer can start from either (`--init-from`).
-"""
+Both save ordinary checkpoints under checkpoints/<run>/ (best.pt chosen by evaluation), log to
+TensorBoard, and PPO can start from either (`--init-from`)."""
 
 from __future__ import annotations
 

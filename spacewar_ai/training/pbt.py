@@ -1,22 +1,12 @@
 """Population-based training on Ray Tune, around this package's own trainer.
 
 `spacewar-ai --pbt --population N --timesteps T --pbt-rounds R` trains N PPO members, each a
-Trainer (training.py) run in rounds of T / R steps as a Tune trainable. After every round each
-member is measured against a fixed yardstick (YARDSTICK: the scripted pilots and the shipped model, so
-members are comparable however their leagues differ), and Tune's PopulationBasedTraining
-scheduler lets the lower members take a better member's checkpoint (weights, optimizer, league,
-counters) and perturbed hyperparameters: learning rate, entropy coefficient, clip range, GAE
-lambda and the reward personality.
-
-Deterministic on a local instance: members are seeded from the seed and their index, rounds are
-counted in steps (not time), the scheduler is synchronous (it decides when every member has
-finished the round, so the order results arrive in does not matter), and its random choices come
-from Python's generator seeded here.
-
-Outputs, under checkpoints/<run>/: `best.pt` (the best member's model: an ordinary checkpoint
-for --evaluate, tournaments and human play), `lineage.md` and `lineage.png` (each member's
-hyperparameters, yardstick score and parent, round by round); TensorBoard: runs/<run>/<member>/.
-"""
+Trainer run in rounds as a Tune trainable. After each round every member is measured against a
+fixed YARDSTICK, and Tune's PopulationBasedTraining lets the weaker take a better member's
+checkpoint and perturbed hyperparameters (learning rate, entropy, clip, GAE lambda, the reward
+personality). Deterministic on a local instance: members are seeded by index, rounds counted in
+steps, the scheduler synchronous and its choices drawn from a generator seeded here. Under
+checkpoints/<run>/: `best.pt`, `lineage.md` and `lineage.png`; TensorBoard: runs/<run>/<member>/."""
 
 from __future__ import annotations
 

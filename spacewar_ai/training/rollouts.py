@@ -1,45 +1,18 @@
 """Rollouts: the learner's games stepped for one PPO update, here or on rollout workers.
 
-`play_steps` is the loop every PPO rollout runs, whoever runs it: the learner picks ship 0's
-actions, the league ship 1's, both ships step, timeouts are bootstrapped, the step is stored in
-the rollout buffer, and what was played comes back as data (`Played`: the finished games, their
-figures, the watched pilot's moves). The trainer (trainer.py) runs it on its own games; a
-`RolloutWorker` runs it on a slice of them, away from the learner.
+`play_steps` is the loop every PPO rollout runs, whoever runs it: the learner flies ship 0, the
+league ship 1, timeouts are bootstrapped, each step goes into the rollout buffer, and what was
+played comes back as data (`Played`).
 
-With `--rollout-workers N` the run's `num_envs` games are split among N workers: child processes
-of this machine (backend "local", the default: `python -m spacewar_ai.training.rollout_child`,
-spoken to through pipes), Ray actors (`--backend ray`, on this machine or `--ray-address`'s
-cluster), or objects in the learner's process played one after another (backend "inline", for
-tests: the same weights, a check that a worker's results do not depend on where it runs).
-Each update, in step:
-1. the learner publishes its weights (without the optimizer) and the league as it stands (the
-   curriculum stage, the results prioritized self-play weighs by, and the pool, whose snapshot
-   and champion files travel through Ray's object store as tournaments' files do; on this
-   machine, as paths);
-2. each worker plays `n_steps` in each of its games with those weights, drawing opponents for
-   the games that end from its copy of the league, and returns the rollout (`buffer.arrays()`),
-   its finished games (who each was against, and how it ended) and, when the run learns a
-   model of its judged opponent, that opponent's moves;
-3. the learner records the games in its league, joins the rollouts in worker order
-   (`RolloutBuffer.joined`) and updates.
-
-With `--async-rollouts` ([train] async_rollouts) the workers play the next rollout while the
-learner updates on the last (`start`, then `finish` after the update; loops.on_policy_async):
-each rollout after the first was played by the weights of one update before the learner's
-(charts/policy_lag 1), and PPO's ratio is taken against those, the rollout's own
-log-probabilities. It is as deterministic as the synchronous mode: the same seed and worker
-count give the same weights, in processes, on Ray or inline (where "ahead" is played at once, to
-the same result). A resumed run plays its first rollout with the weights it saved, as an
-uninterrupted run would not (its next rollout was in flight), so its weights from there on are
-its own. By default (`rollout_workers` and `async_rollouts` "auto", config.TrainConfig.
-with_rollouts) a PPO run on two or more cores plays ahead on one worker in a child process: one
-core plays while the other learns.
-
-Worker k's games and samples are seeded by (seed, k, the update it started at), so the same
-seed and worker count give the same weights, whichever machine each worker lands on. A worker
-whose process dies is replaced by a new one (new games, seeded by the update it starts at) that
-plays the lost rollout again; the run says so in one line and goes on.
-"""
+`RolloutWorkers` splits the run's games among N workers: child processes (backend "local",
+`rollout_child.py`, spoken to through pipes), Ray actors ("ray"), or objects in the learner's
+process ("inline", for tests). Each update the learner publishes its weights and league; each
+worker plays `n_steps` with them and returns `buffer.arrays()` and its `Played`; the learner
+records the games and joins the rollouts in worker order. With `async_rollouts` they play the
+next rollout while the learner updates (a policy lag of one update). Worker k is seeded by
+(seed, k, the update it starts at), so the same seed and worker count give the same weights
+wherever it runs; a worker that dies is replaced and plays the lost rollout again
+(docs/scaling.md)."""
 
 from __future__ import annotations
 

@@ -1,21 +1,12 @@
 """Supervised fine-tuning of the LM pilot with LoRA: `--algorithm sft --dataset NAME
---base-model MODEL`.
+--base-model MODEL` (docs/lm.md, "Supervised fine-tuning with LoRA").
 
-The teacher's decisions in a recorded dataset (`--datagen`; one pilot's side with
-`--dataset-pilot`) become examples: the prompt the pilot reads (lm_pilot.PromptCoder, the same
-token ids) and the index the teacher played. A LoRA adapter (peft; rank `[sft] lora_rank`,
-alpha twice the rank, on the attention's q and v projections of the top `[sft] lora_layers`
-decoder layers) is trained on the cross-entropy of the teacher's index under the pilot's own
-masked answer: the index tokens' logits after the prompt, invalid actions at -inf
-(lm_pilot.prompt_logits, the preamble run once per batch). `[sft] held_out` decisions, drawn
-before training and never trained on, measure agreement with the teacher (the masked argmax the
-pilot plays) before training and after each epoch.
-
-The adapter is saved in `models/adapters/<run>/` with `spacewar_lm.json` naming its base, so
-`lm:<run>` (or `lm:MODEL+<run>`) plays it. TensorBoard (`runs/<run>/`): `lm/loss` (every ten
-steps, the mean of those steps), `lm/learning_rate`, `lm/agreement` on the held-out decisions,
-`lm/examples_per_second`.
-"""
+The teacher's decisions in a dataset become examples: the prompt the pilot reads
+(lm.pilot.PromptCoder) and the index the teacher played. A LoRA adapter on the top
+`[sft] lora_layers` decoder layers is trained on the cross-entropy of that index under the
+pilot's own masked answer (lm.pilot.prompt_logits); `[sft] held_out` decisions measure the
+agreement. The adapter is saved in `models/adapters/<run>/` and plays as `lm:<run>`;
+TensorBoard's tags are under `lm/`."""
 
 from __future__ import annotations
 

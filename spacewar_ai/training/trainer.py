@@ -1,23 +1,11 @@
 """Training: the Trainer runs one PPO or DQN run (new, resumed, or continued against champions).
 
-The learner flies ship 0 in `num_envs` games at once (one engine batch); the league (league.py)
-chooses who flies ship 1 in each game. The Trainer builds the run and holds its parts, each in
-its own module at its seam:
-
-| part | module | what it does |
-|---|---|---|
-| the frame | run_frame.py | name, folders and their locks, threads, the writer, the clock |
-| the loops | loops.py | `on_policy` (PPO; its workers in step or ahead), `off_policy` (DQN) |
-| the rollout | rollouts.py | `play_steps` fills the rollout buffer and returns what was played |
-| the budget | budget.py | the counters; steps, games or minutes, whichever ends the run first |
-| the log | run_log.py | TensorBoard (runs/<run>/), CleanRL's tags |
-| the files | run_files.py | checkpoints/<run>/: latest.pt, best.pt, ckpt_<update>.pt |
-| evaluation | evaluation.py | games against eval_opponent; best.pt is the best of them |
-
-Read the loops first, top to bottom, then agents/ppo.py's `ppo_update`. What was played comes to
-the Trainer as data (`take`), and every update ends in `after_update`: snapshot into the
-league, log, evaluate, save.
-"""
+The learner flies ship 0 in `num_envs` games at once; the league chooses who flies ship 1. The
+Trainer builds the run and holds its parts, each in its own module: the frame (run_frame.py),
+the loops (loops.py), the rollout (rollouts.py), the counters and budget (budget.py), the log
+(run_log.py), the files (run_files.py) and the evaluation that keeps best.pt (evaluation.py).
+Read the loops first, then agents/ppo.py's `ppo_update`; what was played comes to the Trainer as
+data (`take`), and every update ends in `after_update`: snapshot, log, evaluate, save."""
 
 from __future__ import annotations
 

@@ -1,52 +1,18 @@
 """Spacewar! for trl's `GRPOTrainer`: a reward function for any model, or a game its tools fly.
 
-trl cannot take `SpacewarText-v0` as it is: its trainer wants completions it can score, or an
-environment whose methods the model calls as tools. Two routes, one per kind of model:
+trl wants completions it can score, or an environment whose methods the model calls as tools;
+docs/lm.md ("trl's GRPOTrainer") shows both routes in full:
 
-**Recorded decisions, scored by the engine** (any model and tokenizer; no chat template):
+- `ScoredDecisions.record(pilot, opponent, games, states, ...)` keeps copies of the game at
+  decisions that had a choice and scores every valid action as `--algorithm grpo` does
+  (grpo.action_scores). Its `rows()` are the train dataset (`{"prompt", "state"}`) and the
+  object itself is the reward function: a completion scores what the action its first integer
+  names scored, an answer naming no valid action a point under the worst.
+- `SpacewarTools` is an `environment_factory`: trl calls `reset(**row)` (a row's `seed`,
+  `opponent`, `start`), the model's one tool is `fly(action)`, and `get_reward()` is what the
+  ship collected plus what it collects when `rollout_pilot` flies on for `horizon` decisions.
 
-    from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
-    from spacewar_ai.training.trl_adapter import ScoredDecisions
-
-    decisions = ScoredDecisions.record(pilot="heuristic:medium", opponent="heuristic:hard",
-                                       games=16, states=512, view=2, seed=0)
-    trainer = GRPOTrainer(model=MODEL, reward_funcs=decisions,
-                          train_dataset=Dataset.from_list(decisions.rows()),
-                          args=GRPOConfig(output_dir="out", num_generations=6,
-                                          max_completion_length=4))
-    trainer.train()
-
-`record` plays `games` games of `pilot` against `opponent`, keeps a copy of the game at
-`states` of `pilot`'s decisions that had a choice, and scores every valid action there the way
-`--algorithm grpo` does (grpo.action_scores: a copy of the game plays the action, then
-`rollout_pilot` flies on for `horizon` decisions; the score is the rewards the ship collects,
-averaged over `continuations` (8) games whose pilots move at random with probability `jitter`).
-Each row is `{"prompt": the text view's prompt, "state": its index}`; the reward of a completion
-is the score of the action its first integer names, and an answer that names no valid action
-scores a point under the state's worst valid action. trl's groups are then `num_generations`
-answers to one prompt, as `--algorithm grpo`'s groups are the valid actions at one state.
-
-**A game the model flies with tool calls** (`environment_factory`; the tokenizer's chat
-template must render tool calls, as Qwen's and Llama 3's do):
-
-    trainer = GRPOTrainer(model=MODEL, environment_factory=SpacewarTools,
-                          train_dataset=Dataset.from_list(
-                              [{"prompt": [{"role": "user", "content": "Win this game."}],
-                                "seed": s} for s in range(64)]),
-                          args=GRPOConfig(output_dir="out", max_tool_calling_iterations=8))
-
-trl calls `reset(**row)` (a row's `seed`, `opponent` and `start` are read; other columns are
-ignored), whose text is added to the user's message: the situation in the text view, ending
-with the valid actions. The model's one tool is `fly(action)`, a decision of the game, which
-answers with the next situation. `get_reward()` is the rewards the model's ship collected over
-its moves plus what it collects when `rollout_pilot` flies on for `horizon` decisions from
-where the model stopped, so a short conversation is still scored by where it left the game.
-Settings other than the row's go through a subclass or `functools.partial(SpacewarTools, ...)`.
-
-This module does not import trl: the classes are what trl's hooks call, so they work with any
-trainer that speaks the same shapes.
-"""
+This module does not import trl: the classes are what trl's hooks call."""
 
 from __future__ import annotations
 

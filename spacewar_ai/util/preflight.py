@@ -1,18 +1,10 @@
 """Checks made before any work starts, so that a run that cannot finish says so at once.
 
-- `fits_in_memory(what, nbytes, fix)`: counts (games, environments, buffer sizes) from flags or
-  config files are sized against the memory this machine has free; a count too large is one
-  ValueError naming it, instead of an allocation error minutes later or the OS stopping the run.
-- `writable(path, what, folder=...)`: an output path (a checkpoint folder, a ratings file, a
-  results file, a recording, an export) is checked by creating a scratch file where it will go,
-  so a path that cannot be written is refused before the work and not after it.
-- `read_bounded(path, what, limit)`: files read whole (ratings, keys, configs, replays) are read
-  only if they are regular files of a sane size: `/dev/zero`, a FIFO or a link to one is refused
-  instead of read until memory runs out.
+- `fits_in_memory(what, nbytes, fix)`: a count sized against the memory free on this machine;
+- `writable(path, what, folder=...)`: an output path checked by a scratch file where it will go;
+- `read_bounded(path, what, limit)`: only regular files of a sane size are read whole.
 
-Every refusal is a ValueError whose message names the flag or file and the fix (main.py turns
-it into one line and exit code 2).
-"""
+Every refusal is a ValueError naming the flag or file and the fix (one line, exit code 2)."""
 
 from __future__ import annotations
 

@@ -1,22 +1,12 @@
-"""Worker processes that never outlive the run that started them.
+"""Worker processes that never outlive the run that started them, even after a SIGKILL.
 
-A SIGKILL of a run, which no Python code can catch, takes every process the run started with it:
-
-- a command started by the package (the browser's game and check workers, rollout workers,
-  sandboxed strategy files) is started through `setpriv --pdeathsig KILL` (util-linux,
-  `child_command`), which asks the kernel before Python itself starts, so even a child still
-  importing torch goes with its parent; and it calls `die_with_parent(parent_pid)` once it runs,
-  which covers a parent that died before the kernel was asked, and systems without setpriv;
+- A command the package starts (the browser's workers, rollout workers, sandboxed strategies)
+  goes through `setpriv --pdeathsig KILL` (`child_command`), so the kernel kills it with its
+  parent even while it imports, and it calls `die_with_parent(parent_pid)` once it runs.
 - multiprocessing's workers (tournament workers, arena pairings) come from `worker_context`: a
-  fork server, started once per process, imports `preload` (torch, the pilots, the engine's
-  compiled code) and forks each worker from that, so a worker starts in a fraction of a second
-  instead of importing everything again. The server itself starts through setpriv (a launcher
-  script, since multiprocessing takes one executable, not a command line), so it dies with the
-  run even while it imports. The kernel ties it to the thread that started it, though, and
-  multiprocessing starts another if that thread has ended, so its workers do not depend on it:
-  each calls `die_with_parent()`, where a thread of the worker watches the process that asked
-  for it (multiprocessing's parent sentinel) and ends the worker when that one is gone.
-"""
+  fork server, started through setpriv, imports `preload` once and forks each worker from it.
+  The kernel ties the server to the thread that started it, so each worker also watches the
+  process that asked for it (`die_with_parent()`) and ends when that one is gone."""
 
 from __future__ import annotations
 

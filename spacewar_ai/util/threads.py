@@ -1,20 +1,11 @@
 """How many threads torch uses in each process that does torch work.
 
-The networks here are small (two layers of 256 units, batches of at most a few thousand rows):
-one matrix product takes a fraction of a millisecond, so extra threads buy little even on an
-idle machine, and as soon as anything else runs (a second run, a test suite, a browser) torch's
-threads spin-wait for each other and every torch call slows down several times.
-`spacewar-ai --benchmark-threads` measures each torch path both ways, idle and beside a CPU hog
-on every core; docs/performance.md has its table.
-
-So every process that does torch work (training of every algorithm, evaluation, tournaments and
-their workers, Ray tasks, PBT members, search at play time, the browser app) runs torch on
-`DEFAULT_THREADS` unless told otherwise, in this order:
-
-1. `--torch-threads N` or `[train] torch_threads = N` (0, the default, means "not set here");
-2. the environment: `SPACEWAR_TORCH_THREADS=N`, else OpenMP's own `OMP_NUM_THREADS=N`;
-3. `DEFAULT_THREADS`.
-"""
+The networks are small, so extra threads buy little on an idle machine, and beside any other
+work torch's threads spin-wait for each other and every call slows down
+(`spacewar-ai --benchmark-threads` measures it). So every process that does torch work runs on
+`DEFAULT_THREADS` unless told otherwise, in this order: `--torch-threads N` or `[train]
+torch_threads` (0 means not set), then `SPACEWAR_TORCH_THREADS` or `OMP_NUM_THREADS`, then
+`DEFAULT_THREADS`."""
 
 from __future__ import annotations
 

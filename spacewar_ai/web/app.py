@@ -1,26 +1,14 @@
-"""The browser: `spacewar-ai --serve` and replays as one HTML file.
+"""The browser: `spacewar-ai --serve` and replays as one HTML file (docs/browser.md).
 
-The game stays in Python: the server runs the engine and streams each frame's state (ships,
-torpedoes, score) over a WebSocket, and the page draws it on a canvas in the 1962 look
-(web/spacewar.js, the only renderer the browser has). Pages, one HTML file routed by path:
+The game stays in Python: the server runs the engine and streams each frame's state over a
+WebSocket; the page draws it on a canvas (web/static/spacewar.js, the only renderer). Pages:
+`/play` (you against any pilot or level, or two people), `/watch` (two pilots live),
+`/replays` and `/tournaments`; `--replay FILE --html out.html` (`export_html`) writes a replay
+player that needs no server.
 
-| page | what |
-|---|---|
-| `/play` | you fly ship 0 with the window's keys against any pilot spec or difficulty (or two people at one keyboard), one engine frame per 1/50 s; each round saved as a replay |
-| `/watch` | two pilot specs play live, at real pace or up to 8 times faster |
-| `/replays` | the replays this project saved (and uploaded ones): play, pause, step, scrub; frames from replaying the game bit for bit here |
-| `/tournaments` | the ratings file's standings with 95% intervals, every tournament's standings, crosstable and saved games |
-
-`--replay FILE --html out.html` (`export_html`) writes the replay player, its renderer and the
-replayed states into one file that plays in any browser with no server and no network.
-
-Safety: the server binds 127.0.0.1 unless told otherwise; files are read only under the folder
-it was started in (replays under runs/, checkpoints and strategy files that specs name), and
-everything that arrives (specs, uploaded replays, messages) is checked as everywhere else, a
-problem being one line on the page. Strategy files play in their sandbox.
-
-Starlette, uvicorn and websockets are the `web` extra, imported only when a page is served.
-"""
+The server binds 127.0.0.1 unless told otherwise, reads files only under its folder, and checks
+everything that arrives as everywhere else (web.guard, web.checks). Starlette, uvicorn and
+websockets are the `web` extra, imported only when a page is served."""
 
 from __future__ import annotations
 

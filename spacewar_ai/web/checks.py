@@ -1,23 +1,12 @@
-"""Checks of what a visitor sends, each in a confined process: nothing a visitor sends is
-parsed, replayed or checked in the server's event loop (or its process).
+"""Checks of what a visitor sends, each in a confined process: nothing a visitor sends is parsed,
+replayed or checked in the server's process.
 
-`Checks` keeps `checkers` processes (`python -m spacewar_ai.web.checks PARENT_PID MEMORY_MB`)
-started ahead, each with its address space capped by the kernel (`check_memory_mb`). A check is
-one job for one of them, with a wall-clock deadline (`check_seconds`) past which its process is
-killed and replaced. Before a job is queued, three budgets are asked (`refusal`): the checks
-waiting or running in all (`checks_queued`), those of the visitor's address
-(`checks_per_address`), and the CPU seconds the address's checks used in the last hour
-(`check_cpu_per_hour`, read from the kernel's count of the process's time, so a check killed
-at its deadline is charged too).
-
-The jobs (`run_job`): a replay, parsed and replayed into the frames the page plays (its engine
-frames bounded by `replay_frames` before any is played); an arena upload's parsing checks
-(rating.arena.check_submission); a pilot spec from a page (web.files.Files.check_spec).
-
-The server sends a job as a pickle (it trusts itself); the process answers in bytes and JSON,
-never pickle, since it has read a visitor's bytes: a status byte and the answer (JSON, or one
-line of error). Its standard error goes nowhere, so nothing it read is ever printed raw.
-"""
+`Checks` keeps `checkers` processes started ahead, each with its address space capped by the
+kernel. A check is one job with a deadline past which its process is killed and replaced; before
+it is queued, `refusal` asks three budgets: checks in all, checks per address, and the CPU
+seconds the address's checks used in the last hour. The jobs (`run_job`): a replay replayed
+into frames, an arena upload's checks, a page's pilot spec. The server sends a job as a pickle;
+the process answers in bytes and JSON, never pickle, and its stderr goes nowhere."""
 
 from __future__ import annotations
 

@@ -1,27 +1,15 @@
-"""Connections as a budget: how many one address may hold open, how many the server holds in
-all (never more than its file descriptors allow), and how long a connection may take to send a
-request's headers.
+"""Connections as a budget: how many one address may hold, how many the server holds in all (never
+more than its file descriptors allow), and how long a request's headers may take.
 
-uvicorn takes its HTTP protocol as a class (`uvicorn.Config(http=...)`); `budgeted_protocol`
-gives it a subclass of uvicorn's h11 protocol that checks these three before any of the app
-runs. `H11Protocol` is uvicorn's own class, not a documented API: the uvicorn range is pinned in
-pyproject.toml and tests/web/test_connections.py checks the two methods overridden here
-(`connection_made`, `data_received`) and the attributes read (`transport`, `conn`).
+`budgeted_protocol` gives uvicorn (`uvicorn.Config(http=...)`) a subclass of its h11 protocol
+that checks the three before any of the app runs. `H11Protocol` is not a documented API: the
+uvicorn range is pinned in pyproject.toml and tests/web/test_connections.py checks the methods
+overridden (`connection_made`, `data_received`) and the attributes read (`transport`, `conn`).
 
-- **Per address and in all.** A connection over either count is answered at once with one
-  line (503) and closed, so it holds its descriptor for microseconds. A trusted proxy's
-  connections carry many visitors: they count in all only.
-- **Descriptors.** The count in all is lowered to what the process's descriptor limit leaves
-  after the server's own files, pipes and workers, so accepting never meets "Too many open
-  files"; should something else use them up, asyncio's accept loop backs off for a second, and
-  its report is logged once for as long as the condition lasts (`quiet_accept_errors`).
-- **Slow headers.** A connection waiting for a request's headers (a new one, or one kept alive
-  after an answer, once it has sent a byte) is closed `head_seconds` after it began waiting,
-  however slowly it trickles bytes. uvicorn's keep-alive timeout closes one that sends nothing.
-
-Each condition is logged once when it begins, and once when it ends with how many it refused,
-never once per connection.
-"""
+A connection over a count gets one 503 line and is closed; a trusted proxy's count in all only.
+The count in all is lowered to what the descriptor limit leaves after the server's own files. A
+connection waiting for headers is closed `head_seconds` after it began waiting, however slowly
+it trickles. Each condition is logged once when it begins and once when it ends."""
 
 from __future__ import annotations
 

@@ -1,24 +1,15 @@
-"""Who may ask the browser app for what, and how much of it (web.py's guard).
+"""Who may ask the browser app for what, and how much of it.
 
-- **Hosts.** Every request's Host header must name the server by one of its names
-  (`--server-name`, default the loopback names): a page on another domain that resolves to this
-  machine (DNS rebinding) is refused with 400. Starlette's TrustedHostMiddleware does this for
-  HTTP, but reads `[::1]:8000` as the host `[`; `host_name` parses the header as a URL does.
-- **Origins.** A WebSocket, and any request that is not a read (POST and the like), is accepted
-  only from a page served under one of those names (the Origin header's host) or from an origin
-  of `--allowed-origins`: any other site the user has open cannot drive the app or upload to it.
-  A request without an Origin header is let through: browsers send one on every WebSocket and
-  cross-site POST, and whoever sends none is not a browser page riding on the user's access.
-- **Visitors.** The budgets per address count `visitor(scope)`: the client's address, or the
-  one a trusted proxy forwarded (an IPv6 address by its /64); a forwarded value that is not an
-  address is refused.
-- **Budgets** (`Limits`, `--limits NAME=VALUE,...`, printed by `--limits` alone): every
-  resource a visitor can use, declared once here with its default, what it bounds and whether
-  it counts per address or in all: connections and their headers (web.connections), WebSockets,
-  bodies (read in chunks against a size and a deadline, never whole first), JSON depth,
-  checks in confined processes (web.checks), live games, arena uploads (refused ones counted)
-  and pairings. Each refusal is one line naming the budget and its setting.
-"""
+- **Hosts.** A request's Host header must name the server (`--server-name`), against DNS
+  rebinding; `host_name` parses it as a URL does (Starlette's middleware misreads `[::1]:8000`).
+- **Origins.** A WebSocket or any request that is not a read is accepted only from a page served
+  under those names or an origin of `--allowed-origins`; a request without an Origin header is
+  not a browser page and is let through.
+- **Visitors.** Budgets count `visitor(scope)`: the client's address or a trusted proxy's
+  forwarded one (an IPv6 address by its /64).
+- **Budgets** (`Limits`, `--limits NAME=VALUE,...`): every resource a visitor can use, declared
+  once with its default, what it bounds and whether per address or in all. Each refusal is one
+  line naming the budget."""
 
 from __future__ import annotations
 

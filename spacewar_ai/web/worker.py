@@ -1,18 +1,11 @@
-"""One live game of the browser app, in a process of its own (`python -m
-spacewar_ai.web.worker PARENT_PID`), so that a pilot that is slow or hangs (a strategy stuck in
-C code, a big model) costs only its own game: the server's event loop only relays lines.
+"""One live game of the browser app, in a process of its own (`python -m spacewar_ai.web.worker
+PARENT_PID`), so a slow or hung pilot costs only its own game.
 
-It speaks JSON lines. In, on stdin: first the start request {"message": the page's start
-message, "root", "checkpoint_dir", "ratings_file", "seed"}; then the page's messages
-({"type": "key", "key", "down"}, {"type": "speed", "speed"}). Out, on stdout: {"type": "start",
-"names", "config", "help"} or {"type": "error", "message"}; then {"type": "frame", ...} at the
-game's pace (50 a second, `speed` engine frames each) and {"type": "replay", "path", "result"}
-as rounds are saved. It ends when stdin closes or the game quits, and dies with the server.
-
-Anything else that prints (a library's warning) goes to stderr: stdout carries the protocol only.
-A worker starts before it is needed and waits on stdin (games.Workers keeps one spare), so a
-page's game starts without waiting for torch to import.
-"""
+JSON lines. In: the start request {"message", "root", "checkpoint_dir", "ratings_file", "seed"},
+then the page's messages ({"type": "key", ...}, {"type": "speed", ...}). Out: {"type": "start"}
+or {"type": "error"}, then {"type": "frame", ...} at the game's pace and {"type": "replay", ...}
+as rounds are saved. It ends when stdin closes or the game quits; stdout carries the protocol
+only. games.Workers keeps one spare started, so a game does not wait for torch to import."""
 
 from __future__ import annotations
 
