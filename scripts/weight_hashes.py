@@ -44,7 +44,7 @@ def tensors_hash(state) -> str:
 
 def agent_hash(path: Path) -> str:
     state = torch.load(path, weights_only=True)["agent"]
-    kept = {k: state[k] for k in ("net", "q", "q_target", "q_play", "obs_norm") if k in state}
+    kept = {k: state[k] for k in ("net", "q", "q_target", "obs_norm") if k in state}
     return tensors_hash(kept)
 
 

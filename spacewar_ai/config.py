@@ -368,20 +368,6 @@ class DQNConfig(_Config):
     # Learning rate falling linearly to zero over the run. Off: it did not steady the checkpoints'
     # swings.
     anneal_lr: bool = False
-    # Prioritized replay (Schaul et al. 2016, proportional): a transition is drawn with probability
-    # proportional to (|TD error| + priority_eps) ** priority_alpha, and its loss weighted by the
-    # importance-sampling correction (N * P) ** -beta, beta rising linearly from priority_beta to 1
-    # over the run. priority_alpha = 0 samples uniformly (no priorities kept). Off: it did not
-    # help here (VIBE_HISTORY.md).
-    priority_alpha: float = setting(0.0, SHARE)
-    priority_beta: float = setting(0.4, SHARE)
-    priority_eps: float = setting(1e-3, POSITIVE)  # in reward_scale units: a kill is worth about 1
-    # Greedy play (evaluations, best.pt's choice, --evaluate, tournaments, human play) uses a
-    # moving average of the learning network's weights, which moves this fraction of the way to
-    # the network after every gradient step (a plain mean of all steps until 1 / tau of them). The
-    # learning network itself still acts while training (epsilon-greedy) and is what learns.
-    # 0: greedy play uses the learning network. Off: the ensemble below steadies play more.
-    play_average_tau: float = setting(0.0, SHARE)
     # Greedy play (evaluations, best.pt's choice, --evaluate, tournaments, human play) acts on the
     # mean Q-values of this many networks: the one it would otherwise use and its snapshots taken
     # every play_ensemble_interval gradient steps (the newest play_ensemble - 1, each with its
@@ -391,6 +377,20 @@ class DQNConfig(_Config):
     play_ensemble: int = setting(8, COUNT)
     # gradient steps: 10 of training's 64-step iterations
     play_ensemble_interval: int = setting(1280, COUNT)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "DQNConfig":
+        """As every section's; a setting since removed is dropped where it holds the value that
+        meant off, as every checkpoint saved without it does (any other value is refused)."""
+        if isinstance(data, dict):
+            data = {k: v for k, v in data.items() if RETIRED_DQN.get(k, ...) != v}
+        return super().from_dict(data)
+
+
+# [dqn] settings of earlier versions (prioritized replay, a weight-averaged player) and their
+# values that left them off.
+RETIRED_DQN = {"priority_alpha": 0.0, "priority_beta": 0.4, "priority_eps": 1e-3,
+               "play_average_tau": 0.0}
 
 
 @dataclass

@@ -69,33 +69,23 @@ class DQNAgent(OffPolicyAgent):
         self.q = DuelingQNetwork(*args).to(self.device)
         self.q_target = DuelingQNetwork(*args).to(self.device)
         self.q_target.load_state_dict(self.q.state_dict())
-        # The network greedy play uses: a moving average of `q` (play_average_tau), else `q`.
-        self.q_play = None
-        self.play_average_steps = 0
-        if c.play_average_tau > 0:
-            self.q_play = DuelingQNetwork(*args).to(self.device)
-            self.q_play.load_state_dict(self.q.state_dict())
         # Frozen (observation statistics, network) pairs, oldest first: with play_ensemble > 1,
         # greedy play averages their Q-values with the played network's own.
         self.play_members: list[nn.Sequential] = []
         self.epsilon = c.start_epsilon
         self.updates = 0
         self.rng = np.random.default_rng(seed)
-        self.replay = ReplayBuffer(c.buffer_size, self.input_dim, c.n_step, c.gamma,
-                                   c.priority_alpha)
-        self.beta = c.priority_beta
+        self.replay = ReplayBuffer(c.buffer_size, self.input_dim, c.n_step, c.gamma)
 
     def _make_optimizer(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.q.parameters(), lr=self.config.learning_rate, foreach=True)
 
     def set_progress(self, progress: float) -> None:
         """Linear epsilon decay over the first exploration_fraction of the run; with anneal_lr,
-        the learning rate falls linearly to zero at the end of the run; prioritized replay's beta
-        rises linearly to 1 at the end of the run."""
+        the learning rate falls linearly to zero at the end of the run."""
         c = self.config
         frac = min(1.0, progress / max(c.exploration_fraction, 1e-9))
         self.epsilon = c.start_epsilon + frac * (c.end_epsilon - c.start_epsilon)
-        self.beta = c.priority_beta + min(1.0, max(0.0, progress)) * (1.0 - c.priority_beta)
         if c.anneal_lr:
             for g in self.optimizer.param_groups:
                 g["lr"] = c.learning_rate * max(0.0, 1.0 - progress)
@@ -124,23 +114,18 @@ class DQNAgent(OffPolicyAgent):
 
     @torch.no_grad()
     def played_q(self, obs: torch.Tensor) -> torch.Tensor:
-        """The Q-values greedy play acts on, for network inputs (N, input_dim): the played
-        network's (the moving average with play_average_tau, else the learning network), averaged
-        with the ensemble's snapshots when there are any."""
-        q = self._played_network()(self.obs_norm(obs))
+        """The Q-values greedy play acts on, for network inputs (N, input_dim): the learning
+        network's, averaged with the ensemble's snapshots when there are any."""
+        q = self.q(self.obs_norm(obs))
         for member in self.play_members:
             q = q + member(obs)
         return q / (1 + len(self.play_members))
-
-    def _played_network(self) -> nn.Module:
-        """The network greedy play uses besides the ensemble: the moving average if kept."""
-        return self.q if self.q_play is None else self.q_play
 
     def _frozen_player(self) -> nn.Sequential:
         """A frozen copy of the played network with its observation statistics: an ensemble
         member. Copied, not rebuilt: building draws from torch's generator, which the learner's
         sampling also draws from."""
-        pair = nn.Sequential(self.obs_norm, self._played_network())
+        pair = nn.Sequential(self.obs_norm, self.q)
         return copy.deepcopy(pair).requires_grad_(False)
 
     def _snapshot_for_play(self) -> None:
@@ -216,10 +201,6 @@ class DQNAgent(OffPolicyAgent):
         losses, qs, margins, conservative = [], [], [], []
         for _ in range(c.gradient_steps):
             idx = replay.sample(c.batch_size, self.rng)
-            weights = None
-            if replay.priorities is not None:
-                weights = torch.from_numpy(replay.importance_weights(idx, self.beta)).to(
-                    self.device)
             obs, nxt, actions, rewards, term, discount = (
                 torch.from_numpy(a).to(self.device) for a in replay.arrays(idx))
             next_mask = nxt[:, -self.action_dim:] > 0.5
@@ -231,10 +212,7 @@ class DQNAgent(OffPolicyAgent):
                 target = rewards + discount * (1.0 - term) * target_q
             q_all = self.q(self.obs_norm(obs))
             q = q_all.gather(1, actions[:, None]).squeeze(1)
-            if weights is None:
-                loss = F.smooth_l1_loss(q, target)
-            else:
-                loss = (weights * F.smooth_l1_loss(q, target, reduction="none")).mean()
+            loss = F.smooth_l1_loss(q, target)
             mask = obs[:, -self.action_dim:] > 0.5
             mask[~mask.any(1), 0] = True
             if cql_alpha > 0:
@@ -253,21 +231,12 @@ class DQNAgent(OffPolicyAgent):
             nn.utils.clip_grad_norm_(self.q.parameters(), c.max_grad_norm)
             self.optimizer.step()
             self.updates += 1
-            if replay.priorities is not None:
-                replay.set_priorities(idx, (np.abs((q - target).detach().cpu().numpy()).astype(
-                    np.float64) + c.priority_eps) ** c.priority_alpha)
             if c.target_tau > 0:
                 # Polyak averaging: the target trails the network smoothly instead of jumping to
                 # it every target_update_interval updates.
                 _move_toward(self.q_target, self.q, c.target_tau)
             elif self.updates % c.target_update_interval == 0:
                 self.q_target.load_state_dict(self.q.state_dict())
-            if self.q_play is not None:
-                # A plain mean of every step so far until there are 1 / play_average_tau of them
-                # (so the untrained start does not linger), then an exponential moving average.
-                self.play_average_steps += 1
-                _move_toward(self.q_play, self.q,
-                             max(c.play_average_tau, 1.0 / self.play_average_steps))
             if c.play_ensemble > 1 and self.updates % c.play_ensemble_interval == 0:
                 self._snapshot_for_play()
             losses.append(loss.item())
@@ -279,8 +248,6 @@ class DQNAgent(OffPolicyAgent):
             out["margin_loss"] = float(np.mean(margins))
         if conservative:
             out["cql_loss"] = float(np.mean(conservative))
-        if self.replay.priorities is not None:
-            out["priority_beta"] = float(self.beta)
         return out
 
     def _empty_twin(self) -> DQNAgent:
@@ -301,9 +268,6 @@ class DQNAgent(OffPolicyAgent):
                  "obs_norm": self.obs_norm.state_dict(),
                  "updates": self.updates, "epsilon": float(self.epsilon),
                  "config": self.config.to_dict(), "view_constants": dict(self.view_constants)}
-        if self.q_play is not None:
-            state["q_play"] = self.q_play.state_dict()
-            state["play_average_steps"] = self.play_average_steps
         if self.play_members:
             state["play_members"] = [m.state_dict() for m in self.play_members]
         return state
@@ -313,9 +277,6 @@ class DQNAgent(OffPolicyAgent):
         self._load_view_constants(state)
         self.q.load_state_dict(state["q"])
         self.q_target.load_state_dict(state.get("q_target", state["q"]))
-        if self.q_play is not None:
-            self.q_play.load_state_dict(state.get("q_play", state["q"]))
-            self.play_average_steps = int(state.get("play_average_steps", 0))
         self.obs_norm.load_state_dict(state["obs_norm"])
         self.play_members = []
         if self.config.play_ensemble > 1:

@@ -18,7 +18,7 @@ import numpy as np
 from ..config import RunConfig
 from .rollouts import EPISODE_CAUSES, GAME_FIGURES
 
-SCHEDULES = ("learning_rate", "epsilon", "priority_beta")  # logged as charts/<name>
+SCHEDULES = ("learning_rate", "epsilon")  # logged as charts/<name>
 # What the HParams dashboard compares runs by: the last value each run logged.
 HPARAM_METRICS = ("eval/win_rate", "eval/best_win_rate", "charts/episodic_return",
                   "charts/win_rate")

@@ -1,4 +1,4 @@
-"""DQN: masked double-DQN targets, the target network, greedy play by averages and ensembles,
+"""DQN: masked double-DQN targets, the target network, greedy play by ensembles,
 exploration and learning-rate schedules, n-step returns by hand."""
 
 import numpy as np
@@ -11,16 +11,6 @@ from spacewar_ai.agents.saved import export_for_play, load_agent
 from spacewar_ai.config import DQNConfig, PPOConfig
 
 SMALL_PPO = PPOConfig(hidden_sizes=(32, 32), n_steps=4)
-
-
-def _averaging_dqn(tau: float) -> DQNAgent:
-    cfg = DQNConfig(hidden_sizes=(16,), stream_size=8, buffer_size=64, batch_size=16,
-                    gradient_steps=1, learning_rate=1e-2, play_average_tau=tau)
-    agent = DQNAgent(36, 6, cfg, seed=0)
-    obs = np.random.default_rng(0).random((16, 36)).astype(np.float32)
-    obs[:, 30:] = 1.0
-    agent.store_transition(obs, np.arange(16) % 6, np.arange(16) % 3, obs, np.ones(16, bool))
-    return agent
 
 
 def _ensemble_dqn(members: int) -> DQNAgent:
@@ -84,59 +74,14 @@ def test_dqn_target_network_copies_or_trails_by_polyak_averaging(tau):
                 assert torch.equal(target, online)
 
 
-def test_dqn_greedy_play_averages_the_learning_networks_weights():
-    agent = _averaging_dqn(tau=0.25)
-    start = [p.detach().clone() for p in agent.q.parameters()]
-    seen = [start]
-    for _ in range(3):  # fewer steps than 1 / tau: the played network is their plain mean
-        agent.update()
-        seen.append([p.detach().clone() for p in agent.q.parameters()])
-    for k, played in enumerate(agent.q_play.parameters()):
-        mean = sum(step[k] for step in seen[1:]) / 3
-        assert torch.allclose(played, mean, atol=1e-6)
-        assert not torch.allclose(played, seen[-1][k])  # and not the latest weights
-    for _ in range(2):  # from step 1 / tau on, an exponential moving average
-        old = [p.detach().clone() for p in agent.q_play.parameters()]
-        agent.update()
-        for before, played, online in zip(old, agent.q_play.parameters(),
-                                          agent.q.parameters()):
-            assert torch.allclose(played, before + 0.25 * (online - before), atol=1e-6)
-    assert agent.play_average_steps == 5
-
-
-def test_dqn_plays_greedily_with_the_average_and_explores_with_the_learner(tmp_path):
-    agent = _averaging_dqn(tau=0.25)
-    for _ in range(5):
-        agent.update()
-    obs = np.random.default_rng(1).random((64, 36)).astype(np.float32)
-    obs[:, 30:] = 1.0
-    x = agent.obs_norm(torch.from_numpy(agent.features(obs)))
-    with torch.no_grad():
-        by_average = agent.q_play(x).argmax(-1).numpy()
-        # Make the learner prefer the action the average picks least, everywhere, so that the
-        # two networks disagree on most rows whatever the initial weights.
-        rare = int(np.bincount(by_average, minlength=6).argmin())
-        agent.q.advantage[-1].bias[rare] += 100.0
-        by_learner = agent.q(x).argmax(-1).numpy()
-    assert (by_learner == rare).all() and (by_average != rare).mean() > 0.8
-    np.testing.assert_array_equal(agent.select_action(obs, deterministic=True), by_average)
-    agent.epsilon = 0.0  # exploration off: the training policy is the learner's argmax
-    np.testing.assert_array_equal(agent.select_action(obs, deterministic=False), by_learner)
-    # The average survives a save and a load, and keeps averaging where it stopped.
-    agent.save(tmp_path / "avg.pt")
-    again = DQNAgent(36, 6, agent.config, seed=0)
-    again.load(tmp_path / "avg.pt")
-    np.testing.assert_array_equal(again.select_action(obs, deterministic=True), by_average)
-    assert again.play_average_steps == 5
-    export_for_play(tmp_path / "avg.pt", tmp_path / "play.pt")  # a play-only copy plays the same
-    exported, _ = load_agent(tmp_path / "play.pt")
-    np.testing.assert_array_equal(exported.select_action(obs, deterministic=True), by_average)
-    # Off by default: greedy play is the learning network, and checkpoints carry no average.
-    plain = _averaging_dqn(tau=0.0)
-    plain.update()
-    assert plain.q_play is None and "q_play" not in plain.state_dict()
-    with pytest.raises(ValueError, match="play_average_tau"):
-        DQNConfig(play_average_tau=1.5)
+def test_a_config_saved_before_the_retired_dqn_settings_loads_and_their_use_is_refused():
+    # What every DQN checkpoint of an earlier version holds: prioritized replay and the
+    # weight-averaged player, both off.
+    saved = {**DQNConfig().to_dict(), "priority_alpha": 0.0, "priority_beta": 0.4,
+             "priority_eps": 1e-3, "play_average_tau": 0.0}
+    assert DQNConfig.from_dict(saved) == DQNConfig()
+    with pytest.raises(ValueError, match="unknown field 'priority_alpha'"):
+        DQNConfig.from_dict({**saved, "priority_alpha": 0.6})
 
 
 def test_dqn_greedy_play_averages_q_over_snapshots_each_with_its_own_statistics(tmp_path):
