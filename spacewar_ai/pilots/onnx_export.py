@@ -203,7 +203,7 @@ class Exported(nn.Module):
         if agent.algorithm == "ppo":
             self.norm, self.scorer, self.members = agent.obs_norm, agent.net.actor, nn.ModuleList()
         else:
-            self.norm, self.scorer = agent.obs_norm, agent._played_network()
+            self.norm, self.scorer = agent.obs_norm, agent.q
             self.members = nn.ModuleList(agent.play_members)
 
     def forward(self, obs):
