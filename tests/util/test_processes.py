@@ -60,14 +60,15 @@ def test_a_worker_whose_parent_died_before_it_asked_exits():
 
 
 # A parent that starts a command as the package starts its commands (child_command), prints its
-# pid and waits to be killed; the command's own code would leave a mark once torch is imported.
+# pid and waits to be killed; the command's own code would leave a mark once torch is imported
+# and a pause has passed, so that a busy machine slow to deliver the kill cannot let it run.
 EARLY = """
 import sys, time
 from spacewar_ai.util.processes import child_command
 import subprocess
 child = subprocess.Popen(child_command([sys.executable, "-c",
-                                        "import sys; from tests.util.late_worker import run; "
-                                        "run(sys.argv[1])", sys.argv[1]]))
+                                        "import sys, time; from tests.util.late_worker import "
+                                        "run; time.sleep(30); run(sys.argv[1])", sys.argv[1]]))
 print(child.pid, flush=True)
 time.sleep(600)
 """
