@@ -70,7 +70,7 @@ class DQNAgent(OffPolicyAgent):
         self.q_target = DuelingQNetwork(*args).to(self.device)
         self.q_target.load_state_dict(self.q.state_dict())
         # Frozen (observation statistics, network) pairs, oldest first: with play_ensemble > 1,
-        # greedy play averages their Q-values with the played network's own.
+        # greedy play averages their Q-values with the learning network's own.
         self.play_members: list[nn.Sequential] = []
         self.epsilon = c.start_epsilon
         self.updates = 0
@@ -122,20 +122,20 @@ class DQNAgent(OffPolicyAgent):
         return q / (1 + len(self.play_members))
 
     def _frozen_player(self) -> nn.Sequential:
-        """A frozen copy of the played network with its observation statistics: an ensemble
+        """A frozen copy of the learning network with its observation statistics: an ensemble
         member. Copied, not rebuilt: building draws from torch's generator, which the learner's
         sampling also draws from."""
         pair = nn.Sequential(self.obs_norm, self.q)
         return copy.deepcopy(pair).requires_grad_(False)
 
     def _snapshot_for_play(self) -> None:
-        """Keep a frozen copy of the played network and its observation statistics, dropping the
+        """Keep a frozen copy of the learning network and its observation statistics, dropping the
         oldest beyond play_ensemble - 1."""
         members = self.play_members + [self._frozen_player()]
         self.play_members = members[-(self.config.play_ensemble - 1):]
 
     def join_ensemble(self, other: DQNAgent, name: str = "the other model") -> None:
-        """Add another DQN's greedy player (its played network and its snapshots, each with its
+        """Add another DQN's greedy player (its learning network and its snapshots, each with its
         own observation statistics) to this one's ensemble for greedy play. Runs from other seeds
         err in other places, so two merged default runs beat the mean of the two on all five
         pairs of seeds measured (docs/performance.md). Learning is untouched; this is for play."""
