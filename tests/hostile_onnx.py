@@ -117,6 +117,18 @@ def slow(path: Path, size: int = 768, steps: int = 200) -> Path:
     return _scores_from(nodes, [*inits, _ints("shape", [size, size])], f"m{steps}", path)
 
 
+def one_long_operator(path: Path, size: int = 3000) -> Path:
+    """Keeps every static rule; each decision is one MatMul of size x size integers, an
+    operator the runtime cannot stop once it has begun, after inputs that take next to no time
+    to fill (integers: far slower to multiply than floats, for the same memory)."""
+    nodes, inits = _from_obs(1e-6)
+    nodes += [helper.make_node("Cast", ["seed"], ["whole"], to=TensorProto.INT64),
+              helper.make_node("Expand", ["whole", "shape"], ["m"]),
+              helper.make_node("MatMul", ["m", "m"], ["product"]),
+              helper.make_node("Cast", ["product"], ["floats"], to=TensorProto.FLOAT)]
+    return _scores_from(nodes, [*inits, _ints("shape", [size, size])], "floats", path)
+
+
 def actions(path: Path, value: int) -> Path:
     """Answers the action `value` (out of range, say) for every observation."""
     nodes = [helper.make_node("Slice", ["obs", "s0", "s1", "ax"], ["col"]),
@@ -137,7 +149,8 @@ def old_opset(path: Path) -> Path:
 
 
 __all__ = ["onnx", "plain", "external_data", "symlinked", "custom_op", "huge_tensor",
-           "constant_of_shape", "memory_bomb", "fails", "slow", "actions", "old_opset"]
+           "constant_of_shape", "memory_bomb", "fails", "slow", "one_long_operator", "actions",
+           "old_opset"]
 
 
 def slow_to_load(path: Path, inputs: int = 100_000) -> Path:

@@ -148,20 +148,17 @@ def test_one_long_operator_and_a_slow_load_are_stopped_at_their_deadlines(tmp_pa
     pytest.importorskip("onnxruntime")
     from tests import hostile_onnx as hostile
 
-    def one_matmul(path):
-        # A second or more on any host, far past the grace; the deadline leaves the operators
-        # before it (filling its inputs) time to finish on a loaded host, so the runtime cannot
-        # stop the run between operators before the long one starts.
-        return hostile.slow(path, size=5000, steps=1)
-
-    arena, players = _arena_with(tmp_path, ("matmul", one_matmul),
+    # One integer MatMul: many seconds on any host, far past the grace, after inputs that fill
+    # in a small part of the deadline even on a loaded host, so the runtime cannot stop the run
+    # between operators before the long one starts.
+    arena, players = _arena_with(tmp_path, ("matmul", hostile.one_long_operator),
                                  ("heavy", hostile.slow_to_load))
     house = players["random"]
     began = time.monotonic()
-    outcome = run_pairing(house, players["matmul"], Confinement(decision_ms=500))
+    outcome = run_pairing(house, players["matmul"], Confinement(decision_ms=1000))
     assert outcome == ("refused", players["matmul"]["id"],
-                       "matmul: a decision ran past the limit of 500 ms and was stopped at "
-                       "1000 ms"), outcome
+                       "matmul: a decision ran past the limit of 1000 ms and was stopped at "
+                       "2000 ms"), outcome
     assert time.monotonic() - began < 120  # a safety net: not the minutes of many decisions
     outcome = run_pairing(house, players["heavy"], Confinement(load_seconds=0.05))
     assert outcome == ("refused", players["heavy"]["id"],
