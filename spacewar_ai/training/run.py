@@ -79,18 +79,25 @@ def _online(cfg: RunConfig, start_from, champion, resume, ratings_file, render, 
     trainer = Trainer(cfg, resume=resume, init_weights=init, champions=champions,
                       render=render, quiet=quiet, guide=guide, rollout_backend=rollout_backend,
                       ray_address=ray_address)
+    refused = False
     try:
         summary = trainer.run()
         print(f"checkpoints: {summary['run_dir']}  tensorboard --logdir "
               f"{shlex.quote(str(summary['log_dir']))}")
         return summary
+    except ValueError:
+        # A refusal (another live run on this name, say) is its one line: nothing to report.
+        refused = True
+        raise
     finally:
-        if guide is not None:
+        if guide is not None and not refused:
             print(f"LLM-guided exploration actions: {guide.used:,}")
+        if guide is not None:
             guide.close()
         model = trainer.opponent_model
-        print(planner_command(trainer.run_dir, cfg.train.eval_opponent,
-                              model.accuracy if model is not None and model.decisions else None))
+        if not refused:
+            print(planner_command(trainer.run_dir, cfg.train.eval_opponent, model.accuracy
+                                  if model is not None and model.decisions else None))
 
 
 def _offline(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide):

@@ -487,6 +487,7 @@ def test_one_live_run_per_name_and_ctrl_c_saves_how_far_it_got(tmp_path):
         time.sleep(0.5)
     second = cli(*common, "--timesteps", "512", timeout=300, cwd=ROOT)
     assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr
+    assert second.stdout == "", second.stdout  # nothing of the live run's folder as its own
     assert "same run: a live run (process " in second.stderr and str(proc.pid) in second.stderr
     reached = _updates_logged(log_dir)
     proc.send_signal(signal.SIGINT)
