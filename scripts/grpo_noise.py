@@ -34,7 +34,8 @@ from spacewar_ai.config import GameConfig, RewardConfig  # noqa: E402
 from spacewar_ai.pilots.build import make_pilot  # noqa: E402
 from spacewar_ai.pilots.wrappers import StateRecorder  # noqa: E402
 from spacewar_ai.rating.match import play_match  # noqa: E402
-from spacewar_ai.training.grpo import action_scores, group_advantages  # noqa: E402
+from spacewar_ai.training.grpo import group_advantages  # noqa: E402
+from spacewar_ai.training.scoring import action_scores  # noqa: E402
 
 
 def unique_best(scores: np.ndarray) -> np.ndarray:

@@ -133,6 +133,19 @@ def test_no_import_runs_against_the_layers_and_every_exception_is_used():
     assert set(allowed) <= used, f"exceptions no import needs any more: {set(allowed) - used}"
 
 
+# Each kind of run's own module: what they share lives beside them (lm_run, datasets, scoring,
+# budget, run_frame), never in one of them. run.py's table and PBT, which runs the Trainer, sit
+# above them and are not in the list.
+TRAINERS = ("trainer", "offline", "sft", "dagger", "grpo", "expert_iteration", "trl_adapter")
+
+
+def test_no_trainer_imports_another():
+    graph = import_graph(module_sources())
+    names = {f"spacewar_ai.training.{t}" for t in TRAINERS}
+    assert names <= set(graph)
+    assert {(a, b) for a in names for b in graph[a] & names} == set()
+
+
 @pytest.mark.parametrize("source, kind", [
     # An import hidden in a function, against the order: web is above util.
     ("def f():\n    from spacewar_ai.web.app import create_app\n", "back edge"),

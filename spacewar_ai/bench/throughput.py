@@ -269,7 +269,8 @@ def bench_lm_training(states: dict, obs: np.ndarray, spec: str, repeats: int) ->
     from ..lm.models import add_lora, load_base
     from ..lm.pilot import PromptCoder, autocast, pilot_device, prompt_logits
     from ..pilots.build import make_pilot
-    from ..training.grpo import action_scores, answer_log_probs, group_advantages, grpo_update
+    from ..training.grpo import answer_log_probs, group_advantages, grpo_update
+    from ..training.scoring import action_scores
 
     s, g, cfg = SFTConfig(), GRPOConfig(), GameConfig()
     device = pilot_device(None)  # where the pilot measured above ran: CUDA where there is one

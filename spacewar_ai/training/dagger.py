@@ -23,12 +23,12 @@ import time
 
 import numpy as np
 
-from ..config import SELF, GameConfig, RewardConfig, RunConfig
+from ..config import SELF, RunConfig
 from ..lm.models import add_lora, load_base, shown_model
 from ..lm.pilot import LMPilot
-from ..pilots.wrappers import Labelled
 from ..util.progress import DecisionCounter
 from .budget import whole_rounds
+from .datasets import labelled_decisions, labelled_round
 from .lm_run import (
     LMRun,
     Start,
@@ -40,85 +40,6 @@ from .lm_run import (
     playable,
     split,
 )
-
-POLICY_KEY = "teacher_policy"  # the teacher's policy at each of the LM's states (soft targets)
-
-
-def play_round(make_lm, opponents: tuple, teacher, games: int, seed: int,
-               config: GameConfig, reward: RewardConfig, progress=None, decided=None,
-               temperature: float = 0.0):
-    """The LM's games of one round: [(opponent spec, MatchResult, episodes)] with episodes as
-    datasets.record_chunk cuts them ([ship 0's, ship 1's] per game), the LM's holding the
-    teacher's labels (`teacher` and each opponent a spec or its `Spec`, "self" the LM).
-    `make_lm(seed)` builds the LM's pilot; `progress` hears of each game's
-    end, and `decided(n)` of the LM's n decisions at each step of the games. With temperature
-    > 0 the LM's episodes also hold the teacher's policy at each state (POLICY_KEY)."""
-    from ..pilots.build import make_pilot
-    from ..rating.match import play_match
-    from .datasets import TEACHER_KEY, Recorder
-
-    each = games // len(opponents)
-    out = []
-    for j, spec in enumerate(opponents):
-        start = seed + 1_000 * j
-        a = Labelled(make_lm(start), make_pilot(teacher, config, start), temperature)
-        b = Labelled(make_lm(start + 1), make_pilot(teacher, config, start + 1), temperature) \
-            if spec == SELF else make_pilot(spec, config, start + 1)
-        recorder = Recorder(each)
-        flown = 2 if spec == SELF else 1  # the LM's ships in each game
-
-        def step(obs, actions, batch, running, recorder=recorder, flown=flown):
-            recorder.step(obs, actions, batch, running)
-            if decided is not None:
-                decided(flown * int(np.count_nonzero(running)))
-
-        try:
-            result = play_match(a, b, each, start, config, reward, on_step=step,
-                                progress=progress)
-        finally:
-            for pilot in (a, b):
-                pilot.close()
-        episodes = []
-        for g in range(each):
-            steps = recorder.steps(g)
-            pair = []
-            for ship in (0, 1):
-                episode = recorder.episode(g, ship)
-                flyer = a if ship == result.games[g].a_side else b
-                labels = np.full(len(steps) + 1, -1, dtype=np.int64)
-                if isinstance(flyer, Labelled):
-                    labels[:-1] = [flyer.labels[t][g] for t in steps]
-                episode["infos"][TEACHER_KEY] = labels
-                if temperature > 0:
-                    # Every episode has the same infos (a dataset's schema); the opponent's
-                    # policy rows stay zero.
-                    policy = np.zeros((len(steps) + 1, config.num_actions), np.float32)
-                    if isinstance(flyer, Labelled):
-                        policy[:-1] = [flyer.policies[t][g] for t in steps]
-                    episode["infos"][POLICY_KEY] = policy
-                pair.append(episode)
-            episodes.append(pair)
-        out.append((spec, result, episodes))
-    return out
-
-
-def labelled_decisions(played):
-    """(observations, actions played, teacher's labels, teacher's policies (N, A), None when
-    play_round recorded none: a temperature of 0) of every labelled decision of a round."""
-    from .datasets import TEACHER_KEY
-
-    obs, acts, labels, policies = [], [], [], []
-    for _, _, episodes in played:
-        for pair in episodes:
-            for e in pair:
-                known = e["infos"][TEACHER_KEY][:-1] >= 0
-                obs.append(e["observations"][:-1][known])
-                acts.append(e["actions"][known])
-                labels.append(e["infos"][TEACHER_KEY][:-1][known])
-                if POLICY_KEY in e["infos"]:
-                    policies.append(e["infos"][POLICY_KEY][:-1][known])
-    return (np.concatenate(obs), np.concatenate(acts), np.concatenate(labels),
-            np.concatenate(policies) if policies else None)
 
 
 def train_dagger(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
@@ -225,7 +146,7 @@ def _rounds(run: LMRun, cfg: RunConfig, rounds: int, round_names: list[str], sta
         bar.set_description(f"dagger round {k}/{rounds}: games")
         counter = DecisionCounter(bar)
         with torch.no_grad():
-            played = play_round(
+            played = labelled_round(
                 lambda seed: LMPilot(model, tokenizer, label, cfg.game.num_actions, seed=seed,
                                      view=view, bf16=s.bf16),
                 opponents, teacher, d.games, t.seed + 100_000 * k, cfg.game, cfg.reward,

@@ -20,15 +20,18 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config import GameConfig, RewardConfig
+from ..config import SELF, GameConfig, RewardConfig
 from ..game.engine import MASK
 from ..game.environment import MASK_DTYPE
+from ..pilots.wrappers import Labelled
 
 META_FILE = "spacewar.json"
 GAMES_FILE = "games.jsonl"
 BATCH = 256  # games played at once
 # infos key of a teacher's label at each state (DAgger), -1 where it was not asked.
 TEACHER_KEY = "teacher_action"
+# infos key of the teacher's policy at each state (soft targets), where a round asks for it.
+TEACHER_POLICY_KEY = "teacher_policy"
 
 
 def dataset_id(name: str) -> str:
@@ -226,6 +229,81 @@ class Recorder:
                 "rewards": np.array([self.rewards[t][g, ship] for t in steps], dtype=np.float64),
                 "terminations": terms, "truncations": truncs,
                 "infos": {"action_mask": obs[:, MASK].astype(MASK_DTYPE)}}
+
+
+def labelled_round(make_student, opponents: tuple, teacher, games: int, seed: int,
+                   config: GameConfig, reward: RewardConfig, progress=None, decided=None,
+                   temperature: float = 0.0):
+    """A student's games of one round of DAgger or expert iteration, labelled by its teacher:
+    [(opponent spec, MatchResult, episodes)] with episodes as record_chunk cuts them ([ship 0's,
+    ship 1's] per game), the student's holding the teacher's labels (`teacher` and each opponent
+    a spec or its `Spec`, "self" the student). `make_student(seed)` builds the student's pilot;
+    `progress` hears of each game's end, and `decided(n)` of the student's n decisions at each
+    step of the games. With temperature > 0 the student's episodes also hold the teacher's
+    policy at each state (TEACHER_POLICY_KEY)."""
+    from ..pilots.build import make_pilot
+    from ..rating.match import play_match
+
+    each = games // len(opponents)
+    out = []
+    for j, spec in enumerate(opponents):
+        start = seed + 1_000 * j
+        a = Labelled(make_student(start), make_pilot(teacher, config, start), temperature)
+        b = Labelled(make_student(start + 1), make_pilot(teacher, config, start + 1), temperature) \
+            if spec == SELF else make_pilot(spec, config, start + 1)
+        recorder = Recorder(each)
+        flown = 2 if spec == SELF else 1  # the student's ships in each game
+
+        def step(obs, actions, batch, running, recorder=recorder, flown=flown):
+            recorder.step(obs, actions, batch, running)
+            if decided is not None:
+                decided(flown * int(np.count_nonzero(running)))
+
+        try:
+            result = play_match(a, b, each, start, config, reward, on_step=step,
+                                progress=progress)
+        finally:
+            for pilot in (a, b):
+                pilot.close()
+        episodes = []
+        for g in range(each):
+            steps = recorder.steps(g)
+            pair = []
+            for ship in (0, 1):
+                episode = recorder.episode(g, ship)
+                flyer = a if ship == result.games[g].a_side else b
+                labels = np.full(len(steps) + 1, -1, dtype=np.int64)
+                if isinstance(flyer, Labelled):
+                    labels[:-1] = [flyer.labels[t][g] for t in steps]
+                episode["infos"][TEACHER_KEY] = labels
+                if temperature > 0:
+                    # Every episode has the same infos (a dataset's schema); the opponent's
+                    # policy rows stay zero.
+                    policy = np.zeros((len(steps) + 1, config.num_actions), np.float32)
+                    if isinstance(flyer, Labelled):
+                        policy[:-1] = [flyer.policies[t][g] for t in steps]
+                    episode["infos"][TEACHER_POLICY_KEY] = policy
+                pair.append(episode)
+            episodes.append(pair)
+        out.append((spec, result, episodes))
+    return out
+
+
+def labelled_decisions(played):
+    """(observations, actions played, teacher's labels, teacher's policies (N, A), None when
+    labelled_round recorded none: a temperature of 0) of every labelled decision of a round."""
+    obs, acts, labels, policies = [], [], [], []
+    for _, _, episodes in played:
+        for pair in episodes:
+            for e in pair:
+                known = e["infos"][TEACHER_KEY][:-1] >= 0
+                obs.append(e["observations"][:-1][known])
+                acts.append(e["actions"][known])
+                labels.append(e["infos"][TEACHER_KEY][:-1][known])
+                if TEACHER_POLICY_KEY in e["infos"]:
+                    policies.append(e["infos"][TEACHER_POLICY_KEY][:-1][known])
+    return (np.concatenate(obs), np.concatenate(acts), np.concatenate(labels),
+            np.concatenate(policies) if policies else None)
 
 
 def load(name: str, config: GameConfig | None = None):

@@ -47,11 +47,11 @@ def network_round(agent, teacher: str, opponents: tuple, games: int, seed: int,
     import torch
 
     from ..pilots.build import AgentPilot
-    from .dagger import labelled_decisions, play_round
+    from .datasets import labelled_decisions, labelled_round
 
     config = config if config is not None else GameConfig()
     aggregate = aggregate if aggregate is not None else Aggregate()
-    played = play_round(lambda s: AgentPilot(agent, "student", deterministic=True),
+    played = labelled_round(lambda s: AgentPilot(agent, "student", deterministic=True),
                         tuple(opponents), teacher, games * len(opponents), seed, config,
                         RewardConfig(), progress, temperature=temperature)
     obs, acts, labels, policies = labelled_decisions(played)

@@ -5,7 +5,7 @@ docs/lm.md ("trl's GRPOTrainer") shows both routes in full:
 
 - `ScoredDecisions.record(pilot, opponent, games, states, ...)` keeps copies of the game at
   decisions that had a choice and scores every valid action as `--algorithm grpo` does
-  (grpo.action_scores). Its `rows()` are the train dataset (`{"prompt", "state"}`) and the
+  (scoring.action_scores). Its `rows()` are the train dataset (`{"prompt", "state"}`) and the
   object itself is the reward function: a completion scores what the action its first integer
   names scored, an answer naming no valid action a point under the worst.
 - `SpacewarTools` is an `environment_factory`: trl calls `reset(**row)` (a row's `seed`,
@@ -29,7 +29,7 @@ from ..pilots.build import make_pilot
 from ..pilots.spec import check_spec
 from ..pilots.wrappers import StateRecorder
 from ..rating.match import play_match
-from .grpo import action_scores, play_on
+from .scoring import action_scores, play_on
 
 
 def completion_text(completion: Any) -> str:

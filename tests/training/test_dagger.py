@@ -138,7 +138,7 @@ def test_expert_iteration_with_soft_targets_records_and_trains_on_the_planners_p
     from spacewar_ai.config import DaggerConfig, RunConfig, SFTConfig, TrainConfig
     from spacewar_ai.lm.models import adapter_meta
     from spacewar_ai.training import train
-    from spacewar_ai.training.dagger import POLICY_KEY
+    from spacewar_ai.training.datasets import TEACHER_POLICY_KEY
 
     cfg = RunConfig(
         train=TrainConfig(algorithm="dagger", run_name="exit-soft", seed=3,
@@ -152,7 +152,7 @@ def test_expert_iteration_with_soft_targets_records_and_trains_on_the_planners_p
     episodes = list(minari.load_dataset("spacewar/exit-soft-round1-v0").iterate_episodes())
     lm = [e for e in episodes if (e.infos["teacher_action"][:-1] >= 0).all()]
     obs = np.concatenate([e.observations[:-1] for e in lm])
-    policies = np.concatenate([e.infos[POLICY_KEY][:-1] for e in lm])
+    policies = np.concatenate([e.infos[TEACHER_POLICY_KEY][:-1] for e in lm])
     answers = np.concatenate([e.infos["teacher_action"][:-1] for e in lm])
     assert np.allclose(policies.sum(axis=1), 1.0, atol=1e-5)
     assert (policies[obs[:, 30:36] < 0.5] == 0).all()  # no weight on an invalid action

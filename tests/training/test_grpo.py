@@ -148,7 +148,7 @@ def test_actions_are_scored_by_the_reward_table_of_the_game_played_on():
     """Played on one decision under the sniper table (each shot costs 4), firing scores exactly
     4 below drifting; invalid actions are NaN; the same states score the same twice."""
     from spacewar_ai.pilots.build import make_pilot
-    from spacewar_ai.training.grpo import action_scores
+    from spacewar_ai.training.scoring import action_scores
 
     cfg = GameConfig()
     states, obs, sides = _states(n_games=6, steps=8)
@@ -171,7 +171,7 @@ def test_jittered_continuations_average_games_that_differ_and_repeat_by_seed():
     one deterministic game, as before."""
     from spacewar_ai.pilots.build import make_pilot
     from spacewar_ai.pilots.wrappers import Jittered
-    from spacewar_ai.training.grpo import action_scores
+    from spacewar_ai.training.scoring import action_scores
 
     cfg, rew = GameConfig(), RewardConfig()
     states, obs, sides = _states(n_games=6, steps=8)

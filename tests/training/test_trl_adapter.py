@@ -9,7 +9,7 @@ import pytest
 
 from spacewar_ai.config import GameConfig, RewardConfig
 from spacewar_ai.lm.text_env import SpacewarTextEnv
-from spacewar_ai.training.grpo import action_scores
+from spacewar_ai.training.scoring import action_scores
 from spacewar_ai.training.trl_adapter import ScoredDecisions, SpacewarTools
 
 
