@@ -25,7 +25,8 @@ def datagen(parser, args) -> int:
         parser.error("--datagen needs --dataset-id NAME (what the dataset will be called)")
     cfg = common.run_config(args)
     check_games("--episodes", args.episodes or 200)
-    writable(dataset_folder(dataset_id(args.dataset_id)), "the dataset's folder", folder=True)
+    writable(dataset_folder(dataset_id(args.dataset_id)), "the dataset's folder", folder=True,
+             chosen_for_the_user=True)
     report = generate([tuple(specs)], args.episodes or 200, args.dataset_id, args.seed or 0,
                       cfg.reward, cfg.game, args.quiet,
                       ray_address=common.ray_address(parser, args))

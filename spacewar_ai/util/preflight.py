@@ -71,10 +71,11 @@ def check_training(cfg) -> None:
     check_games("--eval-episodes", t.eval_episodes)
 
 
-def writable(path, what: str, folder: bool = False) -> None:
+def writable(path, what: str, folder: bool = False, chosen_for_the_user: bool = False) -> None:
     """Refuse an output path that cannot be written: under a file, a file where a folder is
     wanted (or the other way round), or a place where no file can be created. Creates nothing
-    that stays."""
+    that stays. `chosen_for_the_user`: the path is not one a user typed but the library's own
+    place (Minari's datasets folder), whose missing folders are made wherever it is."""
     p = Path(path)
     if p.exists():
         if folder and not p.is_dir():
@@ -89,7 +90,8 @@ def writable(path, what: str, folder: bool = False) -> None:
                          "give another path")
     # Folders are made for an output only inside the folder the command runs in (the project):
     # a mistyped path elsewhere is refused rather than made, at the filesystem's root say.
-    if not p.parent.exists() and not p.parent.resolve().is_relative_to(Path.cwd().resolve()):
+    if not p.parent.exists() and not chosen_for_the_user and \
+            not p.parent.resolve().is_relative_to(Path.cwd().resolve()):
         raise ValueError(f"{what} {p}: the folder {p.parent} does not exist; make it first "
                          "(only folders inside this project's folder are made for you)")
     try:

@@ -2,6 +2,7 @@
 offline learners read; the dataset card; bad names and mismatched datasets in one line."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -13,6 +14,23 @@ from spacewar_ai.config import GameConfig, RewardConfig
 def minari_home(tmp_path, monkeypatch):
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
     return tmp_path / "minari"
+
+
+@pytest.mark.slow
+def test_the_readmes_datagen_runs_on_a_machine_without_minaris_folder(tmp_path):
+    """Minari's datasets folder (~/.minari/datasets by default) is the library's place, not a
+    path the user typed: on a fresh machine it is made, wherever it is, as Minari makes it."""
+    from tests.commands import cli
+
+    project, home = tmp_path / "project", tmp_path / "fresh-home" / ".minari" / "datasets"
+    project.mkdir()
+    env = {**os.environ, "MINARI_DATASETS_PATH": str(home)}
+    done = cli("--datagen", "--players", "heuristic:hard,heuristic:medium", "--episodes", "2",
+               "--dataset-id", "hm", cwd=project, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("wrote spacewar/hm-v0: 2 games"), done.stdout
+    assert (home / "spacewar" / "hm-v0").is_dir()
+    assert list(project.iterdir()) == []  # nothing in the folder it ran in
 
 
 def test_recorded_games_round_trip_through_minaris_loader(minari_home):
