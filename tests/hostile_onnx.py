@@ -109,7 +109,8 @@ def fails(path: Path) -> Path:
 
 
 def slow(path: Path, size: int = 768, steps: int = 200) -> Path:
-    """Keeps every static rule; each decision multiplies size x size matrices `steps` times."""
+    """Keeps every static rule; each decision multiplies size x size matrices `steps` times:
+    many short operators, so a deadline stops it between two of them."""
     nodes, inits = _from_obs(1e-6)
     nodes.append(helper.make_node("Expand", ["seed", "shape"], ["m0"]))
     for k in range(steps):

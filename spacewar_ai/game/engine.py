@@ -6,7 +6,7 @@ arrays (structure of arrays): `ship_f` (N, 2, SF) float64 positions, velocities,
 `ship_i` (N, 2, SI) alive, ammo, cooldown, death cause, ...; `torp_f` (N, 2, S, 4) and `torp_t`
 (N, 2, S) the torpedo slots; `game_i` (N, GI) frame, game over, end reason, winners; `rng` (N,)
 one splitmix64 stream per game, so a game depends only on its seed, never on its batch.
-Integration is semi-implicit (symplectic) Euler, so a coasting orbit's energy error stays bounded."""
+Integration is semi-implicit (symplectic) Euler: a coasting orbit's energy error stays bounded."""
 
 from __future__ import annotations
 

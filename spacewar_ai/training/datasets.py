@@ -2,8 +2,9 @@
 
 `spacewar-ai --datagen --players A,B --episodes N --dataset-id NAME` plays N games (sides
 swapped, seeded) and writes them with Minari. Each game is two ordinary Spacewar-v0 episodes,
-one per ship (episodes 2g and 2g + 1), with `infos["action_mask"]` and, in DAgger's rounds,
-`infos["teacher_action"]` (-1 where no teacher was asked); `games.jsonl` and `spacewar.json`
+one per ship (episodes 2g and 2g + 1), with `infos["action_mask"]` and, in the rounds a teacher
+labels (`labelled_round`: DAgger's, expert iteration's), `infos["teacher_action"]` (-1 where no
+teacher was asked); `games.jsonl` and `spacewar.json`
 beside the data hold each game's result and the recording's pilots, rewards, seed and config
 (docs/datasets.md has the schema). Minari is written through its episode buffers, not its
 DataCollector (which needs jax). `arrays()` flattens a dataset into the learners' transitions."""

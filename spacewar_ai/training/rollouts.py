@@ -328,10 +328,10 @@ BACKENDS = {"local": "in child processes of this machine",
 
 class RolloutWorkers:
     """The learner's side: N workers, asked for one update's rollouts at a time (`start`, then
-    `finish`, which lets them play the next rollout while the learner updates), replaced when their process dies. Where they run is `backend`: "local" (child
-    processes of this machine), "ray" (Ray actors, here or on `address`'s cluster) or "inline"
-    (objects in the learner's process, played one after another: the same weights, at no
-    parallel speed, for tests)."""
+    `finish`, which lets them play the next rollout while the learner updates), replaced when
+    their process dies. Where they run is `backend`: "local" (child processes of this machine),
+    "ray" (Ray actors, here or on `address`'s cluster) or "inline" (objects in the learner's
+    process, played one after another: the same weights, at no parallel speed, for tests)."""
 
     def __init__(self, cfg: RunConfig, backend: str, address: str | None,
                  say: Callable[[str], None], watch: str | None = None):
