@@ -17,7 +17,15 @@ from typing import Any, Callable
 # total_timesteps of a run with no step budget (--episodes alone): no run reaches it.
 UNLIMITED_STEPS = 10**12
 
-START_POSITIONS = ("classic", "orbit")
+# "rllib_sw": the peer project's starts (RULES_PRESETS): mostly random eccentric orbits with
+# random resources, otherwise both ships at rest.
+START_POSITIONS = ("classic", "orbit", "rllib_sw")
+# How a pilot's action is read: "six" is the design's six actions (seven with hyperspace);
+# "switches" the 1962 control box, four switches in any combination (engine.py's docstring).
+CONTROLS = ("six", "switches")
+HIT_SHAPES = ("octagon", "round")
+MOVE_ORDERS = ("1962", "rllib_sw")
+SCORINGS = ("torpedo", "survivor")
 # Values of an observation before its action mask (engine.py names the parts of the layout).
 OBS_MASK = 30
 
@@ -144,6 +152,47 @@ class _Config:
         return type(self).from_dict({**self.to_dict(), **fields})
 
 
+# The peer project's screen is sqrt(2) of its units wide; ours is 1024 units.
+_RLLIB_SW_UNIT = 1024.0 / math.sqrt(2.0)
+
+# Rules presets: each changes only what it names. "1962" is the listing as this project reads
+# it (the defaults); "rllib_sw" is the game of MatthewCWeston/rllib_sw (docs/game.md says which
+# rule is whose), converted to our units: slower torpedoes, a round hit test of one ship size,
+# torpedoes lost in the star, no torpedo-torpedo or ship-ship collisions, its order of a frame,
+# longer games with decisions held five frames, hyperspace on and the opponent seen in it.
+RULES_PRESETS: dict[str, dict[str, Any]] = {
+    "1962": {},
+    "rllib_sw": {
+        "torpedo_speed": _RLLIB_SW_UNIT / 256.0,
+        # A torpedo lives 96 moves there, the first in the frame it is fired: the spawn offset
+        # below makes that move, so 95 are left here.
+        "torpedo_lifetime": 95,
+        "fire_cooldown": 17,
+        "hit_radius": 0.02 * _RLLIB_SW_UNIT,
+        "hit_shape": "round",
+        "star_radius": 0.02 * _RLLIB_SW_UNIT,
+        "torpedo_star_radius": 0.01 * _RLLIB_SW_UNIT,
+        "torpedo_collisions": False,
+        "ship_collisions": False,
+        "move_order": "rllib_sw",
+        "gravity_constant": 9.5e-7 * 1024.0**3 / 2.0,
+        "max_fuel": 1024,
+        "max_episode_steps": 4096,
+        "frame_skip": 5,
+        "hyperspace": True,
+        "hyperspace_jumps": 8,
+        "hyperspace_vanish_frames": 96,
+        # Recharging counts from the reappearance: 224 frames from the jump there.
+        "hyperspace_recharge_frames": 32,
+        "hyperspace_visible": True,
+        "hyperspace_failure": "return",
+        "scoring": "survivor",
+        "torpedo_spawn_offset": 0.02 * _RLLIB_SW_UNIT + _RLLIB_SW_UNIT / 256.0,
+        "start_positions": "rllib_sw",
+    },
+}
+
+
 @dataclass
 class GameConfig(_Config):
     """The rules and constants of one Spacewar! game."""
@@ -193,6 +242,45 @@ class GameConfig(_Config):
     hyperspace_vanish_frames: int = setting(32, up_to(AT_LEAST_ONE, 100_000))
     # frames after reappearing before the next jump
     hyperspace_recharge_frames: int = setting(128, up_to(AT_LEAST_ONE, 100_000))
+    # The action set (CONTROLS): it sizes the action space and the observation's mask.
+    controls: str = setting("six", one_of(CONTROLS))
+    # The rules below differ between this game and other projects' (RULES_PRESETS); the defaults
+    # are the 1962 listing's.
+    hit_shape: str = setting("octagon", one_of(HIT_SHAPES))  # the 1962 octagon or a circle
+    # units; torpedoes that come this close to the star are gone (0: they fly over it)
+    torpedo_star_radius: float = setting(0.0, NON_NEGATIVE)
+    torpedo_collisions: bool = setting(True, SWITCH)  # two torpedoes that meet both explode
+    ship_collisions: bool = setting(True, SWITCH)  # two ships that meet both explode
+    # The order of a ship's frame (MOVE_ORDERS): "1962" turns, then adds gravity and thrust to
+    # the velocity and moves; "rllib_sw" thrusts along the heading before the turn, turns,
+    # fires, moves, and adds gravity after the move.
+    move_order: str = setting("1962", one_of(MOVE_ORDERS))
+    hyperspace_visible: bool = setting(False, SWITCH)  # a ship in hyperspace is still observed
+    # When a failed jump destroys the ship: at the "jump", or on its "return" from hyperspace
+    # (where it fought on invisible meanwhile, its torpedoes still flying).
+    hyperspace_failure: str = setting("jump", one_of(("jump", "return")))
+    # What wins a game (SCORINGS): "torpedo", only a torpedo kill; "survivor", outliving the other
+    # ship however it died (the star, a failed jump).
+    scoring: str = setting("torpedo", one_of(SCORINGS))
+    # units ahead of the ship's centre where a torpedo appears
+    torpedo_spawn_offset: float = setting(16.0, up_to(NON_NEGATIVE, 1e6))
+    # the preset these values came from (RULES_PRESETS), for reports
+    rules: str = setting("1962", one_of(RULES_PRESETS))
+
+    @classmethod
+    def preset(cls, name: str) -> "GameConfig":
+        """The rules of a preset (RULES_PRESETS); ValueError names the nearest one for a typo."""
+        if name not in RULES_PRESETS:
+            hint = nearest(name, RULES_PRESETS) or f"use one of {', '.join(RULES_PRESETS)}"
+            raise ValueError(f"rules {name!r} are unknown; {hint}")
+        return cls(**RULES_PRESETS[name], rules=name)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "GameConfig":
+        """Fields, or a preset (`rules`) with some of its fields changed."""
+        if isinstance(data, dict) and "rules" in data:
+            data = {**cls.preset(data["rules"]).to_dict(), **data}
+        return super().from_dict(data)
 
     def _check(self) -> None:
         n = type(self).__name__
@@ -204,6 +292,8 @@ class GameConfig(_Config):
 
     @property
     def num_actions(self) -> int:
+        if self.controls == "switches":
+            return 16  # every combination of left, right, thrust and fire
         return 7 if self.hyperspace else 6
 
     @property
@@ -851,6 +941,11 @@ def flag_readers(flag: str) -> list[str]:
     return [a for a in ALGORITHMS if flag not in unread_flags(a)]
 
 
+# The field of a section that names a preset of the whole section (GameConfig.preset,
+# RewardConfig.preset).
+PRESET_KEYS = {"game": "rules", "reward": "personality"}
+
+
 def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfig:
     """Read a TOML or JSON file with any of RunConfig.SECTIONS. Its fields override `base`
     (default: the defaults); a resumed run's base is its saved config. Any problem is one
@@ -895,7 +990,9 @@ def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfi
               f"places: {', '.join(moved)}", file=sys.stderr)
     merged = (base or RunConfig()).to_dict()
     for section, fields in data.items():
-        if isinstance(fields, dict) and isinstance(merged.get(section), dict):
+        if isinstance(fields, dict) and PRESET_KEYS.get(section) in fields:
+            merged[section] = fields  # a preset names the whole section; the rest changes it
+        elif isinstance(fields, dict) and isinstance(merged.get(section), dict):
             merged[section].update(fields)
         else:
             merged[section] = fields  # an unknown section or a bad value: from_dict names it
@@ -907,4 +1004,4 @@ def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfi
 
 __all__ = ["DQNConfig", "DaggerConfig", "GRPOConfig", "GameConfig", "LeagueConfig",
            "OfflineConfig", "PPOConfig", "RewardConfig", "RunConfig", "SFTConfig",
-           "START_POSITIONS", "TrainConfig", "load_run_config"]
+           "START_POSITIONS", "TrainConfig", "load_run_config", "CONTROLS", "RULES_PRESETS"]

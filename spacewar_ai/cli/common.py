@@ -211,11 +211,26 @@ def run_config(args):
     return cfg
 
 
-def ratings_file(args):
-    """The ratings file the run adds to: --ratings-file, else <checkpoint-dir>/ratings.json."""
+def game_config(args):
+    """The game a mode plays: --config's [game] section (a preset with `rules`), else the
+    default game."""
+    from ..config import GameConfig
+
+    return run_config(args).game if getattr(args, "config", None) else GameConfig()
+
+
+def ratings_file(args, game=None):
+    """The ratings file the run adds to: --ratings-file, else <checkpoint-dir>/ratings.json;
+    None for a game other than the default, whose results would mix with the default game's
+    under the same names."""
+    from ..config import GameConfig
     from ..rating.ratings import RatingsFile
     from ..util.preflight import writable
 
+    if game is not None and game != GameConfig():
+        print(f"ratings: not added to the ratings file, which rates the default game ("
+              f"[game] rules = {game.rules!r} and other changes)")
+        return None
     if args.ratings_file:  # checked with the other outputs (check_outputs)
         return RatingsFile(args.ratings_file)
     path = Path(args.checkpoint_dir or "checkpoints") / "ratings.json"

@@ -48,7 +48,8 @@ HTML = flag("--html", "play", writes="file", metavar="OUT.html",
 
 
 @mode("evaluate", reads=(CHECKPOINT, OPPONENT, EVAL_EPISODES, STOCHASTIC, SEED, RENDER, RECORD,
-                         SAVE_REPLAYS, RATINGS_FILE, CHECKPOINT_DIR, QUIET, RESULTS, PANEL, *RAY),
+                         SAVE_REPLAYS, RATINGS_FILE, CHECKPOINT_DIR, QUIET, RESULTS, PANEL, CONFIG,
+                         *RAY),
       flag_help="play --eval-episodes games of --checkpoint against --opponent")
 def evaluate(parser, args) -> int:
     from ..game.recording import open_recorder
@@ -61,6 +62,7 @@ def evaluate(parser, args) -> int:
     if args.render:
         common.check_display(parser, "--render", "games")
     drawn = args.render or args.record
+    game = common.game_config(args)
     if args.panel:
         from ..rating.panel import evaluate_panel
 
@@ -71,7 +73,7 @@ def evaluate(parser, args) -> int:
                          "panel pilot and reports each win rate; drop one of them")
         if args.eval_episodes and args.eval_episodes % 2:
             parser.error(_pairs("--eval-episodes", args.eval_episodes))
-        evaluate_panel(args.checkpoint, args.eval_episodes or 200, args.seed or 0,
+        evaluate_panel(args.checkpoint, args.eval_episodes or 200, args.seed or 0, game,
                        quiet=args.quiet, ray_address=common.ray_address(parser, args))
         return 0
     for kept in ("save_replays", "results"):
@@ -88,11 +90,11 @@ def evaluate(parser, args) -> int:
     # Both pilots' files, then a bad ratings file, are refused before any file is opened or
     # any game played.
     pilots = [check_spec(text) for text in (args.checkpoint, args.opponent or "heuristic:hard")]
-    ratings = None if drawn else common.ratings_file(args)
+    ratings = None if drawn else common.ratings_file(args, game)
     recorder = open_recorder(args.record, per_decision=True)
     if not args.quiet:
         _say_published_run(args.checkpoint)
-    run(*pilots, games, args.seed or 0,
+    run(*pilots, games, args.seed or 0, game,
         deterministic=not args.stochastic, render=args.render, recorder=recorder,
         keep_actions=args.save_replays or 0, quiet=args.quiet, ratings=ratings,
         results=args.results, ray_address=common.ray_address(parser, args))
@@ -100,7 +102,7 @@ def evaluate(parser, args) -> int:
 
 
 @mode("demo", reads=(PLAYERS, CHECKPOINT, OPPONENT, EPISODES, SEED, RENDER, RECORD, QUIET,
-                     RESULTS),
+                     RESULTS, CONFIG),
       flag_help="two pilots play (--players A,B); --render shows the window")
 def demo(parser, args) -> int:
     from ..game.recording import open_recorder
@@ -123,7 +125,7 @@ def demo(parser, args) -> int:
     games = args.episodes or (1 if drawn else 200)
     check_games("--episodes", games)
     pilots = [check_spec(text) for text in specs]  # both refused before a file is opened
-    run(*pilots, games, args.seed or 0, render=args.render,
+    run(*pilots, games, args.seed or 0, common.game_config(args), render=args.render,
         recorder=open_recorder(args.record, per_decision=True), quiet=args.quiet,
         results=args.results, label="demo")
     return 0
@@ -153,7 +155,7 @@ def human_play(parser, args) -> int:
             parser.error(f"--{exc}")
     players = _players(parser, args.player, args.two_player)
     common.check_display(parser, "--human-play", "human-play")
-    play(common.run_config(args).game if args.config else None, opponent,
+    play(common.game_config(args), opponent,
          (args.difficulty or "auto").strip().lower(), args.two_player, args.score_limit or 5,
          args.seed or 0, args.scale or 1.0, args.phosphor, args.record, players)
     return 0

@@ -8,6 +8,7 @@ from pathlib import Path
 from . import common
 from .common import (
     CHECKPOINT_DIR,
+    CONFIG,
     MATCHES_PER_PAIRING,
     PLAYERS,
     QUIET,
@@ -29,7 +30,7 @@ DEFAULT_FIELD_MODELS = 4  # learned models in a tournament given no --players
 
 
 @mode("tournament", reads=(PLAYERS, TOURNAMENT_MODE, MATCHES_PER_PAIRING, WORKERS, RATINGS_FILE,
-                           CHECKPOINT_DIR, SEED, SAVE_REPLAYS, QUIET, *RAY),
+                           CHECKPOINT_DIR, SEED, SAVE_REPLAYS, QUIET, CONFIG, *RAY),
       flag_help="--players play each other; ratings with 95%% intervals, crosstable, ratings "
                 "file")
 def tournament(parser, args) -> int:
@@ -56,11 +57,12 @@ def tournament(parser, args) -> int:
                      "play: drop --workers")
     check_games("--matches-per-pairing", args.matches_per_pairing or 100)
     writable(REPORT_DIR, "the tournament's report folder", folder=True)
+    game = common.game_config(args)
     report = run_tournament(specs, args.tournament_mode or "round_robin",
                             args.matches_per_pairing or 100, args.seed or 0,
-                            args.workers or (os.cpu_count() or 1), common.ratings_file(args),
+                            args.workers or (os.cpu_count() or 1), common.ratings_file(args, game),
                             args.save_replays or 0, args.quiet,
-                            ray_address=common.ray_address(parser, args))
+                            ray_address=common.ray_address(parser, args), config=game)
     print(report.summary())
     return 0
 

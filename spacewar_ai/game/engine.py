@@ -75,17 +75,26 @@ DODGE_RADII = 3.0
 END_RUNNING, END_DEATH, END_NO_AMMO, END_TRUNCATED = 0, 1, 2, 3
 # params array fields (floats; ints stored exactly)
 (P_W, P_H, P_AMMO, P_TLIFE, P_COOLDOWN, P_TSPEED, P_ROT, P_THRUST, P_FUEL, P_GM, P_STAR_R,
- P_HIT_R, P_MAXV, P_MAXSTEPS, P_SKIP, P_CLASSIC, P_ANGMOM, P_NOSTAR, P_TELEPORT, P_TGRAV, P_HYPER,
- P_JUMPS, P_VANISH, P_RECHARGE, P_NACT) = range(25)
-NP_ = 25
+ P_HIT_R, P_MAXV, P_MAXSTEPS, P_SKIP, P_START, P_ANGMOM, P_NOSTAR, P_TELEPORT, P_TGRAV, P_HYPER,
+ P_JUMPS, P_VANISH, P_RECHARGE, P_NACT, P_SWITCHES, P_ROUND, P_TSTAR_R, P_TT, P_SS, P_ORDER,
+ P_HSEEN, P_SPAWN, P_SURVIVOR, P_FAIL_RETURN) = range(35)
+NP_ = 35
+# P_START values: how games begin (config.START_POSITIONS)
+START_ORBIT, START_CLASSIC, START_RLLIB_SW = 0, 1, 2
 # reward params fields
 (R_STEP, R_KILL, R_DEATH, R_STAR, R_COLL, R_HYPER, R_WIN, R_LOSE, R_DRAW, R_FUEL, R_AMMO, R_SHOT,
  R_THRUST) = range(13)
 NR = 13
 
 NEAREST_TORPEDOES = 3
-# Torpedoes appear this far ahead of the ship's centre: outside its own hit octagon (12, 12, 18).
-TORPEDO_SPAWN_OFFSET = 16.0
+# The switches of the 1962 control box (config.CONTROLS "switches"): an action is the sum of the
+# switches pressed, so all sixteen combinations are actions 0..15. Both rotate switches at once
+# are hyperspace, as on the original box, where hyperspace is on; elsewhere they cancel.
+SW_LEFT, SW_RIGHT, SW_THRUST, SW_FIRE = 1, 2, 4, 8
+SW_HYPERSPACE = SW_LEFT | SW_RIGHT
+# Each of the six actions (and hyperspace) as switches.
+SIX_AS_SWITCHES = np.array([0, SW_LEFT, SW_RIGHT, SW_THRUST, SW_FIRE, SW_THRUST | SW_FIRE,
+                            SW_HYPERSPACE], dtype=np.int64)
 # With angular momentum (sense switch 1) a rotate frame adds this fraction of rotation_speed to the
 # angular velocity, so reaching full turn rate takes 8 frames, as sluggish as the 1962 feel.
 ANGULAR_ACCEL_FRACTION = 1.0 / 8.0
@@ -146,12 +155,21 @@ def make_params(cfg: GameConfig) -> np.ndarray:
     p[P_FUEL], p[P_GM], p[P_STAR_R] = cfg.max_fuel, cfg.effective_gravity, cfg.star_radius
     p[P_HIT_R], p[P_MAXV], p[P_MAXSTEPS] = cfg.hit_radius, cfg.max_speed, cfg.max_episode_steps
     p[P_SKIP] = cfg.frame_skip
-    p[P_CLASSIC] = 1.0 if cfg.start_positions == "classic" else 0.0
+    p[P_START] = {"orbit": START_ORBIT, "classic": START_CLASSIC,
+                  "rllib_sw": START_RLLIB_SW}[cfg.start_positions]
     p[P_ANGMOM], p[P_NOSTAR] = float(cfg.angular_momentum), float(cfg.no_star)
     p[P_TELEPORT], p[P_TGRAV] = float(cfg.star_teleports), float(cfg.torpedo_gravity)
     p[P_HYPER], p[P_JUMPS] = float(cfg.hyperspace), cfg.hyperspace_jumps
     p[P_VANISH], p[P_RECHARGE] = cfg.hyperspace_vanish_frames, cfg.hyperspace_recharge_frames
     p[P_NACT] = cfg.num_actions
+    p[P_SWITCHES] = float(cfg.controls == "switches")
+    p[P_ROUND] = float(cfg.hit_shape == "round")
+    p[P_TSTAR_R] = cfg.torpedo_star_radius
+    p[P_TT], p[P_SS] = float(cfg.torpedo_collisions), float(cfg.ship_collisions)
+    p[P_ORDER], p[P_HSEEN] = float(cfg.move_order == "rllib_sw"), float(cfg.hyperspace_visible)
+    p[P_SPAWN] = cfg.torpedo_spawn_offset
+    p[P_SURVIVOR] = float(cfg.scoring == "survivor")
+    p[P_FAIL_RETURN] = float(cfg.hyperspace_failure == "return")
     return p
 
 
@@ -238,9 +256,12 @@ def _set_heading(g, s, ang, ship_f):
 
 
 @_jit_inline
-def _octagon_hit(dx, dy, r):
+def _hit(dx, dy, r, round_hit):
+    """Whether two objects dx, dy apart touch: the 1962 octagon, or a circle of radius r."""
     ax = abs(dx)
     ay = abs(dy)
+    if round_hit:
+        return dx * dx + dy * dy < r * r
     return ax < r and ay < r and ax + ay < 1.5 * r
 
 
@@ -288,7 +309,20 @@ def _reset_game(g, ship_f, ship_i, torp_f, torp_t, game_i, rng, p):
     game_i[g, WINNER] = -1
     game_i[g, REAL_WINNER] = -1
 
-    if p[P_CLASSIC] != 0.0:
+    start = int(p[P_START])
+    if start == START_RLLIB_SW and _uniform(rng, g) >= 0.75:
+        # The peer's fixed start: at rest on the other diagonal, facing right and left.
+        for s in range(2):
+            ship_f[g, s, SX] = cx + (0.25 * w if s == 1 else -0.25 * w)
+            ship_f[g, s, SY] = cy + (0.25 * h if s == 1 else -0.25 * h)
+            ship_f[g, s, SVX] = 0.0
+            ship_f[g, s, SVY] = 0.0
+            _set_heading(g, s, math.pi * s, ship_f)
+        return
+    if start == START_RLLIB_SW:
+        _eccentric_orbits(g, ship_f, ship_i, rng, p)
+        return
+    if start == START_CLASSIC:
         # 1962: opposite diagonal positions a quarter screen from the centre on each axis, at rest,
         # the second ship turned by pi.
         ship_f[g, 0, SX] = cx + 0.25 * w
@@ -321,6 +355,38 @@ def _reset_game(g, ship_f, ship_i, torp_f, torp_t, game_i, rng, p):
 
 
 @_jit
+def _eccentric_orbits(g, ship_f, ship_i, rng, p):
+    """The peer's random start: opposing eccentric orbits, each ship at its orbit's farthest
+    point (0.63 to 1 of the half screen from the star), a random heading, and the same random
+    share of torpedoes, hyperspace jumps and fuel for both ships."""
+    w = p[P_W]
+    h = p[P_H]
+    half = 0.5 * min(w, h)
+    gm = p[P_GM]
+    r = math.sqrt(0.4 + 0.6 * _uniform(rng, g)) * half
+    theta = _uniform(rng, g) * TWO_PI
+    low = max(0.06 * half * math.sqrt(2.0), 0.5 * r)  # the nearest point stays off the star
+    near = low + (r - low) * _uniform(rng, g)
+    ecc = (r - near) / (r + near)
+    v = math.sqrt((1.0 - ecc) * gm / ((1.0 + ecc) * r)) if gm > 0.0 else 0.0
+    sense = 1.0 if _uniform(rng, g) < 0.5 else -1.0
+    heading = _uniform(rng, g) * TWO_PI
+    ammo = math.ceil(p[P_AMMO] * (0.05 + 0.95 * _uniform(rng, g)))
+    jumps = math.ceil(p[P_JUMPS] * (0.05 + 0.95 * _uniform(rng, g)))
+    fuel = math.ceil(p[P_FUEL] * (0.25 + 0.75 * _uniform(rng, g)))
+    for s in range(2):
+        side = 1.0 if s == 0 else -1.0  # the second ship mirrors the first through the star
+        ship_f[g, s, SX] = 0.5 * w + side * r * math.cos(theta)
+        ship_f[g, s, SY] = 0.5 * h + side * r * math.sin(theta)
+        ship_f[g, s, SVX] = -side * sense * v * math.sin(theta)
+        ship_f[g, s, SVY] = side * sense * v * math.cos(theta)
+        _set_heading(g, s, heading + math.pi * s, ship_f)
+        ship_i[g, s, AMMO] = ammo
+        ship_i[g, s, JUMPS] = int(p[P_JUMPS]) - jumps
+        ship_f[g, s, SFUEL] = fuel
+
+
+@_jit
 def reset_games(mask, seeds, use_seeds, ship_f, ship_i, torp_f, torp_t, game_i, rng, p, stats):
     """Reset the games where mask is true; reseed their streams first where use_seeds is true."""
     for g in range(mask.shape[0]):
@@ -346,14 +412,23 @@ def _fires(a):
 
 @_jit_inline
 def _valid_actions(g, s, ship_f, ship_i, p):
-    """The actions ship s of game g may take now, bit a for Action a: one rule for the step's
-    check and the observations' mask, worked out once rather than once an action."""
+    """The actions ship s of game g may take now, bit a for action a: one rule for the step's
+    check and the observations' mask, worked out once rather than once an action. With the
+    switches, a combination is valid when every switch in it can act now."""
     if ship_i[g, s, ALIVE] == 0 or ship_i[g, s, HYPER_HIDDEN] > 0:
         return 1 << Action.NONE
     thrust = ship_f[g, s, SFUEL] > 0.0
     fire = ship_i[g, s, AMMO] > 0 and ship_i[g, s, COOLDOWN] == 0
     hyper = (p[P_HYPER] != 0.0 and ship_i[g, s, JUMPS] < int(p[P_JUMPS])
              and ship_i[g, s, HYPER_RECHARGE] == 0)
+    if p[P_SWITCHES] != 0.0:
+        valid = 0
+        for a in range(16):
+            turn = a & SW_HYPERSPACE
+            if ((turn != SW_HYPERSPACE or hyper) and (a & SW_THRUST == 0 or thrust)
+                    and (a & SW_FIRE == 0 or fire)):
+                valid |= 1 << a
+        return valid
     return ((1 << Action.NONE) | (1 << Action.ROTATE_LEFT) | (1 << Action.ROTATE_RIGHT)
             | (thrust << Action.THRUST) | (fire << Action.FIRE)
             | ((thrust and fire) << Action.THRUST_FIRE) | (hyper << Action.HYPERSPACE))
@@ -361,9 +436,34 @@ def _valid_actions(g, s, ship_f, ship_i, p):
 
 @_jit_inline
 def _action_valid(g, s, a, ship_f, ship_i, p):
-    if a < 0 or a > Action.HYPERSPACE:  # no such action: played as drift, as it always was
+    if a < 0 or a >= int(p[P_NACT]):  # no such action: played as drift, as it always was
         return ship_i[g, s, ALIVE] == 1 and ship_i[g, s, HYPER_HIDDEN] == 0
     return (_valid_actions(g, s, ship_f, ship_i, p) >> a) & 1 == 1
+
+
+@_jit_inline
+def _playable(g, s, a, ship_f, ship_i, p):
+    """The action a ship plays for `a` (step_games counts an `a` outside the mask). The six
+    actions: drift. The switches: those that can act, so a press of fire while reloading still
+    turns; both rotate switches without a jump to make are left out."""
+    if p[P_SWITCHES] == 0.0 or a < 0 or a >= 16:
+        return 0
+    if a & SW_HYPERSPACE == SW_HYPERSPACE and (_valid_actions(g, s, ship_f, ship_i, p)
+                                               >> SW_HYPERSPACE) & 1 == 0:
+        a &= ~SW_HYPERSPACE
+    return a
+
+
+@_jit_inline
+def _decode(a, switches):
+    """An action as (turn -1/0/1, thrust, fire, hyperspace)."""
+    if switches:
+        if a & SW_HYPERSPACE == SW_HYPERSPACE:
+            return 0.0, a & SW_THRUST != 0, a & SW_FIRE != 0, True
+        turn = (1.0 if a & SW_RIGHT else 0.0) - (1.0 if a & SW_LEFT else 0.0)
+        return turn, a & SW_THRUST != 0, a & SW_FIRE != 0, False
+    turn = -1.0 if a == Action.ROTATE_LEFT else (1.0 if a == Action.ROTATE_RIGHT else 0.0)
+    return turn, _thrusts(a), _fires(a), a == Action.HYPERSPACE
 
 
 @_jit_inline
@@ -372,6 +472,12 @@ def _kill(g, s, cause, killer, ship_i):
         ship_i[g, s, ALIVE] = 0
         ship_i[g, s, CAUSE] = cause
         ship_i[g, s, KILLER] = killer
+
+
+@_jit_inline
+def _jump_fails(g, s, ship_i, rng, p):
+    """The k-th jump destroys the ship with probability k / jumps."""
+    return _uniform(rng, g) * p[P_JUMPS] < ship_i[g, s, JUMPS]
 
 
 @_jit_inline
@@ -397,6 +503,8 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
     h = p[P_H]
     nslots = torp_t.shape[2]
     tgrav = p[P_TGRAV] != 0.0
+    peer_order = p[P_ORDER] != 0.0
+    round_hit = p[P_ROUND] != 0.0
     # 1. Torpedoes in flight move first, so a torpedo fired this frame starts at the nose.
     live = 0
     for o in range(2):
@@ -423,6 +531,9 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
         if ship_i[g, s, HYPER_HIDDEN] > 0:
             ship_i[g, s, HYPER_HIDDEN] -= 1
             if ship_i[g, s, HYPER_HIDDEN] == 0:
+                if p[P_FAIL_RETURN] != 0.0 and _jump_fails(g, s, ship_i, rng, p):
+                    _kill(g, s, DeathCause.HYPERSPACE, -1, ship_i)
+                    continue
                 # Reappear at a random place with a random velocity and heading.
                 ship_f[g, s, SX] = _uniform(rng, g) * w
                 ship_f[g, s, SY] = _uniform(rng, g) * h
@@ -434,11 +545,14 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
                 ship_f[g, s, SANGV] = 0.0
             continue
         a = act0 if s == 0 else act1
-        turn = 0.0
-        if a == Action.ROTATE_LEFT:
-            turn = -1.0
-        elif a == Action.ROTATE_RIGHT:
-            turn = 1.0
+        turn, thrusts, fires, jumps = _decode(a, p[P_SWITCHES] != 0.0)
+        ax, ay = 0.0, 0.0
+        if peer_order and thrusts and ship_f[g, s, SFUEL] > 0.0:
+            # The peer's order: thrust along the heading the ship had before this frame's turn.
+            ax = p[P_THRUST] * ship_f[g, s, SCOS]
+            ay = p[P_THRUST] * ship_f[g, s, SSIN]
+            ship_f[g, s, SFUEL] -= 1.0
+            ship_i[g, s, THRUSTING] = 1
         if p[P_ANGMOM] != 0.0:
             ship_f[g, s, SANGV] += turn * p[P_ROT] * ANGULAR_ACCEL_FRACTION
             if ship_f[g, s, SANGV] != 0.0:
@@ -447,8 +561,9 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
             _set_heading(g, s, ship_f[g, s, SANG] + turn * p[P_ROT], ship_f)
         fx = ship_f[g, s, SCOS]
         fy = ship_f[g, s, SSIN]
-        ax, ay = _gravity(ship_f[g, s, SX], ship_f[g, s, SY], p)
-        if _thrusts(a) and ship_f[g, s, SFUEL] > 0.0:
+        if not peer_order:
+            ax, ay = _gravity(ship_f[g, s, SX], ship_f[g, s, SY], p)
+        if thrusts and ship_f[g, s, SFUEL] > 0.0 and not peer_order:
             ax += p[P_THRUST] * fx
             ay += p[P_THRUST] * fy
             ship_f[g, s, SFUEL] -= 1.0
@@ -457,12 +572,12 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
         ship_f[g, s, SVY] += ay
         ship_f[g, s, SX] = _wrap_pos(ship_f[g, s, SX] + ship_f[g, s, SVX], w)
         ship_f[g, s, SY] = _wrap_pos(ship_f[g, s, SY] + ship_f[g, s, SVY], h)
-        if _fires(a) and ship_i[g, s, AMMO] > 0 and ship_i[g, s, COOLDOWN] == 0:
+        if fires and ship_i[g, s, AMMO] > 0 and ship_i[g, s, COOLDOWN] == 0:
             for k in range(nslots):
                 if torp_t[g, s, k] == 0:
                     torp_t[g, s, k] = int(p[P_TLIFE])
-                    torp_f[g, s, k, 0] = _wrap_pos(ship_f[g, s, SX] + TORPEDO_SPAWN_OFFSET * fx, w)
-                    torp_f[g, s, k, 1] = _wrap_pos(ship_f[g, s, SY] + TORPEDO_SPAWN_OFFSET * fy, h)
+                    torp_f[g, s, k, 0] = _wrap_pos(ship_f[g, s, SX] + p[P_SPAWN] * fx, w)
+                    torp_f[g, s, k, 1] = _wrap_pos(ship_f[g, s, SY] + p[P_SPAWN] * fy, h)
                     torp_f[g, s, k, 2] = ship_f[g, s, SVX] + p[P_TSPEED] * fx
                     torp_f[g, s, k, 3] = ship_f[g, s, SVY] + p[P_TSPEED] * fy
                     torp_near[g, s, k] = np.inf
@@ -473,10 +588,14 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
                     live_k[live] = k
                     live += 1
                     break
-        if a == Action.HYPERSPACE:
+        if peer_order:
+            # The peer's order: the torpedo leaves with the velocity before the pull.
+            gx, gy = _gravity(ship_f[g, s, SX], ship_f[g, s, SY], p)
+            ship_f[g, s, SVX] += gx
+            ship_f[g, s, SVY] += gy
+        if jumps:
             ship_i[g, s, JUMPS] += 1
-            # The k-th jump destroys the ship with probability k / jumps.
-            if _uniform(rng, g) * p[P_JUMPS] < ship_i[g, s, JUMPS]:
+            if p[P_FAIL_RETURN] == 0.0 and _jump_fails(g, s, ship_i, rng, p):
                 _kill(g, s, DeathCause.HYPERSPACE, -1, ship_i)
             else:
                 ship_i[g, s, HYPER_HIDDEN] = int(p[P_VANISH])
@@ -505,11 +624,11 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
                 else:
                     _kill(g, s, DeathCause.STAR, -1, ship_i)
     # Ship against ship, before torpedoes: a collision and a hit in one frame is a collision.
-    if (ship_i[g, 0, HYPER_HIDDEN] == 0 and ship_i[g, 1, HYPER_HIDDEN] == 0
+    if (p[P_SS] != 0.0 and ship_i[g, 0, HYPER_HIDDEN] == 0 and ship_i[g, 1, HYPER_HIDDEN] == 0
             and ship_i[g, 0, CAUSE] == 0 and ship_i[g, 1, CAUSE] == 0):
         dx = _wrap_delta(ship_f[g, 1, SX] - ship_f[g, 0, SX], w)
         dy = _wrap_delta(ship_f[g, 1, SY] - ship_f[g, 0, SY], h)
-        if _octagon_hit(dx, dy, r):
+        if _hit(dx, dy, r, round_hit):
             _kill(g, 0, DeathCause.COLLISION, -1, ship_i)
             _kill(g, 1, DeathCause.COLLISION, -1, ship_i)
     if live == 0:
@@ -541,13 +660,13 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
                     d2 = dx * dx + dy * dy
                     if d2 < torp_near[g, o, k]:
                         torp_near[g, o, k] = d2
-                if _octagon_hit(dx, dy, r):
+                if _hit(dx, dy, r, round_hit):
                     torp_t[g, o, k] = 0
                     if o != s:
                         ship_i[g, o, HITS] += 1
                     _kill(g, s, DeathCause.TORPEDO, o, ship_i)
     # Torpedo against torpedo: both explode.
-    for i in range(live - 1):
+    for i in range(live - 1 if p[P_TT] != 0.0 else 0):
         oi = live_o[i]
         ki = live_k[i]
         if torp_t[g, oi, ki] == 0:
@@ -564,17 +683,20 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
             if torp_t[g, oj, kj] == 0:
                 continue
             dy = _wrap_delta(live_y[j] - yi, h)
-            if _octagon_hit(dx, dy, r):
+            if _hit(dx, dy, r, round_hit):
                 torp_t[g, oi, ki] = 0
                 torp_t[g, oj, kj] = 0
                 _missed(g, oi, ki, torp_near, stats, dodge2)
                 _missed(g, oj, kj, torp_near, stats, dodge2)
                 break
-    if tgrav and star:
+    # Torpedoes that fall into the star (with torpedo gravity) or pass near it (torpedo_star_radius).
+    torp_star_r = max(p[P_STAR_R] if tgrav else 0.0, p[P_TSTAR_R])
+    if torp_star_r > 0.0 and star:
+        torp_star_r2 = torp_star_r * torp_star_r
         for j in range(live):
             dx = live_x[j] - cx
             dy = live_y[j] - cy
-            if dx * dx + dy * dy < star_r2 and torp_t[g, live_o[j], live_k[j]] > 0:
+            if dx * dx + dy * dy < torp_star_r2 and torp_t[g, live_o[j], live_k[j]] > 0:
                 torp_t[g, live_o[j], live_k[j]] = 0
                 _missed(g, live_o[j], live_k[j], torp_near, stats, dodge2)
 
@@ -603,7 +725,8 @@ def _finish_game(g, ship_f, ship_i, torp_t, game_i, p, rp, reward):
     survivor = 0 if alive0 == 1 else 1
     loser = 1 - survivor
     game_i[g, WINNER] = survivor
-    if ship_i[g, loser, CAUSE] == DeathCause.TORPEDO and ship_i[g, loser, KILLER] == survivor:
+    if p[P_SURVIVOR] != 0.0 or (ship_i[g, loser, CAUSE] == DeathCause.TORPEDO
+                                and ship_i[g, loser, KILLER] == survivor):
         game_i[g, REAL_WINNER] = survivor
         reward[g, survivor] += (rp[R_WIN]
                                 + rp[R_FUEL] * ship_f[g, survivor, SFUEL] / max(p[P_FUEL], 1.0)
@@ -624,6 +747,7 @@ def step_games(actions, ship_f, ship_i, torp_f, torp_t, game_i, rng, p, rp, rewa
     n = actions.shape[0]
     skip = int(p[P_SKIP])
     max_frames = int(p[P_MAXSTEPS])
+    switches = p[P_SWITCHES] != 0.0
     nslots = torp_t.shape[2]
     live_o = np.empty(2 * nslots, dtype=np.int64)
     live_k = np.empty(2 * nslots, dtype=np.int64)
@@ -640,23 +764,27 @@ def step_games(actions, ship_f, ship_i, torp_f, torp_t, game_i, rng, p, rp, rewa
         a0 = actions[g, 0]
         a1 = actions[g, 1]
         if not _action_valid(g, 0, a0, ship_f, ship_i, p):
-            a0 = 0
+            a0 = _playable(g, 0, a0, ship_f, ship_i, p)
             ship_i[g, 0, MASKED] += 1
         if not _action_valid(g, 1, a1, ship_f, ship_i, p):
-            a1 = 0
+            a1 = _playable(g, 1, a1, ship_f, ship_i, p)
             ship_i[g, 1, MASKED] += 1
+        # Hyperspace is one press, not held: after the first frame the action goes on without it.
+        if switches:
+            h0 = a0 & ~SW_HYPERSPACE if a0 & SW_HYPERSPACE == SW_HYPERSPACE else a0
+            h1 = a1 & ~SW_HYPERSPACE if a1 & SW_HYPERSPACE == SW_HYPERSPACE else a1
+        else:
+            h0 = Action.NONE if a0 == Action.HYPERSPACE else a0
+            h1 = Action.NONE if a1 == Action.HYPERSPACE else a1
         reward[g, 0] = rp[R_STEP]
         reward[g, 1] = rp[R_STEP]
         shots0, shots1 = ship_i[g, 0, SHOTS], ship_i[g, 1, SHOTS]
         fuel0, fuel1 = ship_f[g, 0, SFUEL], ship_f[g, 1, SFUEL]
         for _ in range(skip):
-            # Hyperspace is one press, not held.
             _frame(g, a0, a1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k, live_x,
                    live_y, torp_near, stats, dodges)
-            if a0 == Action.HYPERSPACE:
-                a0 = Action.NONE
-            if a1 == Action.HYPERSPACE:
-                a1 = Action.NONE
+            a0 = h0
+            a1 = h1
             game_i[g, FRAME] += 1
             if ship_i[g, 0, ALIVE] == 0 or ship_i[g, 1, ALIVE] == 0:
                 for s in range(2):
@@ -744,8 +872,8 @@ def write_observations(ship_f, ship_i, torp_f, torp_t, p, obs, mask=None):
             own[OBS_OWN + 6] = ship_f[g, s, SFUEL] / max(p[P_FUEL], 1.0)
             own[OBS_OWN + 7] = ship_i[g, s, AMMO] / max(p[P_AMMO], 1.0)
             own[OBS_OWN + 8] = ship_i[g, s, COOLDOWN] / p[P_COOLDOWN]
-            if ship_i[g, o, HYPER_HIDDEN] > 0:
-                # An opponent in hyperspace is invisible.
+            if ship_i[g, o, HYPER_HIDDEN] > 0 and p[P_HSEEN] == 0.0:
+                # An opponent in hyperspace is invisible (unless the rules show it).
                 for k in range(OBS_OPPONENT, OBS_STAR):
                     own[k] = 0.0
             else:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..config import OBSERVATION_VIEWS, GameConfig
 from .ballistics import bends, closest_approach, intercept_time, path_distance
-from .engine import OBS_MASK, TORPEDO_SPAWN_OFFSET, jit_warm_up
+from .engine import OBS_MASK, jit_warm_up
 
 VIEWS = OBSERVATION_VIEWS
 MIN_DIM = OBS_MASK  # the egocentric and tactical views read every value before the mask
@@ -78,7 +78,7 @@ def view_constants(config: GameConfig | None = None) -> dict[str, float]:
     cfg = GameConfig() if config is None else config
     return {"half_width": cfg.width / 2, "half_height": cfg.height / 2,
             "max_speed": cfg.max_speed, "torpedo_speed": cfg.torpedo_speed,
-            "torpedo_spawn": TORPEDO_SPAWN_OFFSET, "hit_radius": cfg.hit_radius,
+            "torpedo_spawn": cfg.torpedo_spawn_offset, "hit_radius": cfg.hit_radius,
             "torpedo_lifetime": float(cfg.torpedo_lifetime),
             # Ships' paths bend; torpedoes fly straight (1962). With torpedo_gravity everything
             # falls alike, so paths relative to each other are nearly straight: no bending then.

@@ -94,6 +94,12 @@ def keys_to_action(held: set[str], frame: int, mask: np.ndarray, controls: dict)
     def down(what):
         return any(k in held for k in controls[what])
 
+    if len(mask) == 16:  # the 1962 switches: the keys held are the switches pressed
+        if down("hyperspace") and mask[engine.SW_HYPERSPACE]:
+            return engine.SW_HYPERSPACE
+        return ((engine.SW_LEFT if down("left") else 0) | (engine.SW_RIGHT if down("right") else 0)
+                | (engine.SW_THRUST if down("thrust") else 0)
+                | (engine.SW_FIRE if down("fire") else 0))
     A = engine.Action
     rot = (A.ROTATE_LEFT if down("left") and not down("right") else
            A.ROTATE_RIGHT if down("right") and not down("left") else A.NONE)

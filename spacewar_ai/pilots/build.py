@@ -8,11 +8,14 @@
 | `strategy:PATH.py` | a strategy file, validated, then run in the sandbox (sandbox.py) |
 | `search:SPEC[+MODEL]`, `adapt:SPEC[+MODEL]` | SPEC with a lookahead at play time (search.py) |
 | `onnx:PATH`, `sb3:PATH.zip` | a model trained elsewhere (outside.py) |
+| `rllib_sw:PATH` | MatthewCWeston/rllib_sw's released agent, reading the game itself (rllib_sw.py) |
 | `lm:MODEL[+ADAPTER][@OPTIONS]` | a language model reading the text view (lm/pilot.py) |
 
 A `Pilot` passes through unchanged, an object with `act(obs)` becomes a `ForeignPilot` and a
 function `obs -> action` a `CallablePilot`. Learned pilots play greedily unless
-`deterministic=False`. `spec_files` and `map_spec_files` are the files a spec names: what Ray
+`deterministic=False`. Under `[game] controls = "switches"` a pilot that speaks the six actions
+(scripted, strategy files, outside models, language models, networks trained on six) flies
+through `OnSwitches`, which shows it the six actions' mask and presses their switches. `spec_files` and `map_spec_files` are the files a spec names: what Ray
 ships to other machines and what the browser confines to the project."""
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import numpy as np
 from ..config import GameConfig
 from ..game.pilot import Pilot, as_pilot
 from .scripted import scripted_pilot
+from .wrappers import OnSwitches
 from .search import HORIZON, JITTER, SAMPLES, SearchPilot
 from .spec import (
     ADAPT_PREFIX,
@@ -45,6 +49,9 @@ from .spec import (
     spec_files,
     strategy_source,
 )
+
+# Kinds whose pilots answer in the six actions whatever the game's controls.
+SIX_ACTION_KINDS = ("scripted", "strategy", "onnx", "sb3", "lm")
 
 __all__ = ["NAMED_SPECS", "PRETRAINED_PATH", "SPEC_HELP", "AgentPilot", "CallablePilot", "Spec",
            "absolute_spec", "check_spec", "file_identity", "is_scripted", "make_pilot",
@@ -130,6 +137,14 @@ def make_pilot(spec, config: GameConfig | None = None, seed: int = 0,
         return CallablePilot(spec)
     spec = parse_spec(spec)
     config = config if config is not None else GameConfig()
+    if config.controls == "switches" and spec.kind in SIX_ACTION_KINDS:
+        return OnSwitches(make_pilot(spec, config.changed(controls="six"), seed, deterministic,
+                                     device), config)
+    if spec.kind == "rllib_sw":
+        from .rllib_sw import RllibSwPilot
+
+        path = outside_file(spec)
+        return RllibSwPilot(path, file_identity(path), config, seed, deterministic)
     if spec.kind == "scripted":
         return scripted_pilot(spec.target, config, seed, **dict(spec.settings))
     if spec.is_planner:
@@ -157,12 +172,18 @@ def _learned_pilot(spec: Spec, config: GameConfig, deterministic: bool, device: 
     from ..agents.saved import load_agent
 
     expect = spec.kind if spec.kind in ("ppo", "dqn") else None
+    six = config.changed(controls="six")
     try:
-        agent, _ = load_agent(path, device, expect, config.obs_dim)
+        # Under the switches, a network trained on the six actions flies through OnSwitches.
+        agent, _ = load_agent(path, device, expect,
+                              None if config.controls == "switches" else config.obs_dim)
+        if agent.state_dim not in (config.obs_dim, six.obs_dim):
+            load_agent(path, device, expect, config.obs_dim)  # says what it was trained on
     except CheckpointError as exc:
         raise ValueError(f"player {spec.text!r}: {exc}") from None
     name = "pretrained" if spec.kind == "pretrained" else f"{agent.algorithm}:{path_label(path)}"
-    return AgentPilot(agent, name, deterministic, file_identity(path))
+    pilot = AgentPilot(agent, name, deterministic, file_identity(path))
+    return pilot if agent.state_dim == config.obs_dim else OnSwitches(pilot, config)
 
 
 def search_pilot(spec, config: GameConfig | None = None, seed: int = 0,

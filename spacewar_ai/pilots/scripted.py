@@ -15,7 +15,7 @@ import numpy as np
 
 from ..config import GameConfig
 from ..game.ballistics import coast, intercept_time
-from ..game.engine import OBS_MASK, TORPEDO_SPAWN_OFFSET, Action, jit_warm_up
+from ..game.engine import OBS_MASK, Action, jit_warm_up
 from ..game.pilot import Pilot
 
 SCRIPTED_SPECS = ("idle", "random", "heuristic:easy", "heuristic:medium", "heuristic:hard")
@@ -114,7 +114,7 @@ def _steer(err, rot_step):
 
 # Indices into the constants array given to the heuristic kernel.
 (K_W, K_H, K_MAXV, K_TSPEED, K_GM, K_STAR_R, K_HIT_R, K_TLIFE, K_ROT, K_SKIP, K_THRUST,
- K_AMMO, K_AIM) = range(13)
+ K_AMMO, K_AIM, K_SPAWN) = range(14)
 ORBIT_DT = 4  # frames per step when the hard pilot predicts its own orbit
 LEAD_DT = 2  # frames per step when it predicts the target's orbit for a lead
 
@@ -123,7 +123,7 @@ def _constants(cfg: GameConfig, aim: float = 1.0) -> np.ndarray:
     return np.array([cfg.width, cfg.height, cfg.max_speed, cfg.torpedo_speed,
                      cfg.effective_gravity, cfg.star_radius, cfg.hit_radius,
                      cfg.torpedo_lifetime, cfg.rotation_speed, cfg.frame_skip, cfg.thrust_power,
-                     cfg.max_ammo, aim],
+                     cfg.max_ammo, aim, cfg.torpedo_spawn_offset],
                     dtype=np.float64)
 
 
@@ -270,7 +270,7 @@ def _heuristic_kernel(obs, level, k, out):
                 tpx, tpy, tvx, tvy = coast(tpx, tpy, tvx, tvy, gm, LEAD_DT)
                 ddx = tpx - ox - vx * f
                 ddy = tpy - oy - vy * f
-                if ddx * ddx + ddy * ddy <= (TORPEDO_SPAWN_OFFSET + tspeed * f) ** 2:
+                if ddx * ddx + ddy * ddy <= (k[K_SPAWN] + tspeed * f) ** 2:
                     t = f
                     ax = ddx
                     ay = ddy

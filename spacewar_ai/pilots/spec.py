@@ -24,7 +24,7 @@ SEARCH_PREFIX = "search:"
 ADAPT_PREFIX = "adapt:"
 PLANNERS = ("search", "adapt")
 # Kinds whose target is one file, and how each is written.
-FILE_KINDS = ("ppo", "dqn", "strategy", "onnx", "sb3")
+FILE_KINDS = ("ppo", "dqn", "strategy", "onnx", "sb3", "rllib_sw")
 PLANNER_SETTINGS = ("samples", "horizon", "jitter", "margin", "choose")
 # A heuristic pilot's settings: the share of the lead it aims with, its reaction in decisions.
 SCRIPTED_SETTINGS = ("aim", "react")
@@ -53,7 +53,8 @@ def shipped_lm_specs() -> str:
 
 
 SPEC_HELP = (f"{', '.join(SCRIPTED_SPECS)}, pretrained, ppo:PATH, dqn:PATH, strategy:PATH.py, "
-             "search:SPEC, adapt:SPEC, onnx:PATH, sb3:PATH.zip, lm:MODEL[+ADAPTER] "
+             "search:SPEC, adapt:SPEC, onnx:PATH, sb3:PATH.zip, rllib_sw:PATH, "
+             "lm:MODEL[+ADAPTER] "
              f"({shipped_lm_specs()}: the shipped adapters on SmolLM2) or a checkpoint path")
 # Whole specs a mistyped one is compared with, for "did you mean".
 NAMED_SPECS = (*SCRIPTED_SPECS, "pretrained", "search:pretrained", "adapt:pretrained")
@@ -263,7 +264,7 @@ def check_spec(spec) -> Spec:
         checkpoint_file(spec)
     elif spec.kind == "strategy":
         strategy_source(spec)
-    elif spec.kind in ("onnx", "sb3"):
+    elif spec.kind in ("onnx", "sb3", "rllib_sw"):
         outside_file(spec)
     elif spec.kind == "lm":
         from ..lm.models import resolve_lm
@@ -340,7 +341,14 @@ def strategy_source(spec: Spec) -> str:
 
 
 def outside_file(spec: Spec) -> Path:
-    """The file an onnx: or sb3: spec names; ValueError when there is none."""
+    """The file an onnx:, sb3: or rllib_sw: spec names; ValueError when there is none."""
+    if spec.kind == "rllib_sw":
+        from .rllib_sw import module_file
+
+        try:
+            return module_file(spec.path)
+        except ValueError as exc:
+            raise ValueError(f"player {spec.text!r}: {exc}") from None
     what = "ONNX" if spec.kind == "onnx" else "model"
     if not spec.path.is_file():
         raise ValueError(f"player {spec.text!r}: no such {what} file {spec.path}")

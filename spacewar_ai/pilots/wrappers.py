@@ -6,14 +6,46 @@
 | `Jittered` | each move replaced by a random valid one with probability epsilon | GRPO's scores |
 | `Labelled` | a teacher asked at the same decisions (its answers, its policy) | DAgger |
 | `StandIn` | a person's limits on a heuristic pilot: reaction, turn rate, a wobbling aim | tests of `auto` |
+| `OnSwitches` | a pilot of the six actions flying with the 1962 switches | make_pilot |
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..game.engine import OBS_MASK, GameBatch
+from ..game.engine import OBS_MASK, SIX_AS_SWITCHES, GameBatch
 from ..game.pilot import Pilot
+
+
+class OnSwitches(Pilot):
+    """Flies `pilot`, which answers in the six actions (seven with hyperspace), in a game played
+    with the switches (`[game] controls = "switches"`): it reads the six actions' mask (an
+    action is allowed when its switches are) and its answer presses that action's switches."""
+
+    def __init__(self, pilot: Pilot, config):
+        self.pilot = pilot
+        self.name = pilot.name
+        self.identity = pilot.identity
+        self.six = SIX_AS_SWITCHES[:7 if config.hyperspace else 6]
+
+    def attach(self, batch, sides) -> None:
+        self.pilot.attach(batch, sides)
+
+    def reset(self, mask=None, seeds=None) -> None:
+        self.pilot.reset(mask, seeds)
+
+    def forfeits(self) -> dict[int, str]:
+        return self.pilot.forfeits()
+
+    def close(self) -> None:
+        self.pilot.close()
+
+    def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
+        six_obs = np.concatenate([obs[:, :OBS_MASK], obs[:, OBS_MASK + self.six]], 1)
+        actions = np.asarray(self.pilot.act(six_obs, active), dtype=np.int64).reshape(-1)
+        # An answer outside the six is passed on as it is, for the game to refuse as it would.
+        inside = (actions >= 0) & (actions < len(self.six))
+        return np.where(inside, self.six[np.clip(actions, 0, len(self.six) - 1)], -1)
 
 
 class StateRecorder(Pilot):

@@ -29,8 +29,9 @@ from ..pilots.spec import parse_spec
 class GameResult:
     """One finished game, as pilots A and B played it: who won and how, and each side's figures.
 
-    - `winner`, `real_winner`: "a", "b" or None; a real winner won by torpedo (the win that
-      counts everywhere); `how`: how the game ended (the loser's death cause, TORPEDO, STAR,
+    - `winner`, `real_winner`: "a", "b" or None; a real winner won as the game scores (the
+      win that counts everywhere): by torpedo, or under `scoring = "survivor"` by outliving the
+      other ship; `how`: how the game ended (the loser's death cause, TORPEDO, STAR,
       COLLISION or HYPERSPACE; FORFEIT; or TIMEOUT or NO_AMMO for a game nobody lost).
     - per side (`_a`, `_b`): the death cause (DeathCause name, NONE for a survivor), `shots`
       fired, `hits` (enemy ships hit: 0 or 1), `kills` (1 when this side's torpedo destroyed the

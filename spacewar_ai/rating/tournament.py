@@ -349,15 +349,17 @@ def run_tournament(specs: list[str], mode: str = "round_robin", games_per_pairin
                    save_replays: int = 0, quiet: bool = False,
                    report_dir: str | Path = REPORT_DIR,
                    into: str | Path | None = None,
-                   ray_address: str | None = None) -> TournamentReport:
+                   ray_address: str | None = None,
+                   config: GameConfig | None = None) -> TournamentReport:
     """The tournament mode: check the players, play, rate, write the report (into a new folder
     under `report_dir`, or the folder `into`) and add the games to the ratings file. Elimination
     seeds players by their ratings in that file. `ray_address` plays the pairings as Ray tasks
-    (cluster.py; "" for Ray on this machine)."""
+    (cluster.py; "" for Ray on this machine). `config` is the game every pairing plays."""
+    config = config if config is not None else GameConfig()
     if mode not in MODES:
         raise ValueError(f"--tournament-mode {mode!r} is unknown: use one of {', '.join(MODES)}")
     _check_games(games_per_pairing)
-    entrants = resolve_entrants(specs)
+    entrants = resolve_entrants(specs, config)
     if len(entrants) < 2:
         raise ValueError("a tournament needs at least two players (--players A,B,...)")
     total = planned_games(mode, len(entrants), games_per_pairing)
@@ -365,7 +367,8 @@ def run_tournament(specs: list[str], mode: str = "round_robin", games_per_pairin
         from .cluster import connect
 
         connect(ray_address or None)  # a cluster that does not answer is refused before play
-    common = {"workers": workers, "keep_actions": save_replays, "ray_address": ray_address}
+    common = {"workers": workers, "keep_actions": save_replays, "ray_address": ray_address,
+              "config": config}
     with Progress(total, f"{mode} of {len(entrants)}", "game", quiet) as progress:
         common["progress"] = progress
         if mode == "swiss":
@@ -396,7 +399,7 @@ def run_tournament(specs: list[str], mode: str = "round_robin", games_per_pairin
         from ..game.replays import save_match_replays
 
         for _, _, r in result.matches:
-            saved += save_match_replays(r, GameConfig(), f"{r.name_a}-vs-{r.name_b}",
+            saved += save_match_replays(r, config, f"{r.name_a}-vs-{r.name_b}",
                                         folder / "replays")
     return TournamentReport(result, rows, text, folder, mode, games_per_pairing,
                             ratings.path if ratings is not None else None, saved)

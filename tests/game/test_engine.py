@@ -50,7 +50,7 @@ def test_torpedo_inherits_ship_velocity_and_starts_at_the_nose():
     assert len(live) == 1
     tx, ty, tvx, tvy = b.torp_f[0, 0, live[0]]
     assert (tvx, tvy) == pytest.approx((0.5 + C.torpedo_speed, 0.25))
-    assert tx == pytest.approx(300.5 + engine.TORPEDO_SPAWN_OFFSET)
+    assert tx == pytest.approx(300.5 + GameConfig().torpedo_spawn_offset)
     assert b.ship_i[0, 0, engine.AMMO] == C.max_ammo - 1
     assert b.ship_i[0, 0, engine.COOLDOWN] == C.fire_cooldown - 1
 

@@ -116,6 +116,30 @@ def test_held_rotation_and_thrust_alternate_and_fire_goes_first():
     assert keys_to_action({"s"}, 0, np.ones(6), CONTROLS_ALONE) == 0
 
 
+def test_with_the_switches_the_keys_held_are_the_switches_pressed(tmp_path):
+    """The 1962 box: turning while burning and firing at once, against a six-action pilot that
+    flies through the switches; both rotate keys, or Down, jump where hyperspace is on."""
+    config = GameConfig.from_dict({"rules": "rllib_sw", "controls": "switches",
+                                   "start_positions": "classic"})
+    game = _game(tmp_path, "heuristic:hard", config=config, seed=2)
+    try:
+        heading = game.batch.ship_f[0, 0, engine.SANG]
+        for key in (pygame.K_LEFT, pygame.K_UP, pygame.K_SPACE):
+            _key(game, key)
+        for _ in range(config.frame_skip):
+            game.tick()
+        assert game.batch.ship_i[0, 0, engine.SHOTS] == 1
+        assert game.batch.ship_f[0, 0, engine.SFUEL] < config.max_fuel
+        assert game.batch.ship_f[0, 0, engine.SANG] != heading
+    finally:
+        game.close()
+    mask = np.ones(16)
+    assert keys_to_action({"left", "right"}, 0, mask, CONTROLS_ALONE) == engine.SW_HYPERSPACE
+    assert keys_to_action({"down", "up"}, 0, mask, CONTROLS_ALONE) == engine.SW_HYPERSPACE
+    assert keys_to_action({"right", "space"}, 0, mask, CONTROLS_ALONE) == \
+        engine.SW_RIGHT | engine.SW_FIRE
+
+
 def test_each_difficulty_is_a_level_of_the_ladder_with_its_rating():
     cfg = GameConfig()
     levels = ladder()

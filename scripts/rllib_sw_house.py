@@ -1,0 +1,289 @@
+"""Our pilots in the house of MatthewCWeston/rllib_sw: its own environment, its own agent.
+
+    python scripts/rllib_sw_house.py agreement --peer-repo PATH --checkpoint PATH [--states 200]
+    python scripts/rllib_sw_house.py match --peer-repo PATH --checkpoint PATH --pilot SPEC
+        [--games 200] [--random-orbits 0.75] [--seed 0] [--sampled]
+
+The peer's code is imported from a checkout the user names (`git clone
+https://github.com/MatthewCWeston/rllib_sw`), never copied: its environment needs
+`ray[rllib]` (here `pip install "ray[tune]" dm-tree`), and its checkpoint is a module_state.pkl
+or a checkpoint folder (`checkpoints_release/pfsp`). Each decision, the peer's state is copied
+into a one-game GameBatch under `[game] rules = "rllib_sw"`, so any of our pilots reads it as it
+reads our games (a planner rolls out our engine from there), and its action is played there as
+the peer's MultiDiscrete([2, 3, 2, 2]).
+
+- `agreement`: from the same states, our engine and the peer's environment step the same moves
+  (the peer's agent flying both ships, hyperspace left out since the two draw it from other
+  random streams); prints how far positions and velocities drift after 1, 10 and 50 decisions,
+  how often a game ends the same way, and how far our view of the peer's agent (pilots/rllib_sw)
+  is from the peer's own (its logits from RLlib's module, where RLlib loads).
+- `match`: `--pilot` against the peer's agent in the peer's environment, sides swapped, with
+  wins, draws, a 95% interval and how each game ended.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from spacewar_ai.config import GameConfig
+from spacewar_ai.game import engine
+from spacewar_ai.pilots import file_identity, make_pilot
+from spacewar_ai.pilots.rllib_sw import RllibSwPilot, module_file
+from spacewar_ai.rating.match import wilson_interval
+
+SCALE = 1024.0 / math.sqrt(2.0)  # our units per unit of the peer's
+RECHARGE, REENTRY = 224, 96
+ENV = {"speed": 5.0, "ep_length": 4096, "aug_obs": True, "stochastic_hspace": True}
+
+
+def peer_modules(repo: Path):
+    """The peer's environment class, imported from its checkout."""
+    sys.path.insert(0, str(repo.resolve()))
+    from environments.SW_1v1_env import SW_1v1_env  # noqa: E402 (the user's checkout)
+
+    return SW_1v1_env
+
+
+def copy_state(env, batch: engine.GameBatch) -> None:
+    """The peer environment's state written into game 0 of `batch` (config.RULES_PRESETS)."""
+    g = 0
+    batch.game_i[g] = 0
+    batch.game_i[g, engine.WINNER] = batch.game_i[g, engine.REAL_WINNER] = -1
+    batch.game_i[g, engine.FRAME] = int(env.time)
+    for s, ship in enumerate(env.playerShips):
+        f, i = batch.ship_f[g, s], batch.ship_i[g, s]
+        i[:] = 0
+        i[engine.ALIVE] = 1
+        f[engine.SX], f[engine.SY] = 512.0 + ship.pos[0] * SCALE, 512.0 + ship.pos[1] * SCALE
+        f[engine.SVX], f[engine.SVY] = ship.vel[0] * SCALE, ship.vel[1] * SCALE
+        heading = (-math.radians(ship.ang)) % (2 * math.pi)
+        f[engine.SANG], f[engine.SCOS], f[engine.SSIN] = heading, math.cos(heading), math.sin(heading)
+        f[engine.SANGV] = 0.0
+        f[engine.SFUEL] = float(ship.fuel)
+        i[engine.AMMO] = int(ship.stored_missiles)
+        i[engine.COOLDOWN] = int(max(ship.reloadTime, 0))
+        i[engine.JUMPS] = 8 - int(ship.h_charges)
+        hidden = ship.h_reload - (RECHARGE - REENTRY)
+        i[engine.HYPER_HIDDEN] = int(max(hidden, 0))
+        i[engine.HYPER_RECHARGE] = int(RECHARGE - REENTRY if hidden > 0 else ship.h_reload)
+        batch.torp_t[g, s] = 0
+        for k, m in enumerate(env.missiles[s][:batch.torp_t.shape[2]]):
+            batch.torp_f[g, s, k] = [512.0 + m.pos[0] * SCALE, 512.0 + m.pos[1] * SCALE,
+                                     m.vel[0] * SCALE, m.vel[1] * SCALE]
+            batch.torp_t[g, s, k] = int(math.ceil(m.life))
+
+
+def to_peer(action: int, config: GameConfig) -> list[int]:
+    """Our action as the peer's [thrust, rotate, fire, hyperspace]."""
+    if config.controls == "switches":
+        if action & engine.SW_HYPERSPACE == engine.SW_HYPERSPACE:
+            return [int(action & engine.SW_THRUST > 0), 0, int(action & engine.SW_FIRE > 0), 1]
+        rotate = 1 if action & engine.SW_LEFT else 2 if action & engine.SW_RIGHT else 0
+        return [int(action & engine.SW_THRUST > 0), rotate, int(action & engine.SW_FIRE > 0), 0]
+    a = engine.Action(int(action)) if 0 <= action <= 6 else engine.Action.NONE
+    return [int(a in (engine.Action.THRUST, engine.Action.THRUST_FIRE)),
+            1 if a == engine.Action.ROTATE_LEFT else 2 if a == engine.Action.ROTATE_RIGHT else 0,
+            int(a in (engine.Action.FIRE, engine.Action.THRUST_FIRE)),
+            int(a == engine.Action.HYPERSPACE)]
+
+
+class House:
+    """One peer game mirrored in a one-game batch of ours, where our pilots read it."""
+
+    def __init__(self, env_cls, random_orbits: float, config: GameConfig):
+        self.env = env_cls({**ENV, "random_orbit_prob": random_orbits})
+        self.config = config
+        self.batch = engine.GameBatch(1, config)
+
+    def observe(self) -> np.ndarray:
+        copy_state(self.env, self.batch)
+        return self.batch.observe()[0]
+
+
+def end_of(env, rewards) -> str:
+    """How a peer game ended, for the table of causes."""
+    if not env.terminated:
+        return "TIMEOUT"
+    star = [np.linalg.norm(ship.pos) < ship.size for ship in env.playerShips]
+    loser = [s for s in (0, 1) if rewards[s] < 0]
+    if not loser:
+        return "DRAW"
+    return "STAR" if star[loser[0]] else "TORPEDO"
+
+
+def match(args) -> None:
+    env_cls = peer_modules(args.peer_repo)
+    config = GameConfig.from_dict({"rules": "rllib_sw", "controls": args.controls})
+    house = House(env_cls, args.random_orbits, config)
+    ours = make_pilot(args.pilot, config, args.seed)
+    peer = RllibSwPilot(module_file(args.checkpoint), file_identity(module_file(args.checkpoint)), config,
+                        args.seed + 1, deterministic=not args.sampled)
+    ours.attach(house.batch, 0)
+    tally, causes = Counter(), Counter()
+    for game in range(args.games):
+        side = game % 2  # our pilot flies ship 0 in even games, ship 1 in odd ones
+        ours.attach(house.batch, side)
+        peer.attach(house.batch, 1 - side)
+        house.env.reset(seed=args.seed + game // 2)
+        ours.reset(np.ones(1, bool), np.array([args.seed + game], dtype=np.uint64))
+        done, rewards = False, {0: 0, 1: 0}
+        while not done:
+            obs = house.observe()
+            mine = int(ours.act(obs[side][None])[0])
+            theirs = int(peer.act(obs[1 - side][None])[0])
+            moves = {side: to_peer(mine, config), 1 - side: to_peer(theirs, config)}
+            _, rewards, term, trunc, _ = house.env.step(moves)
+            done = term["__all__"] or trunc["__all__"]
+        won = rewards[side] > 0
+        lost = rewards[side] < 0
+        tally["win" if won else "loss" if lost else "draw"] += 1
+        causes[("ours " if lost else "peer's " if won else "") + end_of(house.env, rewards)] += 1
+    n = args.games
+    low, high = wilson_interval(tally["win"], n)
+    print(f"{args.pilot} against rllib_sw:{args.checkpoint} in the peer's environment "
+          f"(random orbits {args.random_orbits:g}, {n} games, sides swapped): "
+          f"{tally['win']}-{tally['loss']}-{tally['draw']} (wins {tally['win'] / n:.1%}, "
+          f"95% {low:.1%}-{high:.1%})")
+    print("ends: " + ", ".join(f"{k} {v}" for k, v in causes.most_common()))
+
+
+def agreement(args) -> None:
+    env_cls = peer_modules(args.peer_repo)
+    config = GameConfig.from_dict({"rules": "rllib_sw", "controls": args.controls})
+    house = House(env_cls, 0.75, config)
+    peer = RllibSwPilot(module_file(args.checkpoint), "peer", config)
+    peer_module = _rllib_module(args.checkpoint)
+    drift = {1: [], 10: [], 50: []}
+    same_end, ended, logit_gap = 0, 0, []
+    for state in range(args.states):
+        env = house.env
+        env.reset(seed=state)
+        obs_peer, _ = env.reset(seed=state)
+        for _ in range(state % 40):  # states from a little way into a game, as well as starts
+            obs_peer, _, term, trunc, _ = env.step(_peer_moves(peer, house, no_jump=True))
+            if term["__all__"] or trunc["__all__"]:
+                obs_peer, _ = env.reset(seed=state)
+                break
+        if peer_module is not None:
+            logit_gap.append(_logit_gap(peer, house, peer_module, obs_peer))
+        copy_state(env, house.batch)
+        batch = house.batch
+        for step in range(1, 51):
+            peer.attach(batch, np.array([0]))
+            moves = _peer_moves(peer, house, no_jump=True, copy=False)
+            _, rewards, term, trunc, _ = env.step(moves)
+            batch.step(np.array([[_ours(moves[0], config), _ours(moves[1], config)]]))
+            if step in drift:
+                ours = batch.ship_f[0, :, [engine.SX, engine.SY]].T
+                theirs = np.array([512.0 + s.pos * SCALE for s in env.playerShips])
+                d = (ours - theirs + 512.0) % 1024.0 - 512.0
+                drift[step].append(float(np.abs(d).max()))
+            peer_over, ours_over = term["__all__"] or trunc["__all__"], \
+                bool(batch.game_i[0, engine.OVER])
+            if peer_over or ours_over:
+                ended += 1
+                same_end += peer_over == ours_over and (
+                    (rewards[0] > 0) == (batch.game_i[0, engine.WINNER] == 0))
+                break
+    print(f"{args.states} states of the peer's environment, the same moves in both engines:")
+    for step, values in drift.items():
+        if values:
+            print(f"  after {step:>2} decisions: largest position gap, median "
+                  f"{np.median(values):.3f}, 90th percentile {np.percentile(values, 90):.3f} "
+                  f"units ({len(values)} games still running)")
+    print(f"  games that ended within 50 decisions: {ended}, the same way in both: {same_end}")
+    if logit_gap:
+        print(f"  our rebuild of its actor against RLlib's module: largest logit gap "
+              f"{max(logit_gap):.2e} over {len(logit_gap)} states")
+
+
+def _ours(move, config: GameConfig) -> int:
+    thrust, rotate, fire, _ = move
+    a = (engine.SW_LEFT if rotate == 1 else engine.SW_RIGHT if rotate == 2 else 0)
+    return a | (engine.SW_THRUST if thrust else 0) | (engine.SW_FIRE if fire else 0) \
+        if config.controls == "switches" else _six(thrust, rotate, fire)
+
+
+def _six(thrust, rotate, fire) -> int:
+    if thrust and fire:
+        return engine.Action.THRUST_FIRE
+    if fire:
+        return engine.Action.FIRE
+    if thrust:
+        return engine.Action.THRUST
+    return (engine.Action.ROTATE_LEFT if rotate == 1 else engine.Action.ROTATE_RIGHT
+            if rotate == 2 else engine.Action.NONE)
+
+
+def _peer_moves(peer, house, no_jump: bool, copy: bool = True) -> dict[int, list[int]]:
+    """The peer's agent's moves for both ships, read from the mirrored state."""
+    if copy:
+        copy_state(house.env, house.batch)
+    peer.attach(house.batch, np.array([0]))
+    first = peer.choices()[0]
+    peer.attach(house.batch, np.array([1]))
+    second = peer.choices()[0]
+    moves = {0: list(first), 1: list(second)}
+    if no_jump:
+        for m in moves.values():
+            m[3] = 0
+    if house.config.controls == "six":  # the six actions hold one of rotate, thrust, fire
+        for m in moves.values():
+            if m[0] or m[2]:
+                m[1] = 0
+    return moves
+
+
+def _rllib_module(checkpoint: Path):
+    try:
+        from classes.inference_helpers import load_checkpoint  # the peer's checkout
+        return load_checkpoint(os.path.abspath(checkpoint), "my_policy")
+    except Exception as exc:  # RLlib missing or of another version: the gap is not measured
+        print(f"(RLlib's module did not load: {type(exc).__name__}; the logit gap is skipped)")
+        return None
+
+
+def _logit_gap(peer, house, module, obs_peer) -> float:
+    import torch
+
+    from classes.inference_helpers import obs_to_tensor  # the peer's checkout
+
+    copy_state(house.env, house.batch)
+    gap = 0.0
+    for side in (0, 1):
+        peer.attach(house.batch, np.array([side]))
+        ours = peer.logits()[0]
+        with torch.no_grad():
+            theirs = module.forward_inference({"obs": obs_to_tensor(obs_peer[side])})
+        gap = max(gap, float(np.abs(ours - theirs["action_dist_inputs"][0].numpy()).max()))
+    return gap
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("what", choices=("agreement", "match"))
+    parser.add_argument("--peer-repo", type=Path, required=True)
+    parser.add_argument("--checkpoint", type=Path, required=True)
+    parser.add_argument("--pilot", default="heuristic:hard")
+    parser.add_argument("--controls", default="switches", choices=("six", "switches"))
+    parser.add_argument("--games", type=int, default=200)
+    parser.add_argument("--states", type=int, default=200)
+    parser.add_argument("--random-orbits", type=float, default=0.75)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sampled", action="store_true")
+    args = parser.parse_args(argv)
+    if not (args.peer_repo / "environments" / "SW_1v1_env.py").is_file():
+        sys.exit(f"--peer-repo {args.peer_repo}: not a checkout of rllib_sw (no "
+                 "environments/SW_1v1_env.py); git clone https://github.com/MatthewCWeston/rllib_sw")
+    (agreement if args.what == "agreement" else match)(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+"""The game's rules as presets (`[game] rules`) and the 1962 switches (`[game] controls`): each
+rule the rllib_sw preset changes, played out on hand-placed scenarios, and every kind of pilot
+flying with the switches."""
+
+from __future__ import annotations
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from spacewar_ai.config import RULES_PRESETS, GameConfig, load_run_config
+from spacewar_ai.game import engine
+from spacewar_ai.game.engine import SW_FIRE, SW_HYPERSPACE, SW_LEFT, SW_RIGHT, SW_THRUST, Action
+from spacewar_ai.rating.match import play_match
+from tests.helpers import cause, run
+
+PEER = GameConfig.preset("rllib_sw")
+
+
+def one_game(config: GameConfig, seed: int = 0) -> engine.GameBatch:
+    b = engine.GameBatch(1, config)
+    b.reset(seeds=np.array([seed]))
+    return b
+
+
+def test_presets_and_a_config_file_that_names_one(tmp_path):
+    assert GameConfig.preset("1962") == GameConfig()
+    assert PEER.frame_skip == 5 and PEER.max_episode_steps == 4096 and PEER.hyperspace
+    assert PEER.torpedo_speed == pytest.approx(1024 / math.sqrt(2) / 256)
+    changed = GameConfig.from_dict({"rules": "rllib_sw", "frame_skip": 4})
+    assert changed.frame_skip == 4 and changed.hit_shape == "round"
+    with pytest.raises(ValueError, match="did you mean 'rllib_sw'"):
+        GameConfig.from_dict({"rules": "rlib_sw"})
+    path = tmp_path / "game.toml"
+    path.write_text('[game]\nrules = "rllib_sw"\ncontrols = "switches"\n')
+    game = load_run_config(path).game
+    assert game == GameConfig.from_dict({**RULES_PRESETS["rllib_sw"], "rules": "rllib_sw",
+                                         "controls": "switches"})
+    assert game.num_actions == 16 and game.obs_dim == engine.OBS_MASK + 16
+
+
+def test_the_peer_rules_round_hits_no_torpedo_or_ship_collisions():
+    b = one_game(PEER)
+    # Two ships on top of each other do not collide; a torpedo 10 units off on both axes (14.1
+    # away: inside the peer's circle of 14.5, outside the 1962 octagon's |dx| + |dy| < 18) hits.
+    b.place_ship(0, 0, 300.0, 300.0)
+    b.place_ship(0, 1, 305.0, 300.0)
+    run(b, steps=1)
+    assert b.ship_i[0, :, engine.ALIVE].tolist() == [1, 1]
+    b = one_game(PEER)
+    b.place_ship(0, 0, 200.0, 800.0)
+    b.place_ship(0, 1, 800.0, 200.0)
+    b.torp_t[0, 1, 0] = 50
+    b.torp_f[0, 1, 0] = [200.0 + 10.0, 800.0 + 10.0, 0.0, 0.0]  # 14.1 away: inside the circle
+    b.torp_t[0, 1, 1] = 50
+    b.torp_f[0, 1, 1] = [800.0 + 2.0, 200.0, 0.0, 0.0]  # its own ship's torpedo, no pass-over
+    run(b, steps=1)
+    assert cause(b, 0) == engine.DeathCause.TORPEDO
+    octagon = one_game(GameConfig())
+    octagon.place_ship(0, 0, 200.0, 800.0)
+    octagon.torp_t[0, 1, 0] = 50
+    octagon.torp_f[0, 1, 0] = [200.0 + 10.0, 800.0 + 10.0, 0.0, 0.0]
+    octagon.step(np.zeros((1, 2), np.int64))
+    assert octagon.ship_i[0, 0, engine.ALIVE] == 1  # 10 + 10 >= 18: the octagon misses
+    # Torpedoes pass through each other under the peer's rules, and are lost in the star.
+    b = one_game(PEER)
+    b.place_ship(0, 0, 100.0, 100.0)
+    b.place_ship(0, 1, 900.0, 100.0)
+    b.torp_t[0, 0, 0] = b.torp_t[0, 1, 0] = 50
+    b.torp_f[0, 0, 0] = [700.0, 700.0, 0.0, 0.0]
+    b.torp_f[0, 1, 0] = [703.0, 700.0, 0.0, 0.0]
+    b.torp_t[0, 1, 1] = 50
+    b.torp_f[0, 1, 1] = [512.0 + 9.0, 512.0, -3.0, 0.0]
+    run(b, steps=1)
+    assert b.torp_t[0, 0, 0] > 0 and b.torp_t[0, 1, 0] > 0
+    assert b.torp_t[0, 1, 1] == 0
+    default = one_game(GameConfig())
+    default.torp_t[0, 0, 0] = default.torp_t[0, 1, 0] = 50
+    default.torp_f[0, 0, 0] = [700.0, 700.0, 0.0, 0.0]
+    default.torp_f[0, 1, 0] = [703.0, 700.0, 0.0, 0.0]
+    default.step(np.zeros((1, 2), np.int64))
+    assert default.torp_t[0, 0, 0] == 0 == default.torp_t[0, 1, 0]
+
+
+def test_the_peer_start_scoring_and_hyperspace_failure():
+    at_rest = orbits = 0
+    for seed in range(80):
+        b = one_game(PEER, seed)
+        speeds = np.hypot(b.ship_f[0, :, engine.SVX], b.ship_f[0, :, engine.SVY])
+        if (speeds == 0).all():
+            at_rest += 1
+            assert b.ship_f[0, 0, [engine.SX, engine.SY]].tolist() == [256.0, 256.0]
+            assert b.ship_i[0, :, engine.AMMO].tolist() == [32, 32]
+        else:
+            orbits += 1
+            r = np.hypot(b.ship_f[0, :, engine.SX] - 512, b.ship_f[0, :, engine.SY] - 512)
+            assert r == pytest.approx([r[0], r[0]]) and 0.63 * 512 - 1 < r[0] <= 512
+            assert 1 <= b.ship_i[0, 0, engine.AMMO] <= 32
+            assert 256 <= b.ship_f[0, 0, engine.SFUEL] <= 1024
+    assert 10 < at_rest < 35 and orbits == 80 - at_rest  # a quarter of the starts, at rest
+    # A star death is the other ship's win under survivor scoring, a draw's kind of end before.
+    for config, winner in ((PEER, 1), (GameConfig(), -1)):
+        b = one_game(config)
+        b.place_ship(0, 0, 512.0 + 3.0, 512.0)
+        b.place_ship(0, 1, 100.0, 100.0)
+        run(b, steps=1)
+        assert cause(b, 0) == engine.DeathCause.STAR
+        assert b.game_i[0, engine.REAL_WINNER] == winner
+    # A failed jump ends the ship on its return, after fighting on unseen meanwhile.
+    b = one_game(PEER.changed(hyperspace_jumps=1, start_positions="classic"))
+    b.step(np.array([[Action.HYPERSPACE, 0]]))
+    assert b.ship_i[0, 0, engine.ALIVE] == 1 and b.ship_i[0, 0, engine.HYPER_HIDDEN] > 0
+    run(b, steps=96 // 5 + 1)
+    assert cause(b, 0) == engine.DeathCause.HYPERSPACE
+    now = one_game(GameConfig(hyperspace=True, hyperspace_jumps=1))
+    now.step(np.array([[Action.HYPERSPACE, 0]]))
+    assert cause(now, 0) == engine.DeathCause.HYPERSPACE
+
+
+def test_the_switches_mask_and_what_a_press_does():
+    config = GameConfig(controls="switches", start_positions="classic")
+    b = one_game(config)
+    mask = b.observe()[0, 0, engine.OBS_MASK:]
+    assert mask.tolist() == [1.0 if a & SW_HYPERSPACE != SW_HYPERSPACE else 0.0
+                             for a in range(16)]  # both rotate switches: only with hyperspace
+    heading = b.ship_f[0, 0, engine.SANG]
+    b.step(np.array([[SW_LEFT | SW_THRUST | SW_FIRE, 0]]))  # turn while burning and firing
+    assert b.ship_f[0, 0, engine.SANG] == pytest.approx(heading - 4 * config.rotation_speed)
+    assert b.ship_f[0, 0, engine.SFUEL] == config.max_fuel - 4
+    assert b.ship_i[0, 0, engine.SHOTS] == 1
+    mask = b.observe()[0, 0, engine.OBS_MASK:]
+    assert mask[SW_FIRE] == 0 and mask[SW_RIGHT | SW_THRUST] == 1  # reloading
+    # Fire while reloading still turns: only the part that cannot act is left out.
+    before = b.ship_f[0, 0, engine.SANG]
+    b.step(np.array([[SW_RIGHT | SW_FIRE, 0]]))
+    assert b.ship_f[0, 0, engine.SANG] == pytest.approx(before + 4 * config.rotation_speed)
+    assert b.ship_i[0, 0, engine.SHOTS] == 1 and b.ship_i[0, 0, engine.MASKED] == 1
+    jumper = one_game(config.changed(hyperspace=True))
+    assert jumper.observe()[0, 0, engine.OBS_MASK + SW_HYPERSPACE] == 1
+    jumper.step(np.array([[SW_HYPERSPACE | SW_FIRE, 0]]))
+    assert jumper.ship_i[0, 0, engine.JUMPS] == 1 and jumper.ship_i[0, 0, engine.SHOTS] == 1
+
+
+@pytest.mark.parametrize("pilots", [("heuristic:hard", "heuristic:medium"),
+                                    ("pretrained", "heuristic:easy")])
+def test_a_pilot_of_the_six_actions_flies_the_same_games_with_the_switches(pilots):
+    """The switches hold every one of the six actions: a pilot that speaks them plays the
+    same games, move for move, in either control box."""
+    six = play_match(*pilots, 12, seed=4, config=GameConfig())
+    switches = play_match(*pilots, 12, seed=4, config=GameConfig(controls="switches"))
+    assert [(g.winner, g.frames, g.shots_a, g.shots_b) for g in six.games] == \
+        [(g.winner, g.frames, g.shots_a, g.shots_b) for g in switches.games]
+
+
+def test_the_environments_take_the_switches():
+    from spacewar_ai.game.environment import SpacewarParallelEnv
+
+    env = gym.make("Spacewar-v0", config=GameConfig(controls="switches"),
+                   opponent="heuristic:hard")
+    obs, info = env.reset(seed=0)
+    assert env.action_space.n == 16 and obs.shape == (engine.OBS_MASK + 16,)
+    obs, *_ = env.step(SW_LEFT | SW_THRUST)
+    with pytest.raises(ValueError, match=r"\[0, 15\]"):
+        env.step(16)
+    env.close()
+    pz = SpacewarParallelEnv(config=GameConfig(controls="switches"))
+    obs, _ = pz.reset(seed=1)
+    assert pz.action_space(pz.agents[0]).n == 16
+    pz.step({agent: SW_RIGHT | SW_FIRE for agent in pz.agents})

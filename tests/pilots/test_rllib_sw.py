@@ -1,0 +1,164 @@
+"""rllib_sw:PATH, the peer project's agent: its file read safely, its view of our game, and the
+pilot in every mode that plays games. The files here have the released layout and random
+weights (the real ones are not ours to ship)."""
+
+from __future__ import annotations
+
+import collections
+import math
+import os
+import pickle
+
+import numpy as np
+import pytest
+
+from spacewar_ai.config import GameConfig
+from spacewar_ai.game import engine
+from spacewar_ai.pilots import make_pilot
+from spacewar_ai.pilots.rllib_sw import (
+    A,
+    MODULE_PATHS,
+    WRAP,
+    RllibSwPilot,
+    _layout,
+    load_module_state,
+    peer_observations,
+)
+from spacewar_ai.rating.match import play_match
+from tests.commands import cli
+
+PRESET = GameConfig.preset("rllib_sw")
+SWITCHES = GameConfig.from_dict({"rules": "rllib_sw", "controls": "switches"})
+
+
+def peer_file(path, emb=16, ff=32, hidden=24, seed=0, drop=None):
+    """A module_state.pkl of the released layout (actor and critic) with random weights, pickled
+    as RLlib pickles it (protocol 5, arrays in the stream)."""
+    rng = np.random.default_rng(seed)
+    sizes = {A + "embs.self.weight": np.zeros((emb, 16)), A + "mha.0.ff.0.weight":
+             np.zeros((ff, emb)), "pi.net.mlp.0.weight": np.zeros((hidden, emb))}
+    state = collections.OrderedDict()
+    for key, shape in _layout(sizes).items():
+        state[key] = (rng.normal(size=shape) * 0.3).astype(np.float32)
+        if key.startswith(A):  # the critic's copy, which the pilot leaves alone
+            state[key.replace("actor_encoder", "critic_encoder")] = state[key].copy()
+    state["vf.net.mlp.6.weight"] = np.zeros((1, hidden), np.float32)
+    if drop:
+        del state[drop]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(state, protocol=5))
+    return path
+
+
+class Payload:
+    """What a hostile file would hold: a call made while it is unpickled."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_released_layout_file_or_its_folder_plays_in_both_controls(tmp_path):
+    path = peer_file(tmp_path / "pfsp" / "module_state.pkl")
+    folder = tmp_path / "1111"
+    peer_file(folder / MODULE_PATHS[1])
+    for spec in (f"rllib_sw:{path}", f"rllib_sw:{path.parent}", f"rllib_sw:{folder}"):
+        for config in (PRESET, SWITCHES):
+            r = play_match(spec, "heuristic:hard", 4, seed=1, config=config)
+            assert r.n == 4 and r.name_a.startswith("rllib_sw:")
+    # The same file, seed and game give the same games; sampling differs from the argmax but
+    # repeats itself.
+    one = play_match(f"rllib_sw:{path}", "heuristic:medium", 6, seed=2, config=SWITCHES)
+    two = play_match(f"rllib_sw:{path}", "heuristic:medium", 6, seed=2, config=SWITCHES)
+    assert [g.frames for g in one.games] == [g.frames for g in two.games]
+    pilot = make_pilot(f"rllib_sw:{path}", SWITCHES, seed=5, deterministic=False)
+    batch = engine.GameBatch(8, SWITCHES)
+    batch.reset(seeds=np.arange(8))
+    pilot.attach(batch, 0)
+    drawn = pilot.choices()
+    again = make_pilot(f"rllib_sw:{path}", SWITCHES, seed=5, deterministic=False)
+    again.attach(batch, 0)
+    assert (again.choices() == drawn).all()
+    greedy = make_pilot(f"rllib_sw:{path}", SWITCHES)
+    greedy.attach(batch, 0)
+    assert drawn.shape == greedy.choices().shape == (8, 4)
+
+
+def test_a_game_decides_the_same_alone_as_in_a_batch(tmp_path):
+    """Torpedo slots that are empty in one game but not another are left out of attention, so
+    a game's logits do not depend on the games beside it."""
+    pilot = RllibSwPilot(peer_file(tmp_path / "m.pkl"), "x", SWITCHES)
+    batch = engine.GameBatch(6, SWITCHES)
+    batch.reset(seeds=np.arange(6))
+    for _ in range(12):  # everybody fires: torpedo counts differ between games
+        batch.step(np.where(np.arange(12).reshape(6, 2) % 3 == 0, engine.SW_FIRE, 0))
+    pilot.attach(batch, 0)
+    together = pilot.logits()
+    for g in range(6):
+        alone = engine.GameBatch(1, SWITCHES)
+        alone.load_state_dict({k: v[g:g + 1] for k, v in batch.state_dict().items()})
+        pilot.attach(alone, 0)
+        assert np.allclose(pilot.logits()[0], together[g], atol=1e-5)
+    assert (batch.torp_t[:, 0] > 0).sum(1).std() > 0  # the games did hold different torpedoes
+
+
+def test_its_view_of_the_fixed_start():
+    """The peer's start, both ships at rest on the diagonal: the star, the opponent and the
+    counters as its environment describes them (its units: the screen is sqrt(2) wide)."""
+    batch = engine.GameBatch(1, PRESET)
+    batch.reset(seeds=np.array([0]))
+    batch.place_ship(0, 0, 256.0, 256.0, heading=0.0)
+    batch.place_ship(0, 1, 700.0, 650.0, heading=math.pi)
+    own, opponent, (mine, mine_on), _ = peer_observations(batch, np.array([0]))
+    quarter = 0.5 * WRAP
+    assert own[0, :2] == pytest.approx([quarter, quarter])  # the star, ahead and to the side
+    assert own[0, 2:4] == pytest.approx([0.0, 0.0])
+    assert own[0, 6] == pytest.approx(1.0)  # a full load of torpedoes
+    assert own[0, 8] == pytest.approx(1.0)  # a full tank (1024 frames, as there)
+    assert own[0, 9] == pytest.approx(1.0)  # every hyperspace charge
+    unit = 2 * WRAP / 1024
+    assert opponent[0, :2] == pytest.approx([444 * unit, 394 * unit])
+    assert opponent[0, 16:18] == pytest.approx([-188 * unit, -138 * unit])
+    assert not mine_on.any()
+    batch.step(np.array([[engine.Action.FIRE, 0]]))
+    *_, (mine, mine_on), _ = peer_observations(batch, np.array([0]))
+    assert mine_on[0].sum() == 1
+    k = mine_on[0].argmax()
+    assert mine[0, k, 1] == pytest.approx(0.0, abs=1e-3)  # ahead of the nose (gravity bends)
+    assert mine[0, k, 4] == pytest.approx(batch.torp_t[0, 0, k] / 96)
+
+
+def test_a_hostile_or_foreign_file_is_refused_in_one_line_before_anything_runs(tmp_path):
+    marker = tmp_path / "ran"
+    poisoned = tmp_path / "evil.pkl"
+    poisoned.write_bytes(pickle.dumps(collections.OrderedDict(x=Payload(marker)), protocol=5))
+    short = peer_file(tmp_path / "short.pkl", drop="pi.net.mlp.6.bias")
+    other = tmp_path / "other.pkl"
+    other.write_bytes(pickle.dumps({"weights": [1, 2, 3]}))
+    for path, says in ((poisoned, "posix.system"), (short, "pi.net.mlp.6.bias is missing"),
+                       (other, "holds no arrays by name"), (tmp_path, "holds no module_state")):
+        out = cli("--evaluate", "--checkpoint", f"rllib_sw:{path}", "--eval-episodes", "2")
+        assert out.returncode == 2, out.stderr
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and says in lines[0] and "Traceback" not in out.stderr, lines
+    assert not marker.exists()
+    with pytest.raises(ValueError, match="never holds"):
+        load_module_state(poisoned)
+
+
+def test_it_plays_evaluate_and_a_tournament_under_a_config(tmp_path):
+    path = peer_file(tmp_path / "m.pkl")
+    config = tmp_path / "peer.toml"
+    config.write_text('[game]\nrules = "rllib_sw"\ncontrols = "switches"\n')
+    out = cli("--evaluate", "--checkpoint", f"rllib_sw:{path}", "--opponent", "heuristic:hard",
+              "--eval-episodes", "4", "--config", config, "--quiet", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "rllib_sw:m.pkl vs heuristic:hard: 4 games" in out.stdout
+    assert "not added to the ratings file" in out.stdout
+    out = cli("--tournament", "--players", f"rllib_sw:{path},heuristic:easy,idle",
+              "--matches-per-pairing", "2", "--config", config, "--workers", "1", "--quiet",
+              cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "rllib_sw:m.pkl" in out.stdout
