@@ -51,9 +51,8 @@ def peer_modules(repo: Path):
     return SW_1v1_env
 
 
-def copy_state(env, batch: engine.GameBatch) -> None:
-    """The peer environment's state written into game 0 of `batch` (config.RULES_PRESETS)."""
-    g = 0
+def copy_state(env, batch: engine.GameBatch, g: int = 0) -> None:
+    """The peer environment's state written into game g of `batch` (config.RULES_PRESETS)."""
     batch.game_i[g] = 0
     batch.game_i[g, engine.WINNER] = batch.game_i[g, engine.REAL_WINNER] = -1
     batch.game_i[g, engine.FRAME] = int(env.time)
@@ -95,60 +94,77 @@ def to_peer(action: int, config: GameConfig) -> list[int]:
 
 
 class House:
-    """One peer game mirrored in a one-game batch of ours, where our pilots read it."""
+    """Peer games mirrored in a batch of ours, one row a game, where our pilots read them."""
 
-    def __init__(self, env_cls, random_orbits: float, config: GameConfig):
-        self.env = env_cls({**ENV, "random_orbit_prob": random_orbits})
+    def __init__(self, env_cls, random_orbits: float, config: GameConfig, games: int = 1):
+        self.envs = [env_cls({**ENV, "random_orbit_prob": random_orbits}) for _ in range(games)]
+        self.env = self.envs[0]
         self.config = config
-        self.batch = engine.GameBatch(1, config)
+        self.batch = engine.GameBatch(games, config)
 
-    def observe(self) -> np.ndarray:
-        copy_state(self.env, self.batch)
-        return self.batch.observe()[0]
+    def observe(self, active=None) -> np.ndarray:
+        """Our observations of the games still running (`active`, None: all) copied in."""
+        for g, env in enumerate(self.envs):
+            if active is None or active[g]:
+                copy_state(env, self.batch, g)
+        return self.batch.observe()
 
 
 def end_of(env, rewards) -> str:
     """How a peer game ended, for the table of causes."""
     if not env.terminated:
         return "TIMEOUT"
-    star = [np.linalg.norm(ship.pos) < ship.size for ship in env.playerShips]
     loser = [s for s in (0, 1) if rewards[s] < 0]
     if not loser:
         return "DRAW"
-    return "STAR" if star[loser[0]] else "TORPEDO"
+    pos = np.asarray(env.playerShips[loser[0]].pos, dtype=float)
+    if not pos.any():  # a failed jump puts the ship on the star's centre exactly
+        return "HYPERSPACE"
+    return "STAR" if np.linalg.norm(pos) < env.playerShips[loser[0]].size else "TORPEDO"
 
 
 def match(args) -> None:
+    """Every game at once, one peer environment each: our pilot flies ship 0 in the first half
+    and ship 1 in the second, the two halves starting from the same seeds."""
     env_cls = peer_modules(args.peer_repo)
     config = GameConfig.from_dict({"rules": "rllib_sw", "controls": args.controls})
-    house = House(env_cls, args.random_orbits, config)
-    ours = make_pilot(args.pilot, config, args.seed)
-    peer = RllibSwPilot(module_file(args.checkpoint), file_identity(module_file(args.checkpoint)), config,
-                        args.seed + 1, deterministic=not args.sampled)
-    ours.attach(house.batch, 0)
-    tally, causes = Counter(), Counter()
-    for game in range(args.games):
-        side = game % 2  # our pilot flies ship 0 in even games, ship 1 in odd ones
-        ours.attach(house.batch, side)
-        peer.attach(house.batch, 1 - side)
-        house.env.reset(seed=args.seed + game // 2)
-        ours.reset(np.ones(1, bool), np.array([args.seed + game], dtype=np.uint64))
-        done, rewards = False, {0: 0, 1: 0}
-        while not done:
-            obs = house.observe()
-            mine = int(ours.act(obs[side][None])[0])
-            theirs = int(peer.act(obs[1 - side][None])[0])
-            moves = {side: to_peer(mine, config), 1 - side: to_peer(theirs, config)}
-            _, rewards, term, trunc, _ = house.env.step(moves)
-            done = term["__all__"] or trunc["__all__"]
-        won = rewards[side] > 0
-        lost = rewards[side] < 0
-        tally["win" if won else "loss" if lost else "draw"] += 1
-        causes[("ours " if lost else "peer's " if won else "") + end_of(house.env, rewards)] += 1
     n = args.games
+    house = House(env_cls, args.random_orbits, config, n)
+    ours = make_pilot(args.pilot, config, args.seed)
+    peer = RllibSwPilot(module_file(args.checkpoint), file_identity(module_file(args.checkpoint)),
+                        config, args.seed + 1, deterministic=not args.sampled)
+    half = (n + 1) // 2
+    side = (np.arange(n) >= half).astype(np.int64)
+    rows = np.arange(n)
+    ours.attach(house.batch, side)
+    peer.attach(house.batch, 1 - side)
+    for g, env in enumerate(house.envs):
+        env.reset(seed=args.seed + g % half)
+    ours.reset(np.ones(n, bool), np.arange(n, dtype=np.uint64) + np.uint64(args.seed))
+    peer.reset(np.ones(n, bool), None)
+    active = np.ones(n, bool)
+    rewards = [{0: 0, 1: 0} for _ in range(n)]
+    while active.any():
+        obs = house.observe(active)
+        mine = ours.act(obs[rows, side], active)
+        theirs = peer.act(obs[rows, 1 - side], active)
+        for g in np.flatnonzero(active):
+            moves = {int(side[g]): to_peer(int(mine[g]), config),
+                     int(1 - side[g]): to_peer(int(theirs[g]), config)}
+            _, rewards[g], term, trunc, _ = house.envs[g].step(moves)
+            if term["__all__"] or trunc["__all__"]:
+                active[g] = False
+                house.batch.game_i[g, engine.OVER] = 1  # a planner reads no move for it
+    tally, causes = Counter(), Counter()
+    for g, env in enumerate(house.envs):
+        me = int(side[g])
+        won, lost = rewards[g][me] > 0, rewards[g][me] < 0
+        tally["win" if won else "loss" if lost else "draw"] += 1
+        causes[("ours " if lost else "peer's " if won else "") + end_of(env, rewards[g])] += 1
     low, high = wilson_interval(tally["win"], n)
-    print(f"{args.pilot} against rllib_sw:{args.checkpoint} in the peer's environment "
-          f"(random orbits {args.random_orbits:g}, {n} games, sides swapped): "
+    print(f"{args.pilot} against rllib_sw:{args.checkpoint}"
+          f"{' (sampling)' if args.sampled else ''} in the peer's environment (random orbits "
+          f"{args.random_orbits:g}, {n} games, sides swapped): "
           f"{tally['win']}-{tally['loss']}-{tally['draw']} (wins {tally['win'] / n:.1%}, "
           f"95% {low:.1%}-{high:.1%})")
     print("ends: " + ", ".join(f"{k} {v}" for k, v in causes.most_common()))

@@ -193,8 +193,31 @@ RULES_PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+class _Presets(_Config):
+    """A section one of whose fields (PRESET_FIELD) names a preset of the others: the module's
+    table named PRESETS (read when asked, so it may be written below the class). `preset(name)`
+    builds one, ValueError naming the nearest for a typo; from_dict starts from the preset a
+    dict names and changes the fields it gives."""
+
+    PRESET_FIELD = PRESETS = PRESET_SAYS = ""
+
+    @classmethod
+    def preset(cls, name: str):
+        presets = globals()[cls.PRESETS]
+        if name not in presets:
+            hint = nearest(name, presets) or f"use one of {', '.join(presets)}"
+            raise ValueError(f"{cls.PRESET_SAYS} {name!r} is unknown; {hint}")
+        return cls(**presets[name], **{cls.PRESET_FIELD: name})
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]):
+        if isinstance(data, dict) and cls.PRESET_FIELD in data:
+            data = {**cls.preset(data[cls.PRESET_FIELD]).to_dict(), **data}
+        return super().from_dict(data)
+
+
 @dataclass
-class GameConfig(_Config):
+class GameConfig(_Presets):
     """The rules and constants of one Spacewar! game."""
 
     # screen units; the playfield wraps (torus)
@@ -267,20 +290,7 @@ class GameConfig(_Config):
     # the preset these values came from (RULES_PRESETS), for reports
     rules: str = setting("1962", one_of(RULES_PRESETS))
 
-    @classmethod
-    def preset(cls, name: str) -> "GameConfig":
-        """The rules of a preset (RULES_PRESETS); ValueError names the nearest one for a typo."""
-        if name not in RULES_PRESETS:
-            hint = nearest(name, RULES_PRESETS) or f"use one of {', '.join(RULES_PRESETS)}"
-            raise ValueError(f"rules {name!r} are unknown; {hint}")
-        return cls(**RULES_PRESETS[name], rules=name)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "GameConfig":
-        """Fields, or a preset (`rules`) with some of its fields changed."""
-        if isinstance(data, dict) and "rules" in data:
-            data = {**cls.preset(data["rules"]).to_dict(), **data}
-        return super().from_dict(data)
+    PRESET_FIELD, PRESETS, PRESET_SAYS = "rules", "RULES_PRESETS", "rules"
 
     def _check(self) -> None:
         n = type(self).__name__
@@ -314,7 +324,7 @@ class GameConfig(_Config):
 
 
 @dataclass
-class RewardConfig(_Config):
+class RewardConfig(_Presets):
     """Rewards per ship. Defaults reproduce the original design's table; `personality` names the
     preset a table came from (`RewardConfig.preset`, REWARD_PERSONALITIES)."""
 
@@ -337,22 +347,8 @@ class RewardConfig(_Config):
     # the preset these values came from, for reports
     personality: str = setting("standard", a_name("must be a name"))
 
-    @classmethod
-    def preset(cls, name: str) -> "RewardConfig":
-        """The reward table of a personality (REWARD_PERSONALITIES); ValueError names the nearest
-        one for a typo."""
-        if name not in REWARD_PERSONALITIES:
-            hint = nearest(name, REWARD_PERSONALITIES) or \
-                f"use one of {', '.join(REWARD_PERSONALITIES)}"
-            raise ValueError(f"reward personality {name!r} is unknown; {hint}")
-        return cls(**REWARD_PERSONALITIES[name], personality=name)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RewardConfig":
-        """Fields, or a preset (`personality`) with some of its fields changed."""
-        if isinstance(data, dict) and "personality" in data:
-            data = {**cls.preset(data["personality"]).to_dict(), **data}
-        return super().from_dict(data)
+    PRESET_FIELD, PRESETS, PRESET_SAYS = "personality", "REWARD_PERSONALITIES", \
+        "reward personality"
 
 
 # Reward personalities: tables that pay for different play. Each changes only what it names.
@@ -941,11 +937,6 @@ def flag_readers(flag: str) -> list[str]:
     return [a for a in ALGORITHMS if flag not in unread_flags(a)]
 
 
-# The field of a section that names a preset of the whole section (GameConfig.preset,
-# RewardConfig.preset).
-PRESET_KEYS = {"game": "rules", "reward": "personality"}
-
-
 def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfig:
     """Read a TOML or JSON file with any of RunConfig.SECTIONS. Its fields override `base`
     (default: the defaults); a resumed run's base is its saved config. Any problem is one
@@ -988,9 +979,13 @@ def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfi
 
         print(f"note: config file {p}: [train] keys that moved were read from their new "
               f"places: {', '.join(moved)}", file=sys.stderr)
-    merged = (base or RunConfig()).to_dict()
+    base = base or RunConfig()
+    merged = base.to_dict()
     for section, fields in data.items():
-        if isinstance(fields, dict) and PRESET_KEYS.get(section) in fields:
+        # A section that names a preset (GameConfig's rules, RewardConfig's personality) starts
+        # from it, not from the base's values of the fields the preset sets.
+        preset = getattr(type(getattr(base, section, None)), "PRESET_FIELD", None)
+        if isinstance(fields, dict) and preset in fields:
             merged[section] = fields  # a preset names the whole section; the rest changes it
         elif isinstance(fields, dict) and isinstance(merged.get(section), dict):
             merged[section].update(fields)

@@ -186,6 +186,7 @@ def run_config(args):
 
     base = RunConfig()
     if getattr(args, "resume", None):
+        args.resume = run_file(args.resume)
         from ..agents.checkpoints import saved_run_config
 
         base = saved_run_config(args.resume)
@@ -209,6 +210,23 @@ def run_config(args):
     if getattr(args, "reward", None):
         cfg.reward = RewardConfig.preset(args.reward)
     return cfg
+
+
+def published_best(args, mode: str) -> str:
+    """The design's best of all PPO runs (`<checkpoint-dir>/ppo_best.pt`) for a mode given no
+    --checkpoint, said in one line; ValueError naming the flag where there is none."""
+    path = Path(getattr(args, "checkpoint_dir", None) or "checkpoints") / "ppo_best.pt"
+    if not path.is_file():
+        raise ValueError(f"{mode} needs --checkpoint SPEC (e.g. pretrained or a checkpoint "
+                         f"path); {path}, the best of your PPO runs, is not there yet")
+    print(f"{mode}: no --checkpoint given, so {path} (the best of your PPO runs)")
+    return str(path)
+
+
+def run_file(path: str) -> str:
+    """A run's folder given where a checkpoint file is asked for means its latest.pt."""
+    folder = Path(path)
+    return str(folder / "latest.pt") if (folder / "latest.pt").is_file() else path
 
 
 def game_config(args):

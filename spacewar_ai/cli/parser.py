@@ -161,11 +161,22 @@ def flag_name(dest: str) -> str:
     return "--" + dest.replace("_", "-")
 
 
+def _version() -> str:
+    """The installed distribution's version (the package itself is a door, above cli)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("spacewar-ai")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
 def build_parser() -> Parser:
     """Every flag of every mode, grouped as GROUPS orders them."""
     p = Parser(prog=PROG, description="Train, rate and play against Spacewar! (1962) pilots. "
                                       "Without a mode flag: train (--algorithm ppo).")
     groups = {key: p.add_argument_group(title) for key, title in GROUPS.items()}
+    p.add_argument("--version", action="version", version=f"{PROG} {_version()}")
     for m in MODES.values():
         if m.flag is not None:
             groups["modes"].add_argument(m.flag.name, **m.flag.options)

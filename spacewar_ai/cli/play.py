@@ -58,7 +58,7 @@ def evaluate(parser, args) -> int:
     from ..util.preflight import check_games
 
     if not args.checkpoint:
-        parser.error("--evaluate needs --checkpoint SPEC (e.g. pretrained or a checkpoint path)")
+        args.checkpoint = common.published_best(args, "--evaluate")
     if args.render:
         common.check_display(parser, "--render", "games")
     drawn = args.render or args.record

@@ -4,6 +4,7 @@ training, and --export of a trained model."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from ..training.run import ALGORITHMS
 from . import common
@@ -54,7 +55,7 @@ def train(parser, args) -> int:
     from ..util.preflight import check_training, writable
 
     if args.champion_train and not args.checkpoint:
-        parser.error("--champion-train needs --checkpoint PATH (the model to train further)")
+        args.checkpoint = common.published_best(args, "--champion-train")
     if args.checkpoint and args.init_from:
         parser.error("--checkpoint and --init-from both name the model to start from: give one")
     cfg = common.run_config(args)
@@ -131,7 +132,11 @@ def export(parser, args) -> int:
         parser.error(f"--checkpoint {args.checkpoint}: not a learned model (pretrained, "
                      "ppo:PATH, dqn:PATH or a checkpoint path); only those export")
     path = checkpoint_file(spec)  # a missing file is told before torch is imported
-    if args.export.lower().endswith(".onnx"):
+    suffix = Path(args.export).suffix.lower()
+    if suffix not in (".pt", ".onnx"):
+        parser.error(f"--export {args.export}: the suffix names the format; use .pt (a "
+                     "play-only checkpoint) or .onnx (an ONNX model)")
+    if suffix == ".onnx":
         if args.ensemble_with:
             parser.error("--ensemble-with joins DQN runs in a checkpoint copy, not in ONNX: "
                          "export the joined copy to .onnx afterwards")

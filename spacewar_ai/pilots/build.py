@@ -27,6 +27,7 @@ from typing import Callable
 import numpy as np
 
 from ..config import GameConfig
+from ..game.engine import OBS_MASK
 from ..game.pilot import Pilot, as_pilot
 from .scripted import scripted_pilot
 from .wrappers import OnSwitches
@@ -139,7 +140,7 @@ def make_pilot(spec, config: GameConfig | None = None, seed: int = 0,
     config = config if config is not None else GameConfig()
     if config.controls == "switches" and spec.kind in SIX_ACTION_KINDS:
         return OnSwitches(make_pilot(spec, config.changed(controls="six"), seed, deterministic,
-                                     device), config)
+                                     device), 7 if config.hyperspace else 6)
     if spec.kind == "rllib_sw":
         from .rllib_sw import RllibSwPilot
 
@@ -172,18 +173,20 @@ def _learned_pilot(spec: Spec, config: GameConfig, deterministic: bool, device: 
     from ..agents.saved import load_agent
 
     expect = spec.kind if spec.kind in ("ppo", "dqn") else None
-    six = config.changed(controls="six")
+    switches = config.controls == "switches"
     try:
-        # Under the switches, a network trained on the six actions flies through OnSwitches.
-        agent, _ = load_agent(path, device, expect,
-                              None if config.controls == "switches" else config.obs_dim)
-        if agent.state_dim not in (config.obs_dim, six.obs_dim):
-            load_agent(path, device, expect, config.obs_dim)  # says what it was trained on
+        agent, _ = load_agent(path, device, expect, None if switches else config.obs_dim)
+        # Under the switches, a network trained on the six actions (or seven, with hyperspace)
+        # flies through OnSwitches; one of another width is refused in load_agent's words.
+        six = agent.state_dim - OBS_MASK
+        if agent.state_dim != config.obs_dim and six not in (6, 7):
+            load_agent(path, device, expect, config.obs_dim)
     except CheckpointError as exc:
         raise ValueError(f"player {spec.text!r}: {exc}") from None
-    name = "pretrained" if spec.kind == "pretrained" else f"{agent.algorithm}:{path_label(path)}"
+    name = spec.text.lower() if spec.kind == "pretrained" else \
+        f"{agent.algorithm}:{path_label(path)}"
     pilot = AgentPilot(agent, name, deterministic, file_identity(path))
-    return pilot if agent.state_dim == config.obs_dim else OnSwitches(pilot, config)
+    return pilot if agent.state_dim == config.obs_dim else OnSwitches(pilot, six)
 
 
 def search_pilot(spec, config: GameConfig | None = None, seed: int = 0,

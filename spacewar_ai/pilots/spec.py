@@ -19,6 +19,9 @@ from ..util.files import SHIPPED_DIR
 from .scripted import SCRIPTED_SPECS
 
 PRETRAINED_PATH = SHIPPED_DIR / "ppo_spacewar.pt"
+# The shipped networks for other rules (`pretrained:RULES`), each in a folder with the opponent
+# model its run learned, which a planner over it forecasts with.
+SHIPPED_FOR_RULES = ("rllib_sw",)
 OPPONENT_MODEL_PATH = SHIPPED_DIR / "hard_model.pt"
 SEARCH_PREFIX = "search:"
 ADAPT_PREFIX = "adapt:"
@@ -57,7 +60,8 @@ SPEC_HELP = (f"{', '.join(SCRIPTED_SPECS)}, pretrained, ppo:PATH, dqn:PATH, stra
              "lm:MODEL[+ADAPTER] "
              f"({shipped_lm_specs()}: the shipped adapters on SmolLM2) or a checkpoint path")
 # Whole specs a mistyped one is compared with, for "did you mean".
-NAMED_SPECS = (*SCRIPTED_SPECS, "pretrained", "search:pretrained", "adapt:pretrained")
+NAMED_SPECS = (*SCRIPTED_SPECS, "pretrained", "search:pretrained", "adapt:pretrained",
+               *(f"pretrained:{rules}" for rules in SHIPPED_FOR_RULES))
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,7 @@ class Spec:
         """The one file the spec names (the shipped file for `pretrained`), else None: scripted
         pilots, planners (a policy and models) and language models (a model and an adapter)."""
         if self.kind == "pretrained":
-            return PRETRAINED_PATH
+            return SHIPPED_DIR / self.target / "best.pt" if self.target else PRETRAINED_PATH
         if self.kind in FILE_KINDS or self.kind == "checkpoint":
             return Path(self.target)
         return None
@@ -163,6 +167,13 @@ def parse_spec(spec) -> Spec:
         return _parse_planner(s, kind, rest)
     if low == "pretrained":
         return Spec("pretrained", text=s)
+    if colon and kind == "pretrained":
+        rules = rest.strip().lower()
+        if rules not in SHIPPED_FOR_RULES:
+            raise ValueError(f"player {s!r}: no network is shipped for rules {rest!r}; use "
+                             "pretrained (the 1962 rules) or "
+                             + ", ".join(f"pretrained:{r}" for r in SHIPPED_FOR_RULES))
+        return Spec("pretrained", rules, text=s)
     if colon and kind in FILE_KINDS:
         return Spec(kind, rest, text=s)
     if colon and kind == "lm":
@@ -258,9 +269,7 @@ def check_spec(spec) -> Spec:
     """The parsed spec, once the files it names are known to be there (and a strategy file
     valid), without building its pilot; ValueError in make_pilot's words otherwise."""
     spec = parse_spec(spec)
-    if spec.kind == "pretrained":
-        check_pretrained()
-    elif spec.learned:
+    if spec.learned:
         checkpoint_file(spec)
     elif spec.kind == "strategy":
         strategy_source(spec)
@@ -300,22 +309,27 @@ def planner_models(spec: Spec, default: str | Path = OPPONENT_MODEL_PATH) -> tup
     return models
 
 
-def check_pretrained() -> Path:
-    if not PRETRAINED_PATH.is_file():
-        raise ValueError(f"player 'pretrained': the shipped model {PRETRAINED_PATH} is missing; "
-                         "reinstall spacewar-ai or train one (spacewar-ai --algorithm ppo)")
-    return PRETRAINED_PATH
+def check_pretrained(spec: Spec | None = None) -> Path:
+    path = PRETRAINED_PATH if spec is None else spec.path
+    if not path.is_file():
+        raise ValueError(f"player {spec.text if spec else 'pretrained'!r}: the shipped model "
+                         f"{path} is missing; reinstall spacewar-ai or train one (spacewar-ai "
+                         "--algorithm ppo)")
+    return path
 
 
 def checkpoint_file(spec: Spec) -> Path:
     """The checkpoint file a learned spec names; ValueError naming a folder, a missing file (with
     the runs beside it, or a spec it was close to) and the fix."""
     if spec.kind == "pretrained":
-        return check_pretrained()
+        return check_pretrained(spec)
     path = spec.path
     if path.is_dir():
-        raise ValueError(f"player {spec.text!r}: is a folder; give the checkpoint file in it, "
-                         f"such as {path / 'best.pt'}")
+        found = [p for p in (path / "best.pt", path / "ppo_best.pt", path / "latest.pt")
+                 if p.is_file()] or sorted(path.glob("*/best.pt"))[:3]
+        such = f"such as {', '.join(map(str, found))}" if found else \
+            "(a run's checkpoints/<run>/best.pt; this folder holds none)"
+        raise ValueError(f"player {spec.text!r}: is a folder; give a checkpoint file {such}")
     if not path.is_file():
         runs = sorted(str(p) for p in path.parent.glob("*/best.pt"))[:4] \
             if path.suffix == ".pt" and path.parent.is_dir() else []

@@ -18,15 +18,16 @@ from ..game.pilot import Pilot
 
 
 class OnSwitches(Pilot):
-    """Flies `pilot`, which answers in the six actions (seven with hyperspace), in a game played
-    with the switches (`[game] controls = "switches"`): it reads the six actions' mask (an
-    action is allowed when its switches are) and its answer presses that action's switches."""
+    """Flies `pilot`, which answers in the six actions (`actions` 7: and hyperspace), in a game
+    played with the switches (`[game] controls = "switches"`): it reads those actions' mask (an
+    action is allowed when its switches are) and its answer presses that action's switches. A
+    network trained without hyperspace flies this way in a game that has it, never jumping."""
 
-    def __init__(self, pilot: Pilot, config):
+    def __init__(self, pilot: Pilot, actions: int):
         self.pilot = pilot
         self.name = pilot.name
         self.identity = pilot.identity
-        self.six = SIX_AS_SWITCHES[:7 if config.hyperspace else 6]
+        self.six = SIX_AS_SWITCHES[:actions]
 
     def attach(self, batch, sides) -> None:
         self.pilot.attach(batch, sides)

@@ -695,3 +695,35 @@ def test_the_shipped_network_exports_as_a_checkpoint_as_it_does_as_onnx(tmp_path
     assert out.returncode == 2 and "does not exist; make it first" in out.stderr
     assert not (tmp_path / "new").exists()
 
+
+
+def test_the_version_and_what_a_command_can_infer(tmp_path):
+    """--version; --evaluate without --checkpoint plays the best of the user's PPO runs and
+    says so (and names the flag while there is none); --export's suffix names the format."""
+    out = cli("--version")
+    assert out.returncode == 0 and out.stdout.startswith("spacewar-ai ")
+    out = cli("--evaluate", "--eval-episodes", "2", "--checkpoint-dir", tmp_path, cwd=tmp_path)
+    assert out.returncode == 2 and "needs --checkpoint" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    from spacewar_ai.pilots.spec import PRETRAINED_PATH
+
+    (tmp_path / "ppo_best.pt").write_bytes(PRETRAINED_PATH.read_bytes())
+    out = cli("--evaluate", "--eval-episodes", "2", "--checkpoint-dir", tmp_path, "--quiet",
+              cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert f"no --checkpoint given, so {tmp_path / 'ppo_best.pt'}" in out.stdout
+    for typo in ("model.onx", "small.txt"):
+        out = cli("--export", tmp_path / typo, "--checkpoint", "pretrained", cwd=tmp_path)
+        assert out.returncode == 2 and "use .pt" in out.stderr and ".onnx" in out.stderr
+        assert not (tmp_path / typo).exists()
+
+
+def test_resume_takes_a_run_folder(tmp_path):
+    from spacewar_ai.training import train
+    from tests.helpers import tiny_run
+
+    train(tiny_run(tmp_path))
+    folder = tmp_path / "ck" / "tiny"
+    out = cli("--resume", folder, "--timesteps", str(16 * 16 * 5), "--quiet", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "done: 5 updates, 1,280 steps" in out.stdout  # the tiny run's 3 updates, then 2 more

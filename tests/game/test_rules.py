@@ -34,8 +34,11 @@ def test_presets_and_a_config_file_that_names_one(tmp_path):
     with pytest.raises(ValueError, match="did you mean 'rllib_sw'"):
         GameConfig.from_dict({"rules": "rlib_sw"})
     path = tmp_path / "game.toml"
-    path.write_text('[game]\nrules = "rllib_sw"\ncontrols = "switches"\n')
-    game = load_run_config(path).game
+    path.write_text('[game]\nrules = "rllib_sw"\ncontrols = "switches"\n'
+                    '[reward]\npersonality = "sniper"\nkill_reward = 90.0\n')
+    loaded = load_run_config(path)
+    game = loaded.game
+    assert loaded.reward.shot_reward == -4.0 and loaded.reward.kill_reward == 90.0
     assert game == GameConfig.from_dict({**RULES_PRESETS["rllib_sw"], "rules": "rllib_sw",
                                          "controls": "switches"})
     assert game.num_actions == 16 and game.obs_dim == engine.OBS_MASK + 16
@@ -152,6 +155,20 @@ def test_a_pilot_of_the_six_actions_flies_the_same_games_with_the_switches(pilot
     switches = play_match(*pilots, 12, seed=4, config=GameConfig(controls="switches"))
     assert [(g.winner, g.frames, g.shots_a, g.shots_b) for g in six.games] == \
         [(g.winner, g.frames, g.shots_a, g.shots_b) for g in switches.games]
+
+
+def test_a_network_trained_without_hyperspace_flies_a_game_that_has_it():
+    """With the switches, the shipped network (six actions, no hyperspace) plays the peer's
+    game, hyperspace on, and never jumps; with the six actions its width is refused."""
+    switches = GameConfig.from_dict({"rules": "rllib_sw", "controls": "switches"})
+    r = play_match("pretrained", "heuristic:hard", 6, seed=1, config=switches, keep_actions=6)
+    assert r.n == 6 and all(g.cause_a != "HYPERSPACE" for g in r.games)
+    moves = np.concatenate([np.asarray(g.actions)[:, 0 if g.a_side == 0 else 1]
+                            for g in r.games])
+    assert not np.isin(moves, [SW_HYPERSPACE, SW_HYPERSPACE | SW_THRUST]).any()
+    with pytest.raises(ValueError, match="trained on 36-float observations but this game gives "
+                                         "37"):
+        play_match("pretrained", "heuristic:hard", 2, seed=1, config=PEER)
 
 
 def test_the_environments_take_the_switches():

@@ -162,3 +162,23 @@ def test_it_plays_evaluate_and_a_tournament_under_a_config(tmp_path):
               cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "rllib_sw:m.pkl" in out.stdout
+
+
+def test_the_network_shipped_for_the_peer_rules_and_its_planner():
+    """pretrained:rllib_sw, trained under the peer's rules with the switches (never against the
+    peer's agent), flies there alone and under a planner that forecasts with its run's model;
+    a rule set with no shipped network is refused in one line naming those there are."""
+    from spacewar_ai.pilots import check_spec
+
+    spec = check_spec("pretrained:rllib_sw")
+    assert spec.path.parent.name == "rllib_sw"
+    assert (spec.path.parent / "opponent_model.pt").is_file()
+    r = play_match("pretrained:rllib_sw", "heuristic:hard", 8, seed=3, config=SWITCHES)
+    assert r.name_a == "pretrained:rllib_sw" and r.wins_a >= 6  # it beats the hard pilot there
+    planner = make_pilot("search:pretrained:rllib_sw@samples=2@horizon=10", SWITCHES)
+    assert "+opponent_model@" in planner.identity  # its run's model, not the 1962 hard pilot's
+    with pytest.raises(ValueError, match="no network is shipped for rules 'classic'; use "
+                                         "pretrained"):
+        check_spec("pretrained:classic")
+    with pytest.raises(ValueError, match="trained on 46-float observations"):
+        make_pilot("pretrained:rllib_sw", GameConfig())

@@ -105,10 +105,19 @@ def test_a_bad_spec_is_one_line_naming_it(spec, says):
     assert says in message and "\n" not in message, message
 
 
-def test_a_folder_is_told_which_file_to_give(tmp_path):
+def test_a_folder_is_told_which_files_there_are_to_give(tmp_path):
     (tmp_path / "run").mkdir()
-    with pytest.raises(ValueError, match="is a folder; give the checkpoint file in it, such as"):
+    with pytest.raises(ValueError, match="this folder holds none"):
         make_pilot(str(tmp_path / "run"))
+    (tmp_path / "run" / "latest.pt").write_bytes(b"x")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "best.pt").write_bytes(b"x")
+    with pytest.raises(ValueError) as told:
+        make_pilot(str(tmp_path / "run"))
+    assert str(tmp_path / "run" / "latest.pt") in str(told.value)
+    assert "best.pt" not in str(told.value)  # only files that exist are suggested
+    with pytest.raises(ValueError, match=str(tmp_path / "other" / "best.pt")):
+        make_pilot(str(tmp_path))
 
 
 def test_a_checkpoint_that_is_not_there_names_the_runs_that_are(tmp_path):
