@@ -242,6 +242,10 @@ class SearchPilot(Pilot):
         self.name = name
         self.identity = identity or name
         self.actions = self.config.num_actions
+        # The actions that jump to hyperspace (both rotate switches, or the seventh action).
+        self._jumps = np.array([a & engine.SW_HYPERSPACE == engine.SW_HYPERSPACE
+                                if self.config.controls == "switches" else a == Action.HYPERSPACE
+                                for a in range(self.actions)], dtype=bool)
         self._batch: GameBatch | None = None
         self._sides = np.zeros(0, dtype=np.int64)
         self._copies: GameBatch | None = None
@@ -281,6 +285,9 @@ class SearchPilot(Pilot):
         # The best valid action, the policy's kept on ties and within the margin: the rule
         # expert iteration's soft targets share, so their most likely action is this one.
         valid = obs[rows, OBS_MASK:OBS_MASK + self.actions] > 0.5
+        # A jump is the policy's to make: its rollouts cannot weigh the odds of the jump failing.
+        mine = own[rows][:, None] == np.arange(self.actions)[None, :]
+        valid[:, self._jumps] &= mine[:, self._jumps]
         chosen = own.copy()
         chosen[rows] = improved_policy(self.last_values, valid, 0.0, own[rows],
                                        self.margin).argmax(axis=1)

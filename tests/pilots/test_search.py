@@ -454,3 +454,24 @@ def test_a_margin_keeps_the_policys_move_unless_another_is_clearly_better():
         planner.attach(games, 0)
         overrides.append(int((planner.act(obs) != hard.act(obs)).sum()))
     assert overrides[0] > overrides[1], overrides
+
+
+@pytest.mark.parametrize("controls", ["six", "switches"])
+def test_a_jump_is_left_to_the_policy(controls, monkeypatch):
+    """Rollouts cannot weigh a jump's odds of failing: the planner never chooses hyperspace over
+    its policy's move, however well a jump's rollouts ended, and keeps the policy's own jump."""
+    config = GameConfig.from_dict({"rules": "rllib_sw", "controls": controls})
+    jump = engine.SW_HYPERSPACE if controls == "switches" else engine.Action.HYPERSPACE
+    for policy_move, expected in ((engine.Action.NONE, engine.Action.NONE), (jump, jump)):
+        planner = make_pilot("search:heuristic:hard+heuristic:hard@samples=1@horizon=2", config)
+        batch = engine.GameBatch(2, config)
+        batch.reset(seeds=np.array([0, 1]))
+        planner.attach(batch, 0)
+        monkeypatch.setattr(planner.policy, "act", lambda obs, active=None, m=policy_move:
+                            np.full(len(obs), m, dtype=np.int64))
+        values = np.zeros((2, config.num_actions))
+        values[:, jump] = 1.0  # the jump's rollouts all won
+        monkeypatch.setattr(planner, "action_values", lambda rows, v=values: v[rows])
+        obs = batch.observe()[:, 0]
+        assert obs[:, engine.OBS_MASK + jump].all()  # a jump is allowed now
+        assert planner.act(obs).tolist() == [expected, expected]
