@@ -46,7 +46,7 @@ ENV = {"speed": 5.0, "ep_length": 4096, "aug_obs": True, "stochastic_hspace": Tr
 def peer_modules(repo: Path):
     """The peer's environment class, imported from its checkout."""
     sys.path.insert(0, str(repo.resolve()))
-    from environments.SW_1v1_env import SW_1v1_env  # noqa: E402 (the user's checkout)
+    from environments.SW_1v1_env import SW_1v1_env
 
     return SW_1v1_env
 
@@ -76,7 +76,7 @@ def copy_state(env, batch: engine.GameBatch, g: int = 0) -> None:
         for k, m in enumerate(env.missiles[s][:batch.torp_t.shape[2]]):
             batch.torp_f[g, s, k] = [512.0 + m.pos[0] * SCALE, 512.0 + m.pos[1] * SCALE,
                                      m.vel[0] * SCALE, m.vel[1] * SCALE]
-            batch.torp_t[g, s, k] = int(math.ceil(m.life))
+            batch.torp_t[g, s, k] = math.ceil(m.life)
 
 
 def to_peer(action: int, config: GameConfig) -> list[int]:
@@ -268,7 +268,6 @@ def _rllib_module(checkpoint: Path):
 
 def _logit_gap(peer, house, module, obs_peer) -> float:
     import torch
-
     from classes.inference_helpers import obs_to_tensor  # the peer's checkout
 
     copy_state(house.env, house.batch)

@@ -30,7 +30,6 @@ from ..config import GameConfig
 from ..game.engine import OBS_MASK
 from ..game.pilot import Pilot, as_pilot
 from .scripted import scripted_pilot
-from .wrappers import OnSwitches
 from .search import HORIZON, JITTER, SAMPLES, SearchPilot
 from .spec import (
     ADAPT_PREFIX,
@@ -50,6 +49,7 @@ from .spec import (
     spec_files,
     strategy_source,
 )
+from .wrappers import OnSwitches
 
 # Kinds whose pilots answer in the six actions whatever the game's controls.
 SIX_ACTION_KINDS = ("scripted", "strategy", "onnx", "sb3", "lm")

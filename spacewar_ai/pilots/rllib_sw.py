@@ -333,7 +333,7 @@ class RllibSwPilot(Pilot):
         own, opponent, (mine, mine_on), (theirs, theirs_on) = peer_observations(
             self._batch, self._sides)
         torch = self.torch
-        t = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))  # noqa: E731
+        t = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
         e = self.actor.embs
         with torch.inference_mode():
             tokens = torch.cat([e["self"](t(own))[:, None], e["opponent"](t(opponent))[:, None],

@@ -176,7 +176,7 @@ def test_the_environments_take_the_switches():
 
     env = gym.make("Spacewar-v0", config=GameConfig(controls="switches"),
                    opponent="heuristic:hard")
-    obs, info = env.reset(seed=0)
+    obs, _ = env.reset(seed=0)
     assert env.action_space.n == 16 and obs.shape == (engine.OBS_MASK + 16,)
     obs, *_ = env.step(SW_LEFT | SW_THRUST)
     with pytest.raises(ValueError, match=r"\[0, 15\]"):

@@ -16,9 +16,9 @@ from spacewar_ai.config import GameConfig
 from spacewar_ai.game import engine
 from spacewar_ai.pilots import make_pilot
 from spacewar_ai.pilots.rllib_sw import (
-    A,
     MODULE_PATHS,
     WRAP,
+    A,
     RllibSwPilot,
     _layout,
     load_module_state,

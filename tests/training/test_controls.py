@@ -22,7 +22,7 @@ def test_a_run_learns_sixteen_actions_and_its_network_plays_them(tmp_path, algor
     best = tmp_path / "ck" / "tiny" / "best.pt"
     from spacewar_ai.agents.saved import load_agent
 
-    agent, ckpt = load_agent(best)
+    _, ckpt = load_agent(best)
     assert ckpt["action_dim"] == 16 and ckpt["obs_dim"] == GAME.obs_dim
     r = play_match(str(best), "heuristic:hard", 4, seed=0, config=GAME)
     assert r.n == 4
