@@ -546,13 +546,9 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
             continue
         a = act0 if s == 0 else act1
         turn, thrusts, fires, jumps = _decode(a, p[P_SWITCHES] != 0.0)
-        ax, ay = 0.0, 0.0
-        if peer_order and thrusts and ship_f[g, s, SFUEL] > 0.0:
-            # The peer's order: thrust along the heading the ship had before this frame's turn.
-            ax = p[P_THRUST] * ship_f[g, s, SCOS]
-            ay = p[P_THRUST] * ship_f[g, s, SSIN]
-            ship_f[g, s, SFUEL] -= 1.0
-            ship_i[g, s, THRUSTING] = 1
+        # The peer's order thrusts along the heading the ship had before this frame's turn.
+        tx = ship_f[g, s, SCOS]
+        ty = ship_f[g, s, SSIN]
         if p[P_ANGMOM] != 0.0:
             ship_f[g, s, SANGV] += turn * p[P_ROT] * ANGULAR_ACCEL_FRACTION
             if ship_f[g, s, SANGV] != 0.0:
@@ -561,11 +557,13 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
             _set_heading(g, s, ship_f[g, s, SANG] + turn * p[P_ROT], ship_f)
         fx = ship_f[g, s, SCOS]
         fy = ship_f[g, s, SSIN]
+        ax, ay = 0.0, 0.0
         if not peer_order:
             ax, ay = _gravity(ship_f[g, s, SX], ship_f[g, s, SY], p)
-        if thrusts and ship_f[g, s, SFUEL] > 0.0 and not peer_order:
-            ax += p[P_THRUST] * fx
-            ay += p[P_THRUST] * fy
+            tx, ty = fx, fy
+        if thrusts and ship_f[g, s, SFUEL] > 0.0:
+            ax += p[P_THRUST] * tx
+            ay += p[P_THRUST] * ty
             ship_f[g, s, SFUEL] -= 1.0
             ship_i[g, s, THRUSTING] = 1
         ship_f[g, s, SVX] += ax
