@@ -11,13 +11,15 @@ actor and critic MLPs. DQN: one env, a 1M replay buffer, a target copy every 10,
 epsilon from 1.0 to 0.05 over the first tenth of `--timesteps` (1M by default: more than it
 collects in 10 minutes here, about 500k, so the clock stops it, and epsilon reaches 0.05 after
 about 2 minutes).
-Every `--eval-every` minutes of wall clock, its greedy policy plays 100 games against
+Every `--eval-every` minutes of wall clock (or every `--eval-every-steps` environment steps,
+which a loaded host cannot change), its greedy policy plays 100 games against
 heuristic:hard, sides swapped, with the same `play_match` as our `eval/win_rate`. The scalars
 `eval/win_rate` and `eval/wall_minutes` go to runs/<run-name>/, so
 `scripts/learning_curves.py` draws its curve beside ours. As in our trainer, the clock
-includes the evaluations. At the end it plays `--final-games` games against `--final-opponent`
-with `spacewar-ai --evaluate`'s own function (the same starts, seed 0 up, sides swapped, and the
-same report), so its last policy compares with our checkpoints game for game.
+includes the evaluations; `--steps` stops it after that many steps if the clock has not. At
+the end it plays `--final-games` games against `--final-opponent` with `spacewar-ai
+--evaluate`'s own function (the same starts, seed 0 up, sides swapped, and the same report),
+so its last policy compares with our checkpoints game for game.
 """
 
 from __future__ import annotations
@@ -63,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--algorithm", choices=("ppo", "dqn"), default="ppo")
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--eval-every", type=float, default=1.0, help="minutes between evaluations")
+    ap.add_argument("--eval-every-steps", type=int, default=0,
+                    help="environment steps between evaluations (instead of --eval-every)")
+    ap.add_argument("--steps", type=int, default=0,
+                    help="stop after this many environment steps if --minutes has not passed")
     ap.add_argument("--opponent", default="heuristic:medium")
     ap.add_argument("--run-name", default="sb3-ppo")
     ap.add_argument("--log-dir", default="runs")
@@ -74,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.minutes <= 0 or args.eval_every <= 0:
         ap.error("--minutes and --eval-every must be > 0")
+    if args.eval_every_steps < 0 or args.steps < 0:
+        ap.error("--eval-every-steps and --steps must be >= 0 (0: not used)")
     if args.timesteps < 1 or args.final_games < 2 or args.final_games % 2:
         ap.error("--timesteps must be >= 1 and --final-games an even number >= 2 (sides swapped)")
     torch.set_num_threads(os.cpu_count() or 1)
@@ -113,11 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     class _Clock(BaseCallback):
         def _on_step(self) -> bool:
             elapsed = (time.perf_counter() - start) / 60
-            if elapsed >= args.minutes:
+            if elapsed >= args.minutes or 0 < args.steps <= self.num_timesteps:
                 return False  # the evaluation after learn() is the last point
-            if elapsed >= state["next_eval"]:
+            due = self.num_timesteps if args.eval_every_steps else elapsed
+            if due >= state["next_eval"]:
                 evaluate()
-                state["next_eval"] += args.eval_every
+                state["next_eval"] += args.eval_every_steps or args.eval_every
             return True
 
     model.learn(total_timesteps=budget, callback=_Clock())

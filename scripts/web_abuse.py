@@ -155,6 +155,7 @@ async def idle_websockets(port: int, count: int, hold: float) -> int:
     """Open `count` WebSockets from 127.0.0.2 that never send a first message; how many are
     still open after `hold` seconds."""
     import websockets
+    import websockets.exceptions
 
     async def one():
         sock = bound_socket("127.0.0.2")
@@ -231,6 +232,7 @@ def idle_and_trickled(port: int, idle: int, trickle: int, hold: float) -> tuple[
 async def games(port: int, players: int, watchers: int, until: float) -> list[int]:
     """Frames each game got while it ran."""
     import websockets
+    import websockets.exceptions
 
     async def one(start: dict) -> int:
         frames = 0

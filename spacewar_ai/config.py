@@ -63,9 +63,15 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+SHOWN = 80  # characters of a refused value a refusal quotes
+
+
 def _require(cond: bool, cls_name: str, name: str, value: Any, rule: str) -> None:
     if not cond:
-        raise ValueError(f"{cls_name}.{name}={value!r} is invalid: {rule}")
+        shown = repr(value)
+        if len(shown) > SHOWN:  # a line, however long the value
+            shown = f"{shown[:SHOWN]}... ({len(shown):,} characters)"
+        raise ValueError(f"{cls_name}.{name}={shown} is invalid: {rule}")
 
 
 @dataclass(frozen=True)
@@ -507,7 +513,8 @@ class LeagueConfig(_Config):
 ALGORITHMS = ("ppo", "dqn", "bc", "cql", "sft", "grpo", "dagger")
 DATASET_ALGORITHMS = ("bc", "cql", "sft")
 # Who reads the [train] fields of a run that plays: the learners that play as they learn
-# (PLAYING), and those that play games at all (GAMES: their --episodes and --minutes).
+# (PLAYING), and those that play games at all (GAMES: their --episodes); every algorithm stops
+# at --minutes.
 PLAYING = ("ppo", "dqn")
 GAMES = ("ppo", "dqn", "grpo", "dagger")
 DATA = (*DATASET_ALGORITHMS, "dagger")  # those that read a recorded dataset
@@ -679,10 +686,12 @@ class GRPOConfig(_Config):
         return ",".join(self.opponents)
 
 
+MAX_RUN_NAME = 100  # characters: a folder name, with room for what runs add to it
 RUN_NAME = Rule(lambda v: isinstance(v, str) and (not v or (
-    v not in (".", "..") and not set(v) & set("/\\\0") and v.strip() == v)),
-    "must be a plain folder name (--run-name NAME, without '/', '\\' or '..'): the run's "
-    "files go in checkpoint_dir/NAME and log_dir/NAME")
+    v not in (".", "..") and not set(v) & set("/\\\0") and v.strip() == v
+    and len(v) <= MAX_RUN_NAME)),
+    f"must be a plain folder name of at most {MAX_RUN_NAME} characters (--run-name NAME, "
+    "without '/', '\\' or '..'): the run's files go in checkpoint_dir/NAME and log_dir/NAME")
 
 
 @dataclass
@@ -705,7 +714,7 @@ class TrainConfig(_Config):
     # not depend on the host's speed.
     max_minutes: float = setting(0.0, Rule(lambda v: _finite(v) and v >= 0,
                                            "must be a number of minutes >= 0 (0: no limit)"),
-                                 flag="--minutes", read_by=GAMES)
+                                 flag="--minutes", read_by=ALGORITHMS)
     seed: int = setting(0, Rule(_is_int, "must be an integer"), flag="--seed")
     device: str = setting("cpu", one_of(("cpu", "cuda", "auto"),
                                         "must be 'cpu', 'cuda' or 'auto'"), flag="--device")

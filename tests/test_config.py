@@ -128,9 +128,10 @@ WORDED = [
     ("GRPOConfig", {"objective": "ppo"}, "GRPOConfig.objective='ppo' is invalid: must be "
                                          "\"clip\" or \"improved\""),
     ("TrainConfig", {"run_name": "a/b"}, "TrainConfig.run_name='a/b' is invalid: must be a "
-                                         "plain folder name (--run-name NAME, without '/', '\\' "
-                                         "or '..'): the run's files go in checkpoint_dir/NAME "
-                                         "and log_dir/NAME"),
+                                         "plain folder name of at most 100 characters "
+                                         "(--run-name NAME, without '/', '\\' or '..'): the "
+                                         "run's files go in checkpoint_dir/NAME and "
+                                         "log_dir/NAME"),
     ("TrainConfig", {"algorithm": "x"}, "TrainConfig.algorithm='x' is invalid: must be one of "
                                         "ppo, dqn, bc, cql, sft, grpo, dagger"),
     ("TrainConfig", {"total_timesteps": 0}, "TrainConfig.total_timesteps=0 is invalid: must be "
@@ -159,3 +160,17 @@ def test_the_grpo_opponents_of_earlier_files_are_read_and_refused_as_before():
         RunConfig.from_dict({"grpo": {"opponent": "a,,b"}})
     assert str(refused.value) == ("[grpo] GRPOConfig.opponent='a,,b' is invalid: has an empty "
                                   "name in its comma list")
+
+
+def test_a_huge_value_is_refused_in_one_short_line(tmp_path, capsys):
+    """A config whose run_name is a megabyte: one line that quotes its start and says its
+    length, not the value (or a traceback from the file system)."""
+    from spacewar_ai.main import main
+
+    path = tmp_path / "big.toml"
+    path.write_text('[train]\nrun_name = "' + "a" * 1_000_000 + '"\n')
+    with pytest.raises(SystemExit) as exc:
+        main(["--config", str(path), "--timesteps", "1000"])
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and "\n" not in err and len(err) < 600
+    assert "(1,000,002 characters)" in err and "at most 100 characters" in err

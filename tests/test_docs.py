@@ -93,3 +93,19 @@ def test_the_servers_budgets_table_is_the_one_the_server_keeps():
     rows = re.findall(r"^\| `(\w+)` \| (\S+) \| (each|per address|in all) \| (.+) \|$", text,
                       re.M)
     assert rows == Limits().rows()
+
+
+def test_the_files_readmes_examples_write_are_kept_out_of_git():
+    """A user who runs README's examples as written in a clone does not see them in `git
+    status`: each file an example writes lies where .gitignore covers it."""
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git clone")
+    text = (ROOT / "README.md").read_text()
+    written = re.findall(r"--(?:export|record|results|html) (\S+?)[`\s]", text)
+    assert any(path.endswith(".pt") for path in written)
+    for path in written:
+        ignored = subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT)
+        assert ignored.returncode == 0, f"{path} would show in git status"

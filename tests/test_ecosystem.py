@@ -376,6 +376,9 @@ def test_the_dependency_surfaces_we_lean_on_are_there(tmp_path):
     assert list(inspect.signature(ray_worker.print_to_stdstream).parameters)[:2] == \
         ["data", "ignore_prefix"]
     assert "print_to_stdstream(" in inspect.getsource(ray_worker.listen_error_messages)
+    # What cluster._start_local knows a slow node's start by.
+    from spacewar_ai.rating.cluster import STARTUP_TIMEOUT
+    assert STARTUP_TIMEOUT in inspect.getsource(pytest.importorskip("ray._private.node"))
 
     ray_tune = pytest.importorskip("ray.tune.schedulers")
     method = ray_tune.PopulationBasedTraining._checkpoint_or_exploit

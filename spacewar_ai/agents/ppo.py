@@ -277,7 +277,7 @@ class PPOAgent(OnPolicyAgent):
 
     def imitate(self, obs, actions, optimizer: torch.optim.Optimizer, batch_size: int,
                 epochs: int = 1, generator: torch.Generator | None = None, judge: bool = False,
-                on_epoch=None, fit_scaling: bool = True) -> dict[str, float]:
+                on_epoch=None, fit_scaling: bool = True, stop=None) -> dict[str, float]:
         """Fit the actor to `actions` taken at raw observations `obs` (N, D) by masked
         cross-entropy: behaviour cloning (training.behaviour_clone) and the opponent model
         (opponent_model.py). The observation statistics take in the data first (unless
@@ -285,7 +285,7 @@ class PPOAgent(OnPolicyAgent):
         else in order. With `judge`, the share of `actions` the actor picked before learning
         anything from them comes back as "foreseen". Returns the last pass's mean loss and
         agreement (each minibatch's logits before its own step); `on_epoch(epoch, loss,
-        agreement)` hears every pass."""
+        agreement)` hears every pass, and `stop()`, asked after each, ends them early."""
         x, mask, _ = self._batch(obs)
         # (N,) actions, or (N, A) probabilities (the improved policy of expert iteration).
         soft = np.ndim(actions) == 2
@@ -318,6 +318,8 @@ class PPOAgent(OnPolicyAgent):
             out["loss"], out["accuracy"] = loss_sum / n, correct / n
             if on_epoch is not None:
                 on_epoch(epoch, out["loss"], out["accuracy"])
+            if stop is not None and stop():
+                break
         return out
 
     def _empty_twin(self) -> PPOAgent:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ..util.progress import Interrupted
 from .common import check_outputs
 from .parser import MODES, PROG, build_parser, choose_mode
 
@@ -32,8 +33,9 @@ def main(argv: list[str] | None = None) -> int:
         configure_process(args.torch_threads or 0)
         check_outputs(args)
         return chosen.run(parser, args)
-    except KeyboardInterrupt:
-        print("\ninterrupted: every file written so far is intact", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        if not isinstance(exc, Interrupted):
+            print("\ninterrupted: every file written so far is intact", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # Output piped into `head` or similar: stop quietly, like other command-line tools.

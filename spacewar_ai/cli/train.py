@@ -4,6 +4,7 @@ training, and --export of a trained model."""
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
 
 from ..training.run import ALGORITHMS
@@ -140,9 +141,16 @@ def export(parser, args) -> int:
         if args.ensemble_with:
             parser.error("--ensemble-with joins DQN runs in a checkpoint copy, not in ONNX: "
                          "export the joined copy to .onnx afterwards")
+        import time
+
         from ..pilots.onnx_export import export_onnx
 
+        # Tracing takes a while in silence: say what is happening before it starts.
+        print(f"exporting {spec} to ONNX: torch.export traces the network and its view...",
+              file=sys.stderr, flush=True)
+        began = time.perf_counter()
         size = export_onnx(spec, args.export)
+        print(f"traced and checked in {time.perf_counter() - began:.0f} s", file=sys.stderr)
     else:
         from ..agents.saved import export_for_play
 

@@ -1,15 +1,18 @@
 """Replays: a finished game as its config, seed and both ships' actions, replayed bit for bit.
 
 A replay file is JSON: `{"version", "config" (GameConfig fields), "seed", "players" [ship 0,
-ship 1], "actions" [ship 0 string, ship 1 string] (one digit per engine step), "result",
+ship 1], "actions" [ship 0 string, ship 1 string] (one hexadecimal digit per engine step: the
+sixteen actions of the 1962 switches fit one, and the six actions write decimal digits), "result",
 "final_state" (SHA-256 of the engine state at the end)}`. A game depends only on its config, seed
 and actions, so replaying reproduces the final state exactly; `replay_game` checks the hash.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import time
 from pathlib import Path
 
@@ -20,6 +23,7 @@ from ..util.files import atomic_write_bytes
 from .engine import GameBatch
 
 VERSION = 1
+DIGITS = "0123456789abcdef"  # an action's character in a replay's action strings
 REPLAY_DIR = Path("runs") / "replays"
 SEED_RANGE = 2**62  # seeds the engine takes as 64-bit integers, with room for seed + i
 
@@ -42,7 +46,8 @@ def make_replay(config: GameConfig, seed: int, actions, players, result: dict,
     acts = np.asarray(actions, dtype=np.int64).reshape(-1, 2)
     return {"version": VERSION, "config": config.to_dict(), "seed": int(seed),
             "players": [str(p) for p in players],
-            "actions": ["".join(map(str, acts[:, 0])), "".join(map(str, acts[:, 1]))],
+            "actions": ["".join(DIGITS[a] for a in acts[:, 0]),
+                        "".join(DIGITS[a] for a in acts[:, 1])],
             "result": result, "final_state": final_state,
             "saved": time.strftime("%Y-%m-%dT%H:%M:%S")}
 
@@ -66,6 +71,32 @@ def new_replay_path(label: str, directory=REPLAY_DIR) -> Path:
         path = directory / f"{stem}-{k}.json"
         k += 1
     return path
+
+
+def prune_replays(directory, keep: int, max_bytes: int) -> int:
+    """Remove the oldest replays of `directory` until at most `keep` files of at most
+    `max_bytes` in all remain (a retention); returns how many went. Another process pruning
+    the same folder at once is harmless: a file it removed first is passed over."""
+    found = []
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.name.endswith(".json") and entry.is_file(follow_symlinks=False):
+                    with contextlib.suppress(FileNotFoundError):
+                        info = entry.stat(follow_symlinks=False)
+                        found.append((info.st_mtime_ns, entry.name, info.st_size))
+    except FileNotFoundError:
+        return 0
+    found.sort()
+    total, left, removed = sum(size for *_, size in found), len(found), 0
+    for _, name, size in found:
+        if left <= keep and total <= max_bytes:
+            break
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(directory, name))
+            removed += 1
+        left, total = left - 1, total - size
+    return removed
 
 
 def load_replay(path) -> dict:
@@ -95,11 +126,13 @@ def parse_replay(text: str, source: str = "the replay") -> dict:
             raise ValueError("not a JSON object")
         config = GameConfig.from_dict(data["config"])
         a0, a1 = data["actions"]
-        if len(a0) != len(a1) or not (a0 + a1).isdigit():
-            raise ValueError("the two action strings differ in length or hold non-digits")
+        if not (isinstance(a0, str) and isinstance(a1, str)) or len(a0) != len(a1) or \
+                not set(a0 + a1) <= set(DIGITS):
+            raise ValueError("the two action strings differ in length or hold what is not a "
+                             "hexadecimal digit (0-9, a-f)")
         if data.get("version") != VERSION:
             raise ValueError(f"version {data.get('version')!r}, expected {VERSION}")
-        if any(int(c) >= config.num_actions for c in set(a0 + a1)):
+        if any(int(c, 16) >= config.num_actions for c in set(a0 + a1)):
             raise ValueError(f"an action is outside 0..{config.num_actions - 1}")
         longest = -(-config.max_episode_steps // config.frame_skip)
         if len(a0) > longest:
@@ -129,7 +162,8 @@ def replay_game(replay: dict, on_step=None) -> GameBatch:
     batch.observe()
     if on_step is not None and on_step(batch) is False:
         return batch
-    a0, a1 = replay["actions"]
+    a0, a1 = (np.array([int(c, 16) for c in side], dtype=np.int64) if isinstance(side, str)
+              else side for side in replay["actions"])
     actions = np.zeros((1, 2), dtype=np.int64)
     for c0, c1 in zip(a0, a1):
         actions[0, 0], actions[0, 1] = int(c0), int(c1)

@@ -21,6 +21,8 @@ from ..game import engine
 from ..game.pilot import Pilot, as_pilot
 from ..game.replays import REPLAY_DIR, make_replay, new_replay_path, save_replay, state_hash
 from ..rating.difficulty import (
+    DIFFICULTY_NAMES,
+    REFERENCE_POOL,
     Follow,
     Level,
     PlayerBook,
@@ -60,8 +62,13 @@ def level_opponent(level: Level, config: GameConfig, seed: int = 0, why: str = "
 def difficulty_opponent(difficulty: str, config: GameConfig, seed: int = 0) -> Opponent:
     """The level a --difficulty value names (a number or an old name; not auto)."""
     level = level_named(difficulty)
+    name = difficulty.strip().lower()
+    # An old name is a rung of the ladder, which need not be the scripted pilot of that name.
+    other = (f"; the scripted pilot heuristic:{name} is --opponent heuristic:{name}"
+             if name in DIFFICULTY_NAMES and f"heuristic:{name}" in REFERENCE_POOL
+             and level.spec != f"heuristic:{name}" else "")
     return level_opponent(level, config, seed, f"difficulty {difficulty}: {level.label}, "
-                                               f"rated {level.rating:.0f}")
+                                               f"rated {level.rating:.0f}{other}")
 
 
 def spec_opponent(spec, config: GameConfig, seed: int = 0) -> Opponent:

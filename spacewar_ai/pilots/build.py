@@ -138,7 +138,8 @@ def make_pilot(spec, config: GameConfig | None = None, seed: int = 0,
         return CallablePilot(spec)
     spec = parse_spec(spec)
     config = config if config is not None else GameConfig()
-    if config.controls == "switches" and spec.kind in SIX_ACTION_KINDS:
+    if config.controls == "switches" and spec.kind in SIX_ACTION_KINDS and not (
+            spec.kind == "onnx" and _reads_switches(outside_file(spec), config)):
         return OnSwitches(make_pilot(spec, config.changed(controls="six"), seed, deterministic,
                                      device), 7 if config.hyperspace else 6)
     if spec.kind == "rllib_sw":
@@ -159,12 +160,23 @@ def make_pilot(spec, config: GameConfig | None = None, seed: int = 0,
     if spec.kind in ("onnx", "sb3"):
         from .outside import outside_pilot
 
-        return outside_pilot(spec, file_identity(outside_file(spec)))
+        return outside_pilot(spec, file_identity(outside_file(spec)), config)
     if spec.kind == "lm":
         from ..lm.pilot import lm_pilot
 
         return lm_pilot(spec.target, spec.lm, config.num_actions, device, seed)
     return _learned_pilot(spec, config, deterministic, device)
+
+
+def _reads_switches(path: Path, config: GameConfig) -> bool:
+    """Whether the ONNX model at `path` reads the switches' observation (a network exported from
+    a run under them), so that it flies them itself rather than through OnSwitches."""
+    from .onnx_check import input_width
+
+    try:
+        return input_width(path.read_bytes()) == config.obs_dim
+    except ImportError:  # without the onnx package: taken for a six-action model
+        return False
 
 
 def _learned_pilot(spec: Spec, config: GameConfig, deterministic: bool, device: str):

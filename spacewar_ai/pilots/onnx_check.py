@@ -4,7 +4,8 @@ A visitor's ONNX file is hostile: external data opens other files, custom domain
 shape-making and control-flow operators build tensors as large as they like. `onnx_problems`
 parses the file with the `onnx` package (nothing executed, no other file opened) and lists what
 breaks these rules: no external data; only `POLICY_OPS` in the default domain, no functions or
-subgraphs; an opset in `OPSETS`; no tensor over `MAX_ELEMENTS`; a float (N, 36) first input and
+subgraphs; an opset in `OPSETS`; no tensor over `MAX_ELEMENTS`; a float (N, 36) first input (the
+default game's observation; another game's width where it plays another) and
 an output; then onnx's own checker. The arena refuses a submission with any problem before it is
 queued and before it plays; on the command line the first problem is a warning."""
 
@@ -51,8 +52,24 @@ def _declared(value_info) -> int:
     return math.prod(d.dim_value if d.HasField("dim_value") else 1 for d in shape.dim)
 
 
-def onnx_problems(data: bytes) -> list[str]:
-    """Every rule (module docstring) the serialized model `data` breaks; [] when it may fly."""
+def input_width(data: bytes) -> int | None:
+    """The observation width the serialized model's first input declares; None where it
+    declares none or does not parse."""
+    import onnx
+
+    try:
+        graph = onnx.ModelProto.FromString(data).graph
+    except Exception:  # protobuf's DecodeError and friends
+        return None
+    initialized = {t.name for t in graph.initializer}
+    inputs = [v for v in graph.input if v.name not in initialized]
+    dims = inputs[0].type.tensor_type.shape.dim if inputs else ()
+    return dims[1].dim_value if len(dims) == 2 and dims[1].HasField("dim_value") else None
+
+
+def onnx_problems(data: bytes, obs_size: int = OBS_SIZE) -> list[str]:
+    """Every rule (module docstring) the serialized model `data` breaks; [] when it may fly.
+    `obs_size`: the width of the game's observation (the arena's game: OBS_SIZE)."""
     import onnx
 
     try:
@@ -100,14 +117,15 @@ def onnx_problems(data: bytes) -> list[str]:
     initialized = {t.name for t in graph.initializer}
     inputs = [v for v in graph.input if v.name not in initialized]
     if not inputs or not graph.output:
-        problems.append("it needs one input (observations, float32 (N, 36)) and an output")
+        problems.append(f"it needs one input (observations, float32 (N, {obs_size})) and an "
+                        "output")
     else:
         t = inputs[0].type.tensor_type
         dims = t.shape.dim
         if t.elem_type != onnx.TensorProto.FLOAT or len(dims) != 2 or (
-                dims[1].HasField("dim_value") and dims[1].dim_value != OBS_SIZE):
+                dims[1].HasField("dim_value") and dims[1].dim_value != obs_size):
             problems.append(f"its first input {inputs[0].name[:40]!r} is not float32 (N, "
-                            f"{OBS_SIZE}) observations")
+                            f"{obs_size}) observations")
     if not problems:
         try:
             onnx.checker.check_model(model)

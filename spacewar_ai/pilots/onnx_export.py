@@ -1,9 +1,11 @@
 """ONNX export: a trained pilot as one file any ONNX runtime can run, no Python or torch needed.
 
-It takes raw observations `obs` float32 (N, 36) and returns `action` int64 (N,) (greedy, masked
-actions never chosen) and `scores` float32 (N, A) (masked logits or Q-values). The network's
-view (features.py, rewritten as torch operations in float64), its observation statistics and the
-masking are inside. `--export model.onnx --checkpoint SPEC`; `onnx:model.onnx` plays it back."""
+It takes raw observations `obs` float32 (N, D), the observation of the game the network
+learned (36 floats in the default game, 46 under the 1962 switches), and returns `action` int64
+(N,) (greedy, masked actions never chosen) and `scores` float32 (N, A) (masked logits or
+Q-values). The network's view (features.py, rewritten as torch operations in float64), its
+observation statistics and the masking are inside. `--export model.onnx --checkpoint SPEC`;
+`onnx:model.onnx` plays it back."""
 
 from __future__ import annotations
 
@@ -223,19 +225,23 @@ def export_onnx(spec: str, dst: str | Path) -> int:
     """Write the learned pilot `spec` (pretrained, ppo:PATH, dqn:PATH, a checkpoint path) to
     `dst` as ONNX, atomically; returns the file's size in bytes."""
     from ..agents.checkpoints import CheckpointError
+    from ..agents.saved import load_agent
     from ..util.files import atomic_write_bytes
-    from .build import AgentPilot, make_pilot
+    from .spec import checkpoint_file, parse_spec
 
     try:
         import onnx  # noqa: F401 (the exporter needs it)
     except ImportError:
         raise ValueError("--export to .onnx needs the onnx extra: pip install -e \".[onnx]\"") \
             from None
-    pilot = make_pilot(spec)
-    if not isinstance(pilot, AgentPilot):
+    parsed = parse_spec(spec)
+    if not parsed.learned:
         raise CheckpointError(f"--export {dst}: {spec!r} is not a learned model (pretrained, "
                               "ppo:PATH, dqn:PATH or a checkpoint path); only those export")
-    agent = pilot.agent
+    # The network as saved, whatever game it learned (six actions, hyperspace, switches): the
+    # export reads the observation that game gives.
+    agent, _ = load_agent(checkpoint_file(parsed), "cpu",
+                          parsed.kind if parsed.kind in ("ppo", "dqn") else None)
     model = Exported(agent).eval()
     example = torch.zeros(4, agent.state_dim)
     example[:, OBS_MASK:] = 1.0

@@ -43,12 +43,12 @@ class OnnxPilot(Pilot):
     only between operators, so one long operator (a huge MatMul) would run on: if the call has
     not returned a grace period after its deadline, `on_stuck(why)` is called from a timer
     thread, and must end the call's process (the arena's pairing child sends the refusal and
-    exits). An action outside 0..5 forfeits its game, as a strategy file's does, and is
-    recorded as a drift so that the game's replay loads."""
+    exits). An action outside its game's actions forfeits the game, as a strategy file's does,
+    and is recorded as a drift so that the game's replay loads."""
 
     MAX_SLOW_DECISIONS = 1
 
-    def __init__(self, spec: str | Spec, identity: str, n_actions: int = 6):
+    def __init__(self, spec: str | Spec, identity: str, n_actions: int = 6, obs_size: int = 36):
         parsed = parse_spec(spec)
         spec = parsed.text
         try:
@@ -58,7 +58,7 @@ class OnnxPilot(Pilot):
                              "\".[onnx]\"") from None
         path = outside_file(parsed)
         data = path.read_bytes()
-        problems = _problems(data)
+        problems = _problems(data, obs_size)
         options = ort.SessionOptions()
         options.intra_op_num_threads = options.inter_op_num_threads = 1
         options.log_severity_level = 4  # onnxruntime's own console lines would follow our one
@@ -200,11 +200,11 @@ def _reason(exc: BaseException) -> str:
     return str(exc)[:120] if isinstance(exc, ValueError) else type(exc).__name__
 
 
-def _problems(data: bytes) -> list[str]:
+def _problems(data: bytes, obs_size: int) -> list[str]:
     try:
         from .onnx_check import onnx_problems
 
-        return onnx_problems(data)
+        return onnx_problems(data, obs_size)
     except ImportError:  # without the onnx package only onnxruntime's own checks stand
         return []
 
@@ -313,6 +313,11 @@ class SB3Pilot(Pilot):
         return dist.distribution.logits.numpy()
 
 
-def outside_pilot(spec, identity: str):
-    """The pilot an `onnx:` or `sb3:` Spec names."""
-    return (OnnxPilot if spec.kind == "onnx" else SB3Pilot)(spec, identity)
+def outside_pilot(spec, identity: str, config=None):
+    """The pilot an `onnx:` or `sb3:` Spec names; an ONNX model reads the observation of the
+    game `config` (default the default game) and answers one of its actions."""
+    if spec.kind == "onnx":
+        if config is None:
+            return OnnxPilot(spec, identity)
+        return OnnxPilot(spec, identity, config.num_actions, config.obs_dim)
+    return SB3Pilot(spec, identity)

@@ -59,8 +59,7 @@ def connect(address: str | None = None, num_cpus: int | None = None):
             # they get almost no CPU; the instance started for this command runs them as the
             # command itself runs. Read from the environment by the processes ray.init starts.
             os.environ.setdefault(WORKER_NICENESS, "0")
-            ray.init(num_cpus=num_cpus, log_to_driver=False, logging_level="ERROR",
-                     include_dashboard=False)
+            _start_local(ray, num_cpus)
             # Ray's agents outlive a killed driver by a minute; the reaper ends them with it.
             reaper.watch(os.getpid())
     except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -70,6 +69,30 @@ def connect(address: str | None = None, num_cpus: int | None = None):
                          "RAY_AUTH_MODE=token and RAY_AUTH_TOKEN to the head's token (`ray "
                          "get-auth-token` on the head prints it)") from None
     return ray
+
+
+LOCAL_STARTS = 4  # tries at starting a local instance before the command gives up
+STARTUP_TIMEOUT = "timed out during startup"  # Ray's words when its node is slow to register
+
+
+def _start_local(ray, num_cpus: int | None) -> None:
+    """`ray.init()` with tries to spare: Ray waits a fixed 30 s for its new node to register,
+    which a loaded host can miss while the node is only slow, so a timed-out start is shut down
+    and started again. Ray raises a bare Exception for it, known by its words (Ray's range is
+    pinned; tests/test_ecosystem.py checks the words are still Ray's)."""
+    for attempt in range(1, LOCAL_STARTS + 1):
+        try:
+            ray.init(num_cpus=num_cpus, log_to_driver=False, logging_level="ERROR",
+                     include_dashboard=False)
+            return
+        except Exception as exc:  # noqa: BLE001 - Ray's own type for this is Exception
+            if STARTUP_TIMEOUT not in str(exc):
+                raise
+            ray.shutdown()
+            if attempt == LOCAL_STARTS:
+                raise ValueError(f"Ray's local node did not start in {LOCAL_STARTS} tries: the "
+                                 "machine is too busy; try again when it is quieter, or start "
+                                 "one with `ray start --head` and give --ray-address") from None
 
 
 def fold_worker_deaths() -> None:

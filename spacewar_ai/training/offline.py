@@ -25,12 +25,14 @@ OFFLINE_UPDATE = 100  # gradient steps per "update" for CQL's logs, evaluations 
 
 
 def behaviour_clone(agent, obs: np.ndarray, actions: np.ndarray, epochs: int, seed: int = 0,
-                    batch_size: int = 1024, lr: float = 1e-3, report=None) -> dict[str, float]:
+                    batch_size: int = 1024, lr: float = 1e-3, report=None,
+                    stop=None) -> dict[str, float]:
     """Fit a PPO agent's actor to `actions` taken at raw observations `obs` (masked
-    cross-entropy, shuffled passes); returns the last pass's loss and agreement."""
+    cross-entropy, shuffled passes, fewer where `stop()` says so after one); returns the last
+    pass's loss and agreement."""
     fitted = agent.imitate(obs, actions, torch.optim.Adam(agent.net.actor.parameters(), lr=lr),
                            batch_size, epochs, torch.Generator().manual_seed(seed),
-                           on_epoch=report)
+                           on_epoch=report, stop=stop)
     return {"loss": fitted["loss"], "accuracy": fitted["accuracy"], "decisions": len(actions)}
 
 
@@ -79,21 +81,31 @@ def train_bc(cfg: RunConfig, quiet: bool = False) -> dict:
     run = _Run(cfg, "bc", quiet)
     agent = PPOAgent(cfg.game.obs_dim, cfg.game.num_actions, cfg.ppo, game=cfg.game)
 
-    def report(epoch, loss, agreement):
-        run.writer.add_scalar("losses/bc_loss", loss, epoch + 1)
-        run.writer.add_scalar("charts/bc_agreement", agreement, epoch + 1)
-        if not quiet:
-            print(f"behaviour cloning from {t.dataset}: pass {epoch + 1}/{cfg.offline.bc_epochs}, loss "
-                  f"{loss:.3f}, agreement {agreement:.1%}")
+    passes = 0
 
-    fitted = behaviour_clone(agent, obs, actions, cfg.offline.bc_epochs, t.seed, report=report)
-    run.figures = {"decisions": len(actions), "bc_agreement": fitted["accuracy"]}
-    rate = run.evaluate(agent, cfg.offline.bc_epochs)
+    def report(epoch, loss, agreement):
+        nonlocal passes
+        passes = epoch + 1
+        run.writer.add_scalar("losses/bc_loss", loss, passes)
+        run.writer.add_scalar("charts/bc_agreement", agreement, passes)
+        if not quiet:
+            print(f"behaviour cloning from {t.dataset}: pass {passes}/{cfg.offline.bc_epochs}, "
+                  f"loss {loss:.3f}, agreement {agreement:.1%}")
+
+    run.start_clock()
+    # --minutes ends the passes after the one in which it ran out.
+    fitted = behaviour_clone(agent, obs, actions, cfg.offline.bc_epochs, t.seed, report=report,
+                             stop=run.out_of_time)
+    run.figures = {"decisions": len(actions), "bc_agreement": fitted["accuracy"],
+                   "bc_passes": passes}
+    rate = run.evaluate(agent, passes)
     run.save(agent, "latest.pt")
     run.close()
-    print(f"done: behaviour cloning on {len(actions):,} decisions, agreement "
+    print(f"done: behaviour cloning, {passes} pass{'' if passes == 1 else 'es'} over "
+          f"{len(actions):,} decisions, agreement "
           f"{fitted['accuracy']:.1%}, {rate:.0%} against {t.eval_opponent} -> {run.run_dir}")
-    return {"run_dir": str(run.run_dir), "log_dir": str(run.log_dir), "win_rate": rate, **fitted}
+    return {"run_dir": str(run.run_dir), "log_dir": str(run.log_dir), "win_rate": rate,
+            "passes": passes, **fitted}
 
 
 def train_cql(cfg: RunConfig, quiet: bool = False) -> dict:

@@ -42,9 +42,10 @@ def _online(cfg: RunConfig, start_from, champion, resume, ratings_file, render, 
     """PPO or DQN (trainer.py): a new run, from a model, resumed, or against champions; PPO's
     games on rollout workers with [train] rollout_workers (rollouts.py)."""
     from ..agents.checkpoints import load_checkpoint
+    from ..config import GameConfig
     from ..pilots.build import spec_path
     from ..rating.ratings import best_models
-    from .trainer import Trainer, planner_command
+    from .trainer import Trainer, human_play_command, planner_command
 
     init = None
     if start_from:
@@ -98,6 +99,9 @@ def _online(cfg: RunConfig, start_from, champion, resume, ratings_file, render, 
         if not refused:
             print(planner_command(trainer.run_dir, cfg.train.eval_opponent, model.accuracy
                                   if model is not None and model.decisions else None))
+            fly = human_play_command(trainer.run_dir, cfg.game != GameConfig())
+            if fly:
+                print(fly)
 
 
 def _offline(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide):

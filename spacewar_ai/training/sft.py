@@ -79,7 +79,10 @@ def _train(run, cfg: RunConfig, peft_model, model, coder, train_obs, train_actio
 
     bar = run.bar(total_steps, "step")
     peft_model.train()
+    timed_out = False
     for epoch in range(1, s.epochs + 1):
+        if timed_out:
+            break
         order = rng.permutation(len(train_obs))
         for start in range(0, len(order), s.batch_size):
             rows = order[start:start + s.batch_size]
@@ -100,6 +103,9 @@ def _train(run, cfg: RunConfig, peft_model, model, coder, train_obs, train_actio
                 run.scalars({"loss": float(np.mean(losses[-10:])),
                          "learning_rate": schedule.get_last_lr()[0]}, step, "lm")
                 bar.note(loss=f"{np.mean(losses[-10:]):.3f}")
+            if run.out_of_time():  # --minutes: the adapter as far as it got, measured and saved
+                timed_out = True
+                break
         after = agreement(peft_model, coder, held_obs, held_actions)
         run.scalars({"agreement": after}, step, "lm")
         bar.say(f"  epoch {epoch}: agreement {after:.1%}, "

@@ -33,7 +33,7 @@ from ..game.environment import SpacewarVectorEnv
 from ..pilots.build import make_pilot
 from ..pilots.spec import check_spec
 from ..util.files import remove_stale_temps
-from ..util.progress import Progress
+from ..util.progress import Interrupted, Progress
 from ..util.threads import available_cores
 from . import loops
 from .budget import Budget, Counters
@@ -328,8 +328,9 @@ class Trainer(RunFrame):
             self.save("latest.pt")
         self.files.save_periodic()
         win = np.mean(self.recent_wins) if self.recent_wins else 0.0
-        self.progress.note(steps=f"{c.global_step:,}", sps=f"{sps:,.0f}", win=f"{win:.0%}",
-                           stage=self.league.stage_spec)
+        # Won by the learner in its own recent games, against whoever the league sent.
+        self.progress.note(steps=f"{c.global_step:,}", sps=f"{sps:,.0f}",
+                           win_vs_league=f"{win:.0%}", stage=self.league.stage_spec)
         self.progress.set(round(PROGRESS_UNITS * self.budget.fraction(c)))
 
     def save(self, name: str) -> Path:
@@ -408,7 +409,7 @@ class Trainer(RunFrame):
                     self.files.save_latest_once()
             except KeyboardInterrupt:
                 self._save_interrupted()
-                raise
+                raise Interrupted from None
             finally:
                 if self.workers is not None:
                     self.workers.close()
@@ -456,6 +457,18 @@ class Trainer(RunFrame):
 
 
 PLAN_GAMES = 40  # the printed command's games: a first look, not a figure
+
+
+def human_play_command(run_dir: str | Path, own_rules: bool = False) -> str | None:
+    """The line that tells a user how to fly against what a run trained; None before its first
+    best.pt. `own_rules`: the run played a [game] other than the default, which the command
+    needs again."""
+    best = Path(run_dir) / "best.pt"
+    if not best.is_file():
+        return None
+    return (f"fly against it yourself: spacewar-ai --human-play --opponent "
+            f"{shlex.quote(str(best))}"
+            + (" --config (the file that set the run's [game])" if own_rules else ""))
 
 
 def planner_command(run_dir: str | Path, eval_opponent: str,

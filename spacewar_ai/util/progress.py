@@ -18,6 +18,11 @@ FALLBACK_COLUMNS = 100
 FALLBACK_LINES = 24
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, after the job has said where it stopped and what was saved: the command adds
+    no line of its own."""
+
+
 def _size(stream) -> tuple[int, int]:
     """(columns, lines) of the terminal `stream` writes to; 0 where it reports none."""
     try:

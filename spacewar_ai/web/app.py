@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from ..game.replays import load_replay
-from .files import Files
+from .files import Files, ReplayList
 from .live import SPEEDS, public_message, replay_frames
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -78,6 +78,7 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
     )
 
     files = Files(Path(root), checkpoint_dir, ratings_file)
+    replay_list = ReplayList(files)
     limits = limits if limits is not None else Limits()
     workers = Workers(limits)
     checks = Checks(limits)
@@ -99,7 +100,7 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
                              "speeds": list(SPEEDS)})
 
     async def api_replays(request):
-        return JSONResponse({"replays": files.replays()})
+        return JSONResponse({"replays": await replay_list.newest()})
 
     async def api_replay(request):
         """A replay's frames, replayed in a checker process (web.checks), never here."""
@@ -196,13 +197,20 @@ def _uvicorn_config(app, host: str, port: int, proxies=()):
     names."""
     import uvicorn
 
-    from .connections import ConnectionBudget, budgeted_protocol, descriptor_budget
+    from .connections import (
+        ConnectionBudget,
+        budgeted_protocol,
+        descriptor_budget,
+        fold_uvicorn_refusals,
+    )
 
     lim = app.state.limits
     workers = lim.games_in_all + lim.sandboxes_in_all + lim.arena_runners + lim.checkers + 1
     in_all = descriptor_budget(lim.connections_in_all, workers, lim.backlog)
-    budget = ConnectionBudget(lim.connections_per_address, in_all, lim.head_seconds, proxies)
+    budget = ConnectionBudget(lim.connections_per_address, in_all, lim.head_seconds, proxies,
+                              lim.head_bytes)
     app.state.connections = budget
+    fold_uvicorn_refusals()
     return uvicorn.Config(app, host=host, port=port, log_level="warning",
                           http=budgeted_protocol(budget), ws="websockets-sansio",
                           ws_max_size=lim.message_bytes, ws_ping_interval=lim.ping_seconds,

@@ -18,6 +18,7 @@ import contextlib
 import ipaddress
 import logging
 import resource
+import time
 
 LOG = logging.getLogger("spacewar_ai.web")
 # Descriptors the server keeps for itself beyond connections: the listening socket, the
@@ -69,14 +70,17 @@ class Condition:
 class ConnectionBudget:
     """The open connections by address, and the counts they may reach."""
 
-    def __init__(self, per_address: int, in_all: int, head_seconds: float, proxies=()):
+    def __init__(self, per_address: int, in_all: int, head_seconds: float, proxies=(),
+                 head_bytes: int = 16384):
         self.per_address = per_address
         self.in_all = in_all
         self.head_seconds = head_seconds
+        self.head_bytes = head_bytes
         self.proxies = [ipaddress.ip_network(p, strict=False) for p in proxies]
         self.open: dict[str, set] = {}
         self.total = 0
         self.conditions: dict[str, Condition] = {}
+        self.heads = Condition("headers: a request's head over head_bytes")
 
     def _proxy(self, address: str) -> bool:
         try:
@@ -124,10 +128,11 @@ class ConnectionBudget:
         return ""
 
 
-def refuse_connection(transport, why: str) -> None:
+def refuse_connection(transport, why: str,
+                      status: bytes = b"503 Service Unavailable") -> None:
     """Answer a connection that is over budget with one line (503) and close it."""
     body = ('{"error": "' + why.replace('"', "'") + '"}').encode()
-    transport.write(b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
+    transport.write(b"HTTP/1.1 " + status + b"\r\ncontent-type: application/json\r\n"
                     b"connection: close\r\ncontent-length: " + str(len(body)).encode() +
                     b"\r\n\r\n" + body)
     transport.close()
@@ -140,6 +145,7 @@ def budgeted_protocol(budget: ConnectionBudget):
 
     class BudgetedH11(H11Protocol):
         head_timer: asyncio.TimerHandle | None = None
+        head_seen = 0  # bytes of the head now arriving
 
         def connection_made(self, transport) -> None:
             super().connection_made(transport)
@@ -150,6 +156,20 @@ def budgeted_protocol(budget: ConnectionBudget):
             self._wait_for_head()
 
         def data_received(self, data: bytes) -> None:
+            if self.conn.their_state is h11.IDLE:
+                # h11 bounds a head only while it is incomplete; one that arrives whole in a
+                # single read is counted here, so the bound holds however the bytes come.
+                end = data.find(b"\r\n\r\n")
+                self.head_seen += len(data) if end < 0 else end + 4
+                if self.head_seen > budget.head_bytes:
+                    budget.heads.hit()
+                    refuse_connection(self.transport, f"the request's headers are over "
+                                      f"{budget.head_bytes:,} bytes (--limits head_bytes)",
+                                      b"431 Request Header Fields Too Large")
+                    return
+                if end >= 0:
+                    self.head_seen = 0
+                    budget.heads.clear()
             super().data_received(data)
             if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
                 self._wait_for_head()  # bytes of headers still to come: the clock runs on
@@ -173,6 +193,42 @@ def budgeted_protocol(budget: ConnectionBudget):
             super().connection_lost(exc)
 
     return BudgetedH11
+
+
+class OncePerCondition(logging.Filter):
+    """uvicorn logs "Exceeded concurrency limit." once for every connection it refuses; this
+    filter on its logger lets the first through and holds the rest until QUIET_SECONDS pass
+    without one, then says how many were held: one line per condition, as ours."""
+
+    MESSAGE = "Exceeded concurrency limit."
+    QUIET_SECONDS = 60.0
+
+    def __init__(self, clock=time.monotonic):
+        super().__init__()
+        self.clock = clock
+        self.last = -float("inf")
+        self.held = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage() != self.MESSAGE:
+            return True
+        now = self.clock()
+        quiet, self.last = now - self.last > self.QUIET_SECONDS, now
+        if not quiet:
+            self.held += 1
+            return False
+        record.msg = ("Exceeded concurrency limit: refusing connections, logged once until a "
+                      "minute passes without one"
+                      + (f" ({self.held} more were refused the last time)" if self.held else ""))
+        record.args, self.held = (), 0
+        return True
+
+
+def fold_uvicorn_refusals() -> None:
+    """Put OncePerCondition on uvicorn's error logger, once per process."""
+    logger = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, OncePerCondition) for f in logger.filters):
+        logger.addFilter(OncePerCondition())
 
 
 class quiet_accept_errors:

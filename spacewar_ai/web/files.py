@@ -4,9 +4,17 @@ a config) is ever opened as a pilot and quoted back in an error."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import heapq
 import json
+import os
+import time
 from pathlib import Path
 from typing import Any
+
+REPLAYS_LISTED = 500  # the Replays page's list, newest first
+LIST_SECONDS = 5.0  # a listing serves the requests of this long before a new scan
 
 # The endings a file named by a spec must have, by the spec's prefix ("" = a checkpoint path).
 # The file endings each kind of spec (pilots/spec.py) may name here.
@@ -102,13 +110,33 @@ class Files:
             raise ValueError(f"{rel}: no such replay (the Replays page lists them)")
         return full
 
+    @property
+    def live_replays(self) -> Path:
+        """Where live games save their rounds, kept within the server's retention."""
+        return self.runs / "live" / "replays"
+
     def replays(self) -> list[dict[str, Any]]:
-        found = sorted(self.runs.glob("replays/*.json")) + \
-            sorted(self.runs.glob("tournaments/*/replays/*.json"))
-        # Only what `replay` would open: a link that leads out of runs/ is left out.
-        found = [p for p in found if p.resolve().is_relative_to(self.runs) and p.is_file()]
-        found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
-        return [{"path": str(p.relative_to(self.root)), "name": p.name} for p in found[:500]]
+        """The newest REPLAYS_LISTED replays under runs/, newest first: one scan of their
+        folders (a directory read and one stat a file), which the app runs off its event loop
+        and shares among the requests of a few seconds (ReplayList). Links are left out, so
+        nothing listed leads out of runs/."""
+        folders = [self.live_replays, self.runs / "replays",
+                   *sorted(self.runs.glob("tournaments/*/replays"))]
+        found: list[tuple[int, str, str]] = []
+        for folder in folders:
+            if folder.is_symlink() or not folder.resolve().is_relative_to(self.runs):
+                continue
+            try:
+                with os.scandir(folder) as entries:
+                    for entry in entries:
+                        if entry.name.endswith(".json") and entry.is_file(follow_symlinks=False):
+                            with contextlib.suppress(FileNotFoundError):
+                                found.append((entry.stat(follow_symlinks=False).st_mtime_ns,
+                                              entry.name, str(folder.relative_to(self.root))))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+        return [{"path": f"{folder}/{name}", "name": name}
+                for _, name, folder in heapq.nlargest(REPLAYS_LISTED, found)]
 
     def tournaments(self) -> list[dict[str, Any]]:
         out = []
@@ -160,3 +188,22 @@ def shipped_lm_pilots() -> list[str]:
     except LMError:
         return []
     return [f"lm:{name}@bf16" for name in shipped_adapters()]
+
+
+class ReplayList:
+    """`Files.replays`, scanned in a thread (never on the event loop) at most once every
+    LIST_SECONDS, however many requests ask: the requests in between are answered from the
+    last scan, so no request's cost grows with the files on disk."""
+
+    def __init__(self, files: Files):
+        self.files = files
+        self.listed: list[dict[str, Any]] = []
+        self.at = -LIST_SECONDS
+        self.lock = asyncio.Lock()
+
+    async def newest(self) -> list[dict[str, Any]]:
+        async with self.lock:  # one scan at a time; those who waited get its result
+            if time.monotonic() - self.at >= LIST_SECONDS:
+                self.listed = await asyncio.to_thread(self.files.replays)
+                self.at = time.monotonic()
+            return self.listed

@@ -154,7 +154,9 @@ async def run_live(ws, files, workers: Workers, checks, client: str, seed: int) 
         asked = first.get("seed")
         request = {"message": first, "root": str(files.root),
                    "checkpoint_dir": str(files.checkpoints), "ratings_file": str(files.ratings),
-                   "seed": asked if type(asked) is int and 0 <= asked < 2**32 else seed}
+                   "seed": asked if type(asked) is int and 0 <= asked < 2**32 else seed,
+                   "replays_kept": limits.replays_kept,
+                   "replays_bytes": limits.replays_mb * 2**20}
         proc.stdin.write((json.dumps(request) + "\n").encode())
         await proc.stdin.drain()
         line = await asyncio.wait_for(proc.stdout.readline(), START_SECONDS)

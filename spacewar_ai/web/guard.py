@@ -89,6 +89,9 @@ class Limits:
     games_in_all: int = budget(8, "live games on the server (each worker about 0.5 GB)", ALL)
     sandboxes_in_all: int = budget(4, "strategy files playing live, each a sandboxed process", ALL)
     stall_seconds: float = budget(10.0, "a live game whose worker sends nothing this long ends")
+    replays_kept: int = budget(
+        2000, "live games' saved rounds kept (runs/live/replays), the oldest removed first", ALL)
+    replays_mb: int = budget(50, "the disk those saved rounds may fill", ALL)
     # The arena.
     submissions_per_hour: int = budget(5, "arena submissions accepted in an hour", ADDRESS)
     attempts_per_hour: int = budget(

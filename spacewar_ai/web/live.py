@@ -62,7 +62,7 @@ def start_game(message: dict, files: Files, seed: int):
 
     config = GameConfig()
     kind = message.get("mode")
-    replay_dir = files.runs / "replays"
+    replay_dir = files.live_replays
     if kind == "watch":
         a, b = (files.check_spec(message.get(k, "")) for k in ("a", "b"))
         first = make_pilot(a, config, seed)

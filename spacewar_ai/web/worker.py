@@ -1,7 +1,8 @@
 """One live game of the browser app, in a process of its own (`python -m spacewar_ai.web.worker
 PARENT_PID`), so a slow or hung pilot costs only its own game.
 
-JSON lines. In: the start request {"message", "root", "checkpoint_dir", "ratings_file", "seed"},
+JSON lines. In: the start request {"message", "root", "checkpoint_dir", "ratings_file", "seed",
+"replays_kept", "replays_bytes" (the retention of live games' saved rounds)},
 then the page's messages ({"type": "key", ...}, {"type": "speed", ...}). Out: {"type": "start"}
 or {"type": "error"}, then {"type": "frame", ...} at the game's pace and {"type": "replay", ...}
 as rounds are saved. It ends when stdin closes or the game quits; stdout carries the protocol
@@ -41,6 +42,7 @@ class LineReader:
 
 
 def serve_one(reader: LineReader, out) -> None:
+    from ..game.replays import prune_replays
     from .files import Files
     from .live import SPEEDS, client_config, frame_state, public_message, start_game
 
@@ -78,6 +80,9 @@ def serve_one(reader: LineReader, out) -> None:
                 send({"type": "replay", "path": str(game.replays[saved].relative_to(files.root)),
                       "result": game.results[saved]})
                 saved += 1
+                # Here, in the game's own process, so the server's loop never lists the folder.
+                prune_replays(files.live_replays, request["replays_kept"],
+                              request["replays_bytes"])
             due += dt
             # The page's keys are read while waiting for the next frame's time.
             while True:

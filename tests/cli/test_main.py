@@ -511,7 +511,7 @@ BAD_INPUT = {
                               "--dataset-pilot"),
     "bc timesteps": (lambda f: ["--algorithm", "bc", "--dataset", "x", "--timesteps", "5"],
                      "--timesteps does not apply"),
-    "cql minutes": (lambda f: ["--algorithm", "cql", "--dataset", "x", "--minutes", "1"],
+    "cql episodes": (lambda f: ["--algorithm", "cql", "--dataset", "x", "--episodes", "10"],
                     "--timesteps sets"),
     "datagen one player": (lambda f: ["--datagen", "--players", "random", "--dataset-id", "x"],
                            "--players A,B"),

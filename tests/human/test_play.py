@@ -149,6 +149,8 @@ def test_each_difficulty_is_a_level_of_the_ladder_with_its_rating():
         level = next(level for level in levels if level.number == number)
         assert opp.spec == level.spec and opp.rating == level.rating
         assert f"level {number:g} (" in opp.reason
+        # Said where the player reads the opponent: "medium" is a rung, not heuristic:medium.
+        assert ("--opponent heuristic:medium" in opp.reason) == (name == "medium")
     with pytest.raises(ValueError, match="use a level from 1 to 8 .or a half level such as "
                                          "1.5., auto, or one of easy"):
         difficulty_opponent("grandmaster", cfg)

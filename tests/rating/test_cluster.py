@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from spacewar_ai.rating.cluster import WORKER_NICENESS, connect
 from tests.commands import cli
 from tests.helpers import RAY_GROUP, ROOT
 
@@ -115,10 +116,10 @@ def test_evaluation_and_datasets_on_ray_are_the_local_games(tmp_path, monkeypatc
     # Tasks of 2 pairs, chunks of 6 games: the splits, in few games.
     monkeypatch.setattr(match, "RAY_CHUNK", 2)
     monkeypatch.setattr(datasets, "BATCH", 6)
-    # Ray's workers at the test's own niceness, as cluster.connect starts them for a command.
-    for name, value in SHARED_MACHINE.items():
-        monkeypatch.setenv(name, value)
-    ray.init(num_cpus=2, logging_level="ERROR", log_to_driver=False, include_dashboard=False)
+    # Started as a command starts its own instance: workers at the test's niceness, and a node
+    # slow to start on a loaded host tried again.
+    monkeypatch.setenv(WORKER_NICENESS, "0")
+    connect(num_cpus=2)
     try:
         # 10 games: three Ray tasks (2, 2 and 1 pairs), merged back into one match.
         here = play_match("pretrained", "heuristic:easy", 10, 7, keep_actions=3)
@@ -141,7 +142,7 @@ def test_evaluation_and_datasets_on_ray_are_the_local_games(tmp_path, monkeypatc
 
 
 @pytest.mark.slow
-def test_a_node_without_a_players_file_plays_from_a_copy(tmp_path):
+def test_a_node_without_a_players_file_plays_from_a_copy(tmp_path, monkeypatch):
     """What a node of a real cluster does when the checkpoint or strategy file is only on the
     machine that started the tournament: it plays from a copy out of Ray's object store."""
     import hashlib
@@ -151,7 +152,8 @@ def test_a_node_without_a_players_file_plays_from_a_copy(tmp_path):
 
     data = STRATEGY.read_bytes()
     sha = hashlib.sha256(data).hexdigest()
-    ray.init(num_cpus=1, logging_level="ERROR", log_to_driver=False, include_dashboard=False)
+    monkeypatch.setenv(WORKER_NICENESS, "0")
+    connect(num_cpus=1)
     try:
         ref = ray.put(data)
         assert local_copy(STRATEGY, sha, ref) == STRATEGY  # the node holds it: no copy
@@ -251,3 +253,27 @@ def test_the_ray_instance_a_command_starts_runs_its_workers_as_the_command_runs(
 
 def _niceness() -> int:
     return os.nice(0)
+
+
+def test_a_local_node_slow_to_start_is_started_again(monkeypatch):
+    """Ray gives a new node a fixed 30 s to register, which a loaded host can miss: the command
+    starts it again rather than failing, and says in one line when every try timed out."""
+    from spacewar_ai.rating import cluster
+
+    tries = []
+
+    class SlowRay:
+        def init(self, **kwargs):
+            tries.append(kwargs["num_cpus"])
+            if tries.count(1) < 3:
+                raise Exception("The current node timed out during startup. This could happen")
+
+        def shutdown(self):
+            tries.append("shutdown")
+
+    cluster._start_local(SlowRay(), 1)
+    assert tries == [1, "shutdown", 1, "shutdown", 1]
+    tries.clear()
+    monkeypatch.setattr(cluster, "LOCAL_STARTS", 2)
+    with pytest.raises(ValueError, match="did not start in 2 tries"):
+        cluster._start_local(SlowRay(), 1)

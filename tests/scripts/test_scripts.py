@@ -455,3 +455,19 @@ def test_suite_profile_sorts_the_suites_processes_by_kind(tmp_path):
     bad = script(ROOT / "scripts" / "suite_profile.py", "--json", tmp_path / "no" / "rows.json",
                  timeout=60)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--json" in bad.stderr
+
+
+@pytest.mark.slow
+def test_readme_figures_reruns_the_tables_quick_figures_and_catches_one_that_moved(
+        tmp_path, monkeypatch, capsys):
+    """The suite's short form of scripts/readme_figures.py: README's figures as they stand, then
+    a copy of README whose figure was edited, which the script reports and fails on."""
+    figures = load_script("readme_figures")
+    assert figures.main(["--quick"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 2 and all(line.startswith("same ") for line in out), out
+    edited = tmp_path / "README.md"
+    edited.write_text(figures.README.read_text().replace("| 60.5% |", "| 61.5% |"))
+    monkeypatch.setattr(figures, "README", edited)
+    assert figures.main(["--quick"]) == 1
+    assert "DIFFERS   61.5% in README,  60.5% now" in capsys.readouterr().out

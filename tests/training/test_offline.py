@@ -108,3 +108,18 @@ def test_the_same_seed_gives_the_same_weights(tmp_path, recorded, algorithm):
     first, second = weights
     for name in first:
         assert torch.equal(first[name], second[name]), name
+
+
+def test_bc_and_cql_stop_at_minutes(tmp_path, recorded, capsys):
+    """--minutes ends behaviour cloning after the pass in which it ran out, and conservative
+    Q-learning at the next gradient update: a limit no pass fits stops each after its first."""
+    from spacewar_ai.main import main
+
+    common = ["--dataset", "teach", "--checkpoint-dir", str(tmp_path / "ck"), "--quiet",
+              "--minutes", "1e-9", "--eval-episodes", "2"]
+    assert main(["--algorithm", "bc", "--run-name", "bc", *common]) == 0
+    assert "done: behaviour cloning, 1 pass over" in capsys.readouterr().out
+    assert main(["--algorithm", "cql", "--run-name", "cql", *common]) == 0
+    out = capsys.readouterr().out
+    one_update = DQNConfig().gradient_steps
+    assert f"done: conservative Q-learning, {one_update} gradient steps" in out, out

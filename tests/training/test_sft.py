@@ -69,6 +69,26 @@ def test_sft_refuses_a_pilot_the_dataset_does_not_hold(tiny, tmp_path, monkeypat
     assert not (tmp_path / "models").exists()
 
 
+def test_sft_stops_at_minutes_and_saves_what_it_learned(tiny, tmp_path, monkeypatch):
+    """--minutes: a limit no step fits ends SFT after its first step; the adapter is still
+    measured and saved, saying how far it got."""
+    from spacewar_ai.config import RunConfig, SFTConfig, TrainConfig
+    from spacewar_ai.lm.models import adapter_meta
+    from spacewar_ai.training import train
+    from spacewar_ai.training.datasets import generate
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    generate([("heuristic:hard", "heuristic:easy")], 4, "teach", seed=1, quiet=True)
+    cfg = RunConfig(train=TrainConfig(
+        algorithm="sft", dataset="teach", dataset_pilot="heuristic:hard", run_name="timed",
+        log_dir=str(tmp_path / "runs"), max_minutes=1e-9),
+        sft=SFTConfig(base_model=str(tiny), examples=200, held_out=20, epochs=3, batch_size=32))
+    out = train(cfg, quiet=True)
+    meta = adapter_meta(tmp_path / "models" / "adapters" / "timed")
+    assert meta["steps"] == 1 and meta["complete"] and meta["agreement"] == out["agreement"]
+
+
 def test_an_imitation_step_learns_soft_targets_of_a_hand_made_group(tiny, tmp_path):
     """The soft targets of expert iteration (a planner's improved policy): at a few states,
     70% on one action and 30% on another; steps of imitation_step on them bring the LM's answer

@@ -443,7 +443,10 @@ def test_the_planner_command_is_printed_whenever_a_model_exists(tmp_path, capsys
     from spacewar_ai.training.trainer import planner_command
 
     train(tiny_run(tmp_path), quiet=True)
-    line = capsys.readouterr().out.strip().splitlines()[-1]
+    *_, line, fly = capsys.readouterr().out.strip().splitlines()
+    # And how to fly against it, as printed.
+    assert shlex.split(fly.split(": ", 1)[1]) == [
+        "spacewar-ai", "--human-play", "--opponent", str(tmp_path / "ck" / "tiny" / "best.pt")]
     assert "plan with it (40 games, about a minute on two cores; --eval-episodes 200 for a " \
         "figure, five times as long): spacewar-ai --evaluate --checkpoint search:" in line
     assert "shipped model of heuristic:hard" in line
@@ -497,6 +500,8 @@ def test_one_live_run_per_name_and_ctrl_c_saves_how_far_it_got(tmp_path):
     saved = load_checkpoint(latest)["metadata"]["counters"]
     assert saved["updates"] >= reached >= 3 and saved["global_step"] == saved["updates"] * 256
     said = next(line for line in err.splitlines() if line.startswith("interrupted: saved "))
+    assert "every file written so far" not in err  # one line says it, not two
+    assert "win_vs_league=" in err  # the bar names whom its win rate is against
     assert f"at update {saved['updates']:,} ({saved['global_step']:,} steps" in said
     assert shlex.split(said.split("continue with: ")[1]) == ["spacewar-ai", "--resume",
                                                              str(latest)]

@@ -105,6 +105,31 @@ def test_connections_past_their_budget_are_refused_and_slow_headers_are_closed(t
         srv.stop()
 
 
+def test_a_head_past_head_bytes_is_refused_however_it_arrives(tmp_path, caplog):
+    """h11 bounds a head only while it is incomplete: one sent whole, in one write, is refused
+    all the same, in one line (431), and logged once however many come (and once when it
+    ends)."""
+    srv = _server(tmp_path, head_bytes=4096)
+    try:
+        head = (b"GET /api/pilots HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * 100_000
+                + b"\r\n\r\n")
+        for _ in range(3):
+            with _connect(srv.port) as sock:
+                sock.sendall(head)
+                answer = b""
+                while chunk := sock.recv(65536):
+                    answer += chunk
+            assert answer.startswith(b"HTTP/1.1 431") and b"head_bytes" in answer
+        # A head within the bound is served on the same server.
+        assert http_request(srv, "GET", "/api/pilots", headers={"X-Pad": "a" * 2000})[0] == 200
+    finally:
+        srv.stop()
+    # One line when the condition began, one when a head within the bound ended it.
+    said = [r.getMessage() for r in caplog.records if "head_bytes" in r.getMessage()]
+    assert said == ["headers: a request's head over head_bytes; refusing until it clears",
+                    "headers: a request's head over head_bytes no longer: 3 refused meanwhile"]
+
+
 def test_a_slow_upload_and_idle_websockets_are_ended_with_one_line(tmp_path):
     # Behind a proxy this machine stands for, so that forwarded addresses are visitors.
     srv = _server(tmp_path, proxies=["127.0.0.1"], body_seconds=2, first_message_seconds=2,

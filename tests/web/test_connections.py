@@ -28,3 +28,30 @@ def test_the_h11_protocol_hooks_the_budget_overrides_are_there():
     config = Config(app=lambda scope, receive, send: None, http=protocol)
     config.load()
     assert config.http_protocol_class is protocol
+
+
+def test_uvicorns_refusals_are_one_line_per_condition():
+    """uvicorn logs each connection past limit_concurrency; the filter on its logger keeps the
+    first of a run of them and says, at the next run, how many it held."""
+    import logging
+
+    from spacewar_ai.web.connections import OncePerCondition
+
+    now = [0.0]
+    folded = OncePerCondition(clock=lambda: now[0])
+
+    def record(message):
+        return logging.LogRecord("uvicorn.error", logging.WARNING, "", 0, message, (), None)
+
+    kept = []
+    for t in (0.0, 1.0, 2.0, 30.0, 200.0, 201.0):
+        now[0] = t
+        r = record("Exceeded concurrency limit.")
+        if folded.filter(r):
+            kept.append(r.getMessage())
+    assert len(kept) == 2 and "refusing connections" in kept[0]
+    assert "(3 more were refused the last time)" in kept[1]
+    assert folded.filter(record("something else"))  # other lines pass untouched
+    # What the filter matches is the line uvicorn writes.
+    from uvicorn.protocols.http import h11_impl
+    assert f'message = "{OncePerCondition.MESSAGE}"' in inspect.getsource(h11_impl)

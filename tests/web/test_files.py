@@ -72,3 +72,40 @@ def test_an_onnx_spec_is_checked_as_the_arena_checks_an_upload(project):
         project.check_spec("onnx:evil.onnx")
     hostile.plain(project.root / "plain.onnx")
     assert project.check_spec("onnx:plain.onnx") == f"onnx:{project.root / 'plain.onnx'}"
+
+
+def test_the_replays_listed_are_the_newest_of_many_and_a_scan_serves_a_while(tmp_path):
+    """Thousands of saved games: the list holds the newest REPLAYS_LISTED of every folder,
+    newest first, without links; requests close together share one scan, made in a thread."""
+    import asyncio
+    import os
+
+    from spacewar_ai.web.files import REPLAYS_LISTED, ReplayList
+
+    root = tmp_path / "p"
+    folders = [root / "runs" / "live" / "replays", root / "runs" / "replays",
+               root / "runs" / "tournaments" / "t1" / "replays"]
+    for folder in folders:
+        folder.mkdir(parents=True)
+    for k in range(3 * REPLAYS_LISTED):
+        path = folders[k % 3] / f"{k:05d}.json"
+        path.write_text("{}")
+        os.utime(path, ns=(k * 10**6, k * 10**6))
+    (folders[1] / "link.json").symlink_to(tmp_path / "elsewhere.json")
+    files = Files(root)
+    listed = files.replays()
+    newest = 3 * REPLAYS_LISTED - 1
+    assert [r["name"] for r in listed] == [f"{k:05d}.json" for k in
+                                           range(newest, newest - REPLAYS_LISTED, -1)]
+    assert listed[0]["path"] == str((folders[newest % 3] / f"{newest:05d}.json").relative_to(root))
+
+    scans = []
+    original = files.replays
+    files.replays = lambda: scans.append(1) or original()
+
+    async def three():
+        shared = ReplayList(files)
+        return await asyncio.gather(*(shared.newest() for _ in range(3)))
+
+    first, second, third = asyncio.run(three())
+    assert first == second == third == listed and scans == [1]

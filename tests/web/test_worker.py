@@ -20,10 +20,11 @@ def _worker(root):
                             stderr=subprocess.DEVNULL, text=True, cwd=root)
 
 
-def _start(proc, message, root):
+def _start(proc, message, root, replays_kept=100):
     proc.stdin.write(json.dumps({"message": message, "root": str(root),
                                  "checkpoint_dir": "checkpoints", "ratings_file": None,
-                                 "seed": 3}) + "\n")
+                                 "seed": 3, "replays_kept": replays_kept,
+                                 "replays_bytes": 2**20}) + "\n")
     proc.stdin.flush()
     return json.loads(proc.stdout.readline())
 
@@ -48,6 +49,26 @@ def test_a_worker_plays_a_game_takes_keys_and_ends_with_its_stdin(tmp_path):
         assert held == ["up"]
         proc.stdin.close()  # the server closes the game
         assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+
+
+def test_a_worker_keeps_its_saved_rounds_within_the_retention(tmp_path):
+    """Every round of a live game is saved; past `replays_kept` the oldest are removed, by the
+    game's own process, so the folder stays at the bound however long games run."""
+    proc = _worker(tmp_path)
+    try:
+        start = _start(proc, {"mode": "watch", "a": "heuristic:hard", "b": "idle", "speed": 8},
+                       tmp_path, replays_kept=2)
+        assert start["type"] == "start", start
+        saved = []
+        while len(saved) < 4:
+            message = json.loads(proc.stdout.readline())
+            if message["type"] == "replay":
+                saved.append(message["path"])
+        proc.stdout.readline()  # the next frame: the fourth round's pruning came before it
+        kept = sorted(p.name for p in (tmp_path / "runs" / "live" / "replays").iterdir())
+        assert kept == sorted(path.rsplit("/", 1)[1] for path in saved[-2:])
     finally:
         proc.kill()
 
