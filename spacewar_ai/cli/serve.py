@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 
-from .common import CHECKPOINT_DIR, RATINGS_FILE, RAY, ray_address
+from . import common
+from .common import CHECKPOINT_DIR, CONFIG, RATINGS_FILE, RAY, ray_address
 from .parser import flag, mode
 
 HOST = flag("--host", "web", help="--serve: the address to listen on (default 127.0.0.1, this "
@@ -30,7 +31,7 @@ LIMITS = flag("--limits", "web", metavar="NAME=VALUE[,...]", nargs="?", const=SH
 
 
 @mode("serve", reads=(HOST, PORT, CHECKPOINT_DIR, RATINGS_FILE, SERVER_NAME, ALLOWED_ORIGINS,
-                      LIMITS, TRUSTED_PROXIES, *RAY),
+                      LIMITS, TRUSTED_PROXIES, CONFIG, *RAY),
       flag_help="the browser app: play, watch, replays, tournaments, the arena (--host, "
                 "--port; --backend ray plays the arena's pairings on Ray)")
 def serve(parser, args) -> int:
@@ -53,5 +54,5 @@ def serve(parser, args) -> int:
     run(args.host or "127.0.0.1", args.port if args.port is not None else 8000, ".",
         args.checkpoint_dir or "checkpoints", args.ratings_file, names(args.server_name),
         names(args.allowed_origins), Limits.parse(args.limits), names(args.trusted_proxies),
-        ray_address(parser, args))
+        ray_address(parser, args), common.game_config(args))
     return 0

@@ -261,6 +261,9 @@ class HumanGame:
         choose the level of the next round. Returns the lines that say so."""
         if self.book is None or self.first is not None or not self.players:
             return []
+        if self.base_config != GameConfig():
+            # The ladder's ratings, and so a player's, are of the default game.
+            return ["(unrated: ratings are of the default game)"]
         score = score_of(result["real_winner"], 0)
         if self.two_player:
             if len(self.players) < 2:

@@ -99,10 +99,10 @@ class Arena:
         return _Closing(db)
 
     # --- submissions ----------------------------------------------------------------------------
-    def attempt(self, client: str, attempts_per_hour: int, per_hour: int) -> None:
-        """Count an upload from `client` before anything of it is read; OverAllowance if the
-        address has made `attempts_per_hour` uploads this hour (refused ones too) or had
-        `per_hour` accepted."""
+    def attempt(self, client: str, attempts_per_hour: int, per_hour: int) -> int:
+        """Count an upload from `client` before anything of it is read (returns the count's
+        row, for `forgive`); OverAllowance if the address has made `attempts_per_hour` uploads
+        this hour (refused ones too) or had `per_hour` accepted."""
         since = time.time() - 3600
         with self._db() as db:
             db.execute("BEGIN IMMEDIATE")
@@ -121,8 +121,15 @@ class Arena:
                     f"included, the most allowed (--limits attempts_per_hour="
                     f"{attempts_per_hour}); try again later")
             db.execute("DELETE FROM attempts WHERE time < ?", (since,))
-            db.execute("INSERT INTO attempts VALUES (?, ?)", (client, time.time()))
+            row = db.execute("INSERT INTO attempts VALUES (?, ?)",
+                             (client, time.time())).lastrowid
             db.execute("COMMIT")
+        return row
+
+    def forgive(self, row: int) -> None:
+        """Take back an upload `attempt` counted, refused for the server's own reasons."""
+        with self._db() as db:
+            db.execute("DELETE FROM attempts WHERE rowid = ?", (row,))
 
     def precheck(self, name: str, filename: str, data: bytes, client: str,
                  per_hour: int) -> str:

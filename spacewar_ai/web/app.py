@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import json
 import time
 from pathlib import Path
 
@@ -38,7 +37,7 @@ def export_html(replay_path, out) -> Path:
     data = replay_frames(load_replay(replay_path), Path(replay_path).name)
     page = (STATIC / "replay.html").read_text()
     script = (STATIC / "spacewar.js").read_text()
-    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    payload = data.decode().replace("</", "<\\/")
     page = page.replace("/*SPACEWAR_JS*/", script).replace("/*REPLAY_JSON*/", payload)
     atomic_write_bytes(out, lambda f: f.write(page.encode()))
     return out
@@ -47,7 +46,7 @@ def export_html(replay_path, out) -> Path:
 # --- the app -----------------------------------------------------------------------------------
 def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints",
                ratings_file: str | Path | None = None, names=None, origins=(),
-               limits=None, backend: str | None = None):
+               limits=None, backend: str | None = None, game=None):
     """The Starlette app over the project folder `root`, answering to the host `names`
     (default the loopback names) and pages of those names or of `origins` (guard.py), within
     `limits` (guard.Limits); the arena's pairings played here (`backend` None) or as Ray tasks
@@ -62,7 +61,7 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
     except ImportError:
         raise ValueError(INSTALL) from None
     from .arena import arena_routes
-    from .checks import Busy, Checks
+    from .checks import Busy, Checks, Gone
     from .connections import quiet_accept_errors
     from .games import Workers, run_live
     from .guard import (
@@ -80,7 +79,7 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
     files = Files(Path(root), checkpoint_dir, ratings_file)
     replay_list = ReplayList(files)
     limits = limits if limits is not None else Limits()
-    workers = Workers(limits)
+    workers = Workers(limits, game)
     checks = Checks(limits)
     arena_api, arena_runner = arena_routes(files, limits, checks, backend)
 
@@ -113,7 +112,9 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
             else:
                 rel = request.query_params.get("path", "")[:300]
                 payload = {"path": str(files.replay(rel)), "name": rel}
-            data = await checks.run("replay", payload, visitor(request.scope))
+            data = await checks.run_for(request, "replay", payload, visitor(request.scope))
+        except Gone:
+            return Response(status_code=499)  # nobody is left to read it
         except (TooLarge, TooSlow, Busy) as exc:  # each knows its status
             return refusal(exc, exc.status)
         except (ValueError, OSError) as exc:  # ReplayError is a ValueError
@@ -208,7 +209,7 @@ def _uvicorn_config(app, host: str, port: int, proxies=()):
     workers = lim.games_in_all + lim.sandboxes_in_all + lim.arena_runners + lim.checkers + 1
     in_all = descriptor_budget(lim.connections_in_all, workers, lim.backlog)
     budget = ConnectionBudget(lim.connections_per_address, in_all, lim.head_seconds, proxies,
-                              lim.head_bytes)
+                              lim.head_bytes, lim.answer_seconds)
     app.state.connections = budget
     fold_uvicorn_refusals()
     return uvicorn.Config(app, host=host, port=port, log_level="warning",
@@ -254,10 +255,11 @@ class BackgroundServer:
 
 def serve(host: str = "127.0.0.1", port: int = 8000, root: str | Path = ".",
           checkpoint_dir: str | Path = "checkpoints", ratings_file=None, names=None,
-          origins=(), limits=None, proxies=(), backend: str | None = None) -> None:
+          origins=(), limits=None, proxies=(), backend: str | None = None,
+          game=None) -> None:
     """The --serve mode: the app on host:port until Ctrl-C; `proxies`, the addresses of the
     reverse proxies whose X-Forwarded-For names the visitor (_uvicorn_config); `backend`, where
-    the arena's pairings play (create_app)."""
+    the arena's pairings play (create_app); `game`, the GameConfig of its live games."""
     from .guard import LOOPBACK_NAMES
 
     if not 0 < int(port) < 65536:
@@ -267,7 +269,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, root: str | Path = ".",
         raise ValueError(f"--host {host} lets other machines reach this app: say the names "
                          "they reach it by with --server-name NAME[,NAME] (requests for other "
                          "names are refused, which stops DNS rebinding)")
-    app = create_app(root, checkpoint_dir, ratings_file, names, origins, limits, backend)
+    app = create_app(root, checkpoint_dir, ratings_file, names, origins, limits, backend, game)
     try:
         import uvicorn
     except ImportError:

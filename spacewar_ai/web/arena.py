@@ -123,10 +123,10 @@ class ArenaRunner:
 def arena_routes(files, limits, checks, backend: str | None = None):
     """(routes, runner) of the arena over the project's `runs/arena/` folder, its uploads'
     checks run by `checks` (web.checks.Checks)."""
-    from starlette.responses import JSONResponse
+    from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
-    from .checks import Busy
+    from .checks import Busy, Gone
     from .guard import (
         TooLarge,
         TooSlow,
@@ -174,21 +174,29 @@ def arena_routes(files, limits, checks, backend: str | None = None):
         client = visitor(request.scope)
         name = request.query_params.get("name", "")
         filename = request.query_params.get("file", "")
+        counted = None
         try:
-            await asyncio.to_thread(arena.attempt, client, limits.attempts_per_hour,
-                                    limits.submissions_per_hour)
+            counted = await asyncio.to_thread(arena.attempt, client, limits.attempts_per_hour,
+                                              limits.submissions_per_hour)
             data = await read_body(request, limits.submission_bytes, "the submission",
                                    "submission_bytes", limits.body_seconds)
             kind = await asyncio.to_thread(arena.precheck, name, filename, data, client,
                                            limits.submissions_per_hour)
-            await checks.run("submission", {"name": str(name).strip(), "kind": kind,
-                                            "data": data}, client)
+            await checks.run_for(request, "submission", {"name": str(name).strip(),
+                                                         "kind": kind, "data": data}, client)
             row = await asyncio.to_thread(arena.add, name, kind, data, client,
                                           limits.submissions_per_hour)
         except OverAllowance as exc:
             await discard_body(request, limits.submission_bytes, limits.body_seconds)
             return refusal(exc, 429)
-        except (TooLarge, TooSlow, Busy) as exc:  # each knows its status
+        except (Busy, Gone) as exc:
+            if counted is not None and (isinstance(exc, Gone) or exc.status == 503):
+                # The server's business (its queue full, a client gone), not the visitor's:
+                # the upload is not counted against its allowance.
+                await asyncio.to_thread(arena.forgive, counted)
+            return Response(status_code=499) if isinstance(exc, Gone) else \
+                refusal(exc, exc.status)
+        except (TooLarge, TooSlow) as exc:  # each knows its status
             return refusal(exc, exc.status)
         except ValueError as exc:
             return refusal(exc)

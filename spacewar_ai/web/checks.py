@@ -3,8 +3,11 @@ replayed or checked in the server's process.
 
 `Checks` keeps `checkers` processes started ahead, each with its address space capped by the
 kernel. A check is one job with a deadline past which its process is killed and replaced; before
-it is queued, `refusal` asks three budgets: checks in all, checks per address, and the CPU
-seconds the address's checks used in the last hour. The jobs (`run_job`): a replay replayed
+it is queued, `refusal` asks three budgets: checks in all, checks per address, and the seconds
+the address's checks used in the last hour (CPU or wall clock, whichever is more). Waiting
+checks are served a visitor at a time, round robin over the addresses waiting, so a crowd of
+addresses cannot starve one; a check whose asker has gone (`run_for`) leaves the queue, or has
+its process killed if it was running. The jobs (`run_job`): a replay replayed
 into frames, an arena upload's checks, a page's pilot spec. The server sends a job as a pickle;
 the process answers in bytes and JSON, never pickle, and its stderr goes nowhere."""
 
@@ -53,14 +56,16 @@ class Checks:
     def __init__(self, limits: Limits):
         self.limits = limits
         self.idle: list[asyncio.Future] = []  # processes ready, or starting
-        self.slots: asyncio.Semaphore | None = None
+        self.free = limits.checkers  # checkers no check holds
+        # The checks waiting for a checker, by address, and the addresses in their turn order.
+        self.waiting: dict[str, collections.deque] = {}
+        self.turns: collections.deque = collections.deque()
         self.queued = 0
         self.in_flight: collections.Counter = collections.Counter()
         self.spent: dict[str, collections.deque] = {}
 
     def start(self) -> None:
         """Start the checker processes ahead (within the running event loop)."""
-        self.slots = asyncio.Semaphore(self.limits.checkers)
         self.idle = [asyncio.ensure_future(self._spawn()) for _ in range(self.limits.checkers)]
 
     async def _spawn(self):
@@ -113,7 +118,7 @@ class Checks:
                         "for them", 429)
         used = self.cpu_used(visitor)
         if used >= lim.check_cpu_per_hour:
-            return Busy(f"checks from your address used {used:.1f} s of CPU in the last hour, "
+            return Busy(f"checks from your address used {used:.1f} s in the last hour, "
                         f"the most (--limits check_cpu_per_hour={lim.check_cpu_per_hour:g}); "
                         "try again later", 429)
         if self.queued >= lim.checks_queued:
@@ -129,20 +134,79 @@ class Checks:
 
     async def run(self, kind: str, payload: dict, visitor: str) -> bytes:
         """The answer of job `kind` for `visitor` (JSON bytes); Busy if a budget refuses it
-        first, ValueError (one line) if the check refuses what was sent or fails."""
+        first, ValueError (one line) if the check refuses what was sent or fails. Cancelled, it
+        leaves the queue, or kills its checker if it was running."""
         refused = self.refusal(visitor)
         if refused is not None:
             raise refused
         self.queued += 1
         self.in_flight[visitor] += 1
         try:
-            async with self.slots:
+            await self._turn(visitor)
+            try:
                 return await self._ask(kind, payload, visitor)
+            finally:
+                self._release()
         finally:
             self.queued -= 1
             self.in_flight[visitor] -= 1
             if not self.in_flight[visitor]:
                 del self.in_flight[visitor]
+
+    async def run_for(self, request, kind: str, payload: dict, visitor: str) -> bytes:
+        """`run`, dropped when the HTTP client that asked disconnects: nobody is left to read
+        its answer, so it spends no checker's time."""
+        check = asyncio.ensure_future(self.run(kind, payload, visitor))
+        gone = asyncio.ensure_future(_disconnected(request))
+        try:
+            await asyncio.wait({check, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+            if not check.done():
+                check.cancel()
+                # Its queue place given up, or its checker killed, before this returns.
+                await asyncio.gather(check, return_exceptions=True)
+        if check.cancelled():
+            raise Gone("the client left before its check was done")
+        return check.result()
+
+    async def _turn(self, visitor: str) -> None:
+        """Wait for a checker: at once when one is free and nobody waits, else in the round
+        robin of the addresses waiting."""
+        if self.free and not self.turns:
+            self.free -= 1
+            return
+        granted = asyncio.get_running_loop().create_future()
+        queue = self.waiting.setdefault(visitor, collections.deque())
+        if not queue:
+            self.turns.append(visitor)
+        queue.append(granted)
+        try:
+            await granted
+        except asyncio.CancelledError:
+            if granted.done() and not granted.cancelled():
+                self._release()  # given a checker as it left: pass it on
+            elif granted in queue:
+                queue.remove(granted)
+                if not queue:  # the address has nothing else waiting: off the round
+                    del self.waiting[visitor]
+                    self.turns.remove(visitor)
+            raise
+
+    def _release(self) -> None:
+        """A checker is free: to the next address in turn (which goes to the back of the
+        line if it has more waiting), else back to the free ones."""
+        while self.turns:
+            visitor = self.turns.popleft()
+            queue = self.waiting[visitor]
+            granted = queue.popleft()
+            if queue:
+                self.turns.append(visitor)
+            else:
+                del self.waiting[visitor]
+            granted.set_result(None)
+            return
+        self.free += 1
 
     async def _ask(self, kind: str, payload: dict, visitor: str) -> bytes:
         lim = self.limits
@@ -152,7 +216,7 @@ class Checks:
         except ValueError:
             self.idle.append(asyncio.ensure_future(self._spawn()))  # the next may start
             raise
-        began = _cpu_seconds(proc.pid)
+        began, started = _cpu_seconds(proc.pid), time.monotonic()
         healthy = False
         try:
             job = pickle.dumps((kind, payload, lim))
@@ -166,7 +230,9 @@ class Checks:
             raise ValueError(f"its check went over its memory (--limits check_memory_mb="
                              f"{lim.check_memory_mb}) and was stopped") from None
         finally:
-            self._charge(visitor, max(0.0, _cpu_seconds(proc.pid) - began))
+            # A check that waits on something holds the checker as one that computes does.
+            self._charge(visitor, max(0.0, _cpu_seconds(proc.pid) - began,
+                                      time.monotonic() - started))
             if healthy:
                 ready = asyncio.get_running_loop().create_future()
                 ready.set_result(proc)
@@ -190,6 +256,16 @@ class Checks:
 
 class TooLong(Exception):
     """An answer longer than a checker could have made within its memory."""
+
+
+class Gone(Exception):
+    """A check dropped because the client that asked for it disconnected."""
+
+
+async def _disconnected(request) -> None:
+    """Return once the HTTP client of `request` has disconnected (its body already read)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        continue
 
 
 # --- the checker process -------------------------------------------------------------------------
@@ -234,7 +310,7 @@ def _replay(payload: dict, limits: Limits) -> bytes:
     if frames > limits.replay_frames:
         raise ValueError(f"replay {name}: {frames:,} engine frames, more than this server "
                          f"replays (--limits replay_frames={limits.replay_frames:,})")
-    return json.dumps(replay_frames(replay, name), separators=(",", ":")).encode()
+    return replay_frames(replay, name, limits.answer_mb * 2**20)
 
 
 def _serve(stdin, stdout) -> None:

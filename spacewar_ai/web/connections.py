@@ -25,6 +25,7 @@ LOG = logging.getLogger("spacewar_ai.web")
 # database, static files, logs, and a few pipes for every worker process.
 RESERVED_FDS = 64
 FDS_PER_WORKER = 6
+ANSWER_WATCH_SECONDS = 1.0  # how often a connection's answer in flight is looked at
 
 
 def descriptor_budget(wanted: int, workers: int, backlog: int) -> int:
@@ -71,16 +72,18 @@ class ConnectionBudget:
     """The open connections by address, and the counts they may reach."""
 
     def __init__(self, per_address: int, in_all: int, head_seconds: float, proxies=(),
-                 head_bytes: int = 16384):
+                 head_bytes: int = 16384, answer_seconds: float = 60.0):
         self.per_address = per_address
         self.in_all = in_all
         self.head_seconds = head_seconds
         self.head_bytes = head_bytes
+        self.answer_seconds = answer_seconds
         self.proxies = [ipaddress.ip_network(p, strict=False) for p in proxies]
         self.open: dict[str, set] = {}
         self.total = 0
         self.conditions: dict[str, Condition] = {}
         self.heads = Condition("headers: a request's head over head_bytes")
+        self.slow_readers = Condition("answers: a reader slower than answer_seconds cut off")
 
     def _proxy(self, address: str) -> bool:
         try:
@@ -146,6 +149,8 @@ def budgeted_protocol(budget: ConnectionBudget):
     class BudgetedH11(H11Protocol):
         head_timer: asyncio.TimerHandle | None = None
         head_seen = 0  # bytes of the head now arriving
+        answer_timer: asyncio.TimerHandle | None = None
+        sending_since: float | None = None  # when the answer now going out began to
 
         def connection_made(self, transport) -> None:
             super().connection_made(transport)
@@ -154,6 +159,7 @@ def budgeted_protocol(budget: ConnectionBudget):
                 refuse_connection(transport, why)
                 return
             self._wait_for_head()
+            self._watch_answer()
 
         def data_received(self, data: bytes) -> None:
             if self.conn.their_state is h11.IDLE:
@@ -186,10 +192,31 @@ def budgeted_protocol(budget: ConnectionBudget):
             if self.conn.their_state is h11.IDLE:
                 self.transport.close()
 
+        def _watch_answer(self) -> None:
+            """Every second: an answer that has been going out for answer_seconds (its
+            headers sent and its body not yet all, or bytes still waiting in the buffer) is
+            cut off, and the buffer holding it freed. After an upgrade to a WebSocket the
+            connection is no longer this protocol's, and the watch ends."""
+            self.answer_timer = None
+            transport = self.transport
+            if transport.is_closing() or transport.get_protocol() is not self:
+                return
+            now = self.loop.time()
+            if self.conn.our_state is h11.SEND_BODY or transport.get_write_buffer_size():
+                self.sending_since = self.sending_since or now
+                if now - self.sending_since > budget.answer_seconds:
+                    budget.slow_readers.hit()
+                    transport.abort()  # close() would keep the buffer until it is read
+                    return
+            else:
+                self.sending_since = None
+            self.answer_timer = self.loop.call_later(ANSWER_WATCH_SECONDS, self._watch_answer)
+
         def connection_lost(self, exc) -> None:
-            if self.head_timer is not None:
-                self.head_timer.cancel()
-                self.head_timer = None
+            for timer in (self.head_timer, self.answer_timer):
+                if timer is not None:
+                    timer.cancel()
+            self.head_timer = self.answer_timer = None
             super().connection_lost(exc)
 
     return BudgetedH11

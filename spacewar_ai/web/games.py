@@ -47,8 +47,11 @@ class LiveGame:
 class Workers:
     """Game worker processes: one spare started ahead, the live ones by game id."""
 
-    def __init__(self, limits: Limits):
+    def __init__(self, limits: Limits, game=None):
+        from ..config import GameConfig
+
         self.limits = limits
+        self.game = game if game is not None else GameConfig()  # what live games play
         self.live: dict[str, LiveGame] = {}
         self._ids = itertools.count(1)
         self._spare: asyncio.Task | None = None
@@ -155,7 +158,7 @@ async def run_live(ws, files, workers: Workers, checks, client: str, seed: int) 
         request = {"message": first, "root": str(files.root),
                    "checkpoint_dir": str(files.checkpoints), "ratings_file": str(files.ratings),
                    "seed": asked if type(asked) is int and 0 <= asked < 2**32 else seed,
-                   "replays_kept": limits.replays_kept,
+                   "game": workers.game.to_dict(), "replays_kept": limits.replays_kept,
                    "replays_bytes": limits.replays_mb * 2**20}
         proc.stdin.write((json.dumps(request) + "\n").encode())
         await proc.stdin.drain()

@@ -56,7 +56,7 @@ class Limits:
         ALL)
     head_seconds: float = budget(
         10.0, "time for a request's headers to arrive, from the connection or its last answer")
-    head_bytes: int = budget(16384, "a request's headers (uvicorn's h11_max_incomplete_event_size)")
+    head_bytes: int = budget(16384, "a request's headers, however they arrive (refused with 431)")
     keep_alive_seconds: int = budget(
         5, "an idle connection kept open after an answer (uvicorn's timeout_keep_alive)")
     ping_seconds: float = budget(
@@ -75,6 +75,10 @@ class Limits:
     json_depth: int = budget(64, "nesting of any JSON read")
     replay_frames: int = budget(
         200_000, "engine frames one replay may ask the server to play (steps x frame_skip)")
+    answer_mb: int = budget(
+        16, "one answer (a replay's frames, which its torpedoes in flight make large)")
+    answer_seconds: float = budget(
+        60.0, "time to send an answer; a reader slower than that is cut off and its answer freed")
     # Checks of a visitor's bytes, each in a confined process (web/checks.py).
     checkers: int = budget(1, "checker processes (replays, uploads, specs)", ALL)
     checks_queued: int = budget(16, "checks waiting or running in all; past it: busy", ALL)
@@ -83,7 +87,8 @@ class Limits:
         20.0, "wall-clock time of one check; its process is killed past it")
     check_memory_mb: int = budget(2048, "address space of a checker process")
     check_cpu_per_hour: float = budget(
-        60.0, "CPU seconds of checking one address may use in an hour", ADDRESS)
+        60.0, "seconds of checking one address may use in an hour (CPU or wall clock, "
+              "whichever is more)", ADDRESS)
     # Live games.
     games_per_client: int = budget(2, "live games (play or watch) open", ADDRESS)
     games_in_all: int = budget(8, "live games on the server (each worker about 0.5 GB)", ALL)

@@ -5,6 +5,7 @@ worker process (worker.py) and the checker processes (checks.py) share these."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..config import GameConfig
@@ -47,7 +48,7 @@ def frame_state(batch, g: int = 0) -> dict[str, Any]:
     return {"f": int(batch.game_i[g, engine.FRAME]), "s": ships, "t": torps}
 
 
-def start_game(message: dict, files: Files, seed: int):
+def start_game(message: dict, files: Files, seed: int, config: GameConfig | None = None):
     """The HumanGame a page's start message asks for (ValueError with one line if it cannot)."""
     from ..human.play import (
         HELP_ALONE,
@@ -60,7 +61,7 @@ def start_game(message: dict, files: Files, seed: int):
     from ..pilots.build import make_pilot
     from ..rating.difficulty import PlayerBook, player_name
 
-    config = GameConfig()
+    config = config if config is not None else GameConfig()
     kind = message.get("mode")
     replay_dir = files.live_replays
     if kind == "watch":
@@ -86,13 +87,28 @@ def start_game(message: dict, files: Files, seed: int):
     return game, (HELP_TWO if two else HELP_ALONE) + HELP_COMMON
 
 
-def replay_frames(replay: dict, source: str) -> dict[str, Any]:
-    """A replay as the page plays it: every step's state, replayed here bit for bit; the last
-    carries the SHA-256 of the engine state it ended in (ReplayError if that is not the state
-    recorded)."""
-    frames: list[dict] = []
-    batch = replay_game(replay, lambda b: frames.append(frame_state(b)))
-    frames[-1]["hash"] = state_hash(batch)
-    return {"source": source, "config": client_config(replay["game_config"]),
-            "players": replay.get("players") or ["ship 0", "ship 1"],
-            "result": replay.get("result"), "frames": frames}
+def replay_frames(replay: dict, source: str, max_bytes: int | None = None) -> bytes:
+    """A replay as the page plays it, as JSON: every step's state, replayed here bit for bit;
+    the last carries the SHA-256 of the engine state it ended in (ReplayError if that is not
+    the state recorded). Each frame is encoded as it is played, so an answer past `max_bytes`
+    (a frame's size is the torpedoes in flight, which a replay's settings choose) is refused
+    before the rest of the game is played."""
+    parts: list[str] = []
+    size = 0
+    last: dict[str, Any] = {}
+
+    def keep(batch) -> None:
+        nonlocal size, last
+        last = frame_state(batch)
+        parts.append(json.dumps(last, separators=(",", ":")))
+        size += len(parts[-1]) + 1
+        if max_bytes is not None and size > max_bytes:
+            raise ValueError(f"replay {source}: its frames come to over {max_bytes / 2**20:g} "
+                             "MB, more than this server sends (--limits answer_mb)")
+
+    batch = replay_game(replay, keep)
+    parts[-1] = json.dumps({**last, "hash": state_hash(batch)}, separators=(",", ":"))
+    head = json.dumps({"source": source, "config": client_config(replay["game_config"]),
+                       "players": replay.get("players") or ["ship 0", "ship 1"],
+                       "result": replay.get("result")}, separators=(",", ":"))
+    return (head[:-1] + ',"frames":[' + ",".join(parts) + "]}").encode()

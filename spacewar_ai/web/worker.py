@@ -2,7 +2,8 @@
 PARENT_PID`), so a slow or hung pilot costs only its own game.
 
 JSON lines. In: the start request {"message", "root", "checkpoint_dir", "ratings_file", "seed",
-"replays_kept", "replays_bytes" (the retention of live games' saved rounds)},
+"game" (the GameConfig's fields), "replays_kept", "replays_bytes" (the retention of live games'
+saved rounds)},
 then the page's messages ({"type": "key", ...}, {"type": "speed", ...}). Out: {"type": "start"}
 or {"type": "error"}, then {"type": "frame", ...} at the game's pace and {"type": "replay", ...}
 as rounds are saved. It ends when stdin closes or the game quits; stdout carries the protocol
@@ -42,6 +43,7 @@ class LineReader:
 
 
 def serve_one(reader: LineReader, out) -> None:
+    from ..config import GameConfig
     from ..game.replays import prune_replays
     from .files import Files
     from .live import SPEEDS, client_config, frame_state, public_message, start_game
@@ -60,7 +62,8 @@ def serve_one(reader: LineReader, out) -> None:
         speed = int(message.get("speed", 1))
         if speed not in SPEEDS:
             raise ValueError(f"speed {speed}: use one of {', '.join(map(str, SPEEDS))}")
-        game, help_lines = start_game(message, files, int(request["seed"]))
+        game, help_lines = start_game(message, files, int(request["seed"]),
+                                      GameConfig.from_dict(request["game"]))
     except Exception as exc:  # every problem with what the page asked for: one line back
         send({"type": "error", "message": public_message(exc)})
         return

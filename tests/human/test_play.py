@@ -226,6 +226,15 @@ def test_two_named_people_are_both_rated_and_unrated_pilots_are_not(tmp_path):
     finally:
         game.close()
     assert book.rating("cy").games == 0
+    # A rung of the ladder in another game than the default: its rating does not hold there.
+    game = _game(tmp_path, opponent="heuristic:hard", players=("dee",), book=book, score_limit=1,
+                 config=GameConfig(hyperspace=True))
+    try:
+        _play_rounds(game, 1)
+        assert "(unrated: ratings are of the default game)" in game.banner
+    finally:
+        game.close()
+    assert book.rating("dee").games == 0
 
 
 def test_the_pilot_decides_every_frame_skip_frames_on_the_frame_it_sees(tmp_path):

@@ -7,6 +7,7 @@ refused, and the server keeps serving at its descriptor limit."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -218,6 +219,93 @@ def test_replays_past_the_bounds_are_refused_and_a_long_one_stopped_while_pages_
                 break
         assert status == 429 and "check_cpu_per_hour" in json.loads(body)["error"]
         assert srv.app.state.checks.cpu_used("127.0.0.1") >= 0.2
+    finally:
+        srv.stop()
+
+
+def test_an_abandoned_check_is_dropped_and_busy_refusals_cost_no_attempts(tmp_path):
+    """A costly replay whose sender leaves: its check is killed at once, not at its deadline.
+    While it held the only place in the queue, an honest arena uploader was refused as busy
+    three times, and none of those counted against its two attempts an hour."""
+    from urllib.parse import urlencode
+
+    srv = _server(tmp_path, proxies=["127.0.0.1"], check_seconds=300, replay_frames=10**8,
+                  checks_queued=1, attempts_per_hour=2)
+    try:
+        long = _replay(10_000, max_episode_steps=10**7, frame_skip=1000)  # minutes of replaying
+        sock = _connect(srv.port)
+        sock.sendall(b"POST /api/replay?name=long.json HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"X-Forwarded-For: 198.51.100.1\r\ncontent-type: application/json\r\n"
+                     b"content-length: " + str(len(long)).encode() + b"\r\n\r\n" + long)
+        checks = srv.app.state.checks
+        deadline = time.monotonic() + 60
+        while not checks.queued and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert checks.queued == 1
+        strategy = (ROOT / "examples" / "strategies" / "aim_and_fire.py").read_bytes()
+
+        def upload():
+            status, body = http_request(srv, "POST", "/api/arena/submit?" + urlencode(
+                {"name": "honest", "file": "honest.py"}), strategy,
+                headers={"X-Forwarded-For": "203.0.113.9"})
+            return status, json.loads(body)
+
+        for _ in range(3):
+            status, body = upload()
+            assert status == 503 and "checks_queued=1" in body["error"], body
+        sock.close()  # the replay's sender leaves
+        deadline = time.monotonic() + 120  # far under the check's minutes, had it run on
+        while checks.queued and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert checks.queued == 0
+        status, body = upload()
+        assert status == 200 and body["submitted"]["name"] == "honest", body
+    finally:
+        srv.stop()
+
+
+def _firing(steps: int = 4000, **config) -> bytes:
+    """A replay in which both ships fire every decision with torpedoes that live long: each
+    frame holds every torpedo in flight, so its frames make a large answer."""
+    from spacewar_ai.config import GameConfig
+
+    settings = {**GameConfig().to_dict(), "no_star": True, "torpedo_lifetime": 100_000,
+                "max_ammo": 10_000, "max_episode_steps": steps * 4, **config}
+    return json.dumps({"version": 1, "config": settings, "seed": 1, "players": ["a", "b"],
+                       "actions": ["4" * steps, "4" * steps], "result": {}}).encode()
+
+
+def test_a_replay_answer_is_bounded_in_bytes_and_a_slow_reader_is_cut_off(tmp_path):
+    """A small replay can ask for a huge answer (every torpedo of every frame): refused in one
+    line once its frames pass answer_mb, before the rest is played. An answer within the bound
+    sent to a reader who does not read is cut off after answer_seconds, freeing it."""
+    srv = _server(tmp_path, answer_mb=1, check_seconds=120)
+    try:
+        status, body = http_request(srv, "POST", "/api/replay?name=fire.json", _firing())
+        error = json.loads(body)["error"]
+        assert status == 400 and "over 1 MB" in error and "answer_mb" in error, error
+    finally:
+        srv.stop()
+    srv = _server(tmp_path, answer_mb=64, answer_seconds=2, check_seconds=120)
+    try:
+        # An answer larger than what the kernel's socket buffers absorb on 127.0.0.1.
+        request = _firing(20_000)
+        status, whole = http_request(srv, "POST", "/api/replay?name=fire.json", request)
+        assert status == 200 and len(whole) > 10 * 2**20  # read at once, the answer is whole
+        sock = _connect(srv.port)
+        sock.sendall(b"POST /api/replay?name=fire.json HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"content-type: application/json\r\ncontent-length: "
+                     + str(len(request)).encode() + b"\r\n\r\n" + request)
+        sock.settimeout(120)
+        sock.recv(1, socket.MSG_PEEK)  # the answer has begun (its check is done)
+        time.sleep(6)  # its deadline passes while nothing is read
+        got = b""
+        with contextlib.suppress(OSError):
+            while chunk := sock.recv(2**20):
+                got += chunk
+        sock.close()
+        assert got.startswith(b"HTTP/1.1 200") and len(got) < len(whole)
+        assert http_request(srv, "GET", "/api/pilots")[0] == 200
     finally:
         srv.stop()
 

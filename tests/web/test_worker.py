@@ -20,10 +20,13 @@ def _worker(root):
                             stderr=subprocess.DEVNULL, text=True, cwd=root)
 
 
-def _start(proc, message, root, replays_kept=100):
+def _start(proc, message, root, replays_kept=100, game=None):
+    from spacewar_ai.config import GameConfig
+
     proc.stdin.write(json.dumps({"message": message, "root": str(root),
                                  "checkpoint_dir": "checkpoints", "ratings_file": None,
-                                 "seed": 3, "replays_kept": replays_kept,
+                                 "seed": 3, "game": (game or GameConfig()).to_dict(),
+                                 "replays_kept": replays_kept,
                                  "replays_bytes": 2**20}) + "\n")
     proc.stdin.flush()
     return json.loads(proc.stdout.readline())
@@ -49,6 +52,27 @@ def test_a_worker_plays_a_game_takes_keys_and_ends_with_its_stdin(tmp_path):
         assert held == ["up"]
         proc.stdin.close()  # the server closes the game
         assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+
+
+def test_a_worker_plays_the_servers_game(tmp_path):
+    """`--serve --config FILE` plays its [game] section's rules: here the peer's preset, whose
+    smaller star the page is told to draw, and whose saved rounds record the game."""
+    from spacewar_ai.config import GameConfig
+
+    game = GameConfig.from_dict({"rules": "rllib_sw", "controls": "switches"})
+    proc = _worker(tmp_path)
+    try:
+        start = _start(proc, {"mode": "watch", "a": "pretrained:rllib_sw", "b": "heuristic:hard",
+                              "speed": 8}, tmp_path, game=game)
+        assert start["type"] == "start", start
+        assert start["config"]["star_radius"] == game.star_radius != GameConfig().star_radius
+        while (message := json.loads(proc.stdout.readline()))["type"] != "replay":
+            continue
+        saved = GameConfig.from_dict(json.loads((tmp_path / message["path"]).read_text())
+                                     ["config"])
+        assert saved.changed(frame_skip=game.frame_skip) == game  # live games step by frames
     finally:
         proc.kill()
 

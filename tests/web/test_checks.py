@@ -1,0 +1,58 @@
+"""The checkers' queue (web/checks.py): served an address at a time, round robin, so a crowd of
+addresses cannot starve one visitor; a check whose client has gone leaves the queue; a check
+that only waits is charged its wall-clock time. The checks themselves run in real processes in
+test_budgets.py and test_hostile_uploads.py."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from spacewar_ai.web.checks import Checks, Gone
+from spacewar_ai.web.guard import Limits
+
+
+def test_waiting_checks_are_served_an_address_at_a_time():
+    async def scenario():
+        checks = Checks(Limits(checkers=1))
+        await checks._turn("holder")  # the one checker is taken
+        served = []
+
+        async def wait(address):
+            await checks._turn(address)
+            served.append(address)
+            checks._release()
+
+        # A crowd address queues three checks before two other visitors queue one each.
+        tasks = [asyncio.ensure_future(wait(a)) for a in
+                 ("crowd", "crowd", "crowd", "honest", "other")]
+        await asyncio.sleep(0)
+        checks._release()
+        await asyncio.gather(*tasks)
+        return served, checks
+
+    served, checks = asyncio.run(scenario())
+    assert served == ["crowd", "honest", "other", "crowd", "crowd"]
+    assert checks.free == 1 and not checks.waiting and not checks.turns
+
+
+def test_a_check_whose_client_left_leaves_the_queue():
+    class Left:
+        """A request whose client disconnects while its check waits."""
+
+        async def receive(self):
+            await asyncio.sleep(0.05)
+            return {"type": "http.disconnect"}
+
+    async def scenario():
+        checks = Checks(Limits(checkers=1))
+        await checks._turn("holder")
+        with pytest.raises(Gone):
+            await checks.run_for(Left(), "replay", {}, "10.0.0.1")
+        left = (checks.queued, dict(checks.waiting), list(checks.turns), dict(checks.in_flight))
+        checks._release()  # the holder's checker goes back to the free ones, not to the gone
+        return left, checks.free
+
+    left, free = asyncio.run(scenario())
+    assert left == (0, {}, [], {}) and free == 1
