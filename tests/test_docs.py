@@ -109,3 +109,26 @@ def test_the_files_readmes_examples_write_are_kept_out_of_git():
     for path in written:
         ignored = subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT)
         assert ignored.returncode == 0, f"{path} would show in git status"
+
+
+def test_every_link_between_the_docs_leads_to_a_file_and_a_heading_that_exist():
+    """README, the map, the manual and its journal link into each other by file and heading: a
+    page split or a heading renamed leaves no dead link."""
+    def slug(heading):
+        return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+    pages = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").glob("*.md")),
+             *sorted((ROOT / "docs" / "log").glob("*.md"))]
+    headings = {page.resolve(): {slug(line.lstrip("#")) for line in page.read_text().splitlines()
+                                 if line.startswith("#")} for page in pages}
+    dead = []
+    for page in pages:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            path, _, anchor = target.partition("#")
+            file = (page.parent / path).resolve() if path else page.resolve()
+            if not file.exists() or (anchor and file.suffix == ".md"
+                                     and anchor not in headings.get(file, set())):
+                dead.append(f"{page.relative_to(ROOT)}: {target}")
+    assert not dead, dead
