@@ -19,7 +19,7 @@ UNLIMITED_STEPS = 10**12
 
 # "rllib_sw": the peer project's starts (RULES_PRESETS): mostly random eccentric orbits with
 # random resources, otherwise both ships at rest.
-START_POSITIONS = ("classic", "orbit", "rllib_sw")
+START_POSITIONS = ("classic", "orbit", "rllib_sw", "varied")
 # How a pilot's action is read: "six" is the design's six actions (seven with hyperspace);
 # "switches" the 1962 control box, four switches in any combination (engine.py's docstring).
 CONTROLS = ("six", "switches")
@@ -253,7 +253,8 @@ class GameConfig(_Presets):
     # Decisions every k frames. 4 gives 12.5 decisions/s: a full turn still takes 25 decisions and
     # one reload (16 frames) is exactly 4 decisions, while episodes are 4x shorter for learning.
     frame_skip: int = setting(4, up_to(AT_LEAST_ONE, 1000))
-    # "orbit" (seeded random opposing orbits) or "classic" (1962)
+    # "orbit" (seeded random opposing orbits), "classic" (1962), "rllib_sw" (the peer's) or
+    # "varied" (training's mix: orbits, eccentric orbits, ships at rest, varied resources)
     start_positions: str = setting("orbit", one_of(START_POSITIONS))
     # 1962 sense switches, as booleans.
     # switch 1: rotate buttons apply angular acceleration

@@ -80,7 +80,7 @@ END_RUNNING, END_DEATH, END_NO_AMMO, END_TRUNCATED = 0, 1, 2, 3
  P_HSEEN, P_SPAWN, P_SURVIVOR, P_FAIL_RETURN) = range(35)
 NP_ = 35
 # P_START values: how games begin (config.START_POSITIONS)
-START_ORBIT, START_CLASSIC, START_RLLIB_SW = 0, 1, 2
+START_ORBIT, START_CLASSIC, START_RLLIB_SW, START_VARIED = 0, 1, 2, 3
 # reward params fields
 (R_STEP, R_KILL, R_DEATH, R_STAR, R_COLL, R_HYPER, R_WIN, R_LOSE, R_DRAW, R_FUEL, R_AMMO, R_SHOT,
  R_THRUST) = range(13)
@@ -155,8 +155,8 @@ def make_params(cfg: GameConfig) -> np.ndarray:
     p[P_FUEL], p[P_GM], p[P_STAR_R] = cfg.max_fuel, cfg.effective_gravity, cfg.star_radius
     p[P_HIT_R], p[P_MAXV], p[P_MAXSTEPS] = cfg.hit_radius, cfg.max_speed, cfg.max_episode_steps
     p[P_SKIP] = cfg.frame_skip
-    p[P_START] = {"orbit": START_ORBIT, "classic": START_CLASSIC,
-                  "rllib_sw": START_RLLIB_SW}[cfg.start_positions]
+    p[P_START] = {"orbit": START_ORBIT, "classic": START_CLASSIC, "rllib_sw": START_RLLIB_SW,
+                  "varied": START_VARIED}[cfg.start_positions]
     p[P_ANGMOM], p[P_NOSTAR] = float(cfg.angular_momentum), float(cfg.no_star)
     p[P_TELEPORT], p[P_TGRAV] = float(cfg.star_teleports), float(cfg.torpedo_gravity)
     p[P_HYPER], p[P_JUMPS] = float(cfg.hyperspace), cfg.hyperspace_jumps
@@ -310,6 +310,15 @@ def _reset_game(g, ship_f, ship_i, torp_f, torp_t, game_i, rng, p):
     game_i[g, REAL_WINNER] = -1
 
     start = int(p[P_START])
+    if start == START_VARIED:
+        # Training's mix: every way a game can begin, so that no start is new to a network.
+        draw = _uniform(rng, g)
+        if draw < 0.25:
+            _at_rest(g, ship_f, ship_i, rng, p, draw < 0.125)
+            return
+        if draw < 0.5:
+            _eccentric_orbits(g, ship_f, ship_i, rng, p)
+            return
     if start == START_RLLIB_SW and _uniform(rng, g) >= 0.75:
         # The peer's fixed start: at rest on the other diagonal, facing right and left.
         for s in range(2):
@@ -323,17 +332,7 @@ def _reset_game(g, ship_f, ship_i, torp_f, torp_t, game_i, rng, p):
         _eccentric_orbits(g, ship_f, ship_i, rng, p)
         return
     if start == START_CLASSIC:
-        # 1962: opposite diagonal positions a quarter screen from the centre on each axis, at rest,
-        # the second ship turned by pi.
-        ship_f[g, 0, SX] = cx + 0.25 * w
-        ship_f[g, 0, SY] = cy - 0.25 * h
-        ship_f[g, 1, SX] = cx - 0.25 * w
-        ship_f[g, 1, SY] = cy + 0.25 * h
-        for s in range(2):
-            ship_f[g, s, SVX] = 0.0
-            ship_f[g, s, SVY] = 0.0
-        _set_heading(g, 0, 0.5 * math.pi, ship_f)
-        _set_heading(g, 1, 1.5 * math.pi, ship_f)
+        _classic(g, ship_f, p)
         return
     gm = p[P_GM]
     theta = _uniform(rng, g) * TWO_PI
@@ -352,6 +351,49 @@ def _reset_game(g, ship_f, ship_i, torp_f, torp_t, game_i, rng, p):
         ship_f[g, s, SVX] = -math.sin(a) * v * d
         ship_f[g, s, SVY] = math.cos(a) * v * d
         _set_heading(g, s, _uniform(rng, g) * TWO_PI, ship_f)
+
+
+@_jit
+def _classic(g, ship_f, p):
+    """1962: opposite diagonal positions a quarter screen from the centre on each axis, at rest,
+    the second ship turned by pi."""
+    w = p[P_W]
+    h = p[P_H]
+    ship_f[g, 0, SX] = 0.5 * w + 0.25 * w
+    ship_f[g, 0, SY] = 0.5 * h - 0.25 * h
+    ship_f[g, 1, SX] = 0.5 * w - 0.25 * w
+    ship_f[g, 1, SY] = 0.5 * h + 0.25 * h
+    for s in range(2):
+        ship_f[g, s, SVX] = 0.0
+        ship_f[g, s, SVY] = 0.0
+    _set_heading(g, 0, 0.5 * math.pi, ship_f)
+    _set_heading(g, 1, 1.5 * math.pi, ship_f)
+
+
+@_jit
+def _at_rest(g, ship_f, ship_i, rng, p, classic):
+    """Both ships at rest: at the 1962 start (`classic`), or at opposing points 0.3 to 0.9 of
+    the half screen from the star with random headings and the same random share of torpedoes
+    and fuel for both."""
+    if classic:
+        _classic(g, ship_f, p)
+        return
+    w = p[P_W]
+    h = p[P_H]
+    half = 0.5 * min(w, h)
+    r = (0.3 + 0.6 * _uniform(rng, g)) * half
+    theta = _uniform(rng, g) * TWO_PI
+    ammo = math.ceil(p[P_AMMO] * (0.05 + 0.95 * _uniform(rng, g)))
+    fuel = math.ceil(p[P_FUEL] * (0.25 + 0.75 * _uniform(rng, g)))
+    for s in range(2):
+        side = 1.0 if s == 0 else -1.0
+        ship_f[g, s, SX] = 0.5 * w + side * r * math.cos(theta)
+        ship_f[g, s, SY] = 0.5 * h + side * r * math.sin(theta)
+        ship_f[g, s, SVX] = 0.0
+        ship_f[g, s, SVY] = 0.0
+        _set_heading(g, s, _uniform(rng, g) * TWO_PI, ship_f)
+        ship_i[g, s, AMMO] = ammo
+        ship_f[g, s, SFUEL] = fuel
 
 
 @_jit

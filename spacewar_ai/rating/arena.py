@@ -67,7 +67,16 @@ class Confinement:
 
 
 class OverAllowance(ValueError):
-    """An address over its hourly allowance: refused before anything it sent is read."""
+    """An address over its hourly allowance of `kind` ("attempts": uploads, refused ones too;
+    "submissions": accepted ones), `count` of them in the hour: refused before anything it sent
+    is read. Whoever sets the allowance (the server's budgets) words the refusal its way."""
+
+    def __init__(self, kind: str, count: int, allowed: int):
+        what = "uploads" if kind == "attempts" else "submissions"
+        refused = ", refused ones included" if kind == "attempts" else ""
+        super().__init__(f"{count} {what} from your address in the last hour{refused}: the most "
+                         f"allowed ({allowed}); try again later")
+        self.kind, self.count, self.allowed = kind, count, allowed
 
 
 class Arena:
@@ -113,13 +122,8 @@ class Arena:
             if accepted >= per_hour or tried >= attempts_per_hour:
                 db.execute("ROLLBACK")
                 if accepted >= per_hour:
-                    raise OverAllowance(
-                        f"{accepted} submissions from your address in the last hour, the most "
-                        f"allowed (--limits submissions_per_hour={per_hour})")
-                raise OverAllowance(
-                    f"{tried} uploads from your address in the last hour, refused ones "
-                    f"included, the most allowed (--limits attempts_per_hour="
-                    f"{attempts_per_hour}); try again later")
+                    raise OverAllowance("submissions", accepted, per_hour)
+                raise OverAllowance("attempts", tried, attempts_per_hour)
             db.execute("DELETE FROM attempts WHERE time < ?", (since,))
             row = db.execute("INSERT INTO attempts VALUES (?, ?)",
                              (client, time.time())).lastrowid
@@ -195,8 +199,7 @@ class Arena:
         recent = db.execute("SELECT COUNT(*) FROM players WHERE client = ? AND created > ?",
                             (client, time.time() - 3600)).fetchone()[0]
         if recent >= per_hour:
-            raise OverAllowance(f"{recent} submissions from your address in the last hour, the "
-                                f"most allowed (--limits submissions_per_hour={per_hour})")
+            raise OverAllowance("submissions", recent, per_hour)
 
     # --- pairings -------------------------------------------------------------------------------
     def players(self) -> list[dict[str, Any]]:

@@ -13,7 +13,6 @@ websockets are the `web` extra, imported only when a page is served."""
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import time
 from pathlib import Path
@@ -61,13 +60,15 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
     except ImportError:
         raise ValueError(INSTALL) from None
     from .arena import arena_routes
-    from .checks import Busy, Checks, Gone
+    from .checks import Checks, Gone
     from .connections import quiet_accept_errors
     from .games import Workers, run_live
     from .guard import (
         LOOPBACK_NAMES,
         Guard,
         Limits,
+        Quota,
+        Refused,
         TooLarge,
         TooSlow,
         failure,
@@ -115,7 +116,7 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
             data = await checks.run_for(request, "replay", payload, visitor(request.scope))
         except Gone:
             return Response(status_code=499)  # nobody is left to read it
-        except (TooLarge, TooSlow, Busy) as exc:  # each knows its status
+        except (TooLarge, TooSlow, Refused) as exc:  # each knows its status
             return refusal(exc, exc.status)
         except (ValueError, OSError) as exc:  # ReplayError is a ValueError
             return refusal(exc)
@@ -137,31 +138,23 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
             return refusal(ValueError("no such game (it has ended, or not begun?)"), 404)
         return JSONResponse(state)
 
-    sockets: collections.Counter = collections.Counter()
+    sockets = Quota(limits, "websockets_per_address", "websockets_in_all")
 
     async def ws_live(websocket):
         who = visitor(websocket.scope)
-        if sockets[who] >= limits.websockets_per_address:
-            why = (f"your address holds its most WebSockets ({limits.websockets_per_address}, "
-                   "--limits websockets_per_address); close a page first")
-        elif sum(sockets.values()) >= limits.websockets_in_all:
-            why = (f"the server holds its most WebSockets ({limits.websockets_in_all}, --limits "
-                   "websockets_in_all); try again in a minute")
-        else:
-            why = ""
+        refused = sockets.refusal(who)
+        if refused is None:
+            sockets.take(who)  # before the first await: sockets opened together count
         await websocket.accept()
-        if why:
-            await websocket.send_json({"type": "error", "message": why})
+        if refused is not None:
+            await websocket.send_json({"type": "error", "message": str(refused)})
             return await websocket.close()
-        sockets[who] += 1
         try:
             await run_live(websocket, files, workers, checks, who, time.time_ns() % 10**9)
         except (WebSocketDisconnect, RuntimeError):
             return  # the page closed
         finally:
-            sockets[who] -= 1
-            if not sockets[who]:
-                del sockets[who]
+            sockets.give(who)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -208,8 +201,7 @@ def _uvicorn_config(app, host: str, port: int, proxies=()):
     lim = app.state.limits
     workers = lim.games_in_all + lim.sandboxes_in_all + lim.arena_runners + lim.checkers + 1
     in_all = descriptor_budget(lim.connections_in_all, workers, lim.backlog)
-    budget = ConnectionBudget(lim.connections_per_address, in_all, lim.head_seconds, proxies,
-                              lim.head_bytes, lim.answer_seconds)
+    budget = ConnectionBudget(lim, in_all, proxies)
     app.state.connections = budget
     fold_uvicorn_refusals()
     return uvicorn.Config(app, host=host, port=port, log_level="warning",

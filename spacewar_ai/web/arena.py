@@ -126,12 +126,14 @@ def arena_routes(files, limits, checks, backend: str | None = None):
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
-    from .checks import Busy, Gone
+    from .checks import Gone
     from .guard import (
+        Refused,
         TooLarge,
         TooSlow,
         discard_body,
         failure,
+        over_budget,
         read_body,
         refusal,
         visitor,
@@ -188,8 +190,8 @@ def arena_routes(files, limits, checks, backend: str | None = None):
                                           limits.submissions_per_hour)
         except OverAllowance as exc:
             await discard_body(request, limits.submission_bytes, limits.body_seconds)
-            return refusal(exc, 429)
-        except (Busy, Gone) as exc:
+            return refusal(over_budget(limits, f"{exc.kind}_per_hour", exc.count, True), 429)
+        except (Refused, Gone) as exc:
             if counted is not None and (isinstance(exc, Gone) or exc.status == 503):
                 # The server's business (its queue full, a client gone), not the visitor's:
                 # the upload is not counted against its allowance.

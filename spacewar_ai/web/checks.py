@@ -3,7 +3,7 @@ replayed or checked in the server's process.
 
 `Checks` keeps `checkers` processes started ahead, each with its address space capped by the
 kernel. A check is one job with a deadline past which its process is killed and replaced; before
-it is queued, `refusal` asks three budgets: checks in all, checks per address, and the seconds
+it is queued, three budgets are asked: checks in all, checks per address, and the seconds
 the address's checks used in the last hour (CPU or wall clock, whichever is more). Waiting
 checks are served a visitor at a time, round robin over the addresses waiting, so a crowd of
 addresses cannot starve one; a check whose asker has gone (`run_for`) leaves the queue, or has
@@ -23,21 +23,12 @@ import struct
 import sys
 import time
 
-from .guard import Limits
+from .guard import Limits, Quota, over_budget
 
 HEADER = struct.Struct(">I")
 OK, ERROR, READY = b"o", b"e", b"R"
 HOUR = 3600.0
 START_SECONDS = 120.0  # for a checker to load what checks need, on a busy host
-
-
-class Busy(ValueError):
-    """A check refused by a budget before it was queued: `status` 503 when the server is at its
-    most, 429 when the visitor's address is."""
-
-    def __init__(self, message: str, status: int):
-        super().__init__(message)
-        self.status = status
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -60,8 +51,7 @@ class Checks:
         # The checks waiting for a checker, by address, and the addresses in their turn order.
         self.waiting: dict[str, collections.deque] = {}
         self.turns: collections.deque = collections.deque()
-        self.queued = 0
-        self.in_flight: collections.Counter = collections.Counter()
+        self.checks = Quota(limits, "checks_per_address", "checks_queued")  # waiting or running
         self.spent: dict[str, collections.deque] = {}
 
     def start(self) -> None:
@@ -109,22 +99,10 @@ class Checks:
             spent.popleft()
         return sum(seconds for _, seconds in spent)
 
-    def refusal(self, visitor: str) -> Busy | None:
-        """Why a check for `visitor` may not be queued now, or None."""
-        lim = self.limits
-        if self.in_flight[visitor] >= lim.checks_per_address:
-            return Busy(f"your address has {self.in_flight[visitor]} checks under way, the "
-                        f"most (--limits checks_per_address={lim.checks_per_address}); wait "
-                        "for them", 429)
-        used = self.cpu_used(visitor)
-        if used >= lim.check_cpu_per_hour:
-            return Busy(f"checks from your address used {used:.1f} s in the last hour, "
-                        f"the most (--limits check_cpu_per_hour={lim.check_cpu_per_hour:g}); "
-                        "try again later", 429)
-        if self.queued >= lim.checks_queued:
-            return Busy(f"the server is checking {self.queued} uploads, its most (--limits "
-                        f"checks_queued={lim.checks_queued}); try again in a minute", 503)
-        return None
+    @property
+    def queued(self) -> int:
+        """Checks waiting or running, of every visitor."""
+        return self.checks.total
 
     def _charge(self, visitor: str, seconds: float) -> None:
         if len(self.spent) > 10_000:  # forget addresses with nothing left in the hour
@@ -133,25 +111,18 @@ class Checks:
         self.spent.setdefault(visitor, collections.deque()).append((time.monotonic(), seconds))
 
     async def run(self, kind: str, payload: dict, visitor: str) -> bytes:
-        """The answer of job `kind` for `visitor` (JSON bytes); Busy if a budget refuses it
+        """The answer of job `kind` for `visitor` (JSON bytes); Refused if a budget refuses it
         first, ValueError (one line) if the check refuses what was sent or fails. Cancelled, it
         leaves the queue, or kills its checker if it was running."""
-        refused = self.refusal(visitor)
-        if refused is not None:
-            raise refused
-        self.queued += 1
-        self.in_flight[visitor] += 1
-        try:
+        used = self.cpu_used(visitor)
+        if used >= self.limits.check_cpu_per_hour:
+            raise over_budget(self.limits, "check_cpu_per_hour", round(used, 1), True)
+        with self.checks.hold(visitor):
             await self._turn(visitor)
             try:
                 return await self._ask(kind, payload, visitor)
             finally:
                 self._release()
-        finally:
-            self.queued -= 1
-            self.in_flight[visitor] -= 1
-            if not self.in_flight[visitor]:
-                del self.in_flight[visitor]
 
     async def run_for(self, request, kind: str, payload: dict, visitor: str) -> bytes:
         """`run`, dropped when the HTTP client that asked disconnects: nobody is left to read

@@ -69,21 +69,27 @@ class Condition:
 
 
 class ConnectionBudget:
-    """The open connections by address, and the counts they may reach."""
+    """The open connections by address, held against `connections_per_address` and
+    `connections_in_all` (lowered to `in_all` to fit the descriptors) through the budgets'
+    Quota; a trusted proxy's count in all only."""
 
-    def __init__(self, per_address: int, in_all: int, head_seconds: float, proxies=(),
-                 head_bytes: int = 16384, answer_seconds: float = 60.0):
-        self.per_address = per_address
-        self.in_all = in_all
-        self.head_seconds = head_seconds
-        self.head_bytes = head_bytes
-        self.answer_seconds = answer_seconds
+    def __init__(self, limits, in_all: int, proxies=()):
+        from .guard import Quota
+
+        self.limits = limits
+        self.head_seconds = limits.head_seconds
+        self.head_bytes = limits.head_bytes
+        self.answer_seconds = limits.answer_seconds
+        self.quota = Quota(limits, "connections_per_address", "connections_in_all", in_all)
         self.proxies = [ipaddress.ip_network(p, strict=False) for p in proxies]
-        self.open: dict[str, set] = {}
-        self.total = 0
+        self.admitted: dict = {}  # transport -> the address it is counted under
         self.conditions: dict[str, Condition] = {}
         self.heads = Condition("headers: a request's head over head_bytes")
         self.slow_readers = Condition("answers: a reader slower than answer_seconds cut off")
+
+    @property
+    def total(self) -> int:
+        return self.quota.total
 
     def _proxy(self, address: str) -> bool:
         try:
@@ -92,43 +98,39 @@ class ConnectionBudget:
             return False
         return any(ip in net for net in self.proxies)
 
-    def _prune(self, address: str) -> None:
-        held = self.open.get(address)
-        if held is None:
-            return
-        live = {t for t in held if not t.is_closing()}
-        self.total -= len(held) - len(live)
-        if live:
-            self.open[address] = live
-        else:
-            del self.open[address]
-
-    def _condition(self, key: str, says: str) -> Condition:
-        return self.conditions.setdefault(key, Condition(says))
-
     def admit(self, transport) -> str:
-        """"" if the connection may be served (it is counted from now), else why not."""
+        """"" if the connection may be served (it is counted until `release`), else why not."""
         peer = transport.get_extra_info("peername")
         address = str(peer[0]) if peer else "?"
-        self._prune(address)
-        if not self._proxy(address) and len(self.open.get(address, ())) >= self.per_address:
-            self._condition(address, f"connections: {address} holds its most "
-                                     f"({self.per_address})").hit()
-            return (f"your address holds its most open connections ({self.per_address}, "
-                    "--limits connections_per_address); close some first")
-        if self.total >= self.in_all:
-            for other in list(self.open):
-                self._prune(other)
-        if self.total >= self.in_all:
-            self._condition("*", f"connections: the server holds its most ({self.in_all})").hit()
-            return (f"the server holds its most connections ({self.in_all}, --limits "
-                    "connections_in_all); try again in a minute")
+        # A proxy's connections are checked against the count in all alone.
+        refused = self.quota.refusal(address, per_address=not self._proxy(address))
+        if refused is not None and self._prune():
+            refused = self.quota.refusal(address, per_address=not self._proxy(address))
+        if refused is not None:
+            key = "*" if refused.status == 503 else address
+            self.conditions.setdefault(key, Condition(
+                f"connections: {'the server' if key == '*' else address} holds its most")).hit()
+            return str(refused)
         for key in ("*", address):
             if key in self.conditions:
                 self.conditions.pop(key).clear()
-        self.open.setdefault(address, set()).add(transport)
-        self.total += 1
+        self.quota.take(address)
+        self.admitted[transport] = address
         return ""
+
+    def _prune(self) -> bool:
+        """Release the connections that closed without this protocol hearing it (one upgraded
+        to a WebSocket closes under the WebSocket's protocol); whether any were."""
+        closed = [t for t in self.admitted if t.is_closing()]
+        for transport in closed:
+            self.release(transport)
+        return bool(closed)
+
+    def release(self, transport) -> None:
+        """The connection has closed: what it held goes back."""
+        address = self.admitted.pop(transport, None)
+        if address is not None:
+            self.quota.give(address)
 
 
 def refuse_connection(transport, why: str,
@@ -217,6 +219,7 @@ def budgeted_protocol(budget: ConnectionBudget):
                 if timer is not None:
                     timer.cancel()
             self.head_timer = self.answer_timer = None
+            budget.release(self.transport)
             super().connection_lost(exc)
 
     return BudgetedH11

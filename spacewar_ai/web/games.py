@@ -10,6 +10,7 @@ game starts at once; `run_live` is one WebSocket's game from its start message t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -19,7 +20,7 @@ from typing import Any
 
 from ..util.json_input import loads_strict
 from ..util.processes import child_command, package_env
-from .guard import Limits, RateLimit
+from .guard import Limits, Quota, RateLimit
 from .live import SPEEDS, public_message
 
 START_SECONDS = 120.0  # to load a game's pilots (a big model on a busy host) before giving up
@@ -52,6 +53,8 @@ class Workers:
 
         self.limits = limits
         self.game = game if game is not None else GameConfig()  # what live games play
+        self.games = Quota(limits, "games_per_client", "games_in_all")
+        self.sandboxes = Quota(limits, None, "sandboxes_in_all")
         self.live: dict[str, LiveGame] = {}
         self._ids = itertools.count(1)
         self._spare: asyncio.Task | None = None
@@ -78,19 +81,23 @@ class Workers:
 
     def refusal(self, client: str, sandboxes: int) -> str:
         """Why a new game from `client` with `sandboxes` strategy files may not start, or ""."""
-        lim = self.limits
-        if len(self.live) >= lim.games_in_all:
-            return (f"the server is playing {len(self.live)} games, its most (--limits "
-                    f"games_in_all={lim.games_in_all}); try again in a minute")
-        mine = sum(g.client == client for g in self.live.values())
-        if mine >= lim.games_per_client:
-            return (f"you have {mine} games open, the most one address may (--limits "
-                    f"games_per_client={lim.games_per_client}); close one first")
-        running = sum(g.sandboxes for g in self.live.values())
-        if sandboxes and running + sandboxes > lim.sandboxes_in_all:
-            return (f"{running} strategy files are playing, the most at once (--limits "
-                    f"sandboxes_in_all={lim.sandboxes_in_all}); try again in a minute")
-        return ""
+        refused = self.games.refusal(client) or \
+            (self.sandboxes.refusal(client, sandboxes) if sandboxes else None)
+        return str(refused) if refused is not None else ""
+
+    @contextlib.contextmanager
+    def holding(self, gid: str, game: "LiveGame"):
+        """`game` counted in the budgets from here on (so that pages arriving together cannot
+        all pass them) and listed as live, until it ends however it ends."""
+        self.games.take(game.client)
+        self.sandboxes.take(game.client, game.sandboxes)
+        self.live[gid] = game
+        try:
+            yield
+        finally:
+            self.live.pop(gid, None)
+            self.games.give(game.client)
+            self.sandboxes.give(game.client, game.sandboxes)
 
     async def close(self) -> None:
         # A game still waiting for its worker has none yet.
@@ -149,9 +156,14 @@ async def run_live(ws, files, workers: Workers, checks, client: str, seed: int) 
     if why:
         return await _refuse(ws, why)
     gid = f"g{next(workers._ids)}"
-    # Held in the count from here on, so that pages arriving together cannot all pass it.
     game = LiveGame(None, client, [], sandboxes)
-    workers.live[gid] = game
+    with workers.holding(gid, game):
+        await _play(ws, workers, files, first, seed, gid, game)
+
+
+async def _play(ws, workers: Workers, files, first: dict, seed: int, gid: str, game) -> None:
+    """The game in a worker process, relayed until one side ends it; its process killed."""
+    limits = workers.limits
     try:
         game.proc = proc = await workers.take()
         asked = first.get("seed")
@@ -175,7 +187,6 @@ async def run_live(ws, files, workers: Workers, checks, client: str, seed: int) 
     except Exception:  # the page went away mid-send (the server's disconnect types vary)
         return
     finally:
-        workers.live.pop(gid, None)
         if game.proc is not None and game.proc.returncode is None:
             game.proc.kill()
             await game.proc.wait()

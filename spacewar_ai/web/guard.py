@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import ipaddress
@@ -152,6 +153,83 @@ class Limits:
         width = max(len(r[0]) for r in rows)
         return "\n".join(f"{name:<{width}}  {value:>8}  {scope:<11}  {what}"
                          for name, value, scope, what in rows)
+
+
+class Refused(ValueError):
+    """A request refused by a budget before its work: one line, and `status` 429 when the
+    visitor's address is at its most, 503 when the server is."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+def over_budget(limits: Limits, name: str, held: float, yours: bool) -> Refused:
+    """The refusal of budget `name` of `limits`, in the words of its row in the table
+    (`--limits` and docs/browser.md): what it bounds, how much is held and the setting."""
+    field = next(f for f in dataclasses.fields(limits) if f.name == name)
+    value = getattr(limits, name)
+    whose = "your address is" if yours else "the server is"
+    return Refused(f"{field.metadata['what']}: {whose} at its most ({held:g} of {value:g}, "
+                   f"--limits {name}={value:g}); "
+                   + ("finish or close some first" if yours else "try again in a minute"),
+                   429 if yours else 503)
+
+
+class Quota:
+    """What visitors hold of one resource, kept against its budgets in Limits: `per_address`
+    and `in_all` name the fields (either may be None), `in_all_value` overrides the latter's
+    value (the connections' budget, lowered to the descriptor limit). The one mechanism every
+    held budget uses: `refusal` is asked before the work, `hold` takes and gives back however
+    the work ends."""
+
+    def __init__(self, limits: Limits, per_address: str | None = None,
+                 in_all: str | None = None, in_all_value: float | None = None):
+        self.limits = limits
+        self.per_address = per_address
+        self.in_all = in_all
+        self.in_all_value = in_all_value
+        self.held: collections.Counter = collections.Counter()
+        self.total = 0
+
+    def refusal(self, visitor: str, n: int = 1, per_address: bool = True) -> Refused | None:
+        """Why `n` more for `visitor` would pass a budget (the count in all alone without
+        `per_address`), or None."""
+        if per_address and self.per_address is not None and \
+                self.held[visitor] + n > getattr(self.limits, self.per_address):
+            return over_budget(self.limits, self.per_address, self.held[visitor], True)
+        if self.in_all is not None:
+            most = self.in_all_value if self.in_all_value is not None \
+                else getattr(self.limits, self.in_all)
+            if self.total + n > most:
+                refused = over_budget(self.limits, self.in_all, self.total, False)
+                if self.in_all_value is not None:
+                    refused.args = (refused.args[0].replace(
+                        f"of {getattr(self.limits, self.in_all):g},", f"of {most:g},"),)
+                return refused
+        return None
+
+    def take(self, visitor: str, n: int = 1) -> None:
+        self.held[visitor] += n
+        self.total += n
+
+    def give(self, visitor: str, n: int = 1) -> None:
+        self.held[visitor] -= n
+        self.total -= n
+        if self.held[visitor] <= 0:
+            del self.held[visitor]
+
+    @contextlib.contextmanager
+    def hold(self, visitor: str, n: int = 1):
+        """Take `n` for `visitor`, refused (Refused) past a budget; given back on leaving."""
+        refused = self.refusal(visitor, n)
+        if refused is not None:
+            raise refused
+        self.take(visitor, n)
+        try:
+            yield
+        finally:
+            self.give(visitor, n)
 
 
 def visitor(scope) -> str:

@@ -214,9 +214,10 @@ def test_an_address_over_its_attempts_is_refused_before_its_upload_is_read(tmp_p
     arena.forgive(arena.attempt("5.5.5.5", 3, 2))
     for _ in range(3):
         arena.attempt("5.5.5.5", 3, 2)
-    with pytest.raises(OverAllowance, match="3 uploads from your address.*attempts_per_hour=3"):
+    with pytest.raises(OverAllowance, match=r"3 uploads from your address.*allowed \(3\)") as exc:
         arena.attempt("5.5.5.5", 3, 2)
+    assert "--limits" not in str(exc.value)  # the server's words are the server's to add
     arena.attempt("5.5.5.6", 3, 2)  # another address has its own
     arena.submit("one", "s.py", b"def strategy(obs):\n    return 1\n", "5.5.5.7", 1)
-    with pytest.raises(OverAllowance, match="submissions_per_hour=1"):
+    with pytest.raises(OverAllowance, match=r"1 submissions .* allowed \(1\)"):
         arena.attempt("5.5.5.7", 3, 1)

@@ -50,7 +50,7 @@ def test_a_check_whose_client_left_leaves_the_queue():
         await checks._turn("holder")
         with pytest.raises(Gone):
             await checks.run_for(Left(), "replay", {}, "10.0.0.1")
-        left = (checks.queued, dict(checks.waiting), list(checks.turns), dict(checks.in_flight))
+        left = (checks.queued, dict(checks.waiting), list(checks.turns), dict(checks.checks.held))
         checks._release()  # the holder's checker goes back to the free ones, not to the gone
         return left, checks.free
 

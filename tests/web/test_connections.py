@@ -23,7 +23,9 @@ def test_the_h11_protocol_hooks_the_budget_overrides_are_there():
     assert "self.conn = h11.Connection(" in init and "self.loop = " in init
     assert isinstance(h11.IDLE, type)  # the state the head deadline compares with
     # uvicorn takes a protocol class as `http` and builds it with these keywords.
-    protocol = budgeted_protocol(ConnectionBudget(1, 1, 1.0))
+    from spacewar_ai.web.guard import Limits
+
+    protocol = budgeted_protocol(ConnectionBudget(Limits(), 1))
     assert issubclass(protocol, H11Protocol)
     config = Config(app=lambda scope, receive, send: None, http=protocol)
     config.load()
