@@ -296,6 +296,31 @@ def test_orbit_starts_are_opposing_near_circular_orbits():
     assert np.allclose(np.arctan2(ry[:, 0], rx[:, 0]), np.arctan2(-ry[:, 1], -rx[:, 1]))
 
 
+def test_varied_starts_cover_orbits_eccentric_orbits_and_ships_at_rest():
+    """Training's mix: half the games begin on circular orbits, a quarter on eccentric ones and
+    a quarter at rest (half of those the 1962 start), with varied torpedoes and fuel where the
+    start is not an orbit, the same for both ships."""
+    n = 2000
+    b = engine.GameBatch(n, GameConfig(start_positions="varied"))
+    b.reset(seeds=np.arange(n))
+    f, i = b.ship_f, b.ship_i
+    rx, ry = f[:, :, engine.SX] - CX, f[:, :, engine.SY] - CY
+    r = np.hypot(rx, ry)
+    speed = np.hypot(f[:, :, engine.SVX], f[:, :, engine.SVY])
+    rest = (speed == 0).all(1)
+    circular = np.isclose(speed, np.sqrt(C.gravity_constant / r)).all(1)
+    classic = rest & (rx[:, 0] == 256.0) & (ry[:, 0] == -256.0)
+    eccentric = ~rest & ~circular
+    assert abs(circular.mean() - 0.5) < 0.05 and abs(eccentric.mean() - 0.25) < 0.04
+    assert abs(rest.mean() - 0.25) < 0.04 and abs(classic.mean() - 0.125) < 0.03
+    full = (i[:, :, engine.AMMO] == C.max_ammo).all(1) & (f[:, :, engine.SFUEL] == C.max_fuel).all(1)
+    assert full[circular | classic].all() and not full[eccentric | (rest & ~classic)].all()
+    assert (i[:, 0, engine.AMMO] == i[:, 1, engine.AMMO]).all()  # a fair start: the same share
+    again = engine.GameBatch(n, GameConfig(start_positions="varied"))
+    again.reset(seeds=np.arange(n))
+    assert np.array_equal(again.ship_f, f)  # seeded, as every start
+
+
 def test_death_causes_print_by_name_as_in_the_original_diagnostic(capsys):
     """The original design's diagnostic: step_both(3, 3) until the game ends, then print the death
     causes. They print as names (COLLISION, TORPEDO, ...), not numbers."""
