@@ -10,7 +10,17 @@ visitors), players and watchers throughout, and hostile visitors in phases:
    127.0.0.2), and --trickle uploads sent a byte a second (from 127.0.0.3): how many the server
    still holds after --hold seconds;
 4. a crowd of --crowd visitors each uploading a strategy file, then one honest upload: the
-   pairings queued, and the time until the honest upload has a rating.
+   pairings queued, and the time until the honest upload has a rating;
+5. a request whose head is 100 kB, sent whole;
+6. --abandoned costly replays (torpedoes that live long, fired every decision) posted two from
+   each of half as many addresses whose sockets close within 0.8 s, then a fresh visitor's
+   small replay: how long until it is answered;
+7. 20 addresses keeping the checkers busy with costly replays while an honest visitor uploads to
+   the arena every 5 s: how long until its upload is checked, and whether the busy refusals
+   spent its hourly attempts;
+8. 8 slow readers of a replay answer near answer_mb, reading a byte a second: the server's
+   memory meanwhile and after answer_seconds;
+9. --replays saved games written under runs/replays: /api/replays and the pages meanwhile.
 
 Pages (/api/pilots, /api/arena, /play, /api/replays) are requested throughout from 127.0.0.1:
 their latency, and that of those asked during each phase, are printed with the descriptors and
@@ -143,6 +153,26 @@ def replay_text(steps: int, **config) -> bytes:
     cfg = GameConfig(**config)
     return json.dumps({"version": 1, "config": cfg.to_dict(), "seed": 1, "players": ["a", "b"],
                        "actions": ["0" * steps, "0" * steps], "result": {}}).encode()
+
+
+def firing_replay(steps: int) -> bytes:
+    """A replay in bounds whose frames are large: both ships fire every decision with
+    torpedoes that live long and no star, so every frame holds every torpedo in flight."""
+    from spacewar_ai.config import GameConfig
+
+    cfg = GameConfig(no_star=True, torpedo_lifetime=100_000, max_ammo=10_000,
+                     max_episode_steps=steps * 4)
+    return json.dumps({"version": 1, "config": cfg.to_dict(), "seed": 1, "players": ["a", "b"],
+                       "actions": ["4" * steps, "4" * steps], "result": {}}).encode()
+
+
+def post_raw(port: int, path: str, body: bytes, address: str) -> socket.socket:
+    """A POST sent whole on a socket of its own, its answer left unread."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: {address}\r\n"
+                 f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+                 .encode() + body)
+    return sock
 
 
 def bound_socket(source: str) -> socket.socket:
@@ -348,6 +378,94 @@ def run(a) -> dict:
         time.sleep(1.0)
     out["honest_rated_after_s"] = rated if rated is not None else f"not within {a.seconds:g} s"
 
+    # 5. A head of 100 kB, sent whole.
+    pages.phase = "oversized head"
+    sock = socket.create_connection(("127.0.0.1", port))
+    began = time.perf_counter()
+    sock.sendall(b"GET /api/pilots HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * 100_000
+                 + b"\r\n\r\n")
+    answer = sock.recv(200)
+    sock.close()
+    out["oversized_head"] = (f"{answer.split(b' ')[1].decode() if answer else 'closed'} in "
+                             f"{(time.perf_counter() - began) * 1000:,.0f} ms")
+
+    # 6. Costly checks abandoned by their senders, then a fresh visitor.
+    pages.phase = "abandoned checks"
+    costly = firing_replay(50_000)
+    left = [post_raw(port, "/api/replay?name=c.json", costly, f"198.18.0.{k // 2 + 1}")
+            for k in range(a.abandoned)]
+    time.sleep(0.8)
+    for sock in left:
+        sock.close()
+    status, _, ms = request(port, "POST", "/api/replay?name=small.json", replay_text(100),
+                            {"X-Forwarded-For": "192.0.2.50"})
+    out["fresh_check_after_abandoned"] = f"{status} in {ms / 1000:,.1f} s"
+
+    # 7. The checkers kept busy by 20 addresses, an honest arena upload retrying every 5 s.
+    pages.phase = "checkers crowd"
+    stop = time.monotonic() + a.busy
+    crowd_answers: list[int] = []
+
+    def keep_busy(address: str) -> None:
+        while time.monotonic() < stop:
+            crowd_answers.append(request(port, "POST", "/api/replay?name=c.json", costly,
+                                         {"X-Forwarded-For": address})[0])
+
+    crowd = [threading.Thread(target=keep_busy, args=(f"198.19.0.{k + 1}",), daemon=True)
+             for k in range(20) for _ in range(2)]
+    for thread in crowd:
+        thread.start()
+    time.sleep(2)
+    began, tries, statuses = time.monotonic(), 0, []
+    while time.monotonic() < stop + 180:  # on past the crowd, for the queue it left
+        tries += 1
+        status, _, _ = submit(port, f"patient{tries}", "p.py", AIM.encode(), "192.0.2.60")
+        statuses.append(status)
+        if status == 200:
+            break
+        time.sleep(5)
+    for thread in crowd:
+        thread.join()
+    out["honest_upload_beside_checkers_crowd"] = (
+        f"{'accepted' if statuses[-1:] == [200] else 'not accepted'} after "
+        f"{time.monotonic() - began:,.0f} s and {tries} tries ({statuses.count(503)} busy, "
+        f"{statuses.count(429)} over its allowance)")
+    if statuses[-1:] == [200]:
+        accepted.append(f"patient{tries}")
+
+    # 8. Slow readers of a large answer.
+    pages.phase = "slow readers"
+    large = firing_replay(20_000)  # about 12 MB of frames, under answer_mb
+    before = rss_mb(proc.pid)
+    readers = [post_raw(port, "/api/replay?name=l.json", large, f"198.20.0.{k + 1}")
+               for k in range(8)]
+    peak = before
+    end = time.monotonic() + a.answer_seconds + 20
+    while time.monotonic() < end:
+        for sock in readers:
+            sock.setblocking(False)
+            with contextlib.suppress(OSError):
+                sock.recv(1)
+        peak = max(peak, rss_mb(proc.pid))
+        time.sleep(1.0)
+    for sock in readers:
+        sock.close()
+    out["slow_readers_memory_mb"] = (f"{before:,.0f} before, {peak:,.0f} at most, "
+                                     f"{rss_mb(proc.pid):,.0f} after answer_seconds")
+
+    # 9. Many saved games on disk.
+    pages.phase = "many replays"
+    folder = root / "runs" / "replays"
+    folder.mkdir(parents=True, exist_ok=True)
+    one = replay_text(10)
+    for k in range(a.replays):
+        (folder / f"r{k:06d}.json").write_bytes(one)
+    listings = [request(port, "GET", "/api/replays")[2] for _ in range(5)]
+    time.sleep(6)
+    listings += [request(port, "GET", "/api/replays")[2] for _ in range(5)]
+    out["replays_listing_ms"] = (f"{a.replays:,} files: slowest {max(listings):,.0f}, median "
+                                 f"{statistics.median(listings):,.0f} of {len(listings)}")
+
     # The end: what the server holds, what was lost.
     pages.stop = True
     pages.join()
@@ -387,6 +505,12 @@ def main(argv=None) -> int:
     p.add_argument("--crowd", type=int, default=60, help="visitors uploading before the honest one")
     p.add_argument("--seconds", type=float, default=300.0,
                    help="at most this long waiting for the honest upload's rating")
+    p.add_argument("--abandoned", type=int, default=16, help="costly checks whose senders leave")
+    p.add_argument("--busy", type=float, default=90.0,
+                   help="seconds 20 addresses keep the checkers busy")
+    p.add_argument("--answer-seconds", type=float, default=60.0,
+                   help="the server's answer_seconds, which the slow readers outlast")
+    p.add_argument("--replays", type=int, default=100_000, help="saved games written to disk")
     p.add_argument("--limits", default="games_per_client=8",
                    help="the server's --limits (default: the defaults, with room for the games "
                         "this script plays from one address)")

@@ -372,9 +372,10 @@ def test_web_abuse_measures_every_phase_and_loses_nothing(tmp_path):
     pytest.importorskip("onnx")
     out = _script(tmp_path, "web_abuse", "--players", "0", "--watchers", "1", "--refused", "6",
                   "--idle", "6", "--trickle", "3", "--hold", "12", "--crowd", "3",
-                  "--seconds", "900", "--limits",
+                  "--seconds", "900", "--abandoned", "2", "--busy", "8", "--replays", "300",
+                  "--answer-seconds", "4", "--limits",
                   "games_per_client=8,attempts_per_hour=4,head_seconds=4,"
-                  "first_message_seconds=4,body_seconds=8")
+                  "first_message_seconds=4,body_seconds=8,answer_seconds=4")
     figures = dict(line.split(None, 1) for line in out.stdout.splitlines()[1:])
     assert figures["refused_uploads"] == "6 of 6 refused (2 for the allowance, before any check)"
     assert figures["replay_extreme"].split(": ")[1].startswith("400 in ")
@@ -385,7 +386,14 @@ def test_web_abuse_measures_every_phase_and_loses_nothing(tmp_path):
     games = re.search(r"after (\d+) games$", figures["honest_first_rating"])
     assert games and int(games.group(1)) % 20 == 0  # rated from whole pairings
     assert figures["lost"] == "nothing"
-    for key in ("server_cpu_s_all_refused", "server_memory_mb_end", "page_ms_all"):
+    assert figures["oversized_head"].startswith("431 in")
+    assert figures["fresh_check_after_abandoned"].startswith("200 in")
+    # The checkers' crowd did not spend the honest uploader's attempts (4 an hour here).
+    assert figures["honest_upload_beside_checkers_crowd"].startswith("accepted after")
+    assert "0 over its allowance" in figures["honest_upload_beside_checkers_crowd"]
+    assert figures["replays_listing_ms"].startswith("300 files")
+    for key in ("server_cpu_s_all_refused", "server_memory_mb_end", "page_ms_all",
+                "slow_readers_memory_mb"):
         assert key in figures  # measured, not missing
 
 
