@@ -167,17 +167,17 @@ class Checks:
     def _release(self) -> None:
         """A checker is free: to the next address in turn (which goes to the back of the
         line if it has more waiting), else back to the free ones."""
-        while self.turns:
-            visitor = self.turns.popleft()
-            queue = self.waiting[visitor]
-            granted = queue.popleft()
-            if queue:
-                self.turns.append(visitor)
-            else:
-                del self.waiting[visitor]
-            granted.set_result(None)
+        if not self.turns:
+            self.free += 1
             return
-        self.free += 1
+        visitor = self.turns.popleft()
+        queue = self.waiting[visitor]
+        granted = queue.popleft()
+        if queue:
+            self.turns.append(visitor)
+        else:
+            del self.waiting[visitor]
+        granted.set_result(None)
 
     async def _ask(self, kind: str, payload: dict, visitor: str) -> bytes:
         lim = self.limits

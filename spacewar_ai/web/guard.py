@@ -164,13 +164,16 @@ class Refused(ValueError):
         self.status = status
 
 
-def over_budget(limits: Limits, name: str, held: float, yours: bool) -> Refused:
+def over_budget(limits: Limits, name: str, held: float, yours: bool,
+                most: float | None = None) -> Refused:
     """The refusal of budget `name` of `limits`, in the words of its row in the table
-    (`--limits` and docs/browser.md): what it bounds, how much is held and the setting."""
+    (`--limits` and docs/browser.md): what it bounds, how much is held of `most` (default the
+    budget's value) and the setting."""
     field = next(f for f in dataclasses.fields(limits) if f.name == name)
     value = getattr(limits, name)
     whose = "your address is" if yours else "the server is"
-    return Refused(f"{field.metadata['what']}: {whose} at its most ({held:g} of {value:g}, "
+    most = value if most is None else most
+    return Refused(f"{field.metadata['what']}: {whose} at its most ({held:g} of {most:g}, "
                    f"--limits {name}={value:g}); "
                    + ("finish or close some first" if yours else "try again in a minute"),
                    429 if yours else 503)
@@ -202,11 +205,7 @@ class Quota:
             most = self.in_all_value if self.in_all_value is not None \
                 else getattr(self.limits, self.in_all)
             if self.total + n > most:
-                refused = over_budget(self.limits, self.in_all, self.total, False)
-                if self.in_all_value is not None:
-                    refused.args = (refused.args[0].replace(
-                        f"of {getattr(self.limits, self.in_all):g},", f"of {most:g},"),)
-                return refused
+                return over_budget(self.limits, self.in_all, self.total, False, most)
         return None
 
     def take(self, visitor: str, n: int = 1) -> None:

@@ -205,3 +205,33 @@ def test_a_message_flood_ends_the_game(server):
                 return msg["message"]
 
     assert "messages_per_second" in asyncio.run(scenario())
+
+
+def test_one_quota_holds_every_budget_and_refuses_in_its_rows_words():
+    """guard.Quota: what an address and all visitors hold, taken before the work and given back
+    however it ends; a refusal is one line of the budget's own row (what it bounds, how much is
+    held, the setting), 429 for an address at its most, 503 for the server."""
+    from spacewar_ai.web.guard import Limits, Quota, Refused
+
+    limits = Limits(websockets_per_address=2, websockets_in_all=3)
+    quota = Quota(limits, "websockets_per_address", "websockets_in_all")
+    with quota.hold("a"), quota.hold("a"):
+        refused = quota.refusal("a")
+        assert refused.status == 429 and str(refused) == (
+            "open WebSockets: your address is at its most (2 of 2, --limits "
+            "websockets_per_address=2); finish or close some first")
+        with quota.hold("b"):
+            refused = quota.refusal("c")
+            assert refused.status == 503 and str(refused).startswith(
+                "open WebSockets in all: the server is at its most (3 of 3, --limits "
+                "websockets_in_all=3)")
+            assert quota.refusal("c", per_address=False).status == 503
+        with pytest.raises(Refused):
+            with quota.hold("a"):
+                pass
+    try:
+        with quota.hold("a"):
+            raise RuntimeError("the work failed")
+    except RuntimeError:
+        pass
+    assert quota.total == 0 and not quota.held  # given back however the work ended
