@@ -6,8 +6,9 @@ kernel. A check is one job with a deadline past which its process is killed and 
 it is queued, three budgets are asked: checks in all, checks per address, and the seconds
 the address's checks used in the last hour (CPU or wall clock, whichever is more). Waiting
 checks are served a visitor at a time, round robin over the addresses waiting, so a crowd of
-addresses cannot starve one; a check whose asker has gone (`run_for`) leaves the queue, or has
-its process killed if it was running. The jobs (`run_job`): a replay replayed
+addresses cannot starve one, and when the queue is full a visitor with nothing in it takes the
+place of the last waiting check of the address that holds the most; a check whose asker has
+gone (`run_for`) leaves the queue, or has its process killed if it was running. The jobs (`run_job`): a replay replayed
 into frames, an arena upload's checks, a page's pilot spec. The server sends a job as a pickle;
 the process answers in bytes and JSON, never pickle, and its stderr goes nowhere."""
 
@@ -117,12 +118,36 @@ class Checks:
         used = self.cpu_used(visitor)
         if used >= self.limits.check_cpu_per_hour:
             raise over_budget(self.limits, "check_cpu_per_hour", round(used, 1), True)
-        with self.checks.hold(visitor):
+        refused = self.checks.refusal(visitor)
+        if refused is not None and not (refused.status == 503 and self._make_room(visitor)):
+            raise refused
+        self.checks.take(visitor)
+        try:
             await self._turn(visitor)
             try:
                 return await self._ask(kind, payload, visitor)
             finally:
                 self._release()
+        finally:
+            self.checks.give(visitor)
+
+    def _make_room(self, visitor: str) -> bool:
+        """The queue is full: a visitor with no check in it takes the place of the last check
+        waiting from the address that holds the most, which is refused as busy. So a crowd of
+        addresses keeping the queue full still leaves every newcomer a place."""
+        if self.checks.held[visitor] or not self.waiting:
+            return False
+        crowded = max(self.waiting, key=lambda a: (self.checks.held[a], len(self.waiting[a])))
+        if self.checks.held[crowded] < 2:
+            return False  # nobody holds more than the newcomer would: no fairer queue
+        queue = self.waiting[crowded]
+        granted = queue.pop()
+        if not queue:
+            del self.waiting[crowded]
+            self.turns.remove(crowded)
+        granted.set_exception(over_budget(self.limits, "checks_queued", self.checks.total,
+                                          False))
+        return True
 
     async def run_for(self, request, kind: str, payload: dict, visitor: str) -> bytes:
         """`run`, dropped when the HTTP client that asked disconnects: nobody is left to read

@@ -20,7 +20,8 @@ import logging
 import resource
 import time
 
-LOG = logging.getLogger("spacewar_ai.web")
+from .guard import LOG, Quota
+
 # Descriptors the server keeps for itself beyond connections: the listening socket, the
 # database, static files, logs, and a few pipes for every worker process.
 RESERVED_FDS = 64
@@ -74,8 +75,6 @@ class ConnectionBudget:
     Quota; a trusted proxy's count in all only."""
 
     def __init__(self, limits, in_all: int, proxies=()):
-        from .guard import Quota
-
         self.limits = limits
         self.head_seconds = limits.head_seconds
         self.head_bytes = limits.head_bytes

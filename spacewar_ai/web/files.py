@@ -192,18 +192,24 @@ def shipped_lm_pilots() -> list[str]:
 
 class ReplayList:
     """`Files.replays`, scanned in a thread (never on the event loop) at most once every
-    LIST_SECONDS, however many requests ask: the requests in between are answered from the
-    last scan, so no request's cost grows with the files on disk."""
+    LIST_SECONDS, however many requests ask. Only the first request waits for a scan; after it,
+    each is answered from the last scan at once, and one that finds it stale starts the next in
+    the background, so no request's time grows with the files on disk."""
 
     def __init__(self, files: Files):
         self.files = files
-        self.listed: list[dict[str, Any]] = []
+        self.listed: list[dict[str, Any]] | None = None
         self.at = -LIST_SECONDS
-        self.lock = asyncio.Lock()
+        self.scan: asyncio.Task | None = None
 
     async def newest(self) -> list[dict[str, Any]]:
-        async with self.lock:  # one scan at a time; those who waited get its result
-            if time.monotonic() - self.at >= LIST_SECONDS:
-                self.listed = await asyncio.to_thread(self.files.replays)
-                self.at = time.monotonic()
-            return self.listed
+        if time.monotonic() - self.at >= LIST_SECONDS and (self.scan is None or
+                                                           self.scan.done()):
+            self.scan = asyncio.ensure_future(self._rescan())
+        if self.listed is None:
+            await asyncio.shield(self.scan)
+        return self.listed
+
+    async def _rescan(self) -> None:
+        self.listed = await asyncio.to_thread(self.files.replays)
+        self.at = time.monotonic()

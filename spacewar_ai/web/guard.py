@@ -19,6 +19,7 @@ import contextlib
 import dataclasses
 import ipaddress
 import json
+import logging
 import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -26,6 +27,7 @@ from urllib.parse import urlsplit
 from ..rating.arena import Confinement
 
 _PAIRING = Confinement()
+LOG = logging.getLogger("spacewar_ai.web")  # the server's one log (connections.py writes it too)
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 
@@ -323,8 +325,6 @@ def failure(exc: BaseException, what: str):
     """The answer when the server's own side fails at `what`: one line to the visitor, one to
     the log (the kind of failure only, nothing the visitor sent), never a traceback."""
     from starlette.responses import JSONResponse
-
-    from .connections import LOG
 
     LOG.warning("%s failed: %s", what, type(exc).__name__)
     return JSONResponse({"error": f"the server could not do {what}; try again later"},

@@ -56,3 +56,34 @@ def test_a_check_whose_client_left_leaves_the_queue():
 
     left, free = asyncio.run(scenario())
     assert left == (0, {}, [], {}) and free == 1
+
+
+def test_a_full_queue_makes_room_for_a_visitor_with_none_in_it():
+    """The queue is full of a crowd's checks: a newcomer takes the place of the last waiting
+    check of the address that holds the most, which is refused as busy; nobody else loses one."""
+    from spacewar_ai.web.guard import Refused
+
+    async def scenario():
+        checks = Checks(Limits(checkers=1, checks_queued=3, checks_per_address=2))
+        release = asyncio.Event()
+
+        async def ask(kind, payload, visitor):  # a checker's work, held until released
+            await release.wait()
+            return visitor.encode()
+
+        checks._ask = ask
+        crowd = [asyncio.ensure_future(checks.run("replay", {}, a))
+                 for a in ("crowd1", "crowd1", "crowd2")]
+        await asyncio.sleep(0)  # one runs, two wait: the queue holds its three
+        honest = asyncio.ensure_future(checks.run("replay", {}, "honest"))
+        late = asyncio.ensure_future(checks.run("replay", {}, "crowd2"))
+        await asyncio.sleep(0)
+        release.set()
+        return await asyncio.gather(*crowd, honest, late, return_exceptions=True), checks
+
+    (first, bumped, other, honest, late), checks = asyncio.run(scenario())
+    assert (first, other, honest) == (b"crowd1", b"crowd2", b"honest")
+    assert isinstance(bumped, Refused) and bumped.status == 503
+    # crowd2 held one and the queue was full again: it is refused, not given room.
+    assert isinstance(late, Refused) and late.status == 503
+    assert checks.queued == 0 and checks.free == 1

@@ -109,3 +109,16 @@ def test_the_replays_listed_are_the_newest_of_many_and_a_scan_serves_a_while(tmp
 
     first, second, third = asyncio.run(three())
     assert first == second == third == listed and scans == [1]
+
+    async def stale():
+        """A stale list is served at once while the next scan runs behind it."""
+        shared = ReplayList(files)
+        old = await shared.newest()
+        (folders[0] / "99999.json").write_text("{}")
+        shared.at -= 60  # as if the scan were a minute old
+        served = await shared.newest()
+        await shared.scan
+        return old, served, await shared.newest()
+
+    old, served, fresh = asyncio.run(stale())
+    assert served == old and fresh[0]["name"] == "99999.json"
