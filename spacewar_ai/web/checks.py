@@ -138,8 +138,6 @@ class Checks:
         if self.checks.held[visitor] or not self.waiting:
             return False
         crowded = max(self.waiting, key=lambda a: (self.checks.held[a], len(self.waiting[a])))
-        if self.checks.held[crowded] < 2:
-            return False  # nobody holds more than the newcomer would: no fairer queue
         queue = self.waiting[crowded]
         granted = queue.pop()
         if not queue:

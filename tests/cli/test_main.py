@@ -696,7 +696,7 @@ def test_the_shipped_network_exports_as_a_checkpoint_as_it_does_as_onnx(tmp_path
     assert not (tmp_path / "new").exists()
 
 
-
+@pytest.mark.slow
 def test_the_version_and_what_a_command_can_infer(tmp_path):
     """--version; --evaluate without --checkpoint plays the best of the user's PPO runs and
     says so (and names the flag while there is none); --export's suffix names the format."""
@@ -716,6 +716,13 @@ def test_the_version_and_what_a_command_can_infer(tmp_path):
         out = cli("--export", tmp_path / typo, "--checkpoint", "pretrained", cwd=tmp_path)
         assert out.returncode == 2 and "use .pt" in out.stderr and ".onnx" in out.stderr
         assert not (tmp_path / typo).exists()
+    # The ONNX export says what it is doing before the silent part, and how long it took.
+    pytest.importorskip("onnx")
+    out = cli("--export", tmp_path / "m.onnx", "--checkpoint", "pretrained", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    said = out.stderr.strip().splitlines()
+    assert said[0].startswith("exporting pretrained to ONNX: torch.export traces")
+    assert said[-1].startswith("traced and checked in ") and "wrote " in out.stdout
 
 
 def test_resume_takes_a_run_folder(tmp_path):
