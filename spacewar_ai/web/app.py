@@ -143,18 +143,16 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
     async def ws_live(websocket):
         who = visitor(websocket.scope)
         refused = sockets.refusal(who)
-        if refused is None:
-            sockets.take(who)  # before the first await: sockets opened together count
-        await websocket.accept()
         if refused is not None:
+            await websocket.accept()
             await websocket.send_json({"type": "error", "message": str(refused)})
             return await websocket.close()
-        try:
-            await run_live(websocket, files, workers, checks, who, time.time_ns() % 10**9)
-        except (WebSocketDisconnect, RuntimeError):
-            return  # the page closed
-        finally:
-            sockets.give(who)
+        with sockets.hold(who):  # before the first await: sockets opened together count
+            try:
+                await websocket.accept()
+                await run_live(websocket, files, workers, checks, who, time.time_ns() % 10**9)
+            except (WebSocketDisconnect, RuntimeError):
+                return  # the page closed
 
     @contextlib.asynccontextmanager
     async def lifespan(app):

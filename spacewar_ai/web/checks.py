@@ -1,16 +1,18 @@
 """Checks of what a visitor sends, each in a confined process: nothing a visitor sends is parsed,
 replayed or checked in the server's process.
 
-`Checks` keeps `checkers` processes started ahead, each with its address space capped by the
-kernel. A check is one job with a deadline past which its process is killed and replaced; before
-it is queued, three budgets are asked: checks in all, checks per address, and the seconds
-the address's checks used in the last hour (CPU or wall clock, whichever is more). Waiting
-checks are served a visitor at a time, round robin over the addresses waiting, so a crowd of
-addresses cannot starve one, and when the queue is full a visitor with nothing in it takes the
-place of the last waiting check of the address that holds the most; a check whose asker has
-gone (`run_for`) leaves the queue, or has its process killed if it was running. The jobs (`run_job`): a replay replayed
-into frames, an arena upload's checks, a page's pilot spec. The server sends a job as a pickle;
-the process answers in bytes and JSON, never pickle, and its stderr goes nowhere."""
+`Checks` keeps `checkers` processes started ahead,
+each with its address space capped by the kernel. A check is one job with a deadline past which
+its process is killed and replaced; before it is queued, three budgets are asked: checks in
+all, checks per address, and the seconds the address's checks used in the last hour (CPU or
+wall clock, whichever is more). Waiting checks are served a visitor at a time, the address that
+has used the checkers least first and round robin among equals, so a crowd of addresses cannot
+starve one, and when the queue is full a visitor with nothing in it takes the place of the last
+waiting check of the address that has used the checkers most in the hour; a check whose asker
+has gone (`run_for`) leaves the queue, or has its process killed if it was running. The jobs
+(`run_job`): a replay replayed into frames, an arena upload's checks, a page's pilot spec. The
+server sends a job as a pickle; the process answers in bytes and JSON, never pickle, and its
+stderr goes nowhere."""
 
 from __future__ import annotations
 
@@ -133,16 +135,23 @@ class Checks:
 
     def _make_room(self, visitor: str) -> bool:
         """The queue is full: a visitor with no check in it takes the place of the last check
-        waiting from the address that holds the most, which is refused as busy. So a crowd of
-        addresses keeping the queue full still leaves every newcomer a place."""
+        waiting from the address that has used the checkers most in the hour (then: that holds
+        the most), if that is more than the visitor's share; that check is refused as busy. So
+        the queue favours whoever has used it least, and a crowd keeping it full still leaves a
+        newcomer a place."""
         if self.checks.held[visitor] or not self.waiting:
             return False
-        crowded = max(self.waiting, key=lambda a: (self.checks.held[a], len(self.waiting[a])))
-        queue = self.waiting[crowded]
+        share = {a: (self.cpu_used(a), self.checks.held[a]) for a in self.waiting}
+        heaviest = max(share, key=share.get)
+        # Only from an address that has used more, or as much and holds more than the one place
+        # the visitor would: a swap between equals would only make the queue churn.
+        if share[heaviest] <= (self.cpu_used(visitor), 1):
+            return False
+        queue = self.waiting[heaviest]
         granted = queue.pop()
         if not queue:
-            del self.waiting[crowded]
-            self.turns.remove(crowded)
+            del self.waiting[heaviest]
+            self.turns.remove(heaviest)
         granted.set_exception(over_budget(self.limits, "checks_queued", self.checks.total,
                                           False))
         return True
@@ -188,12 +197,14 @@ class Checks:
             raise
 
     def _release(self) -> None:
-        """A checker is free: to the next address in turn (which goes to the back of the
-        line if it has more waiting), else back to the free ones."""
+        """A checker is free: to the waiting address that has used the checkers least in the
+        hour, the first in turn among equals (it goes to the back of the line if it has more
+        waiting), else back to the free ones."""
         if not self.turns:
             self.free += 1
             return
-        visitor = self.turns.popleft()
+        visitor = min(self.turns, key=self.cpu_used)
+        self.turns.remove(visitor)
         queue = self.waiting[visitor]
         granted = queue.popleft()
         if queue:

@@ -60,7 +60,8 @@ def test_a_check_whose_client_left_leaves_the_queue():
 
 def test_a_full_queue_makes_room_for_a_visitor_with_none_in_it():
     """The queue is full of a crowd's checks: a newcomer takes the place of the last waiting
-    check of the address that holds the most, which is refused as busy; nobody else loses one."""
+    check of the address that has used the checkers most, which is refused as busy; nobody else
+    loses one, and a crowd address cannot take a newcomer's place back."""
     from spacewar_ai.web.guard import Refused
 
     async def scenario():
@@ -72,11 +73,15 @@ def test_a_full_queue_makes_room_for_a_visitor_with_none_in_it():
             return visitor.encode()
 
         checks._ask = ask
+        # The crowd has used the checkers this hour; the newcomer has not.
+        for address, seconds in (("crowd1", 30.0), ("crowd2", 10.0)):
+            checks._charge(address, seconds)
         crowd = [asyncio.ensure_future(checks.run("replay", {}, a))
                  for a in ("crowd1", "crowd1", "crowd2")]
         await asyncio.sleep(0)  # one runs, two wait: the queue holds its three
         honest = asyncio.ensure_future(checks.run("replay", {}, "honest"))
-        late = asyncio.ensure_future(checks.run("replay", {}, "crowd2"))
+        late = asyncio.ensure_future(checks.run("replay", {}, "crowd3"))  # used more than honest
+        checks._charge("crowd3", 20.0)
         await asyncio.sleep(0)
         release.set()
         return await asyncio.gather(*crowd, honest, late, return_exceptions=True), checks
@@ -84,6 +89,27 @@ def test_a_full_queue_makes_room_for_a_visitor_with_none_in_it():
     (first, bumped, other, honest, late), checks = asyncio.run(scenario())
     assert (first, other, honest) == (b"crowd1", b"crowd2", b"honest")
     assert isinstance(bumped, Refused) and bumped.status == 503
-    # crowd2 held one and the queue was full again: it is refused, not given room.
+    # A crowd address with nothing queued but more used than the newcomer finds no room.
     assert isinstance(late, Refused) and late.status == 503
     assert checks.queued == 0 and checks.free == 1
+
+
+def test_the_address_that_used_the_checkers_least_is_served_first():
+    async def scenario():
+        checks = Checks(Limits(checkers=1))
+        checks._charge("crowd", 40.0)
+        await checks._turn("holder")
+        served = []
+
+        async def wait(address):
+            await checks._turn(address)
+            served.append(address)
+            checks._release()
+
+        tasks = [asyncio.ensure_future(wait(a)) for a in ("crowd", "crowd", "honest")]
+        await asyncio.sleep(0)
+        checks._release()
+        await asyncio.gather(*tasks)
+        return served
+
+    assert asyncio.run(scenario()) == ["honest", "crowd", "crowd"]
