@@ -102,7 +102,8 @@ WORDED = [
                                                  "invalid: must be an integer >= 1 and at most "
                                                  "10,000,000"),
     ("GameConfig", {"start_positions": "x"}, "GameConfig.start_positions='x' is invalid: must "
-                                             "be one of ('classic', 'orbit', 'rllib_sw', 'varied')"),
+                                             "be one of ('classic', 'orbit', 'rllib_sw', "
+                                             "'varied')"),
     ("GameConfig", {"controls": "keys"}, "GameConfig.controls='keys' is invalid: must be one of "
                                          "('six', 'switches')"),
     ("GameConfig", {"star_radius": 1e9}, "GameConfig.star_radius=1000000000.0 is invalid: must "

@@ -313,7 +313,8 @@ def test_varied_starts_cover_orbits_eccentric_orbits_and_ships_at_rest():
     eccentric = ~rest & ~circular
     assert abs(circular.mean() - 0.5) < 0.05 and abs(eccentric.mean() - 0.25) < 0.04
     assert abs(rest.mean() - 0.25) < 0.04 and abs(classic.mean() - 0.125) < 0.03
-    full = (i[:, :, engine.AMMO] == C.max_ammo).all(1) & (f[:, :, engine.SFUEL] == C.max_fuel).all(1)
+    full = ((i[:, :, engine.AMMO] == C.max_ammo).all(1)
+            & (f[:, :, engine.SFUEL] == C.max_fuel).all(1))
     assert full[circular | classic].all() and not full[eccentric | (rest & ~classic)].all()
     assert (i[:, 0, engine.AMMO] == i[:, 1, engine.AMMO]).all()  # a fair start: the same share
     again = engine.GameBatch(n, GameConfig(start_positions="varied"))

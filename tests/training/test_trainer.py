@@ -255,8 +255,9 @@ def test_cli_parses_the_training_and_evaluation_flags():
 
 @pytest.mark.slow
 def test_cli_refuses_bad_values_in_one_line(tmp_path):
+    # --evaluate alone plays the user's ppo_best.pt where there is one: here there is none.
     for args, words in ((["--episodes", "0"], "--episodes: must be >= 1"),
-                        (["--evaluate"], "needs --checkpoint"),
+                        (["--evaluate", "--checkpoint-dir", str(tmp_path)], "needs --checkpoint"),
                         (["--evaluate", "--demo"], "choose one mode"),
                         (["--config", str(tmp_path / "none.toml")], "no such file"),
                         (["--minutes", "-1"], "--minutes: must be a finite number > 0")):
