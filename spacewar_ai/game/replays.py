@@ -73,21 +73,27 @@ def new_replay_path(label: str, directory=REPLAY_DIR) -> Path:
     return path
 
 
-def prune_replays(directory, keep: int, max_bytes: int) -> int:
-    """Remove the oldest replays of `directory` until at most `keep` files of at most
-    `max_bytes` in all remain (a retention); returns how many went. Another process pruning
-    the same folder at once is harmless: a file it removed first is passed over."""
+def replay_files(directory) -> list[tuple[int, str, int]]:
+    """(modified ns, name, bytes) of the replay files in `directory`, links left out; [] where
+    there is no such folder. One directory read and one stat a file."""
     found = []
     try:
         with os.scandir(directory) as entries:
             for entry in entries:
                 if entry.name.endswith(".json") and entry.is_file(follow_symlinks=False):
-                    with contextlib.suppress(FileNotFoundError):
+                    with contextlib.suppress(FileNotFoundError):  # removed meanwhile
                         info = entry.stat(follow_symlinks=False)
                         found.append((info.st_mtime_ns, entry.name, info.st_size))
-    except FileNotFoundError:
-        return 0
-    found.sort()
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return found
+
+
+def prune_replays(directory, keep: int, max_bytes: int) -> int:
+    """Remove the oldest replays of `directory` until at most `keep` files of at most
+    `max_bytes` in all remain (a retention); returns how many went. Another process pruning
+    the same folder at once is harmless: a file it removed first is passed over."""
+    found = sorted(replay_files(directory))
     total, left, removed = sum(size for *_, size in found), len(found), 0
     for _, name, size in found:
         if left <= keep and total <= max_bytes:

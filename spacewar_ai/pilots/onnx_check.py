@@ -52,6 +52,12 @@ def _declared(value_info) -> int:
     return math.prod(d.dim_value if d.HasField("dim_value") else 1 for d in shape.dim)
 
 
+def _inputs(graph) -> list:
+    """The graph's inputs that are fed, not initialized inside it."""
+    initialized = {t.name for t in graph.initializer}
+    return [v for v in graph.input if v.name not in initialized]
+
+
 def input_width(data: bytes) -> int | None:
     """The observation width the serialized model's first input declares; None where it
     declares none or does not parse."""
@@ -61,8 +67,7 @@ def input_width(data: bytes) -> int | None:
         graph = onnx.ModelProto.FromString(data).graph
     except Exception:  # protobuf's DecodeError and friends
         return None
-    initialized = {t.name for t in graph.initializer}
-    inputs = [v for v in graph.input if v.name not in initialized]
+    inputs = _inputs(graph)
     dims = inputs[0].type.tensor_type.shape.dim if inputs else ()
     return dims[1].dim_value if len(dims) == 2 and dims[1].HasField("dim_value") else None
 
@@ -114,8 +119,7 @@ def onnx_problems(data: bytes, obs_size: int = OBS_SIZE) -> list[str]:
         if _declared(v) > MAX_ELEMENTS:
             problems.append(f"{v.name[:40]!r} declares {_declared(v):,} elements, over the limit "
                             f"of {MAX_ELEMENTS:,}")
-    initialized = {t.name for t in graph.initializer}
-    inputs = [v for v in graph.input if v.name not in initialized]
+    inputs = _inputs(graph)
     if not inputs or not graph.output:
         problems.append(f"it needs one input (observations, float32 (N, {obs_size})) and an "
                         "output")

@@ -76,9 +76,6 @@ class ConnectionBudget:
 
     def __init__(self, limits, in_all: int, proxies=()):
         self.limits = limits
-        self.head_seconds = limits.head_seconds
-        self.head_bytes = limits.head_bytes
-        self.answer_seconds = limits.answer_seconds
         self.quota = Quota(limits, "connections_per_address", "connections_in_all", in_all)
         self.proxies = [ipaddress.ip_network(p, strict=False) for p in proxies]
         self.admitted: dict = {}  # transport -> the address it is counted under
@@ -168,10 +165,10 @@ def budgeted_protocol(budget: ConnectionBudget):
                 # single read is counted here, so the bound holds however the bytes come.
                 end = data.find(b"\r\n\r\n")
                 self.head_seen += len(data) if end < 0 else end + 4
-                if self.head_seen > budget.head_bytes:
+                if self.head_seen > budget.limits.head_bytes:
                     budget.heads.hit()
                     refuse_connection(self.transport, f"the request's headers are over "
-                                      f"{budget.head_bytes:,} bytes (--limits head_bytes)",
+                                      f"{budget.limits.head_bytes:,} bytes (--limits head_bytes)",
                                       b"431 Request Header Fields Too Large")
                     return
                 if end >= 0:
@@ -186,7 +183,7 @@ def budgeted_protocol(budget: ConnectionBudget):
 
         def _wait_for_head(self) -> None:
             if self.head_timer is None:
-                self.head_timer = self.loop.call_later(budget.head_seconds, self._head_late)
+                self.head_timer = self.loop.call_later(budget.limits.head_seconds, self._head_late)
 
         def _head_late(self) -> None:
             self.head_timer = None
@@ -205,7 +202,7 @@ def budgeted_protocol(budget: ConnectionBudget):
             now = self.loop.time()
             if self.conn.our_state is h11.SEND_BODY or transport.get_write_buffer_size():
                 self.sending_since = self.sending_since or now
-                if now - self.sending_since > budget.answer_seconds:
+                if now - self.sending_since > budget.limits.answer_seconds:
                     budget.slow_readers.hit()
                     transport.abort()  # close() would keep the buffer until it is read
                     return

@@ -5,10 +5,8 @@ a config) is ever opened as a pilot and quoted back in an error."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import heapq
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -122,19 +120,12 @@ class Files:
         nothing listed leads out of runs/."""
         folders = [self.live_replays, self.runs / "replays",
                    *sorted(self.runs.glob("tournaments/*/replays"))]
-        found: list[tuple[int, str, str]] = []
-        for folder in folders:
-            if folder.is_symlink() or not folder.resolve().is_relative_to(self.runs):
-                continue
-            try:
-                with os.scandir(folder) as entries:
-                    for entry in entries:
-                        if entry.name.endswith(".json") and entry.is_file(follow_symlinks=False):
-                            with contextlib.suppress(FileNotFoundError):
-                                found.append((entry.stat(follow_symlinks=False).st_mtime_ns,
-                                              entry.name, str(folder.relative_to(self.root))))
-            except (FileNotFoundError, NotADirectoryError):
-                continue
+        from ..game.replays import replay_files
+
+        found = [(modified, name, str(folder.relative_to(self.root)))
+                 for folder in folders
+                 if not folder.is_symlink() and folder.resolve().is_relative_to(self.runs)
+                 for modified, name, _ in replay_files(folder)]
         return [{"path": f"{folder}/{name}", "name": name}
                 for _, name, folder in heapq.nlargest(REPLAYS_LISTED, found)]
 

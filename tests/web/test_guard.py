@@ -226,12 +226,8 @@ def test_one_quota_holds_every_budget_and_refuses_in_its_rows_words():
                 "open WebSockets in all: the server is at its most (3 of 3, --limits "
                 "websockets_in_all=3)")
             assert quota.refusal("c", per_address=False).status == 503
-        with pytest.raises(Refused):
-            with quota.hold("a"):
-                pass
-    try:
-        with quota.hold("a"):
-            raise RuntimeError("the work failed")
-    except RuntimeError:
-        pass
+        with pytest.raises(Refused, match="websockets_per_address"):
+            quota.hold("a").__enter__()
+    with pytest.raises(RuntimeError), quota.hold("a"):
+        raise RuntimeError("the work failed")
     assert quota.total == 0 and not quota.held  # given back however the work ended
