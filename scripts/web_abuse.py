@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import http.client
 import json
@@ -443,19 +444,22 @@ def run(a) -> dict:
     readers = [post_raw(port, "/api/replay?name=l.json", large, f"198.20.0.{k + 1}")
                for k in range(8)]
     peak = before
+    got = [b""] * len(readers)
     end = time.monotonic() + a.answer_seconds + 20
     while time.monotonic() < end:
-        for sock in readers:
+        for k, sock in enumerate(readers):
             sock.setblocking(False)
             with contextlib.suppress(OSError):
-                sock.recv(1)
+                got[k] += sock.recv(1)
         peak = max(peak, rss_mb(proc.pid, tree=False))
         time.sleep(1.0)
     for sock in readers:
         sock.close()
+    statuses = collections.Counter(g[9:12].decode() or "none" for g in got)
     out["slow_readers_memory_mb"] = (f"{before:,.0f} before, {peak:,.0f} at most, "
                                      f"{rss_mb(proc.pid, tree=False):,.0f} after "
-                                     "answer_seconds (the server's process)")
+                                     "answer_seconds (the server's process); answers "
+                                     + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())))
 
     # 9. Many saved games on disk.
     pages.phase = "many replays"

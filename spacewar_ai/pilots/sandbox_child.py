@@ -10,7 +10,9 @@ standard library, then the strategy. Protocol on stdin/stdout (little-endian):
 
 It dies with its parent, lowers its own resource limits, and rewrites the strategy's syntax tree
 so that every call, loop iteration and `range` element counts one operation; CPU time under a
-profiling timer is the safety net for work inside one builtin call."""
+profiling timer is the safety net for work inside one builtin call. Its protocol and limits are
+its own, not the package's process toolkit (util.processes): nothing outside the standard
+library is imported into a process that runs hostile code."""
 
 import ast
 import builtins

@@ -507,13 +507,9 @@ def play_pairing(a: dict, b: dict, decision_seconds: float | None = None, stuck=
 
 
 def _pairing_child(conn, a: dict, b: dict, limits: Confinement) -> None:
-    import resource
+    from ..util.processes import confine, die_with_parent
 
-    # The kernel's caps come first, before any pilot is built.
-    for what, value in ((resource.RLIMIT_AS, limits.memory_mb * 2**20),
-                        (resource.RLIMIT_CPU, int(limits.cpu_seconds))):
-        resource.setrlimit(what, (value, value))
-    from ..util.processes import die_with_parent
+    confine(limits.memory_mb, limits.cpu_seconds)  # before any pilot is built
     from ..util.threads import use_torch_threads
 
     die_with_parent()

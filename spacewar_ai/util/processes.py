@@ -6,18 +6,28 @@
 - multiprocessing's workers (tournament workers, arena pairings) come from `worker_context`: a
   fork server, started through setpriv, imports `preload` once and forks each worker from it.
   The kernel ties the server to the thread that started it, so each worker also watches the
-  process that asked for it (`die_with_parent()`) and ends when that one is gone."""
+  process that asked for it (`die_with_parent()`) and ends when that one is gone.
+
+The package's children share one toolkit: one framing for messages (`frame`, `read_frame`,
+`read_frame_async`, `FrameReader`: a length, then bytes; what the bytes hold is the protocol's
+own), one pool of children started ahead (`StartedAhead`: a READY byte within a deadline,
+taken, given back or ended), and one way to cap a child's memory and CPU (`confine`). The
+sandbox of strategy files keeps a protocol of its own: its child imports only the standard
+library before the hostile code runs (pilots/sandbox.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import ctypes
 import ctypes.util
 import multiprocessing
 import os
+import select
 import shlex
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -119,3 +129,180 @@ def package_env(**extra: str) -> dict[str, str]:
 
     path = os.pathsep.join(filter(None, [str(PACKAGE_DIR.parent), os.environ.get("PYTHONPATH")]))
     return dict(os.environ, **extra, PYTHONPATH=path)
+
+
+# --- the toolkit for the package's own child processes (not the sandbox's: pilots/sandbox.py) --
+LENGTH = struct.Struct(">Q")
+
+
+class FrameTooLong(Exception):
+    """A frame announced as longer than its reader accepts."""
+
+
+def frame(data: bytes) -> bytes:
+    """`data` as one message to or from a child: its length, then the bytes."""
+    return LENGTH.pack(len(data)) + data
+
+
+def read_frame(stream) -> bytes:
+    """The next frame's bytes from a blocking binary stream; EOFError when the other end is
+    gone."""
+    head = stream.read(LENGTH.size)
+    size = LENGTH.unpack(head)[0] if len(head) == LENGTH.size else 0
+    data = stream.read(size) if len(head) == LENGTH.size else b""
+    if len(head) < LENGTH.size or len(data) < size:
+        raise EOFError
+    return data
+
+
+async def read_frame_async(reader, most: int) -> bytes:
+    """The next frame's bytes from an asyncio StreamReader; EOFError when the child is gone,
+    FrameTooLong past `most` bytes (nothing more is read into memory)."""
+    try:
+        size = LENGTH.unpack(await reader.readexactly(LENGTH.size))[0]
+        if size > most:
+            raise FrameTooLong
+        return await reader.readexactly(size)
+    except asyncio.IncompleteReadError:
+        raise EOFError from None
+
+
+class FrameReader:
+    """Frames from a file descriptor read with os.read, so that select() on it never misses a
+    frame already read into the buffer (a child that waits on its input and a clock)."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.buffer = b""
+        self.closed = False
+
+    def _complete(self) -> int:
+        """The length of the complete frames at the buffer's start."""
+        end = 0
+        while len(self.buffer) - end >= LENGTH.size:
+            size = LENGTH.unpack_from(self.buffer, end)[0]
+            if len(self.buffer) - end - LENGTH.size < size:
+                break
+            end += LENGTH.size + size
+        return end
+
+    def frames(self, timeout: float | None) -> list[bytes]:
+        """The frames that arrive within `timeout` seconds (None: wait for one)."""
+        while not self._complete() and not self.closed:
+            ready, _, _ = select.select([self.fd], [], [], timeout)
+            if not ready:
+                break
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                self.closed = True
+            self.buffer += chunk
+            timeout = 0.0
+        end, done = self._complete(), []
+        view, at = self.buffer[:end], 0
+        while at < end:
+            size = LENGTH.unpack_from(view, at)[0]
+            done.append(view[at + LENGTH.size:at + LENGTH.size + size])
+            at += LENGTH.size + size
+        self.buffer = self.buffer[end:]
+        return done
+
+
+READY = b"R"  # what a started-ahead child writes once it has loaded what its jobs need
+
+
+def say_ready(stream) -> None:
+    stream.write(READY)
+    stream.flush()
+
+
+class NotReady(ValueError):
+    """A started-ahead child that died or was too slow to say it was ready."""
+
+
+class StartedAhead:
+    """Child processes of one command started before they are needed (asyncio), so a job does
+    not wait for their imports: each says READY once loaded, within `ready_seconds`, and a
+    job's deadline counts from then. `count` are kept started; `single_use` children serve one
+    job each (taking one starts the next), the others are given back after each job and
+    replaced only when they fail."""
+
+    def __init__(self, command: list[str], count: int, ready_seconds: float, what: str, *,
+                 single_use: bool = False, env: dict | None = None, stderr=None):
+        self.command = command
+        self.count = count
+        self.ready_seconds = ready_seconds
+        self.what = what
+        self.single_use = single_use
+        self.env = env if env is not None else package_env()
+        self.stderr = stderr
+        self.idle: list[asyncio.Future] = []  # children ready, or starting
+
+    def start(self) -> None:
+        """Start children up to `count` (within the running event loop)."""
+        while len(self.idle) < self.count:
+            self.idle.append(asyncio.ensure_future(self._spawn()))
+
+    async def _spawn(self):
+        proc = await asyncio.create_subprocess_exec(
+            *child_command(self.command), stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=self.stderr, env=self.env, limit=2**20)
+        try:
+            if await asyncio.wait_for(proc.stdout.readexactly(1), self.ready_seconds) != READY:
+                raise asyncio.IncompleteReadError(b"", 1)
+        except BaseException as exc:  # too slow, dead at start, or the server closing
+            await _end(proc)
+            if isinstance(exc, (asyncio.TimeoutError, asyncio.IncompleteReadError)):
+                raise NotReady(f"{self.what} could not start; try again later") from None
+            raise
+        return proc
+
+    async def take(self):
+        """A ready child for one job (NotReady if it could not start: the next may)."""
+        waiting = self.idle.pop(0) if self.idle else asyncio.ensure_future(self._spawn())
+        if self.single_use:
+            self.start()
+        try:
+            return await waiting
+        except NotReady:
+            if not self.single_use:
+                self.start()
+            raise
+
+    async def give_back(self, proc, healthy: bool) -> None:
+        """`proc` after its job: kept for the next one if `healthy` (and reusable), else ended,
+        and a new one started in its place if the children are reusable."""
+        if healthy and not self.single_use and proc.returncode is None:
+            ready = asyncio.get_running_loop().create_future()
+            ready.set_result(proc)
+            self.idle.append(ready)
+            return
+        await _end(proc)
+        if not self.single_use:
+            self.start()
+
+    async def close(self) -> None:
+        waiting, self.idle = self.idle, []
+        for future in waiting:
+            future.cancel()  # one still starting ends its process (_spawn)
+        for done in await asyncio.gather(*waiting, return_exceptions=True):
+            if not isinstance(done, BaseException):
+                await _end(done)
+
+
+async def _end(proc) -> None:
+    if proc.returncode is None:
+        proc.kill()
+    await proc.wait()
+
+
+def confine(memory_mb: float | None = None, cpu_seconds: float | None = None) -> None:
+    """The kernel's caps on this process, before it runs anything it was sent: its address
+    space (a bigger allocation fails with MemoryError) and its CPU time (the kernel ends it
+    past them)."""
+    import resource
+
+    if memory_mb is not None:
+        size = int(memory_mb * 2**20)
+        resource.setrlimit(resource.RLIMIT_AS, (size, size))
+    if cpu_seconds is not None:
+        resource.setrlimit(resource.RLIMIT_CPU, (int(cpu_seconds), int(cpu_seconds)))

@@ -113,7 +113,12 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
             else:
                 rel = request.query_params.get("path", "")[:300]
                 payload = {"path": str(files.replay(rel)), "name": rel}
-            data = await checks.run_for(request, "replay", payload, visitor(request.scope))
+            who = visitor(request.scope)
+            data = await checks.run_for(request, "replay", payload, who)
+            size = -(-len(data) // 2**20)  # in whole MB
+            refused = answers.refusal(who, size)
+            if refused is not None:
+                raise refused
         except Gone:
             return Response(status_code=499)  # nobody is left to read it
         except (TooLarge, TooSlow, Refused) as exc:  # each knows its status
@@ -122,7 +127,33 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
             return refusal(exc)
         except Exception as exc:  # never a traceback to a visitor
             return failure(exc, "this replay")
-        return Response(data, media_type="application/json")
+        return HeldAnswer(data, who, size)
+
+    answers = Quota(limits, None, "answers_mb_in_all")
+
+    class HeldAnswer(Response):
+        """An answer whose bytes count against `answers_mb_in_all` until they are sent, or its
+        reader is cut off at `answer_seconds`. It is sent in pieces: uvicorn waits for a slow
+        reader's socket to drain before it takes the next piece, so once the last is taken
+        little of the answer is left in its buffers."""
+
+        PIECE = 2**16
+
+        def __init__(self, data: bytes, who: str, size: int):
+            super().__init__(data, media_type="application/json")
+            self.who, self.size = who, size
+            answers.take(who, size)
+
+        async def __call__(self, scope, receive, send):
+            try:
+                await send({"type": "http.response.start", "status": self.status_code,
+                            "headers": self.raw_headers})
+                body, piece = self.body, self.PIECE
+                for at in range(0, max(len(body), 1), piece):
+                    await send({"type": "http.response.body", "body": body[at:at + piece],
+                                "more_body": at + piece < len(body)})
+            finally:
+                answers.give(self.who, self.size)
 
     async def api_tournaments(request):
         try:
@@ -158,7 +189,7 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
     async def lifespan(app):
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(quiet_accept_errors(loop))
-        workers.prepare()
+        workers.pool.start()
         checks.start()
         arena_runner.start()
         yield
@@ -176,6 +207,7 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
     app = Starlette(routes=routes, middleware=[guard], lifespan=lifespan)
     app.state.workers = workers
     app.state.checks = checks
+    app.state.answers = answers
     app.state.limits = limits
     return app
 

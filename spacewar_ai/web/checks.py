@@ -1,18 +1,20 @@
 """Checks of what a visitor sends, each in a confined process: nothing a visitor sends is parsed,
 replayed or checked in the server's process.
 
-`Checks` keeps `checkers` processes started ahead,
-each with its address space capped by the kernel. A check is one job with a deadline past which
-its process is killed and replaced; before it is queued, three budgets are asked: checks in
-all, checks per address, and the seconds the address's checks used in the last hour (CPU or
-wall clock, whichever is more). Waiting checks are served a visitor at a time, the address that
-has used the checkers least first and round robin among equals, so a crowd of addresses cannot
-starve one, and when the queue is full a visitor with nothing in it takes the place of the last
-waiting check of the address that has used the checkers most in the hour; a check whose asker
-has gone (`run_for`) leaves the queue, or has its process killed if it was running. The jobs
-(`run_job`): a replay replayed into frames, an arena upload's checks, a page's pilot spec. The
-server sends a job as a pickle; the process answers in bytes and JSON, never pickle, and its
-stderr goes nowhere."""
+Checks run in two lanes of checker processes started ahead (util.processes.StartedAhead), each
+process with its address space capped by the kernel: replays, which can take seconds each, and
+the quick checks (an arena upload's, a page's pilot spec), so that a crowd of costly replays
+cannot hold up an upload. A check is one job with a deadline past which its process is killed
+and replaced; before it is queued, three budgets are asked: checks per address (over both
+lanes), checks in the lane, and the seconds the address's checks used in the last hour (CPU or
+wall clock, whichever is more). In each lane the waiting checks are served a visitor at a time,
+the address that has used the checkers least first and round robin among equals, so a crowd of
+addresses cannot starve one, and when the lane's queue is full a visitor with nothing in it
+takes the place of the last waiting check of the address that has used the checkers most in the
+hour; a check whose asker has gone (`run_for`) leaves the queue, or has its process killed if it
+was running. The jobs (`run_job`): a replay replayed into frames, an arena upload's checks, a
+page's pilot spec. The server sends a job as a pickle in a frame (util.processes); the process
+answers in bytes and JSON, never pickle, and its stderr goes nowhere."""
 
 from __future__ import annotations
 
@@ -22,16 +24,24 @@ import contextlib
 import json
 import os
 import pickle
-import struct
 import sys
 import time
 
+from ..util.processes import (
+    FrameTooLong,
+    StartedAhead,
+    confine,
+    frame,
+    read_frame,
+    read_frame_async,
+    say_ready,
+)
 from .guard import Limits, Quota, over_budget
 
-HEADER = struct.Struct(">I")
-OK, ERROR, READY = b"o", b"e", b"R"
+OK, ERROR = b"o", b"e"
 HOUR = 3600.0
 START_SECONDS = 120.0  # for a checker to load what checks need, on a busy host
+LANE_OF = {"replay": "replays", "submission": "quick", "spec": "quick"}
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -45,52 +55,23 @@ def _cpu_seconds(pid: int) -> float:
 
 
 class Checks:
-    """The checker processes and the budgets of what they do (module docstring)."""
+    """The lanes of checker processes and the budgets of what they do (module docstring)."""
 
     def __init__(self, limits: Limits):
         self.limits = limits
-        self.idle: list[asyncio.Future] = []  # processes ready, or starting
-        self.free = limits.checkers  # checkers no check holds
-        # The checks waiting for a checker, by address, and the addresses in their turn order.
-        self.waiting: dict[str, collections.deque] = {}
-        self.turns: collections.deque = collections.deque()
-        self.checks = Quota(limits, "checks_per_address", "checks_queued")  # waiting or running
+        self.checks = Quota(limits, "checks_per_address")  # waiting or running, both lanes
         self.spent: dict[str, collections.deque] = {}
+        self.lanes = {"replays": Lane(self, limits.checkers),
+                      "quick": Lane(self, limits.quick_checkers)}
 
     def start(self) -> None:
         """Start the checker processes ahead (within the running event loop)."""
-        self.idle = [asyncio.ensure_future(self._spawn()) for _ in range(self.limits.checkers)]
-
-    async def _spawn(self):
-        """A checker process, once it has loaded what checks need and said so: a job's
-        deadline counts from then, not from the imports of a process starting on a busy host."""
-        from ..util.processes import child_command, package_env
-
-        proc = await asyncio.create_subprocess_exec(
-            *child_command([sys.executable, "-m", "spacewar_ai.web.checks", str(os.getpid()),
-                            str(self.limits.check_memory_mb)]),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL, env=package_env(), limit=2**20)
-        try:
-            await asyncio.wait_for(proc.stdout.readexactly(1), START_SECONDS)
-        except BaseException as exc:  # too slow, dead at start, or the server closing
-            if proc.returncode is None:
-                proc.kill()
-            await proc.wait()
-            if isinstance(exc, (asyncio.TimeoutError, asyncio.IncompleteReadError)):
-                raise ValueError("the server's checker could not start; try again later") \
-                    from None
-            raise
-        return proc
+        for lane in self.lanes.values():
+            lane.pool.start()
 
     async def close(self) -> None:
-        waiting, self.idle = self.idle, []
-        for future in waiting:
-            future.cancel()  # one still starting kills its process (_spawn)
-        for done in await asyncio.gather(*waiting, return_exceptions=True):
-            if isinstance(done, asyncio.subprocess.Process) and done.returncode is None:
-                done.kill()
-                await done.wait()
+        for lane in self.lanes.values():
+            await lane.pool.close()
 
     def cpu_used(self, visitor: str) -> float:
         """CPU seconds the checks of `visitor` used in the last hour."""
@@ -107,7 +88,7 @@ class Checks:
         """Checks waiting or running, of every visitor."""
         return self.checks.total
 
-    def _charge(self, visitor: str, seconds: float) -> None:
+    def charge(self, visitor: str, seconds: float) -> None:
         if len(self.spent) > 10_000:  # forget addresses with nothing left in the hour
             for key in [k for k in self.spent if not self.cpu_used(k)]:
                 del self.spent[key]
@@ -117,48 +98,31 @@ class Checks:
         """The answer of job `kind` for `visitor` (JSON bytes); Refused if a budget refuses it
         first, ValueError (one line) if the check refuses what was sent or fails. Cancelled, it
         leaves the queue, or kills its checker if it was running."""
+        if kind not in LANE_OF:
+            raise ValueError(f"no such check: {kind}")
         used = self.cpu_used(visitor)
         if used >= self.limits.check_cpu_per_hour:
             raise over_budget(self.limits, "check_cpu_per_hour", round(used, 1), True)
-        refused = self.checks.refusal(visitor)
-        if refused is not None and not (refused.status == 503 and self._make_room(visitor)):
+        lane = self.lanes[LANE_OF[kind]]
+        refused = self.checks.refusal(visitor) or lane.queue.refusal(visitor)
+        if refused is not None and not (refused.status == 503 and lane.make_room(visitor)):
             raise refused
         self.checks.take(visitor)
+        lane.queue.take(visitor)
         try:
-            await self._turn(visitor)
+            await lane.turn(visitor)
             try:
-                return await self._ask(kind, payload, visitor)
+                return await lane.ask(kind, payload, visitor)
             finally:
-                self._release()
+                lane.release()
         finally:
+            lane.queue.give(visitor)
             self.checks.give(visitor)
 
-    def _make_room(self, visitor: str) -> bool:
-        """The queue is full: a visitor with no check in it takes the place of the last check
-        waiting from the address that has used the checkers most in the hour (then: that holds
-        the most), if that is more than the visitor's share; that check is refused as busy. So
-        the queue favours whoever has used it least, and a crowd keeping it full still leaves a
-        newcomer a place."""
-        if self.checks.held[visitor] or not self.waiting:
-            return False
-        share = {a: (self.cpu_used(a), self.checks.held[a]) for a in self.waiting}
-        heaviest = max(share, key=share.get)
-        # Only from an address that has used more, or as much and holds more than the one place
-        # the visitor would: a swap between equals would only make the queue churn.
-        if share[heaviest] <= (self.cpu_used(visitor), 1):
-            return False
-        queue = self.waiting[heaviest]
-        granted = queue.pop()
-        if not queue:
-            del self.waiting[heaviest]
-            self.turns.remove(heaviest)
-        granted.set_exception(over_budget(self.limits, "checks_queued", self.checks.total,
-                                          False))
-        return True
-
     async def run_for(self, request, kind: str, payload: dict, visitor: str) -> bytes:
-        """`run`, dropped when the HTTP client that asked disconnects: nobody is left to read
-        its answer, so it spends no checker's time."""
+        """`run`, dropped when the client that asked disconnects (an HTTP request, or a
+        WebSocket's page): nobody is left to read its answer, so it spends no checker's
+        time."""
         check = asyncio.ensure_future(self.run(kind, payload, visitor))
         gone = asyncio.ensure_future(_disconnected(request))
         try:
@@ -173,7 +137,49 @@ class Checks:
             raise Gone("the client left before its check was done")
         return check.result()
 
-    async def _turn(self, visitor: str) -> None:
+
+class Lane:
+    """Checker processes for some kinds of check, and the checks waiting for them: a queue per
+    address, taken in turn (module docstring)."""
+
+    def __init__(self, checks: Checks, processes: int):
+        self.checks = checks
+        self.limits = limits = checks.limits
+        self.pool = StartedAhead(
+            [sys.executable, "-m", "spacewar_ai.web.checks", str(os.getpid()),
+             str(limits.check_memory_mb)], processes, START_SECONDS, "the server's checker",
+            stderr=asyncio.subprocess.DEVNULL)
+        self.free = processes  # checkers no check holds
+        self.queue = Quota(limits, None, "checks_queued")  # waiting or running in this lane
+        # The checks waiting for a checker, by address, and the addresses in their turn order.
+        self.waiting: dict[str, collections.deque] = {}
+        self.turns: collections.deque = collections.deque()
+
+    def make_room(self, visitor: str) -> bool:
+        """The lane's queue is full: a visitor with no check in it takes the place of the last
+        check waiting from the address that has used the checkers most in the hour (then: that
+        holds the most), if that is more than the visitor's share; that check is refused as
+        busy. So the queue favours whoever has used it least, and a crowd keeping it full still
+        leaves a newcomer a place."""
+        if self.queue.held[visitor] or not self.waiting:
+            return False
+        used = self.checks.cpu_used
+        share = {a: (used(a), self.queue.held[a]) for a in self.waiting}
+        heaviest = max(share, key=share.get)
+        # Only from an address that has used more, or as much and holds more than the one place
+        # the visitor would: a swap between equals would only make the queue churn.
+        if share[heaviest] <= (used(visitor), 1):
+            return False
+        queue = self.waiting[heaviest]
+        granted = queue.pop()
+        if not queue:
+            del self.waiting[heaviest]
+            self.turns.remove(heaviest)
+        granted.set_exception(over_budget(self.limits, "checks_queued", self.queue.total,
+                                          False))
+        return True
+
+    async def turn(self, visitor: str) -> None:
         """Wait for a checker: at once when one is free and nobody waits, else in the round
         robin of the addresses waiting."""
         if self.free and not self.turns:
@@ -188,7 +194,7 @@ class Checks:
             await granted
         except asyncio.CancelledError:
             if granted.done() and not granted.cancelled():
-                self._release()  # given a checker as it left: pass it on
+                self.release()  # given a checker as it left: pass it on
             elif granted in queue:
                 queue.remove(granted)
                 if not queue:  # the address has nothing else waiting: off the round
@@ -196,14 +202,14 @@ class Checks:
                     self.turns.remove(visitor)
             raise
 
-    def _release(self) -> None:
+    def release(self) -> None:
         """A checker is free: to the waiting address that has used the checkers least in the
         hour, the first in turn among equals (it goes to the back of the line if it has more
         waiting), else back to the free ones."""
         if not self.turns:
             self.free += 1
             return
-        visitor = min(self.turns, key=self.cpu_used)
+        visitor = min(self.turns, key=self.checks.cpu_used)
         self.turns.remove(visitor)
         queue = self.waiting[visitor]
         granted = queue.popleft()
@@ -213,54 +219,31 @@ class Checks:
             del self.waiting[visitor]
         granted.set_result(None)
 
-    async def _ask(self, kind: str, payload: dict, visitor: str) -> bytes:
+    async def ask(self, kind: str, payload: dict, visitor: str) -> bytes:
         lim = self.limits
-        waiting = self.idle.pop() if self.idle else asyncio.ensure_future(self._spawn())
-        try:
-            proc = await waiting
-        except ValueError:
-            self.idle.append(asyncio.ensure_future(self._spawn()))  # the next may start
-            raise
+        proc = await self.pool.take()
         began, started = _cpu_seconds(proc.pid), time.monotonic()
         healthy = False
         try:
-            job = pickle.dumps((kind, payload, lim))
-            proc.stdin.write(HEADER.pack(len(job)) + job)
-            status, body = await asyncio.wait_for(self._answer(proc), lim.check_seconds)
+            proc.stdin.write(frame(pickle.dumps((kind, payload, lim))))
+            answer = await asyncio.wait_for(
+                read_frame_async(proc.stdout, lim.check_memory_mb * 2**20), lim.check_seconds)
             healthy = True
         except asyncio.TimeoutError:
             raise ValueError(f"its check took over {lim.check_seconds:g} s and was stopped "
                              f"(--limits check_seconds)") from None
-        except (asyncio.IncompleteReadError, ConnectionError, TooLong):
+        except (EOFError, ConnectionError, FrameTooLong):
             raise ValueError(f"its check went over its memory (--limits check_memory_mb="
                              f"{lim.check_memory_mb}) and was stopped") from None
         finally:
             # A check that waits on something holds the checker as one that computes does.
-            self._charge(visitor, max(0.0, _cpu_seconds(proc.pid) - began,
-                                      time.monotonic() - started))
-            if healthy:
-                ready = asyncio.get_running_loop().create_future()
-                ready.set_result(proc)
-                self.idle.append(ready)
-            else:  # killed at its deadline or dead: a new one starts at once
-                if proc.returncode is None:
-                    proc.kill()
-                await proc.wait()
-                self.idle.append(asyncio.ensure_future(self._spawn()))
+            self.checks.charge(visitor, max(0.0, _cpu_seconds(proc.pid) - began,
+                                            time.monotonic() - started))
+            await self.pool.give_back(proc, healthy)
+        status, body = answer[:1], answer[1:]
         if status == ERROR:
             raise ValueError(body.decode("utf-8", "replace"))
         return body
-
-    async def _answer(self, proc) -> tuple[bytes, bytes]:
-        size = HEADER.unpack(await proc.stdout.readexactly(HEADER.size))[0]
-        if size > self.limits.check_memory_mb * 2**20:
-            raise TooLong
-        data = await proc.stdout.readexactly(size)
-        return data[:1], data[1:]
-
-
-class TooLong(Exception):
-    """An answer longer than a checker could have made within its memory."""
 
 
 class Gone(Exception):
@@ -268,8 +251,9 @@ class Gone(Exception):
 
 
 async def _disconnected(request) -> None:
-    """Return once the HTTP client of `request` has disconnected (its body already read)."""
-    while (await request.receive())["type"] != "http.disconnect":
+    """Return once the client of `request` has disconnected: an HTTP request (its body already
+    read) or a WebSocket (its start message already received)."""
+    while (await request.receive())["type"] not in ("http.disconnect", "websocket.disconnect"):
         continue
 
 
@@ -321,18 +305,9 @@ def _replay(payload: dict, limits: Limits) -> bytes:
 def _serve(stdin, stdout) -> None:
     from .live import public_message
 
-    def read(n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = stdin.read(n - len(data))
-            if not chunk:
-                raise EOFError
-            data += chunk
-        return data
-
     while True:
         try:
-            kind, payload, limits = pickle.loads(read(HEADER.unpack(read(HEADER.size))[0]))
+            kind, payload, limits = pickle.loads(read_frame(stdin))
         except EOFError:
             return
         try:
@@ -343,19 +318,16 @@ def _serve(stdin, stdout) -> None:
             os._exit(3)
         except Exception as exc:  # every refusal and failure: one line, nothing of the file
             status, body = ERROR, public_message(exc).encode()
-        stdout.write(HEADER.pack(1 + len(body)) + status + body)
+        stdout.write(frame(status + body))
         stdout.flush()
 
 
 def main(argv: list[str]) -> int:
-    import resource
-
     from ..util.processes import die_with_parent
 
-    memory_mb = int(argv[1])
-    resource.setrlimit(resource.RLIMIT_AS, (memory_mb * 2**20, memory_mb * 2**20))
+    confine(memory_mb=int(argv[1]))
     die_with_parent(int(argv[0]))
-    stdin, stdout = os.fdopen(0, "rb", buffering=0), os.fdopen(os.dup(1), "wb")
+    stdin, stdout = os.fdopen(0, "rb"), os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # the answers keep the real stdout; anything else printed goes nowhere
     # Loaded before the first job arrives: the engine (numba's cached code) and the checks.
     import numpy as np
@@ -368,8 +340,7 @@ def main(argv: list[str]) -> int:
     warm.reset(seeds=np.zeros(1, dtype=np.int64))
     warm.step(np.zeros((1, 2), dtype=np.int64))
     warm.observe()
-    stdout.write(READY)
-    stdout.flush()
+    say_ready(stdout)
 
     with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):  # the server went away
         _serve(stdin, stdout)

@@ -1,10 +1,11 @@
-"""The browser app's live games, each in a worker process (game_worker.py), and the limits on
-them. The event loop starts workers, relays their lines to the page and the page's keys to them,
+"""The browser app's live games, each in a worker process (worker.py), and the limits on them.
+The event loop starts workers, relays their messages to the page and the page's keys to them,
 and never runs a pilot: a pilot that hangs stalls its own game, which ends after
 `Limits.stall_seconds` without a frame, and nothing else.
 
-`Workers` keeps one spare worker started ahead (torch and the pilots imported), so a page's
-game starts at once; `run_live` is one WebSocket's game from its start message to its end.
+`Workers` keeps one spare worker started ahead (util.processes.StartedAhead: torch and the
+pilots imported), so a page's game starts at once; `run_live` is one WebSocket's game from its
+start message to its end.
 """
 
 from __future__ import annotations
@@ -19,11 +20,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..util.json_input import loads_strict
-from ..util.processes import child_command, package_env
+from ..util.processes import (
+    FrameTooLong,
+    NotReady,
+    StartedAhead,
+    frame,
+    package_env,
+    read_frame_async,
+)
+from .checks import Gone
 from .guard import Limits, Quota, RateLimit
 from .live import SPEEDS, public_message
 
 START_SECONDS = 120.0  # to load a game's pilots (a big model on a busy host) before giving up
+MESSAGE = 2**20  # the most a worker's message may hold (a frame's state is a few kB)
 
 
 @dataclass
@@ -57,27 +67,9 @@ class Workers:
         self.sandboxes = Quota(limits, None, "sandboxes_in_all")
         self.live: dict[str, LiveGame] = {}
         self._ids = itertools.count(1)
-        self._spare: asyncio.Task | None = None
-
-    async def _spawn(self):
-        env = package_env(SPACEWAR_TORCH_THREADS="1")
-        return await asyncio.create_subprocess_exec(
-            *child_command([sys.executable, "-m", "spacewar_ai.web.worker", str(os.getpid())]),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env,
-            limit=2**20)
-
-    def prepare(self) -> None:
-        """Start the spare worker (within a running event loop)."""
-        if self._spare is None:
-            self._spare = asyncio.ensure_future(self._spawn())
-
-    async def take(self):
-        """A worker for a new game: the spare if there is one, and a new spare started."""
-        self.prepare()
-        task, self._spare = self._spare, None
-        proc = await task
-        self.prepare()
-        return proc
+        self.pool = StartedAhead([sys.executable, "-m", "spacewar_ai.web.worker",
+                                  str(os.getpid())], 1, START_SECONDS, "a game's worker",
+                                 single_use=True, env=package_env(SPACEWAR_TORCH_THREADS="1"))
 
     def refusal(self, client: str, sandboxes: int) -> str:
         """Why a new game from `client` with `sandboxes` strategy files may not start, or ""."""
@@ -101,15 +93,9 @@ class Workers:
 
     async def close(self) -> None:
         # A game still waiting for its worker has none yet.
-        procs = [g.proc for g in self.live.values() if g.proc is not None]
-        if self._spare is not None:
-            procs.append(await self._spare)
-            self._spare = None
-        for proc in procs:
-            if proc.returncode is None:
-                proc.kill()
-        for proc in procs:
-            await proc.wait()
+        for proc in [g.proc for g in self.live.values() if g.proc is not None]:
+            await self.pool.give_back(proc, healthy=False)
+        await self.pool.close()
 
 
 def _sandboxes(message: dict) -> int:
@@ -144,11 +130,13 @@ async def run_live(ws, files, workers: Workers, checks, client: str, seed: int) 
                              f"{', '.join(map(str, SPEEDS))}")
         for key in ("a", "b", "opponent"):
             if first.get(key):
-                answer = await checks.run("spec", {
+                answer = await checks.run_for(ws, "spec", {
                     "spec": str(first[key])[:500], "root": str(files.root),
                     "checkpoint_dir": str(files.checkpoints),
                     "ratings_file": str(files.ratings)}, client)
                 first[key] = json.loads(answer)["spec"]
+    except Gone:
+        return  # the page left while its pilots were checked
     except Exception as exc:  # every problem with what the page asked for: one line back
         return await _refuse(ws, public_message(exc))
     sandboxes = _sandboxes(first)
@@ -165,18 +153,20 @@ async def _play(ws, workers: Workers, files, first: dict, seed: int, gid: str, g
     """The game in a worker process, relayed until one side ends it; its process killed."""
     limits = workers.limits
     try:
-        game.proc = proc = await workers.take()
+        game.proc = proc = await workers.pool.take()
         asked = first.get("seed")
         request = {"message": first, "root": str(files.root),
                    "checkpoint_dir": str(files.checkpoints), "ratings_file": str(files.ratings),
                    "seed": asked if type(asked) is int and 0 <= asked < 2**32 else seed,
                    "game": workers.game.to_dict(), "replays_kept": limits.replays_kept,
                    "replays_bytes": limits.replays_mb * 2**20}
-        proc.stdin.write((json.dumps(request) + "\n").encode())
+        proc.stdin.write(frame(json.dumps(request).encode()))
         await proc.stdin.drain()
-        line = await asyncio.wait_for(proc.stdout.readline(), START_SECONDS)
-        reply = json.loads(line) if line else {"type": "error",
-                                               "message": "the game could not start"}
+        try:
+            reply = json.loads(await asyncio.wait_for(read_frame_async(proc.stdout, MESSAGE),
+                                                      START_SECONDS))
+        except EOFError:
+            reply = {"type": "error", "message": "the game could not start"}
         if reply.get("type") != "start":
             return await _refuse(ws, reply.get("message", "the game could not start"))
         game.names = reply["names"]
@@ -184,12 +174,13 @@ async def _play(ws, workers: Workers, files, first: dict, seed: int, gid: str, g
         await _relay(ws, proc, game, limits)
     except asyncio.TimeoutError:
         await _refuse(ws, f"the game's pilots did not load within {START_SECONDS:.0f} s")
+    except NotReady as exc:
+        await _refuse(ws, str(exc))
     except Exception:  # the page went away mid-send (the server's disconnect types vary)
         return
     finally:
-        if game.proc is not None and game.proc.returncode is None:
-            game.proc.kill()
-            await game.proc.wait()
+        if game.proc is not None:
+            await workers.pool.give_back(game.proc, healthy=False)
 
 
 async def _relay(ws, proc, game: LiveGame, limits: Limits) -> None:
@@ -197,15 +188,16 @@ async def _relay(ws, proc, game: LiveGame, limits: Limits) -> None:
     async def frames():
         while True:
             try:
-                line = await asyncio.wait_for(proc.stdout.readline(), limits.stall_seconds)
+                data = await asyncio.wait_for(read_frame_async(proc.stdout, MESSAGE),
+                                              limits.stall_seconds)
             except asyncio.TimeoutError:
                 await ws.send_json({"type": "error", "message": (
                     f"the game stalled: a pilot took more than {limits.stall_seconds:g} s over "
                     "one frame, so it was ended")})
                 return
-            if not line:
+            except (EOFError, FrameTooLong):
                 return  # the game is over (or its worker died)
-            text = line.decode().rstrip("\n")
+            text = data.decode()
             if text.startswith('{"type":"frame"'):
                 game.last_frame = text
             await ws.send_text(text)
@@ -231,7 +223,7 @@ async def _relay(ws, proc, game: LiveGame, limits: Limits) -> None:
                 out = {"type": "speed", "speed": msg["speed"]}
             else:
                 continue
-            proc.stdin.write((json.dumps(out) + "\n").encode())
+            proc.stdin.write(frame(json.dumps(out).encode()))
             await proc.stdin.drain()
 
     tasks = [asyncio.ensure_future(frames()), asyncio.ensure_future(keys())]

@@ -80,11 +80,19 @@ class Limits:
         200_000, "engine frames one replay may ask the server to play (steps x frame_skip)")
     answer_mb: int = budget(
         16, "one answer (a replay's frames, which its torpedoes in flight make large)")
+    answers_mb_in_all: int = budget(
+        64, "answers being sent at once, in all; past it a replay's answer is refused as busy",
+        ALL)
     answer_seconds: float = budget(
         60.0, "time to send an answer; a reader slower than that is cut off and its answer freed")
     # Checks of a visitor's bytes, each in a confined process (web/checks.py).
-    checkers: int = budget(1, "checker processes (replays, uploads, specs)", ALL)
-    checks_queued: int = budget(16, "checks waiting or running in all; past it: busy", ALL)
+    checkers: int = budget(1, "checker processes for replays", ALL)
+    quick_checkers: int = budget(
+        1, "checker processes for arena uploads and pages' pilot specs, apart from the replays' "
+           "so that costly replays cannot hold them up", ALL)
+    checks_queued: int = budget(
+        16, "checks waiting or running in each lane (replays; uploads and specs); past it: busy",
+        ALL)
     checks_per_address: int = budget(2, "checks waiting or running", ADDRESS)
     check_seconds: float = budget(
         20.0, "wall-clock time of one check; its process is killed past it")

@@ -1,58 +1,36 @@
 """One live game of the browser app, in a process of its own (`python -m spacewar_ai.web.worker
 PARENT_PID`), so a slow or hung pilot costs only its own game.
 
-JSON lines. In: the start request {"message", "root", "checkpoint_dir", "ratings_file", "seed",
-"game" (the GameConfig's fields), "replays_kept", "replays_bytes" (the retention of live games'
-saved rounds)},
+JSON messages, each in a frame (util.processes). In: the start request {"message", "root",
+"checkpoint_dir", "ratings_file", "seed", "game" (the GameConfig's fields), "replays_kept",
+"replays_bytes" (the retention of live games' saved rounds)},
 then the page's messages ({"type": "key", ...}, {"type": "speed", ...}). Out: {"type": "start"}
 or {"type": "error"}, then {"type": "frame", ...} at the game's pace and {"type": "replay", ...}
 as rounds are saved. It ends when stdin closes or the game quits; stdout carries the protocol
-only. games.Workers keeps one spare started, so a game does not wait for torch to import."""
+only (after READY, once torch and the pilots are imported). games.Workers keeps one spare
+started, so a game does not wait for torch to import."""
 
 from __future__ import annotations
 
 import json
 import os
-import select
 import sys
 import time
 
-
-class LineReader:
-    """Lines from a file descriptor, read with os.read so that select() on the descriptor
-    never misses a line already read into a buffer."""
-
-    def __init__(self, fd: int):
-        self.fd = fd
-        self.buffer = b""
-        self.closed = False
-
-    def lines(self, timeout: float | None) -> list[str]:
-        """The complete lines that arrive within `timeout` seconds (None: wait for one)."""
-        while b"\n" not in self.buffer and not self.closed:
-            ready, _, _ = select.select([self.fd], [], [], timeout)
-            if not ready:
-                break
-            chunk = os.read(self.fd, 65536)
-            if not chunk:
-                self.closed = True
-            self.buffer += chunk
-            timeout = 0.0
-        *done, self.buffer = self.buffer.split(b"\n")
-        return [line.decode() for line in done]
+from ..util.processes import FrameReader, frame, say_ready
 
 
-def serve_one(reader: LineReader, out) -> None:
+def serve_one(reader: FrameReader, out) -> None:
     from ..config import GameConfig
     from ..game.replays import prune_replays
     from .files import Files
     from .live import SPEEDS, client_config, frame_state, public_message, start_game
 
     def send(message: dict) -> None:
-        out.write(json.dumps(message, separators=(",", ":")) + "\n")
+        out.write(frame(json.dumps(message, separators=(",", ":")).encode()))
         out.flush()
 
-    first = reader.lines(None)
+    first = reader.frames(None)
     if not first:
         return
     request = json.loads(first[0])
@@ -90,8 +68,8 @@ def serve_one(reader: LineReader, out) -> None:
             # The page's keys are read while waiting for the next frame's time.
             while True:
                 wait = due - time.monotonic()
-                for line in reader.lines(max(0.0, wait)):
-                    msg = json.loads(line)
+                for data in reader.frames(max(0.0, wait)):
+                    msg = json.loads(data)
                     if msg.get("type") == "key":
                         (game.key_down if msg.get("down") else game.key_up)(str(msg["key"])[:20])
                     elif msg.get("type") == "speed" and msg.get("speed") in SPEEDS:
@@ -112,7 +90,7 @@ def main(argv: list[str]) -> int:
 
     die_with_parent(int(argv[0]) if argv else None)
     # The protocol keeps the real stdout; whatever else prints lands on stderr.
-    out = os.fdopen(os.dup(1), "w")
+    out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     use_torch_threads(1)
     # Loaded before the start request arrives: a spare worker is ready to play at once.
@@ -123,7 +101,8 @@ def main(argv: list[str]) -> int:
     import spacewar_ai.web.app  # noqa: F401
 
     try:
-        serve_one(LineReader(sys.stdin.fileno()), out)
+        say_ready(out)
+        serve_one(FrameReader(sys.stdin.fileno()), out)
     except (BrokenPipeError, KeyboardInterrupt):
         return 0  # the server went away or stopped: the game ends with it
     return 0

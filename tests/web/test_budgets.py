@@ -225,8 +225,9 @@ def test_replays_past_the_bounds_are_refused_and_a_long_one_stopped_while_pages_
 
 def test_an_abandoned_check_is_dropped_and_busy_refusals_cost_no_attempts(tmp_path):
     """A costly replay whose sender leaves: its check is killed at once, not at its deadline.
-    While it held the only place in the queue, an honest arena uploader was refused as busy
-    three times, and none of those counted against its two attempts an hour."""
+    An arena upload goes to the quick checkers, so the replay does not hold it up; while the
+    quick lane's queue is full, an honest uploader is refused as busy three times, and none of
+    those counts against its two attempts an hour."""
     from urllib.parse import urlencode
 
     srv = _server(tmp_path, proxies=["127.0.0.1"], check_seconds=300, replay_frames=10**8,
@@ -244,22 +245,27 @@ def test_an_abandoned_check_is_dropped_and_busy_refusals_cost_no_attempts(tmp_pa
         assert checks.queued == 1
         strategy = (ROOT / "examples" / "strategies" / "aim_and_fire.py").read_bytes()
 
-        def upload():
+        def upload(name):
             status, body = http_request(srv, "POST", "/api/arena/submit?" + urlencode(
-                {"name": "honest", "file": "honest.py"}), strategy,
+                {"name": name, "file": f"{name}.py"}), strategy,
                 headers={"X-Forwarded-For": "203.0.113.9"})
             return status, json.loads(body)
 
+        status, body = upload("first")  # beside the replay being played
+        assert status == 200 and body["submitted"]["name"] == "first", body
+        quick = checks.lanes["quick"].queue
+        quick.take("192.0.2.1")  # another visitor's upload holds the quick lane's one place
         for _ in range(3):
-            status, body = upload()
+            status, body = upload("second")
             assert status == 503 and "checks_queued=1" in body["error"], body
+        quick.give("192.0.2.1")
         sock.close()  # the replay's sender leaves
         deadline = time.monotonic() + 120  # far under the check's minutes, had it run on
         while checks.queued and time.monotonic() < deadline:
             time.sleep(0.05)
         assert checks.queued == 0
-        status, body = upload()
-        assert status == 200 and body["submitted"]["name"] == "honest", body
+        status, body = upload("second")
+        assert status == 200 and body["submitted"]["name"] == "second", body
     finally:
         srv.stop()
 
@@ -278,7 +284,8 @@ def _firing(steps: int = 4000, **config) -> bytes:
 def test_a_replay_answer_is_bounded_in_bytes_and_a_slow_reader_is_cut_off(tmp_path):
     """A small replay can ask for a huge answer (every torpedo of every frame): refused in one
     line once its frames pass answer_mb, before the rest is played. An answer within the bound
-    sent to a reader who does not read is cut off after answer_seconds, freeing it."""
+    sent to a reader who does not read is cut off after answer_seconds, freeing it; while it is
+    held, another answer that would take the server past answers_mb_in_all is refused as busy."""
     srv = _server(tmp_path, answer_mb=1, check_seconds=120)
     try:
         status, body = http_request(srv, "POST", "/api/replay?name=fire.json", _firing())
@@ -286,7 +293,8 @@ def test_a_replay_answer_is_bounded_in_bytes_and_a_slow_reader_is_cut_off(tmp_pa
         assert status == 400 and "over 1 MB" in error and "answer_mb" in error, error
     finally:
         srv.stop()
-    srv = _server(tmp_path, answer_mb=64, answer_seconds=2, check_seconds=120)
+    srv = _server(tmp_path, answer_mb=64, answers_mb_in_all=20, answer_seconds=4,
+                  check_seconds=120)
     try:
         # An answer larger than what the kernel's socket buffers absorb on 127.0.0.1.
         request = _firing(20_000)
@@ -298,7 +306,11 @@ def test_a_replay_answer_is_bounded_in_bytes_and_a_slow_reader_is_cut_off(tmp_pa
                      + str(len(request)).encode() + b"\r\n\r\n" + request)
         sock.settimeout(120)
         sock.recv(1, socket.MSG_PEEK)  # the answer has begun (its check is done)
-        time.sleep(6)  # its deadline passes while nothing is read
+        began = time.monotonic()
+        status, body = http_request(srv, "POST", "/api/replay?name=fire.json", request)
+        error = json.loads(body)["error"]
+        assert status == 503 and "answers_mb_in_all=20" in error, error
+        time.sleep(max(0.0, began + 6 - time.monotonic()))  # its deadline passes, unread
         got = b""
         with contextlib.suppress(OSError):
             while chunk := sock.recv(2**20):
@@ -306,6 +318,7 @@ def test_a_replay_answer_is_bounded_in_bytes_and_a_slow_reader_is_cut_off(tmp_pa
         sock.close()
         assert got.startswith(b"HTTP/1.1 200") and len(got) < len(whole)
         assert http_request(srv, "GET", "/api/pilots")[0] == 200
+        assert srv.app.state.answers.total == 0  # the cut-off answer's bytes were given back
     finally:
         srv.stop()
 

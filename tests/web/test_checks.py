@@ -16,46 +16,53 @@ from spacewar_ai.web.guard import Limits
 def test_waiting_checks_are_served_an_address_at_a_time():
     async def scenario():
         checks = Checks(Limits(checkers=1))
-        await checks._turn("holder")  # the one checker is taken
+        lane = checks.lanes["replays"]
+        await lane.turn("holder")  # the one checker is taken
         served = []
 
         async def wait(address):
-            await checks._turn(address)
+            await lane.turn(address)
             served.append(address)
-            checks._release()
+            lane.release()
 
         # A crowd address queues three checks before two other visitors queue one each.
         tasks = [asyncio.ensure_future(wait(a)) for a in
                  ("crowd", "crowd", "crowd", "honest", "other")]
         await asyncio.sleep(0)
-        checks._release()
+        lane.release()
         await asyncio.gather(*tasks)
-        return served, checks
+        return served, lane
 
-    served, checks = asyncio.run(scenario())
+    served, lane = asyncio.run(scenario())
     assert served == ["crowd", "honest", "other", "crowd", "crowd"]
-    assert checks.free == 1 and not checks.waiting and not checks.turns
+    assert lane.free == 1 and not lane.waiting and not lane.turns
 
 
 def test_a_check_whose_client_left_leaves_the_queue():
     class Left:
-        """A request whose client disconnects while its check waits."""
+        """A request (or a page's WebSocket) whose client disconnects while its check waits."""
+
+        def __init__(self, kind):
+            self.kind = kind
 
         async def receive(self):
             await asyncio.sleep(0.05)
-            return {"type": "http.disconnect"}
+            return {"type": f"{self.kind}.disconnect"}
 
-    async def scenario():
+    async def scenario(kind, lane_name):
         checks = Checks(Limits(checkers=1))
-        await checks._turn("holder")
+        lane = checks.lanes[lane_name]
+        await lane.turn("holder")
         with pytest.raises(Gone):
-            await checks.run_for(Left(), "replay", {}, "10.0.0.1")
-        left = (checks.queued, dict(checks.waiting), list(checks.turns), dict(checks.checks.held))
-        checks._release()  # the holder's checker goes back to the free ones, not to the gone
-        return left, checks.free
+            await checks.run_for(Left(kind), "replay" if lane_name == "replays" else "spec",
+                                 {}, "10.0.0.1")
+        left = (checks.queued, dict(lane.waiting), list(lane.turns), dict(checks.checks.held))
+        lane.release()  # the holder's checker goes back to the free ones, not to the gone
+        return left, lane.free
 
-    left, free = asyncio.run(scenario())
-    assert left == (0, {}, [], {}) and free == 1
+    for kind, lane_name in (("http", "replays"), ("websocket", "quick")):
+        left, free = asyncio.run(scenario(kind, lane_name))
+        assert left == (0, {}, [], {}) and free == 1
 
 
 def test_a_full_queue_makes_room_for_a_visitor_with_none_in_it():
@@ -72,16 +79,16 @@ def test_a_full_queue_makes_room_for_a_visitor_with_none_in_it():
             await release.wait()
             return visitor.encode()
 
-        checks._ask = ask
+        checks.lanes["replays"].ask = ask
         # The crowd has used the checkers this hour; the newcomer has not.
         for address, seconds in (("crowd1", 30.0), ("crowd2", 10.0)):
-            checks._charge(address, seconds)
+            checks.charge(address, seconds)
         crowd = [asyncio.ensure_future(checks.run("replay", {}, a))
                  for a in ("crowd1", "crowd1", "crowd2")]
         await asyncio.sleep(0)  # one runs, two wait: the queue holds its three
         honest = asyncio.ensure_future(checks.run("replay", {}, "honest"))
         late = asyncio.ensure_future(checks.run("replay", {}, "crowd3"))  # used more than honest
-        checks._charge("crowd3", 20.0)
+        checks.charge("crowd3", 20.0)
         await asyncio.sleep(0)
         release.set()
         return await asyncio.gather(*crowd, honest, late, return_exceptions=True), checks
@@ -91,25 +98,59 @@ def test_a_full_queue_makes_room_for_a_visitor_with_none_in_it():
     assert isinstance(bumped, Refused) and bumped.status == 503
     # A crowd address with nothing queued but more used than the newcomer finds no room.
     assert isinstance(late, Refused) and late.status == 503
-    assert checks.queued == 0 and checks.free == 1
+    assert checks.queued == 0 and checks.lanes["replays"].free == 1
 
 
 def test_the_address_that_used_the_checkers_least_is_served_first():
     async def scenario():
         checks = Checks(Limits(checkers=1))
-        checks._charge("crowd", 40.0)
-        await checks._turn("holder")
+        lane = checks.lanes["replays"]
+        checks.charge("crowd", 40.0)
+        await lane.turn("holder")
         served = []
 
         async def wait(address):
-            await checks._turn(address)
+            await lane.turn(address)
             served.append(address)
-            checks._release()
+            lane.release()
 
         tasks = [asyncio.ensure_future(wait(a)) for a in ("crowd", "crowd", "honest")]
         await asyncio.sleep(0)
-        checks._release()
+        lane.release()
         await asyncio.gather(*tasks)
         return served
 
     assert asyncio.run(scenario()) == ["honest", "crowd", "crowd"]
+
+
+def test_an_upload_is_checked_at_once_beside_a_queue_full_of_costly_replays():
+    """Replays keep their lane's checker and queue full, from addresses that have used no more
+    than the uploader: the upload's check runs in the quick lane without waiting for them, and
+    the replays' queue still refuses one more replay as busy."""
+    from spacewar_ai.web.guard import Refused
+
+    async def scenario():
+        checks = Checks(Limits(checkers=1, quick_checkers=1, checks_queued=4))
+        release = asyncio.Event()
+
+        async def slow(kind, payload, visitor):  # a costly replay, held until released
+            await release.wait()
+            return b"frames"
+
+        async def quick(kind, payload, visitor):
+            return b"{}"
+
+        checks.lanes["replays"].ask, checks.lanes["quick"].ask = slow, quick
+        crowd = [asyncio.ensure_future(checks.run("replay", {}, f"crowd{k}")) for k in range(4)]
+        await asyncio.sleep(0)
+        with pytest.raises(Refused) as busy:
+            await checks.run("replay", {}, "crowd9")
+        upload = await asyncio.wait_for(checks.run("submission", {}, "honest"), 5)
+        waiting = checks.queued
+        release.set()
+        await asyncio.gather(*crowd)
+        return busy.value, upload, waiting
+
+    busy, upload, waiting = asyncio.run(scenario())
+    assert busy.status == 503 and "--limits checks_queued=4" in str(busy)
+    assert upload == b"{}" and waiting == 4  # the crowd's four still there, the upload done

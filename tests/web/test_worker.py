@@ -1,15 +1,14 @@
 """One live game's worker process (`python -m spacewar_ai.web.worker PARENT_PID`), spoken to as
-the server speaks to it: JSON lines in and out over real pipes."""
+the server speaks to it: JSON messages in frames (util.processes), in and out over real pipes."""
 
 import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
-from spacewar_ai.web.worker import LineReader
+from spacewar_ai.util.processes import READY, frame, read_frame
 
 pytestmark = pytest.mark.slow  # each worker imports torch and the pilots before it answers
 
@@ -17,19 +16,26 @@ pytestmark = pytest.mark.slow  # each worker imports torch and the pilots before
 def _worker(root):
     return subprocess.Popen([sys.executable, "-m", "spacewar_ai.web.worker", str(os.getpid())],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, cwd=root)
+                            stderr=subprocess.DEVNULL, cwd=root)
+
+
+def _send(proc, message: dict) -> None:
+    proc.stdin.write(frame(json.dumps(message).encode()))
+    proc.stdin.flush()
+
+
+def _receive(proc) -> dict:
+    return json.loads(read_frame(proc.stdout))
 
 
 def _start(proc, message, root, replays_kept=100, game=None):
     from spacewar_ai.config import GameConfig
 
-    proc.stdin.write(json.dumps({"message": message, "root": str(root),
-                                 "checkpoint_dir": "checkpoints", "ratings_file": None,
-                                 "seed": 3, "game": (game or GameConfig()).to_dict(),
-                                 "replays_kept": replays_kept,
-                                 "replays_bytes": 2**20}) + "\n")
-    proc.stdin.flush()
-    return json.loads(proc.stdout.readline())
+    assert proc.stdout.read(1) == READY  # once torch and the pilots are imported
+    _send(proc, {"message": message, "root": str(root), "checkpoint_dir": "checkpoints",
+                 "ratings_file": None, "seed": 3, "game": (game or GameConfig()).to_dict(),
+                 "replays_kept": replays_kept, "replays_bytes": 2**20})
+    return _receive(proc)
 
 
 def test_a_worker_plays_a_game_takes_keys_and_ends_with_its_stdin(tmp_path):
@@ -38,15 +44,14 @@ def test_a_worker_plays_a_game_takes_keys_and_ends_with_its_stdin(tmp_path):
         start = _start(proc, {"mode": "play", "opponent": "heuristic:easy", "speed": 2}, tmp_path)
         assert start["type"] == "start" and start["names"][1] == "heuristic:easy"
         assert start["config"]["fps"] == 50 and start["help"]
-        frames = [json.loads(proc.stdout.readline()) for _ in range(5)]
+        frames = [_receive(proc) for _ in range(5)]
         assert [f["type"] for f in frames] == ["frame"] * 5
         numbers = [f["state"]["f"] for f in frames]
-        assert numbers == sorted(numbers) and numbers[1] - numbers[0] == 2  # speed 2: two a line
-        proc.stdin.write(json.dumps({"type": "key", "key": "up", "down": True}) + "\n")
-        proc.stdin.flush()
+        assert numbers == sorted(numbers) and numbers[1] - numbers[0] == 2  # speed 2: two a frame
+        _send(proc, {"type": "key", "key": "up", "down": True})
         held = []
         for _ in range(50):  # the key lands within a few frames
-            held = json.loads(proc.stdout.readline())["held"]
+            held = _receive(proc)["held"]
             if held:
                 break
         assert held == ["up"]
@@ -68,7 +73,7 @@ def test_a_worker_plays_the_servers_game(tmp_path):
                               "speed": 8}, tmp_path, game=game)
         assert start["type"] == "start", start
         assert start["config"]["star_radius"] == game.star_radius != GameConfig().star_radius
-        while (message := json.loads(proc.stdout.readline()))["type"] != "replay":
+        while (message := _receive(proc))["type"] != "replay":
             continue
         saved = GameConfig.from_dict(json.loads((tmp_path / message["path"]).read_text())
                                      ["config"])
@@ -87,10 +92,10 @@ def test_a_worker_keeps_its_saved_rounds_within_the_retention(tmp_path):
         assert start["type"] == "start", start
         saved = []
         while len(saved) < 4:
-            message = json.loads(proc.stdout.readline())
+            message = _receive(proc)
             if message["type"] == "replay":
                 saved.append(message["path"])
-        proc.stdout.readline()  # the next frame: the fourth round's pruning came before it
+        _receive(proc)  # the next frame: the fourth round's pruning came before it
         kept = sorted(p.name for p in (tmp_path / "runs" / "live" / "replays").iterdir())
         assert kept == sorted(path.rsplit("/", 1)[1] for path in saved[-2:])
     finally:
@@ -109,19 +114,3 @@ def test_a_start_the_worker_cannot_make_is_one_error_line(tmp_path):
             assert proc.wait(timeout=60) == 0
         finally:
             proc.kill()
-
-
-def test_lines_arrive_whole_however_the_bytes_are_split():
-    read_fd, write_fd = os.pipe()
-    reader = LineReader(read_fd)
-    try:
-        os.write(write_fd, b'{"type": "ke')
-        assert reader.lines(0.05) == []  # half a line waits for the rest
-        os.write(write_fd, b'y"}\n{"type": "speed"}\n{"par')
-        assert reader.lines(0.05) == ['{"type": "key"}', '{"type": "speed"}']
-        os.close(write_fd)
-        began = time.monotonic()
-        assert reader.lines(5.0) == [] and reader.closed
-        assert time.monotonic() - began < 5.0  # a closed pipe answers at once
-    finally:
-        os.close(read_fd)
