@@ -31,8 +31,8 @@ _LAZY = {
     "BaseAgent": "agents",
     "PPOAgent": "agents",
     "DQNAgent": "agents",
-    "League": "training.league",
-    "SelfPlayManager": "training.league",
+    "League": "training.online.league",
+    "SelfPlayManager": "training.online.league",
     "make_pilot": "pilots",
     "APIKeyManager": "llm.clients",
 }

@@ -1,5 +1,5 @@
-"""Where the modules of the flat layout (0.1, before subpackages) went, and the finder that keeps
-their old import paths working.
+"""Where the modules of the flat layout (0.1, before subpackages) and of training/'s flat room
+went, and the finder that keeps their old import paths working.
 
 `import spacewar_ai.match` (or `from spacewar_ai.match import play_match`) imports
 spacewar_ai.rating.match and registers it under the old name too: one module object, so a
@@ -34,14 +34,25 @@ MOVED = {
     "match": "rating.match", "ratings": "rating.ratings", "arena": "rating.arena",
     "cluster": "rating.cluster", "panel": "rating.panel",
     "human_play": "human.play",
-    "league": "training.league",
-    "warm_start": "training.warm_start", "offline": "training.offline",
-    "datasets": "training.datasets", "pbt": "training.pbt", "lm_sft": "training.sft",
-    "lm_grpo": "training.grpo",
+    "league": "training.online.league",
+    "warm_start": "training.online.warm_start", "offline": "training.offline.learners",
+    "datasets": "training.datasets", "pbt": "training.population.pbt",
+    "lm_sft": "training.lm.sft", "lm_grpo": "training.lm.grpo",
     "llm_clients": "llm.clients", "local_llm": "llm.local", "llm_strategies": "llm.strategies",
     "web_guard": "web.guard", "web_games": "web.games", "game_worker": "web.worker",
     "web_arena": "web.arena",
     "benchmark": "bench.throughput", "thread_benchmark": "bench.threads",
+    # training/ in wings (0.2): the flat room's modules. training.offline is the offline wing's
+    # package now, which exports the old module's public names.
+    "training.trainer": "training.online.trainer", "training.loops": "training.online.loops",
+    "training.rollouts": "training.online.rollouts",
+    "training.rollout_child": "training.online.rollout_child",
+    "training.league": "training.online.league", "training.run_files": "training.online.run_files",
+    "training.warm_start": "training.online.warm_start",
+    "training.lm_run": "training.lm.run", "training.sft": "training.lm.sft",
+    "training.dagger": "training.lm.dagger", "training.grpo": "training.lm.grpo",
+    "training.scoring": "training.lm.scoring", "training.trl_adapter": "training.lm.trl_adapter",
+    "training.pbt": "training.population.pbt",
 }
 PREFIX = "spacewar_ai."
 

@@ -528,9 +528,9 @@ ALGORITHM_SECTIONS = {"ppo": ("ppo", "league"), "dqn": ("dqn", "league"),
 
 @dataclass
 class OfflineConfig(_Config):
-    """Learning from a recorded dataset without playing (offline.py): behaviour cloning
-    (`--algorithm bc`, PPO's actor) and conservative Q-learning (`--algorithm cql`, DQN's network).
-    Their learning rates are [ppo]'s and [dqn]'s."""
+    """Learning from a recorded dataset without playing (training/offline/learners.py):
+    behaviour cloning (`--algorithm bc`, PPO's actor) and conservative Q-learning (`--algorithm
+    cql`, DQN's network). Their learning rates are [ppo]'s and [dqn]'s."""
 
     bc_epochs: int = setting(6, COUNT)  # behaviour cloning: passes over the data
     # conservative Q-learning: gradient steps (--timesteps for cql)
@@ -543,8 +543,8 @@ WHOLE = Rule(lambda v: _is_int(v) and v >= 0, "must be a whole number >= 0 (0: a
 
 @dataclass
 class SFTConfig(_Config):
-    """The LM pilot's supervised fine-tuning (sft.py): a LoRA adapter on `base_model` trained on
-    a dataset's decisions."""
+    """The LM pilot's supervised fine-tuning (training/lm/sft.py): a LoRA adapter on
+    `base_model` trained on a dataset's decisions."""
 
     # smollm2, a .gguf file, a model folder or a hub id
     base_model: str = setting("smollm2", a_name("must name a model: smollm2, a .gguf file, a "
@@ -580,7 +580,7 @@ def specs_rule(says: str) -> Rule:
 
 @dataclass
 class DaggerConfig(_Config):
-    """DAgger of the LM pilot (dagger.py): each round the LM plays `games` games against
+    """DAgger of the LM pilot (training/lm/dagger.py): each round the LM plays `games` games against
     `opponents`, `teacher` labels every state the LM met, and the adapter trains `steps` steps
     on those labels (mixed with the teacher's own decisions of --dataset)."""
 
@@ -613,9 +613,9 @@ GRPO_OBJECTIVES = ("clip", "improved")
 
 @dataclass
 class GRPOConfig(_Config):
-    """GRPO of the LM pilot (grpo.py). Each iteration plays `games` games against `opponents`,
-    scores every valid action at `states` of the LM's decisions by playing on `horizon` decisions
-    (`rollout_pilot` flying the LM's ship), then updates on those groups."""
+    """GRPO of the LM pilot (training/lm/grpo.py). Each iteration plays `games` games against
+    `opponents`, scores every valid action at `states` of the LM's decisions by playing on
+    `horizon` decisions (`rollout_pilot` flying the LM's ship), then updates on those groups."""
 
     iterations: int = setting(30, COUNT)
     games: int = setting(16, COUNT)
@@ -765,7 +765,7 @@ class TrainConfig(_Config):
     dataset: str = setting("", flag="--dataset", read_by=DATA)  # its name
     # learn only from the episodes this pilot flew ("": all)
     dataset_pilot: str = setting("", flag="--dataset-pilot", read_by=DATA)
-    # PPO's games played by this many rollout workers (training/rollouts.py): child processes
+    # PPO's games played by this many rollout workers (training/online/rollouts.py): child processes
     # of this machine by default, Ray actors with --backend ray; the learner only updates. 0:
     # the learner plays its games itself. "auto": one worker playing ahead (async_rollouts) for
     # PPO on a machine of two or more cores, where it trains faster and learns as well;

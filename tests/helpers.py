@@ -50,13 +50,25 @@ def cause(b: GameBatch, s: int):
     return engine.DeathCause(b.ship_i[0, s, engine.CAUSE])
 
 
+PROBES = ROOT / "docs" / "log" / "probes"  # research probes, beside the log that keeps them
+
+
+def script_path(name: str) -> Path:
+    """A script by name: one of scripts/ (what reproduces a published figure) or a probe."""
+    path = ROOT / "scripts" / f"{name}.py"
+    return path if path.is_file() else PROBES / f"{name}.py"
+
+
 def load_script(name: str):
-    """A module of scripts/ (measurement scripts, not part of the package) by file name."""
+    """A module of scripts/ or of the probes (not part of the package) by file name."""
     import importlib.util
 
-    path = ROOT / "scripts" / f"{name}.py"
+    import sys
+
+    path = script_path(name)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # a dataclass of the script looks its module up there
     spec.loader.exec_module(module)
     return module
 

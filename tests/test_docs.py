@@ -132,3 +132,23 @@ def test_every_link_between_the_docs_leads_to_a_file_and_a_heading_that_exist():
                                      and anchor not in headings.get(file, set())):
                 dead.append(f"{page.relative_to(ROOT)}: {target}")
     assert not dead, dead
+
+
+def test_every_script_reproduces_a_figure_a_page_cites_and_every_probe_sits_by_the_log():
+    """scripts/ holds what reproduces a published figure, each cited by README, ARCHITECTURE.md
+    or a page of the manual; research probes sit in docs/log/probes/, cited by a page or the
+    log, and every module of the package a probe imports has a user in the package or in
+    scripts/ (no module is kept for a probe alone)."""
+    from tests.test_layers import import_graph, module_sources
+
+    manual = "\n".join(p.read_text() for p in DOCS if p.name != "design-log.md")
+    assert [p.name for p in sorted((ROOT / "scripts").glob("*.py"))
+            if f"scripts/{p.name}" not in manual] == []
+    probes = sorted((ROOT / "docs" / "log" / "probes").glob("*.py"))
+    pages = "".join(p.read_text() for p in (ROOT / "docs").rglob("*.md")) + manual
+    assert probes and [p.name for p in probes if f"docs/log/probes/{p.name}" not in pages] == []
+    imports = re.compile(r"from (spacewar_ai(?:\.\w+)*) import")
+    held = set().union(*import_graph(module_sources()).values()) | {
+        m for p in (ROOT / "scripts").glob("*.py") for m in imports.findall(p.read_text())}
+    assert {(p.name, m) for p in probes for m in imports.findall(p.read_text())
+            if m not in held} == set()

@@ -42,3 +42,11 @@ def test_every_old_name_is_listed_in_the_changelog():
     changelog = (ROOT / "CHANGELOG.md").read_text()
     for old, new in MOVED.items():
         assert f"`spacewar_ai.{old}`" in changelog and f"`spacewar_ai.{new}`" in changelog, old
+
+
+def test_the_offline_module_that_became_a_wing_keeps_its_public_names():
+    from spacewar_ai.training import offline
+    from spacewar_ai.training.offline import learners
+
+    assert (offline.train_bc, offline.train_cql, offline.behaviour_clone) == (
+        learners.train_bc, learners.train_cql, learners.behaviour_clone)

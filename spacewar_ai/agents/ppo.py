@@ -93,7 +93,7 @@ class RolloutBuffer:
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The full rollout as arrays, and the buffer emptied: what a rollout worker
-        (training/rollouts.py) sends its learner."""
+        (training/online/rollouts.py) sends its learner."""
         if not self.full:
             raise RuntimeError(f"a rollout is handed over full: {self.step}/"
                                f"{self.actions.shape[0]} steps stored")

@@ -72,7 +72,7 @@ def profile_run(seconds: float, seed: int, threads: int, opponent: str = "heuris
     from ..agents.ppo import RolloutBuffer
     from ..config import LeagueConfig, RunConfig, TrainConfig
     from ..training import rollouts
-    from ..training.trainer import Trainer
+    from ..training.online.trainer import Trainer
     from ..util.threads import use_torch_threads
 
     use_torch_threads(threads)

@@ -1,6 +1,6 @@
 """`spacewar-ai --benchmark-rollouts`: PPO training throughput with the games played by the
-learner itself and by 1, 2, ... rollout workers (training/rollouts.py: child processes of this
-machine, or Ray actors with `--backend ray` or `--ray-address`), and by one worker playing
+learner itself and by 1, 2, ... rollout workers (training/online/rollouts.py: child processes of
+this machine, or Ray actors with `--backend ray` or `--ray-address`), and by one worker playing
 ahead (`--async-rollouts`: the next rollout while the learner updates), side by side in one
 run, and the learner's update bound: the decisions per second a learner could take in if its
 rollouts cost it nothing (a rollout's decisions over the time of its PPO update alone).
@@ -28,7 +28,7 @@ GPU_SPEEDUP = 10.0  # an assumed speed-up of the update on a GPU, for the projec
 def _trainer(seconds: float, seed: int, workers: int, backend: str, address: str | None,
              tmp: str, ahead: bool = False):
     from ..config import LeagueConfig, RunConfig, TrainConfig
-    from ..training.trainer import Trainer
+    from ..training.online.trainer import Trainer
 
     # A budget no host reaches: the clock ends every run, so each is timed as long as promised.
     cfg = RunConfig(train=TrainConfig(checkpoint_dir=tmp, log_dir=tmp,

@@ -33,7 +33,7 @@ def _trainer_path(algorithm: str, timesteps: int, seed: int):
     import torch
 
     from ..config import RunConfig, TrainConfig
-    from ..training.trainer import Trainer
+    from ..training.online.trainer import Trainer
 
     def run():
         with tempfile.TemporaryDirectory() as tmp:
@@ -48,7 +48,7 @@ def _trainer_path(algorithm: str, timesteps: int, seed: int):
 
 def _teacher_data(decisions: int, seed: int):
     """The hard pilot's decisions and transitions (warm_start.teacher_games), once."""
-    from ..training.warm_start import teacher_games
+    from ..training.online.warm_start import teacher_games
 
     rows = []
     teacher_games("heuristic:hard", GameConfig(), decisions, seed,
@@ -59,7 +59,7 @@ def _teacher_data(decisions: int, seed: int):
 def _bc_path(rows, epochs: int, seed: int):
     from ..agents.ppo import PPOAgent
     from ..config import PPOConfig
-    from ..training.offline import behaviour_clone
+    from ..training.offline.learners import behaviour_clone
 
     obs = np.concatenate([r[0] for r in rows])
     actions = np.concatenate([r[1] for r in rows])

@@ -269,8 +269,8 @@ def bench_lm_training(states: dict, obs: np.ndarray, spec: str, repeats: int) ->
     from ..lm.models import add_lora, load_base
     from ..lm.pilot import PromptCoder, autocast, pilot_device, prompt_logits
     from ..pilots.build import make_pilot
-    from ..training.grpo import answer_log_probs, group_advantages, grpo_update
-    from ..training.scoring import action_scores
+    from ..training.lm.grpo import answer_log_probs, group_advantages, grpo_update
+    from ..training.lm.scoring import action_scores
 
     s, g, cfg = SFTConfig(), GRPOConfig(), GameConfig()
     device = pilot_device(None)  # where the pilot measured above ran: CUDA where there is one
@@ -407,7 +407,7 @@ def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = F
     import torch
 
     from ..config import LeagueConfig, RunConfig, TrainConfig
-    from ..training.trainer import Trainer
+    from ..training.online.trainer import Trainer
     from ..util.threads import available_cores, use_torch_threads
     from .profile import run_profile
 

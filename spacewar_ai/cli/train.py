@@ -109,7 +109,7 @@ def not_read(args, algorithm: str) -> list[str]:
                 "each in --pbt-rounds rounds; the weaker take the stronger's weights and "
                 "perturbed hyperparameters between rounds")
 def pbt(parser, args) -> int:
-    from ..training.pbt import run_pbt
+    from ..training.population.pbt import run_pbt
 
     cfg = common.run_config(args)
     if args.timesteps is None:

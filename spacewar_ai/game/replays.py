@@ -188,7 +188,7 @@ def game_gif(config, seed: int, actions, size: int = 192, last: int = 100) -> by
     """An animated GIF of a played game's last `last` decisions, one frame per decision at the
     decision pace, replayed from its seed and both ships' actions (GameResult.actions).
     Greyscale: a GIF of grey levels needs no colour quantisation, which would cost more than
-    the drawing (TensorBoard's evaluation videos, training/trainer.py)."""
+    the drawing (TensorBoard's evaluation videos, training/online/trainer.py)."""
     import io
 
     from PIL import Image

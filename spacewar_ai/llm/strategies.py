@@ -411,7 +411,7 @@ def run_iterative(client, cfg, iterations: int, games: int, samples: int,
     agent's run takes the training modes' options (a model to start from, rendering, an
     exploration guide)."""
     from ..pilots.build import spec_path
-    from ..training.trainer import Trainer
+    from ..training.online.trainer import Trainer
 
     init = spec_path(start_from) if start_from else None
     trainer = Trainer(cfg, resume=resume, init_weights=init, render=render, quiet=quiet,

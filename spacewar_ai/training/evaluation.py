@@ -35,8 +35,9 @@ def evaluation_seeds(updates: int, games: int) -> tuple[int, int]:
 
 class Evaluator:
     """Evaluations of one run and its best.pt, for every run that learns a network (the
-    Trainer's PPO and DQN, offline.py's BC and CQL). `counters` is the run's own (budget.Counters,
-    read for the step, updates and wall time; best_eval and best_eval_games are written back)."""
+    Trainer's PPO and DQN, offline/learners.py's BC and CQL). `counters` is the run's own
+    (budget.Counters, read for the step, updates and wall time; best_eval and best_eval_games are
+    written back)."""
 
     def __init__(self, cfg: RunConfig, run_dir: Path, opponent, device: str, counters):
         self.cfg = cfg

@@ -2,11 +2,11 @@
 
 | algorithm | learns from | starts from | module |
 |---|---|---|---|
-| ppo, dqn | games against the league | nothing, a checkpoint (`--init-from`), a resumed run, or champions | trainer.py |
-| bc, cql | a recorded dataset | nothing | offline.py |
-| sft | a recorded dataset | a base language model | sft.py |
-| grpo | games against `[grpo] opponents` | an SFT adapter (`--init-from`, required) | grpo.py |
-| dagger | its own games, labelled by `[dagger] teacher` (and a dataset) | an SFT adapter (`--init-from`, required) | dagger.py |
+| ppo, dqn | games against the league | nothing, a checkpoint (`--init-from`), a resumed run, or champions | online/trainer.py |
+| bc, cql | a recorded dataset | nothing | offline/learners.py |
+| sft | a recorded dataset | a base language model | lm/sft.py |
+| grpo | games against `[grpo] opponents` | an SFT adapter (`--init-from`, required) | lm/grpo.py |
+| dagger | its own games, labelled by `[dagger] teacher` (and a dataset) | an SFT adapter (`--init-from`, required) | lm/dagger.py |
 
 Each algorithm's settings are its own config section ([ppo], [dqn], [offline], [sft], [grpo],
 [dagger]; DAgger trains with [sft]'s batch size, held-out decisions and compute);
@@ -39,13 +39,13 @@ class Algorithm:
 
 def _online(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide,
             rollout_backend="local", ray_address=None):
-    """PPO or DQN (trainer.py): a new run, from a model, resumed, or against champions; PPO's
-    games on rollout workers with [train] rollout_workers (rollouts.py)."""
+    """PPO or DQN (online/trainer.py): a new run, from a model, resumed, or against champions; PPO's
+    games on rollout workers with [train] rollout_workers (online/rollouts.py)."""
     from ..agents.checkpoints import load_checkpoint
     from ..config import GameConfig
     from ..pilots.build import spec_path
     from ..rating.ratings import best_models
-    from .trainer import Trainer, human_play_command, planner_command
+    from .online.trainer import Trainer, human_play_command, planner_command
 
     init = None
     if start_from:
@@ -105,25 +105,25 @@ def _online(cfg: RunConfig, start_from, champion, resume, ratings_file, render, 
 
 
 def _offline(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide):
-    from .offline import train_bc, train_cql
+    from .offline.learners import train_bc, train_cql
 
     return (train_bc if cfg.train.algorithm == "bc" else train_cql)(cfg, quiet)
 
 
 def _sft(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide):
-    from .sft import train_sft
+    from .lm.sft import train_sft
 
     return train_sft(cfg, quiet)
 
 
 def _grpo(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide):
-    from .grpo import train_grpo
+    from .lm.grpo import train_grpo
 
     return train_grpo(cfg, start_from, quiet)
 
 
 def _dagger(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide):
-    from .dagger import train_dagger
+    from .lm.dagger import train_dagger
 
     return train_dagger(cfg, start_from, quiet)
 

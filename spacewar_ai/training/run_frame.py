@@ -1,6 +1,6 @@
 """What every kind of run sets up the same way, written once: `RunFrame`. The Trainer (PPO, DQN:
-trainer.py), the offline runs (BC, CQL: offline.py) and `LMRun` (SFT, DAgger, GRPO: lm_run.py)
-are each one and keep only their own parts.
+online/trainer.py), the offline runs (BC, CQL: offline/learners.py) and `LMRun` (SFT,
+DAgger, GRPO: lm/run.py) are each one and keep only their own parts.
 
 A frame holds the run's name (`[train] run_name`, else `ALGORITHM-sSEED-TIME`:
 `TrainConfig.named`), its checkpoint folder where it has one and its log folder

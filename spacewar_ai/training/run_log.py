@@ -16,7 +16,11 @@ from typing import Any, Callable
 import numpy as np
 
 from ..config import RunConfig
-from .rollouts import EPISODE_CAUSES, GAME_FIGURES
+from ..game.engine import DeathCause
+
+# How the learner's games end, as logged under charts/death_cause/ (shares of the update's games).
+EPISODE_CAUSES = (DeathCause.TORPEDO, DeathCause.STAR, DeathCause.COLLISION, DeathCause.TIMEOUT)
+GAME_FIGURES = ("shots", "hits", "fuel_used", "dodged")  # logged per game under game/
 
 SCHEDULES = ("learning_rate", "epsilon")  # logged as charts/<name>
 # What the HParams dashboard compares runs by: the last value each run logged.

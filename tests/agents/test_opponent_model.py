@@ -14,7 +14,7 @@ from spacewar_ai.game import engine
 from spacewar_ai.pilots.build import file_identity, make_pilot, search_pilot
 from spacewar_ai.pilots.scripted import HeuristicPilot
 from spacewar_ai.pilots.spec import OPPONENT_MODEL_PATH
-from spacewar_ai.training.trainer import Trainer
+from spacewar_ai.training.online.trainer import Trainer
 from tests.commands import cli
 
 CFG = GameConfig()

@@ -195,7 +195,7 @@ def test_a_tactical_network_keeps_the_game_constants_it_learned_with(tmp_path):
 
 
 def test_shot_quality_follows_the_orbit_the_star_bends_the_opponent_into():
-    """Shot quality ranks real shots (scripts/shot_quality.py: positions from real games, one
+    """Shot quality ranks real shots (docs/log/probes/shot_quality.py: positions from real games, one
     torpedo fired in a copy) by whether they kill, better with the bend than with straight lines:
     most shots rated above 0.6 kill, almost none rated below 0.2."""
     obs, killed = shot_quality.forked_shots(games=64, decisions=150, every=10)

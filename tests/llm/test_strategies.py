@@ -89,7 +89,7 @@ def _scripted_llm():
 
 def _tiny_trainer(tmp_path):
     from spacewar_ai.config import RunConfig
-    from spacewar_ai.training.trainer import Trainer
+    from spacewar_ai.training.online.trainer import Trainer
 
     cfg = RunConfig()
     cfg.train = dataclasses.replace(cfg.train, num_envs=8, total_timesteps=1, seed=1,

@@ -6,7 +6,7 @@ import pytest
 
 from spacewar_ai.rating.evaluation import evaluate
 from spacewar_ai.rating.match import wilson_interval
-from spacewar_ai.training.trainer import Trainer
+from spacewar_ai.training.online.trainer import Trainer
 from tests.helpers import tiny_run
 
 

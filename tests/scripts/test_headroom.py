@@ -1,4 +1,4 @@
-"""scripts/headroom.py: the rollout planner that measures how far above a policy play can go."""
+"""docs/log/probes/headroom.py: the rollout planner that measures how far above a policy play can go."""
 
 import pytest
 

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from tests.commands import script
-from tests.helpers import ROOT, load_script
+from tests.helpers import ROOT, load_script, script_path
 
 
 def _script(tmp_path, name, *args, **env_vars):
     env = dict(os.environ, MINARI_DATASETS_PATH=str(tmp_path / "minari"), **env_vars)
-    out = script(ROOT / "scripts" / f"{name}.py", *args, cwd=tmp_path, env=env,
+    out = script(script_path(name), *args, cwd=tmp_path, env=env,
                  timeout=3600)  # a safety net for a loaded host, not a measurement
     assert out.returncode == 0, out.stderr[-2000:]
     return out
@@ -186,7 +186,7 @@ def test_cleanrl_curve_names_a_missing_cleanrl_file(tmp_path):
 
 
 def test_lm_ceiling_reads_back_what_the_prompt_says_and_reports(tmp_path):
-    """scripts/lm_ceiling.py: the prompt's numbers are exactly its text's (a state's situation
+    """docs/log/probes/lm_ceiling.py: the prompt's numbers are exactly its text's (a state's situation
     read back), and a small run writes the agreement of every view on every set of states."""
     from spacewar_ai.lm.view import situation
     from tests.helpers import game_observations
@@ -229,7 +229,7 @@ def test_lm_ceiling_takes_any_teacher_a_planner_included(tmp_path):
     figures = json.loads(out.read_text())
     assert figures["teacher"] == planner and figures["student_agreement"] < 1.0
     assert min(figures["states"].values()) > 0
-    refused = script(ROOT / "scripts" / "lm_ceiling.py", "--teacher", "search:nothere.pt",
+    refused = script(script_path("lm_ceiling"), "--teacher", "search:nothere.pt",
                      cwd=tmp_path, timeout=300)
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
     assert "nothere.pt" in refused.stderr
@@ -259,7 +259,7 @@ def test_lm_ceiling_reads_a_lookahead_of_the_exact_state(tmp_path):
 
 @pytest.mark.slow
 def test_lm_ladder_runs_every_stage_and_each_against_the_one_before(tmp_path):
-    """scripts/lm_ladder.py on the tiny model: the teacher's games, SFT, DAgger and GRPO (from
+    """docs/log/probes/lm_ladder.py on the tiny model: the teacher's games, SFT, DAgger and GRPO (from
     the DAgger adapter, against two opponents), then the matches and both head to heads, with
     every stage's command and wall clock in the JSON."""
     pytest.importorskip("transformers")
@@ -335,7 +335,7 @@ def test_network_exit_fits_on_the_device_asked_for(tmp_path):
         _, ckpt = load_agent(tmp_path / "exit" / "round1.pt")
         assert ckpt["metadata"]["expert_iteration"]["rounds"][0]["decisions"] > 0
         return
-    refused = script(ROOT / "scripts" / "network_exit.py", *args, cwd=tmp_path, timeout=300)
+    refused = script(script_path("network_exit"), *args, cwd=tmp_path, timeout=300)
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
     assert "no CUDA GPU is available: use --device cpu" in refused.stderr
     assert not (tmp_path / "exit").exists()
@@ -356,7 +356,7 @@ def test_planner_overrides_asks_twice_and_fits_a_classifier(tmp_path):
     assert figures["states"] > 0 and "held out overrides" in run.stdout
     assert {"overrides", "asked again, the same action", "trained overrides",
             "held out other moves"} <= set(figures)
-    refused = script(ROOT / "scripts" / "planner_overrides.py", "--teacher", "heuristic:hard",
+    refused = script(script_path("planner_overrides"), "--teacher", "heuristic:hard",
                      cwd=tmp_path, timeout=300)
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
     assert "not a planner" in refused.stderr

@@ -11,7 +11,7 @@ from spacewar_ai.config import (
     TrainConfig,
 )
 from spacewar_ai.training.evaluation import evaluation_seeds
-from spacewar_ai.training.trainer import Trainer
+from spacewar_ai.training.online.trainer import Trainer
 from tests.helpers import tiny_run
 
 

@@ -41,7 +41,7 @@ def _model(tiny):
 def test_grpo_raises_a_rewarded_action_over_an_unrewarded_one_at_the_same_state(tiny):
     import torch
 
-    from spacewar_ai.training.grpo import answer_log_probs, group_advantages, grpo_update
+    from spacewar_ai.training.lm.grpo import answer_log_probs, group_advantages, grpo_update
 
     model, coder = _model(tiny)
     obs = _states()[1][:1]
@@ -70,7 +70,7 @@ def test_the_improved_objective_learns_the_groups_softmax_of_a_hand_made_group(t
 
     from spacewar_ai.lm.pilot import prompt_logits
     from spacewar_ai.pilots.search import improved_policy
-    from spacewar_ai.training.grpo import (
+    from spacewar_ai.training.lm.grpo import (
         answer_log_probs,
         group_advantages,
         grpo_update,
@@ -117,7 +117,7 @@ def test_grpo_puts_no_probability_or_gradient_on_an_invalid_action(tiny):
     import torch
 
     from spacewar_ai.lm.pilot import prompt_logits
-    from spacewar_ai.training.grpo import answer_log_probs, group_advantages, grpo_loss
+    from spacewar_ai.training.lm.grpo import answer_log_probs, group_advantages, grpo_loss
 
     model, coder = _model(tiny)
     obs = _states()[1][:2]
@@ -148,7 +148,7 @@ def test_actions_are_scored_by_the_reward_table_of_the_game_played_on():
     """Played on one decision under the sniper table (each shot costs 4), firing scores exactly
     4 below drifting; invalid actions are NaN; the same states score the same twice."""
     from spacewar_ai.pilots.build import make_pilot
-    from spacewar_ai.training.scoring import action_scores
+    from spacewar_ai.training.lm.scoring import action_scores
 
     cfg = GameConfig()
     states, obs, sides = _states(n_games=6, steps=8)
@@ -171,7 +171,7 @@ def test_jittered_continuations_average_games_that_differ_and_repeat_by_seed():
     one deterministic game, as before."""
     from spacewar_ai.pilots.build import make_pilot
     from spacewar_ai.pilots.wrappers import Jittered
-    from spacewar_ai.training.scoring import action_scores
+    from spacewar_ai.training.lm.scoring import action_scores
 
     cfg, rew = GameConfig(), RewardConfig()
     states, obs, sides = _states(n_games=6, steps=8)
@@ -316,7 +316,7 @@ def test_the_benchmark_prints_the_lm_pilot_sft_and_grpo_rates(tiny, capsys):
 def test_a_group_whose_scores_differ_by_game_length_alone_teaches_nothing():
     """Step penalties of a game a decision longer or shorter are not an outcome: such a group is
     dropped, while one with a kill in it is kept and z-scored."""
-    from spacewar_ai.training.grpo import group_advantages
+    from spacewar_ai.training.lm.grpo import group_advantages
 
     scores = np.array([[-0.60, -0.61, -0.59, -0.60, np.nan, np.nan],
                        [-0.60, -0.61, 199.0, -0.60, -150.0, np.nan]])
@@ -329,7 +329,7 @@ def test_a_group_whose_scores_differ_by_game_length_alone_teaches_nothing():
 def test_the_update_learns_from_the_groups_where_the_action_matters_most():
     """Of the scored groups, those that teach something are kept, widest spread first, up to
     the count asked for; a group whose actions all score alike is never kept."""
-    from spacewar_ai.training.grpo import decisive, group_advantages
+    from spacewar_ai.training.lm.grpo import decisive, group_advantages
 
     nan = np.nan
     scores = np.array([[0.0, 0.2, 0.1, nan, nan, nan],      # alike: teaches nothing

@@ -8,7 +8,7 @@ from spacewar_ai.agents.dqn import DQNAgent
 from spacewar_ai.agents.ppo import PPOAgent
 from spacewar_ai.config import DQNConfig, GameConfig, LeagueConfig, PPOConfig
 from spacewar_ai.game.environment import SpacewarVectorEnv
-from spacewar_ai.training.league import SELF, League
+from spacewar_ai.training.online.league import SELF, League
 
 SMALL = PPOConfig(hidden_sizes=(16,), activation="relu")
 

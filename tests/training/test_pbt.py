@@ -41,7 +41,7 @@ def test_population_based_training_exploits_and_restores(tmp_path):
     assert {r["member"] for r in lineage} == {"member0", "member1"}
     # The yardstick's figure is a mean of its matches' win rates, 2 games each (--eval-episodes):
     # a whole number of games won out of 2 per yardstick pilot.
-    from spacewar_ai.training.pbt import YARDSTICK
+    from spacewar_ai.training.population.pbt import YARDSTICK
 
     played = 2 * len(YARDSTICK)
     assert all(np.isfinite(r["league_rating"]) for r in lineage)
@@ -73,7 +73,7 @@ def test_population_based_training_exploits_and_restores(tmp_path):
 def test_league_rating_rises_with_the_members_results():
     from types import SimpleNamespace
 
-    from spacewar_ai.training.pbt import league_rating
+    from spacewar_ai.training.population.pbt import league_rating
 
     def rating(score):
         return league_rating(SimpleNamespace(results={"heuristic:hard": [score] * 40,

@@ -17,7 +17,7 @@ import torch
 
 from spacewar_ai.agents.checkpoints import load_checkpoint
 from spacewar_ai.config import GameConfig, LeagueConfig
-from spacewar_ai.training.trainer import Trainer
+from spacewar_ai.training.online.trainer import Trainer
 from tests.commands import cli
 from tests.helpers import RAY_GROUP, tiny_run
 
@@ -31,8 +31,8 @@ def test_play_steps_fills_the_buffer_and_returns_what_was_played():
     from spacewar_ai.agents.ppo import PPOAgent
     from spacewar_ai.config import PPOConfig
     from spacewar_ai.game.environment import SpacewarVectorEnv
-    from spacewar_ai.training.league import League
-    from spacewar_ai.training.rollouts import play_steps
+    from spacewar_ai.training.online.league import League
+    from spacewar_ai.training.online.rollouts import play_steps
 
     game = GameConfig(max_episode_steps=80)  # 20 decisions a game: several end in a rollout
     agent = PPOAgent(36, 6, PPOConfig(n_steps=50, hidden_sizes=(16,)), game=game)
@@ -169,7 +169,7 @@ def _children() -> list:
     for p in psutil.Process().children(recursive=True):
         try:  # a child that exited and waits to be reaped (any test's) has no command line
             if p.status() != psutil.STATUS_ZOMBIE and \
-                    "spacewar_ai.training.rollout_child" in " ".join(p.cmdline()):
+                    "spacewar_ai.training.online.rollout_child" in " ".join(p.cmdline()):
                 alive.append(p)
         except (psutil.ZombieProcess, psutil.NoSuchProcess):
             continue
@@ -197,11 +197,11 @@ def test_workers_in_child_processes_give_the_inline_weights_and_end_with_the_run
 def test_a_failing_child_worker_is_said_in_one_line():
     """A worker that cannot start (here: no config) answers with its error's last line, which
     the learner raises; its process ends when the pipe closes."""
-    from spacewar_ai.training.rollouts import ChildWorker, frame
+    from spacewar_ai.training.online.rollouts import ChildWorker, pickled
 
     worker = ChildWorker((None, 0, 4, 0, None))
     try:
-        worker.send(frame((0, {}, {}, {})))
+        worker.send(pickled((0, {}, {}, {})))
         with pytest.raises(RuntimeError, match=r"^a rollout worker failed: AttributeError: "
                                                r"'NoneType' object has no attribute 'train'$"):
             worker.answer()

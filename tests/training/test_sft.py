@@ -17,7 +17,7 @@ def test_sft_trains_an_adapter_that_agrees_more_with_its_teacher(tiny, tmp_path,
     from spacewar_ai.pilots.build import make_pilot
     from spacewar_ai.training import train
     from spacewar_ai.training.datasets import generate
-    from spacewar_ai.training.lm_run import agreement, split
+    from spacewar_ai.training.lm.run import agreement, split
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
@@ -100,7 +100,7 @@ def test_an_imitation_step_learns_soft_targets_of_a_hand_made_group(tiny, tmp_pa
     from spacewar_ai.game.engine import GameBatch
     from spacewar_ai.lm.models import add_lora, load_base
     from spacewar_ai.lm.pilot import PromptCoder, answer_logits
-    from spacewar_ai.training.lm_run import imitation_step
+    from spacewar_ai.training.lm.run import imitation_step
 
     torch.manual_seed(0)
     games = GameBatch(4, GameConfig())

@@ -26,7 +26,7 @@ from spacewar_ai.config import (
     TrainConfig,
 )
 from spacewar_ai.main import build_parser
-from spacewar_ai.training.trainer import Trainer
+from spacewar_ai.training.online.trainer import Trainer
 from tests.commands import cli
 from tests.helpers import ROOT, tiny_run
 
@@ -441,7 +441,7 @@ def test_the_planner_command_is_printed_whenever_a_model_exists(tmp_path, capsys
     """A run too short to meet the judged pilot still leaves a policy to plan with (forecasting
     with the shipped model of the hard pilot); a run with no best.pt yet says why not."""
     from spacewar_ai.training import train
-    from spacewar_ai.training.trainer import planner_command
+    from spacewar_ai.training.online.trainer import planner_command
 
     train(tiny_run(tmp_path), quiet=True)
     *_, line, fly = capsys.readouterr().out.strip().splitlines()
@@ -523,7 +523,7 @@ def test_one_live_run_per_name_and_ctrl_c_saves_how_far_it_got(tmp_path):
 def test_ctrl_c_stops_training_at_the_next_step_and_twice_at_once():
     """The first Ctrl-C is held until the loop's next check (so it never lands inside
     TensorBoard's writer, which once hung the run on exit); a second one stops at once."""
-    from spacewar_ai.training.trainer import StopAtSafePoint
+    from spacewar_ai.training.online.trainer import StopAtSafePoint
 
     before = signal.getsignal(signal.SIGINT)
     with StopAtSafePoint() as stop:

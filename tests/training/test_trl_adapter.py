@@ -9,8 +9,8 @@ import pytest
 
 from spacewar_ai.config import GameConfig, RewardConfig
 from spacewar_ai.lm.text_env import SpacewarTextEnv
-from spacewar_ai.training.scoring import action_scores
-from spacewar_ai.training.trl_adapter import ScoredDecisions, SpacewarTools
+from spacewar_ai.training.lm.scoring import action_scores
+from spacewar_ai.training.lm.trl_adapter import ScoredDecisions, SpacewarTools
 
 
 @pytest.fixture(scope="module")

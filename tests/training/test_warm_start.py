@@ -11,7 +11,7 @@ from spacewar_ai.config import (
     GameConfig,
     PPOConfig,
 )
-from spacewar_ai.training.trainer import Trainer
+from spacewar_ai.training.online.trainer import Trainer
 from tests.helpers import tiny_run
 
 
@@ -41,7 +41,7 @@ def _agreement_with_hard_pilot(**agents) -> dict[str, float]:
 def test_warm_start_makes_the_actor_imitate_its_teacher():
     from spacewar_ai.agents.ppo import PPOAgent
     from spacewar_ai.config import GameConfig
-    from spacewar_ai.training.warm_start import behaviour_clone
+    from spacewar_ai.training.online.warm_start import behaviour_clone
 
     fresh = PPOAgent(36, 6, PPOConfig(hidden_sizes=(64, 64)), "cpu")
     agent = PPOAgent(36, 6, PPOConfig(hidden_sizes=(64, 64)), "cpu")
@@ -59,7 +59,7 @@ def test_dqn_demonstrations_make_the_greedy_policy_follow_its_teacher():
     positions from other games."""
     from spacewar_ai.agents.dqn import DQNAgent
     from spacewar_ai.config import GameConfig
-    from spacewar_ai.training.warm_start import demonstration_start
+    from spacewar_ai.training.online.warm_start import demonstration_start
 
     small = DQNConfig(hidden_sizes=(64, 64), stream_size=32, buffer_size=40_000, batch_size=256)
     fresh, agent = DQNAgent(36, 6, small, seed=0), DQNAgent(36, 6, small, seed=0)

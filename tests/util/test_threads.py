@@ -97,7 +97,7 @@ def test_tournament_workers_use_one_thread_whatever_the_run_asked(clean_env, tmp
 
 def test_a_trainer_sets_its_threads_from_its_config(clean_env, tmp_path):
     from spacewar_ai.config import RunConfig, TrainConfig
-    from spacewar_ai.training.trainer import Trainer
+    from spacewar_ai.training.online.trainer import Trainer
 
     torch.set_num_threads(2)
     Trainer(RunConfig(train=TrainConfig(checkpoint_dir=str(tmp_path), log_dir=str(tmp_path))),

@@ -1,11 +1,14 @@
-"""Expert iteration for a network (training/expert_iteration.py): the planner labels the
+"""Expert iteration for a network (docs/log/probes/network_exit.py): the planner labels the
 student's own states, the student learns its moves, and the result plays as any checkpoint."""
 
 from spacewar_ai.agents.saved import load_agent
 from spacewar_ai.config import GameConfig
 from spacewar_ai.pilots.build import PRETRAINED_PATH, make_pilot
 from spacewar_ai.rating.match import play_match
-from spacewar_ai.training.expert_iteration import Aggregate, network_round, save_student
+from tests.helpers import load_script
+
+probe = load_script("network_exit")
+Aggregate, network_round, save_student = probe.Aggregate, probe.network_round, probe.save_student
 
 
 def test_a_network_student_learns_the_planners_moves_on_its_own_states(tmp_path):

@@ -22,27 +22,27 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..agents.base import OnPolicyAgent, saved_architecture
-from ..agents.checkpoints import CheckpointError, check_finite, error_summary, load_checkpoint
-from ..agents.opponent_model import FILE_NAME as OPPONENT_MODEL_FILE
-from ..agents.opponent_model import PAYLOAD_KEY as OPPONENT_MODEL_KEY
-from ..agents.opponent_model import OpponentModel
-from ..agents.saved import make_agent
-from ..config import UNLIMITED_STEPS, RunConfig
-from ..game.environment import SpacewarVectorEnv
-from ..pilots.build import make_pilot
-from ..pilots.spec import check_spec
-from ..util.files import remove_stale_temps
-from ..util.progress import Interrupted, Progress
-from ..util.threads import available_cores
+from ...agents.base import OnPolicyAgent, saved_architecture
+from ...agents.checkpoints import CheckpointError, check_finite, error_summary, load_checkpoint
+from ...agents.opponent_model import FILE_NAME as OPPONENT_MODEL_FILE
+from ...agents.opponent_model import PAYLOAD_KEY as OPPONENT_MODEL_KEY
+from ...agents.opponent_model import OpponentModel
+from ...agents.saved import make_agent
+from ...config import UNLIMITED_STEPS, RunConfig
+from ...game.environment import SpacewarVectorEnv
+from ...pilots.build import make_pilot
+from ...pilots.spec import check_spec
+from ...util.files import remove_stale_temps
+from ...util.progress import Interrupted, Progress
+from ...util.threads import available_cores
+from ..budget import Budget, Counters
+from ..evaluation import Evaluator
+from ..run_frame import RunFrame
+from ..run_log import RunLog
 from . import loops
-from .budget import Budget, Counters
-from .evaluation import Evaluator
 from .league import League
 from .rollouts import Played, RolloutWorkers
 from .run_files import RunFiles
-from .run_frame import RunFrame
-from .run_log import RunLog
 from .warm_start import behaviour_clone, demonstration_start
 
 PROGRESS_UNITS = 1000  # the progress bar counts thousandths of the run's budget
@@ -90,7 +90,7 @@ class TrainingWindow:
 
     def show(self, batch) -> None:
         if self.renderer is None:
-            from ..game.rendering import Renderer
+            from ...game.rendering import Renderer
 
             self.renderer = Renderer(self.game, 512, "human", "Spacewar! AI: training")
         now = time.time()

@@ -1,6 +1,6 @@
 """How far above a policy's own level can play against the hard pilot go? A rollout planner says.
 
-    python scripts/headroom.py [--games N] [--horizon H] [--rollout SPEC] [--samples K]
+    python docs/log/probes/headroom.py [--games N] [--horizon H] [--rollout SPEC] [--samples K]
                                [--opponent-noise P] [--seed S]
 
 The planner is `search:`'s (spacewar_ai/search.py) with the hard pilot itself, not a network's

@@ -1,12 +1,13 @@
-"""A rollout worker in a process of its own (`python -m spacewar_ai.training.rollout_child
-PARENT_PID`), started by rollouts.ChildWorker for `--rollout-workers N --backend local`.
+"""A rollout worker in a process of its own (`python -m
+spacewar_ai.training.online.rollout_child PARENT_PID`), started by rollouts.ChildWorker for
+`--rollout-workers N --backend local`.
 
-It reads frames on stdin (rollouts.frame: a length, then a pickle): first the worker's
-arguments, then one `RolloutWorker.play` request per rollout; it answers each on stdout with
-("rollout", the rollout) or ("error", the exception's last line). It ends when stdin closes, and
-dies with the learner (the parent-death signal). Anything else that prints (a library's warning)
-goes to stderr: stdout carries the frames only. Ctrl-C is ignored here: the learner stops at a
-safe point and closes its workers.
+It reads frames on stdin (rollouts.pickled: a pickle in util.processes' framing): first the
+worker's arguments, then one `RolloutWorker.play` request per rollout; it answers each on stdout
+with ("rollout", the rollout) or ("error", the exception's last line). It ends when stdin
+closes, and dies with the learner (the parent-death signal). Anything else that prints (a
+library's warning) goes to stderr: stdout carries the frames only. Ctrl-C is ignored here: the
+learner stops at a safe point and closes its workers.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ def _last_line() -> str:
 
 
 def main(parent: int) -> None:
-    from ..util.processes import die_with_parent
-    from .rollouts import RolloutWorker, frame, read_frame, send_frame
+    from ...util.processes import die_with_parent
+    from .rollouts import RolloutWorker, pickled, read_pickled, send_frame
 
     die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -33,14 +34,14 @@ def main(parent: int) -> None:
     requests = os.fdopen(0, "rb")
     worker, failed = None, ""
     try:
-        worker = RolloutWorker(*read_frame(requests), own_process=True)
+        worker = RolloutWorker(*read_pickled(requests), own_process=True)
     except EOFError:
         return
     except Exception:  # noqa: BLE001 - each request is answered with it
         failed = _last_line()
     while True:
         try:
-            request = read_frame(requests)
+            request = read_pickled(requests)
         except EOFError:
             return
         try:
@@ -48,7 +49,7 @@ def main(parent: int) -> None:
         except Exception:  # noqa: BLE001 - the learner raises it, in one line
             answer = ("error", _last_line())
         try:
-            send_frame(answers, frame(answer))
+            send_frame(answers, pickled(answer))
         except BrokenPipeError:
             return
 

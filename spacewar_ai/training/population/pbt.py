@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config import REWARD_PERSONALITIES, RewardConfig, RunConfig
+from ...config import REWARD_PERSONALITIES, RewardConfig, RunConfig
 
 YARDSTICK = ("heuristic:easy", "heuristic:medium", "heuristic:hard", "pretrained")
 METRIC = "yardstick_win_rate"
@@ -84,7 +84,7 @@ def member_config(base: dict, hp: dict, run_dir: str, index: int) -> RunConfig:
 def league_rating(league) -> float:
     """The member's Bradley-Terry rating (Elo scale) from its recent games against each opponent
     of its own league: how it stands where it trains, not comparable across members."""
-    from ..rating.ratings import bradley_terry
+    from ...rating.ratings import bradley_terry
 
     opponents = [r for r in league.results.values() if len(r)]
     n = len(opponents) + 1
@@ -96,8 +96,8 @@ def league_rating(league) -> float:
 
 
 def yardstick_score(agent, games: int, config) -> float:
-    from ..pilots.build import AgentPilot
-    from ..rating.match import play_match
+    from ...pilots.build import AgentPilot
+    from ...rating.match import play_match
 
     pilot = AgentPilot(agent.play_copy(), "member")
     games += games % 2  # pairs of games, sides swapped
@@ -122,7 +122,7 @@ def _member(hp: dict, base: dict, run_dir: str, round_steps: int, yardstick_game
     a line of lineage/<member>.jsonl, which the lineage table is made from."""
     from ray import tune
 
-    from .trainer import Trainer
+    from ..online.trainer import Trainer
 
     # The trial's name, not hp["member"]: an exploit copies the whole config of the member it
     # clones, that key included.
@@ -203,7 +203,7 @@ def run_pbt(base: RunConfig, population: int = 4, rounds: int = 10, seed: int = 
             yardstick_games: int = 20, address: str | None = None, num_cpus: int | None = None,
             quiet: bool = False) -> PBTReport:
     """The --pbt mode (module docstring)."""
-    from ..rating.cluster import connect
+    from ...rating.cluster import connect
 
     if population < 2:
         raise ValueError(f"--population {population}: population-based training needs 2 or more "
@@ -273,7 +273,7 @@ def run_pbt(base: RunConfig, population: int = 4, rounds: int = 10, seed: int = 
 
 
 def _report(run_dir: Path) -> PBTReport:
-    from ..util.charts import line_chart
+    from ...util.charts import line_chart
 
     lineage = [json.loads(line) for f in sorted((run_dir / "lineage").glob("*.jsonl"))
                for line in f.read_text().splitlines()]

@@ -1,7 +1,7 @@
 """The LM ladder: a teacher's games -> SFT -> DAgger -> GRPO, each measured against the medium and
 hard pilots and against the stage before it, with the wall clock of every stage.
 
-    python scripts/lm_ladder.py --json docs/lm_ladder.json
+    python docs/log/probes/lm_ladder.py --json docs/lm_ladder.json
 
 Stages, each an ordinary command of the CLI's run in this process (the CLI form is printed):
 1. `--datagen --players heuristic:hard,heuristic:medium --episodes GAMES`: the teacher's games;
@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

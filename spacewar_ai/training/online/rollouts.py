@@ -32,15 +32,13 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from ..config import RunConfig
-from ..game.engine import DeathCause
-from ..game.environment import SpacewarVectorEnv
-from ..game.shaping import potential, shaped
+from ...config import RunConfig
+from ...game.environment import SpacewarVectorEnv
+from ...game.shaping import potential, shaped
+from ...util.processes import frame, read_frame
+from ..run_log import EPISODE_CAUSES, GAME_FIGURES
 from .league import League
 
-# How the learner's games end, as logged under charts/death_cause/ (shares of the update's games).
-EPISODE_CAUSES = (DeathCause.TORPEDO, DeathCause.STAR, DeathCause.COLLISION, DeathCause.TIMEOUT)
-GAME_FIGURES = ("shots", "hits", "fuel_used", "dodged")  # logged per game under game/
 LOST_WORKER_RETRIES = 3  # new workers tried for one lost rollout before the run gives up
 
 
@@ -179,8 +177,8 @@ class RolloutWorker:
 
     def __init__(self, cfg: RunConfig, index: int, num_games: int, start_update: int,
                  watch: str | None = None, own_process: bool = False):
-        from ..agents.ppo import PPOAgent
-        from ..util.threads import use_torch_threads
+        from ...agents.ppo import PPOAgent
+        from ...util.threads import use_torch_threads
 
         if own_process:
             use_torch_threads(1)  # workers share their node's cores with each other
@@ -208,7 +206,7 @@ class RolloutWorker:
     def _local_files(self, files: dict[str, tuple]) -> dict[str, Path]:
         """The pool's files on this machine: the learner's own when it is here, else copies
         from the object store (cluster.local_copy)."""
-        from ..rating.cluster import local_copy
+        from ...rating.cluster import local_copy
 
         for key, (path, sha256, ref) in files.items():
             if key not in self._files:
@@ -247,10 +245,10 @@ class WorkerLost(Exception):
     """A rollout worker's process ended before it answered."""
 
 
-def frame(value: Any) -> bytes:
-    """`value` pickled (the standard pickler: tensors travel as bytes) behind its length."""
-    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    return len(data).to_bytes(8, "little") + data
+def pickled(value: Any) -> bytes:
+    """`value` pickled (the standard pickler: tensors travel as bytes) in one frame
+    (util.processes)."""
+    return frame(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def send_frame(stream, data: bytes) -> None:
@@ -258,31 +256,26 @@ def send_frame(stream, data: bytes) -> None:
     stream.flush()
 
 
-def read_frame(stream) -> Any:
-    """What a frame holds; EOFError when the other end is gone."""
-    head = stream.read(8)
-    size = int.from_bytes(head, "little")
-    data = stream.read(size) if len(head) == 8 else b""
-    if len(head) < 8 or len(data) < size:
-        raise EOFError
-    return pickle.loads(data)
+def read_pickled(stream) -> Any:
+    """What the next frame holds; EOFError when the other end is gone."""
+    return pickle.loads(read_frame(stream))
 
 
 class ChildWorker:
     """A RolloutWorker in a child process of this machine (`python -m
-    spacewar_ai.training.rollout_child`, with the parent-death signal: util/processes.py),
+    spacewar_ai.training.online.rollout_child`, with the parent-death signal: util/processes.py),
     asked through its stdin and answering on its stdout; `send` passes it a request (a
     frame), `answer` waits for the rollout. A command of its own, not multiprocessing's spawn,
     so that a user's script without a `__main__` guard is not run again in the child."""
 
     def __init__(self, args: tuple):
-        from ..util.processes import child_command, package_env
+        from ...util.processes import child_command, package_env
 
         self.process = subprocess.Popen(
-            child_command([sys.executable, "-m", "spacewar_ai.training.rollout_child",
+            child_command([sys.executable, "-m", "spacewar_ai.training.online.rollout_child",
                            str(os.getpid())]),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=package_env())
-        self.send(frame(args))  # the worker's own arguments come first
+        self.send(pickled(args))  # the worker's own arguments come first
 
     def send(self, request: bytes) -> None:
         with contextlib.suppress(OSError):  # its process is gone: answer() says so
@@ -290,7 +283,7 @@ class ChildWorker:
 
     def answer(self) -> dict[str, Any]:
         try:
-            kind, value = read_frame(self.process.stdout)
+            kind, value = read_pickled(self.process.stdout)
         except (EOFError, OSError, pickle.UnpicklingError):
             raise WorkerLost from None
         if kind == "error":
@@ -344,7 +337,7 @@ class RolloutWorkers:
         self._files: dict[str, tuple] = {}  # pool key -> (path, sha256, object ref)
         self._nodes: dict[int, str] = {}
         if backend == "ray":
-            from ..rating.cluster import connect, fold_worker_deaths
+            from ...rating.cluster import connect, fold_worker_deaths
 
             self.ray = connect(address)
             fold_worker_deaths()  # a lost worker is said in one line, here
@@ -401,7 +394,7 @@ class RolloutWorkers:
             parts = [w.play(update, weights, view, files) for w in self.workers]
             return Pending(update, version, parts=parts)
         if self.backend == "local":
-            request = frame((update, weights, view, files))  # pickled once for all workers
+            request = pickled((update, weights, view, files))  # pickled once for all workers
             for w in self.workers:
                 w.send(request)
             return Pending(update, version, args=(weights, view, files))
@@ -431,7 +424,7 @@ class RolloutWorkers:
             return self.ray.get(ref)
         except self.ray.exceptions.RayActorError as exc:
             if "No module named" in str(exc) and "spacewar_ai" in str(exc):
-                from ..rating.cluster import INSTALL
+                from ...rating.cluster import INSTALL
 
                 raise ValueError(f"a Ray node cannot import spacewar_ai; {INSTALL}") from None
             raise WorkerLost from exc
@@ -460,7 +453,7 @@ class RolloutWorkers:
                 if self.backend == "ray":
                     ref = self.workers[index].play.remote(update, *args)
                 else:
-                    self.workers[index].send(frame((update, *args)))
+                    self.workers[index].send(pickled((update, *args)))
 
     def close(self) -> None:
         for w in self.workers:

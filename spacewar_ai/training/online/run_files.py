@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..agents.opponent_model import FILE_NAME as OPPONENT_MODEL_FILE
-from ..agents.opponent_model import PAYLOAD_KEY as OPPONENT_MODEL_KEY
-from ..config import RunConfig
+from ...agents.opponent_model import FILE_NAME as OPPONENT_MODEL_FILE
+from ...agents.opponent_model import PAYLOAD_KEY as OPPONENT_MODEL_KEY
+from ...config import RunConfig
 
 
 class RunFiles:

@@ -1,5 +1,5 @@
 """Warm starts: learn from a pilot before reinforcement learning (behaviour cloning on games it
-plays for the purpose: offline.behaviour_clone; from a recorded dataset: --algorithm bc).
+plays for the purpose: offline.learners.behaviour_clone; from a recorded dataset: --algorithm bc).
 
 A teacher (any pilot spec, e.g. `heuristic:hard`) flies ship 0 against the scripted ladder and
 random (`teacher_games`), and the learner learns from its decisions:
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..config import GameConfig
-from ..game.environment import SpacewarVectorEnv
-from ..pilots.build import make_pilot
-from . import offline
+from ...config import GameConfig
+from ...game.environment import SpacewarVectorEnv
+from ...pilots.build import make_pilot
+from ..offline import learners
 
 WARM_START_OPPONENTS = ("heuristic:hard", "heuristic:medium", "heuristic:easy", "idle", "random")
 
@@ -70,8 +70,8 @@ def behaviour_clone(agent, teacher: str, config: GameConfig, decisions: int = 50
         lambda epoch, loss, agreement: print(f"warm start from {teacher}: epoch {epoch + 1}/"
                                              f"{epochs}, loss {loss:.3f}, agreement "
                                              f"{agreement:.1%}"))
-    return offline.behaviour_clone(agent, np.concatenate(xs), np.concatenate(ys), epochs, seed,
-                                   batch_size, lr, report)
+    return learners.behaviour_clone(agent, np.concatenate(xs), np.concatenate(ys), epochs,
+                                    seed, batch_size, lr, report)
 
 
 def demonstration_start(agent, teacher: str, config: GameConfig, decisions: int = 200_000,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..config import OBS_MASK, GameConfig
-from ..game.engine import OVER, GameBatch
-from ..pilots.wrappers import Jittered
+from ...config import OBS_MASK, GameConfig
+from ...game.engine import OVER, GameBatch
+from ...pilots.wrappers import Jittered
 
 
 def action_scores(states: dict[str, np.ndarray], obs: np.ndarray, sides: np.ndarray, rollout,

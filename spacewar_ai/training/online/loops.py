@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import collections
 import time
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
-from ..agents.ppo import RolloutBuffer
-from ..config import RunConfig
-from .budget import Budget, Counters
+from ...agents.base import OffPolicyAgent, OnPolicyAgent
+from ...agents.ppo import RolloutBuffer
+from ...config import RunConfig
+from ...game.engine import GameBatch
+from ...game.environment import SpacewarVectorEnv
+from ..budget import Budget, Counters
+from ..run_log import RunLog
 from .league import League
 from .rollouts import Played, RolloutWorkers, learner_rewards, play_steps
 
@@ -25,21 +29,39 @@ from .rollouts import Played, RolloutWorkers, learner_rewards, play_steps
 OFF_POLICY_STEPS = 64
 
 
+class SafePoint(Protocol):
+    """Where Ctrl-C takes effect (trainer.StopAtSafePoint)."""
+
+    def check(self) -> None: ...  # raises KeyboardInterrupt once Ctrl-C was pressed
+
+
+class Screen(Protocol):
+    """The learner's first game drawn (trainer.TrainingWindow, with --render)."""
+
+    def show(self, batch: GameBatch) -> None: ...
+
+
+class Guide(Protocol):
+    """Exploration guided by a strategy (llm/strategies.py, a layer above training)."""
+
+    def mix(self, obs: np.ndarray, actions: np.ndarray, rate: float = 1.0) -> np.ndarray: ...
+
+
 class Run(Protocol):
     """What the loops use of a run (trainer.Trainer)."""
 
     cfg: RunConfig
-    agent: Any  # an OnPolicyAgent or an OffPolicyAgent (agents/base.py)
-    env: Any  # the learner's games (SpacewarVectorEnv), None when workers hold them
+    agent: OnPolicyAgent | OffPolicyAgent  # the loop is chosen by which
+    env: SpacewarVectorEnv | None  # the learner's games; None when workers hold them
     league: League
     workers: RolloutWorkers | None
     budget: Budget
     counters: Counters
-    interrupt: Any  # trainer.StopAtSafePoint: check() raises KeyboardInterrupt after Ctrl-C
-    guide: Any  # an exploration guide (llm/strategies.py), or None
+    interrupt: SafePoint
+    guide: Guide | None
     watch: str | None  # the pilot the opponent model learns, or None
-    screen: Any  # trainer.TrainingWindow with --render, or None
-    log: Any  # run_log.RunLog
+    screen: Screen | None
+    log: RunLog
 
     def reset_games(self) -> np.ndarray: ...
 

@@ -28,12 +28,12 @@ import time
 
 import numpy as np
 
-from ..config import OBS_MASK, RunConfig
-from ..lm.models import load_lm, shown_model
-from ..lm.pilot import LMPilot, PromptCoder, answer_logits, autocast, prompt_logits
-from ..pilots.wrappers import StateRecorder
-from .budget import whole_rounds
-from .lm_run import LMRun, Start, continued, lm_start
+from ...config import OBS_MASK, RunConfig
+from ...lm.models import load_lm, shown_model
+from ...lm.pilot import LMPilot, PromptCoder, answer_logits, autocast, prompt_logits
+from ...pilots.wrappers import StateRecorder
+from ..budget import whole_rounds
+from .run import LMRun, Start, continued, lm_start
 from .scoring import action_scores
 
 SAVE_EVERY = 10  # iterations between saves of the adapter
@@ -108,7 +108,7 @@ def grpo_update(model, optimizer, coder: PromptCoder, obs: np.ndarray, advantage
     the softmax of the advantages at `target_temperature` instead (module docstring)."""
     import torch
 
-    from ..pilots.search import improved_policy
+    from ...pilots.search import improved_policy
 
     device = next(model.parameters()).device
     mask = obs[:, OBS_MASK:OBS_MASK + advantages.shape[1]] > 0.5
@@ -150,7 +150,7 @@ def answer_log_probs(model, coder: PromptCoder, obs: np.ndarray, bf16: bool):
 
 def train_grpo(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
     """--algorithm grpo --init-from ADAPTER (module docstring)."""
-    from ..pilots.spec import check_spec
+    from ...pilots.spec import check_spec
 
     device = lm_start(cfg)
     t, g = cfg.train, cfg.grpo
@@ -175,8 +175,8 @@ def _iterate(run: LMRun, cfg: RunConfig, start: Start, reference, iterations: in
     """GRPO's iterations: games, scored states, an update (module docstring)."""
     import torch
 
-    from ..pilots.build import make_pilot
-    from ..rating.match import play_match
+    from ...pilots.build import make_pilot
+    from ...rating.match import play_match
 
     t, g = cfg.train, cfg.grpo
     model, tokenizer, coder, base, view, start_folder = (

@@ -1,6 +1,6 @@
 """Does the tactical view's shot quality (column 32) tell a killing shot from a miss?
 
-    python scripts/shot_quality.py [--games N] [--decisions D] [--every K]
+    python docs/log/probes/shot_quality.py [--games N] [--decisions D] [--every K]
 
 Positions come from real games (medium against medium, around the star). At every K-th decision
 each game is copied with no torpedo in flight; in the copy ship 0 fires once and both ships coast

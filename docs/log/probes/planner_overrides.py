@@ -1,6 +1,6 @@
 """Are a planner's overrides of a network learnable? Asked twice, and fitted by a classifier.
 
-    python scripts/planner_overrides.py --student pretrained \
+    python docs/log/probes/planner_overrides.py --student pretrained \
         --teacher "search:pretrained+heuristic:hard@margin=0.25" --games 256 --epochs 300
 
 The student (a PPO network, greedy) plays `--games` games against heuristic:hard and
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

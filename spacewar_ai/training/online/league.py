@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from ..agents.ppo import PolicyStack, PPOAgent
-from ..agents.saved import load_agent
-from ..config import GameConfig, LeagueConfig
-from ..pilots.build import AgentPilot, make_pilot
+from ...agents.ppo import PolicyStack, PPOAgent
+from ...agents.saved import load_agent
+from ...config import GameConfig, LeagueConfig
+from ...pilots.build import AgentPilot, make_pilot
 
 SELF = "self"
 
@@ -105,7 +105,7 @@ class League:
 
     def _fixed_pilot(self, path: Path, key: str, device: str):
         if path.suffix == ".py":
-            from ..pilots.sandbox import StrategyPilot
+            from ...pilots.sandbox import StrategyPilot
 
             return StrategyPilot(path, name=key, n_actions=self.game_config.num_actions)
         agent, _ = load_agent(path, device, expect_obs_dim=self.game_config.obs_dim)

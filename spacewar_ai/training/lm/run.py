@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from ..config import OBS_MASK, RunConfig
-from ..lm.models import ADAPTERS_DIR, load_trainable, require_transformers, save_adapter
-from ..lm.pilot import PromptCoder, answer_logits, autocast, prompt_logits
-from ..util.progress import DecisionCounter, Progress
-from ..util.threads import use_torch_threads
-from .run_frame import RunFrame
+from ...config import OBS_MASK, RunConfig
+from ...lm.models import ADAPTERS_DIR, load_trainable, require_transformers, save_adapter
+from ...lm.pilot import PromptCoder, answer_logits, autocast, prompt_logits
+from ...util.progress import DecisionCounter, Progress
+from ...util.threads import use_torch_threads
+from ..run_frame import RunFrame
 
 
 def lm_start(cfg: RunConfig) -> str:
@@ -95,7 +95,7 @@ def imitation_step(model, optimizer, coder: PromptCoder, obs: np.ndarray, target
     `obs`; returns the loss."""
     import torch
 
-    from ..agents.base import soft_cross_entropy
+    from ...agents.base import soft_cross_entropy
 
     with autocast(device, bf16):
         logits = prompt_logits(model, coder, obs)

@@ -23,13 +23,13 @@ import time
 
 import numpy as np
 
-from ..config import SELF, RunConfig
-from ..lm.models import add_lora, load_base, shown_model
-from ..lm.pilot import LMPilot
-from ..util.progress import DecisionCounter
-from .budget import whole_rounds
-from .datasets import labelled_decisions, labelled_round
-from .lm_run import (
+from ...config import SELF, RunConfig
+from ...lm.models import add_lora, load_base, shown_model
+from ...lm.pilot import LMPilot
+from ...util.progress import DecisionCounter
+from ..budget import whole_rounds
+from ..datasets import labelled_decisions, labelled_round
+from .run import (
     LMRun,
     Start,
     agreement,
@@ -44,8 +44,8 @@ from .lm_run import (
 
 def train_dagger(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
     """--algorithm dagger --init-from ADAPTER (module docstring)."""
-    from ..pilots.spec import check_spec
-    from .datasets import arrays, dataset_id, local_datasets
+    from ...pilots.spec import check_spec
+    from ..datasets import arrays, dataset_id, local_datasets
 
     device = lm_start(cfg)
 
@@ -89,7 +89,7 @@ def _rounds(run: LMRun, cfg: RunConfig, rounds: int, round_names: list[str], sta
     """DAgger's rounds: the student plays, the teacher labels, the student learns."""
     import torch
 
-    from .datasets import write_games
+    from ..datasets import write_games
 
     t, s, d = cfg.train, cfg.sft, cfg.dagger
     model, tokenizer, coder, base, view, start_folder = (

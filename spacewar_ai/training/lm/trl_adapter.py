@@ -21,14 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from ..config import GameConfig, RewardConfig
-from ..game.engine import GameBatch
-from ..lm.text_env import SpacewarTextEnv, read_answer
-from ..lm.view import prompt, valid_actions
-from ..pilots.build import make_pilot
-from ..pilots.spec import check_spec
-from ..pilots.wrappers import StateRecorder
-from ..rating.match import play_match
+from ...config import GameConfig, RewardConfig
+from ...game.engine import GameBatch
+from ...lm.text_env import SpacewarTextEnv, read_answer
+from ...lm.view import prompt, valid_actions
+from ...pilots.build import make_pilot
+from ...pilots.spec import check_spec
+from ...pilots.wrappers import StateRecorder
+from ...rating.match import play_match
 from .scoring import action_scores, play_on
 
 

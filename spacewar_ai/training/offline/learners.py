@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..config import RunConfig
-from .budget import Counters
-from .evaluation import Evaluator
-from .run_frame import RunFrame
+from ...config import RunConfig
+from ..budget import Counters
+from ..evaluation import Evaluator
+from ..run_frame import RunFrame
 
 OFFLINE_UPDATE = 100  # gradient steps per "update" for CQL's logs, evaluations and saves
 
@@ -41,7 +41,7 @@ class _Run(RunFrame):
     run has (evaluation.py), which chooses best.pt and the design's `<algorithm>_best.pt`."""
 
     def __init__(self, cfg: RunConfig, kind: str, quiet: bool):
-        from ..pilots.build import make_pilot
+        from ...pilots.build import make_pilot
 
         t = cfg.train
         name = t.named(kind)
@@ -73,8 +73,8 @@ class _Run(RunFrame):
 
 def train_bc(cfg: RunConfig, quiet: bool = False) -> dict:
     """--algorithm bc: a PPO actor cloned from the dataset's decisions (or one pilot's)."""
-    from ..agents.ppo import PPOAgent
-    from .datasets import arrays
+    from ...agents.ppo import PPOAgent
+    from ..datasets import arrays
 
     t = cfg.train
     obs, actions = arrays(t.dataset, t.dataset_pilot or None, cfg.game)
@@ -112,9 +112,9 @@ def train_cql(cfg: RunConfig, quiet: bool = False) -> dict:
     """--algorithm cql: conservative Q-learning on the dataset's n-step transitions."""
     import dataclasses
 
-    from ..agents.dqn import DQNAgent
-    from ..util.progress import Progress
-    from .datasets import transitions
+    from ...agents.dqn import DQNAgent
+    from ...util.progress import Progress
+    from ..datasets import transitions
 
     t, c = cfg.train, cfg.dqn
     data = transitions(t.dataset, c.n_step, c.gamma, t.dataset_pilot or None, cfg.game)

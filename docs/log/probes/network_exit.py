@@ -1,12 +1,13 @@
 """Expert iteration for a network, measured round by round.
 
-    python scripts/network_exit.py --student pretrained --rounds 3 --games 64 \
+    python docs/log/probes/network_exit.py --student pretrained --rounds 3 --games 64 \
         --teacher "search:{student}+heuristic:hard" --out checkpoints/exit
 
-Each round (spacewar_ai/training/expert_iteration.py): the student plays `--games` games against
+Each round (`network_round`, below): the student (a PPO network, greedy) plays `--games` games against
 each of `--opponents`, `--teacher` labels every state it reaches (`{student}` in the spec is the
 student as it stands, so a planner over the student improves on the latest one: expert
-iteration), the student's actor is fitted to the aggregate of every round's labels, and the
+iteration; pilots/wrappers.py's `Labelled`), the student's actor is fitted to the aggregate of
+every round's labels (`PPOAgent.imitate`, as DAgger aggregates), and the
 student is saved as `OUT/round<k>.pt`. Then it plays `--eval-games` games against each of
 `--judges` (network alone, greedy). Prints one row per round and, with `--json`, writes them:
 the agreement with the teacher on the student's own states before the fit, and after it the
@@ -20,21 +21,87 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[3]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from spacewar_ai.agents.saved import load_agent  # noqa: E402
-from spacewar_ai.config import GameConfig  # noqa: E402
+from spacewar_ai.config import GameConfig, RewardConfig  # noqa: E402
 from spacewar_ai.pilots.build import make_pilot, spec_path  # noqa: E402
 from spacewar_ai.rating.match import play_match  # noqa: E402
-from spacewar_ai.training.expert_iteration import (  # noqa: E402
-    Aggregate,
-    network_round,
-    save_student,
-)
+
+
+@dataclass
+class Aggregate:
+    """Every round's states and the teacher's answers there."""
+
+    obs: list = field(default_factory=list)
+    labels: list = field(default_factory=list)
+
+    def add(self, obs: np.ndarray, labels: np.ndarray) -> None:
+        self.obs.append(obs)
+        self.labels.append(labels)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.concatenate(self.obs), np.concatenate(self.labels)
+
+
+def network_round(agent, teacher: str, opponents: tuple, games: int, seed: int,
+                  config: GameConfig | None = None, aggregate: Aggregate | None = None,
+                  epochs: int = 4, batch_size: int = 256, learning_rate: float = 3e-4,
+                  temperature: float = 0.0, progress=None) -> dict:
+    """One round of expert iteration on `agent` (a PPOAgent, trained in place): its games
+    against `opponents` (`games` each, an even number), labelled by `teacher`, then the fit
+    (to the teacher's answers; with `temperature` > 0 to a planner's improved policy,
+    search.improved_policy). Returns the round's figures: decisions labelled, agreement on its
+    own states before the fit, the fit's last loss, the share of the teacher's overrides (its
+    labels that differ from the student's moves) the student makes after the fit and of the
+    moves it kept, the student's win rate in its games."""
+    import torch
+
+    from spacewar_ai.pilots.build import AgentPilot
+    from spacewar_ai.training.datasets import labelled_decisions, labelled_round
+
+    config = config if config is not None else GameConfig()
+    aggregate = aggregate if aggregate is not None else Aggregate()
+    played = labelled_round(lambda s: AgentPilot(agent, "student", deterministic=True),
+                        tuple(opponents), teacher, games * len(opponents), seed, config,
+                        RewardConfig(), progress, temperature=temperature)
+    obs, acts, labels, policies = labelled_decisions(played)
+    aggregate.add(obs, labels if policies is None else policies)
+    everything, answers = aggregate.arrays()
+    optimizer = torch.optim.Adam(agent.net.parameters(), lr=learning_rate)
+    generator = torch.Generator().manual_seed(seed)
+    fit = agent.imitate(everything, answers, optimizer, batch_size, epochs=epochs,
+                        generator=generator, fit_scaling=False)
+    # Whether the fit took the teacher's overrides, and what it cost the moves it kept: the
+    # student's greedy answers after the fit on this round's states.
+    now = agent.select_action(obs, deterministic=True) if len(obs) else np.zeros(0, dtype=np.int64)
+    overridden = acts != labels
+    return {"decisions": len(obs), "aggregate": len(everything),
+            "agreement_own": float((acts == labels).mean()) if len(obs) else 0.0,
+            "loss": float(fit.get("loss", float("nan"))),
+            "overrides_learned": _share(now[overridden] == labels[overridden]),
+            "kept_after_fit": _share(now[~overridden] == labels[~overridden]),
+            "win_rate": float(np.mean([r.win_rate_a() for _, r, _ in played]))}
+
+
+def _share(hits: np.ndarray) -> float:
+    return float(hits.mean()) if hits.size else 0.0
+
+
+def save_student(agent, path: str | Path, rounds: list[dict], teacher: str) -> Path:
+    """The student as a checkpoint every mode plays (`ppo:PATH`, `search:PATH`)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    agent.save(path, {"run_name": path.parent.name, "expert_iteration": {
+        "teacher": teacher, "rounds": rounds}})
+    return path
 
 
 def main(argv=None) -> list[dict]:

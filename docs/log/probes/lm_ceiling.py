@@ -1,7 +1,7 @@
 """How well can the teacher's action be predicted from what the LM's prompt says? The ceiling of
 the text view, measured against the full observation.
 
-    python scripts/lm_ceiling.py --games 400 --json docs/lm_ceiling.json
+    python docs/log/probes/lm_ceiling.py --games 400 --json docs/lm_ceiling.json
 
 States come from games of the teacher (heuristic:hard against heuristic:medium) and from games
 a student that errs would reach: the same teacher, but a random valid action at a share of its
@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 TEACHER, OPPONENT = "heuristic:hard", "heuristic:medium"
 LOOKAHEAD = "heuristic:hard"  # the pilot a lookahead plays on with, for both ships

@@ -15,10 +15,10 @@ import time
 
 import numpy as np
 
-from ..config import RunConfig
-from ..lm.models import add_lora, load_base
-from ..lm.pilot import PromptCoder
-from .lm_run import LMRun, agreement, imitation_step, linear_decay, lm_start, playable, split
+from ...config import RunConfig
+from ...lm.models import add_lora, load_base
+from ...lm.pilot import PromptCoder
+from .run import LMRun, agreement, imitation_step, linear_decay, lm_start, playable, split
 
 
 def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
@@ -26,7 +26,7 @@ def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
     device = lm_start(cfg)
     import torch
 
-    from .datasets import arrays
+    from ..datasets import arrays
 
     t, s = cfg.train, cfg.sft
     obs, actions = arrays(t.dataset, t.dataset_pilot or None, cfg.game)

@@ -1,6 +1,6 @@
 """How much of a GRPO group's spread is signal: the best action at a state, scored twice.
 
-    python scripts/grpo_noise.py --games 32 --states 1024 --json docs/grpo_noise.json
+    python docs/log/probes/grpo_noise.py --games 32 --states 1024 --json docs/grpo_noise.json
 
 GRPO (training/grpo.py) scores every valid action at a state by playing the game on; the
 game and the scripted pilots are deterministic, so each score is one trajectory. This script
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -34,8 +34,8 @@ from spacewar_ai.config import GameConfig, RewardConfig  # noqa: E402
 from spacewar_ai.pilots.build import make_pilot  # noqa: E402
 from spacewar_ai.pilots.wrappers import StateRecorder  # noqa: E402
 from spacewar_ai.rating.match import play_match  # noqa: E402
-from spacewar_ai.training.grpo import group_advantages  # noqa: E402
-from spacewar_ai.training.scoring import action_scores  # noqa: E402
+from spacewar_ai.training.lm.grpo import group_advantages  # noqa: E402
+from spacewar_ai.training.lm.scoring import action_scores  # noqa: E402
 
 
 def unique_best(scores: np.ndarray) -> np.ndarray:
