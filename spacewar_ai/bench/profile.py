@@ -71,7 +71,7 @@ def profile_run(seconds: float, seed: int, threads: int, opponent: str = "heuris
     (`opponent_model_share=0.25`, say)."""
     from ..agents.ppo import RolloutBuffer
     from ..config import LeagueConfig, RunConfig, TrainConfig
-    from ..training import rollouts
+    from ..training.online import rollouts
     from ..training.online.trainer import Trainer
     from ..util.threads import use_torch_threads
 

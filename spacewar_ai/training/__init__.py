@@ -9,7 +9,7 @@ __all__ = ["ALGORITHMS", "Trainer", "train"]
 def __getattr__(name: str):
     # The Trainer loads torch: imported when asked for, so `train`'s table stays light.
     if name == "Trainer":
-        from .trainer import Trainer
+        from .online.trainer import Trainer
 
         return Trainer
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -176,19 +176,14 @@ class FrameReader:
         self.buffer = b""
         self.closed = False
 
-    def _complete(self) -> int:
-        """The length of the complete frames at the buffer's start."""
-        end = 0
-        while len(self.buffer) - end >= LENGTH.size:
-            size = LENGTH.unpack_from(self.buffer, end)[0]
-            if len(self.buffer) - end - LENGTH.size < size:
-                break
-            end += LENGTH.size + size
-        return end
+    def _whole(self) -> bool:
+        """Whether the buffer starts with a whole frame."""
+        return len(self.buffer) >= LENGTH.size and \
+            len(self.buffer) >= LENGTH.size + LENGTH.unpack_from(self.buffer)[0]
 
     def frames(self, timeout: float | None) -> list[bytes]:
         """The frames that arrive within `timeout` seconds (None: wait for one)."""
-        while not self._complete() and not self.closed:
+        while not self._whole() and not self.closed:
             ready, _, _ = select.select([self.fd], [], [], timeout)
             if not ready:
                 break
@@ -197,13 +192,11 @@ class FrameReader:
                 self.closed = True
             self.buffer += chunk
             timeout = 0.0
-        end, done = self._complete(), []
-        view, at = self.buffer[:end], 0
-        while at < end:
-            size = LENGTH.unpack_from(view, at)[0]
-            done.append(view[at + LENGTH.size:at + LENGTH.size + size])
-            at += LENGTH.size + size
-        self.buffer = self.buffer[end:]
+        done = []
+        while self._whole():
+            end = LENGTH.size + LENGTH.unpack_from(self.buffer)[0]
+            done.append(self.buffer[LENGTH.size:end])
+            self.buffer = self.buffer[end:]
         return done
 
 

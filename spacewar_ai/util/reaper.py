@@ -22,19 +22,23 @@ import time
 INTERVAL = 0.25  # seconds between looks at the process table
 
 
+def stat_fields(pid: int | str) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (which may hold spaces): state,
+    parent, ..., user and system CPU ticks at 11 and 12, start time at 19; None once it ended."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
 def process_table() -> dict[int, tuple[int, str]]:
     """{pid: (parent pid, start time)} of every process /proc shows."""
     table = {}
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:  # ended while we looked
-            continue
-        fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
-        table[int(entry)] = (int(fields[1]), fields[19])
+        fields = stat_fields(entry) if entry.isdigit() else None
+        if fields is not None:  # not a process, or ended while we looked
+            table[int(entry)] = (int(fields[1]), fields[19])
     return table
 
 
@@ -56,12 +60,8 @@ def descendants(pid: int, table: dict[int, tuple[int, str]] | None = None) -> di
 
 def alive(pid: int, start: str) -> bool:
     """Whether `pid` is still the process that started at `start` and has not ended."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return False
-    return fields[19] == start and fields[0] != "Z"
+    fields = stat_fields(pid)
+    return fields is not None and fields[19] == start and fields[0] != "Z"
 
 
 def watch(pid: int) -> subprocess.Popen | None:
@@ -75,8 +75,7 @@ def watch(pid: int) -> subprocess.Popen | None:
 
 def main(pid: int) -> None:
     me = os.getpid()
-    with open(f"/proc/{pid}/stat") as f:
-        start = f.read().rsplit(")", 1)[1].split()[19]
+    start = stat_fields(pid)[19]
     known: dict[int, str] = {}
     while alive(pid, start):
         known = {p: s for p, s in {**known, **descendants(pid)}.items()

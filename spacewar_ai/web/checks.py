@@ -36,6 +36,7 @@ from ..util.processes import (
     read_frame_async,
     say_ready,
 )
+from ..util.reaper import stat_fields
 from .guard import Limits, Quota, over_budget
 
 OK, ERROR = b"o", b"e"
@@ -46,12 +47,9 @@ LANE_OF = {"replay": "replays", "submission": "quick", "spec": "quick"}
 
 def _cpu_seconds(pid: int) -> float:
     """User and system CPU time of process `pid` so far (Linux /proc), 0.0 once it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    fields = stat_fields(pid)
+    return 0.0 if fields is None else (int(fields[11]) + int(fields[12])) / os.sysconf(
+        "SC_CLK_TCK")
 
 
 class Checks:

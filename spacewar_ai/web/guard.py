@@ -91,8 +91,7 @@ class Limits:
         1, "checker processes for arena uploads and pages' pilot specs, apart from the replays' "
            "so that costly replays cannot hold them up", ALL)
     checks_queued: int = budget(
-        16, "checks waiting or running in each lane (replays; uploads and specs); past it: busy",
-        ALL)
+        16, "checks waiting or running in each lane (replays; uploads and specs)", ALL)
     checks_per_address: int = budget(2, "checks waiting or running", ADDRESS)
     check_seconds: float = budget(
         20.0, "wall-clock time of one check; its process is killed past it")
