@@ -62,7 +62,6 @@ def script_path(name: str) -> Path:
 def load_script(name: str):
     """A module of scripts/ or of the probes (not part of the package) by file name."""
     import importlib.util
-
     import sys
 
     path = script_path(name)
@@ -132,3 +131,19 @@ def tiny_run(tmp_path, algorithm="ppo", **train):
                      dqn=DQNConfig(hidden_sizes=(32, 32), stream_size=16, buffer_size=5000,
                                    learning_starts=64, batch_size=32),
                      league=LeagueConfig(snapshot_interval=1, pool_size=2))
+
+
+def read_video_info(path) -> tuple[int, tuple[int, int]]:
+    """(frame count, (width, height)) of a video the package wrote (GIF or MP4)."""
+    path = Path(path)
+    if path.suffix.lower() == ".gif":
+        import imageio.v2 as imageio
+
+        frames = imageio.mimread(str(path), memtest=False)
+        return len(frames), (frames[0].shape[1], frames[0].shape[0])
+    import imageio_ffmpeg
+
+    reader = imageio_ffmpeg.read_frames(str(path))
+    meta = next(reader)
+    count = sum(1 for _ in reader)
+    return count, tuple(meta["size"])

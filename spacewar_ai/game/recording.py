@@ -100,22 +100,6 @@ class VideoRecorder:
         return self.path
 
 
-def read_video_info(path) -> tuple[int, tuple[int, int]]:
-    """(frame count, (width, height)) of a video we wrote; used by tests and --replay checks."""
-    path = Path(path)
-    if path.suffix.lower() == ".gif":
-        import imageio.v2 as imageio
-
-        frames = imageio.mimread(str(path), memtest=False)
-        return len(frames), (frames[0].shape[1], frames[0].shape[0])
-    import imageio_ffmpeg
-
-    reader = imageio_ffmpeg.read_frames(str(path))
-    meta = next(reader)
-    count = sum(1 for _ in reader)
-    return count, tuple(meta["size"])
-
-
 def open_recorder(path, per_decision: bool, config=None) -> VideoRecorder | None:
     """The recorder for --record PATH (None without one): one frame per decision for games
     played at the decision pace (demo, evaluate, replays), else one per frame (human play)."""

@@ -200,6 +200,14 @@ class FrameReader:
         return done
 
 
+def protocol_streams():
+    """A child's stdin and stdout for its protocol (binary); whatever else it prints, a
+    library's warning say, goes to its stderr instead."""
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    return os.fdopen(0, "rb"), out
+
+
 READY = b"R"  # what a started-ahead child writes once it has loaded what its jobs need
 
 

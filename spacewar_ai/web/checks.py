@@ -32,6 +32,7 @@ from ..util.processes import (
     StartedAhead,
     confine,
     frame,
+    protocol_streams,
     read_frame,
     read_frame_async,
     say_ready,
@@ -325,8 +326,7 @@ def main(argv: list[str]) -> int:
 
     confine(memory_mb=int(argv[1]))
     die_with_parent(int(argv[0]))
-    stdin, stdout = os.fdopen(0, "rb"), os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # the answers keep the real stdout; anything else printed goes nowhere
+    stdin, stdout = protocol_streams()  # its stderr goes nowhere (Lane)
     # Loaded before the first job arrives: the engine (numba's cached code) and the checks.
     import numpy as np
 

@@ -13,11 +13,10 @@ started, so a game does not wait for torch to import."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 
-from ..util.processes import FrameReader, frame, say_ready
+from ..util.processes import FrameReader, frame, protocol_streams, say_ready
 
 
 def serve_one(reader: FrameReader, out) -> None:
@@ -89,9 +88,7 @@ def main(argv: list[str]) -> int:
     from ..util.threads import use_torch_threads
 
     die_with_parent(int(argv[0]) if argv else None)
-    # The protocol keeps the real stdout; whatever else prints lands on stderr.
-    out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
+    _, out = protocol_streams()  # stdin is read by its descriptor (FrameReader)
     use_torch_threads(1)
     # Loaded before the start request arrives: a spare worker is ready to play at once.
     import torch  # noqa: F401

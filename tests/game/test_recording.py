@@ -4,7 +4,8 @@ either format; a name the recorder cannot write is refused before the game start
 import numpy as np
 import pytest
 
-from spacewar_ai.game.recording import RecordingError, VideoRecorder, open_recorder, read_video_info
+from spacewar_ai.game.recording import RecordingError, VideoRecorder, open_recorder
+from tests.helpers import read_video_info
 
 
 @pytest.mark.parametrize("suffix", [".gif", ".mp4"])

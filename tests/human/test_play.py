@@ -9,7 +9,7 @@ import pytest
 
 from spacewar_ai.config import GameConfig
 from spacewar_ai.game import engine
-from spacewar_ai.game.recording import VideoRecorder, read_video_info
+from spacewar_ai.game.recording import VideoRecorder
 from spacewar_ai.game.rendering import SHIP_COLORS, STAR
 from spacewar_ai.game.replays import load_replay, replay_game, state_hash
 from spacewar_ai.human.play import (
@@ -21,6 +21,7 @@ from spacewar_ai.human.play import (
 )
 from spacewar_ai.rating.difficulty import PlayerBook, ladder
 from tests.commands import cli
+from tests.helpers import read_video_info
 
 
 def _game(tmp_path, opponent="idle", **kwargs) -> HumanGame:

@@ -12,7 +12,6 @@ learner stops at a safe point and closes its workers.
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import traceback
@@ -24,14 +23,12 @@ def _last_line() -> str:
 
 
 def main(parent: int) -> None:
-    from ...util.processes import die_with_parent
+    from ...util.processes import die_with_parent, protocol_streams
     from .rollouts import RolloutWorker, pickled, read_pickled, send_frame
 
     die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    answers = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # whatever else prints goes to stderr
-    requests = os.fdopen(0, "rb")
+    requests, answers = protocol_streams()
     worker, failed = None, ""
     try:
         worker = RolloutWorker(*read_pickled(requests), own_process=True)
