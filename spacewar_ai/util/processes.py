@@ -258,12 +258,16 @@ class StartedAhead:
         return proc
 
     async def take(self):
-        """A ready child for one job (NotReady if it could not start: the next may)."""
+        """A ready child for one job (NotReady if it could not start: the next may). A job
+        that leaves while its child starts leaves the child to the next job."""
         waiting = self.idle.pop(0) if self.idle else asyncio.ensure_future(self._spawn())
         if self.single_use:
             self.start()
         try:
-            return await waiting
+            return await asyncio.shield(waiting)
+        except asyncio.CancelledError:
+            self.idle.insert(0, waiting)
+            raise
         except NotReady:
             if not self.single_use:
                 self.start()

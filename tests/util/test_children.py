@@ -112,6 +112,24 @@ def test_a_pool_reuses_a_healthy_child_and_replaces_a_failed_one():
     assert code is not None  # closing the pool ends the children it keeps
 
 
+def test_a_job_that_leaves_while_its_child_starts_leaves_the_child_to_the_next():
+    async def scenario():
+        pool = StartedAhead([sys.executable, "-c", ECHO], 1, 60, "an echo")
+        pool.start()
+        starting = pool.idle[0]
+        job = asyncio.ensure_future(pool.take())
+        await asyncio.sleep(0)
+        job.cancel()  # the visitor left before the child said it was ready
+        await asyncio.gather(job, return_exceptions=True)
+        child = await pool.take()
+        kept = (await starting) is child and child.returncode is None
+        await pool.give_back(child, healthy=True)
+        await pool.close()
+        return kept, len(pool.idle)
+
+    assert asyncio.run(scenario()) == (True, 0)
+
+
 def test_a_single_use_pool_starts_the_next_child_as_one_is_taken():
     async def scenario():
         pool = StartedAhead([sys.executable, "-c", ECHO], 1, 60, "an echo", single_use=True)
