@@ -8,10 +8,10 @@
   The kernel ties the server to the thread that started it, so each worker also watches the
   process that asked for it (`die_with_parent()`) and ends when that one is gone.
 
-The package's children share one toolkit: one framing for messages (`frame`, `read_frame`,
-`read_frame_async`, `FrameReader`: a length, then bytes; what the bytes hold is the protocol's
-own), one pool of children started ahead (`StartedAhead`: a READY byte within a deadline,
-taken, given back or ended), and one way to cap a child's memory and CPU (`confine`). The
+The package's children share one toolkit: one framing for messages (`frame`, `write_frame`,
+`read_frame`, `read_frame_async`, `FrameReader`: a length, then bytes; what the bytes hold is
+the protocol's own), one pool of children started ahead (`StartedAhead`: a READY byte within a
+deadline, taken, given back or ended), and one way to cap a child's memory and CPU (`confine`). The
 sandbox of strategy files keeps a protocol of its own: its child imports only the standard
 library before the hostile code runs (pilots/sandbox.py)."""
 
@@ -142,6 +142,14 @@ class FrameTooLong(Exception):
 def frame(data: bytes) -> bytes:
     """`data` as one message to or from a child: its length, then the bytes."""
     return LENGTH.pack(len(data)) + data
+
+
+def write_frame(stream, data: bytes) -> None:
+    """`data` as one frame on a blocking binary stream, flushed; the length is written apart so
+    that a large message is not copied to be framed."""
+    stream.write(LENGTH.pack(len(data)))
+    stream.write(data)
+    stream.flush()
 
 
 def read_frame(stream) -> bytes:

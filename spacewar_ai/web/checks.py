@@ -36,6 +36,7 @@ from ..util.processes import (
     read_frame,
     read_frame_async,
     say_ready,
+    write_frame,
 )
 from ..util.reaper import stat_fields
 from .guard import Limits, Quota, over_budget
@@ -317,8 +318,7 @@ def _serve(stdin, stdout) -> None:
             os._exit(3)
         except Exception as exc:  # every refusal and failure: one line, nothing of the file
             status, body = ERROR, public_message(exc).encode()
-        stdout.write(frame(status + body))
-        stdout.flush()
+        write_frame(stdout, status + body)
 
 
 def main(argv: list[str]) -> int:

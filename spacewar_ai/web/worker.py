@@ -16,7 +16,7 @@ import json
 import sys
 import time
 
-from ..util.processes import FrameReader, frame, protocol_streams, say_ready
+from ..util.processes import FrameReader, protocol_streams, say_ready, write_frame
 
 
 def serve_one(reader: FrameReader, out) -> None:
@@ -26,8 +26,7 @@ def serve_one(reader: FrameReader, out) -> None:
     from .live import SPEEDS, client_config, frame_state, public_message, start_game
 
     def send(message: dict) -> None:
-        out.write(frame(json.dumps(message, separators=(",", ":")).encode()))
-        out.flush()
+        write_frame(out, json.dumps(message, separators=(",", ":")).encode())
 
     first = reader.frames(None)
     if not first:

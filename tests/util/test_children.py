@@ -20,12 +20,13 @@ from spacewar_ai.util.processes import (
     frame,
     read_frame,
     read_frame_async,
+    write_frame,
 )
 
 # A child that says it is ready, then answers each frame with the frame reversed and its pid.
 ECHO = """
 import os, sys
-from spacewar_ai.util.processes import frame, read_frame, say_ready
+from spacewar_ai.util.processes import read_frame, say_ready, write_frame
 out = os.fdopen(1, "wb")
 say_ready(out)
 while True:
@@ -33,8 +34,7 @@ while True:
         data = read_frame(sys.stdin.buffer)
     except EOFError:
         break
-    out.write(frame(data[::-1] + b" " + str(os.getpid()).encode()))
-    out.flush()
+    write_frame(out, data[::-1] + b" " + str(os.getpid()).encode())
 """
 
 
@@ -65,7 +65,10 @@ def test_frames_arrive_whole_however_the_bytes_are_split():
 
 
 def test_a_frame_cut_short_is_the_end_and_a_long_one_is_refused_unread():
-    assert read_frame(io.BytesIO(frame(b"whole"))) == b"whole"
+    written = io.BytesIO()
+    write_frame(written, b"whole")
+    assert written.getvalue() == frame(b"whole")
+    assert read_frame(io.BytesIO(written.getvalue())) == b"whole"
     for cut in (frame(b"whole")[:3], frame(b"whole")[:-1]):
         with pytest.raises(EOFError):
             read_frame(io.BytesIO(cut))

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from spacewar_ai.util.processes import READY, frame, read_frame
+from spacewar_ai.util.processes import READY, read_frame, write_frame
 
 pytestmark = pytest.mark.slow  # each worker imports torch and the pilots before it answers
 
@@ -20,8 +20,7 @@ def _worker(root):
 
 
 def _send(proc, message: dict) -> None:
-    proc.stdin.write(frame(json.dumps(message).encode()))
-    proc.stdin.flush()
+    write_frame(proc.stdin, json.dumps(message).encode())
 
 
 def _receive(proc) -> dict:

@@ -23,8 +23,8 @@ def _last_line() -> str:
 
 
 def main(parent: int) -> None:
-    from ...util.processes import die_with_parent, protocol_streams
-    from .rollouts import RolloutWorker, pickled, read_pickled, send_frame
+    from ...util.processes import die_with_parent, protocol_streams, write_frame
+    from .rollouts import RolloutWorker, pickled, read_pickled
 
     die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -46,7 +46,7 @@ def main(parent: int) -> None:
         except Exception:  # noqa: BLE001 - the learner raises it, in one line
             answer = ("error", _last_line())
         try:
-            send_frame(answers, pickled(answer))
+            write_frame(answers, pickled(answer))
         except BrokenPipeError:
             return
 

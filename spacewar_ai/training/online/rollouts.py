@@ -35,7 +35,7 @@ import torch
 from ...config import RunConfig
 from ...game.environment import SpacewarVectorEnv
 from ...game.shaping import potential, shaped
-from ...util.processes import frame, read_frame
+from ...util.processes import read_frame, write_frame
 from ..run_log import EPISODE_CAUSES, GAME_FIGURES
 from .league import League
 
@@ -246,14 +246,9 @@ class WorkerLost(Exception):
 
 
 def pickled(value: Any) -> bytes:
-    """`value` pickled (the standard pickler: tensors travel as bytes) in one frame
-    (util.processes)."""
-    return frame(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-
-
-def send_frame(stream, data: bytes) -> None:
-    stream.write(data)
-    stream.flush()
+    """`value` pickled by the standard pickler (tensors travel as bytes), sent as one frame
+    (util.processes.write_frame)."""
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def read_pickled(stream) -> Any:
@@ -265,7 +260,7 @@ class ChildWorker:
     """A RolloutWorker in a child process of this machine (`python -m
     spacewar_ai.training.online.rollout_child`, with the parent-death signal: util/processes.py),
     asked through its stdin and answering on its stdout; `send` passes it a request (a
-    frame), `answer` waits for the rollout. A command of its own, not multiprocessing's spawn,
+    pickle), `answer` waits for the rollout. A command of its own, not multiprocessing's spawn,
     so that a user's script without a `__main__` guard is not run again in the child."""
 
     def __init__(self, args: tuple):
@@ -279,7 +274,7 @@ class ChildWorker:
 
     def send(self, request: bytes) -> None:
         with contextlib.suppress(OSError):  # its process is gone: answer() says so
-            send_frame(self.process.stdin, request)
+            write_frame(self.process.stdin, request)
 
     def answer(self) -> dict[str, Any]:
         try:
