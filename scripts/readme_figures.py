@@ -40,6 +40,8 @@ FIGURES = (
            "--eval-episodes 200", quick=True),
     Figure("spacewar-ai --evaluate --checkpoint pretrained --panel --eval-episodes 200",
            quick=True),
+    Figure("spacewar-ai --evaluate --checkpoint pretrained --opponent heuristic:hard --config "
+           "examples/classic_start.toml --eval-episodes 40", quick=True),
     Figure("spacewar-ai --evaluate --checkpoint search:pretrained --opponent heuristic:hard "
            "--eval-episodes 200"),
     Figure("spacewar-ai --evaluate --checkpoint search:heuristic:hard+heuristic:hard --opponent "

@@ -44,6 +44,21 @@ def ending_value(killer: np.ndarray, survivor: np.ndarray, side: np.ndarray) -> 
     return np.where(killer == side, WIN, np.where(survivor == 1 - side, LOSS, DRAW))
 
 
+def _mix(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer (the engine's), element-wise on uint64."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def sample_streams(streams: np.ndarray, actions: int, samples: int) -> np.ndarray:
+    """The random streams of the rollouts of games whose own streams are `streams`: one per
+    sample, shared by the actions, unrelated to the game's own."""
+    sample = np.arange(1, samples + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    mixed = _mix(streams.astype(np.uint64)[:, None] ^ _mix(sample)[None, :])
+    return np.tile(mixed[:, None, :], (1, actions, 1)).reshape(-1)
+
+
 class MoveWatcher:
     """What the opponents of the attached games did between two decisions: `see(batch, sides)`,
     called at each decision, reads it from the change in each opponent's ship since the last
@@ -285,7 +300,8 @@ class SearchPilot(Pilot):
         # The best valid action, the policy's kept on ties and within the margin: the rule
         # expert iteration's soft targets share, so their most likely action is this one.
         valid = obs[rows, OBS_MASK:OBS_MASK + self.actions] > 0.5
-        # A jump is the policy's to make: its rollouts cannot weigh the odds of the jump failing.
+        # A jump is the policy's to make: a planner choosing them itself, its rollouts weighing
+        # their odds, jumped more often than it escaped (docs/search.md).
         mine = own[rows][:, None] == np.arange(self.actions)[None, :]
         valid[:, self._jumps] &= mine[:, self._jumps]
         chosen = own.copy()
@@ -303,6 +319,10 @@ class SearchPilot(Pilot):
         copies = self._copies_of(m)
         copies.load_state_dict({key: np.repeat(v[rows], per, axis=0)
                                 for key, v in batch.state_dict().items()})
+        # Each sample draws its own chances (a jump that fails, where a ship comes back), the
+        # same for every action: the game's own stream would show all of them one future, which
+        # the real game need not draw.
+        copies.rng[:] = sample_streams(batch.rng[rows], a, k)
         side = np.repeat(self._sides[rows], per)
         other = 1 - side
         idx = np.arange(m)

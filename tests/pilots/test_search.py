@@ -458,8 +458,8 @@ def test_a_margin_keeps_the_policys_move_unless_another_is_clearly_better():
 
 @pytest.mark.parametrize("controls", ["six", "switches"])
 def test_a_jump_is_left_to_the_policy(controls, monkeypatch):
-    """Rollouts cannot weigh a jump's odds of failing: the planner never chooses hyperspace over
-    its policy's move, however well a jump's rollouts ended, and keeps the policy's own jump."""
+    """The planner never chooses hyperspace over its policy's move, however well a jump's
+    rollouts ended, and keeps the policy's own jump."""
     config = GameConfig.from_dict({"rules": "rllib_sw", "controls": controls})
     jump = engine.SW_HYPERSPACE if controls == "switches" else engine.Action.HYPERSPACE
     for policy_move, expected in ((engine.Action.NONE, engine.Action.NONE), (jump, jump)):
@@ -475,3 +475,25 @@ def test_a_jump_is_left_to_the_policy(controls, monkeypatch):
         obs = batch.observe()[:, 0]
         assert obs[:, engine.OBS_MASK + jump].all()  # a jump is allowed now
         assert planner.act(obs).tolist() == [expected, expected]
+
+
+def test_a_jumps_rollouts_fail_at_its_odds_not_at_the_games_next_draw():
+    """Each sample draws its own chances: a fourth jump, which fails half the time under the
+    peer's rules, fails in some of the rollouts and not in others, whatever the game's own
+    random stream would draw next."""
+    config = GameConfig.from_dict({"rules": "rllib_sw", "controls": "switches"})
+    jump = engine.SW_HYPERSPACE
+    for seed in range(3):
+        planner = make_pilot("search:idle+idle@samples=32@horizon=24@jitter=0.001", config)
+        batch = engine.GameBatch(1, config)
+        batch.reset(seeds=np.array([seed]))
+        batch.ship_i[0, 0, engine.JUMPS] = 3  # the next jump is the fourth of eight
+        planner.attach(batch, 0)
+        played, make = [], planner._copies_of  # the copies, read once the rollouts end
+        planner._copies_of = lambda m: played.append(make(m)) or played[-1]
+        planner.action_values(np.array([0]))
+        copies = played[0]
+        k = planner.samples
+        died = copies.ship_i[jump * k:(jump + 1) * k, 0, engine.ALIVE] == 0
+        assert 0.2 < died.mean() < 0.8, (seed, died.mean())
+        assert copies.ship_i[:k, 0, engine.ALIVE].all()  # drifting, no rollout died

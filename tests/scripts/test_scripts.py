@@ -473,9 +473,10 @@ def test_readme_figures_reruns_the_tables_quick_figures_and_catches_one_that_mov
     figures = load_script("readme_figures")
     assert figures.main(["--quick"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == 2 and all(line.startswith("same ") for line in out), out
+    quick = sum(figure.quick for figure in figures.FIGURES)
+    assert len(out) == quick >= 3 and all(line.startswith("same ") for line in out), out
     edited = tmp_path / "README.md"
-    edited.write_text(figures.README.read_text().replace("| 60.5% |", "| 61.5% |"))
+    edited.write_text(figures.README.read_text().replace("| 57.0% |", "| 58.0% |"))
     monkeypatch.setattr(figures, "README", edited)
     assert figures.main(["--quick"]) == 1
-    assert "DIFFERS   61.5% in README,  60.5% now" in capsys.readouterr().out
+    assert "DIFFERS   58.0% in README,  57.0% now" in capsys.readouterr().out
