@@ -300,8 +300,8 @@ class SearchPilot(Pilot):
         # The best valid action, the policy's kept on ties and within the margin: the rule
         # expert iteration's soft targets share, so their most likely action is this one.
         valid = obs[rows, OBS_MASK:OBS_MASK + self.actions] > 0.5
-        # A jump is the policy's to make: a planner choosing them itself, its rollouts weighing
-        # their odds, jumped more often than it escaped (docs/search.md).
+        # A jump is the policy's to make: a planner choosing jumps itself, its rollouts weighing
+        # their odds, jumped more and won less (docs/search.md).
         mine = own[rows][:, None] == np.arange(self.actions)[None, :]
         valid[:, self._jumps] &= mine[:, self._jumps]
         chosen = own.copy()
