@@ -201,8 +201,17 @@ def _uniform(rng, g):
     return float(_next_u64(rng, g) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
+def mix64(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer (as `_next_u64` applies it), element-wise on an array of uint64."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
 def seed_to_state(seed: int) -> np.uint64:
     """Mix a user seed into a stream state so that nearby seeds give unrelated games."""
+    # mix64 in Python integers: called for each game a reset seeds, where an array per call
+    # would cost several times more.
     z = (int(seed) * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) & 0xFFFFFFFFFFFFFFFF
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF

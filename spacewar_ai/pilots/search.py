@@ -44,18 +44,11 @@ def ending_value(killer: np.ndarray, survivor: np.ndarray, side: np.ndarray) -> 
     return np.where(killer == side, WIN, np.where(survivor == 1 - side, LOSS, DRAW))
 
 
-def _mix(z: np.ndarray) -> np.ndarray:
-    """splitmix64's finalizer (the engine's), element-wise on uint64."""
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
 def sample_streams(streams: np.ndarray, actions: int, samples: int) -> np.ndarray:
     """The random streams of the rollouts of games whose own streams are `streams`: one per
     sample, shared by the actions, unrelated to the game's own."""
     sample = np.arange(1, samples + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    mixed = _mix(streams.astype(np.uint64)[:, None] ^ _mix(sample)[None, :])
+    mixed = engine.mix64(streams.astype(np.uint64)[:, None] ^ engine.mix64(sample)[None, :])
     return np.tile(mixed[:, None, :], (1, actions, 1)).reshape(-1)
 
 
