@@ -131,13 +131,6 @@ class Spec:
         text = self.prefix + "+".join(p.text for p in parts) + self.settings_text()
         return Spec(self.kind, parts=parts, settings=self.settings, text=text)
 
-    def with_settings(self, **changes: float) -> Spec:
-        """A planner with these settings set (`samples=9`), its others kept: the Spec its text
-        parses to, so the settings are checked and held as the parser holds them."""
-        settings = {**dict(self.settings), **changes}
-        return parse_spec(self.prefix + "+".join(p.text for p in self.parts)
-                          + "".join(f"@{key}={value:g}" for key, value in settings.items()))
-
 
 def parse_spec(spec) -> Spec:
     """The Spec a text names; a Spec passes through. ValueError names the spec and the fix."""

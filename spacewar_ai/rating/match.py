@@ -36,8 +36,7 @@ class GameResult:
     - per side (`_a`, `_b`): the death cause (DeathCause name, NONE for a survivor), `shots`
       fired, `hits` (enemy ships hit: 0 or 1), `kills` (1 when this side's torpedo destroyed the
       other ship), `fuel` used (frames of thrust), torpedoes `dodged` (enemy torpedoes that came
-      within engine.DODGE_RADII hit radii and missed), and through methods `accuracy`,
-      `time_alive` (frames; the game ends at the first death, so both sides live its length) and
+      within engine.DODGE_RADII hit radii and missed), and through methods `accuracy` and
       `score`.
     - `score(who, reward)`: what the side earned under a reward table (RewardConfig: the
       standard one, or a personality), the sum of the rewards the environment paid it in this
@@ -94,9 +93,6 @@ class GameResult:
     def accuracy(self, who: str) -> float:
         shots = self.side(who, "shots")
         return self.side(who, "hits") / shots if shots else 0.0
-
-    def time_alive(self, who: str) -> int:
-        return self.frames
 
     def score_parts(self, who: str, reward: RewardConfig | None = None,
                     config: GameConfig | None = None) -> dict[str, float]:

@@ -58,18 +58,6 @@ def test_functions_and_objects_of_ones_own_fly_too():
     assert isinstance(make_pilot(Mine()), ForeignPilot)
 
 
-def test_a_planner_spec_with_a_setting_changed_keeps_the_rest():
-    """with_settings: the setting set, the others kept in the order the parser gave them, and
-    the text parses back to the same Spec."""
-    from spacewar_ai.pilots.spec import parse_spec
-
-    spec = parse_spec("search:pretrained+heuristic:hard@margin=0.25@horizon=30")
-    more = spec.with_settings(samples=9, horizon=20)
-    assert more.text == "search:pretrained+heuristic:hard@horizon=20@margin=0.25@samples=9"
-    assert parse_spec(more.text) == more and more.parts == spec.parts
-    assert spec.text.endswith("@horizon=30")  # a frozen value: the original is unchanged
-
-
 def test_the_files_a_spec_names(tmp_path):
     assert spec_path("pretrained") == PRETRAINED_PATH
     assert spec_path("ppo:runs/x/best.pt").as_posix() == "runs/x/best.pt"

@@ -36,7 +36,9 @@ def second_asking(teacher: str) -> str:
     if spec.kind != "search":
         raise ValueError(f"--teacher {teacher!r} is not a planner (search:...): only a planner's "
                          "rollouts differ when it is asked twice")
-    return spec.with_settings(samples=dict(spec.settings).get("samples", 8) + 1).text
+    settings = {**dict(spec.settings), "samples": dict(spec.settings).get("samples", 8) + 1}
+    return (spec.prefix + "+".join(part.text for part in spec.parts)
+            + "".join(f"@{key}={value:g}" for key, value in settings.items()))
 
 
 def label_twice(student_spec: str, teacher: str, games: int, seed: int):
