@@ -1,8 +1,9 @@
 """Uploads a hostile visitor might send to the arena, over real HTTP on 127.0.0.1: every model
 that breaks a rule is refused in one line before it is queued; those that keep the rules and
 misbehave when they run (a slow model, a memory bomb, actions out of range, a strategy that
-crashes, one that burns its CPU inside a builtin) are confined: refused or forfeited, while honest submissions are rated beside them and
-the server answers pages throughout. No answer names a path of the server."""
+crashes, one that burns its CPU inside a builtin) are confined: refused or forfeited, while
+honest submissions are rated beside them and the server answers pages throughout. No answer
+names a path of the server."""
 
 import json
 import time
@@ -87,7 +88,11 @@ def test_hostile_uploads_are_refused_or_confined_and_the_arena_goes_on(tmp_path)
         players = {p["name"]: p for p in board["players"]}
         assert board["pairings_left"] == 0 and answered > 1, board
         assert players["slow"]["status"] == "refused"
-        assert players["slow"]["note"] == "slow: a decision over the limit of 1000 ms"
+        # The runtime stops the decision at the limit; on a loaded host it may run past the
+        # grace as well, and its process is ended: refused for the limit either way.
+        assert players["slow"]["note"] in (
+            "slow: a decision over the limit of 1000 ms",
+            "slow: a decision ran past the limit of 1000 ms and was stopped at 2000 ms")
         assert players["bomb"]["status"] == "refused"
         assert players["bomb"]["note"].startswith("bomb: the model failed while deciding (")
         # Forfeits, not refusals: every game of theirs is lost, and each saved game loads.
