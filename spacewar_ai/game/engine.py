@@ -187,25 +187,24 @@ def make_reward_params(rc: RewardConfig) -> np.ndarray:
 # Random numbers: splitmix64, one stream per game.
 
 @_jit_inline
-def _next_u64(rng, g):
-    z = rng[g] + np.uint64(0x9E3779B97F4A7C15)
-    rng[g] = z
+def mix64(z):
+    """splitmix64's finalizer, on one uint64 or element-wise on an array of them."""
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return z ^ (z >> np.uint64(31))
 
 
 @_jit_inline
+def _next_u64(rng, g):
+    z = rng[g] + np.uint64(0x9E3779B97F4A7C15)
+    rng[g] = z
+    return mix64(z)
+
+
+@_jit_inline
 def _uniform(rng, g):
     """A float in [0, 1) with 53 random bits."""
     return float(_next_u64(rng, g) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
-
-
-def mix64(z: np.ndarray) -> np.ndarray:
-    """splitmix64's finalizer (as `_next_u64` applies it), element-wise on an array of uint64."""
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
 
 
 def seed_to_state(seed: int) -> np.uint64:

@@ -17,6 +17,7 @@ trained on and on the 20% it did not: what a reader of the present can learn of 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -37,8 +38,7 @@ def second_asking(teacher: str) -> str:
         raise ValueError(f"--teacher {teacher!r} is not a planner (search:...): only a planner's "
                          "rollouts differ when it is asked twice")
     settings = {**dict(spec.settings), "samples": dict(spec.settings).get("samples", 8) + 1}
-    return (spec.prefix + "+".join(part.text for part in spec.parts)
-            + "".join(f"@{key}={value:g}" for key, value in settings.items()))
+    return dataclasses.replace(spec, settings=tuple(settings.items())).with_parts(spec.parts).text
 
 
 def label_twice(student_spec: str, teacher: str, games: int, seed: int):
