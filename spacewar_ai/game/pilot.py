@@ -12,7 +12,7 @@ nothing, so a pilot overrides only what it uses:
 | `identity` | ratings, which key on it; a file's pilot keys on the file's contents | `name` |
 | `act(obs, active)` | every decision: `obs` (N, D) float32, `active` (N,) bool, the games still running, or None for all; returns (N,) int64 actions | (abstract) |
 | `reset(mask, seeds)` | games starting in the rows `mask`, with the engine's per-game seeds | nothing |
-| `attach(batch, sides)` | whoever owns the games, before they start: the `GameBatch` and the ship this pilot flies in each game, for pilots that read the game itself (planners) | nothing |
+| `attach(batch, sides)` | whoever owns the games, before they start: the `GameBatch` and the ship this pilot flies in each game, for pilots that read the game itself (planners, `rllib_sw:`) | nothing |
 | `forfeits()` | the match, after each decision: {game row: reason} of games this pilot gave up at that decision (a strategy over its budget) | {} |
 | `close()` | the match's end: stop whatever the pilot runs besides itself (a child process) | nothing |
 

@@ -169,7 +169,11 @@ def build_actor(state: dict[str, np.ndarray]):
             x, _ = self.mha(tokens, tokens, tokens, key_padding_mask=~present,
                             need_weights=False)
             x = self.norm_attn(x + tokens)
-            x = self.norm_ff(self.ff(x) + x)
+            # Only the objects present are pooled, so only theirs go through the feed-forward
+            # (most torpedo slots are empty; a planner asks about thousands of copies).
+            inner = x[present]
+            x = torch.zeros_like(x)
+            x[present] = self.norm_ff(self.ff(inner) + inner)
             weight = present.unsqueeze(-1).to(x.dtype)
             pooled = (x * weight).sum(1) / weight.sum(1)
             return self.pi(pooled)
@@ -255,14 +259,15 @@ def _orbit_features(pos, vel, hidden):
     return np.stack([radial, tangential, np.hypot(vel[..., 0], vel[..., 1]), dist, hidden], -1)
 
 
-def peer_observations(batch: engine.GameBatch, sides: np.ndarray):
-    """What the peer's agent sees, flying ship `sides[g]` of each game g: own ship (N, 16),
-    opponent (N, 22), and its own and the enemy's torpedoes (N, S, 9) with (N, S) masks of the
-    ones in flight, S the batch's torpedo slots."""
-    n = batch.n
-    g = np.arange(n)
+def peer_observations(batch: engine.GameBatch, sides: np.ndarray,
+                      rows: np.ndarray | None = None):
+    """What the peer's agent sees, flying ship `sides[g]` of each game g of `rows` (None: every
+    game): own ship (N, 16), opponent (N, 22), and its own and the enemy's torpedoes (N, S, 9)
+    with (N, S) masks of the ones in flight, S the batch's torpedo slots."""
+    g = np.arange(batch.n) if rows is None else np.asarray(rows, dtype=np.int64)
     pos, vel, deg, counters, hidden = _ships(batch)
-    me, it = sides, 1 - sides
+    me = np.asarray(sides, dtype=np.int64)[g]
+    it = 1 - me
     turn = np.radians(deg[g, me])  # into the ship's frame, where it faces along x
     orbit = _orbit_features(pos, vel, hidden)
     own_v = np.stack(_rotate(vel[g, me, 0], vel[g, me, 1], turn), -1)
@@ -328,10 +333,11 @@ class RllibSwPilot(Pilot):
         self._batch = batch
         self._sides = np.broadcast_to(np.asarray(sides, dtype=np.int64), (batch.n,)).copy()
 
-    def logits(self) -> np.ndarray:
-        """The actor's logits (N, 9) for every game of the attached batch."""
+    def logits(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """The actor's logits (N, 9) for the games `rows` of the attached batch (None: every
+        game)."""
         own, opponent, (mine, mine_on), (theirs, theirs_on) = peer_observations(
-            self._batch, self._sides)
+            self._batch, self._sides, rows)
         torch = self.torch
         t = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
         e = self.actor.embs
@@ -352,13 +358,19 @@ class RllibSwPilot(Pilot):
         if obs.shape[0] != self._batch.n:
             raise RuntimeError(f"{self.name} got {obs.shape[0]} observations for a batch of "
                                f"{self._batch.n} games: it must be asked about every game")
-        thrust, rotate, fire, jump = self.choices().T
+        # Only the running games are read (a planner's copies are many, and most have ended);
+        # the others drift.
+        rows = None if active is None else np.flatnonzero(active)
+        chosen = np.zeros((len(obs), len(BRANCHES)), dtype=np.int64)
+        chosen[slice(None) if rows is None else rows] = self.choices(rows)
+        thrust, rotate, fire, jump = chosen.T
         return as_actions(thrust, rotate, fire, jump, obs=obs, config=self.config)
 
-    def choices(self) -> np.ndarray:
-        """(N, 4) the agent's thrust, rotate, fire and hyperspace, as its environment takes
-        them: each branch's argmax, or a draw from its softmax."""
-        logits = self.logits()
+    def choices(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """(N, 4) the agent's thrust, rotate, fire and hyperspace in the games `rows` (None:
+        every game), as its environment takes them: each branch's argmax, or a draw from its
+        softmax."""
+        logits = self.logits(rows)
         choice = []
         start = 0
         for size in BRANCHES:
@@ -368,7 +380,10 @@ class RllibSwPilot(Pilot):
             else:
                 p = np.exp(part - part.max(1, keepdims=True))
                 p /= p.sum(1, keepdims=True)
-                u = self._rng.random((len(p), 1))
+                # One draw for every game, asked or not, so a game's draws do not depend on
+                # which others are still running.
+                u = self._rng.random((self._batch.n, 1))
+                u = u if rows is None else u[rows]
                 choice.append(np.minimum((p.cumsum(1) < u).sum(1), size - 1))
             start += size
         return np.stack(choice, 1).astype(np.int64)

@@ -7,9 +7,10 @@ copies ended best on average (`ending_value`; ties go to SPEC's own greedy actio
 differ because a PPO SPEC samples its policy, or by `jitter`, a share of random valid moves.
 
 The opponent model is the one SPEC's training run learned (`opponent_model.pt` beside it), else
-the shipped clone of the hard pilot; `+MODEL` names any other pilot, `+A+B` a mix whose members
-share each action's samples, and `@choose=1` forecasts each game with the member that has
-foreseen most of its opponent's moves (`MoveWatcher`). `adapt:` is the same planner whose model
+the shipped clone of the hard pilot; `+MODEL` names any other pilot (one that reads the game
+itself, as `rllib_sw:PATH` does, is attached to the copies), `+A+B` a mix whose members share
+each action's samples, and `@choose=1` forecasts each game with the member that has foreseen
+most of its opponent's moves (`MoveWatcher`). `adapt:` is the same planner whose model
 learns the opponent it meets, across a match's games (`OpponentLearner`).
 
 The planner reads the whole game, so whoever runs the games `attach`es it to its batch. Each
@@ -282,6 +283,7 @@ class SearchPilot(Pilot):
             self.learner.see(batch, self._sides)
         if self.choose:
             self._foresee(batch)
+        self.policy.attach(batch, self._sides)  # its rollouts attached it to their copies
         own = np.asarray(self.policy.act(obs), dtype=np.int64).reshape(-1)
         rows = np.flatnonzero(batch.game_i[:, OVER] == 0)
         self.last_rows = rows  # read with last_values (dagger.Labelled): never a stale pair
@@ -330,6 +332,10 @@ class SearchPilot(Pilot):
         noise = self._noise(batch, rows) if sampled or self.jitter > 0 else None
         for pilot in (self.policy, *self.models):
             pilot.reset()  # new games: a pilot that keeps something per game starts afresh
+        # A pilot that reads the game itself (rllib_sw:) reads the copies.
+        self.policy.attach(copies, side)
+        for model in self.models:
+            model.attach(copies, other)
         value = np.zeros(m)
         ended = copies.game_i[:, OVER] != 0
         moves = np.zeros((m, 2), dtype=np.int64)
@@ -385,10 +391,12 @@ class SearchPilot(Pilot):
     def _ask(pilot, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """`pilot`'s moves at `rows`. A learned pilot is asked about those rows alone; any other
         about every copy, as one batch throughout the rollout, since a scripted pilot may keep
-        something per game row (a reaction delay)."""
+        something per game row (a reaction delay); those rows are its active ones."""
         if hasattr(pilot, "agent"):
             return pilot.act(obs[rows])
-        return np.asarray(pilot.act(obs), dtype=np.int64)[rows]
+        active = np.zeros(len(obs), dtype=bool)
+        active[rows] = True
+        return np.asarray(pilot.act(obs, active), dtype=np.int64)[rows]
 
     def _jitter(self, moves, seen, side, other, noise, step) -> None:
         """Replace each ship's move with a random valid one with probability `jitter` (not this

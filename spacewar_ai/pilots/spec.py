@@ -219,6 +219,10 @@ def _parse_planner(text: str, kind: str, rest: str) -> Spec:
                              "decision: plan over a scripted pilot or a network, or clone it "
                              f"into one with --algorithm ppo --warm-start {part} --timesteps 0")
         specs.append(spec)
+    if dict(settings).get("choose") and any(spec.kind == "rllib_sw" for spec in specs[1:]):
+        raise ValueError(f"player {text!r}: choose=1 judges each member by the moves it would "
+                         "have made, which an rllib_sw: model, reading the game itself, cannot "
+                         "tell after the game has moved on; drop @choose=1")
     if kind == "adapt" and len(models) > 1:
         raise ValueError(f"player {text!r}: adapt: learns one model of the opponent; name one "
                          "after '+' (a mix is for search:)")
@@ -294,7 +298,12 @@ def planner_models(spec: Spec, default: str | Path = OPPONENT_MODEL_PATH) -> tup
         own = run_model_path(path) if path is not None else None
         models = (parse_spec(str(own or default)),)
     for model in models:
-        if model.path is not None and model.kind != "pretrained" and not model.path.is_file():
+        if model.kind in ("onnx", "sb3", "rllib_sw"):
+            try:
+                outside_file(model)
+            except ValueError as exc:
+                raise ValueError(f"player {spec.text!r}, its opponent model: {exc}") from None
+        elif model.path is not None and model.kind != "pretrained" and not model.path.is_file():
             fix = ("name a checkpoint file, a scripted pilot or pretrained" if spec.models else
                    "reinstall spacewar-ai or make one (docs/search.md)")
             raise ValueError(f"player {spec.text!r}: its opponent model {model.path} does not "

@@ -182,3 +182,69 @@ def test_the_network_shipped_for_the_peer_rules_and_its_planner():
         check_spec("pretrained:classic")
     with pytest.raises(ValueError, match="trained on 46-float observations"):
         make_pilot("pretrained:rllib_sw", GameConfig())
+
+
+class Recording(RllibSwPilot):
+    """The peer's pilot, keeping what it was asked: the size of the batch it read and its moves."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.asked = []
+
+    def act(self, obs, active=None):
+        moves = super().act(obs, active)
+        self.asked.append((self._batch.n, moves.copy(), active))
+        return moves
+
+
+def test_a_planner_forecasts_the_opponent_with_the_peer_agent(tmp_path):
+    """`search:SPEC+rllib_sw:PATH`: the peer's agent reads each of the planner's copies of the
+    game, so its first forecast in every copy is the move it makes in the real game."""
+    from spacewar_ai.pilots import check_spec
+    from spacewar_ai.pilots.search import SearchPilot
+
+    folder = peer_file(tmp_path / "pfsp" / "module_state.pkl").parent
+    assert check_spec(f"search:heuristic:hard+rllib_sw:{folder}").models[0].kind == "rllib_sw"
+    batch = engine.GameBatch(3, SWITCHES)
+    batch.reset(seeds=np.arange(3))
+    for _ in range(15):
+        batch.step(np.where(np.arange(6).reshape(3, 2) % 2 == 0, engine.SW_FIRE, 0))
+    model = Recording(folder / "module_state.pkl", "model", SWITCHES)
+    planner = SearchPilot(make_pilot("heuristic:hard", SWITCHES), model, SWITCHES, horizon=3,
+                          samples=2, jitter=0.1)
+    planner.attach(batch, 0)
+    planner.act(batch.observe()[:, 0])
+    copies, first, active = model.asked[0]
+    per = SWITCHES.num_actions * 2
+    assert copies == 3 * per and active.all()
+    real = RllibSwPilot(folder / "module_state.pkl", "real", SWITCHES)
+    real.attach(batch, 1)
+    assert (first == np.repeat(real.act(batch.observe()[:, 1]), per)).all()
+    # It forecasts every decision of the rollouts, reading the copies as they move on.
+    assert len(model.asked) == 3 and all(n == copies for n, _, _ in model.asked)
+    assert not (model.asked[1][1] == first).all()
+
+
+def test_a_planner_with_the_peer_agent_as_its_model_plays_from_the_command_line(tmp_path):
+    folder = peer_file(tmp_path / "pfsp" / "module_state.pkl").parent
+    config = tmp_path / "peer.toml"
+    config.write_text('[game]\nrules = "rllib_sw"\ncontrols = "switches"\n')
+    planner = f"search:heuristic:hard+rllib_sw:{folder}@samples=2@horizon=4@jitter=0.1"
+    out = cli("--evaluate", "--checkpoint", planner, "--opponent", f"rllib_sw:{folder}",
+              "--eval-episodes", "2", "--config", config, "--quiet", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "2 games" in out.stdout
+    # The peer's agent as the planner's own policy reads the copies the same way.
+    r = play_match(f"search:rllib_sw:{folder}@samples=1@horizon=3", "heuristic:easy", 2, seed=1,
+                   config=SWITCHES)
+    assert r.n == 2 and r.name_a.startswith("search:rllib_sw:")
+    for spec, says in ((f"search:heuristic:hard+rllib_sw:{tmp_path / 'none'}",
+                        "its opponent model"),
+                       (f"search:heuristic:hard+rllib_sw:{folder}+heuristic:hard@choose=1",
+                        "drop @choose=1"),
+                       (f"adapt:heuristic:hard+rllib_sw:{folder}", "must be a PPO model")):
+        out = cli("--evaluate", "--checkpoint", spec, "--opponent", "heuristic:easy",
+                  "--eval-episodes", "2", "--config", config, cwd=tmp_path)
+        assert out.returncode == 2, out.stderr
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and says in lines[0], lines
