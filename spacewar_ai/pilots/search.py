@@ -24,7 +24,7 @@ import numpy as np
 from ..config import GameConfig
 from ..game import engine
 from ..game.engine import FRAME, OBS_MASK, OVER, REAL_WINNER, WINNER, Action, GameBatch
-from ..game.pilot import Pilot
+from ..game.pilot import Pilot, as_pilot
 from .spec import REAL_SETTINGS
 
 # What a copy's ending is worth. Only torpedo wins count (as in every table), so an ending that
@@ -219,8 +219,10 @@ class SearchPilot(Pilot):
         if samples > 1 and self._logits is None and jitter == 0:
             raise ValueError(f"{name}: the samples of a pilot that is not a PPO model are all "
                              "one game; give it jitter (e.g. @jitter=0.05) or samples=1")
-        models = list(opponent_model) if isinstance(opponent_model, (list, tuple)) \
-            else [opponent_model]
+        given = opponent_model if isinstance(opponent_model, (list, tuple)) else [opponent_model]
+        # Objects of one's own with act() and reset() fly as pilots (attached, asked as one).
+        policy = as_pilot(policy)
+        models = [as_pilot(m) for m in given]
         if adaptive and len(models) != 1:
             raise ValueError(f"{name}: an adapting planner learns one opponent model, not a mix")
         if choose and len(models) < 2:
