@@ -298,12 +298,8 @@ def planner_models(spec: Spec, default: str | Path = OPPONENT_MODEL_PATH) -> tup
         own = run_model_path(path) if path is not None else None
         models = (parse_spec(str(own or default)),)
     for model in models:
-        if model.kind in ("onnx", "sb3", "rllib_sw"):
-            try:
-                outside_file(model)
-            except ValueError as exc:
-                raise ValueError(f"player {spec.text!r}, its opponent model: {exc}") from None
-        elif model.path is not None and model.kind != "pretrained" and not model.path.is_file():
+        # Other files (onnx:, sb3:, an rllib_sw: folder) are checked where the model is built.
+        if model.learned and model.kind != "pretrained" and not model.path.is_file():
             fix = ("name a checkpoint file, a scripted pilot or pretrained" if spec.models else
                    "reinstall spacewar-ai or make one (docs/search.md)")
             raise ValueError(f"player {spec.text!r}: its opponent model {model.path} does not "
