@@ -1,16 +1,22 @@
 """Our pilots in the house of MatthewCWeston/rllib_sw: its own environment, its own agent.
 
     python scripts/rllib_sw_house.py agreement --peer-repo PATH --checkpoint PATH [--states 200]
+        [--commit REV]
     python scripts/rllib_sw_house.py match --peer-repo PATH --checkpoint PATH --pilot SPEC
-        [--games 200] [--random-orbits 0.75] [--seed 0] [--sampled]
+        [--games 200] [--random-orbits 0.75] [--seed 0] [--sampled] [--commit REV]
 
 The peer's code is imported from a checkout the user names (`git clone
 https://github.com/MatthewCWeston/rllib_sw`), never copied: its environment needs
 `ray[rllib]` (here `pip install "ray[tune]" dm-tree`), and its checkpoint is a module_state.pkl
-or a checkpoint folder (`checkpoints_release/pfsp`). Each decision, the peer's state is copied
-into a one-game GameBatch under `[game] rules = "rllib_sw"`, so any of our pilots reads it as it
-reads our games (a planner rolls out our engine from there), and its action is played there as
-the peer's MultiDiscrete([2, 3, 2, 2]).
+or a checkpoint folder (`checkpoints_release/pfsp`). `--commit REV` plays in the peer's game as
+it was at that commit of the checkout's history (written out to a temporary folder with `git
+archive`), since its rules changed after its released agent was trained; every run prints the
+commit it played in. The rules are read from the peer's code itself (the facing of its at-rest
+start, where its ships come back from hyperspace) and name the preset of ours that matches them:
+`rllib_sw` for today's game, `rllib_sw_1f9e818` for the game of the released agent. Each
+decision, the peer's state is copied into a one-game GameBatch under that preset, so any of our
+pilots reads it as it reads our games (a planner rolls out our engine from there), and its action
+is played there as the peer's MultiDiscrete([2, 3, 2, 2]).
 
 - `agreement`: from the same states, our engine and the peer's environment step the same moves
   (the peer's agent flying both ships, hyperspace left out since the two draw it from other
@@ -26,7 +32,9 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import subprocess
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -43,12 +51,76 @@ RECHARGE, REENTRY = 224, 96
 ENV = {"speed": 5.0, "ep_length": 4096, "aug_obs": True, "stochastic_hspace": True}
 
 
+PEER_CODE = ("environments", "classes")  # what is imported of the peer's, all its code needs
+
+
 def peer_modules(repo: Path):
-    """The peer's environment class, imported from its checkout."""
+    """The peer's environment class and its objects' module, imported from its checkout (and
+    from no checkout imported before: the modules of one are forgotten first)."""
+    for name in [n for n in sys.modules if n.split(".")[0] in ("environments", "classes")]:
+        del sys.modules[name]
     sys.path.insert(0, str(repo.resolve()))
+    from environments import SpaceWar_objects
     from environments.SW_1v1_env import SW_1v1_env
 
-    return SW_1v1_env
+    return SW_1v1_env, SpaceWar_objects
+
+
+def peer_checkout(repo: Path, commit: str | None, into: Path) -> tuple[Path, str]:
+    """The folder to import the peer's code from, and the commit it holds: the code of `commit`
+    (PEER_CODE) written out under `into`, or the checkout as it stands."""
+    def git(*args, **kw):
+        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=False,
+                              **kw)
+    if commit is None:
+        head = git("rev-parse", "HEAD", text=True)
+        if head.returncode:
+            return repo, "an unversioned checkout"
+        dirty = git("status", "--porcelain", "--untracked-files=no", text=True).stdout.strip()
+        return repo, head.stdout.strip() + (" with local changes" if dirty else "")
+    sha = git("rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}", text=True)
+    if sha.returncode:
+        sys.exit(f"--commit {commit}: no such commit in {repo}; git -C {repo} log --oneline "
+                 "lists them")
+    sha = sha.stdout.strip()
+    archive = git("archive", "--format=tar", sha, "--", *PEER_CODE)
+    if archive.returncode:
+        sys.exit(f"--commit {commit}: git archive failed ({archive.stderr.decode().strip()})")
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into, sha
+
+
+def peer_rules(env_cls, objects) -> str:
+    """Which preset of ours the peer's code plays, read from the code itself: the heading of
+    its at-rest start and where a ship comes back from hyperspace (config.RULES_PRESETS)."""
+    env = env_cls({**ENV, "random_orbit_prob": 0.0})
+    env.reset(seed=0)
+    facing = [float(ship.ang) % 360 for ship in env.playerShips]
+    ship = objects.Ship(np.zeros(2), 0.0, stochastic_hspace=True)
+    speed = ENV["speed"]
+    places = []
+    for draw in range(32):
+        ship.h_charges = objects.HYPERSPACE_CHARGES  # a full charge never fails
+        ship.h_reload = objects.HYPERSPACE_RECHARGE - objects.HYPERSPACE_REENTRY + speed
+        ship.update([0, 0, 0, 0], [], speed, rng=np.random.default_rng(draw))
+        places.append(np.array(ship.pos, dtype=float))
+    quadrant = bool((np.array(places) >= 0).all())
+    if facing == [0.0, 180.0] and not quadrant:
+        return "rllib_sw"
+    if facing == [90.0, 270.0] and quadrant:
+        return "rllib_sw_1f9e818"
+    sys.exit(f"the peer's code at this commit starts at rest facing {facing} and re-enters "
+             f"from hyperspace {'in one quadrant' if quadrant else 'anywhere'}: no preset of "
+             "ours plays that game (config.RULES_PRESETS has rllib_sw and rllib_sw_1f9e818)")
+
+
+def peer_game(args, into: Path):
+    """The peer's environment class and our config of its game, having said which commit."""
+    folder, commit = peer_checkout(args.peer_repo, args.commit, into)
+    env_cls, objects = peer_modules(folder)
+    rules = peer_rules(env_cls, objects)
+    print(f"the peer's game at {commit} (our rules preset {rules!r})")
+    return env_cls, GameConfig.from_dict({"rules": rules, "controls": args.controls})
 
 
 def copy_state(env, batch: engine.GameBatch, g: int = 0) -> None:
@@ -126,8 +198,7 @@ def end_of(env, rewards) -> str:
 def match(args) -> None:
     """Every game at once, one peer environment each: our pilot flies ship 0 in the first half
     and ship 1 in the second, the two halves starting from the same seeds."""
-    env_cls = peer_modules(args.peer_repo)
-    config = GameConfig.from_dict({"rules": "rllib_sw", "controls": args.controls})
+    env_cls, config = args.game
     n = args.games
     house = House(env_cls, args.random_orbits, config, n)
     ours = make_pilot(args.pilot, config, args.seed)
@@ -171,8 +242,7 @@ def match(args) -> None:
 
 
 def agreement(args) -> None:
-    env_cls = peer_modules(args.peer_repo)
-    config = GameConfig.from_dict({"rules": "rllib_sw", "controls": args.controls})
+    env_cls, config = args.game
     house = House(env_cls, 0.75, config)
     peer = RllibSwPilot(module_file(args.checkpoint), "peer", config)
     peer_module = _rllib_module(args.checkpoint)
@@ -293,11 +363,15 @@ def main(argv=None) -> None:
     parser.add_argument("--random-orbits", type=float, default=0.75)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sampled", action="store_true")
+    parser.add_argument("--commit", help="play in the peer's game at this commit of --peer-repo "
+                        "(default: the checkout as it stands); its agent was trained at 1f9e818")
     args = parser.parse_args(argv)
     if not (args.peer_repo / "environments" / "SW_1v1_env.py").is_file():
         sys.exit(f"--peer-repo {args.peer_repo}: not a checkout of rllib_sw (no "
                  "environments/SW_1v1_env.py); git clone https://github.com/MatthewCWeston/rllib_sw")
-    (agreement if args.what == "agreement" else match)(args)
+    with tempfile.TemporaryDirectory(prefix="rllib_sw-") as into:
+        args.game = peer_game(args, Path(into))
+        (agreement if args.what == "agreement" else match)(args)
 
 
 if __name__ == "__main__":

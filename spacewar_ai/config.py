@@ -25,6 +25,9 @@ START_POSITIONS = ("classic", "orbit", "rllib_sw", "varied")
 CONTROLS = ("six", "switches")
 HIT_SHAPES = ("octagon", "round")
 MOVE_ORDERS = ("1962", "rllib_sw")
+# Where a ship comes back from hyperspace: anywhere on the "screen", or in the "quadrant" whose
+# x and y are both past the star's (the peer's game before it changed this).
+REENTRIES = ("screen", "quadrant")
 SCORINGS = ("torpedo", "survivor")
 # Values of an observation before its action mask (engine.py names the parts of the layout).
 OBS_MASK = 30
@@ -197,6 +200,11 @@ RULES_PRESETS: dict[str, dict[str, Any]] = {
         "start_positions": "rllib_sw",
     },
 }
+# The peer's game as its released agent (checkpoints_release/pfsp, commit 1f9e818) was trained in:
+# two later commits changed it, c9ae257 the facing of the at-rest start (90 and 270 of its
+# degrees, ours turned the other way) and ad98222 the re-entry from hyperspace (one quadrant).
+RULES_PRESETS["rllib_sw_1f9e818"] = {**RULES_PRESETS["rllib_sw"], "rest_heading": 270.0,
+                                     "hyperspace_reentry": "quadrant"}
 
 
 class _Presets(_Config):
@@ -256,6 +264,10 @@ class GameConfig(_Presets):
     # "orbit" (seeded random opposing orbits), "classic" (1962), "rllib_sw" (the peer's) or
     # "varied" (training's mix: orbits, eccentric orbits, ships at rest, varied resources)
     start_positions: str = setting("orbit", one_of(START_POSITIONS))
+    # degrees: ship 0's heading when the "rllib_sw" start puts both ships at rest (ship 1 faces
+    # the other way); 0 faces along +x, and headings grow as the engine's angles do
+    rest_heading: float = setting(0.0, Rule(lambda v: _finite(v) and 0 <= v < 360,
+                                            "must be a number of degrees in [0, 360)"))
     # 1962 sense switches, as booleans.
     # switch 1: rotate buttons apply angular acceleration
     angular_momentum: bool = setting(False, SWITCH)
@@ -272,6 +284,7 @@ class GameConfig(_Presets):
     hyperspace_vanish_frames: int = setting(32, up_to(AT_LEAST_ONE, 100_000))
     # frames after reappearing before the next jump
     hyperspace_recharge_frames: int = setting(128, up_to(AT_LEAST_ONE, 100_000))
+    hyperspace_reentry: str = setting("screen", one_of(REENTRIES))  # where a ship reappears
     # The action set (CONTROLS): it sizes the action space and the observation's mask.
     controls: str = setting("six", one_of(CONTROLS))
     # The rules below differ between this game and other projects' (RULES_PRESETS); the defaults

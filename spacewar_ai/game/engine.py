@@ -77,8 +77,8 @@ END_RUNNING, END_DEATH, END_NO_AMMO, END_TRUNCATED = 0, 1, 2, 3
 (P_W, P_H, P_AMMO, P_TLIFE, P_COOLDOWN, P_TSPEED, P_ROT, P_THRUST, P_FUEL, P_GM, P_STAR_R,
  P_HIT_R, P_MAXV, P_MAXSTEPS, P_SKIP, P_START, P_ANGMOM, P_NOSTAR, P_TELEPORT, P_TGRAV, P_HYPER,
  P_JUMPS, P_VANISH, P_RECHARGE, P_NACT, P_SWITCHES, P_ROUND, P_TSTAR_R, P_TT, P_SS, P_ORDER,
- P_HSEEN, P_SPAWN, P_SURVIVOR, P_FAIL_RETURN) = range(35)
-NP_ = 35
+ P_HSEEN, P_SPAWN, P_SURVIVOR, P_FAIL_RETURN, P_REENTRY_QUADRANT, P_REST_HEADING) = range(37)
+NP_ = 37
 # P_START values: how games begin (config.START_POSITIONS)
 START_ORBIT, START_CLASSIC, START_RLLIB_SW, START_VARIED = 0, 1, 2, 3
 # reward params fields
@@ -170,6 +170,8 @@ def make_params(cfg: GameConfig) -> np.ndarray:
     p[P_SPAWN] = cfg.torpedo_spawn_offset
     p[P_SURVIVOR] = float(cfg.scoring == "survivor")
     p[P_FAIL_RETURN] = float(cfg.hyperspace_failure == "return")
+    p[P_REENTRY_QUADRANT] = float(cfg.hyperspace_reentry == "quadrant")
+    p[P_REST_HEADING] = math.radians(cfg.rest_heading)
     return p
 
 
@@ -328,13 +330,13 @@ def _reset_game(g, ship_f, ship_i, torp_f, torp_t, game_i, rng, p):
             _eccentric_orbits(g, ship_f, ship_i, rng, p)
             return
     if start == START_RLLIB_SW and _uniform(rng, g) >= 0.75:
-        # The peer's fixed start: at rest on the other diagonal, facing right and left.
+        # The peer's fixed start: at rest on the other diagonal, facing opposite ways.
         for s in range(2):
             ship_f[g, s, SX] = cx + (0.25 * w if s == 1 else -0.25 * w)
             ship_f[g, s, SY] = cy + (0.25 * h if s == 1 else -0.25 * h)
             ship_f[g, s, SVX] = 0.0
             ship_f[g, s, SVY] = 0.0
-            _set_heading(g, s, math.pi * s, ship_f)
+            _set_heading(g, s, p[P_REST_HEADING] + math.pi * s, ship_f)
         return
     if start == START_RLLIB_SW:
         _eccentric_orbits(g, ship_f, ship_i, rng, p)
@@ -585,8 +587,9 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
                     _kill(g, s, DeathCause.HYPERSPACE, -1, ship_i)
                     continue
                 # Reappear at a random place with a random velocity and heading.
-                ship_f[g, s, SX] = _uniform(rng, g) * w
-                ship_f[g, s, SY] = _uniform(rng, g) * h
+                q = 0.5 if p[P_REENTRY_QUADRANT] != 0.0 else 0.0
+                ship_f[g, s, SX] = (q + (1.0 - q) * _uniform(rng, g)) * w
+                ship_f[g, s, SY] = (q + (1.0 - q) * _uniform(rng, g)) * h
                 ang = _uniform(rng, g) * TWO_PI
                 spd = _uniform(rng, g) * 0.25 * p[P_MAXV]
                 ship_f[g, s, SVX] = spd * math.cos(ang)

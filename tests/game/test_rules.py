@@ -122,6 +122,38 @@ def test_the_peer_start_scoring_and_hyperspace_failure():
     assert cause(now, 0) == engine.DeathCause.HYPERSPACE
 
 
+def test_the_peer_game_its_agent_was_trained_in_faces_other_ways_and_reenters_in_a_quadrant():
+    """`rules = "rllib_sw_1f9e818"` is today's peer game but for the two rules that changed after
+    its agent was trained: the at-rest start faces up and down, and a ship comes back from
+    hyperspace in the quadrant past the star on both axes."""
+    old = GameConfig.preset("rllib_sw_1f9e818")
+    assert {k for k, v in old.to_dict().items() if v != PEER.to_dict()[k]} == {
+        "rules", "rest_heading", "hyperspace_reentry"}
+    headings = {}
+    for config in (PEER, old):
+        for seed in range(40):
+            b = one_game(config, seed)
+            if not np.hypot(b.ship_f[0, :, engine.SVX], b.ship_f[0, :, engine.SVY]).any():
+                headings[config.rules] = np.degrees(b.ship_f[0, :, engine.SANG]).round(6)
+                break
+    assert headings["rllib_sw"].tolist() == [0.0, 180.0]
+    assert headings["rllib_sw_1f9e818"].tolist() == [270.0, 90.0]
+    for config, quadrant in ((PEER, False), (old, True)):
+        places = []
+        for seed in range(24):
+            b = one_game(config.changed(hyperspace_jumps=1000, start_positions="classic",
+                                        frame_skip=1), seed)
+            b.step(np.array([[Action.HYPERSPACE, 0]]))
+            while b.ship_i[0, 0, engine.HYPER_HIDDEN] > 0:
+                run(b, steps=1)
+            if b.ship_i[0, 0, engine.ALIVE]:  # not a failed jump
+                places.append(b.ship_f[0, 0, [engine.SX, engine.SY]])
+        places = np.array(places)
+        assert len(places) > 16
+        # Re-entries anywhere all land in one quadrant with odds of 4**-16 at most.
+        assert (places >= 512.0).all() == quadrant and (places < 1024.0).all()
+
+
 def test_the_switches_mask_and_what_a_press_does():
     config = GameConfig(controls="switches", start_positions="classic")
     b = one_game(config)
