@@ -34,6 +34,8 @@ import tempfile
 import threading
 from functools import lru_cache
 
+from .reaper import cpu_seconds
+
 _PR_SET_PDEATHSIG = 1
 
 
@@ -245,6 +247,7 @@ class StartedAhead:
         self.env = env if env is not None else package_env()
         self.stderr = stderr
         self.idle: list[asyncio.Future] = []  # children ready, or starting
+        self.start_cpu = 0.0  # CPU seconds the last child to say READY took to get there
 
     def start(self) -> None:
         """Start children up to `count` (within the running event loop)."""
@@ -258,6 +261,7 @@ class StartedAhead:
         try:
             if await asyncio.wait_for(proc.stdout.readexactly(1), self.ready_seconds) != READY:
                 raise asyncio.IncompleteReadError(b"", 1)
+            self.start_cpu = cpu_seconds(proc.pid)
         except BaseException as exc:  # too slow, dead at start, or the server closing
             await _end(proc)
             if isinstance(exc, (asyncio.TimeoutError, asyncio.IncompleteReadError)):

@@ -32,6 +32,13 @@ def stat_fields(pid: int | str) -> list[str] | None:
         return None
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of process `pid` so far, 0.0 once it is gone."""
+    fields = stat_fields(pid)
+    return 0.0 if fields is None else (int(fields[11]) + int(fields[12])) / os.sysconf(
+        "SC_CLK_TCK")
+
+
 def process_table() -> dict[int, tuple[int, str]]:
     """{pid: (parent pid, start time)} of every process /proc shows."""
     table = {}

@@ -38,20 +38,13 @@ from ..util.processes import (
     say_ready,
     write_frame,
 )
-from ..util.reaper import stat_fields
+from ..util.reaper import cpu_seconds
 from .guard import Limits, Quota, over_budget
 
 OK, ERROR = b"o", b"e"
 HOUR = 3600.0
 START_SECONDS = 120.0  # for a checker to load what checks need, on a busy host
 LANE_OF = {"replay": "replays", "submission": "quick", "spec": "quick"}
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User and system CPU time of process `pid` so far (Linux /proc), 0.0 once it is gone."""
-    fields = stat_fields(pid)
-    return 0.0 if fields is None else (int(fields[11]) + int(fields[12])) / os.sysconf(
-        "SC_CLK_TCK")
 
 
 class Checks:
@@ -149,11 +142,38 @@ class Lane:
             [sys.executable, "-m", "spacewar_ai.web.checks", str(os.getpid()),
              str(limits.check_memory_mb)], processes, START_SECONDS, "the server's checker",
             stderr=asyncio.subprocess.DEVNULL)
+        self.checkers = processes
         self.free = processes  # checkers no check holds
+        self.running = 0  # checks holding a checker
         self.queue = Quota(limits, None, "checks_queued")  # waiting or running in this lane
         # The checks waiting for a checker, by address, and the addresses in their turn order.
         self.waiting: dict[str, collections.deque] = {}
         self.turns: collections.deque = collections.deque()
+
+    # The lane's state changes only in the methods below, each of which ends by checking the
+    # invariant: every checker is free or held by one running check, a waiting check's future is
+    # still pending (one that was cancelled is dropped wherever it is met, never served), and a
+    # checker is never free while a check waits.
+    def _invariant(self) -> None:
+        assert self.free >= 0 and self.running >= 0, (self.free, self.running)
+        assert self.free + self.running == self.checkers, (self.free, self.running)
+        assert set(self.turns) == set(self.waiting) and len(self.turns) == len(self.waiting)
+        assert all(self.waiting.values())
+        assert not self.free or not self.turns, "a checker is free while checks wait"
+
+    def _next(self, visitor: str, last: bool = False):
+        """The first (or last) check of `visitor` still waiting, taken out of the queue; checks
+        met whose asker has gone are dropped on the way. None if there is none."""
+        queue = self.waiting[visitor]
+        granted = None
+        while queue and granted is None:
+            granted = queue.pop() if last else queue.popleft()
+            if granted.done():  # cancelled: its asker left in this turn of the event loop
+                granted = None
+        if not queue:
+            del self.waiting[visitor]
+            self.turns.remove(visitor)
+        return granted
 
     def make_room(self, visitor: str) -> bool:
         """The lane's queue is full: a visitor with no check in it takes the place of the last
@@ -170,13 +190,11 @@ class Lane:
         # the visitor would: a swap between equals would only make the queue churn.
         if share[heaviest] <= (used(visitor), 1):
             return False
-        queue = self.waiting[heaviest]
-        granted = queue.pop()
-        if not queue:
-            del self.waiting[heaviest]
-            self.turns.remove(heaviest)
-        granted.set_exception(over_budget(self.limits, "checks_queued", self.queue.total,
-                                          False))
+        granted = self._next(heaviest, last=True)
+        if granted is not None:
+            granted.set_exception(over_budget(self.limits, "checks_queued", self.queue.total,
+                                              False))
+        self._invariant()
         return True
 
     async def turn(self, visitor: str) -> None:
@@ -184,45 +202,52 @@ class Lane:
         robin of the addresses waiting."""
         if self.free and not self.turns:
             self.free -= 1
+            self.running += 1
+            self._invariant()
             return
         granted = asyncio.get_running_loop().create_future()
         queue = self.waiting.setdefault(visitor, collections.deque())
         if not queue:
             self.turns.append(visitor)
         queue.append(granted)
+        self._invariant()
         try:
             await granted
         except asyncio.CancelledError:
-            if granted.done() and not granted.cancelled():
-                self.release()  # given a checker as it left: pass it on
-            elif granted in queue:
-                queue.remove(granted)
-                if not queue:  # the address has nothing else waiting: off the round
+            # Served as it left (a checker is its to pass on), still in the queue (leaves it),
+            # or already dropped from it or refused by make_room (nothing of the lane's is its).
+            if granted.done() and not granted.cancelled() and granted.exception() is None:
+                self.release()
+            elif granted in self.waiting.get(visitor, ()):
+                self.waiting[visitor].remove(granted)
+                if not self.waiting[visitor]:
                     del self.waiting[visitor]
                     self.turns.remove(visitor)
+                self._invariant()
             raise
 
     def release(self) -> None:
-        """A checker is free: to the waiting address that has used the checkers least in the
-        hour, the first in turn among equals (it goes to the back of the line if it has more
-        waiting), else back to the free ones."""
-        if not self.turns:
-            self.free += 1
-            return
-        visitor = min(self.turns, key=self.checks.cpu_used)
-        self.turns.remove(visitor)
-        queue = self.waiting[visitor]
-        granted = queue.popleft()
-        if queue:
-            self.turns.append(visitor)
-        else:
-            del self.waiting[visitor]
-        granted.set_result(None)
+        """A running check is done with its checker: to the waiting address that has used the
+        checkers least in the hour, the first in turn among equals (it goes to the back of the
+        line if it has more waiting), else back to the free ones."""
+        self.running -= 1
+        while self.turns:
+            visitor = min(self.turns, key=self.checks.cpu_used)
+            self.turns.remove(visitor)
+            self.turns.append(visitor)  # to the back of the line, if it has more waiting
+            granted = self._next(visitor)
+            if granted is not None:
+                granted.set_result(None)
+                self.running += 1
+                self._invariant()
+                return
+        self.free += 1
+        self._invariant()
 
     async def ask(self, kind: str, payload: dict, visitor: str) -> bytes:
         lim = self.limits
         proc = await self.pool.take()
-        began, started = _cpu_seconds(proc.pid), time.monotonic()
+        began, started = cpu_seconds(proc.pid), time.monotonic()
         healthy = False
         try:
             proc.stdin.write(frame(pickle.dumps((kind, payload, lim))))
@@ -236,9 +261,11 @@ class Lane:
             raise ValueError(f"its check went over its memory (--limits check_memory_mb="
                              f"{lim.check_memory_mb}) and was stopped") from None
         finally:
-            # A check that waits on something holds the checker as one that computes does.
-            self.checks.charge(visitor, max(0.0, _cpu_seconds(proc.pid) - began,
-                                            time.monotonic() - started))
+            # A check that waits on something holds the checker as one that computes does; one
+            # that ends its checker (dropped, too slow, too big) pays for starting the next.
+            self.checks.charge(visitor, max(0.0, cpu_seconds(proc.pid) - began,
+                                            time.monotonic() - started)
+                               + (0.0 if healthy else self.pool.start_cpu))
             await self.pool.give_back(proc, healthy)
         status, body = answer[:1], answer[1:]
         if status == ERROR:

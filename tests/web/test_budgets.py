@@ -270,6 +270,51 @@ def test_an_abandoned_check_is_dropped_and_busy_refusals_cost_no_attempts(tmp_pa
         srv.stop()
 
 
+def test_checks_dropped_as_others_finish_never_lose_a_checker(tmp_path, caplog):
+    """One visitor checks tiny replays in a loop while another posts one and closes its socket
+    0-40 ms later, over and over, so that drops land as checks finish: the lane keeps its one
+    checker, nothing ends in a traceback, and a fresh visitor's replay is answered after."""
+    import random
+
+    srv = _server(tmp_path, proxies=["127.0.0.1"], check_cpu_per_hour=10**6)
+    tiny = _replay(5)
+    post = (b"POST /api/replay?name=tiny.json HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"content-type: application/json\r\ncontent-length: "
+            + str(len(tiny)).encode() + b"\r\n")
+    until = time.monotonic() + 20
+    answered = []
+
+    def checker():
+        while time.monotonic() < until:
+            answered.append(http_request(srv, "POST", "/api/replay?name=tiny.json", tiny,
+                                         headers={"X-Forwarded-For": "198.51.100.1"})[0])
+
+    def dropper(seed):
+        rng = random.Random(seed)
+        while time.monotonic() < until:
+            with contextlib.suppress(OSError), _connect(srv.port) as sock:
+                sock.sendall(post + b"X-Forwarded-For: 198.51.100.%d\r\n\r\n" % (seed + 2)
+                             + tiny)
+                time.sleep(rng.uniform(0.0, 0.04))
+
+    try:
+        threads = [threading.Thread(target=checker)] + [
+            threading.Thread(target=dropper, args=(n,)) for n in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        status, _ = http_request(srv, "POST", "/api/replay?name=tiny.json", tiny,
+                                 headers={"X-Forwarded-For": "203.0.113.5"}, timeout=60)
+        lane = srv.app.state.checks.lanes["replays"]
+        state = (lane.free, lane.running, lane.waiting, srv.app.state.checks.queued)
+    finally:
+        srv.stop()
+    assert status == 200 and answered.count(200) > 10
+    assert state == (1, 0, {}, 0)
+    assert not [r for r in caplog.records if r.exc_info or "Error" in r.getMessage()]
+
+
 def _firing(steps: int = 4000, **config) -> bytes:
     """A replay in which both ships fire every decision with torpedoes that live long: each
     frame holds every torpedo in flight, so its frames make a large answer."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from spacewar_ai.web.checks import Checks, Gone
 from spacewar_ai.web.guard import Limits
@@ -154,3 +156,104 @@ def test_an_upload_is_checked_at_once_beside_a_queue_full_of_costly_replays():
     busy, upload, waiting = asyncio.run(scenario())
     assert busy.status == 503 and "--limits checks_queued=4" in str(busy)
     assert upload == b"{}" and waiting == 4  # the crowd's four still there, the upload done
+
+
+# --- every interleaving -----------------------------------------------------------------------
+# A visitor's check arrives, a running check finishes, a check's client leaves (waiting or
+# running), or the event loop takes some turns: any sequence of these, run through Checks.run
+# with a checker that works until told to finish.
+OPS = st.one_of(st.tuples(st.just("arrive"), st.integers(0, 4)),
+                st.tuples(st.just("finish"), st.integers(0, 7)),
+                st.tuples(st.just("leave"), st.integers(0, 7)),
+                st.tuples(st.just("turns"), st.integers(1, 3)))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(checkers=st.integers(1, 2), ops=st.lists(OPS, max_size=40))
+def test_no_order_of_arrivals_finishes_and_leavings_loses_a_checker(checkers, ops):
+    from spacewar_ai.web.guard import Refused
+
+    async def scenario():
+        checks = Checks(Limits(checkers=checkers, checks_queued=4, checks_per_address=3))
+        lane = checks.lanes["replays"]
+        working: list[asyncio.Event] = []
+
+        async def ask(kind, payload, visitor):  # a checker's work, until told to finish
+            done = asyncio.Event()
+            working.append(done)
+            try:
+                await done.wait()
+            finally:
+                working.remove(done)
+            return b"ok"
+
+        lane.ask = ask
+        tasks = []
+        for op, n in ops:
+            if op == "arrive":
+                tasks.append(asyncio.ensure_future(checks.run("replay", {}, f"10.0.0.{n}")))
+            elif op == "finish" and working:
+                working[n % len(working)].set()
+            elif op == "leave" and any(not t.done() for t in tasks):
+                alive = [t for t in tasks if not t.done()]
+                alive[n % len(alive)].cancel()
+            elif op == "turns":
+                for _ in range(n):
+                    await asyncio.sleep(0)
+        # Every check left finishes, in turn; then the lane serves a fresh visitor.
+        fresh = None
+        for _ in range(10_000):
+            if all(t.done() for t in tasks) and fresh is None:
+                fresh = asyncio.ensure_future(checks.run("replay", {}, "10.0.0.9"))
+            if fresh is not None and fresh.done():
+                break
+            for done in list(working):
+                done.set()
+            await asyncio.sleep(0)
+        return tasks, lane, checks, fresh.result()
+
+    tasks, lane, checks, fresh = asyncio.run(scenario())
+    for t in tasks:
+        assert t.cancelled() or isinstance(t.exception(), (Refused, type(None))), t.exception()
+    assert fresh == b"ok"
+    assert (lane.free, lane.running, lane.waiting, list(lane.turns), checks.queued) == (
+        checkers, 0, {}, [], 0)
+
+
+def test_a_dropped_check_pays_for_the_checker_it_ended():
+    """A check whose client leaves while it runs ends its checker process, and the server
+    starts another: its address is charged that start's CPU as well as the time it held the
+    checker, so dropping checks costs the dropper, not the server."""
+    import json
+    import time
+
+    from spacewar_ai.config import GameConfig
+
+    class LeavesSoon:
+        async def receive(self):
+            await asyncio.sleep(0.3)
+            return {"type": "http.disconnect"}
+
+    settings = {**GameConfig().to_dict(), "max_episode_steps": 10**7, "frame_skip": 1000}
+    long = json.dumps({"version": 1, "config": settings, "seed": 1, "players": ["a", "b"],
+                       "actions": ["0" * 10_000] * 2, "result": {}}).encode()
+
+    async def scenario():
+        checks = Checks(Limits(checkers=1, check_seconds=300, replay_frames=10**8))
+        checks.start()
+        lane = checks.lanes["replays"]
+        try:
+            await lane.pool.idle[0]  # the checker is ready before the check is asked for
+            started = lane.pool.start_cpu
+            began = time.monotonic()
+            with pytest.raises(Gone):
+                await checks.run_for(LeavesSoon(), "replay", {"name": "long", "text": long},
+                                     "198.51.100.7")
+            return started, time.monotonic() - began, checks.cpu_used("198.51.100.7")
+        finally:
+            await checks.close()
+
+    started, held, charged = asyncio.run(scenario())
+    assert started > 0
+    # Held for at most `held` seconds; the rest is the start of the checker that replaced it.
+    assert charged >= started and charged > held
