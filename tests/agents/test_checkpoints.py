@@ -62,6 +62,30 @@ def test_missing_random_and_truncated_files(tmp_path, ppo_file):
     _assert_clear(e, cut, "truncated or corrupt")
 
 
+def test_every_broken_file_is_one_line_and_no_warning(tmp_path):
+    """Random bytes of many sizes and truncations of the shipped network: each is refused in
+    one line (CheckpointError), whatever torch's unpickler makes of it, and none of torch's
+    warnings about the file reaches the user."""
+    import warnings
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    shipped = (ROOT / "spacewar_ai" / "pretrained" / "ppo_spacewar.pt").read_bytes()
+    broken = [rng.integers(0, 256, int(size), dtype=np.uint8).tobytes()
+              for size in rng.integers(64, 40_000, 300)]
+    broken += [shipped[:int(cut)] for cut in rng.integers(1, len(shipped), 60)]
+    path = tmp_path / "broken.pt"
+    for data in broken:
+        path.write_bytes(data)
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            with pytest.raises(CheckpointError) as e:
+                load_checkpoint(path)
+        _assert_clear(e, path)
+        assert not said, [str(w.message)[:200] for w in said]
+
+
 def test_wrong_algorithm_observation_size_and_newer_format(tmp_path, ppo_file):
     dqn = tmp_path / "dqn.pt"
     DQNAgent(36, 6, DQNConfig(hidden_sizes=(16,), stream_size=8, buffer_size=10)).save(dqn)
