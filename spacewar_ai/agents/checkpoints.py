@@ -129,18 +129,38 @@ def saved_run_config(path):
                               "it was written by another version of spacewar-ai") from None
 
 
-def publish_best(best: Path, algorithm: str) -> Path:
-    """The original design's paths for a run's best model: `<checkpoint_dir>/<algorithm>_best.pt`,
-    a copy of `best` (a run's best.pt; training/evaluation.py publishes one only when it beats
-    the model already there), and
-    `<algorithm>_best_model.pt`, a link to that copy, the design's other name for it. Both
-    appear at once: the copy is written atomically, and the link is made under a temporary name
-    and renamed over the old one."""
+def best_name(algorithm: str, game) -> str:
+    """The file of the best of all runs of `algorithm` in `game` (a GameConfig): the design's
+    `<algorithm>_best.pt` for the default game, and for another the same name followed by the
+    game's rules and controls (and hyperspace where it is on), since a network plays only the
+    game whose observations and actions it learned."""
+    key = (game.rules, game.controls, game.hyperspace)
+    if key == ("1962", "six", False):
+        return f"{algorithm}_best.pt"
+    return f"{algorithm}_best_{game.rules}_{game.controls}{'_hyperspace' * game.hyperspace}.pt"
+
+
+def game_of(payload: dict[str, Any]) -> tuple:
+    """What a loaded checkpoint's network can play: its observation and action widths and the
+    rules it learned under ("1962" where its settings name none)."""
+    game = (payload["metadata"].get("config") or {}).get("game") or {}
+    return payload["obs_dim"], payload["action_dim"], game.get("rules", "1962")
+
+
+def publish_best(best: Path, algorithm: str, name: str | None = None) -> Path:
+    """The original design's paths for a run's best model: `<checkpoint_dir>/<algorithm>_best.pt`
+    (or `name`, best_name's for another game), a copy of `best` (a run's best.pt;
+    training/evaluation.py publishes one only when it beats the model already there), and for
+    the default game `<algorithm>_best_model.pt`, a link to that copy, the design's other name
+    for it. Both appear at once: the copy is written atomically, and the link is made under a
+    temporary name and renamed over the old one."""
     best = Path(best)
     folder = best.parent.parent
-    copy = folder / f"{algorithm}_best.pt"
+    copy = folder / (name or f"{algorithm}_best.pt")
     data = best.read_bytes()
     atomic_write_bytes(copy, lambda f: f.write(data))
+    if copy.name != f"{algorithm}_best.pt":
+        return copy
     link = folder / f"{algorithm}_best_model.pt"
     if not link.is_symlink() or os.readlink(link) != copy.name:
         temporary = folder / f".{link.name}.{os.getpid()}.link"

@@ -213,13 +213,18 @@ def run_config(args):
 
 
 def published_best(args, mode: str) -> str:
-    """The design's best of all PPO runs (`<checkpoint-dir>/ppo_best.pt`) for a mode given no
-    --checkpoint, said in one line; ValueError naming the flag where there is none."""
-    path = Path(getattr(args, "checkpoint_dir", None) or "checkpoints") / "ppo_best.pt"
+    """The best of all PPO runs of the mode's game (`<checkpoint-dir>/ppo_best.pt` for the
+    default game, agents.checkpoints.best_name) for a mode given no --checkpoint, said in one
+    line; ValueError naming the flag where there is none."""
+    from ..agents.checkpoints import best_name
+
+    name = best_name("ppo", game_config(args))
+    path = Path(getattr(args, "checkpoint_dir", None) or "checkpoints") / name
     if not path.is_file():
         raise ValueError(f"{mode} needs --checkpoint SPEC (e.g. pretrained or a checkpoint "
-                         f"path); {path}, the best of your PPO runs, is not there yet")
-    print(f"{mode}: no --checkpoint given, so {path} (the best of your PPO runs)")
+                         f"path); {path}, the best of your PPO runs of this game, is not there "
+                         "yet")
+    print(f"{mode}: no --checkpoint given, so {path} (the best of your PPO runs of this game)")
     return str(path)
 
 

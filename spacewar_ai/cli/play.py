@@ -212,7 +212,7 @@ def _say_published_run(spec: str) -> None:
     from ..training.evaluation import published_run
 
     path = spec_path(spec)
-    if path is None or not path.name.endswith(("_best.pt", "_best_model.pt")):
+    if path is None or "_best" not in path.stem:  # best_name's files and the design's link
         return
     run = published_run(path)
     if run:

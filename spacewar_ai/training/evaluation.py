@@ -18,7 +18,13 @@ from typing import Callable
 
 import torch
 
-from ..agents.checkpoints import publish_best, rewrite_metadata
+from ..agents.checkpoints import (
+    best_name,
+    game_of,
+    load_checkpoint,
+    publish_best,
+    rewrite_metadata,
+)
 from ..agents.saved import load_agent
 from ..config import RunConfig
 from ..game.replays import game_gif
@@ -93,19 +99,36 @@ class Evaluator:
         return rate
 
     def publish(self, wins: Callable, mine: int, games: int) -> None:
-        """Make this run's best.pt the design's `<algorithm>_best.pt` if that file is this run's
-        or weaker: another run's model there replays the games that best.pt just won `mine` of
-        (`wins(player)` plays them) and keeps its place unless it won fewer. One line says
-        which way it went, the first time and whenever it changes."""
+        """Make this run's best.pt the best of all runs of its game (`best_name`: the design's
+        `<algorithm>_best.pt` for the default game) if that file is this run's or weaker:
+        another run's model there replays the games that best.pt just won `mine` of
+        (`wins(player)` plays them) and keeps its place unless it won fewer. A model there of
+        another game (written before the files were named for their games) is neither played
+        nor replaced. One line says which way it went, the first time and whenever it
+        changes."""
         t = self.cfg.train
-        published = self.run_dir.parent / f"{t.algorithm}_best.pt"
+        name = best_name(t.algorithm, self.cfg.game)
+        published = self.run_dir.parent / name
         rival = published_run(published)
         if rival not in (None, self.run_dir.name):
             try:
-                with torch.random.fork_rng(devices=[]):
-                    agent, _ = load_agent(published, self.device)
+                payload = load_checkpoint(published)
             except (ValueError, OSError):
-                agent = None  # unreadable or of another shape: this run's model replaces it
+                payload = None  # unreadable: this run's model replaces it
+            game = self.cfg.game
+            if payload is not None and game_of(payload) != (game.obs_dim, game.num_actions,
+                                                            game.rules):
+                self._say(("other game", rival), f"{published} holds a network of another "
+                          f"game (run {rival}'s), so this run's best.pt is not published there; "
+                          "move that file aside to publish this game's best")
+                return
+            agent = None
+            if payload is not None:
+                try:
+                    with torch.random.fork_rng(devices=[]):
+                        agent, _ = load_agent(published, self.device)
+                except (ValueError, OSError):
+                    agent = None  # of another shape: this run's model replaces it
             theirs = wins(AgentPilot(agent, rival, deterministic=True)) if agent else -1
             if theirs >= mine:
                 self._say(("stays", rival), f"{published} stays run {rival}'s model: on this "
@@ -116,7 +139,11 @@ class Evaluator:
                       f"evaluation's {games} games it won {mine}, " +
                       (f"run {rival}'s model {theirs}" if theirs >= 0 else
                        "and the model there could not be read"))
-        publish_best(self.run_dir / "best.pt", t.algorithm)
+        elif rival is None and name != f"{t.algorithm}_best.pt":
+            self._say(("named", name), f"{published}: the best of this game's "
+                      f"{t.algorithm.upper()} runs (a network plays only the game it learned; "
+                      f"{t.algorithm}_best.pt is the default game's)")
+        publish_best(self.run_dir / "best.pt", t.algorithm, name)
 
     def _say(self, key: tuple, text: str) -> None:
         if key != self._said:
@@ -156,7 +183,7 @@ class Evaluator:
 def published_run(path: Path) -> str | None:
     """The run a design's `<algorithm>_best.pt` came from (its metadata's run name, else the
     folder its best.pt was in), or None when there is no such file or it cannot be read."""
-    from ..agents.checkpoints import CheckpointError, load_checkpoint
+    from ..agents.checkpoints import CheckpointError
 
     if not Path(path).is_file():
         return None

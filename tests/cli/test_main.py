@@ -712,6 +712,11 @@ def test_the_version_and_what_a_command_can_infer(tmp_path):
               cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert f"no --checkpoint given, so {tmp_path / 'ppo_best.pt'}" in out.stdout
+    # Another game's runs have a best file of their own: none yet for hyperspace.
+    (tmp_path / "jump.toml").write_text("[game]\nhyperspace = true\n")
+    out = cli("--evaluate", "--eval-episodes", "2", "--checkpoint-dir", tmp_path, "--config",
+              tmp_path / "jump.toml", cwd=tmp_path)
+    assert out.returncode == 2 and "ppo_best_1962_six_hyperspace.pt" in out.stderr, out.stderr
     for typo in ("model.onx", "small.txt"):
         out = cli("--export", tmp_path / typo, "--checkpoint", "pretrained", cwd=tmp_path)
         assert out.returncode == 2 and "use .pt" in out.stderr and ".onnx" in out.stderr

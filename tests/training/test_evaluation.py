@@ -142,3 +142,47 @@ def test_the_designs_best_file_holds_the_best_model_measured_not_the_latest(tmp_
     assert published.read_bytes() == (strong.run_dir / "best.pt").read_bytes()
     assert (late.run_dir / "best.pt").read_bytes() != published.read_bytes()
     assert said[-1].startswith(f"{published} stays run shipped's model"), said
+
+
+def test_runs_of_other_games_keep_a_best_file_each(tmp_path):
+    """A network plays only the game it learned: a run under other rules, controls or with
+    hyperspace publishes the best of its game's runs beside `ppo_best.pt`, named for the game,
+    in either order, and one line says so; a `ppo_best.pt` that holds another game's network
+    (written before files were named for games) is neither played nor replaced."""
+    from spacewar_ai.config import GameConfig
+
+    folder = tmp_path / "ck"
+    said = []
+
+    def trainer(name, game):
+        cfg = RunConfig(game=game, train=TrainConfig(
+            num_envs=16, seed=3, eval_episodes=4, run_name=name, checkpoint_dir=str(folder),
+            log_dir=str(tmp_path / "runs")))
+        tr = Trainer(cfg, quiet=True)
+        tr.evaluator.say = said.append
+        tr.counters.updates = 20
+        tr.evaluate_now()
+        tr.writer.close()
+        return (tr.run_dir / "best.pt").read_bytes()
+
+    peer = GameConfig.from_dict({"rules": "rllib_sw", "controls": "switches"})
+    named = folder / "ppo_best_rllib_sw_switches_hyperspace.pt"
+    preset_first = trainer("preset", peer)
+    assert named.read_bytes() == preset_first and not (folder / "ppo_best.pt").exists()
+    assert said == [f"{named}: the best of this game's PPO runs (a network plays only the game "
+                    "it learned; ppo_best.pt is the default game's)"]
+    default = trainer("default", GameConfig())
+    assert (folder / "ppo_best.pt").read_bytes() == default
+    assert named.read_bytes() == preset_first
+    jumping = trainer("jumping", GameConfig(hyperspace=True))
+    assert (folder / "ppo_best_1962_six_hyperspace.pt").read_bytes() == jumping
+    assert (folder / "ppo_best.pt").read_bytes() == default
+    # A later preset run plays the preset's best, never the default game's.
+    trainer("preset-again", peer)
+    assert (folder / "ppo_best.pt").read_bytes() == default
+    assert "stays run preset's model" in said[-1] or "is now this run's best.pt" in said[-1]
+    # The old layout: ppo_best.pt holding the preset's network.
+    (folder / "ppo_best.pt").write_bytes(preset_first)
+    trainer("default-again", GameConfig())
+    assert (folder / "ppo_best.pt").read_bytes() == preset_first
+    assert said[-1].startswith(f"{folder / 'ppo_best.pt'} holds a network of another game")
