@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from ..util.files import atomic_write_bytes
+from ..util.preflight import check_model_size
 
 FORMAT = "spacewar-ai-checkpoint"
 FORMAT_VERSION = 1
@@ -69,6 +70,10 @@ def load_checkpoint(path, expect_algorithm: str | None = None,
         raise CheckpointError(f"checkpoint {p}: is a folder; give a checkpoint file{hint}")
     if not p.is_file():
         raise CheckpointError(f"checkpoint {p}: no such file")
+    try:
+        check_model_size(p, "checkpoint")
+    except ValueError as exc:
+        raise CheckpointError(str(exc)) from None
     try:
         with warnings.catch_warnings():
             # torch warns of what it meets in a damaged file in lines that name its own install;

@@ -119,7 +119,8 @@ def absolute_spec(spec: str) -> str:
 
 def file_identity(path: Path) -> str:
     """A name for a file's contents: its stem and the start of its SHA-256 (ratings key on it)."""
-    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+    with open(path, "rb") as f:  # in pieces: a model's file need not fit in memory twice
+        digest = hashlib.file_digest(f, "sha256").hexdigest()[:12]
     return f"{Path(path).stem}@{digest}"
 
 

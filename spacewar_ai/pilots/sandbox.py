@@ -213,7 +213,8 @@ def load_strategy_file(path) -> str:
     if not path.is_file():
         raise StrategyError(f"{path}: no such strategy file",
                             f"{path.name}: no such strategy file")
-    data = path.read_bytes()
+    with path.open("rb") as f:
+        data = f.read(MAX_SOURCE_BYTES + 1)  # no more than that is ever read
     if len(data) > MAX_SOURCE_BYTES:
         raise _refuse(str(path), 0, f"the file is larger than {MAX_SOURCE_BYTES} bytes")
     try:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..util.files import SHIPPED_DIR
+from ..util.preflight import check_model_size
 from .scripted import SCRIPTED_SPECS
 
 PRETRAINED_PATH = SHIPPED_DIR / "ppo_spacewar.pt"
@@ -338,6 +339,7 @@ def checkpoint_file(spec: Spec) -> Path:
         hint = f"did you mean {close[0]}? Or " if close else ""
         raise ValueError(f"player {spec.text!r}: not a pilot spec and no such checkpoint file; "
                          f"{hint}use one of {SPEC_HELP}")
+    check_model_size(path, f"player {spec.text!r}:")
     return path
 
 
@@ -358,13 +360,16 @@ def outside_file(spec: Spec) -> Path:
         from .rllib_sw import module_file
 
         try:
-            return module_file(spec.path)
+            path = module_file(spec.path)
         except ValueError as exc:
             raise ValueError(f"player {spec.text!r}: {exc}") from None
-    what = "ONNX" if spec.kind == "onnx" else "model"
-    if not spec.path.is_file():
-        raise ValueError(f"player {spec.text!r}: no such {what} file {spec.path}")
-    return spec.path
+    else:
+        path = spec.path
+        if not path.is_file():
+            what = "ONNX" if spec.kind == "onnx" else "model"
+            raise ValueError(f"player {spec.text!r}: no such {what} file {path}")
+    check_model_size(path, f"player {spec.text!r}:")
+    return path
 
 
 def map_files(spec, fn: Callable[[Path], Path]) -> Spec:

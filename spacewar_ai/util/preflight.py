@@ -41,6 +41,19 @@ def _size(n: float) -> str:
     raise AssertionError("unreachable")
 
 
+# The most a pilot's or a checkpoint's file may hold: far more than any network here, and
+# checked before such a file is hashed or loaded, so a huge one is one line, not a MemoryError.
+MAX_MODEL_BYTES = 2 * 1024**3
+
+
+def check_model_size(path, what: str) -> None:
+    """ValueError in one line when the file at `path` holds more than MAX_MODEL_BYTES."""
+    size = Path(path).stat().st_size
+    if size > MAX_MODEL_BYTES:
+        raise ValueError(f"{what} {path}: {_size(size)}, more than the {_size(MAX_MODEL_BYTES)} "
+                         "a model's file can be; give the right file")
+
+
 def fits_in_memory(what: str, nbytes: float, fix: str) -> None:
     """Refuse `what` when it needs more memory than is free; `fix` says what to lower."""
     free = available_memory()

@@ -2,9 +2,12 @@
 found and mapped (what Ray ships and the browser confines), and a bad spec is one line that
 names it and what to use instead."""
 
+import os
+
 import numpy as np
 import pytest
 
+from spacewar_ai.agents.checkpoints import CheckpointError, load_checkpoint
 from spacewar_ai.config import GameConfig
 from spacewar_ai.game.pilot import ForeignPilot
 from spacewar_ai.pilots.build import (
@@ -22,6 +25,7 @@ from spacewar_ai.pilots.build import (
 from spacewar_ai.pilots.sandbox import StrategyPilot
 from spacewar_ai.pilots.scripted import DelayedPilot, HeuristicPilot, IdlePilot, RandomPilot
 from spacewar_ai.pilots.search import SearchPilot
+from tests.commands import cli
 from tests.helpers import ROOT
 
 STRATEGY = ROOT / "examples" / "strategies" / "aim_and_fire.py"
@@ -140,3 +144,22 @@ def test_the_shipped_adapters_are_named_from_one_list_and_a_near_miss_is_suggest
     pytest.importorskip("transformers")
     with pytest.raises(ValueError, match="did you mean lm:dagger\\?"):
         make_pilot("lm:dagr")
+
+
+def test_a_huge_file_as_any_kind_of_pilot_is_one_line(tmp_path):
+    """A 20 GB file (sparse: it takes no disk) as a network, an ONNX or SB3 model, the peer's
+    agent or a strategy file is refused in one line before anything reads it, and so is it as
+    a checkpoint to load."""
+    huge = tmp_path / "huge.bin"
+    with huge.open("wb") as f:
+        f.truncate(20 * 2**30)
+    for spec in ("ppo:{}.pt", "onnx:{}.onnx", "sb3:{}.zip", "rllib_sw:{}.pkl",
+                 "strategy:{}.py"):
+        path = tmp_path / spec.split(":")[1].format("huge")
+        os.link(huge, path)
+        out = cli("--evaluate", "--checkpoint", "pretrained", "--opponent",
+                  spec.split(":")[0] + ":" + str(path), "--eval-episodes", "2", cwd=tmp_path)
+        assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+        assert str(path) in out.stderr and "Traceback" not in out.stderr
+    with pytest.raises(CheckpointError, match="20.0 GB, more than the 2.0 GB"):
+        load_checkpoint(tmp_path / "huge.pt")
