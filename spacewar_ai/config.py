@@ -29,6 +29,7 @@ MOVE_ORDERS = ("1962", "rllib_sw")
 # x and y are both past the star's (the peer's game before it changed this).
 REENTRIES = ("screen", "quadrant")
 SCORINGS = ("torpedo", "survivor")
+PRECISIONS = ("auto", "float32", "bfloat16")
 # Values of an observation before its action mask (engine.py names the parts of the layout).
 OBS_MASK = 30
 
@@ -732,6 +733,10 @@ class TrainConfig(_Config):
     seed: int = setting(0, Rule(_is_int, "must be an integer"), flag="--seed")
     device: str = setting("cpu", one_of(("cpu", "cuda", "auto"),
                                         "must be 'cpu', 'cuda' or 'auto'"), flag="--device")
+    # The learner's forward and backward passes (PRECISIONS): "auto" is bfloat16 where the device
+    # computes in it natively (agents/base.py: native_bfloat16), float32 elsewhere; weights, the
+    # optimizer, losses and advantages stay float32 whatever it is, and so does playing.
+    precision: str = setting("auto", one_of(PRECISIONS), flag="--precision", read_by=PLAYING)
     # Torch threads; 0 = the default (threads.py: SPACEWAR_TORCH_THREADS or OMP_NUM_THREADS, else
     # one). The count changes the arithmetic, so it is part of what a seed reproduces.
     torch_threads: int = setting(0, Rule(lambda v: _is_int(v) and v >= 0,

@@ -108,6 +108,34 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     return dev
 
 
+def native_bfloat16(device: torch.device, cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether `device` multiplies bfloat16 natively: a CUDA GPU that says so, or a CPU whose
+    flags (Linux's `cpuinfo`) list AVX-512 BF16 or AMX BF16. Elsewhere bfloat16 is emulated,
+    slower than float32."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    try:
+        with open(cpuinfo) as f:
+            flags = next((line.split(":", 1)[1].split() for line in f
+                          if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def learner_dtype(precision: str, device: str | torch.device) -> torch.dtype:
+    """The dtype a learner's passes run in for config.PRECISIONS' `precision` on `device`."""
+    if precision == "auto":
+        return torch.bfloat16 if native_bfloat16(torch.device(device)) else torch.float32
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16}[precision]
+
+
+def autocast(device: torch.device, dtype: torch.dtype):
+    """The forward passes of a learner's update in `dtype` (torch's autocast: its matrix
+    products in bfloat16, its reductions and whatever follows in float32), or as they are."""
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=dtype == torch.bfloat16)
+
+
 def load_optimizer(optimizer: torch.optim.Optimizer, state: dict[str, Any], rate: float) -> None:
     """A saved optimizer's state, at the learning rate the config gives now: a rate given on
     resume (or changed by population-based training) is the one it learns with, where a
@@ -148,6 +176,8 @@ class BaseAgent(abc.ABC):
         self.device = resolve_device(device)
         self.obs_norm = RunningNorm(self.input_dim).to(self.device)
         self.update_obs_stats = True
+        # What its updates' passes run in (learner_dtype); playing is float32 whatever it is.
+        self.learn_dtype = torch.float32
         self._optimizer: torch.optim.Optimizer | None = None
         self._saved_optimizer: dict[str, Any] | None = None  # loaded, not yet applied
 

@@ -14,7 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..config import DQNConfig, GameConfig
-from .base import OffPolicyAgent
+from .base import OffPolicyAgent, autocast
 from .replay_buffer import ReplayBuffer
 
 
@@ -205,12 +205,15 @@ class DQNAgent(OffPolicyAgent):
                 torch.from_numpy(a).to(self.device) for a in replay.arrays(idx))
             next_mask = nxt[:, -self.action_dim:] > 0.5
             next_mask[~next_mask.any(1), 0] = True
-            with torch.no_grad():
+            with torch.no_grad(), autocast(self.device, self.learn_dtype):
                 xn = self.obs_norm(nxt)
-                best = self.q(xn).masked_fill(~next_mask, -math.inf).argmax(-1, keepdim=True)
-                target_q = self.q_target(xn).gather(1, best).squeeze(1)
-                target = rewards + discount * (1.0 - term) * target_q
-            q_all = self.q(self.obs_norm(obs))
+                best = self.q(xn).float().masked_fill(~next_mask, -math.inf).argmax(
+                    -1, keepdim=True)
+                target_q = self.q_target(xn).float().gather(1, best).squeeze(1)
+            target = rewards + discount * (1.0 - term) * target_q
+            with autocast(self.device, self.learn_dtype):
+                q_all = self.q(self.obs_norm(obs))
+            q_all = q_all.float()
             q = q_all.gather(1, actions[:, None]).squeeze(1)
             loss = F.smooth_l1_loss(q, target)
             mask = obs[:, -self.action_dim:] > 0.5

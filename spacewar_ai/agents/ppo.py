@@ -20,7 +20,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..config import GameConfig, PPOConfig
-from .base import NEG_INF, OnPolicyAgent, _mlp, sample_actions, soft_cross_entropy
+from .base import NEG_INF, OnPolicyAgent, _mlp, autocast, sample_actions, soft_cross_entropy
 
 # A rollout's tensors, by name: what a worker hands over (RolloutBuffer.arrays) and a learner
 # joins (RolloutBuffer.joined).
@@ -138,12 +138,13 @@ def compute_gae(rewards, values, dones, next_value, gamma, lam):
 
 def ppo_update(net: ActorCritic, optimizer: torch.optim.Optimizer, c: PPOConfig,
                buffer: RolloutBuffer, next_value: torch.Tensor,
-               progress: float | None) -> dict[str, float]:
+               progress: float | None, dtype: torch.dtype = torch.float32) -> dict[str, float]:
     """One PPO update of `net` on a full rollout: the learning rate annealed to `progress` (0 to
     1, the run's budget), advantages by GAE(lambda) bootstrapped from `next_value`, then
     `update_epochs` passes of shuffled minibatches on the clipped surrogate, the value loss and
-    the entropy bonus. Returns the figures to log, named as CleanRL names them (losses/...) so
-    that runs compare side by side."""
+    the entropy bonus, the networks' passes in `dtype` (bfloat16 where it pays: base.autocast)
+    and everything else in float32. Returns the figures to log, named as CleanRL names them
+    (losses/...) so that runs compare side by side."""
     if not buffer.full:
         raise RuntimeError(f"update() needs a full rollout: {buffer.step}/"
                            f"{buffer.actions.shape[0]} steps stored")
@@ -167,7 +168,9 @@ def ppo_update(net: ActorCritic, optimizer: torch.optim.Optimizer, c: PPOConfig,
         perm = torch.randperm(b, device=obs.device)
         for start in range(0, b, mb):
             idx = perm[start:start + mb]
-            logits = net.logits(obs[idx], masks[idx])
+            with autocast(obs.device, dtype):
+                logits, value = net.logits(obs[idx], masks[idx]), net.value(obs[idx])
+            logits, value = logits.float(), value.float()
             logp_all = torch.log_softmax(logits, -1)
             logp = logp_all.gather(1, actions[idx, None]).squeeze(1)
             probs = logp_all.exp()
@@ -182,7 +185,7 @@ def ppo_update(net: ActorCritic, optimizer: torch.optim.Optimizer, c: PPOConfig,
                 a = (a - a.mean()) / (a.std() + 1e-8)
             pg_loss = torch.max(-a * ratio,
                                 -a * ratio.clamp(1 - c.clip_coef, 1 + c.clip_coef)).mean()
-            v_loss = 0.5 * (net.value(obs[idx]) - returns[idx]).pow(2).mean()
+            v_loss = 0.5 * (value - returns[idx]).pow(2).mean()
             loss = pg_loss - c.ent_coef * entropy + c.vf_coef * v_loss
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -268,7 +271,8 @@ class PPOAgent(OnPolicyAgent):
         # The observation statistics change only after the epochs, so the stored inputs,
         # values and log-probabilities all belong to the policy that played the rollout.
         next_value = torch.as_tensor(self.value_of(next_obs), device=self.device)
-        out = ppo_update(self.net, self.optimizer, self.config, buffer, next_value, progress)
+        out = ppo_update(self.net, self.optimizer, self.config, buffer, next_value, progress,
+                         self.learn_dtype)
         if self.update_obs_stats:
             self.obs_norm.update(buffer.raw)
         buffer.step = 0

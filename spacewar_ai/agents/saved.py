@@ -18,12 +18,17 @@ from .ppo import PPOAgent
 
 
 def make_agent(algorithm: str, state_dim: int, action_dim: int, config=None, device="cpu",
-               seed: int = 0, game: GameConfig | None = None) -> BaseAgent:
+               seed: int = 0, game: GameConfig | None = None,
+               learn_dtype: torch.dtype = torch.float32) -> BaseAgent:
+    """A new agent; `learn_dtype` is what its updates' passes run in (base.learner_dtype)."""
     if algorithm == "ppo":
-        return PPOAgent(state_dim, action_dim, config, device, game=game)
-    if algorithm == "dqn":
-        return DQNAgent(state_dim, action_dim, config, device, seed=seed, game=game)
-    raise ValueError(f"algorithm {algorithm!r} is unknown: use 'ppo' or 'dqn'")
+        agent = PPOAgent(state_dim, action_dim, config, device, game=game)
+    elif algorithm == "dqn":
+        agent = DQNAgent(state_dim, action_dim, config, device, seed=seed, game=game)
+    else:
+        raise ValueError(f"algorithm {algorithm!r} is unknown: use 'ppo' or 'dqn'")
+    agent.learn_dtype = learn_dtype
+    return agent
 
 
 def load_agent(path, device: str = "cpu", expect_algorithm: str | None = None,

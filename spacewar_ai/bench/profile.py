@@ -1,7 +1,8 @@
 """Where a PPO run's time goes, per part: a default run (every game against heuristic:medium,
 judged against it, so the opponent model watches every game) is timed for a while with a clock
-around each of its parts, at one torch thread and at two, and each part's share is printed in
-microseconds per learner decision. `--benchmark-training` prints this table first.
+around each of its parts, at one torch thread and at two, the learner in float32 and (where the
+processor has it natively) in bfloat16, and each part's share is printed in microseconds per
+learner decision. `--benchmark-training` prints this table first.
 
 The clocks wrap the run's own objects (the engine's step, the agent's calls, the league, the
 opponent model, the log, the saves), so what is timed is what a run does, in the mix a run has;
@@ -106,37 +107,45 @@ def profile_run(seconds: float, seed: int, threads: int, opponent: str = "heuris
 
 
 def run_profile(seconds: float = 20.0, seed: int = 0, quick: bool = False) -> dict[str, float]:
-    """Print the table (module docstring); returns microseconds per decision by part and
-    threads ("<part> @<threads>")."""
+    """Print the table (module docstring); returns microseconds per decision by part, threads
+    and the learner's precision ("<part> @<threads> <precision>")."""
     import os
 
+    import torch
+
+    from ..agents.base import native_bfloat16
     from ..util.threads import use_torch_threads
 
     if quick:  # a check that it runs: every run still ends at an update
         seconds = 2.0
     counts = sorted({1, min(2, os.cpu_count() or 1)})
-    runs = {t: profile_run(seconds, seed, t) for t in counts}
+    precisions = ("float32", "bfloat16") if native_bfloat16(torch.device("cpu")) else (
+        "float32",)
+    columns = [f"{t} {p}" for t in counts for p in precisions]
+    runs = {f"{t} {p}": profile_run(seconds, seed, t, precision=p)
+            for t in counts for p in precisions}
     use_torch_threads()
     print(f"Where a default PPO run's time goes (every game against heuristic:medium, the "
           f"opponent model watching them all), microseconds per learner decision, each column "
-          f"a {seconds:.0f} s run:")
-    header = "".join(f"{f'{t} thread' + ('s' if t > 1 else ''):>12}" for t in counts)
+          f"a {seconds:.0f} s run at that many torch threads, the learner in that precision"
+          + ("" if len(precisions) > 1 else " (this processor has no native bfloat16)") + ":")
+    header = "".join(f"{c.replace(' ', ' th ').replace('float', 'f'):>14}" for c in columns)
     print(f"  {'part':<52}{header}")
     figures: dict[str, float] = {}
     for name, _, _ in PARTS:
         row = ""
-        for t in counts:
-            spent, decisions, _ = runs[t]
-            figures[f"{name} @{t}"] = us = 1e6 * spent.get(name, 0.0) / max(decisions, 1)
-            row += f"{us:>12.2f}"
+        for c in columns:
+            spent, decisions, _ = runs[c]
+            figures[f"{name} @{c}"] = us = 1e6 * spent.get(name, 0.0) / max(decisions, 1)
+            row += f"{us:>14.2f}"
         print(f"  {name:<52}{row}")
     rest, total = "", ""
-    for t in counts:
-        spent, decisions, wall = runs[t]
-        figures[f"rest @{t}"] = 1e6 * (wall - sum(spent.values())) / max(decisions, 1)
-        figures[f"total @{t}"] = 1e6 * wall / max(decisions, 1)
-        rest += f"{figures[f'rest @{t}']:>12.2f}"
-        total += f"{figures[f'total @{t}']:>12.2f}"
+    for c in columns:
+        spent, decisions, wall = runs[c]
+        figures[f"rest @{c}"] = 1e6 * (wall - sum(spent.values())) / max(decisions, 1)
+        figures[f"total @{c}"] = 1e6 * wall / max(decisions, 1)
+        rest += f"{figures[f'rest @{c}']:>14.2f}"
+        total += f"{figures[f'total @{c}']:>14.2f}"
     print(f"  {'the rest (the loop itself, the progress bar)':<52}{rest}")
     print(f"  {'in all (1e6 / decisions per second)':<52}{total}")
     return figures

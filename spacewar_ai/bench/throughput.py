@@ -406,6 +406,7 @@ def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = F
     the other in this process, both with torch on the default threads (threads.py)."""
     import torch
 
+    from ..agents.base import learner_dtype
     from ..config import LeagueConfig, RunConfig, TrainConfig
     from ..training.online.trainer import Trainer
     from ..util.threads import available_cores, use_torch_threads
@@ -425,7 +426,7 @@ def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = F
     import tempfile
 
     def ours(league: LeagueConfig, full_pool: bool, opponent_model: bool = True,
-             rollout_workers: int | str = "auto") -> float:
+             rollout_workers: int | str = "auto", precision: str = "auto") -> float:
         with tempfile.TemporaryDirectory() as tmp:
             # A budget no host reaches in `seconds`: the clock, not the default 3M steps (50 s on
             # a fast host), ends the run, so every trainer is timed for as long as promised.
@@ -436,7 +437,8 @@ def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = F
                                               total_timesteps=10**10, max_minutes=seconds / 60,
                                               seed=seed, eval_opponent=opponent,
                                               opponent_model=opponent_model,
-                                              rollout_workers=rollout_workers), league=league)
+                                              rollout_workers=rollout_workers,
+                                              precision=precision), league=league)
             trainer = Trainer(cfg, quiet=True)
             if full_pool:
                 # A run in its steady state: the pool full of snapshots, the curriculum at medium.
@@ -452,8 +454,15 @@ def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = F
     figures["ours"] = scripted
     ahead = TrainConfig().with_rollouts(available_cores()).async_rollouts
     how = "one rollout worker playing ahead" if ahead else "in step: one core here"
-    print(f"  spacewar-ai PPO, defaults ({how}), every game against {opponent}   "
-          f"{scripted:>10,.0f} steps/s")
+    dtype = str(learner_dtype("auto", torch.device("cpu"))).removeprefix("torch.")
+    print(f"  spacewar-ai PPO, defaults ({how}; the learner in {dtype}), every game against "
+          f"{opponent}   {scripted:>10,.0f} steps/s")
+    if dtype != "float32":
+        fp32 = ours(LeagueConfig(curriculum=(opponent,), scripted_share=1.0), False,
+                    precision="float32")
+        figures["ours_float32"] = fp32
+        print(f"  the same, the learner in float32 (--precision float32)   "
+              f"{fp32:>10,.0f} steps/s ({scripted / fp32:.2f}x)")
     if ahead:
         in_step = ours(LeagueConfig(curriculum=(opponent,), scripted_share=1.0), False,
                        rollout_workers=0)

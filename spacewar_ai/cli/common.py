@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from ..config import PRECISIONS
 from ..pilots.build import shipped_lm_specs
 from .parser import (
     count,
@@ -51,6 +52,11 @@ DEVICE = flag("--device", "training", choices=("cpu", "cuda", "auto"),
               help="where the learner's network trains: cpu (default), cuda (a GPU; needs a CUDA "
                    "build of torch, README 'On a GPU') or auto (cuda where torch finds one); the "
                    "games and rollout workers stay on the CPU")
+PRECISION = flag("--precision", "training", choices=PRECISIONS,
+                 help="what the learner's forward and backward passes run in: auto (default: "
+                      "bfloat16 where the processor has it natively, else float32), float32 or "
+                      "bfloat16; its weights, optimizer and losses stay float32, and so does "
+                      "playing")
 TORCH_THREADS = flag("--torch-threads", "training", type=count(0),
                      help="torch threads (default 1, or SPACEWAR_TORCH_THREADS; the count "
                           "changes the arithmetic, so a seed's weights are those of its count)")
@@ -169,8 +175,8 @@ SEED = flag("--seed", "common", type=seed, help="random seed, 0..2**32-1 (defaul
 
 RAY = (BACKEND, RAY_ADDRESS)
 # What a training run reads, and what the modes that run one (--iterative) read too.
-RUN = (ALGORITHM, EPISODES, TIMESTEPS, MINUTES, NUM_ENVS, LEARNING_RATE, DEVICE, TORCH_THREADS,
-       CONFIG, CHECKPOINT_DIR, LOG_DIR, RUN_NAME, RESUME, QUIET, SEED, EVAL_EPISODES, REWARD,
+RUN = (ALGORITHM, EPISODES, TIMESTEPS, MINUTES, NUM_ENVS, LEARNING_RATE, DEVICE, PRECISION,
+       TORCH_THREADS, CONFIG, CHECKPOINT_DIR, LOG_DIR, RUN_NAME, RESUME, QUIET, SEED, EVAL_EPISODES, REWARD,
        DATASET, DATASET_PILOT)
 TRAINING = (*RUN, *LLM_ACCESS, WARM_START, RENDER, CHECKPOINT, INIT_FROM, USE_LLM)
 

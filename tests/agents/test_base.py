@@ -142,3 +142,36 @@ def test_a_process_that_only_plays_a_network_never_loads_torchs_compiler():
                           timeout=600)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["2", "False"], done.stdout
+
+
+def test_the_learners_precision_is_detected_chosen_and_reproducible(tmp_path):
+    """`--precision auto` is bfloat16 only where the processor lists native bfloat16 (float32
+    elsewhere), either can be asked for, and a run in bfloat16 gives the same weights from the
+    same seed, weights that differ from float32's (its passes really run in bfloat16)."""
+    from spacewar_ai.agents.base import learner_dtype, native_bfloat16
+    from spacewar_ai.training.online.trainer import Trainer
+    from tests.helpers import tiny_run
+
+    cpu = torch.device("cpu")
+    for flags, native in (("fpu sse avx512f", False), ("fpu avx512_bf16", True),
+                          ("amx_bf16 amx_tile", True)):
+        info = tmp_path / "cpuinfo"
+        info.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+        assert native_bfloat16(cpu, str(info)) == native
+    assert not native_bfloat16(cpu, str(tmp_path / "none"))  # no such file: float32
+    assert learner_dtype("float32", cpu) == torch.float32
+    assert learner_dtype("bfloat16", cpu) == torch.bfloat16
+    assert learner_dtype("auto", cpu) == (torch.bfloat16 if native_bfloat16(cpu) else
+                                          torch.float32)
+
+    def weights(precision, name):
+        cfg = tiny_run(tmp_path, run_name=name, precision=precision, eval_interval=100)
+        trainer = Trainer(cfg, quiet=True)
+        assert trainer.agent.learn_dtype == learner_dtype(precision, cpu)
+        trainer.run()
+        return torch.cat([p.detach().flatten() for p in trainer.agent.net.parameters()])
+
+    half, again, full = weights("bfloat16", "a"), weights("bfloat16", "b"), weights("float32", "c")
+    assert torch.equal(half, again)
+    assert not torch.equal(half, full)
+    assert half.dtype == torch.float32  # the master weights stay float32

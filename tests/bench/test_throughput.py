@@ -4,7 +4,9 @@ benchmark measures, a test checks that it runs and reports)."""
 import os
 
 import pytest
+import torch
 
+from spacewar_ai.agents.base import native_bfloat16
 from spacewar_ai.config import TrainConfig
 from spacewar_ai.util.threads import available_cores
 from tests.commands import cli
@@ -50,7 +52,10 @@ def test_training_benchmark_prints_ours_and_sb3_side_by_side(tmp_path):
     rates = [float(line.split()[-2].replace(",", "")) for line in out.stdout.splitlines()
              if line.rstrip().endswith("steps/s")]
     assert "without the opponent model" in out.stdout
+    bf16 = native_bfloat16(torch.device("cpu"))
     assert len(rates) == 4 and all(r > 0 for r in rates)
+    assert f"the learner in {'bfloat16' if bf16 else 'float32'})" in out.stdout
+    assert ("the learner in float32 (--precision float32)" in out.stdout) == bf16
     assert "ratio:" in out.stdout
     # Where the time goes: every part's row at one and two threads, adding up to the whole (the
     # features are taken out of the forward pass's row, not counted twice).
@@ -62,8 +67,9 @@ def test_training_benchmark_prints_ours_and_sb3_side_by_side(tmp_path):
                  "the PPO update", "the opponent model's fit", "TensorBoard", "checkpoints",
                  "the observation's features (the view)", "in all (1e6 / decisions per "
                  "second)"):
-        # A column for one thread and, on a machine with two cores or more, one for two.
-        assert len(rows[part]) == min(2, os.cpu_count() or 1), (part, out.stdout)
+        # A column for one thread and, on a machine with two cores or more, one for two; each
+        # in float32 and, where the processor has it, bfloat16.
+        assert len(rows[part]) == min(2, os.cpu_count() or 1) * (1 + bf16), (part, out.stdout)
         assert all(v >= 0 for v in rows[part]), (part, out.stdout)
     whole = rows.pop("in all (1e6 / decisions per second)")
     for column in range(len(whole)):

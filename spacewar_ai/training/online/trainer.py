@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ...agents.base import OnPolicyAgent, saved_architecture
+from ...agents.base import OnPolicyAgent, learner_dtype, saved_architecture
 from ...agents.checkpoints import CheckpointError, check_finite, error_summary, load_checkpoint
 from ...agents.opponent_model import FILE_NAME as OPPONENT_MODEL_FILE
 from ...agents.opponent_model import PAYLOAD_KEY as OPPONENT_MODEL_KEY
@@ -167,7 +167,8 @@ class Trainer(RunFrame):
             count_dodges=True)  # for game/dodged in TensorBoard
         self.agent = make_agent(t.algorithm, cfg.game.obs_dim, cfg.game.num_actions,
                                 getattr(cfg, t.algorithm), self.device, seed=t.seed,
-                                game=cfg.game)
+                                game=cfg.game,
+                                learn_dtype=learner_dtype(t.precision, self.device))
         self.on_policy = isinstance(self.agent, OnPolicyAgent)
         self.league = _setting("[league] curriculum", League, cfg.league, cfg.game, t.num_envs,
                                t.seed, snapshot_dir=self.run_dir / "league")
@@ -374,10 +375,14 @@ class Trainer(RunFrame):
                               f"{c.updates:,}, {c.global_step:,} steps, "
                               f"{c.episodes:,} games, {c.wall_seconds / 60:.1f} minutes "
                               f"in; {self.budget.left(c)} left")
-        if self.workers is not None:
+        learner = (f"the learner updates on {self.device} in "
+                   f"{str(self.agent.learn_dtype).removeprefix('torch.')}")
+        if self.workers is None:
+            self.progress.say(learner)
+        else:
             self.workers.open(c.updates)
             n = t.rollout_workers
-            self.progress.say(f"the learner updates on {self.device}; {n} rollout "
+            self.progress.say(f"{learner}; {n} rollout "
                               f"worker{'s play' if n > 1 else ' plays'} the games "
                               f"{self.workers.where()}"
                               + (", the next rollout while the learner updates"
