@@ -34,7 +34,7 @@ class OpponentModel:
 
     def __init__(self, spec: str, game: GameConfig, rows_per_update: int,
                  batch_size: int = 2048, learning_rate: float = 1e-3, device: str = "cpu",
-                 share: float = 1.0):
+                 share: float = 1.0, learn_dtype: torch.dtype = torch.float32):
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size={batch_size!r} is invalid: must be an integer >= 1")
         if not 0 < share <= 1:
@@ -47,6 +47,7 @@ class OpponentModel:
             self.agent = PPOAgent(game.obs_dim, game.num_actions,
                                   PPOConfig(learning_rate=learning_rate), device,
                                   game=game)
+        self.agent.learn_dtype = learn_dtype  # its fit's passes, as the learner's update
         self.decisions = 0  # decisions learned from, over the whole run
         self.accuracy = 0.0  # on the last update's decisions, before learning them
         # One update's worth of raw observations and actions, filled in place.

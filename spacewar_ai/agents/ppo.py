@@ -311,7 +311,9 @@ class PPOAgent(OnPolicyAgent):
             loss_sum = correct = 0.0
             for start in range(0, n, batch_size):
                 idx = order[start:start + batch_size]
-                logits = self.net.logits(xn[idx], mask[idx])
+                with autocast(self.device, self.learn_dtype):
+                    logits = self.net.logits(xn[idx], mask[idx])
+                logits = logits.float()
                 loss = soft_cross_entropy(logits, y[idx]) if soft else \
                     F.cross_entropy(logits, y[idx])
                 optimizer.zero_grad(set_to_none=True)
