@@ -145,7 +145,8 @@ class Lane:
         self.checkers = processes
         self.free = processes  # checkers no check holds
         self.running = 0  # checks holding a checker
-        self.queue = Quota(limits, None, "checks_queued")  # waiting or running in this lane
+        # Waiting or running in this lane; each address's part is bounded by checks_per_address.
+        self.queue = Quota(limits, None, "checks_queued", shared=False)
         # The checks waiting for a checker, by address, and the addresses in their turn order.
         self.waiting: dict[str, collections.deque] = {}
         self.turns: collections.deque = collections.deque()

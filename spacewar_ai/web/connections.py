@@ -20,7 +20,7 @@ import logging
 import resource
 import time
 
-from .guard import LOG, Quota
+from .guard import LOG, Quota, address_key
 
 # Descriptors the server keeps for itself beyond connections: the listening socket, the
 # database, static files, logs, and a few pipes for every worker process.
@@ -97,11 +97,16 @@ class ConnectionBudget:
     def admit(self, transport) -> str:
         """"" if the connection may be served (it is counted until `release`), else why not."""
         peer = transport.get_extra_info("peername")
-        address = str(peer[0]) if peer else "?"
+        raw = str(peer[0]) if peer else "?"
+        try:
+            address = address_key(raw)  # an IPv6 host by its /64, as every budget counts it
+        except ValueError:
+            address = raw
         # A proxy's connections are checked against the count in all alone.
-        refused = self.quota.refusal(address, per_address=not self._proxy(address))
+        proxy = self._proxy(raw)
+        refused = self.quota.refusal(address, per_address=not proxy)
         if refused is not None and self._prune():
-            refused = self.quota.refusal(address, per_address=not self._proxy(address))
+            refused = self.quota.refusal(address, per_address=not proxy)
         if refused is not None:
             key = "*" if refused.status == 503 else address
             self.conditions.setdefault(key, Condition(

@@ -72,6 +72,10 @@ class Limits:
         10.0, "time from a WebSocket's opening to its first message")
     message_bytes: int = budget(64 * 2**10, "one WebSocket message (uvicorn closes past it)")
     messages_per_second: int = budget(60, "messages from one socket; past it the game ends")
+    address_share: float = budget(
+        0.25, "the share of a budget in all with no budget per address that one address may "
+              "hold (at least one of it), so that no address holds what all visitors share",
+        ADDRESS)
     # What a visitor sends.
     upload_bytes: int = budget(4 * 2**20, "an uploaded replay")
     submission_bytes: int = budget(4 * 2**20, "an arena submission")
@@ -191,28 +195,38 @@ def over_budget(limits: Limits, name: str, held: float, yours: bool,
 class Quota:
     """What visitors hold of one resource, kept against its budgets in Limits: `per_address`
     and `in_all` name the fields (either may be None), `in_all_value` overrides the latter's
-    value (the connections' budget, lowered to the descriptor limit). The one mechanism every
-    held budget uses: `refusal` is asked before the work, `hold` takes and gives back however
-    the work ends."""
+    value (the connections' budget, lowered to the descriptor limit); `shared` is False where
+    another Quota already bounds each address's part of the budget in all. The one mechanism
+    every held budget uses: `refusal` is asked before the work, `hold` takes and gives back
+    however the work ends."""
 
     def __init__(self, limits: Limits, per_address: str | None = None,
-                 in_all: str | None = None, in_all_value: float | None = None):
+                 in_all: str | None = None, in_all_value: float | None = None,
+                 shared: bool = True):
         self.limits = limits
         self.per_address = per_address
         self.in_all = in_all
         self.in_all_value = in_all_value
+        self.shared = shared
         self.held: collections.Counter = collections.Counter()
         self.total = 0
 
     def refusal(self, visitor: str, n: int = 1, per_address: bool = True) -> Refused | None:
         """Why `n` more for `visitor` would pass a budget (the count in all alone without
-        `per_address`), or None."""
+        `per_address`), or None. Of a budget in all with no budget per address of its own, an
+        address holds at most its share (`address_share`), though always one thing of any
+        size."""
+        held = self.held[visitor]
         if per_address and self.per_address is not None and \
-                self.held[visitor] + n > getattr(self.limits, self.per_address):
-            return over_budget(self.limits, self.per_address, self.held[visitor], True)
+                held + n > getattr(self.limits, self.per_address):
+            return over_budget(self.limits, self.per_address, held, True)
         if self.in_all is not None:
             most = self.in_all_value if self.in_all_value is not None \
                 else getattr(self.limits, self.in_all)
+            share = max(1, int(most * self.limits.address_share))
+            if self.shared and self.per_address is None and per_address and held and \
+                    held + n > share:
+                return over_budget(self.limits, "address_share", held, True, share)
             if self.total + n > most:
                 return over_budget(self.limits, self.in_all, self.total, False, most)
         return None
@@ -247,10 +261,16 @@ def visitor(scope) -> str:
     client = scope.get("client")
     text = client[0] if client else ""
     try:
-        address = ipaddress.ip_address(text)
+        return address_key(text)
     except ValueError:
         raise ValueError(f"the client address {text[:60]!r} is not an address; a proxy must "
                          "forward the visitor's address in X-Forwarded-For") from None
+
+
+def address_key(text: str) -> str:
+    """What budgets count an address under: an IPv4 address as it is, an IPv6 one by its /64
+    (one host holds a whole /64), an IPv4-mapped one as its IPv4. ValueError if not one."""
+    address = ipaddress.ip_address(text)
     if address.version == 6:
         if address.ipv4_mapped is not None:
             return str(address.ipv4_mapped)

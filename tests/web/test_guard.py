@@ -231,3 +231,37 @@ def test_one_quota_holds_every_budget_and_refuses_in_its_rows_words():
     with pytest.raises(RuntimeError), quota.hold("a"):
         raise RuntimeError("the work failed")
     assert quota.total == 0 and not quota.held  # given back however the work ended
+
+
+def test_no_address_holds_a_budget_that_all_visitors_share():
+    """A budget in all with no budget per address (the answers being sent, the sandboxes)
+    gives each address at most `address_share` of it, though always one thing of any size, so
+    one address's slow readers leave the others their answers; connections are counted by an
+    IPv6 host's /64, as every other budget counts it."""
+    from spacewar_ai.web.connections import ConnectionBudget
+    from spacewar_ai.web.guard import Limits, Quota
+
+    limits = Limits(answers_mb_in_all=64)
+    answers = Quota(limits, None, "answers_mb_in_all")
+    answers.take("198.51.100.1", 16)  # one answer of the largest size
+    refused = answers.refusal("198.51.100.1", 1)
+    assert refused.status == 429 and "--limits address_share=0.25" in str(refused)
+    assert answers.refusal("203.0.113.5", 16) is None  # another visitor is answered
+    alone = Quota(limits, None, "answers_mb_in_all")
+    assert alone.refusal("198.51.100.1", 40) is None  # one answer, whatever its size
+
+    class Transport:
+        def __init__(self, host):
+            self.host = host
+
+        def get_extra_info(self, name):
+            return (self.host, 40000, 0, 0) if name == "peername" else None
+
+        def is_closing(self):
+            return False
+
+    budget = ConnectionBudget(Limits(connections_per_address=32), 1000)
+    said = [budget.admit(Transport(f"2001:db8:0:1::{k:x}")) for k in range(40)]
+    assert said[:32] == [""] * 32
+    assert all("connections_per_address" in why for why in said[32:])
+    assert budget.admit(Transport("2001:db8:0:2::1")) == ""  # another /64
