@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from ..game.replays import load_replay
-from .files import Files, ReplayList
+from .files import Files, Listing, still_there
 from .live import SPEEDS, public_message, replay_frames
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -78,7 +78,7 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
     )
 
     files = Files(Path(root), checkpoint_dir, ratings_file)
-    replay_list = ReplayList(files)
+    replay_list, tournament_list = Listing(files.replays), Listing(files.tournaments)
     limits = limits if limits is not None else Limits()
     workers = Workers(limits, game)
     checks = Checks(limits)
@@ -100,7 +100,9 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
                              "speeds": list(SPEEDS)})
 
     async def api_replays(request):
-        return JSONResponse({"replays": await replay_list.newest()})
+        listed = await replay_list.get()
+        return JSONResponse({"replays": await asyncio.to_thread(still_there, files.root,
+                                                                listed)})
 
     async def api_replay(request):
         """A replay's frames, replayed in a checker process (web.checks), never here."""
@@ -156,11 +158,7 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
                 answers.give(self.who, self.size)
 
     async def api_tournaments(request):
-        try:
-            ratings = files.ratings_rows()
-        except ValueError as exc:
-            ratings = {"file": str(files.ratings), "players": [], "error": public_message(exc)}
-        return JSONResponse({"ratings": ratings, "tournaments": files.tournaments()})
+        return JSONResponse(await tournament_list.get())
 
     async def api_live(request):
         game = workers.live.get(request.path_params["gid"])

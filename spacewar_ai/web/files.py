@@ -7,11 +7,17 @@ from __future__ import annotations
 import asyncio
 import heapq
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
 
+from ..game.replays import replay_files
+
 REPLAYS_LISTED = 500  # the Replays page's list, newest first
+TOURNAMENTS_LISTED = 50  # the Tournaments page's, newest first
+TOURNAMENT_REPLAYS = 40  # the saved games a tournament lists (the Replays page has the newest)
+TOURNAMENT_FILE_BYTES = 2**20  # a tournament's standings or crosstable as read for the page
 LIST_SECONDS = 5.0  # a listing serves the requests of this long before a new scan
 
 # The endings a file named by a spec must have, by the spec's prefix ("" = a checkpoint path).
@@ -116,12 +122,10 @@ class Files:
     def replays(self) -> list[dict[str, Any]]:
         """The newest REPLAYS_LISTED replays under runs/, newest first: one scan of their
         folders (a directory read and one stat a file), which the app runs off its event loop
-        and shares among the requests of a few seconds (ReplayList). Links are left out, so
+        and shares among the requests of a few seconds (Listing). Links are left out, so
         nothing listed leads out of runs/."""
         folders = [self.live_replays, self.runs / "replays",
                    *sorted(self.runs.glob("tournaments/*/replays"))]
-        from ..game.replays import replay_files
-
         found = [(modified, name, str(folder.relative_to(self.root)))
                  for folder in folders
                  if not folder.is_symlink() and folder.resolve().is_relative_to(self.runs)
@@ -129,19 +133,42 @@ class Files:
         return [{"path": f"{folder}/{name}", "name": name}
                 for _, name, folder in heapq.nlargest(REPLAYS_LISTED, found)]
 
-    def tournaments(self) -> list[dict[str, Any]]:
+    def tournaments(self) -> dict[str, Any]:
+        """The Tournaments page: the ratings file's rows and the newest TOURNAMENTS_LISTED
+        tournaments, each with its standings, its crosstable (each read within
+        TOURNAMENT_FILE_BYTES), how many games it saved and the first TOURNAMENT_REPLAYS of
+        them. One pass over each folder, run off the event loop (Listing), so the answer's size
+        and a request's time do not grow with the files on disk."""
+        from ..util.preflight import read_bounded
+        from .live import public_message
+
+        try:
+            ratings = self.ratings_rows()
+        except ValueError as exc:
+            ratings = {"file": str(self.ratings), "players": [], "error": public_message(exc)}
+        folder = self.runs / "tournaments"
+        try:
+            with os.scandir(folder) as entries:
+                names = heapq.nlargest(TOURNAMENTS_LISTED, (
+                    e.name for e in entries if e.is_dir(follow_symlinks=False)))
+        except (FileNotFoundError, NotADirectoryError):
+            names = []
         out = []
-        for folder in sorted(self.runs.glob("tournaments/*/"), reverse=True)[:50]:
+        for name in names:
             try:
-                standings = json.loads((folder / "standings.json").read_text())
-            except (OSError, ValueError):
+                standings = json.loads(read_bounded(folder / name / "standings.json",
+                                                    "standings", TOURNAMENT_FILE_BYTES))
+                table = folder / name / "crosstable.md"
+                crosstable = read_bounded(table, "crosstable", TOURNAMENT_FILE_BYTES).decode(
+                    "utf-8", "replace") if table.is_file() else ""
+            except ValueError:  # unreadable, too large, or not JSON
                 continue
-            table = folder / "crosstable.md"
-            out.append({"name": folder.name, "standings": standings,
-                        "crosstable": table.read_text() if table.is_file() else "",
-                        "replays": [str(p.relative_to(self.root))
-                                    for p in sorted(folder.glob("replays/*.json"))]})
-        return out
+            saved = [n for _, n, _ in replay_files(folder / name / "replays")]
+            out.append({"name": name, "standings": standings, "crosstable": crosstable,
+                        "saved": len(saved),
+                        "replays": [f"runs/tournaments/{name}/replays/{n}"
+                                    for n in heapq.nsmallest(TOURNAMENT_REPLAYS, saved)]})
+        return {"ratings": ratings, "tournaments": out}
 
     def ratings_rows(self) -> dict[str, Any]:
         from ..rating.ratings import RatingsFile, rated_games
@@ -181,19 +208,20 @@ def shipped_lm_pilots() -> list[str]:
     return [f"lm:{name}@bf16" for name in shipped_adapters()]
 
 
-class ReplayList:
-    """`Files.replays`, scanned in a thread (never on the event loop) at most once every
-    LIST_SECONDS, however many requests ask. Only the first request waits for a scan; after it,
-    each is answered from the last scan at once, and one that finds it stale starts the next in
-    the background, so no request's time grows with the files on disk."""
+class Listing:
+    """What `scan()` lists of the files on disk (`Files.replays`, `Files.tournaments`), scanned in
+    a thread (never on the event loop) at most once every LIST_SECONDS, however many requests
+    ask. Only the first request waits for a scan; after it, each is answered from the last scan
+    at once, and one that finds it stale starts the next in the background, so no request's
+    time grows with the files on disk."""
 
-    def __init__(self, files: Files):
-        self.files = files
-        self.listed: list[dict[str, Any]] | None = None
+    def __init__(self, scan):
+        self._scan = scan
+        self.listed: Any = None
         self.at = -LIST_SECONDS
         self.scan: asyncio.Task | None = None
 
-    async def newest(self) -> list[dict[str, Any]]:
+    async def get(self) -> Any:
         if time.monotonic() - self.at >= LIST_SECONDS and (self.scan is None or
                                                            self.scan.done()):
             self.scan = asyncio.ensure_future(self._rescan())
@@ -202,5 +230,11 @@ class ReplayList:
         return self.listed
 
     async def _rescan(self) -> None:
-        self.listed = await asyncio.to_thread(self.files.replays)
+        self.listed = await asyncio.to_thread(self._scan)
         self.at = time.monotonic()
+
+
+def still_there(root: Path, listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The replays of a listing whose files are still there: a live game's retention may have
+    removed some since the scan (one stat a listed file, in a thread)."""
+    return [r for r in listed if (root / r["path"]).is_file()]

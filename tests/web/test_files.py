@@ -80,7 +80,7 @@ def test_the_replays_listed_are_the_newest_of_many_and_a_scan_serves_a_while(tmp
     import asyncio
     import os
 
-    from spacewar_ai.web.files import REPLAYS_LISTED, ReplayList
+    from spacewar_ai.web.files import REPLAYS_LISTED, Listing
 
     root = tmp_path / "p"
     folders = [root / "runs" / "live" / "replays", root / "runs" / "replays",
@@ -104,21 +104,54 @@ def test_the_replays_listed_are_the_newest_of_many_and_a_scan_serves_a_while(tmp
     files.replays = lambda: scans.append(1) or original()
 
     async def three():
-        shared = ReplayList(files)
-        return await asyncio.gather(*(shared.newest() for _ in range(3)))
+        shared = Listing(files.replays)
+        return await asyncio.gather(*(shared.get() for _ in range(3)))
 
     first, second, third = asyncio.run(three())
     assert first == second == third == listed and scans == [1]
 
     async def stale():
         """A stale list is served at once while the next scan runs behind it."""
-        shared = ReplayList(files)
-        old = await shared.newest()
+        shared = Listing(files.replays)
+        old = await shared.get()
         (folders[0] / "99999.json").write_text("{}")
         shared.at -= 60  # as if the scan were a minute old
-        served = await shared.newest()
+        served = await shared.get()
         await shared.scan
-        return old, served, await shared.newest()
+        return old, served, await shared.get()
 
     old, served, fresh = asyncio.run(stale())
     assert served == old and fresh[0]["name"] == "99999.json"
+
+
+def test_a_tournament_of_100000_saved_games_lists_in_bounded_bytes(tmp_path):
+    """A tournament folder of 100,000 saved games beside 60 others: the Tournaments page lists
+    the newest TOURNAMENTS_LISTED, each with how many games it saved and only the first
+    TOURNAMENT_REPLAYS of them, so the answer's size does not grow with the files; an
+    oversized standings file is passed over, not read whole."""
+    import json
+
+    from spacewar_ai.web.files import TOURNAMENT_REPLAYS, TOURNAMENTS_LISTED
+
+    root = tmp_path / "p"
+    folder = root / "runs" / "tournaments"
+    for k in range(TOURNAMENTS_LISTED + 10):
+        (folder / f"2026120{k // 10}-{k:06d}").mkdir(parents=True)
+        (folder / f"2026120{k // 10}-{k:06d}" / "standings.json").write_text(
+            json.dumps([{"name": f"p{k}", "rating": 1000}]))
+    big = folder / "20261209-999999"
+    (big / "replays").mkdir(parents=True)
+    (big / "standings.json").write_text("[]")
+    for k in range(100_000):
+        (big / "replays" / f"{k:06d}.json").touch()
+    (folder / "20261209-999998").mkdir()
+    (folder / "20261209-999998" / "standings.json").write_text(" " * (2**20 + 1))
+    page = Files(root).tournaments()
+    names = [t["name"] for t in page["tournaments"]]
+    assert names[0] == "20261209-999999" and "20261209-999998" not in names
+    assert len(names) == TOURNAMENTS_LISTED - 1  # the newest, less the unreadable one
+    first = page["tournaments"][0]
+    assert first["saved"] == 100_000 and first["replays"] == [
+        f"runs/tournaments/20261209-999999/replays/{k:06d}.json"
+        for k in range(TOURNAMENT_REPLAYS)]
+    assert len(json.dumps(page)) < 100_000

@@ -386,7 +386,9 @@ const SW = (() => {
           t.standings.map((p, i) => `<tr><td>${i + 1}</td><td>${esc(p.name)}</td><td>${fmt(p.rating)} &plusmn; ${fmt(p.ci95)}</td><td>${fmt(p.elo)}</td><td>${fmt(p.score, 1)}/${fmt(p.games)}</td><td>${fmt(100 * p.accuracy, 1)}%</td></tr>`).join("") +
           `</table><h3>crosstable</h3>${markdownTable(t.crosstable.split("\n\n")[0], "crosstable")}` +
           (t.replays.length ? `<p>saved games: ` + t.replays.map((p) =>
-            `<a href="/replays?path=${encodeURIComponent(p)}">${esc(label(p))}</a>`).join(", ") + `</p>` : "") +
+            `<a href="/replays?path=${encodeURIComponent(p)}">${esc(label(p))}</a>`).join(", ") +
+            (t.saved > t.replays.length ? ` and ${t.saved - t.replays.length} more (the Replays page lists the newest)` : "") +
+            `</p>` : "") +
           `</details>`;
       }
       $("#tables").innerHTML = html;
