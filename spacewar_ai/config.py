@@ -118,6 +118,10 @@ LAYERS = Rule(lambda v: isinstance(v, tuple) and len(v) > 0 and all(_is_int(h) a
 PILOT = a_name("must name a pilot, e.g. heuristic:hard")
 
 
+KIND_RULES = {bool: SWITCH, int: Rule(_is_int, "must be an integer"), float: FINITE,
+              str: Rule(lambda v: isinstance(v, str), "must be a text")}
+
+
 def up_to(rule: Rule, most: float) -> Rule:
     """`rule`, and at most `most`: the bounds that keep any one game's memory and time finite
     (a replay a visitor uploads is checked by them too)."""
@@ -131,7 +135,8 @@ class _Config:
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
-            rule = f.metadata.get("rule")
+            # A field with no rule of its own still takes only its default's kind of value.
+            rule = f.metadata.get("rule") or KIND_RULES.get(type(f.default))
             if rule is not None:
                 value = getattr(self, f.name)
                 _require(rule.test(value), type(self).__name__, f.name, value, rule.says)
@@ -219,6 +224,9 @@ class _Presets(_Config):
     @classmethod
     def preset(cls, name: str):
         presets = globals()[cls.PRESETS]
+        if not isinstance(name, str):
+            _require(False, cls.__name__, cls.PRESET_FIELD, name,
+                     f"must be the name of a preset: one of {', '.join(presets)}")
         if name not in presets:
             hint = nearest(name, presets) or f"use one of {', '.join(presets)}"
             raise ValueError(f"{cls.PRESET_SAYS} {name!r} is unknown; {hint}")

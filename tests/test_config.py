@@ -175,3 +175,22 @@ def test_a_huge_value_is_refused_in_one_short_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert exc.value.code == 2 and "\n" not in err and len(err) < 600
     assert "(1,000,002 characters)" in err and "at most 100 characters" in err
+
+
+def test_a_value_of_the_wrong_kind_is_named_by_its_key_in_every_section():
+    """An array or a table where a setting takes a name, a number or a switch, in any field of
+    any section (those with a rule of their own and those without), is refused as a ValueError
+    naming the field, never a TypeError from inside."""
+    import dataclasses
+
+    from spacewar_ai.config import RunConfig
+
+    base = RunConfig()
+    for section in dataclasses.fields(RunConfig):
+        fields = getattr(base, section.name)
+        for f in dataclasses.fields(fields):
+            if f.name == "hidden_sizes":  # a list of layer sizes is its kind
+                continue
+            for value in ([1, 2], {"a": 1}):
+                with pytest.raises(ValueError, match=f"\\.{f.name}="):
+                    RunConfig.from_dict({section.name: {f.name: value}})
