@@ -131,6 +131,18 @@ def validate_source(source: str, filename: str = "<strategy>") -> ast.Module:
     defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "strategy"]
     if not defs:
         raise _refuse(filename, 0, "no top-level `def strategy(obs):` found")
+    # What plays is the function the def makes: nothing else may bind the name, nor a
+    # decorator wrap it.
+    for node in ast.walk(tree):
+        rebinds = (isinstance(node, ast.Name) and node.id == "strategy"
+                   and isinstance(node.ctx, (ast.Store, ast.Del))) or \
+            (isinstance(node, ast.alias) and (node.asname or node.name) == "strategy") or \
+            (isinstance(node, ast.FunctionDef) and node.name == "strategy"
+             and (node not in tree.body or node.decorator_list))
+        if rebinds:
+            raise _refuse(filename, getattr(node, "lineno", 0),
+                          "`strategy` must be bound once, by a plain top-level `def "
+                          "strategy(obs):` (no other assignment, import or decorator)")
     args = defs[-1].args
     if len(args.args) != 1 or args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
         raise _refuse(filename, defs[-1].lineno, "strategy must take exactly one argument: "

@@ -71,6 +71,11 @@ ESCAPES = {
     "decorator": ("def d(f):\n    return f\n@d\ndef strategy(obs):\n    return 0\n", 4,
                   "decorator"),
     "no strategy function": ("def play(obs):\n    return 0\n", 0, "def strategy"),
+    "strategy rebound": ("def strategy(obs):\n    return 0\nstrategy = 3\n", 3,
+                         "bound once"),
+    "strategy imported": ("from math import floor as strategy\ndef strategy(obs):\n"
+                          "    return 0\n", 1, "bound once"),
+    "strategy deleted": ("def strategy(obs):\n    return 0\ndel strategy\n", 3, "bound once"),
     "syntax error": ("def strategy(obs)\n    return 0\n", 1, "syntax error"),
     "absurd nesting": ("def strategy(obs):\n    return " + "(" * 5000 + "1" + ")" * 5000 + "\n",
                        2, "nested"),
