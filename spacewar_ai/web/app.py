@@ -237,6 +237,7 @@ def _uvicorn_config(app, host: str, port: int, proxies=()):
                           ws_max_size=lim.message_bytes, ws_ping_interval=lim.ping_seconds,
                           ws_ping_timeout=lim.ping_seconds, limit_concurrency=in_all,
                           timeout_keep_alive=lim.keep_alive_seconds, backlog=lim.backlog,
+                          timeout_graceful_shutdown=lim.shutdown_seconds,
                           h11_max_incomplete_event_size=lim.head_bytes,
                           proxy_headers=bool(proxies),
                           forwarded_allow_ips=list(proxies) if proxies else None)

@@ -118,16 +118,21 @@ class Checks:
         time."""
         check = asyncio.ensure_future(self.run(kind, payload, visitor))
         gone = asyncio.ensure_future(_disconnected(request))
+        stopping = False
         try:
             await asyncio.wait({check, gone}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            # The server is stopping and ends the requests still in flight: this one ends
+            # quietly, as one whose client left, rather than as an error with a traceback.
+            stopping = True
         finally:
             gone.cancel()
             if not check.done():
                 check.cancel()
                 # Its queue place given up, or its checker killed, before this returns.
                 await asyncio.gather(check, return_exceptions=True)
-        if check.cancelled():
-            raise Gone("the client left before its check was done")
+        if stopping or check.cancelled():
+            raise Gone("the client left before its check was done, or the server stopped")
         return check.result()
 
 

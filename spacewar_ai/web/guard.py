@@ -62,6 +62,9 @@ class Limits:
     head_bytes: int = budget(16384, "a request's headers, however they arrive (refused with 431)")
     keep_alive_seconds: int = budget(
         5, "an idle connection kept open after an answer (uvicorn's timeout_keep_alive)")
+    shutdown_seconds: float = budget(
+        5.0, "time a stopping server gives the requests in flight (queued and running checks "
+             "included) before it ends them (uvicorn's timeout_graceful_shutdown)")
     ping_seconds: float = budget(
         20.0, "WebSocket ping interval, and the time a pong may take (uvicorn's ws_ping_*)")
     body_seconds: float = budget(

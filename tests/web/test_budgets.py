@@ -461,6 +461,48 @@ def test_the_server_serves_on_at_its_descriptor_limit(tmp_path):
     assert text.count("out of file descriptors") <= 1, text[-3000:]
 
 
+def test_a_server_stopped_with_checks_queued_ends_them_and_exits(tmp_path):
+    """SIGTERM while costly checks run and wait: the server gives them `shutdown_seconds`,
+    then ends them, each quietly (no traceback in its log), and exits instead of waiting for
+    minutes of checking."""
+    port = socket.socket()
+    port.bind(("127.0.0.1", 0))
+    number = port.getsockname()[1]
+    port.close()
+    log = tmp_path / "server.log"
+    limits = "check_seconds=300,replay_frames=100000000,shutdown_seconds=2"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "spacewar_ai", "--serve", "--port", str(number), "--limits",
+             limits, "--trusted-proxies", "127.0.0.1"], cwd=tmp_path, stdout=out,
+            stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    long = _replay(10_000, max_episode_steps=10**7, frame_skip=1000)  # minutes of replaying
+    held = []
+    try:
+        deadline = time.monotonic() + 180
+        while not _served(number):
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.5)
+        for k in range(20):  # one runs, the lane's queue fills, the rest are refused
+            sock = _connect(number)
+            sock.sendall(b"POST /api/replay?name=long.json HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                         b"X-Forwarded-For: 198.51.100.%d\r\n" % k
+                         + b"content-type: application/json\r\ncontent-length: "
+                         + str(len(long)).encode() + b"\r\n\r\n" + long)
+            held.append(sock)
+        time.sleep(3)
+        assert proc.poll() is None
+        proc.terminate()
+        proc.wait(120)  # a safety net: the checks alone would take many minutes
+    finally:
+        for sock in held:
+            sock.close()
+        if proc.poll() is None:
+            proc.kill()
+    text = log.read_text()
+    assert "Traceback" not in text and "Exception in ASGI application" not in text, text
+
+
 def test_limits_alone_prints_every_budget_and_serves_nothing(tmp_path):
     from spacewar_ai.web.guard import Limits
 
