@@ -184,17 +184,18 @@ class Lane:
     def make_room(self, visitor: str) -> bool:
         """The lane's queue is full: a visitor with no check in it takes the place of the last
         check waiting from the address that has used the checkers most in the hour (then: that
-        holds the most), if that is more than the visitor's share; that check is refused as
-        busy. So the queue favours whoever has used it least, and a crowd keeping it full still
-        leaves a newcomer a place."""
+        holds the most), if that address has used more than twice what the visitor has (or as
+        much, holding more than one place); that check is refused as busy. So a newcomer finds
+        a place behind a crowd keeping the queue full, at its first try, while the crowd's own
+        retries do not push each other out."""
         if self.queue.held[visitor] or not self.waiting:
             return False
         used = self.checks.cpu_used
         share = {a: (used(a), self.queue.held[a]) for a in self.waiting}
         heaviest = max(share, key=share.get)
-        # Only from an address that has used more, or as much and holds more than the one place
-        # the visitor would: a swap between equals would only make the queue churn.
-        if share[heaviest] <= (used(visitor), 1):
+        (most, held), mine = share[heaviest], used(visitor)
+        # A swap between addresses that used about as much would only make the queue churn.
+        if not (most > 2 * mine or (most == mine and held > 1)):
             return False
         granted = self._next(heaviest, last=True)
         if granted is not None:

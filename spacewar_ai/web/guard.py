@@ -33,6 +33,7 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 
 
 EACH, ADDRESS, ALL = "each", "per address", "in all"
+RETRY_SECONDS = 5  # the Retry-After of a busy refusal
 
 
 def budget(default, what: str, scope: str = EACH):
@@ -347,8 +348,11 @@ def refusal(exc: BaseException, status: int = 400):
 
     from .live import public_message
 
+    headers = {"connection": "close"} if status in (408, 413, 429) else {}
+    if status == 503:  # busy: a client that heeds it comes back later instead of at once
+        headers["retry-after"] = str(RETRY_SECONDS)
     return JSONResponse({"error": public_message(exc)}, status_code=status,
-                        headers={"connection": "close"} if status in (408, 413, 429) else None)
+                        headers=headers or None)
 
 
 def failure(exc: BaseException, what: str):

@@ -257,3 +257,44 @@ def test_a_dropped_check_pays_for_the_checker_it_ended():
     assert started > 0
     # Held for at most `held` seconds; the rest is the start of the checker that replaced it.
     assert charged >= started and charged > held
+
+
+def test_a_newcomer_behind_a_crowd_of_a_thousand_is_served_at_its_first_try():
+    """A thousand addresses, each having used the checkers a little, keep the lane's queue full
+    and retry whenever refused: their retries do not push each other out, and a newcomer takes
+    a place at its first try and is served next."""
+    from spacewar_ai.web.guard import Refused
+
+    async def scenario():
+        checks = Checks(Limits(checkers=1, checks_queued=16))
+        release = asyncio.Event()
+        served = []
+
+        async def ask(kind, payload, visitor):  # a checker's work, held until released
+            await release.wait()
+            served.append(visitor)
+            return b"ok"
+
+        checks.lanes["replays"].ask = ask
+        crowd = [f"198.18.{k // 250}.{k % 250}" for k in range(1000)]
+        for k, address in enumerate(crowd):
+            checks.charge(address, 1.0 + (k % 7) * 0.1)  # about as much each
+        tasks = [asyncio.ensure_future(checks.run("replay", {}, a)) for a in crowd[:16]]
+        await asyncio.sleep(0)
+        refused = 0
+        for address in crowd[16:]:  # every other crowd address tries once: all refused
+            try:  # one let in would wait for the checker: it leaves after a moment
+                await asyncio.wait_for(checks.run("replay", {}, address), 0.5)
+            except Refused:
+                refused += 1
+            except asyncio.TimeoutError:
+                pass
+        newcomer = asyncio.ensure_future(checks.run("replay", {}, "203.0.113.7"))
+        await asyncio.sleep(0)
+        release.set()
+        await asyncio.gather(*tasks, newcomer, return_exceptions=True)
+        return refused, served, newcomer.result()
+
+    refused, served, answer = asyncio.run(scenario())
+    assert refused == 1000 - 16 and answer == b"ok"
+    assert served.index("203.0.113.7") == 1  # after the check that was running
