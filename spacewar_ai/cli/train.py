@@ -141,15 +141,34 @@ def export(parser, args) -> int:
         if args.ensemble_with:
             parser.error("--ensemble-with joins DQN runs in a checkpoint copy, not in ONNX: "
                          "export the joined copy to .onnx afterwards")
+        import threading
         import time
 
-        from ..pilots.onnx_export import export_onnx
+        from ..pilots.onnx_export import EXPORT_STAGES, export_onnx
+        from ..util.progress import Progress
 
-        # Tracing takes a while in silence: say what is happening before it starts.
+        # Tracing takes a while: say what is happening before it starts, and keep the bar's
+        # clock moving meanwhile.
         print(f"exporting {spec} to ONNX: torch.export traces the network and its view...",
               file=sys.stderr, flush=True)
         began = time.perf_counter()
-        size = export_onnx(spec, args.export)
+        done = threading.Event()
+        with Progress(len(EXPORT_STAGES), "export", unit="stage",
+                      bar_format="{desc}: {n_fmt}/{total_fmt}{postfix} [{elapsed}]") as bar:
+
+            def tick() -> None:
+                while not done.wait(1.0):
+                    bar.bar.refresh()
+
+            ticker = threading.Thread(target=tick, daemon=True)
+            ticker.start()
+            try:
+                size = export_onnx(spec, args.export, stage=lambda k: (
+                    bar.set(k), bar.note(now=EXPORT_STAGES[k]), bar.bar.refresh()))
+                bar.set(len(EXPORT_STAGES))
+            finally:
+                done.set()
+                ticker.join()
         print(f"traced and checked in {time.perf_counter() - began:.0f} s", file=sys.stderr)
     else:
         from ..agents.saved import export_for_play

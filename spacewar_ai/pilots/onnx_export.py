@@ -19,6 +19,7 @@ import torch.nn as nn
 
 from ..game.engine import OBS_MASK
 from ..game.features import ORBIT_STEP, TACTICAL_COLUMNS, VECTOR_X, VECTOR_Y
+from .onnx_check import onnx_problems
 
 NEG_INF = -1e9  # as agents.NEG_INF: masked scores never win an argmax
 
@@ -150,8 +151,10 @@ class Features(nn.Module):
             kk = torch.where(hit.any(1), first, torch.full_like(first, steps))
             qk = q.gather(1, kk[:, None, None].expand(-1, 1, 2))[:, 0]
             pk = q.gather(1, (kk - 1)[:, None, None].expand(-1, 1, 2))[:, 0]
-            t_prev = tt[kk - 1]
-            w = (qk - pk) / (tt[kk] - t_prev)[:, None]
+            # index_select, not tt[kk]: advanced indexing exports as GatherND, an operator the
+            # arena's allow-list of policy operators leaves out.
+            t_prev = tt.index_select(0, kk - 1)
+            w = (qk - pk) / (tt.index_select(0, kk) - t_prev)[:, None]
             tau = _intercept(pk[:, 0], pk[:, 1], w[:, 0], w[:, 1], speed, spawn + speed * t_prev)
             t = torch.where(bent, t_prev + tau, t_st)
             ax = torch.where(bent, pk[:, 0] + w[:, 0] * tau, ax_st)
@@ -221,9 +224,15 @@ class Exported(nn.Module):
         return torch.argmax(scores, 1), scores
 
 
-def export_onnx(spec: str, dst: str | Path) -> int:
+EXPORT_STAGES = ("loading the network", "tracing it and its view (torch.export)",
+                 "checking the model as the arena would")
+
+
+def export_onnx(spec: str, dst: str | Path, stage=None) -> int:
     """Write the learned pilot `spec` (pretrained, ppo:PATH, dqn:PATH, a checkpoint path) to
-    `dst` as ONNX, atomically; returns the file's size in bytes."""
+    `dst` as ONNX, atomically, once it passes the arena's checks (onnx_check); returns the
+    file's size in bytes. `stage(k)` hears each of EXPORT_STAGES begin."""
+    stage = stage or (lambda k: None)
     from ..agents.checkpoints import CheckpointError
     from ..agents.saved import load_agent
     from ..util.files import atomic_write_bytes
@@ -240,6 +249,7 @@ def export_onnx(spec: str, dst: str | Path) -> int:
                               "ppo:PATH, dqn:PATH or a checkpoint path); only those export")
     # The network as saved, whatever game it learned (six actions, hyperspace, switches): the
     # export reads the observation that game gives.
+    stage(0)
     agent, _ = load_agent(checkpoint_file(parsed), "cpu",
                           parsed.kind if parsed.kind in ("ppo", "dqn") else None)
     model = Exported(agent).eval()
@@ -248,6 +258,7 @@ def export_onnx(spec: str, dst: str | Path) -> int:
     quiet = logging.getLogger("torch.onnx")
     level = quiet.level
     quiet.setLevel(logging.ERROR)  # the exporter's notices (torchvision absent, ...) are noise
+    stage(1)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -257,5 +268,10 @@ def export_onnx(spec: str, dst: str | Path) -> int:
     finally:
         quiet.setLevel(level)
     data = program.model_proto.SerializeToString()
+    stage(2)
+    problems = onnx_problems(data)
+    if problems:  # an operator the exporter chose that the arena's allow-list leaves out
+        raise ValueError(f"--export {dst}: the exported model {problems[0]}; nothing was "
+                         "written (a bug of the export: please report it)")
     atomic_write_bytes(dst, lambda f: f.write(data))
     return len(data)

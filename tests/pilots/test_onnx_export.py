@@ -36,17 +36,28 @@ def test_the_torch_views_equal_the_numba_views(positions, view, constants):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("algorithm", ["ppo", "dqn"])
+@pytest.mark.parametrize("algorithm", ["pretrained", "ppo", "dqn"])
 def test_an_exported_model_chooses_what_the_torch_pilot_chooses(tmp_path, positions, algorithm):
+    """The shipped network, a network of today's default run (its view bends paths by the
+    star's pull, which the shipped one's predates) and a DQN ensemble: each exports to the
+    operators the arena takes and chooses what the torch pilot chooses."""
     import onnxruntime as ort
 
     from spacewar_ai.agents.dqn import DQNAgent
-    from spacewar_ai.config import DQNConfig
+    from spacewar_ai.agents.ppo import PPOAgent
+    from spacewar_ai.config import DQNConfig, GameConfig, PPOConfig
     from spacewar_ai.pilots.onnx_check import onnx_problems
     from spacewar_ai.pilots.onnx_export import export_onnx
 
-    if algorithm == "ppo":
+    if algorithm == "pretrained":
         spec = "pretrained"
+    elif algorithm == "ppo":
+        torch.manual_seed(0)
+        agent = PPOAgent(36, 6, PPOConfig(hidden_sizes=(32, 32)), game=GameConfig())
+        assert agent.view_constants["gravity"] > 0
+        agent.obs_norm.update(torch.randn(50, agent.input_dim))
+        agent.save(tmp_path / "ppo.pt")
+        spec = str(tmp_path / "ppo.pt")
     else:  # an ensemble of snapshots, each with its own statistics, as DQN plays greedily
         torch.manual_seed(0)
         agent = DQNAgent(36, 6, DQNConfig(hidden_sizes=(32,), stream_size=16, buffer_size=64,
