@@ -1,13 +1,17 @@
 """The weights a seed gives, as hashes: the check that a refactor changed no behaviour.
 
     python scripts/weight_hashes.py [--only ppo-step,ppo-ahead,dqn,bc,cql,sft] [--keep DIR]
+        [--precision auto|float32|bfloat16]
 
 Runs each of the listed tiny runs from seed 3 in a temporary folder (PPO with the learner
 playing its own games, PPO playing ahead on one rollout worker in a child process, DQN, BC and
 CQL on a small recorded dataset, SFT of a tiny Llama model built offline) and prints the
 SHA-256 of what each saved: the networks and observation statistics of latest.pt (PPO, DQN),
 of best.pt (BC, CQL), and the adapter's weights file (SFT). Run it before and after a change
-that should not change what a seed learns; the two lists must be equal line for line.
+that should not change what a seed learns; the two lists must be equal line for line. The PPO
+and DQN learners run at `--precision` (the runs' own setting, default auto: bfloat16 where the
+processor has it natively), which it prints: `--precision float32` gives the hashes of versions
+that had no such setting.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ def agent_hash(path: Path) -> str:
     return tensors_hash(kept)
 
 
-def online(root: Path, name: str):
+def online(root: Path, name: str, precision: str):
     from spacewar_ai.config import (
         DQNConfig,
         GameConfig,
@@ -65,7 +69,8 @@ def online(root: Path, name: str):
         train=TrainConfig(algorithm=algorithm, num_envs=16, total_timesteps=16 * 16 * 12, seed=3,
                           checkpoint_dir=str(root / "ck"), log_dir=str(root / "runs"),
                           run_name=name, eval_interval=2, save_interval=1, eval_episodes=4,
-                          rollout_workers=1 if ahead else 0, async_rollouts=ahead),
+                          rollout_workers=1 if ahead else 0, async_rollouts=ahead,
+                          precision=precision),
         # Short games, so that games end, time out and draw new opponents within the run.
         game=GameConfig(max_episode_steps=400),
         ppo=PPOConfig(n_steps=16, hidden_sizes=(32, 32)),
@@ -76,7 +81,7 @@ def online(root: Path, name: str):
     return agent_hash(root / "ck" / name / "latest.pt")
 
 
-def offline(root: Path, name: str):
+def offline(root: Path, name: str, precision: str):
     from spacewar_ai.config import (
         DQNConfig,
         LeagueConfig,
@@ -100,7 +105,7 @@ def offline(root: Path, name: str):
     return agent_hash(root / "ck" / name / "best.pt")
 
 
-def sft(root: Path, name: str):
+def sft(root: Path, name: str, precision: str):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from spacewar_ai.config import RunConfig, SFTConfig, TrainConfig
     from spacewar_ai.training import train
@@ -125,7 +130,13 @@ def main() -> int:
     parser.add_argument("--only", default=",".join(RUNS),
                         help=f"comma-separated runs among {', '.join(RUNS)}")
     parser.add_argument("--keep", help="run in this folder and keep it")
+    parser.add_argument("--precision", default="auto", choices=("auto", "float32", "bfloat16"),
+                        help="the PPO and DQN learners' precision (default auto)")
     args = parser.parse_args()
+    from spacewar_ai.agents.base import learner_dtype
+
+    print(f"precision {args.precision}: the learners' passes in "
+          f"{str(learner_dtype(args.precision, 'cpu')).removeprefix('torch.')}")
     wanted = [r.strip() for r in args.only.split(",") if r.strip()]
     unknown = [r for r in wanted if r not in BUILDERS]
     if unknown:
@@ -143,7 +154,7 @@ def main() -> int:
                 generate([("heuristic:hard", "heuristic:easy")], 16, "teach", seed=1,
                          quiet=True)
         for name in wanted:
-            print(f"{name:10s} {BUILDERS[name](root, name)}", flush=True)
+            print(f"{name:10s} {BUILDERS[name](root, name, args.precision)}", flush=True)
     return 0
 
 
