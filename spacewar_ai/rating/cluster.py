@@ -32,6 +32,11 @@ def ray_module():
 
 TOKEN_FILE = Path.home() / ".ray" / "auth_token"
 WORKER_NICENESS = "RAY_worker_niceness"  # Ray's setting, read by the processes it starts
+# Ray marks a node dead once it misses a few health checks of ten seconds each, which a node
+# that is only slow on a loaded host does; an instance of this machine waits them out (Ray's
+# settings, read from the environment by the processes it starts).
+PATIENT_HEALTH_CHECKS = {"RAY_health_check_timeout_ms": "30000",
+                         "RAY_health_check_failure_threshold": "20"}
 
 
 def connect(address: str | None = None, num_cpus: int | None = None):
@@ -59,6 +64,8 @@ def connect(address: str | None = None, num_cpus: int | None = None):
             # they get almost no CPU; the instance started for this command runs them as the
             # command itself runs. Read from the environment by the processes ray.init starts.
             os.environ.setdefault(WORKER_NICENESS, "0")
+            for name, value in PATIENT_HEALTH_CHECKS.items():
+                os.environ.setdefault(name, value)
             _start_local(ray, num_cpus)
             # Ray's agents outlive a killed driver by a minute; the reaper ends them with it.
             reaper.watch(os.getpid())
