@@ -1,7 +1,7 @@
 """README's Results table, measured again: each figure a short, deterministic command gives.
 
     python scripts/readme_figures.py            # every figure below, about 15 minutes on 2 cores
-    python scripts/readme_figures.py --quick    # the two that take seconds (the suite runs this)
+    python scripts/readme_figures.py --quick    # the three that take seconds (the suite runs this)
 
 Each entry of FIGURES names a command exactly as README's Results table prints it, and which of
 the row's figures (split at ';') it gives. The script finds that row, runs the command, reads
@@ -9,7 +9,7 @@ the win rate from its report and compares it with the table, to the printed deci
 are the same on every host, so any difference is a change of behaviour, and the commit that
 makes it updates the table. It exits 1 when a figure differs or a command is no longer in the
 table. Figures that need a training run, a benchmark (the host moves them) or a file that is
-not shipped (the peer project's checkpoint, skipped when absent) are not among them.
+not shipped (the peer project's checkout and checkpoint) are not among them.
 """
 
 from __future__ import annotations
@@ -31,10 +31,8 @@ class Figure(NamedTuple):
     command: str  # as README prints it
     part: int = 0  # which of the row's ';'-separated figures
     quick: bool = False  # seconds, not minutes: the suite's short form
-    needs: str = ""  # a file the command reads that may not be here
 
 
-PEER = "rllib_sw/checkpoints_release/pfsp"
 FIGURES = (
     Figure("spacewar-ai --evaluate --checkpoint pretrained --opponent heuristic:hard "
            "--eval-episodes 200", quick=True),
@@ -46,11 +44,6 @@ FIGURES = (
            "--eval-episodes 200"),
     Figure("spacewar-ai --evaluate --checkpoint search:heuristic:hard+heuristic:hard --opponent "
            "heuristic:hard --eval-episodes 200 --seed 4242"),
-    Figure("spacewar-ai --evaluate --checkpoint pretrained:rllib_sw --opponent "
-           f"rllib_sw:{PEER} --config examples/rllib_sw.toml --eval-episodes 200", part=1,
-           needs=PEER),
-    Figure(f"spacewar-ai --evaluate --checkpoint rllib_sw:{PEER} --opponent heuristic:hard "
-           "--config examples/rllib_sw.toml --eval-episodes 200", part=1, needs=PEER),
 )
 
 
@@ -109,9 +102,6 @@ def main(argv: list[str] | None = None) -> int:
             if shown is None:
                 print(f"MISSING  {figure.command}: no row of README's Results table prints it")
                 wrong += 1
-                continue
-            if figure.needs and not (ROOT / figure.needs).exists():
-                print(f"skipped  {figure.command}: needs {figure.needs}")
                 continue
             got = measured(figure, Path(tmp) / "ratings.json")
             same = got == shown

@@ -3,6 +3,7 @@ file, the Ray address, the LLM client)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -257,8 +258,10 @@ def ratings_file(args, game=None):
     from ..util.preflight import writable
 
     if game is not None and game != GameConfig():
-        print(f"ratings: not added to the ratings file, which rates the default game ("
-              f"[game] rules = {game.rules!r} and other changes)")
+        changed = [f.name for f in dataclasses.fields(game)
+                   if getattr(game, f.name) != getattr(GameConfig(), f.name)]
+        print(f"ratings: not added to the ratings file, which rates the default game (this "
+              f"one changes {', '.join(changed[:4])}{' and more' if len(changed) > 4 else ''})")
         return None
     if args.ratings_file:  # checked with the other outputs (check_outputs)
         return RatingsFile(args.ratings_file)

@@ -269,7 +269,7 @@ def export_onnx(spec: str, dst: str | Path, stage=None) -> int:
         quiet.setLevel(level)
     data = program.model_proto.SerializeToString()
     stage(2)
-    problems = onnx_problems(data)
+    problems = onnx_problems(data, agent.state_dim)  # the game the network learned
     if problems:  # an operator the exporter chose that the arena's allow-list leaves out
         raise ValueError(f"--export {dst}: the exported model {problems[0]}; nothing was "
                          "written (a bug of the export: please report it)")

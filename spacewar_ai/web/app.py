@@ -78,7 +78,15 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
     )
 
     files = Files(Path(root), checkpoint_dir, ratings_file)
-    replay_list, tournament_list = Listing(files.replays), Listing(files.tournaments)
+    def tournaments_page() -> dict:
+        """The Tournaments page's data: the ratings file's rows and the tournaments."""
+        try:
+            ratings = files.ratings_rows()
+        except ValueError as exc:
+            ratings = {"file": str(files.ratings), "players": [], "error": public_message(exc)}
+        return {"ratings": ratings, "tournaments": files.tournaments()}
+
+    replay_list, tournament_list = Listing(files.replays), Listing(tournaments_page)
     limits = limits if limits is not None else Limits()
     workers = Workers(limits, game)
     checks = Checks(limits)

@@ -133,19 +133,13 @@ class Files:
         return [{"path": f"{folder}/{name}", "name": name}
                 for _, name, folder in heapq.nlargest(REPLAYS_LISTED, found)]
 
-    def tournaments(self) -> dict[str, Any]:
-        """The Tournaments page: the ratings file's rows and the newest TOURNAMENTS_LISTED
-        tournaments, each with its standings, its crosstable (each read within
-        TOURNAMENT_FILE_BYTES), how many games it saved and the first TOURNAMENT_REPLAYS of
-        them. One pass over each folder, run off the event loop (Listing), so the answer's size
-        and a request's time do not grow with the files on disk."""
+    def tournaments(self) -> list[dict[str, Any]]:
+        """The newest TOURNAMENTS_LISTED tournaments, each with its standings, its crosstable
+        (each read within TOURNAMENT_FILE_BYTES), how many games it saved and the first
+        TOURNAMENT_REPLAYS of them. One pass over each folder, run off the event loop (Listing),
+        so the answer's size and a request's time do not grow with the files on disk."""
         from ..util.preflight import read_bounded
-        from .live import public_message
 
-        try:
-            ratings = self.ratings_rows()
-        except ValueError as exc:
-            ratings = {"file": str(self.ratings), "players": [], "error": public_message(exc)}
         folder = self.runs / "tournaments"
         try:
             with os.scandir(folder) as entries:
@@ -168,7 +162,7 @@ class Files:
                         "saved": len(saved),
                         "replays": [f"runs/tournaments/{name}/replays/{n}"
                                     for n in heapq.nsmallest(TOURNAMENT_REPLAYS, saved)]})
-        return {"ratings": ratings, "tournaments": out}
+        return out
 
     def ratings_rows(self) -> dict[str, Any]:
         from ..rating.ratings import RatingsFile, rated_games
