@@ -65,6 +65,7 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
     from .games import Workers, run_live
     from .guard import (
         LOOPBACK_NAMES,
+        AddressRate,
         Guard,
         Limits,
         Quota,
@@ -168,7 +169,13 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
     async def api_tournaments(request):
         return JSONResponse(await tournament_list.get())
 
+    polls = AddressRate(limits, "live_polls_per_second", 1.0)
+    starts = AddressRate(limits, "game_starts_per_minute", 60.0)
+
     async def api_live(request):
+        refused = polls.refusal(visitor(request.scope))
+        if refused is not None:
+            return refusal(refused, refused.status)
         game = workers.live.get(request.path_params["gid"])
         state = game.state() if game is not None else None
         if state is None:
@@ -179,7 +186,7 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
 
     async def ws_live(websocket):
         who = visitor(websocket.scope)
-        refused = sockets.refusal(who)
+        refused = sockets.refusal(who) or starts.refusal(who)
         if refused is not None:
             await websocket.accept()
             await websocket.send_json({"type": "error", "message": str(refused)})

@@ -111,6 +111,11 @@ class Limits:
     games_per_client: int = budget(2, "live games (play or watch) open", ADDRESS)
     games_in_all: int = budget(8, "live games on the server (each worker about 0.5 GB)", ALL)
     sandboxes_in_all: int = budget(4, "strategy files playing live, each a sandboxed process", ALL)
+    game_starts_per_minute: int = budget(
+        20, "live games (play or watch) started in a minute, those ended at once included",
+        ADDRESS)
+    live_polls_per_second: int = budget(
+        10, "requests for a live game's state (/api/live) in a second", ADDRESS)
     stall_seconds: float = budget(10.0, "a live game whose worker sends nothing this long ends")
     replays_kept: int = budget(
         2000, "live games' saved rounds kept (runs/live/replays), the oldest removed first", ALL)
@@ -417,6 +422,29 @@ async def discard_body(request, limit: int, seconds: float) -> None:
                 size += len(chunk)
                 if size > limit:
                     return
+
+
+class AddressRate:
+    """Budget `name` of Limits as a rate: at most that many events from one address in any
+    `window` seconds (a sliding count). `refusal` counts the event when it passes; addresses
+    with nothing in the window are forgotten, so the table holds only the recent."""
+
+    def __init__(self, limits: Limits, name: str, window: float):
+        self.limits, self.name, self.window = limits, name, window
+        self.times: dict[str, collections.deque] = {}
+
+    def refusal(self, visitor: str, now: float | None = None) -> Refused | None:
+        now = time.monotonic() if now is None else now
+        if len(self.times) > 10_000:
+            for key in [k for k, t in self.times.items() if now - t[-1] >= self.window]:
+                del self.times[key]
+        seen = self.times.setdefault(visitor, collections.deque())
+        while seen and now - seen[0] >= self.window:
+            seen.popleft()
+        if len(seen) >= getattr(self.limits, self.name):
+            return over_budget(self.limits, self.name, len(seen), True)
+        seen.append(now)
+        return None
 
 
 class RateLimit:

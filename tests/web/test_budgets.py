@@ -315,6 +315,22 @@ def test_checks_dropped_as_others_finish_never_lose_a_checker(tmp_path, caplog):
     assert not [r for r in caplog.records if r.exc_info or "Error" in r.getMessage()]
 
 
+def test_a_visitor_polling_live_games_is_held_to_its_rate(tmp_path):
+    """One address polling /api/live as fast as it can is refused (429, one line) past
+    live_polls_per_second, while another address is answered as usual."""
+    srv = _server(tmp_path, proxies=["127.0.0.1"], live_polls_per_second=2)
+    try:
+        statuses = [http_request(srv, "GET", "/api/live/g1",
+                                 headers={"X-Forwarded-For": "198.51.100.9"})[0]
+                    for _ in range(30)]
+        other = http_request(srv, "GET", "/api/live/g1",
+                             headers={"X-Forwarded-For": "203.0.113.9"})
+    finally:
+        srv.stop()
+    assert statuses[:2] == [404] * 2 and 429 in statuses  # no such game, then the rate
+    assert other[0] == 404 and b"no such game" in other[1]
+
+
 def _firing(steps: int = 4000, **config) -> bytes:
     """A replay in which both ships fire every decision with torpedoes that live long: each
     frame holds every torpedo in flight, so its frames make a large answer."""

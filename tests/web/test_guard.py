@@ -265,3 +265,18 @@ def test_no_address_holds_a_budget_that_all_visitors_share():
     assert said[:32] == [""] * 32
     assert all("connections_per_address" in why for why in said[32:])
     assert budget.admit(Transport("2001:db8:0:2::1")) == ""  # another /64
+
+
+def test_live_polling_and_game_starts_are_held_to_a_rate_per_address():
+    """`live_polls_per_second` and `game_starts_per_minute` count an address's requests in a
+    sliding window: past the budget each is refused in one line (429) until the window moves
+    on, and another address is not held back."""
+    from spacewar_ai.web.guard import AddressRate, Limits
+
+    rate = AddressRate(Limits(live_polls_per_second=3), "live_polls_per_second", 1.0)
+    assert [rate.refusal("a", now=10.0 + k / 100) is None for k in range(5)] == [
+        True, True, True, False, False]
+    refused = rate.refusal("a", now=10.5)
+    assert refused.status == 429 and "--limits live_polls_per_second=3" in str(refused)
+    assert rate.refusal("b", now=10.5) is None  # another address
+    assert rate.refusal("a", now=11.01) is None  # the window has moved on
