@@ -131,9 +131,12 @@ class Evaluator:
                     agent = None  # of another shape: this run's model replaces it
             theirs = wins(AgentPilot(agent, rival, deterministic=True)) if agent else -1
             if theirs >= mine:
-                self._say(("stays", rival), f"{published} stays run {rival}'s model: on this "
-                          f"evaluation's {games} games it won {theirs}, this run's best.pt "
-                          f"{mine}")
+                # Said again when a lead becomes a tie: a run that reaches the model there (the
+                # same seed's weights, say) should not end on an early evaluation's gap.
+                self._say(("stays", rival, theirs == mine), f"{published} stays run {rival}'s "
+                          f"model: on this evaluation's {games} games it won {theirs}, this "
+                          f"run's best.pt {mine}" + (" (a tie keeps it)" if theirs == mine
+                                                     else ""))
                 return
             self._say(("replaced", rival), f"{published} is now this run's best.pt: on this "
                       f"evaluation's {games} games it won {mine}, " +

@@ -142,6 +142,10 @@ def test_the_designs_best_file_holds_the_best_model_measured_not_the_latest(tmp_
     assert published.read_bytes() == (strong.run_dir / "best.pt").read_bytes()
     assert (late.run_dir / "best.pt").read_bytes() != published.read_bytes()
     assert said[-1].startswith(f"{published} stays run shipped's model"), said
+    # A run that reaches the same weights ties, and says so rather than an earlier gap.
+    trainer("shipped-again", load_checkpoint(PRETRAINED_PATH)["agent"])
+    assert said[-1].startswith(f"{published} stays run shipped's model") \
+        and said[-1].endswith("(a tie keeps it)"), said
 
 
 def test_runs_of_other_games_keep_a_best_file_each(tmp_path):

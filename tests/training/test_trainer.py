@@ -455,6 +455,15 @@ def test_the_planner_command_is_printed_whenever_a_model_exists(tmp_path, capsys
     empty.mkdir()
     why = planner_command(empty, "heuristic:hard")
     assert "no best.pt" in why and "--resume" in why
+    # A run's own model that foresees little yet is not the one a planner is told to use.
+    run = tmp_path / "ck" / "tiny"
+    (run / "opponent_model.pt").write_bytes((run / "best.pt").read_bytes())
+    from spacewar_ai.pilots.spec import OPPONENT_MODEL_PATH
+
+    green = planner_command(run, "heuristic:hard", 0.099)
+    assert "foresees only 9.9%" in green and f"+{OPPONENT_MODEL_PATH}" in green
+    ripe = planner_command(run, "heuristic:hard", 0.9)
+    assert "(90.0% of its last moves foreseen)" in ripe and "+" not in ripe.split("search:")[1]
 
 
 def _updates_logged(log_dir: Path) -> int:

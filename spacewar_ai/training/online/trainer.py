@@ -31,7 +31,7 @@ from ...agents.saved import make_agent
 from ...config import UNLIMITED_STEPS, RunConfig
 from ...game.environment import SpacewarVectorEnv
 from ...pilots.build import make_pilot
-from ...pilots.spec import check_spec
+from ...pilots.spec import OPPONENT_MODEL_PATH, check_spec
 from ...util.files import remove_stale_temps
 from ...util.progress import Interrupted, Progress
 from ...util.threads import available_cores
@@ -476,6 +476,9 @@ def human_play_command(run_dir: str | Path, own_rules: bool = False) -> str | No
             + (" --config (the file that set the run's [game])" if own_rules else ""))
 
 
+MIN_FORESEEN = 0.5  # a run's opponent model below it is not the one a planner is told to use
+
+
 def planner_command(run_dir: str | Path, eval_opponent: str,
                     accuracy: float | None = None) -> str:
     """The line that tells a user how to play what a run trained with a lookahead (search.py),
@@ -488,10 +491,17 @@ def planner_command(run_dir: str | Path, eval_opponent: str,
                 f"its first evaluation); continue it with --resume "
                 f"{shlex.quote(str(run_dir / 'latest.pt'))}")
     # A PPO network's rollouts sample its policy; a DQN network's are jittered (search.py).
+    # A model that foresees little yet forecasts worse than the shipped one: name that instead.
+    green = model.is_file() and accuracy is not None and accuracy < MIN_FORESEEN
+    spec = f"search:{best}+{OPPONENT_MODEL_PATH}" if green else f"search:{best}"
     command = (f"plan with it ({PLAN_GAMES} games, about a minute on two cores; "
                "--eval-episodes 200 for a figure, five times as long): spacewar-ai --evaluate "
-               f"--checkpoint {shlex.quote(f'search:{best}')} --opponent "
+               f"--checkpoint {shlex.quote(spec)} --opponent "
                f"{shlex.quote(eval_opponent)} --eval-episodes {PLAN_GAMES}")
+    if green:
+        return (f"the run's opponent model of {eval_opponent} foresees only {accuracy:.1%} of "
+                "its last moves yet (a longer run teaches it more), so the planner forecasts "
+                f"with the shipped model of heuristic:hard; {command}")
     if not model.is_file():
         return (f"no opponent model yet (the run had not met {eval_opponent} long enough to "
                 "learn one), so the planner forecasts with the shipped model of "
