@@ -367,3 +367,19 @@ def test_the_web_app_costs_nothing_to_those_who_never_serve():
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_the_play_page_fits_a_narrow_window(browser, server):
+    """The levels' labels name their pilots and run long: the opponent list (and the rest of
+    the page) stays within a window 420 pixels wide, with nothing to scroll sideways."""
+    context = browser.new_context(viewport={"width": 420, "height": 800})
+    try:
+        page = context.new_page()
+        page.goto(f"{server}/play")
+        page.wait_for_function("document.querySelector('#difficulty').options.length > 1")
+        wide, window, select = page.evaluate(
+            "[document.documentElement.scrollWidth, document.documentElement.clientWidth, "
+            "document.querySelector('#difficulty').getBoundingClientRect().right]")
+    finally:
+        context.close()
+    assert wide <= window and select <= window
