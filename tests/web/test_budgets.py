@@ -422,28 +422,37 @@ def test_a_forwarded_value_that_is_not_an_address_is_refused(tmp_path):
         srv.stop()
 
 
+def _serve_process(tmp_path, limits: str, *flags, wrap=()):
+    """`spacewar-ai --serve` as a process of its own on a free port of 127.0.0.1, with
+    `--limits limits` and `flags`, its output in server.log, once it serves pages: (process,
+    port, log)."""
+    with socket.socket() as port:
+        port.bind(("127.0.0.1", 0))
+        number = port.getsockname()[1]
+    log = tmp_path / "server.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [*wrap, sys.executable, "-m", "spacewar_ai", "--serve", "--port", str(number),
+             "--limits", limits, *flags], cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    deadline = time.monotonic() + 180  # a safety net for a loaded host's start
+    while not _served(number):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(log.read_text()[-3000:])
+        time.sleep(0.5)
+    return proc, number, log
+
+
 def test_the_server_serves_on_at_its_descriptor_limit(tmp_path):
     """Under a descriptor limit of 256, connections past what it leaves are answered in one
     line and closed; each condition is logged once; once the idle ones are closed, pages are
     served again."""
-    port = socket.socket()
-    port.bind(("127.0.0.1", 0))
-    number = port.getsockname()[1]
-    port.close()
-    log = tmp_path / "server.log"
-    limits = "connections_per_address=40,head_seconds=4,games_in_all=1,sandboxes_in_all=1"
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            ["prlimit", "--nofile=256:256", sys.executable, "-m", "spacewar_ai", "--serve",
-             "--port", str(number), "--limits", limits],
-            cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT,
-            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    proc, number, log = _serve_process(
+        tmp_path, "connections_per_address=40,head_seconds=4,games_in_all=1,sandboxes_in_all=1",
+        wrap=("prlimit", "--nofile=256:256"))
     held = []
     try:
-        deadline = time.monotonic() + 180
-        while not _served(number):
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.5)
         answers = []
         for k in range(2, 8):  # 240 connections from six addresses
             for _ in range(40):
@@ -481,24 +490,12 @@ def test_a_server_stopped_with_checks_queued_ends_them_and_exits(tmp_path):
     """SIGTERM while costly checks run and wait: the server gives them `shutdown_seconds`,
     then ends them, each quietly (no traceback in its log), and exits instead of waiting for
     minutes of checking."""
-    port = socket.socket()
-    port.bind(("127.0.0.1", 0))
-    number = port.getsockname()[1]
-    port.close()
-    log = tmp_path / "server.log"
-    limits = "check_seconds=300,replay_frames=100000000,shutdown_seconds=2"
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "spacewar_ai", "--serve", "--port", str(number), "--limits",
-             limits, "--trusted-proxies", "127.0.0.1"], cwd=tmp_path, stdout=out,
-            stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    proc, number, log = _serve_process(
+        tmp_path, "check_seconds=300,replay_frames=100000000,shutdown_seconds=2",
+        "--trusted-proxies", "127.0.0.1")
     long = _replay(10_000, max_episode_steps=10**7, frame_skip=1000)  # minutes of replaying
     held = []
     try:
-        deadline = time.monotonic() + 180
-        while not _served(number):
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.5)
         for k in range(20):  # one runs, the lane's queue fills, the rest are refused
             sock = _connect(number)
             sock.sendall(b"POST /api/replay?name=long.json HTTP/1.1\r\nHost: 127.0.0.1\r\n"
