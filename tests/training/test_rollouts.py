@@ -374,7 +374,11 @@ def test_a_two_node_cluster_trains_resumes_and_survives_a_killed_worker(tmp_path
         out = _cli(*address, "--timesteps", "512", "--device", "auto", *common, "--run-name",
                    "cluster", cwd=tmp_path, env=env)
         assert out.returncode == 0, out.stderr[-3000:]
-        learner = f"the learner updates on {'cuda' if torch.cuda.is_available() else 'cpu'}"
+        from spacewar_ai.agents.base import learner_dtype
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        dtype = str(learner_dtype("auto", device)).removeprefix("torch.")
+        learner = f"the learner updates on {device} in {dtype}"
         assert f"{learner}; 2 rollout workers play the games as Ray actors" in out.stderr
         nodes = {line.split(" runs on ")[1] for line in out.stderr.splitlines()
                  if " runs on " in line}

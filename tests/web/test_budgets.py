@@ -363,7 +363,8 @@ def test_a_replay_answer_is_bounded_in_bytes_and_a_slow_reader_is_cut_off(tmp_pa
     finally:
         srv.stop()
     # The budget of answers in flight holds that answer and not a megabyte more.
-    srv = _server(tmp_path, answer_mb=64, answers_mb_in_all=-(-len(whole) // 2**20),
+    srv = _server(tmp_path, proxies=["127.0.0.1"], answer_mb=64,
+                  answers_mb_in_all=-(-len(whole) // 2**20),
                   answer_seconds=8, check_seconds=120)  # far over a small check's time
     try:
         sock = _connect(srv.port)
@@ -373,9 +374,14 @@ def test_a_replay_answer_is_bounded_in_bytes_and_a_slow_reader_is_cut_off(tmp_pa
         sock.settimeout(120)
         sock.recv(1, socket.MSG_PEEK)  # the answer has begun (its check is done)
         began = time.monotonic()
-        status, body = http_request(srv, "POST", "/api/replay?name=small.json", _replay(100))
+        status, body = http_request(srv, "POST", "/api/replay?name=small.json", _replay(100),
+                                    headers={"X-Forwarded-For": "203.0.113.1"})
         error = json.loads(body)["error"]
         assert status == 503 and "answers_mb_in_all" in error, error
+        # The reader's own address holds the whole budget, past its share of it.
+        status, body = http_request(srv, "POST", "/api/replay?name=small.json", _replay(100))
+        error = json.loads(body)["error"]
+        assert status == 429 and "address_share" in error, error
         time.sleep(max(0.0, began + 10 - time.monotonic()))  # its deadline passes, unread
         got = b""
         with contextlib.suppress(OSError):

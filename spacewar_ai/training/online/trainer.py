@@ -499,7 +499,7 @@ def planner_command(run_dir: str | Path, eval_opponent: str,
                f"--checkpoint {shlex.quote(spec)} --opponent "
                f"{shlex.quote(eval_opponent)} --eval-episodes {PLAN_GAMES}")
     if green:
-        return (f"the run's opponent model of {eval_opponent} foresees only {accuracy:.1%} of "
+        return (f"opponent model of {eval_opponent}: {model} foresees only {accuracy:.1%} of "
                 "its last moves yet (a longer run teaches it more), so the planner forecasts "
                 f"with the shipped model of heuristic:hard; {command}")
     if not model.is_file():
