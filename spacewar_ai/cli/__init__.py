@@ -47,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     except RuntimeError as exc:
         from ..llm.clients import LLMError
+        from ..training.online.rollouts import WorkersLost
 
-        if not isinstance(exc, LLMError):
+        if not isinstance(exc, (LLMError, WorkersLost)):
             raise
         parser.exit(1, f"{PROG}: error: {exc}\n")

@@ -5,6 +5,7 @@ worker, a killed learner, the default that plays ahead on two cores, and refusal
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import signal
@@ -303,6 +304,42 @@ def test_a_killed_child_worker_is_replaced_and_a_killed_learner_takes_its_worker
         learner.wait()
     gone, alive = psutil.wait_procs(workers, timeout=5)
     assert alive == []
+
+
+@pytest.mark.slow
+def test_workers_that_cannot_be_kept_running_stop_the_run_saved_in_one_line(tmp_path):
+    """Every rollout worker killed as soon as it starts, after the run's first evaluation: the
+    run tries new ones a few times, then stops with one line (exit 1), latest.pt saved at its
+    last update and the command that resumes it said."""
+    import time
+
+    import psutil
+
+    run = subprocess.Popen([sys.executable, "-m", "spacewar_ai", "--rollout-workers", "1",
+                            "--backend", "local", *_tiny(tmp_path), "--checkpoint-dir", "ck",
+                            "--log-dir", "runs", "--timesteps", "100000000", "--run-name",
+                            "doomed"], cwd=tmp_path, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    seen = []
+    for line in run.stderr:
+        seen.append(line)
+        if line.startswith("update 2,"):  # its first evaluation: an update to resume from
+            break
+    deadline = time.monotonic() + 300  # a safety net for a loaded host
+    while run.poll() is None and time.monotonic() < deadline:
+        for child in psutil.Process(run.pid).children():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.kill()
+        time.sleep(0.02)
+    _, rest = run.communicate(timeout=60)
+    stderr = "".join(seen) + rest
+    assert run.returncode == 1, stderr[-3000:]
+    assert stderr.strip().splitlines()[-1].startswith(
+        "spacewar-ai: error: rollout worker 0 was lost 4 times in a row"), stderr[-3000:]
+    assert "Traceback" not in stderr
+    saved = [line for line in stderr.splitlines() if line.startswith("stopped: saved ")]
+    assert len(saved) == 1 and "continue with: spacewar-ai --resume" in saved[0]
+    assert (tmp_path / "ck" / "doomed" / "latest.pt").is_file()
 
 
 def _cli(*args, cwd, timeout=600, env=None):

@@ -242,7 +242,11 @@ def ray_node() -> str:
 
 
 class WorkerLost(Exception):
-    """A rollout worker's process ended before it answered."""
+    """A rollout worker's process ended before it answered, or Ray lost what it answered."""
+
+
+class WorkersLost(RuntimeError):
+    """The rollout workers could not be kept running: the run stops, saved, in one line."""
 
 
 def pickled(value: Any) -> bytes:
@@ -423,6 +427,10 @@ class RolloutWorkers:
 
                 raise ValueError(f"a Ray node cannot import spacewar_ai; {INSTALL}") from None
             raise WorkerLost from exc
+        except self.ray.exceptions.ObjectLostError as exc:
+            # Ray could not get the rollout back (a node too busy to answer, say): a new
+            # worker plays it again, as after a worker's death.
+            raise WorkerLost("Ray lost its rollout") from exc
 
     def _get(self, index: int, ref, update: int, *args) -> dict[str, Any]:
         """A worker's rollout; a worker whose process died is replaced and its rollout played
@@ -434,13 +442,13 @@ class RolloutWorkers:
             except WorkerLost as exc:
                 lost += 1
                 if lost > LOST_WORKER_RETRIES:
-                    raise RuntimeError(f"rollout worker {index} was lost {lost} times in a row "
-                                       f"at update {update}; "
-                                       + ("the cluster cannot keep one running"
-                                          if self.backend == "ray" else
-                                          "this machine cannot keep one running")) from exc
-                self.say(f"rollout worker {index} was lost (its process ended); a new one "
-                         f"plays its games again from update {update}")
+                    raise WorkersLost(f"rollout worker {index} was lost {lost} times in a row "
+                                      f"at update {update}; "
+                                      + ("the cluster cannot keep one running"
+                                         if self.backend == "ray" else
+                                         "this machine cannot keep one running")) from exc
+                self.say(f"rollout worker {index} was lost ({exc or 'its process ended'}); a "
+                         f"new one plays its games again from update {update}")
                 if self.backend == "local":
                     self.workers[index].close()
                 self.workers[index] = self._start(index, update)

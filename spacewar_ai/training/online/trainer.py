@@ -41,7 +41,7 @@ from ..run_frame import RunFrame
 from ..run_log import RunLog
 from . import loops
 from .league import League
-from .rollouts import Played, RolloutWorkers
+from .rollouts import Played, RolloutWorkers, WorkersLost
 from .run_files import RunFiles
 from .warm_start import behaviour_clone, demonstration_start
 
@@ -415,6 +415,9 @@ class Trainer(RunFrame):
             except KeyboardInterrupt:
                 self._save_interrupted()
                 raise Interrupted from None
+            except WorkersLost:
+                self._save_interrupted("stopped")  # resumable from its last update
+                raise
             finally:
                 if self.workers is not None:
                     self.workers.close()
@@ -437,17 +440,18 @@ class Trainer(RunFrame):
         self.cfg.train = dataclasses.replace(self.cfg.train, **budget)
         return self.run()
 
-    def _save_interrupted(self) -> None:
-        """Ctrl-C: latest.pt as of the last update, which a resume continues (the games of the
-        rollout in flight are played again), and a line saying how far the run got."""
+    def _save_interrupted(self, how: str = "interrupted") -> None:
+        """Ctrl-C (or workers that cannot be kept running): latest.pt as of the last update,
+        which a resume continues (the games of the rollout in flight are played again), and a
+        line saying how far the run got."""
         c = self.counters
         if c.updates == 0:
-            self.say("interrupted before the first update: nothing to save")
+            self.say(f"{how} before the first update: nothing to save")
             return
         c.global_step, c.episodes = self._at_update
         self.files.save_latest_once()
         latest = self.run_dir / "latest.pt"
-        self.say(f"interrupted: saved {latest} at update {c.updates:,} ({c.global_step:,} "
+        self.say(f"{how}: saved {latest} at update {c.updates:,} ({c.global_step:,} "
                  f"steps, {c.episodes:,} games); continue with: spacewar-ai --resume "
                  f"{shlex.quote(str(latest))}")
 
