@@ -142,7 +142,7 @@ def ppo_update(net: ActorCritic, optimizer: torch.optim.Optimizer, c: PPOConfig,
     """One PPO update of `net` on a full rollout: the learning rate annealed to `progress` (0 to
     1, the run's budget), advantages by GAE(lambda) bootstrapped from `next_value`, then
     `update_epochs` passes of shuffled minibatches on the clipped surrogate, the value loss and
-    the entropy bonus, the networks' passes in `dtype` (bfloat16 where it pays: base.autocast)
+    the entropy bonus, the actor's passes in `dtype` (bfloat16 where it pays: base.autocast)
     and everything else in float32. Returns the figures to log, named as CleanRL names them
     (losses/...) so that runs compare side by side."""
     if not buffer.full:
@@ -169,8 +169,10 @@ def ppo_update(net: ActorCritic, optimizer: torch.optim.Optimizer, c: PPOConfig,
         for start in range(0, b, mb):
             idx = perm[start:start + mb]
             with autocast(obs.device, dtype):
-                logits, value = net.logits(obs[idx], masks[idx]), net.value(obs[idx])
-            logits, value = logits.float(), value.float()
+                logits = net.logits(obs[idx], masks[idx])
+            # The critic regresses the returns in float32: with it in bfloat16 too, the networks
+            # runs kept were weaker (docs/performance.md).
+            logits, value = logits.float(), net.value(obs[idx])
             logp_all = torch.log_softmax(logits, -1)
             logp = logp_all.gather(1, actions[idx, None]).squeeze(1)
             probs = logp_all.exp()
