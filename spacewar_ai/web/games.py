@@ -29,7 +29,7 @@ from ..util.processes import (
     read_frame_async,
 )
 from .checks import Gone
-from .guard import Limits, Quota, RateLimit
+from .guard import AddressRate, Limits, Quota
 from .live import SPEEDS, public_message
 
 START_SECONDS = 120.0  # to load a game's pilots (a big model on a busy host) before giving up
@@ -203,10 +203,10 @@ async def _relay(ws, proc, game: LiveGame, limits: Limits) -> None:
             await ws.send_text(text)
 
     async def keys():
-        rate = RateLimit(limits.messages_per_second)
+        rate = AddressRate(limits, "messages_per_second", 1.0)
         while True:
             text = await ws.receive_text()
-            if not rate.allow():
+            if rate.refusal("this socket") is not None:
                 await ws.send_json({"type": "error", "message": (
                     f"more than {limits.messages_per_second} messages a second (--limits "
                     f"messages_per_second); the game was ended")})

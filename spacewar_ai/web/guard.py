@@ -425,8 +425,8 @@ async def discard_body(request, limit: int, seconds: float) -> None:
 
 
 class AddressRate:
-    """Budget `name` of Limits as a rate: at most that many events from one address in any
-    `window` seconds (a sliding count). `refusal` counts the event when it passes; addresses
+    """Budget `name` of Limits as a rate: at most that many events from one address (or one
+    socket, whatever the key) in any `window` seconds (a sliding count). `refusal` counts the event when it passes; addresses
     with nothing in the window are forgotten, so the table holds only the recent."""
 
     def __init__(self, limits: Limits, name: str, window: float):
@@ -445,19 +445,3 @@ class AddressRate:
             return over_budget(self.limits, self.name, len(seen), True)
         seen.append(now)
         return None
-
-
-class RateLimit:
-    """At most `per_second` events in any one-second window (a sliding count)."""
-
-    def __init__(self, per_second: int):
-        self.per_second = per_second
-        self.times: list[float] = []
-
-    def allow(self, now: float | None = None) -> bool:
-        now = time.monotonic() if now is None else now
-        self.times = [t for t in self.times if now - t < 1.0]
-        if len(self.times) >= self.per_second:
-            return False
-        self.times.append(now)
-        return True

@@ -6,6 +6,7 @@ test_budgets.py and test_hostile_uploads.py."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -283,12 +284,12 @@ def test_a_newcomer_behind_a_crowd_of_a_thousand_is_served_at_its_first_try():
         await asyncio.sleep(0)
         refused = 0
         for address in crowd[16:]:  # every other crowd address tries once: all refused
-            try:  # one let in would wait for the checker: it leaves after a moment
-                await asyncio.wait_for(checks.run("replay", {}, address), 0.5)
-            except Refused:
-                refused += 1
-            except asyncio.TimeoutError:
-                pass
+            # One let in would wait for the checker: it leaves after a moment.
+            with contextlib.suppress(asyncio.TimeoutError):
+                try:
+                    await asyncio.wait_for(checks.run("replay", {}, address), 0.5)
+                except Refused:
+                    refused += 1
         newcomer = asyncio.ensure_future(checks.run("replay", {}, "203.0.113.7"))
         await asyncio.sleep(0)
         release.set()
