@@ -21,7 +21,16 @@ visitors), players and watchers throughout, and hostile visitors in phases:
    busy) waits beside the crowd;
 8. 8 slow readers of a replay answer near answer_mb, reading a byte a second: the server's
    memory meanwhile and after answer_seconds;
-9. --replays saved games written under runs/replays: /api/replays and the pages meanwhile.
+9. --replays saved games written under runs/replays: /api/replays and the pages meanwhile;
+10. --churn seconds of drop-while-finishing churn on both lanes (a visitor looping on small
+    checks, another posting and leaving 0-40 ms later; replays over HTTP, pilot specs over
+    /ws/live), then a fresh visitor on each lane: how long until answered;
+11. 4 slow readers of a large replay answer from one address, then another visitor's replay;
+12. a tournament of --tournament-games saved games: its API and page, the pages meanwhile;
+13. --addresses visitors keeping the replays' lane full with costly replays for
+    --crowd-seconds, each asking again after Retry-After as the page does, and --newcomers
+    fresh visitors asking for a small replay beside them: how long each waited, in how many
+    tries; the log's tracebacks.
 
 Pages (/api/pilots, /api/arena, /play, /api/replays) are requested throughout from 127.0.0.1:
 their latency, and that of those asked during each phase, are printed with the descriptors and
@@ -29,7 +38,8 @@ memory the server holds at the end and whether anything was lost (an accepted up
 from the board, an answer of 500, the server gone).
 
     python scripts/web_abuse.py                      # the figures in docs/browser.md
-    python scripts/web_abuse.py --refused 5 --idle 10 --trickle 5 --crowd 4 --hold 4
+    python scripts/web_abuse.py --refused 5 --idle 10 --trickle 5 --crowd 4 --hold 4 \
+        --churn 20 --tournament-games 1000 --addresses 50 --crowd-seconds 40 --newcomers 2
 
 Every request goes to 127.0.0.1, and the script stops the server when it ends.
 """
@@ -287,6 +297,188 @@ async def games(port: int, players: int, watchers: int, until: float) -> list[in
     return list(await asyncio.gather(*(one(s) for s in starts)))
 
 
+def ask_until_answered(port: int, body: bytes, address: str, give_up: float) -> tuple:
+    """A visitor's replay asked as the page asks it: again after Retry-After while refused as
+    busy. (status, seconds until answered, tries)."""
+    began, tries = time.monotonic(), 0
+    while True:
+        tries += 1
+        status, _, _ = request(port, "POST", "/api/replay?name=small.json", body,
+                               {"X-Forwarded-For": address}, timeout=600)
+        if status != 503 or time.monotonic() - began > give_up:
+            return status, time.monotonic() - began, tries
+        time.sleep(5)
+
+
+async def live_start(port: int, address: str, start: dict, drop_after: float | None = None,
+                     wait: float = 120) -> str:
+    """One /ws/live start from `address`: the type of the first message that came back (a
+    game's "start", an "error", or "none"), or "dropped" when the socket is closed
+    `drop_after` seconds after its start message."""
+    import websockets
+
+    try:
+        async with websockets.connect(f"ws://127.0.0.1:{port}/ws/live", open_timeout=wait,
+                                      additional_headers={"X-Forwarded-For": address}) as ws:
+            await ws.send(json.dumps(start))
+            if drop_after is not None:
+                await asyncio.sleep(drop_after)
+                return "dropped"
+            return json.loads(await asyncio.wait_for(ws.recv(), wait)).get("type", "none")
+    except Exception:  # refused at the door, closed, or too slow: nothing came back
+        return "none"
+
+
+def churn(port: int, seconds: float) -> dict:
+    """Drop-while-finishing churn on both lanes for `seconds`: on the replays' lane one visitor
+    checks tiny replays in a loop while another posts them and closes its socket 0-40 ms later;
+    on the quick lane the same over /ws/live with pilot specs (the looping visitor's spec is
+    refused by its check, so no game starts). Each side moves to a fresh address from time to
+    time, so no hourly allowance stops it. Then a fresh visitor asks each lane."""
+    import random
+
+    rng = random.Random(7)
+    stop = time.monotonic() + seconds
+    counts = collections.Counter()
+    tiny = replay_text(20)
+
+    def replays_loop() -> None:
+        k = 0
+        while time.monotonic() < stop:
+            status = request(port, "POST", "/api/replay?name=t.json", tiny,
+                             {"X-Forwarded-For": f"198.22.{k // 250}.{k % 250 + 1}"})[0]
+            counts[f"replays looped {status}"] += 1
+            k += status == 429
+
+    def replays_drop() -> None:
+        k = 0
+        while time.monotonic() < stop:
+            sock = post_raw(port, "/api/replay?name=t.json", tiny,
+                            f"198.23.{k // 250 % 250}.{k % 250 + 1}")
+            time.sleep(rng.uniform(0, 0.04))
+            sock.close()
+            counts["replays dropped"] += 1
+            k += 1
+
+    async def quick(drop: bool) -> None:
+        k = 0
+        while time.monotonic() < stop:
+            start = {"mode": "watch", "a": "heuristic:hard", "b": "heuristic:medium"} if drop \
+                else {"mode": "watch", "a": "no-such-pilot:x", "b": "heuristic:medium"}
+            answer = await live_start(port, f"198.{24 + drop}.{k // 250 % 250}.{k % 250 + 1}",
+                                      start, rng.uniform(0, 0.04) if drop else None)
+            counts[f"quick {'dropped' if drop else 'looped ' + answer}"] += 1
+            k += 1
+
+    async def both_quick() -> None:
+        await asyncio.gather(quick(False), quick(True))
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (replays_loop, replays_drop)]
+    threads.append(threading.Thread(target=lambda: asyncio.run(both_quick()), daemon=True))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    status, waited, tries = ask_until_answered(port, replay_text(100), "192.0.2.70", 120)
+    began = time.monotonic()
+    first = asyncio.run(live_start(port, "192.0.2.71", {
+        "mode": "watch", "a": "heuristic:hard", "b": "heuristic:medium"}))
+    return {"churn": ", ".join(f"{n:,} {what}" for what, n in sorted(counts.items())),
+            "churn_fresh_replay": f"{status} after {waited:,.1f} s and {tries} tries",
+            "churn_fresh_watch": f"{first} after {time.monotonic() - began:,.1f} s"}
+
+
+def one_address_answers(port: int, readers: int) -> str:
+    """`readers` slow readers of a large answer, all from one address, then another visitor's
+    small replay: its status and time."""
+    large = firing_replay(20_000)  # about 12 MB of frames, under answer_mb
+    socks = [post_raw(port, "/api/replay?name=l.json", large, "198.26.0.1")
+             for _ in range(readers)]
+    began, first = time.monotonic(), [b""] * readers
+    while time.monotonic() - began < 120 and sum(bool(f) for f in first) < readers:
+        for k, sock in enumerate(socks):  # the first bytes of each answer (or refusal)
+            sock.settimeout(0.2)
+            if not first[k]:
+                with contextlib.suppress(OSError):
+                    first[k] = sock.recv(12)
+    status, _, ms = request(port, "POST", "/api/replay?name=small.json", replay_text(100),
+                            {"X-Forwarded-For": "192.0.2.72"})
+    for sock in socks:
+        sock.close()
+    held = collections.Counter(f[9:12].decode() or "none" for f in first)
+    return (f"its answers {', '.join(f'{n} {s}' for s, n in sorted(held.items()))}; another "
+            f"visitor's replay: {status} in {ms:,.0f} ms")
+
+
+def big_tournament(root: Path, port: int, games: int) -> str:
+    """A tournament folder holding `games` saved games: the Tournaments page and its API."""
+    folder = root / "runs" / "tournaments" / "20261205-000000"
+    (folder / "replays").mkdir(parents=True)
+    (folder / "standings.json").write_text(json.dumps([{"name": "a", "rating": 1000}]))
+    one = replay_text(10)
+    for k in range(games):
+        (folder / "replays" / f"{k:06d}.json").write_bytes(one)
+    api = []
+    for _ in range(20):
+        status, data, ms = request(port, "GET", "/api/tournaments")
+        api.append(ms)
+        time.sleep(0.5)
+    page = request(port, "GET", "/tournaments")[2]
+    listed = json.loads(data)["tournaments"][0]
+    return (f"{listed['saved']:,} games: API slowest {max(api):,.0f} ms, median "
+            f"{statistics.median(api):,.0f} of {len(api)} ({len(data):,} bytes); page "
+            f"{page:,.0f} ms")
+
+
+def thousand_crowd(port: int, addresses: int, seconds: float, newcomers: int) -> dict:
+    """`addresses` visitors keeping the replays' lane full for `seconds` with costly replays,
+    each asking again after Retry-After when refused as busy (as the page does) and at once
+    when answered; after the first 20 s, `newcomers` fresh visitors 5 s apart each ask for a
+    small replay the same way: how long each waits and how many tries."""
+    costly = firing_replay(50_000)
+    stop = time.monotonic() + seconds
+    answers = collections.Counter()
+
+    def visitor(k: int) -> None:
+        time.sleep(k * seconds / 10 / addresses)  # the crowd arrives over its first tenth
+        while time.monotonic() < stop:
+            status = request(port, "POST", "/api/replay?name=c.json", costly,
+                             {"X-Forwarded-For": f"10.{k // 250}.{k % 250}.1"},
+                             timeout=600)[0]
+            answers[status] += 1
+            if status in (429, 503):
+                time.sleep(5 if status == 503 else 60)
+
+    crowd = [threading.Thread(target=visitor, args=(k,), daemon=True) for k in range(addresses)]
+    for thread in crowd:
+        thread.start()
+    time.sleep(20)
+    waits: list[tuple] = []
+
+    def newcomer(k: int) -> None:
+        waits.append(ask_until_answered(port, replay_text(100), f"192.0.2.{100 + k}", 600))
+
+    arrivals = [threading.Thread(target=newcomer, args=(k,), daemon=True)
+                for k in range(newcomers)]
+    for thread in arrivals:
+        thread.start()
+        time.sleep(5)
+    for thread in arrivals:
+        thread.join()
+    began = time.monotonic()
+    for thread in crowd:
+        thread.join()
+    refusals = answers[503] / seconds
+    return {"crowd_answers": ", ".join(f"{n:,} {s}" for s, n in sorted(answers.items()))
+            + f" ({refusals:,.0f} busy refusals a second)",
+            "crowd_newcomers_s": ", ".join(f"{w:,.1f}" for _, w, _ in sorted(
+                waits, key=lambda x: x[1])),
+            "crowd_newcomers": (f"{sum(s == 200 for s, _, _ in waits)} of {newcomers} answered; "
+                                f"slowest {max(w for _, w, _ in waits):,.1f} s; tries "
+                                f"{max(t for _, _, t in waits)} at most"),
+            "crowd_drained_s": time.monotonic() - began}
+
+
 def start_server(root: Path, limits: str) -> tuple[subprocess.Popen, int]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -489,6 +681,29 @@ def run(a) -> dict:
     out["replays_listing_ms"] = (f"{a.replays:,} files: slowest {max(listings):,.0f}, median "
                                  f"{statistics.median(listings):,.0f} of {len(listings)}")
 
+    # 10. Drop-while-finishing churn on both lanes.
+    if a.churn:
+        pages.phase = "churn"
+        out.update(churn(port, a.churn))
+
+    # 11. One address at the answers' budget.
+    pages.phase = "one address's answers"
+    out["one_address_answers"] = one_address_answers(port, 4)
+
+    # 12. A tournament of many saved games.
+    if a.tournament_games:
+        pages.phase = "big tournament"
+        out["big_tournament"] = big_tournament(root, port, a.tournament_games)
+
+    # 13. A thousand addresses at the checkers, and newcomers.
+    if a.addresses:
+        pages.phase = "thousand addresses"
+        out.update(thousand_crowd(port, a.addresses, a.crowd_seconds, a.newcomers))
+
+    log = (root / "server.log").read_text()
+    out["log_tracebacks"] = (f"{log.count('Traceback')} tracebacks, "
+                             f"{log.count('InvalidStateError')} InvalidStateError")
+
     # The end: what the server holds, what was lost.
     pages.stop = True
     pages.join()
@@ -502,8 +717,7 @@ def run(a) -> dict:
     out["server_memory_mb_end"] = rss_mb(proc.pid)
     proc.terminate()
     proc.wait(30)
-    log = (root / "server.log").read_text()
-    out["server_log_lines"] = log.count("\n")
+    out["server_log_lines"] = (root / "server.log").read_text().count("\n")
     out["games_frames_min"] = min(game_thread_result, default="-")
     every = [ms for _, ms in pages.times]
     out["pages"] = len(every)
@@ -534,6 +748,16 @@ def main(argv=None) -> int:
     p.add_argument("--answer-seconds", type=float, default=60.0,
                    help="the server's answer_seconds, which the slow readers outlast")
     p.add_argument("--replays", type=int, default=100_000, help="saved games written to disk")
+    p.add_argument("--churn", type=float, default=600.0,
+                   help="seconds of drop-while-finishing churn on both lanes (0: none)")
+    p.add_argument("--tournament-games", type=int, default=100_000,
+                   help="saved games of one tournament written to disk (0: none)")
+    p.add_argument("--addresses", type=int, default=1000,
+                   help="addresses keeping the replays' lane full (0: none)")
+    p.add_argument("--crowd-seconds", type=float, default=180.0,
+                   help="seconds those addresses keep at it")
+    p.add_argument("--newcomers", type=int, default=10,
+                   help="fresh visitors asking for a small replay beside them")
     p.add_argument("--limits", default="games_per_client=8",
                    help="the server's --limits (default: the defaults, with room for the games "
                         "this script plays from one address)")

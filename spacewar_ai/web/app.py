@@ -72,6 +72,7 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
         Refused,
         TooLarge,
         TooSlow,
+        discard_body,
         failure,
         read_body,
         refusal,
@@ -116,7 +117,12 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
     async def api_replay(request):
         """A replay's frames, replayed in a checker process (web.checks), never here."""
         try:
+            who = visitor(request.scope)
             if request.method == "POST":
+                refused = checks.refusal("replay", who)  # before its bytes are read
+                if refused is not None:
+                    await discard_body(request, limits.upload_bytes, limits.body_seconds)
+                    raise refused
                 body = await read_body(request, limits.upload_bytes, "the replay",
                                        "upload_bytes", limits.body_seconds)
                 name = request.query_params.get("name", "the uploaded file")[:200]
@@ -124,7 +130,6 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
             else:
                 rel = request.query_params.get("path", "")[:300]
                 payload = {"path": str(files.replay(rel)), "name": rel}
-            who = visitor(request.scope)
             data = await checks.run_for(request, "replay", payload, who)
             size = -(-len(data) // 2**20)  # in whole MB
             refused = answers.refusal(who, size)

@@ -180,6 +180,10 @@ def arena_routes(files, limits, checks, backend: str | None = None):
         try:
             counted = await asyncio.to_thread(arena.attempt, client, limits.attempts_per_hour,
                                               limits.submissions_per_hour)
+            refused = checks.refusal("submission", client)  # before its bytes are read
+            if refused is not None:
+                await discard_body(request, limits.submission_bytes, limits.body_seconds)
+                raise refused
             data = await read_body(request, limits.submission_bytes, "the submission",
                                    "submission_bytes", limits.body_seconds)
             kind = await asyncio.to_thread(arena.precheck, name, filename, data, client,

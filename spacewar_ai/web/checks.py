@@ -7,11 +7,13 @@ the quick checks (an arena upload's, a page's pilot spec), so that a crowd of co
 cannot hold up an upload. A check is one job with a deadline past which its process is killed
 and replaced; before it is queued, three budgets are asked: checks per address (over both
 lanes), checks in the lane, and the seconds the address's checks used in the last hour (CPU or
-wall clock, whichever is more). In each lane the waiting checks are served a visitor at a time,
-the address that has used the checkers least first and round robin among equals, so a crowd of
-addresses cannot starve one, and when the lane's queue is full a visitor with nothing in it
-takes the place of the last waiting check of the address that has used the checkers most in the
-hour; a check whose asker has gone (`run_for`) leaves the queue, or has its process killed if it
+wall clock, whichever is more), before the request's body is read. In each lane the waiting
+checks are served a visitor at a time, the address that has used the checkers least first (then:
+been refused as busy least) and round robin among equals, so a crowd of addresses cannot starve
+one, and when the lane's queue is full a visitor with nothing in it takes the place of the last
+waiting check of the address that has used the checkers most in the hour (a newcomer's, of one
+that has been refused): a crowd that keeps asking while the lane is full ranks behind a visitor
+that asks once, who is served at its first try without retrying until lucky; a check whose asker has gone (`run_for`) leaves the queue, or has its process killed if it
 was running. The jobs (`run_job`): a replay replayed into frames, an arena upload's checks, a
 page's pilot spec. The server sends a job as a pickle in a frame (util.processes); the process
 answers in bytes and JSON, never pickle, and its stderr goes nowhere."""
@@ -39,12 +41,13 @@ from ..util.processes import (
     write_frame,
 )
 from ..util.reaper import cpu_seconds
-from .guard import Limits, Quota, over_budget
+from .guard import Limits, Quota, Refused, over_budget
 
 OK, ERROR = b"o", b"e"
 HOUR = 3600.0
 START_SECONDS = 120.0  # for a checker to load what checks need, on a busy host
 LANE_OF = {"replay": "replays", "submission": "quick", "spec": "quick"}
+CHARGES_MERGED = 60.0  # an address's charges within this many seconds are kept as one
 
 
 class Checks:
@@ -66,26 +69,52 @@ class Checks:
         for lane in self.lanes.values():
             await lane.pool.close()
 
-    def cpu_used(self, visitor: str) -> float:
-        """CPU seconds the checks of `visitor` used in the last hour."""
+    def ledger(self, visitor: str) -> tuple[float, int]:
+        """Seconds the checks of `visitor` used in the last hour, and how many of its checks
+        were refused as busy meanwhile: the order in which addresses are served (Lane)."""
         spent = self.spent.get(visitor)
         if not spent:
-            return 0.0
+            return 0.0, 0
         since = time.monotonic() - HOUR
         while spent and spent[0][0] < since:
             spent.popleft()
-        return sum(seconds for _, seconds in spent)
+        return sum(e[1] for e in spent), sum(e[2] for e in spent)
+
+    def cpu_used(self, visitor: str) -> float:
+        """Seconds the checks of `visitor` used in the last hour."""
+        return self.ledger(visitor)[0]
 
     @property
     def queued(self) -> int:
         """Checks waiting or running, of every visitor."""
         return self.checks.total
 
-    def charge(self, visitor: str, seconds: float) -> None:
+    def charge(self, visitor: str, seconds: float = 0.0, refusals: int = 0) -> None:
         if len(self.spent) > 10_000:  # forget addresses with nothing left in the hour
-            for key in [k for k in self.spent if not self.cpu_used(k)]:
+            for key in [k for k in self.spent if self.ledger(k) == (0.0, 0)]:
                 del self.spent[key]
-        self.spent.setdefault(visitor, collections.deque()).append((time.monotonic(), seconds))
+        spent = self.spent.setdefault(visitor, collections.deque())
+        now = time.monotonic()
+        if spent and now - spent[-1][0] < CHARGES_MERGED:  # a crowd's refusals stay few entries
+            spent[-1] = (spent[-1][0], spent[-1][1] + seconds, spent[-1][2] + refusals)
+        else:
+            spent.append((now, seconds, refusals))
+
+    def refusal(self, kind: str, visitor: str) -> Refused | None:
+        """What `run` would refuse a check of `kind` from `visitor` with now, asked before a
+        request's body is read, so that a busy refusal costs the server almost nothing. A busy
+        refusal is noted against the address: one that keeps asking while a lane is full ranks
+        behind a newcomer (Lane.heaviest_above, Lane.release)."""
+        lane = self.lanes[LANE_OF[kind]]
+        used = self.cpu_used(visitor)
+        if used >= self.limits.check_cpu_per_hour:
+            return over_budget(self.limits, "check_cpu_per_hour", round(used, 1), True)
+        refused = self.checks.refusal(visitor) or lane.queue.refusal(visitor)
+        if refused is not None and refused.status == 503:
+            if lane.heaviest_above(visitor) is not None:
+                return None
+            self.charge(visitor, refusals=1)
+        return refused
 
     async def run(self, kind: str, payload: dict, visitor: str) -> bytes:
         """The answer of job `kind` for `visitor` (JSON bytes); Refused if a budget refuses it
@@ -93,13 +122,12 @@ class Checks:
         leaves the queue, or kills its checker if it was running."""
         if kind not in LANE_OF:
             raise ValueError(f"no such check: {kind}")
-        used = self.cpu_used(visitor)
-        if used >= self.limits.check_cpu_per_hour:
-            raise over_budget(self.limits, "check_cpu_per_hour", round(used, 1), True)
-        lane = self.lanes[LANE_OF[kind]]
-        refused = self.checks.refusal(visitor) or lane.queue.refusal(visitor)
-        if refused is not None and not (refused.status == 503 and lane.make_room(visitor)):
+        refused = self.refusal(kind, visitor)
+        if refused is not None:
             raise refused
+        lane = self.lanes[LANE_OF[kind]]
+        if lane.queue.refusal(visitor) is not None:  # full: a place taken from the heaviest
+            lane.make_room(visitor)
         self.checks.take(visitor)
         lane.queue.take(visitor)
         try:
@@ -181,28 +209,37 @@ class Lane:
             self.turns.remove(visitor)
         return granted
 
-    def make_room(self, visitor: str) -> bool:
-        """The lane's queue is full: a visitor with no check in it takes the place of the last
-        check waiting from the address that has used the checkers most in the hour (then: that
-        holds the most), if that address has used more than twice what the visitor has (or as
-        much, holding more than one place); that check is refused as busy. So a newcomer finds
-        a place behind a crowd keeping the queue full, at its first try, while the crowd's own
-        retries do not push each other out."""
+    def heaviest_above(self, visitor: str) -> str | None:
+        """The address whose last waiting check `visitor`, with no check in the lane's queue,
+        may take the place of when the queue is full: the one that has used the checkers most
+        in the hour (then: been refused most, holds the most), if it has used more than twice
+        what the visitor has, or as much while holding more than one place or, against a
+        visitor never refused, having been refused. A swap between addresses that used about
+        as much would only make the queue churn."""
         if self.queue.held[visitor] or not self.waiting:
-            return False
-        used = self.checks.cpu_used
-        share = {a: (used(a), self.queue.held[a]) for a in self.waiting}
+            return None
+        ledger = self.checks.ledger
+        share = {a: (*ledger(a), self.queue.held[a]) for a in self.waiting}
         heaviest = max(share, key=share.get)
-        (most, held), mine = share[heaviest], used(visitor)
-        # A swap between addresses that used about as much would only make the queue churn.
-        if not (most > 2 * mine or (most == mine and held > 1)):
-            return False
+        (most, refused, held), (mine, mine_refused) = share[heaviest], ledger(visitor)
+        if most > 2 * mine or (most == mine and (held > 1 or (refused and not mine_refused))):
+            return heaviest
+        return None
+
+    def make_room(self, visitor: str) -> None:
+        """The lane's queue is full: `visitor` takes the place of the last check waiting from
+        `heaviest_above(visitor)`, which is refused as busy. So a newcomer finds a place behind
+        a crowd keeping the queue full, at its first try, while the crowd's own retries do not
+        push each other out."""
+        heaviest = self.heaviest_above(visitor)
+        if heaviest is None:
+            return
         granted = self._next(heaviest, last=True)
         if granted is not None:
             granted.set_exception(over_budget(self.limits, "checks_queued", self.queue.total,
                                               False))
+            self.checks.charge(heaviest, refusals=1)
         self._invariant()
-        return True
 
     async def turn(self, visitor: str) -> None:
         """Wait for a checker: at once when one is free and nobody waits, else in the round
@@ -239,7 +276,7 @@ class Lane:
         line if it has more waiting), else back to the free ones."""
         self.running -= 1
         while self.turns:
-            visitor = min(self.turns, key=self.checks.cpu_used)
+            visitor = min(self.turns, key=self.checks.ledger)
             self.turns.remove(visitor)
             self.turns.append(visitor)  # to the back of the line, if it has more waiting
             granted = self._next(visitor)

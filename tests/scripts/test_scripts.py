@@ -373,7 +373,8 @@ def test_web_abuse_measures_every_phase_and_loses_nothing(tmp_path):
     out = _script(tmp_path, "web_abuse", "--players", "0", "--watchers", "1", "--refused", "6",
                   "--idle", "6", "--trickle", "3", "--hold", "12", "--crowd", "3",
                   "--seconds", "900", "--abandoned", "2", "--busy", "8", "--replays", "300",
-                  "--answer-seconds", "4", "--limits",
+                  "--answer-seconds", "4", "--churn", "15", "--tournament-games", "2000",
+                  "--addresses", "30", "--crowd-seconds", "30", "--newcomers", "2", "--limits",
                   "games_per_client=8,attempts_per_hour=4,head_seconds=4,"
                   "first_message_seconds=4,body_seconds=8,answer_seconds=4")
     figures = dict(line.split(None, 1) for line in out.stdout.splitlines()[1:])
@@ -392,6 +393,14 @@ def test_web_abuse_measures_every_phase_and_loses_nothing(tmp_path):
     assert figures["honest_upload_beside_checkers_crowd"].startswith("accepted after")
     assert "0 over its allowance" in figures["honest_upload_beside_checkers_crowd"]
     assert figures["replays_listing_ms"].startswith("300 files")
+    # Both lanes answer a fresh visitor after the churn, and nothing in the log is a traceback.
+    assert figures["churn_fresh_replay"].startswith("200 after")
+    assert figures["churn_fresh_watch"].startswith("start after")
+    assert figures["log_tracebacks"] == "0 tracebacks, 0 InvalidStateError"
+    # One address's slow readers leave room for another visitor's answer.
+    assert "another visitor's replay: 200" in figures["one_address_answers"]
+    assert figures["big_tournament"].startswith("2,000 games")
+    assert figures["crowd_newcomers"].startswith("2 of 2 answered")
     for key in ("server_cpu_s_all_refused", "server_memory_mb_end", "page_ms_all",
                 "slow_readers_memory_mb"):
         assert key in figures  # measured, not missing

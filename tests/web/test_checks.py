@@ -104,6 +104,53 @@ def test_a_full_queue_makes_room_for_a_visitor_with_none_in_it():
     assert checks.queued == 0 and checks.lanes["replays"].free == 1
 
 
+def test_fresh_addresses_that_keep_asking_while_the_lane_is_full_rank_behind_a_newcomer():
+    """A crowd of addresses that have used nothing: those refused as busy retry as places free,
+    so the queue fills with addresses that asked while it was full. A newcomer, asking once,
+    takes a place at its first try and is served next, while the crowd's next retry is refused
+    and pushes none of its own out."""
+    from spacewar_ai.web.guard import Refused
+
+    async def scenario():
+        checks = Checks(Limits(checkers=1, checks_queued=4))
+        gate, served = asyncio.Queue(), []
+
+        async def ask(kind, payload, visitor):  # a checker's work, one check per token
+            await gate.get()
+            served.append(visitor)
+            return b"ok"
+
+        async def settle():
+            for _ in range(10):
+                await asyncio.sleep(0)
+
+        checks.lanes["replays"].ask = ask
+        crowd = [f"198.18.{k // 250}.{k % 250}" for k in range(1000)]
+        tasks = [asyncio.ensure_future(checks.run("replay", {}, a)) for a in crowd]
+        await settle()
+        refused = [t for t in tasks if t.done() and isinstance(t.exception(), Refused)]
+        waiting, retried = [t for t in tasks if not t.done()], iter(crowd[4:])
+        for _ in range(3):  # a check ends; a crowd address refused before takes its place
+            gate.put_nowait(None)
+            await settle()
+            waiting.append(asyncio.ensure_future(checks.run("replay", {}, next(retried))))
+            await settle()
+        newcomer = asyncio.ensure_future(checks.run("replay", {}, "203.0.113.7"))
+        late = asyncio.ensure_future(checks.run("replay", {}, next(retried)))
+        await settle()
+        for _ in range(8):
+            gate.put_nowait(None)
+        results = await asyncio.gather(*waiting, newcomer, late, return_exceptions=True)
+        return len(refused), served, results
+
+    refused, served, results = asyncio.run(scenario())
+    assert refused == 1000 - 4
+    *crowd, newcomer, late = results
+    assert newcomer == b"ok" and isinstance(late, Refused) and late.status == 503
+    assert sum(isinstance(r, Refused) for r in crowd) == 1  # the place the newcomer took
+    assert served.index("203.0.113.7") == 4  # after the four checks that ran before it came
+
+
 def test_the_address_that_used_the_checkers_least_is_served_first():
     async def scenario():
         checks = Checks(Limits(checkers=1))
