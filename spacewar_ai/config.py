@@ -17,14 +17,17 @@ from typing import Any, Callable
 # total_timesteps of a run with no step budget (--episodes alone): no run reaches it.
 UNLIMITED_STEPS = 10**12
 
-# "rllib_sw": the peer project's starts (RULES_PRESETS): mostly random eccentric orbits with
-# random resources, otherwise both ships at rest.
-START_POSITIONS = ("classic", "orbit", "rllib_sw", "varied")
+# "eccentric_or_rest": mostly random eccentric orbits with random resources, otherwise both
+# ships at rest (the starts of the "rllib_sw" rules, RULES_PRESETS).
+START_POSITIONS = ("classic", "orbit", "eccentric_or_rest", "varied")
 # How a pilot's action is read: "six" is the design's six actions (seven with hyperspace);
 # "switches" the 1962 control box, four switches in any combination (engine.py's docstring).
 CONTROLS = ("six", "switches")
 HIT_SHAPES = ("octagon", "round")
-MOVE_ORDERS = ("1962", "rllib_sw")
+MOVE_ORDERS = ("1962", "thrust_first")
+# Mechanic values saved under an earlier name, read from configs, replays and checkpoints.
+OLD_NAMES = {"start_positions": {"rllib_sw": "eccentric_or_rest"},
+             "move_order": {"rllib_sw": "thrust_first"}}
 # Where a ship comes back from hyperspace: anywhere on the "screen", or in the "quadrant" whose
 # x and y are both past the star's (the peer's game before it changed this).
 REENTRIES = ("screen", "quadrant")
@@ -189,7 +192,7 @@ RULES_PRESETS: dict[str, dict[str, Any]] = {
         "torpedo_star_radius": 0.01 * _RLLIB_SW_UNIT,
         "torpedo_collisions": False,
         "ship_collisions": False,
-        "move_order": "rllib_sw",
+        "move_order": "thrust_first",
         "gravity_constant": 9.5e-7 * 1024.0**3 / 2.0,
         "max_fuel": 1024,
         "max_episode_steps": 4096,
@@ -203,7 +206,7 @@ RULES_PRESETS: dict[str, dict[str, Any]] = {
         "hyperspace_failure": "return",
         "scoring": "survivor",
         "torpedo_spawn_offset": 0.02 * _RLLIB_SW_UNIT + _RLLIB_SW_UNIT / 256.0,
-        "start_positions": "rllib_sw",
+        "start_positions": "eccentric_or_rest",
     },
 }
 # The peer's game as its released agent (checkpoints_release/pfsp, commit 1f9e818) was trained in:
@@ -211,6 +214,13 @@ RULES_PRESETS: dict[str, dict[str, Any]] = {
 # degrees, ours turned the other way) and ad98222 the re-entry from hyperspace (one quadrant).
 RULES_PRESETS["rllib_sw_1f9e818"] = {**RULES_PRESETS["rllib_sw"], "rest_heading": 270.0,
                                      "hyperspace_reentry": "quadrant"}
+
+
+def rules_label(base: str, values: dict[str, Any]) -> str:
+    """The label of game `values` built on rules preset `base`: its name, then "+" and the name
+    of each field the preset sets that `values` holds otherwise."""
+    preset = RULES_PRESETS[base]
+    return "+".join([base, *sorted(k for k, v in preset.items() if values.get(k, v) != v)])
 
 
 class _Presets(_Config):
@@ -270,10 +280,11 @@ class GameConfig(_Presets):
     # Decisions every k frames. 4 gives 12.5 decisions/s: a full turn still takes 25 decisions and
     # one reload (16 frames) is exactly 4 decisions, while episodes are 4x shorter for learning.
     frame_skip: int = setting(4, up_to(AT_LEAST_ONE, 1000))
-    # "orbit" (seeded random opposing orbits), "classic" (1962), "rllib_sw" (the peer's) or
-    # "varied" (training's mix: orbits, eccentric orbits, ships at rest, varied resources)
+    # "orbit" (seeded random opposing orbits), "classic" (1962), "eccentric_or_rest" (the
+    # peer's) or "varied" (training's mix: orbits, eccentric orbits, ships at rest, varied
+    # resources)
     start_positions: str = setting("orbit", one_of(START_POSITIONS))
-    # degrees: ship 0's heading when the "rllib_sw" start puts both ships at rest (ship 1 faces
+    # degrees: ship 0's heading when the "eccentric_or_rest" start puts both ships at rest (ship 1 faces
     # the other way); 0 faces along +x, and headings grow as the engine's angles do
     rest_heading: float = setting(0.0, Rule(lambda v: _finite(v) and 0 <= v < 360,
                                             "must be a number of degrees in [0, 360)"))
@@ -304,7 +315,7 @@ class GameConfig(_Presets):
     torpedo_collisions: bool = setting(True, SWITCH)  # two torpedoes that meet both explode
     ship_collisions: bool = setting(True, SWITCH)  # two ships that meet both explode
     # The order of a ship's frame (MOVE_ORDERS): "1962" turns, then adds gravity and thrust to
-    # the velocity and moves; "rllib_sw" thrusts along the heading before the turn, turns,
+    # the velocity and moves; "thrust_first" thrusts along the heading before the turn, turns,
     # fires, moves, and adds gravity after the move.
     move_order: str = setting("1962", one_of(MOVE_ORDERS))
     hyperspace_visible: bool = setting(False, SWITCH)  # a ship in hyperspace is still observed
@@ -316,13 +327,37 @@ class GameConfig(_Presets):
     scoring: str = setting("torpedo", one_of(SCORINGS))
     # units ahead of the ship's centre where a torpedo appears
     torpedo_spawn_offset: float = setting(16.0, up_to(NON_NEGATIVE, 1e6))
-    # the preset these values came from (RULES_PRESETS), for reports
-    rules: str = setting("1962", one_of(RULES_PRESETS))
+    # The preset these values came from (RULES_PRESETS), then "+" and each field of the
+    # preset's that differs from it: the label is what the values are (rules_label).
+    rules: str = setting("1962", Rule(lambda v: isinstance(v, str) and v.split("+")[0] in
+                                      RULES_PRESETS, f"must name a preset: one of "
+                                      f"{', '.join(RULES_PRESETS)}"))
 
     PRESET_FIELD, PRESETS, PRESET_SAYS = "rules", "RULES_PRESETS", "rules"
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]):
+        if isinstance(data, dict):
+            data = {k: OLD_NAMES.get(k, {}).get(v, v) if isinstance(v, str) else v
+                    for k, v in data.items()}
+            if isinstance(data.get("rules"), str):
+                # Built on the preset the label starts with; the label then says what differs.
+                base = data["rules"].split("+")[0]
+                data = {**cls.preset(base).to_dict(), **data}
+                data["rules"] = rules_label(base, data)
+        return super(_Presets, cls).from_dict(data)  # the preset is in already
+
     def _check(self) -> None:
         n = type(self).__name__
+        base = self.rules.split("+")[0]
+        honest = rules_label(base, vars(self))
+        changed = honest.split("+")[1:]
+        _require(self.rules == honest, n, "rules", self.rules,
+                 f"these values are {honest!r}" if len(changed) < 4 else
+                 f"these values differ from {base!r} in {len(changed)} fields "
+                 f"({', '.join(changed[:3])}, ...)"
+                 "; build a preset with GameConfig.preset(name) and change it with .changed(...) "
+                 "or a [game] table, which keep the label true")
         half = min(self.width, self.height) / 2
         _require(_finite(self.star_radius) and 0 <= self.star_radius < half, n, "star_radius",
                  self.star_radius, f"must be >= 0 and smaller than half the screen ({half:g})")

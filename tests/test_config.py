@@ -102,8 +102,8 @@ WORDED = [
                                                  "invalid: must be an integer >= 1 and at most "
                                                  "10,000,000"),
     ("GameConfig", {"start_positions": "x"}, "GameConfig.start_positions='x' is invalid: must "
-                                             "be one of ('classic', 'orbit', 'rllib_sw', "
-                                             "'varied')"),
+                                             "be one of ('classic', 'orbit', "
+                                             "'eccentric_or_rest', 'varied')"),
     ("GameConfig", {"controls": "keys"}, "GameConfig.controls='keys' is invalid: must be one of "
                                          "('six', 'switches')"),
     ("GameConfig", {"star_radius": 1e9}, "GameConfig.star_radius=1000000000.0 is invalid: must "
@@ -194,3 +194,35 @@ def test_a_value_of_the_wrong_kind_is_named_by_its_key_in_every_section():
             for value in ([1, 2], {"a": 1}):
                 with pytest.raises(ValueError, match=f"\\.{f.name}="):
                     RunConfig.from_dict({section.name: {f.name: value}})
+
+
+def test_a_rules_label_is_what_the_values_are():
+    """A config labelled with a preset holds that preset's values, or is refused; one changed
+    after a preset says which of the preset's fields it changed, and keeps saying so through a
+    saved file."""
+    from spacewar_ai.config import GameConfig
+
+    peer = GameConfig.preset("rllib_sw")
+    assert peer.rules == "rllib_sw" and peer.frame_skip == 5
+    changed = peer.changed(frame_skip=4, torpedo_speed=3.0, width=2048)  # width is no rule's
+    assert changed.rules == "rllib_sw+frame_skip+torpedo_speed"
+    assert GameConfig.from_dict(changed.to_dict()) == changed
+    assert changed.changed(frame_skip=5, torpedo_speed=peer.torpedo_speed).rules == "rllib_sw"
+    assert GameConfig.from_dict({"rules": "rllib_sw", "frame_skip": 4}).rules == \
+        "rllib_sw+frame_skip"
+    with pytest.raises(ValueError, match=r"rules='rllib_sw' is invalid: these values differ "
+                                         r"from 'rllib_sw' in \d+ fields"):
+        GameConfig(rules="rllib_sw")  # the 1962 values under the peer's name
+    with pytest.raises(ValueError, match="these values are 'rllib_sw'"):
+        GameConfig(**{**peer.to_dict(), "rules": "rllib_sw+frame_skip"})  # none changed
+    assert GameConfig(hyperspace=True, frame_skip=2).rules == "1962"  # its preset sets nothing
+
+
+def test_mechanics_saved_under_the_peers_name_are_read_by_their_own():
+    from spacewar_ai.config import GameConfig
+
+    old = {**GameConfig.preset("rllib_sw").to_dict(), "start_positions": "rllib_sw",
+           "move_order": "rllib_sw"}
+    game = GameConfig.from_dict(old)
+    assert (game.start_positions, game.move_order) == ("eccentric_or_rest", "thrust_first")
+    assert game == GameConfig.preset("rllib_sw")

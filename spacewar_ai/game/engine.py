@@ -80,7 +80,7 @@ END_RUNNING, END_DEATH, END_NO_AMMO, END_TRUNCATED = 0, 1, 2, 3
  P_HSEEN, P_SPAWN, P_SURVIVOR, P_FAIL_RETURN, P_REENTRY_QUADRANT, P_REST_HEADING) = range(37)
 NP_ = 37
 # P_START values: how games begin (config.START_POSITIONS)
-START_ORBIT, START_CLASSIC, START_RLLIB_SW, START_VARIED = 0, 1, 2, 3
+START_ORBIT, START_CLASSIC, START_ECCENTRIC, START_VARIED = 0, 1, 2, 3
 # reward params fields
 (R_STEP, R_KILL, R_DEATH, R_STAR, R_COLL, R_HYPER, R_WIN, R_LOSE, R_DRAW, R_FUEL, R_AMMO, R_SHOT,
  R_THRUST) = range(13)
@@ -155,8 +155,8 @@ def make_params(cfg: GameConfig) -> np.ndarray:
     p[P_FUEL], p[P_GM], p[P_STAR_R] = cfg.max_fuel, cfg.effective_gravity, cfg.star_radius
     p[P_HIT_R], p[P_MAXV], p[P_MAXSTEPS] = cfg.hit_radius, cfg.max_speed, cfg.max_episode_steps
     p[P_SKIP] = cfg.frame_skip
-    p[P_START] = {"orbit": START_ORBIT, "classic": START_CLASSIC, "rllib_sw": START_RLLIB_SW,
-                  "varied": START_VARIED}[cfg.start_positions]
+    p[P_START] = {"orbit": START_ORBIT, "classic": START_CLASSIC,
+                  "eccentric_or_rest": START_ECCENTRIC, "varied": START_VARIED}[cfg.start_positions]
     p[P_ANGMOM], p[P_NOSTAR] = float(cfg.angular_momentum), float(cfg.no_star)
     p[P_TELEPORT], p[P_TGRAV] = float(cfg.star_teleports), float(cfg.torpedo_gravity)
     p[P_HYPER], p[P_JUMPS] = float(cfg.hyperspace), cfg.hyperspace_jumps
@@ -166,7 +166,7 @@ def make_params(cfg: GameConfig) -> np.ndarray:
     p[P_ROUND] = float(cfg.hit_shape == "round")
     p[P_TSTAR_R] = cfg.torpedo_star_radius
     p[P_TT], p[P_SS] = float(cfg.torpedo_collisions), float(cfg.ship_collisions)
-    p[P_ORDER], p[P_HSEEN] = float(cfg.move_order == "rllib_sw"), float(cfg.hyperspace_visible)
+    p[P_ORDER], p[P_HSEEN] = float(cfg.move_order == "thrust_first"), float(cfg.hyperspace_visible)
     p[P_SPAWN] = cfg.torpedo_spawn_offset
     p[P_SURVIVOR] = float(cfg.scoring == "survivor")
     p[P_FAIL_RETURN] = float(cfg.hyperspace_failure == "return")
@@ -329,7 +329,7 @@ def _reset_game(g, ship_f, ship_i, torp_f, torp_t, game_i, rng, p):
         if draw < 0.5:
             _eccentric_orbits(g, ship_f, ship_i, rng, p)
             return
-    if start == START_RLLIB_SW and _uniform(rng, g) >= 0.75:
+    if start == START_ECCENTRIC and _uniform(rng, g) >= 0.75:
         # The peer's fixed start: at rest on the other diagonal, facing opposite ways.
         for s in range(2):
             ship_f[g, s, SX] = cx + (0.25 * w if s == 1 else -0.25 * w)
@@ -338,7 +338,7 @@ def _reset_game(g, ship_f, ship_i, torp_f, torp_t, game_i, rng, p):
             ship_f[g, s, SVY] = 0.0
             _set_heading(g, s, p[P_REST_HEADING] + math.pi * s, ship_f)
         return
-    if start == START_RLLIB_SW:
+    if start == START_ECCENTRIC:
         _eccentric_orbits(g, ship_f, ship_i, rng, p)
         return
     if start == START_CLASSIC:

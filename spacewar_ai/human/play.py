@@ -9,7 +9,6 @@ is ready, rotation and thrust alternating frame by frame."""
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,7 +148,7 @@ class HumanGame:
         self.decision_frames = base.frame_skip
         self.base_config = base  # what pilots are built with (they decide every frame_skip)
         # People act every frame; the engine therefore steps one frame at a time.
-        self.config = dataclasses.replace(base, frame_skip=1)
+        self.config = base.changed(frame_skip=1)
         self.opponent = None if two_player else opponent
         self.first = first
         self.two_player = two_player
