@@ -30,7 +30,6 @@ is played there as the peer's MultiDiscrete([2, 3, 2, 2]).
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import subprocess
 import sys
@@ -43,11 +42,16 @@ import numpy as np
 from spacewar_ai.config import GameConfig
 from spacewar_ai.game import engine
 from spacewar_ai.pilots import file_identity, make_pilot
-from spacewar_ai.pilots.rllib_sw import RllibSwPilot, module_file
+from spacewar_ai.pilots.rllib_sw import (
+    RllibSwPilot,
+    copy_peer_state,
+    from_peer,
+    in_our_units,
+    module_file,
+    to_peer,
+)
 from spacewar_ai.rating.match import wilson_interval
 
-SCALE = 1024.0 / math.sqrt(2.0)  # our units per unit of the peer's
-RECHARGE, REENTRY = 224, 96
 ENV = {"speed": 5.0, "ep_length": 4096, "aug_obs": True, "stochastic_hspace": True}
 
 
@@ -123,48 +127,6 @@ def peer_game(args, into: Path):
     return env_cls, GameConfig.from_dict({"rules": rules, "controls": args.controls})
 
 
-def copy_state(env, batch: engine.GameBatch, g: int = 0) -> None:
-    """The peer environment's state written into game g of `batch` (config.RULES_PRESETS)."""
-    batch.game_i[g] = 0
-    batch.game_i[g, engine.WINNER] = batch.game_i[g, engine.REAL_WINNER] = -1
-    batch.game_i[g, engine.FRAME] = int(env.time)
-    for s, ship in enumerate(env.playerShips):
-        f, i = batch.ship_f[g, s], batch.ship_i[g, s]
-        i[:] = 0
-        i[engine.ALIVE] = 1
-        f[engine.SX], f[engine.SY] = 512.0 + ship.pos[0] * SCALE, 512.0 + ship.pos[1] * SCALE
-        f[engine.SVX], f[engine.SVY] = ship.vel[0] * SCALE, ship.vel[1] * SCALE
-        heading = (-math.radians(ship.ang)) % (2 * math.pi)
-        f[engine.SANG], f[engine.SCOS], f[engine.SSIN] = heading, math.cos(heading), math.sin(heading)
-        f[engine.SANGV] = 0.0
-        f[engine.SFUEL] = float(ship.fuel)
-        i[engine.AMMO] = int(ship.stored_missiles)
-        i[engine.COOLDOWN] = int(max(ship.reloadTime, 0))
-        i[engine.JUMPS] = 8 - int(ship.h_charges)
-        hidden = ship.h_reload - (RECHARGE - REENTRY)
-        i[engine.HYPER_HIDDEN] = int(max(hidden, 0))
-        i[engine.HYPER_RECHARGE] = int(RECHARGE - REENTRY if hidden > 0 else ship.h_reload)
-        batch.torp_t[g, s] = 0
-        for k, m in enumerate(env.missiles[s][:batch.torp_t.shape[2]]):
-            batch.torp_f[g, s, k] = [512.0 + m.pos[0] * SCALE, 512.0 + m.pos[1] * SCALE,
-                                     m.vel[0] * SCALE, m.vel[1] * SCALE]
-            batch.torp_t[g, s, k] = math.ceil(m.life)
-
-
-def to_peer(action: int, config: GameConfig) -> list[int]:
-    """Our action as the peer's [thrust, rotate, fire, hyperspace]."""
-    if config.controls == "switches":
-        if action & engine.SW_HYPERSPACE == engine.SW_HYPERSPACE:
-            return [int(action & engine.SW_THRUST > 0), 0, int(action & engine.SW_FIRE > 0), 1]
-        rotate = 1 if action & engine.SW_LEFT else 2 if action & engine.SW_RIGHT else 0
-        return [int(action & engine.SW_THRUST > 0), rotate, int(action & engine.SW_FIRE > 0), 0]
-    a = engine.Action(int(action)) if 0 <= action <= 6 else engine.Action.NONE
-    return [int(a in (engine.Action.THRUST, engine.Action.THRUST_FIRE)),
-            1 if a == engine.Action.ROTATE_LEFT else 2 if a == engine.Action.ROTATE_RIGHT else 0,
-            int(a in (engine.Action.FIRE, engine.Action.THRUST_FIRE)),
-            int(a == engine.Action.HYPERSPACE)]
-
-
 class House:
     """Peer games mirrored in a batch of ours, one row a game, where our pilots read them."""
 
@@ -178,7 +140,7 @@ class House:
         """Our observations of the games still running (`active`, None: all) copied in."""
         for g, env in enumerate(self.envs):
             if active is None or active[g]:
-                copy_state(env, self.batch, g)
+                copy_peer_state(env, self.batch, g)
         return self.batch.observe()
 
 
@@ -220,8 +182,8 @@ def match(args) -> None:
         mine = ours.act(obs[rows, side], active)
         theirs = peer.act(obs[rows, 1 - side], active)
         for g in np.flatnonzero(active):
-            moves = {int(side[g]): to_peer(int(mine[g]), config),
-                     int(1 - side[g]): to_peer(int(theirs[g]), config)}
+            moves = {int(side[g]): to_peer(int(mine[g]), config.controls).tolist(),
+                     int(1 - side[g]): to_peer(int(theirs[g]), config.controls).tolist()}
             _, rewards[g], term, trunc, _ = house.envs[g].step(moves)
             if term["__all__"] or trunc["__all__"]:
                 active[g] = False
@@ -259,16 +221,16 @@ def agreement(args) -> None:
                 break
         if peer_module is not None:
             logit_gap.append(_logit_gap(peer, house, peer_module, obs_peer))
-        copy_state(env, house.batch)
+        copy_peer_state(env, house.batch)
         batch = house.batch
         for step in range(1, 51):
             peer.attach(batch, np.array([0]))
             moves = _peer_moves(peer, house, no_jump=True, copy=False)
             _, rewards, term, trunc, _ = env.step(moves)
-            batch.step(np.array([[_ours(moves[0], config), _ours(moves[1], config)]]))
+            batch.step(np.array([[int(from_peer(*moves[k], config.controls)) for k in (0, 1)]]))
             if step in drift:
                 ours = batch.ship_f[0, :, [engine.SX, engine.SY]].T
-                theirs = np.array([512.0 + s.pos * SCALE for s in env.playerShips])
+                theirs = np.array([in_our_units(s.pos, config) for s in env.playerShips])
                 d = (ours - theirs + 512.0) % 1024.0 - 512.0
                 drift[step].append(float(np.abs(d).max()))
             peer_over, ours_over = term["__all__"] or trunc["__all__"], \
@@ -290,28 +252,10 @@ def agreement(args) -> None:
               f"{max(logit_gap):.2e} over {len(logit_gap)} states")
 
 
-def _ours(move, config: GameConfig) -> int:
-    thrust, rotate, fire, _ = move
-    a = (engine.SW_LEFT if rotate == 1 else engine.SW_RIGHT if rotate == 2 else 0)
-    return a | (engine.SW_THRUST if thrust else 0) | (engine.SW_FIRE if fire else 0) \
-        if config.controls == "switches" else _six(thrust, rotate, fire)
-
-
-def _six(thrust, rotate, fire) -> int:
-    if thrust and fire:
-        return engine.Action.THRUST_FIRE
-    if fire:
-        return engine.Action.FIRE
-    if thrust:
-        return engine.Action.THRUST
-    return (engine.Action.ROTATE_LEFT if rotate == 1 else engine.Action.ROTATE_RIGHT
-            if rotate == 2 else engine.Action.NONE)
-
-
 def _peer_moves(peer, house, no_jump: bool, copy: bool = True) -> dict[int, list[int]]:
     """The peer's agent's moves for both ships, read from the mirrored state."""
     if copy:
-        copy_state(house.env, house.batch)
+        copy_peer_state(house.env, house.batch)
     peer.attach(house.batch, np.array([0]))
     first = peer.choices()[0]
     peer.attach(house.batch, np.array([1]))
@@ -340,7 +284,7 @@ def _logit_gap(peer, house, module, obs_peer) -> float:
     import torch
     from classes.inference_helpers import obs_to_tensor  # the peer's checkout
 
-    copy_state(house.env, house.batch)
+    copy_peer_state(house.env, house.batch)
     gap = 0.0
     for side in (0, 1):
         peer.attach(house.batch, np.array([side]))

@@ -19,6 +19,16 @@ import numpy as np
 from numba.core import event as numba_event
 
 from ..config import OBS_MASK, GameConfig, RewardConfig
+# The action numbers of each scheme of controls (controls.py holds every mapping of them).
+from .controls import (  # noqa: F401  (Action and the switches are read here by callers too)
+    SIX_AS_SWITCHES,
+    SW_FIRE,
+    SW_HYPERSPACE,
+    SW_LEFT,
+    SW_RIGHT,
+    SW_THRUST,
+    Action,
+)
 
 
 class DeathCause(enum.IntEnum):
@@ -38,16 +48,6 @@ class DeathCause(enum.IntEnum):
         return self.name
 
     __format__ = object.__format__
-
-
-class Action(enum.IntEnum):
-    NONE = 0
-    ROTATE_LEFT = 1
-    ROTATE_RIGHT = 2
-    THRUST = 3
-    FIRE = 4
-    THRUST_FIRE = 5
-    HYPERSPACE = 6
 
 
 # Where each part of an observation starts (the table in SpacewarEnv's docstring); the action
@@ -87,14 +87,6 @@ START_ORBIT, START_CLASSIC, START_ECCENTRIC, START_VARIED = 0, 1, 2, 3
 NR = 13
 
 NEAREST_TORPEDOES = 3
-# The switches of the 1962 control box (config.CONTROLS "switches"): an action is the sum of the
-# switches pressed, so all sixteen combinations are actions 0..15. Both rotate switches at once
-# are hyperspace, as on the original box, where hyperspace is on; elsewhere they cancel.
-SW_LEFT, SW_RIGHT, SW_THRUST, SW_FIRE = 1, 2, 4, 8
-SW_HYPERSPACE = SW_LEFT | SW_RIGHT
-# Each of the six actions (and hyperspace) as switches.
-SIX_AS_SWITCHES = np.array([0, SW_LEFT, SW_RIGHT, SW_THRUST, SW_FIRE, SW_THRUST | SW_FIRE,
-                            SW_HYPERSPACE], dtype=np.int64)
 # With angular momentum (sense switch 1) a rotate frame adds this fraction of rotation_speed to the
 # angular velocity, so reaching full turn rate takes 8 frames, as sluggish as the 1962 feel.
 ANGULAR_ACCEL_FRACTION = 1.0 / 8.0

@@ -28,7 +28,10 @@ from .features import EGOCENTRIC_DOC, TACTICAL_DOC
 from .pilot import Pilot
 
 OBSERVATION_DOC = """
-    ## Observation: 36 float32 (37 with hyperspace), from the observing ship's point of view
+    ## Observation: 30 float32 and the action mask, from the observing ship's point of view
+
+    36 values with the six actions, 37 with hyperspace, 46 with `controls = "switches"` (the 16
+    combinations of the switches).
 
     | index | meaning | scaling / range |
     |---|---|---|
@@ -44,14 +47,16 @@ OBSERVATION_DOC = """
     | 15-16 | star position minus own, shortest way round | / (width/2), / (height/2); zeros with no star |
     | 17 | star proximity | star_radius / max(distance, star_radius), (0, 1] |
     | 18-29 | the 3 nearest live enemy torpedoes, nearest first: relative position (2), relative velocity (2) | as 9-12; all zeros where fewer |
-    | 30-35 | action mask (30-36 with hyperspace) | 1.0 valid, 0.0 invalid |
+    | 30- | action mask, one value an action: 30-35, 30-36 with hyperspace, 30-45 with the switches | 1.0 valid, 0.0 invalid |
 """
 
 _CAUSES = tuple(DeathCause)  # by code: a lookup, where DeathCause(code) costs a call each step
 MASK_DTYPE = np.int8  # action masks in infos: Gymnasium's and PettingZoo's samplers expect int8
 
 ACTION_DOC = """
-    ## Actions: Discrete(6) (Discrete(7) with hyperspace)
+    ## Actions: Discrete(6), Discrete(7) with hyperspace, Discrete(16) with the switches
+
+    `GameConfig(controls="six")` (the default): one thing at a time.
 
     | action | meaning |
     |---|---|
@@ -63,8 +68,15 @@ ACTION_DOC = """
     | 5 | thrust + fire |
     | 6 | hyperspace (only with `GameConfig(hyperspace=True)`) |
 
+    `GameConfig(controls="switches")`, the 1962 control box: an action is the sum of the switches
+    pressed, left 1, right 2, thrust 4, fire 8, so all 16 combinations are actions 0-15; both
+    rotate switches at once (3, 7, 11, 15) jump where hyperspace is on and cancel elsewhere.
+    `spacewar_ai.game.controls` turns switches into either set's action numbers and back
+    (`encode`, `decode`).
+
     Masking: no fuel masks 3 and 5; no torpedoes or reloading masks 4 and 5; a dead ship, or one in
-    hyperspace, may only take 0. A masked action is played as 0 (drift) and counted in
+    hyperspace, may only take 0 (with the switches: an action is allowed when each of its switches
+    is). A masked action is played as 0 (drift) and counted in
     `info["masked_actions"]`; `info["action_mask"]` carries the same mask as obs[30:], as int8,
     and `action_masks()` returns it as booleans (sb3-contrib's MaskablePPO reads it there).
 """

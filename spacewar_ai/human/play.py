@@ -17,6 +17,7 @@ import numpy as np
 
 from ..config import GameConfig
 from ..game import engine
+from ..game.controls import Action, encode
 from ..game.pilot import Pilot, as_pilot
 from ..game.replays import REPLAY_DIR, make_replay, new_replay_path, save_replay, state_hash
 from ..rating.difficulty import (
@@ -95,32 +96,17 @@ HELP_TWO = ["player 1 (needle): LEFT / RIGHT rotate, UP thrust, RIGHT CTRL or EN
 HELP_COMMON = ["P pause   R restart round   F1 or H this help   ESC quit"]
 
 
-def keys_to_action(held: set[str], frame: int, mask: np.ndarray, controls: dict) -> int:
-    """One action from the keys held this frame (see the module docstring for the sharing)."""
-    def down(what):
-        return any(k in held for k in controls[what])
-
-    if len(mask) == 16:  # the 1962 switches: the keys held are the switches pressed
-        if down("hyperspace") and mask[engine.SW_HYPERSPACE]:
-            return engine.SW_HYPERSPACE
-        return ((engine.SW_LEFT if down("left") else 0) | (engine.SW_RIGHT if down("right") else 0)
-                | (engine.SW_THRUST if down("thrust") else 0)
-                | (engine.SW_FIRE if down("fire") else 0))
-    A = engine.Action
-    rot = (A.ROTATE_LEFT if down("left") and not down("right") else
-           A.ROTATE_RIGHT if down("right") and not down("left") else A.NONE)
-    thrust = down("thrust")
-    if len(mask) > A.HYPERSPACE and down("hyperspace") and mask[A.HYPERSPACE]:
-        return A.HYPERSPACE
-    if down("fire") and mask[A.FIRE]:
-        return A.THRUST_FIRE if thrust and mask[A.THRUST_FIRE] else A.FIRE
-    if rot and thrust and mask[A.THRUST]:
-        return rot if frame % 2 == 0 else A.THRUST
-    if rot:
-        return rot
-    if thrust and mask[A.THRUST]:
-        return A.THRUST
-    return A.NONE
+def keys_to_action(held: set[str], frame: int, mask: np.ndarray, keys: dict,
+                   controls: str) -> int:
+    """One action of scheme `controls` from the keys held this frame, pressing what the mask
+    allows (game.controls). With the six actions a turn and thrust held together take turns
+    frame by frame, since no one action does both."""
+    left, right, thrust, fire, jump = (any(k in held for k in keys[what]) for what in
+                                       ("left", "right", "thrust", "fire", "hyperspace"))
+    if controls == "six" and left != right and thrust and frame % 2 == 0 and \
+            not (fire and mask[Action.FIRE]):
+        thrust = False
+    return int(encode(left, right, thrust, fire, jump, controls, mask))
 
 
 class HumanGame:
@@ -342,11 +328,14 @@ class HumanGame:
             return
         obs = self.batch.obs[0]
         if self.two_player:
-            a0 = keys_to_action(self.held, self.frame, obs[0, engine.MASK], CONTROLS_TWO[0])
-            a1 = keys_to_action(self.held, self.frame, obs[1, engine.MASK], CONTROLS_TWO[1])
+            a0 = keys_to_action(self.held, self.frame, obs[0, engine.MASK], CONTROLS_TWO[0],
+                                self.config.controls)
+            a1 = keys_to_action(self.held, self.frame, obs[1, engine.MASK], CONTROLS_TWO[1],
+                                self.config.controls)
         else:
             a0 = (self._pilot_action(0, self.first) if self.first is not None else
-                  keys_to_action(self.held, self.frame, obs[0, engine.MASK], CONTROLS_ALONE))
+                  keys_to_action(self.held, self.frame, obs[0, engine.MASK], CONTROLS_ALONE,
+                                 self.config.controls))
             a1 = self._pilot_action(1, self.opponent)
         self._actions[0] = (a0, a1)
         self.batch.step(self._actions)

@@ -38,7 +38,8 @@ import numpy as np
 
 from ..config import GameConfig
 from ..game import engine
-from ..game.engine import OBS_MASK, SW_FIRE, SW_HYPERSPACE, SW_LEFT, SW_RIGHT, SW_THRUST, Action
+from ..game.controls import decode, encode
+from ..game.engine import OBS_MASK
 from ..game.pilot import Pilot
 
 # The peer's constants (its environment's, in its units): the half screen, and what its view
@@ -364,7 +365,7 @@ class RllibSwPilot(Pilot):
         chosen = np.zeros((len(obs), len(BRANCHES)), dtype=np.int64)
         chosen[slice(None) if rows is None else rows] = self.choices(rows)
         thrust, rotate, fire, jump = chosen.T
-        return as_actions(thrust, rotate, fire, jump, obs=obs, config=self.config)
+        return from_peer(thrust, rotate, fire, jump, self.config.controls, obs[:, OBS_MASK:])
 
     def choices(self, rows: np.ndarray | None = None) -> np.ndarray:
         """(N, 4) the agent's thrust, rotate, fire and hyperspace in the games `rows` (None:
@@ -389,22 +390,54 @@ class RllibSwPilot(Pilot):
         return np.stack(choice, 1).astype(np.int64)
 
 
-def as_actions(thrust, rotate, fire, jump, obs: np.ndarray, config: GameConfig) -> np.ndarray:
-    """The peer's MultiDiscrete choices as our actions (module docstring), read against the mask
-    of each observation."""
-    mask = obs[:, OBS_MASK:] > 0.5
-    if config.controls == "switches":
-        a = (np.where(rotate == 1, SW_LEFT, 0) | np.where(rotate == 2, SW_RIGHT, 0)
-             | np.where(thrust == 1, SW_THRUST, 0) | np.where(fire == 1, SW_FIRE, 0))
-        can_jump = mask[:, SW_HYPERSPACE]
-        jumped = (a & ~SW_HYPERSPACE) | SW_HYPERSPACE
-        return np.where((jump == 1) & can_jump, jumped, a).astype(np.int64)
-    turn = np.where(rotate == 1, Action.ROTATE_LEFT,
-                    np.where(rotate == 2, Action.ROTATE_RIGHT, Action.NONE))
-    wants = [(jump == 1, Action.HYPERSPACE), ((thrust == 1) & (fire == 1), Action.THRUST_FIRE),
-             (fire == 1, Action.FIRE), (thrust == 1, Action.THRUST)]
-    out = turn.astype(np.int64)
-    for want, action in reversed(wants):  # the first that the mask allows wins
-        if action < mask.shape[1]:
-            out = np.where(want & mask[:, action], action, out)
-    return out
+def from_peer(thrust, rotate, fire, jump, controls: str, mask=None) -> np.ndarray:
+    """The peer's MultiDiscrete choices (thrust, rotate: none, left, right; fire, hyperspace) as
+    our actions of scheme `controls`, pressing only what the rows of `mask` allow (module
+    docstring; game.controls)."""
+    rotate = np.asarray(rotate)
+    return encode(rotate == 1, rotate == 2, np.asarray(thrust) == 1, np.asarray(fire) == 1,
+                  np.asarray(jump) == 1, controls, mask)
+
+
+def to_peer(actions, controls: str) -> np.ndarray:
+    """Our actions of scheme `controls` as the peer's [thrust, rotate, fire, hyperspace] (one
+    row an action)."""
+    left, right, thrust, fire, jump = decode(actions, controls)
+    return np.stack([thrust, np.where(left, 1, np.where(right, 2, 0)), fire, jump],
+                    -1).astype(np.int64)
+
+
+def in_our_units(xy, config: GameConfig, position: bool = True) -> np.ndarray:
+    """A position (centred on the star) or a velocity of the peer's, in our units."""
+    size = np.array([config.width, config.height])
+    return np.asarray(xy) * size / (2 * WRAP) + (0.5 * size if position else 0.0)
+
+
+def copy_peer_state(env, batch: engine.GameBatch, g: int = 0) -> None:
+    """The state of an environment of the peer's (its ships, their torpedoes, its clock) written
+    into game g of `batch`, a game of its rules (config.RULES_PRESETS): the inverse of `_ships`,
+    so that our pilots can be asked about the peer's games."""
+    batch.game_i[g] = 0
+    batch.game_i[g, engine.WINNER] = batch.game_i[g, engine.REAL_WINNER] = -1
+    batch.game_i[g, engine.FRAME] = int(env.time)
+    for s, ship in enumerate(env.playerShips):
+        f, i = batch.ship_f[g, s], batch.ship_i[g, s]
+        i[:] = 0
+        i[engine.ALIVE] = 1
+        f[engine.SX], f[engine.SY] = in_our_units(ship.pos, batch.config)
+        f[engine.SVX], f[engine.SVY] = in_our_units(ship.vel, batch.config, position=False)
+        heading = (-math.radians(ship.ang)) % (2 * math.pi)
+        f[engine.SANG], f[engine.SCOS], f[engine.SSIN] = heading, math.cos(heading), math.sin(heading)
+        f[engine.SANGV] = 0.0
+        f[engine.SFUEL] = float(ship.fuel)
+        i[engine.AMMO] = int(ship.stored_missiles)
+        i[engine.COOLDOWN] = int(max(ship.reloadTime, 0))
+        i[engine.JUMPS] = CHARGES - int(ship.h_charges)
+        hidden = ship.h_reload - (RECHARGE - REENTRY)
+        i[engine.HYPER_HIDDEN] = int(max(hidden, 0))
+        i[engine.HYPER_RECHARGE] = int(RECHARGE - REENTRY if hidden > 0 else ship.h_reload)
+        batch.torp_t[g, s] = 0
+        for k, m in enumerate(env.missiles[s][:batch.torp_t.shape[2]]):
+            batch.torp_f[g, s, k, :2] = in_our_units(m.pos, batch.config)
+            batch.torp_f[g, s, k, 2:] = in_our_units(m.vel, batch.config, position=False)
+            batch.torp_t[g, s, k] = math.ceil(m.life)

@@ -23,7 +23,8 @@ import numpy as np
 
 from ..config import GameConfig
 from ..game import engine
-from ..game.engine import FRAME, OBS_MASK, OVER, REAL_WINNER, WINNER, Action, GameBatch
+from ..game.controls import decode, encode
+from ..game.engine import FRAME, OBS_MASK, OVER, REAL_WINNER, WINNER, GameBatch
 from ..game.pilot import Pilot, as_pilot
 from .spec import REAL_SETTINGS
 
@@ -180,14 +181,8 @@ def infer_moves(last: dict, now: dict, rows: np.ndarray) -> np.ndarray:
     turn = (now["heading"][rows] - last["heading"][rows] + np.pi) % (2 * np.pi) - np.pi
     fired = now["shots"][rows] > last["shots"][rows]
     thrust = now["fuel"][rows] < last["fuel"][rows]
-    out = np.full(rows.size, int(Action.NONE))
-    out[turn < -1e-9] = Action.ROTATE_LEFT
-    out[turn > 1e-9] = Action.ROTATE_RIGHT
-    out[thrust] = Action.THRUST
-    out[fired] = Action.FIRE
-    out[fired & thrust] = Action.THRUST_FIRE
-    out[now["jumps"][rows] > last["jumps"][rows]] = Action.HYPERSPACE
-    return out
+    return encode(turn < -1e-9, turn > 1e-9, thrust, fired,
+                  now["jumps"][rows] > last["jumps"][rows], "six")
 
 
 class SearchPilot(Pilot):
@@ -254,9 +249,7 @@ class SearchPilot(Pilot):
         self.identity = identity or name
         self.actions = self.config.num_actions
         # The actions that jump to hyperspace (both rotate switches, or the seventh action).
-        self._jumps = np.array([a & engine.SW_HYPERSPACE == engine.SW_HYPERSPACE
-                                if self.config.controls == "switches" else a == Action.HYPERSPACE
-                                for a in range(self.actions)], dtype=bool)
+        self._jumps = decode(np.arange(self.actions), self.config.controls)[4]
         self._batch: GameBatch | None = None
         self._sides = np.zeros(0, dtype=np.int64)
         self._copies: GameBatch | None = None

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..game.engine import OBS_MASK, SIX_AS_SWITCHES, GameBatch
+from ..game.controls import SIX_AS_SWITCHES
+from ..game.engine import OBS_MASK, GameBatch
 from ..game.pilot import Pilot
 
 

@@ -107,14 +107,18 @@ def test_two_player_keys_drive_ship_1(tmp_path):
 def test_held_rotation_and_thrust_alternate_and_fire_goes_first():
     mask = np.ones(6)
     held = {"left", "up"}
-    assert [keys_to_action(held, f, mask, CONTROLS_ALONE) for f in range(4)] == [1, 3, 1, 3]
-    assert keys_to_action({"space", "up"}, 0, mask, CONTROLS_ALONE) == 5
+    assert [keys_to_action(held, f, mask, CONTROLS_ALONE, "six") for f in range(4)] == \
+        [1, 3, 1, 3]
+    assert keys_to_action({"space", "up"}, 0, mask, CONTROLS_ALONE, "six") == 5
     reloading = mask.copy()
     reloading[[4, 5]] = 0
-    assert keys_to_action({"space", "d"}, 0, reloading, CONTROLS_ALONE) == 2
+    assert keys_to_action({"space", "d"}, 0, reloading, CONTROLS_ALONE, "six") == 2
+    # Fire held while reloading: turning and thrust still take turns.
+    assert [keys_to_action({"space", "a", "w"}, f, reloading, CONTROLS_ALONE, "six")
+            for f in range(2)] == [1, 3]
     # With hyperspace enabled (a 7th mask entry), Down or S jumps; without it, nothing happens.
-    assert keys_to_action({"down"}, 0, np.ones(7), CONTROLS_ALONE) == 6
-    assert keys_to_action({"s"}, 0, np.ones(6), CONTROLS_ALONE) == 0
+    assert keys_to_action({"down"}, 0, np.ones(7), CONTROLS_ALONE, "six") == 6
+    assert keys_to_action({"s"}, 0, np.ones(6), CONTROLS_ALONE, "six") == 0
 
 
 def test_with_the_switches_the_keys_held_are_the_switches_pressed(tmp_path):
@@ -135,10 +139,12 @@ def test_with_the_switches_the_keys_held_are_the_switches_pressed(tmp_path):
     finally:
         game.close()
     mask = np.ones(16)
-    assert keys_to_action({"left", "right"}, 0, mask, CONTROLS_ALONE) == engine.SW_HYPERSPACE
-    assert keys_to_action({"down", "up"}, 0, mask, CONTROLS_ALONE) == engine.SW_HYPERSPACE
-    assert keys_to_action({"right", "space"}, 0, mask, CONTROLS_ALONE) == \
-        engine.SW_RIGHT | engine.SW_FIRE
+    # An action is the sum of the switches pressed: left 1, right 2, thrust 4, fire 8; both
+    # rotate switches are the jump, which Down presses with whatever else is held.
+    assert [keys_to_action(held, 0, mask, CONTROLS_ALONE, "switches") for held in (
+        {"left", "right"}, {"down", "up"}, {"right", "space"}, {"down"})] == [3, 7, 10, 3]
+    mask[3] = 0  # no jump now: Down presses nothing
+    assert keys_to_action({"down", "up"}, 0, mask, CONTROLS_ALONE, "switches") == 4
 
 
 def test_each_difficulty_is_a_level_of_the_ladder_with_its_rating():

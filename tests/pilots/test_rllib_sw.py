@@ -21,8 +21,12 @@ from spacewar_ai.pilots.rllib_sw import (
     A,
     RllibSwPilot,
     _layout,
+    _ships,
+    copy_peer_state,
+    from_peer,
     load_module_state,
     peer_observations,
+    to_peer,
 )
 from spacewar_ai.rating.match import play_match
 from tests.commands import cli
@@ -248,3 +252,64 @@ def test_a_planner_with_the_peer_agent_as_its_model_plays_from_the_command_line(
         assert out.returncode == 2, out.stderr
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and says in lines[0], lines
+
+
+def test_the_peers_state_and_moves_map_both_ways():
+    """A game of ours in the middle of a fight, seen as the peer's environment holds it (its
+    units, degrees and counters, as the pilot reads them) and copied back into a fresh batch,
+    is the same game; every move of the peer's is one of our actions and back, in both
+    controls."""
+    from types import SimpleNamespace
+
+    from spacewar_ai.pilots.rllib_sw import RECHARGE, REENTRY
+
+    batch = engine.GameBatch(1, PRESET)
+    batch.reset(seeds=np.array([5]))
+    rng = np.random.default_rng(0)
+    for _ in range(60):  # turning, burning, firing and jumping
+        batch.step(rng.integers(0, PRESET.num_actions, size=(1, 2)))
+        if batch.game_i[0, engine.OVER]:
+            break
+    pos, vel, deg, _, _ = _ships(batch)
+    f, i = batch.ship_f[0], batch.ship_i[0]
+    live = batch.torp_t[0] > 0
+    env = SimpleNamespace(time=int(batch.game_i[0, engine.FRAME]), playerShips=[
+        SimpleNamespace(pos=pos[0, s], vel=vel[0, s], ang=deg[0, s], fuel=f[s, engine.SFUEL],
+                        stored_missiles=i[s, engine.AMMO], reloadTime=i[s, engine.COOLDOWN],
+                        h_charges=PRESET.hyperspace_jumps - i[s, engine.JUMPS],
+                        h_reload=i[s, engine.HYPER_HIDDEN] + RECHARGE - REENTRY
+                        if i[s, engine.HYPER_HIDDEN] else i[s, engine.HYPER_RECHARGE])
+        for s in (0, 1)], missiles=[[
+            SimpleNamespace(pos=_ships_position(batch.torp_f[0, s, k, :2]),
+                            vel=batch.torp_f[0, s, k, 2:] * 2 * WRAP / 1024.0,
+                            life=batch.torp_t[0, s, k])
+            for k in np.flatnonzero(live[s])] for s in (0, 1)])
+    copy = engine.GameBatch(1, PRESET)
+    copy.reset(seeds=np.array([6]))
+    copy_peer_state(env, copy)
+    fields = [engine.SX, engine.SY, engine.SVX, engine.SVY, engine.SANG, engine.SFUEL]
+    np.testing.assert_allclose(copy.ship_f[0][:, fields], f[:, fields], atol=1e-9)
+    kept = [engine.AMMO, engine.COOLDOWN, engine.JUMPS, engine.HYPER_HIDDEN,
+            engine.HYPER_RECHARGE]
+    assert (copy.ship_i[0][:, kept] == i[:, kept]).all()
+    assert live.sum() > 0 and (copy.torp_t[0] > 0).sum() == live.sum()
+    for s in (0, 1):
+        np.testing.assert_allclose(copy.torp_f[0, s, :live[s].sum()], batch.torp_f[0, s][live[s]],
+                                   atol=1e-9)
+
+    moves = np.array([[t, r, f, j] for t in (0, 1) for r in (0, 1, 2) for f in (0, 1)
+                      for j in (0, 1)])
+    switches = from_peer(*moves.T, "switches")
+    assert len(set(switches.tolist())) == len(moves) - 3 * 2 * 2 + 2 * 2  # a jump turns nothing
+    again = to_peer(switches, "switches")
+    assert (again[moves[:, 3] == 0] == moves[moves[:, 3] == 0]).all()
+    six = from_peer(*moves.T, "six")
+    assert set(six.tolist()) == set(range(7))
+    assert (to_peer(np.arange(7), "six") == [[0, 0, 0, 0], [0, 1, 0, 0], [0, 2, 0, 0],
+                                             [1, 0, 0, 0], [0, 0, 1, 0], [1, 0, 1, 0],
+                                             [0, 0, 0, 1]]).all()
+
+
+def _ships_position(xy):
+    """A position of ours in the peer's units (centred on the star, as _ships gives it)."""
+    return (np.asarray(xy) - 512.0) * 2 * WRAP / 1024.0
