@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from .util.errors import UserError
+
 # total_timesteps of a run with no step budget (--episodes alone): no run reaches it.
 UNLIMITED_STEPS = 10**12
 
@@ -46,12 +48,12 @@ def nearest(name: str, choices) -> str:
 def _fields_from_dict(cls, data: dict[str, Any]):
     """Build a dataclass from a dict, naming any unknown key instead of silently dropping it."""
     if not isinstance(data, dict):
-        raise ValueError(f"{cls.__name__}: expected a table of fields, got {type(data).__name__}")
+        raise UserError(f"{cls.__name__}: expected a table of fields, got {type(data).__name__}")
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - known)
     if unknown:
         hint = nearest(unknown[0], known) or f"valid fields are {sorted(known)}"
-        raise ValueError(f"{cls.__name__}: unknown field {unknown[0]!r}; {hint}")
+        raise UserError(f"{cls.__name__}: unknown field {unknown[0]!r}; {hint}")
     for name, v in data.items():
         # Checked here, where the field is known: numpy and torch would only say "overflow".
         _require(not _is_int(v) or abs(v) <= MAX_INTEGER, cls.__name__, name, v,
@@ -78,7 +80,7 @@ def _require(cond: bool, cls_name: str, name: str, value: Any, rule: str) -> Non
         shown = repr(value)
         if len(shown) > SHOWN:  # a line, however long the value
             shown = f"{shown[:SHOWN]}... ({len(shown):,} characters)"
-        raise ValueError(f"{cls_name}.{name}={shown} is invalid: {rule}")
+        raise UserError(f"{cls_name}.{name}={shown} is invalid: {rule}")
 
 
 @dataclass(frozen=True)
@@ -239,7 +241,7 @@ class _Presets(_Config):
                      f"must be the name of a preset: one of {', '.join(presets)}")
         if name not in presets:
             hint = nearest(name, presets) or f"use one of {', '.join(presets)}"
-            raise ValueError(f"{cls.PRESET_SAYS} {name!r} is unknown; {hint}")
+            raise UserError(f"{cls.PRESET_SAYS} {name!r} is unknown; {hint}")
         return cls(**presets[name], **{cls.PRESET_FIELD: name})
 
     @classmethod
@@ -957,13 +959,13 @@ class RunConfig:
         unknown = sorted(set(data) - set(parts))
         if unknown:
             hint = nearest(unknown[0], parts) or f"valid sections are {sorted(parts)}"
-            raise ValueError(f"config section [{unknown[0]}] is unknown; {hint}")
+            raise UserError(f"config section [{unknown[0]}] is unknown; {hint}")
         out = {}
         for k, section in parts.items():
             try:
                 out[k] = section.from_dict(data.get(k, {}))
             except ValueError as exc:
-                raise ValueError(f"[{k}] {exc}") from None
+                raise UserError(f"[{k}] {exc}") from None
         return cls(**out)
 
 
@@ -1015,9 +1017,9 @@ def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfi
     their old place with one line on stderr saying where they moved."""
     p = Path(path)
     if p.is_dir():
-        raise ValueError(f"config file {p}: is a folder; give the path of a .toml or .json file")
+        raise UserError(f"config file {p}: is a folder; give the path of a .toml or .json file")
     if not p.exists():
-        raise ValueError(f"config file {p}: no such file")
+        raise UserError(f"config file {p}: no such file")
     import tomllib
 
     from .util.json_input import loads_strict, toml_shape_problem
@@ -1032,17 +1034,17 @@ def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfi
         # a shape too deep is refused before either parses it.
         problem = toml_shape_problem(text) if toml else ""
         if problem:
-            raise ValueError(problem)
+            raise UserError(problem)
         data = tomllib.loads(text) if toml else loads_strict(text, "its JSON")
     except ValueError as exc:  # tomllib's, json's and the decoder's errors are ValueErrors
-        raise ValueError(f"config file {p}: cannot be parsed ({exc}); write TOML (.toml) or "
-                         f"JSON with {sections} sections") from None
+        raise UserError(f"config file {p}: cannot be parsed ({exc}); write TOML (.toml) or "
+                        f"JSON with {sections} sections") from None
     if not isinstance(data, dict):
-        raise ValueError(f"config file {p}: expected sections such as [train], got "
-                         f"{type(data).__name__}")
+        raise UserError(f"config file {p}: expected sections such as [train], got "
+                        f"{type(data).__name__}")
     if not any(data.values()):
-        raise ValueError(f"config file {p}: sets nothing; add sections such as [train] with "
-                         "the settings to change, or leave out --config")
+        raise UserError(f"config file {p}: sets nothing; add sections such as [train] with "
+                        "the settings to change, or leave out --config")
     data = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
     moved = move_old_keys(data)
     if moved:
@@ -1065,7 +1067,7 @@ def load_run_config(path: str | Path, base: RunConfig | None = None) -> RunConfi
     try:
         return RunConfig.from_dict(merged)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"config file {p}: {exc}") from None
+        raise UserError(f"config file {p}: {exc}") from None
 
 
 __all__ = ["DQNConfig", "DaggerConfig", "GRPOConfig", "GameConfig", "LeagueConfig",

@@ -17,6 +17,7 @@ import torch.nn as nn
 
 from ..config import GameConfig
 from ..game.features import MIN_DIM, apply_view, view_constants, view_width
+from ..util.errors import UserError
 
 NEG_INF = -1e9  # a finite "minus infinity": keeps softmax and log-probs free of NaN
 # Config fields that shape the network: a checkpoint only loads into an agent built with the same.
@@ -103,8 +104,8 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device 'cuda' was asked for but no CUDA GPU is available: use "
-                         "--device cpu (or auto)")
+        raise UserError("device 'cuda' was asked for but no CUDA GPU is available: use "
+                        "--device cpu (or auto)")
     return dev
 
 
@@ -155,20 +156,20 @@ class BaseAgent(abc.ABC):
     def __init__(self, state_dim: int, action_dim: int, config: Any = None,
                  device: str | torch.device = "cpu", game: GameConfig | None = None):
         if not isinstance(state_dim, int) or state_dim <= action_dim:
-            raise ValueError(f"state_dim={state_dim!r} is invalid: must be an int larger than "
-                             f"action_dim ({action_dim}); Spacewar! observations have 36")
+            raise UserError(f"state_dim={state_dim!r} is invalid: must be an int larger than "
+                            f"action_dim ({action_dim}); Spacewar! observations have 36")
         if not isinstance(action_dim, int) or action_dim < 2:
-            raise ValueError(f"action_dim={action_dim!r} is invalid: must be an int >= 2")
+            raise UserError(f"action_dim={action_dim!r} is invalid: must be an int >= 2")
         self.config = config if config is not None else self.config_class()
         if not isinstance(self.config, self.config_class):
-            raise ValueError(f"config must be a {self.config_class.__name__}, got "
-                             f"{type(self.config).__name__}")
+            raise UserError(f"config must be a {self.config_class.__name__}, got "
+                            f"{type(self.config).__name__}")
         self.state_dim = state_dim
         self.action_dim = action_dim
         self.view = self.config.observation_view
         if self.view != "world" and state_dim < MIN_DIM:
-            raise ValueError(f"observation_view={self.view!r} needs Spacewar! observations (36 or "
-                             f"37 values), not state_dim={state_dim}: use observation_view='world'")
+            raise UserError(f"observation_view={self.view!r} needs Spacewar! observations (36 or "
+                            f"37 values), not state_dim={state_dim}: use observation_view='world'")
         # What the first layer takes: the view's width. The game constants the view reads are
         # saved with the weights (state_dict) and restored on loading.
         self.input_dim = view_width(self.view, state_dim)
@@ -217,8 +218,8 @@ class BaseAgent(abc.ABC):
             arr = arr[None]
         width = self.input_dim if viewed else self.state_dim
         if arr.ndim != 2 or arr.shape[1] != width:
-            raise ValueError(f"state has shape {np.shape(state)}: expected ({width},) or "
-                             f"(N, {width})")
+            raise UserError(f"state has shape {np.shape(state)}: expected ({width},) or "
+                            f"(N, {width})")
         if mask is None:
             m = arr[:, -self.action_dim:] > 0.5
         else:
@@ -272,9 +273,9 @@ class BaseAgent(abc.ABC):
         saved = saved_architecture(self.algorithm, state["config"])
         mine = self.architecture
         if saved != mine:
-            raise ValueError(f"the saved {self.algorithm} network is {saved} but this agent was "
-                             f"built with {mine}: build it with the saved config "
-                             "(agents.saved.load_agent does)")
+            raise UserError(f"the saved {self.algorithm} network is {saved} but this agent was "
+                            f"built with {mine}: build it with the saved config "
+                            "(agents.saved.load_agent does)")
 
     def _load_view_constants(self, state: dict[str, Any]) -> None:
         """The view reads the game as the network learned it: the saved constants win."""

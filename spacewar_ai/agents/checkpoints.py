@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from ..util.errors import UserError
 from ..util.files import atomic_write_bytes
 from ..util.preflight import check_model_size
 
@@ -32,7 +33,7 @@ FORMAT = "spacewar-ai-checkpoint"
 FORMAT_VERSION = 1
 
 
-class CheckpointError(ValueError):
+class CheckpointError(UserError):
     """A checkpoint that cannot be used, with the file and the reason in the message."""
 
 

@@ -14,6 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..config import DQNConfig, GameConfig
+from ..util.errors import UserError
 from .base import OffPolicyAgent, autocast
 from .replay_buffer import ReplayBuffer
 
@@ -140,17 +141,17 @@ class DQNAgent(OffPolicyAgent):
         err in other places, so two merged default runs beat the mean of the two on all five
         pairs of seeds measured (docs/performance.md). Learning is untouched; this is for play."""
         if not isinstance(other, DQNAgent):
-            raise ValueError(f"{name} holds a {other.algorithm.upper()} model; only DQN models "
-                             "average Q-values, so join DQN checkpoints")
+            raise UserError(f"{name} holds a {other.algorithm.upper()} model; only DQN models "
+                            "average Q-values, so join DQN checkpoints")
         # Greedy play computes the view once for every member, and a load rebuilds members in
         # this model's shape: both must match.
         mine = (self.architecture, self.view_constants, self.input_dim)
         theirs = (other.architecture, other.view_constants, other.input_dim)
         if mine != theirs:
-            raise ValueError(f"{name} has another shape or view ({theirs[0]}, {theirs[2]} "
-                             f"inputs, against {mine[0]}, {mine[2]}); join models of one game "
-                             "trained with the same hidden_sizes, stream_size and "
-                             "observation_view")
+            raise UserError(f"{name} has another shape or view ({theirs[0]}, {theirs[2]} "
+                            f"inputs, against {mine[0]}, {mine[2]}); join models of one game "
+                            "trained with the same hidden_sizes, stream_size and "
+                            "observation_view")
         joined = [other._frozen_player()] + list(other.play_members)
         self.play_members = self.play_members + joined
         # Saved with the weights, so that loading keeps every member.

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from ..config import GameConfig, PPOConfig
+from ..util.errors import UserError
 from .checkpoints import load_checkpoint
 from .ppo import PPOAgent
 
@@ -36,9 +37,9 @@ class OpponentModel:
                  batch_size: int = 2048, learning_rate: float = 1e-3, device: str = "cpu",
                  share: float = 1.0, learn_dtype: torch.dtype = torch.float32):
         if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size={batch_size!r} is invalid: must be an integer >= 1")
+            raise UserError(f"batch_size={batch_size!r} is invalid: must be an integer >= 1")
         if not 0 < share <= 1:
-            raise ValueError(f"share={share!r} is invalid: must be above 0 and at most 1")
+            raise UserError(f"share={share!r} is invalid: must be above 0 and at most 1")
         self.spec = spec
         self.batch_size = batch_size
         self.share = float(share)

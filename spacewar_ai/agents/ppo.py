@@ -20,6 +20,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..config import GameConfig, PPOConfig
+from ..util.errors import UserError
 from .base import NEG_INF, OnPolicyAgent, _mlp, autocast, sample_actions, soft_cross_entropy
 
 # A rollout's tensors, by name: what a worker hands over (RolloutBuffer.arrays) and a learner
@@ -358,13 +359,13 @@ class PolicyStack:
 
     def __init__(self, agents: list["PPOAgent"]):
         if not agents:
-            raise ValueError("PolicyStack needs at least one agent")
+            raise UserError("PolicyStack needs at least one agent")
         first = agents[0]
         shape = (first.state_dim, first.action_dim, first.architecture, first.view_constants)
         if any(not isinstance(a, PPOAgent)
                or (a.state_dim, a.action_dim, a.architecture, a.view_constants) != shape
                for a in agents):
-            raise ValueError("PolicyStack needs PPO agents of one shape")
+            raise UserError("PolicyStack needs PPO agents of one shape")
         linears = [i for i, m in enumerate(first.net.actor) if isinstance(m, nn.Linear)]
         with torch.no_grad():
             self.weights = [torch.stack([a.net.actor[i].weight.t() for a in agents]).contiguous()

@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 
 from ..config import DQNConfig, GameConfig, PPOConfig
+from ..util.errors import UserError
 from ..util.files import atomic_write_bytes
 from .base import BaseAgent, saved_architecture
 from .checkpoints import CheckpointError, check_finite, error_summary, load_checkpoint
@@ -26,7 +27,7 @@ def make_agent(algorithm: str, state_dim: int, action_dim: int, config=None, dev
     elif algorithm == "dqn":
         agent = DQNAgent(state_dim, action_dim, config, device, seed=seed, game=game)
     else:
-        raise ValueError(f"algorithm {algorithm!r} is unknown: use 'ppo' or 'dqn'")
+        raise UserError(f"algorithm {algorithm!r} is unknown: use 'ppo' or 'dqn'")
     agent.learn_dtype = learn_dtype
     return agent
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ..util.errors import UserError
 from ..util.progress import Interrupted
 from .common import check_outputs
 from .parser import MODES, PROG, build_parser, choose_mode
@@ -41,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         # Output piped into `head` or similar: stop quietly, like other command-line tools.
         sys.stdout = open(os.devnull, "w")
         return 0
-    except ValueError as exc:  # every input problem (bad specs, files, configs) is one of these
+    except UserError as exc:  # every input problem (bad specs, files, configs); any other
+        # exception is a bug, and goes on to be printed with its trace
         if os.environ.get("SPACEWAR_AI_TRACEBACK"):
             raise
         parser.error(str(exc))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..config import PRECISIONS
 from ..pilots.build import shipped_lm_specs
+from ..util.errors import UserError
 from .parser import (
     count,
     flag,
@@ -200,8 +201,8 @@ def run_config(args):
     cfg = load_run_config(args.config, base) if args.config else base
     if getattr(args, "timesteps", None) == 0 and not (getattr(args, "warm_start", None)
                                                       or cfg.train.warm_start):
-        raise ValueError("--timesteps 0 trains nothing: give a number >= 1, or add --warm-start "
-                         "SPEC to save the imitation alone")
+        raise UserError("--timesteps 0 trains nothing: give a number >= 1, or add --warm-start "
+                        "SPEC to save the imitation alone")
     algorithm = getattr(args, "algorithm", None) or cfg.train.algorithm
     changes: dict[str, dict] = {}
     for given, targets in flag_fields(algorithm).items():
@@ -228,9 +229,9 @@ def published_best(args, mode: str) -> str:
     name = best_name("ppo", game_config(args))
     path = Path(getattr(args, "checkpoint_dir", None) or "checkpoints") / name
     if not path.is_file():
-        raise ValueError(f"{mode} needs --checkpoint SPEC (e.g. pretrained or a checkpoint "
-                         f"path); {path}, the best of your PPO runs of this game, is not there "
-                         "yet")
+        raise UserError(f"{mode} needs --checkpoint SPEC (e.g. pretrained or a checkpoint "
+                        f"path); {path}, the best of your PPO runs of this game, is not there "
+                        "yet")
     print(f"{mode}: no --checkpoint given, so {path} (the best of your PPO runs of this game)")
     return str(path)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..util.errors import UserError
 from . import common
 from .common import (
     CHECKPOINT_DIR,
@@ -76,6 +77,6 @@ def arena_players(spec: str) -> list[str]:
 
     db = Path(spec[len("arena:"):])
     if not db.is_file() or db.name != "arena.db":
-        raise ValueError(f"player {spec!r}: no arena database there; give the arena.db a server "
-                         "keeps, such as arena:runs/arena/arena.db")
+        raise UserError(f"player {spec!r}: no arena database there; give the arena.db a server "
+                        "keeps, such as arena:runs/arena/arena.db")
     return Arena(db.parent).player_specs()

@@ -19,6 +19,8 @@ import numpy as np
 from numba.core import event as numba_event
 
 from ..config import OBS_MASK, GameConfig, RewardConfig
+from ..util.errors import UserError
+
 # The action numbers of each scheme of controls (controls.py holds every mapping of them).
 from .controls import (  # noqa: F401  (Action and the switches are read here by callers too)
     SIX_AS_SWITCHES,
@@ -976,13 +978,13 @@ class GameBatch:
     def __init__(self, num_games: int, config: GameConfig | None = None,
                  reward_config: RewardConfig | None = None, count_dodges: bool = True):
         if not isinstance(num_games, (int, np.integer)) or num_games < 1:
-            raise ValueError(f"num_games={num_games!r} is invalid: must be an integer >= 1")
+            raise UserError(f"num_games={num_games!r} is invalid: must be an integer >= 1")
         self.config = config if config is not None else GameConfig()
         self.reward_config = reward_config if reward_config is not None else RewardConfig()
         if not isinstance(self.config, GameConfig):
-            raise ValueError(f"config must be a GameConfig, got {type(self.config).__name__}")
+            raise UserError(f"config must be a GameConfig, got {type(self.config).__name__}")
         if not isinstance(self.reward_config, RewardConfig):
-            raise ValueError(
+            raise UserError(
                 f"reward_config must be a RewardConfig, got {type(self.reward_config).__name__}")
         if not _warm["done"]:
             _warm["done"] = True

@@ -22,6 +22,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from ..config import OBS_MASK, GameConfig, RewardConfig
+from ..util.errors import UserError
 from . import engine
 from .engine import MASK, OBS_OWN, OBS_STAR, DeathCause, GameBatch
 from .features import EGOCENTRIC_DOC, TACTICAL_DOC
@@ -101,12 +102,12 @@ def check_action(action: Any, num_actions: int) -> int:
     if isinstance(action, np.ndarray) and action.ndim == 0:
         action = action[()]
     if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
-        raise ValueError(
+        raise UserError(
             f"action {action!r} (type {type(action).__name__}) is invalid: expected an integer "
             f"in [0, {num_actions - 1}]")
     a = int(action)
     if not 0 <= a < num_actions:
-        raise ValueError(f"action {a} is out of range: expected an integer in [0, {num_actions - 1}]")
+        raise UserError(f"action {a} is out of range: expected an integer in [0, {num_actions - 1}]")
     return a
 
 
@@ -114,16 +115,16 @@ def check_actions(actions: Any, shape: tuple[int, ...], num_actions: int) -> np.
     """Validate a batch of actions; return them as int64 or raise ValueError."""
     arr = np.asarray(actions)
     if arr.shape != shape:
-        raise ValueError(f"actions have shape {arr.shape}: expected {shape}")
+        raise UserError(f"actions have shape {arr.shape}: expected {shape}")
     if arr.dtype.kind not in "iu":
         bad = arr.reshape(-1)[0] if arr.size else arr
-        raise ValueError(
+        raise UserError(
             f"actions have dtype {arr.dtype} (e.g. {bad!r}): expected integers in "
             f"[0, {num_actions - 1}]")
     if arr.size and (arr.min() < 0 or arr.max() >= num_actions):
         bad = arr[(arr < 0) | (arr >= num_actions)].reshape(-1)[0]
-        raise ValueError(f"action {int(bad)} is out of range: expected integers in "
-                         f"[0, {num_actions - 1}]")
+        raise UserError(f"action {int(bad)} is out of range: expected integers in "
+                        f"[0, {num_actions - 1}]")
     return arr.astype(np.int64, copy=False)
 
 
@@ -170,8 +171,8 @@ class SpacewarEnv(gym.Env):
                  render_size: int = 640):
         config, reward_config = _check_configs(config, reward_config)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode={render_mode!r} is invalid: use one of "
-                             f"{self.metadata['render_modes']} or None")
+            raise UserError(f"render_mode={render_mode!r} is invalid: use one of "
+                            f"{self.metadata['render_modes']} or None")
         self.config = config
         self.reward_config = reward_config
         self.render_mode = render_mode
@@ -354,8 +355,8 @@ class SpacewarVectorEnv(VectorEnv):
         config, reward_config = _check_configs(config, reward_config)
         mode = AutoresetMode(autoreset_mode)
         if mode not in (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP):
-            raise ValueError(f"autoreset_mode={mode.value!r} is not offered: use "
-                             "'SameStep' (the default) or 'NextStep'")
+            raise UserError(f"autoreset_mode={mode.value!r} is not offered: use "
+                            "'SameStep' (the default) or 'NextStep'")
         self.metadata = dict(self.metadata, render_fps=config.fps, autoreset_mode=mode)
         self._next_step = mode == AutoresetMode.NEXT_STEP  # read every step: a bool, not an enum
         self.config = config
@@ -392,8 +393,8 @@ class SpacewarVectorEnv(VectorEnv):
             else:
                 seeds = np.asarray(seed, dtype=np.int64)
                 if seeds.shape != (n,):
-                    raise ValueError(f"seed has shape {seeds.shape}: give one int, or one per game "
-                                     f"({n})")
+                    raise UserError(f"seed has shape {seeds.shape}: give one int, or one per game "
+                                    f"({n})")
             b.reset(mask, seeds)
         m = np.ones(n, dtype=bool) if mask is None else mask
         if self.opponent is not None:
@@ -412,8 +413,8 @@ class SpacewarVectorEnv(VectorEnv):
         if options and "reset_mask" in options:  # Gymnasium's partial reset
             mask = np.asarray(options["reset_mask"], dtype=bool)
             if mask.shape != (self.num_envs,):
-                raise ValueError(f"options['reset_mask'] has shape {mask.shape}: expected "
-                                 f"({self.num_envs},)")
+                raise UserError(f"options['reset_mask'] has shape {mask.shape}: expected "
+                                f"({self.num_envs},)")
         return self._reset_impl(seed, mask)
 
     def reset(self, *, seed=None, options=None):
@@ -524,7 +525,7 @@ class SpacewarParallelEnv(_ParallelBase):
                  reward_config: RewardConfig | dict | None = None, render_mode: str | None = None,
                  max_cycles: int | None = None):
         if max_cycles is not None and (not isinstance(max_cycles, int) or max_cycles < 1):
-            raise ValueError(f"max_cycles={max_cycles!r} is invalid: an integer >= 1, or None")
+            raise UserError(f"max_cycles={max_cycles!r} is invalid: an integer >= 1, or None")
         self._env = SpacewarEnv(config, reward_config, opponent=None, render_mode=render_mode)
         self.possible_agents = list(AGENTS)
         self.agents: list[str] = []
@@ -564,7 +565,7 @@ class SpacewarParallelEnv(_ParallelBase):
     def step(self, actions):
         missing = [a for a in self.agents if a not in actions]
         if missing:
-            raise ValueError(f"actions are missing for agent(s) {missing}")
+            raise UserError(f"actions are missing for agent(s) {missing}")
         obs, rew, term, trunc, info = self._env.step_both(actions["ship_0"], actions["ship_1"])
         self._cycles += 1
         if self.max_cycles is not None and self._cycles >= self.max_cycles and not term:

@@ -15,6 +15,7 @@ import numba as nb
 import numpy as np
 
 from ..config import OBSERVATION_VIEWS, GameConfig
+from ..util.errors import UserError
 from .ballistics import bends, closest_approach, intercept_time, path_distance
 from .engine import OBS_MASK, jit_warm_up
 
@@ -93,8 +94,8 @@ VECTOR_Y = VECTOR_X + 1
 
 def _check_dim(obs: np.ndarray, view: str) -> None:
     if obs.shape[-1] < MIN_DIM:
-        raise ValueError(f"the {view} view needs Spacewar! observations (36 or 37 values), "
-                         f"got {obs.shape[-1]}: use observation_view='world' for other inputs")
+        raise UserError(f"the {view} view needs Spacewar! observations (36 or 37 values), "
+                        f"got {obs.shape[-1]}: use observation_view='world' for other inputs")
 
 
 def egocentric_view(obs: np.ndarray) -> np.ndarray:

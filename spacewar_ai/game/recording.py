@@ -12,10 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..util.errors import UserError
+
 FORMATS = (".mp4", ".gif")
 
 
-class RecordingError(ValueError):
+class RecordingError(UserError):
     """Recording cannot start; the message says what to install or change."""
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..config import GameConfig
+from ..util.errors import UserError
 from ..util.files import atomic_write_bytes
 from .engine import GameBatch
 
@@ -28,7 +29,7 @@ REPLAY_DIR = Path("runs") / "replays"
 SEED_RANGE = 2**62  # seeds the engine takes as 64-bit integers, with room for seed + i
 
 
-class ReplayError(ValueError):
+class ReplayError(UserError):
     """A replay file cannot be used; the message names the file and the problem."""
 
 
@@ -129,28 +130,28 @@ def parse_replay(text: str, source: str = "the replay") -> dict:
     try:
         data = loads_strict(text, "its JSON")
         if not isinstance(data, dict):
-            raise ValueError("not a JSON object")
+            raise UserError("not a JSON object")
         config = GameConfig.from_dict(data["config"])
         a0, a1 = data["actions"]
         if not (isinstance(a0, str) and isinstance(a1, str)) or len(a0) != len(a1) or \
                 not set(a0 + a1) <= set(DIGITS):
-            raise ValueError("the two action strings differ in length or hold what is not a "
-                             "hexadecimal digit (0-9, a-f)")
+            raise UserError("the two action strings differ in length or hold what is not a "
+                            "hexadecimal digit (0-9, a-f)")
         if data.get("version") != VERSION:
-            raise ValueError(f"version {data.get('version')!r}, expected {VERSION}")
+            raise UserError(f"version {data.get('version')!r}, expected {VERSION}")
         if any(int(c, 16) >= config.num_actions for c in set(a0 + a1)):
-            raise ValueError(f"an action is outside 0..{config.num_actions - 1}")
+            raise UserError(f"an action is outside 0..{config.num_actions - 1}")
         longest = -(-config.max_episode_steps // config.frame_skip)
         if len(a0) > longest:
-            raise ValueError(f"{len(a0)} steps are longer than a game of this config lasts "
-                             f"({longest})")
+            raise UserError(f"{len(a0)} steps are longer than a game of this config lasts "
+                            f"({longest})")
         seed = data["seed"]
         if type(seed) is not int or not -SEED_RANGE <= seed < SEED_RANGE:
-            raise ValueError(f"seed {seed!r} is not an integer within +-2**62")
+            raise UserError(f"seed {seed!r} is not an integer within +-2**62")
         players = data.get("players", [])
         if not (isinstance(players, list) and len(players) in (0, 2)
                 and all(isinstance(p, str) for p in players)):
-            raise ValueError(f"players {players!r} is not a list of two names")
+            raise UserError(f"players {players!r} is not a list of two names")
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise ReplayError(f"replay {source}: not a valid replay file ({exc})") from None
     data["game_config"] = config

@@ -31,6 +31,7 @@ from ..rating.difficulty import (
     rated_spec,
 )
 from ..rating.ratings import expected_score, score_of
+from ..util.errors import UserError
 
 PLAYER_BOOK = REPLAY_DIR.parent / "players.db"
 
@@ -126,11 +127,11 @@ class HumanGame:
                  book: PlayerBook | None = None, follow: Follow | None = None):
         base = config if config is not None else GameConfig()
         if opponent is None and not two_player:
-            raise ValueError("HumanGame needs an opponent, or two_player=True")
+            raise UserError("HumanGame needs an opponent, or two_player=True")
         if score_limit < 1:
-            raise ValueError(f"score_limit={score_limit} is invalid: must be >= 1")
+            raise UserError(f"score_limit={score_limit} is invalid: must be >= 1")
         if not 0.25 <= scale <= 4:
-            raise ValueError(f"--scale {scale} is invalid: use 0.25 to 4")
+            raise UserError(f"--scale {scale} is invalid: use 0.25 to 4")
         self.decision_frames = base.frame_skip
         self.base_config = base  # what pilots are built with (they decide every frame_skip)
         # People act every frame; the engine therefore steps one frame at a time.

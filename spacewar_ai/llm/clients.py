@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..util.errors import UserError
 from ..util.preflight import read_bounded
 
 log = logging.getLogger(__name__)
@@ -266,7 +267,7 @@ def _fix(exc, client) -> str:
     return "see the provider's message above"
 
 
-class ReplyError(ValueError):
+class ReplyError(UserError):
     """A reply that cannot be a strategy (too large, or its text is not text): not retried."""
 
 
@@ -430,9 +431,9 @@ class OpenAICompatibleClient(_RetryingClient):
         provider = canonical_provider(provider)
         config = PROVIDER_CONFIGS.get(provider)
         if base_url is None and (config is None or config.kind != "openai"):
-            raise ValueError(f"provider {provider!r} has no OpenAI-compatible entry in "
-                             "PROVIDER_CONFIGS; pass base_url (e.g. --llm-base-url "
-                             "http://127.0.0.1:8080/v1)")
+            raise UserError(f"provider {provider!r} has no OpenAI-compatible entry in "
+                            "PROVIDER_CONFIGS; pass base_url (e.g. --llm-base-url "
+                            "http://127.0.0.1:8080/v1)")
         self.provider = provider
         self.base_url = base_url or config.base_url
         self.endpoint = self.base_url

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 
+from ..util.errors import UserError
 from .clients import (
     DEFAULT_DEADLINE,
     ENV_VARS,
@@ -97,14 +98,14 @@ def build_client(keys: APIKeyManager | None = None, provider: str | None = None,
     elif provider:
         name = canonical_provider(provider)
         if name not in PROVIDER_CONFIGS:
-            raise ValueError(f"--llm-provider {provider!r} is unknown: use one of "
-                             f"{', '.join(PROVIDER_CONFIGS)} (or --llm-base-url URL)")
+            raise UserError(f"--llm-provider {provider!r} is unknown: use one of "
+                            f"{', '.join(PROVIDER_CONFIGS)} (or --llm-base-url URL)")
         key = keys.get_key(name)
         if key is None:
             var = ENV_VARS.get(name, (f"{name.upper()}_API_KEY",))[0]
-            raise ValueError(f"no API key for {name}: put it in {keys.keys_dir / (name + '.key.txt')}"
-                             f", in {keys.keys_dir / '.env'} as {var}=..., or in the environment "
-                             f"as {var}")
+            raise UserError(f"no API key for {name}: put it in {keys.keys_dir / (name + '.key.txt')}"
+                            f", in {keys.keys_dir / '.env'} as {var}=..., or in the environment "
+                            f"as {var}")
         clients.append(_cloud_client(name, key, model, keys.source(name), **common))
     else:
         for name in keys.get_available_providers():
@@ -116,10 +117,10 @@ def build_client(keys: APIKeyManager | None = None, provider: str | None = None,
     if include_local and not local:
         clients.append(local_client())
     if not clients:
-        raise ValueError(f"no LLM available: no API key found in {keys.keys_dir}/*.key.txt, "
-                         f"{keys.keys_dir / '.env'} or the environment; add one (e.g. "
-                         "claude.key.txt), point --llm-base-url at an OpenAI-compatible "
-                         "server, or use a local model with --llm-local")
+        raise UserError(f"no LLM available: no API key found in {keys.keys_dir}/*.key.txt, "
+                        f"{keys.keys_dir / '.env'} or the environment; add one (e.g. "
+                        "claude.key.txt), point --llm-base-url at an OpenAI-compatible "
+                        "server, or use a local model with --llm-local")
     return FailoverClient(clients, redact)
 
 

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..util.errors import UserError
 from .clients import LLMError
 
 MODELS_DIR = Path("models")
@@ -50,7 +51,7 @@ class Hardware:
 def detect_hardware(gpu_vram: float | None = None) -> Hardware:
     """The accelerator and its memory: `gpu_vram` (--gpu-vram) overrides the measurement."""
     if gpu_vram is not None and gpu_vram < 0:
-        raise ValueError(f"--gpu-vram {gpu_vram} is invalid: give GB, 0 for CPU only")
+        raise UserError(f"--gpu-vram {gpu_vram} is invalid: give GB, 0 for CPU only")
     backend, vram, source = "cpu", 0.0, "no GPU found"
     # A missing torch, pynvml or driver only means that probe finds nothing.
     with contextlib.suppress(Exception):
@@ -84,8 +85,8 @@ def pick_model(hardware: Hardware, catalog: list[CatalogEntry] | None = None) ->
     for entry in sorted(catalog, key=lambda e: -e.min_vram_gb):
         if usable >= entry.min_vram_gb:
             return entry
-    raise ValueError("the model catalog has no entry for this machine (add one with "
-                     "min_vram_gb 0)")
+    raise UserError("the model catalog has no entry for this machine (add one with "
+                    "min_vram_gb 0)")
 
 
 def ensure_model(entry: CatalogEntry, models_dir=MODELS_DIR, offline: bool | None = None) -> Path:
@@ -100,7 +101,7 @@ def ensure_model(entry: CatalogEntry, models_dir=MODELS_DIR, offline: bool | Non
             f"https://huggingface.co/{entry.repo_id} and put it at {path}, or pass "
             "--llm-local-model PATH")
     if offline:
-        raise ValueError(f"no local model file and downloads are off (HF_HUB_OFFLINE=1): {hint}")
+        raise UserError(f"no local model file and downloads are off (HF_HUB_OFFLINE=1): {hint}")
     try:
         from huggingface_hub import hf_hub_download
 
@@ -111,8 +112,8 @@ def ensure_model(entry: CatalogEntry, models_dir=MODELS_DIR, offline: bool | Non
         got = hf_hub_download(repo_id=entry.repo_id, filename=entry.filename,
                               local_dir=str(models_dir))
     except Exception as exc:  # network errors come in many types across hub versions
-        raise ValueError(f"could not download the local model ({type(exc).__name__}: "
-                         f"{_first_line(exc)}): {hint}") from None
+        raise UserError(f"could not download the local model ({type(exc).__name__}: "
+                        f"{_first_line(exc)}): {hint}") from None
     return Path(got)
 
 
@@ -155,9 +156,9 @@ def _llama_cpp(model: str = ""):
         import llama_cpp
     except ImportError:
         then = f"; with it this run would use {model}" if model else ""
-        raise ValueError("local models need llama-cpp-python: pip install -e \".[local-llm]\" "
-                         "(it compiles llama.cpp for several minutes; see docs/strategies.md for "
-                         f"CUDA/Metal CMAKE_ARGS){then}") from None
+        raise UserError("local models need llama-cpp-python: pip install -e \".[local-llm]\" "
+                        "(it compiles llama.cpp for several minutes; see docs/strategies.md for "
+                        f"CUDA/Metal CMAKE_ARGS){then}") from None
     return llama_cpp
 
 
@@ -173,7 +174,7 @@ class LocalLLMClient:
         llama_cpp = _llama_cpp()
         self.model_path = Path(model_path)
         if not self.model_path.is_file():
-            raise ValueError(f"local model {self.model_path}: no such file")
+            raise UserError(f"local model {self.model_path}: no such file")
         self.model = self.model_path.name
         self._llama = llama_cpp.Llama(model_path=str(self.model_path), n_ctx=n_ctx,
                                       n_gpu_layers=n_gpu_layers, seed=seed, verbose=verbose)

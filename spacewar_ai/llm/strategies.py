@@ -30,6 +30,7 @@ from ..pilots.sandbox import (
     validate_source,
 )
 from ..rating.match import play_match
+from ..util.errors import UserError
 from ..util.files import atomic_write_bytes
 
 SYSTEM_PROMPT = ("You are an expert game-AI programmer. You write small, fast, deterministic "
@@ -253,8 +254,8 @@ class IterativeStrategyTrainer:
                  max_repairs: int = 2,
                  agent_opponent=None, seed: int = 0, log=print):
         if iterations < 1 or episodes_per_iteration < 2 or samples_per_round < 1:
-            raise ValueError("iterations >= 1, episodes_per_iteration >= 2 and "
-                             "samples_per_round >= 1 are needed")
+            raise UserError("iterations >= 1, episodes_per_iteration >= 2 and "
+                            "samples_per_round >= 1 are needed")
         self.client = client
         self.run_dir = Path(run_dir)
         self.llm_dir = self.run_dir / "llm"
@@ -363,7 +364,7 @@ class LLMExplorationGuide:
 
     def __init__(self, strategy_path, share: float = 0.1, seed: int = 0, n_actions: int = 6):
         if not 0.0 <= share <= 1.0:
-            raise ValueError(f"LLM exploration share {share} is invalid: use 0..1")
+            raise UserError(f"LLM exploration share {share} is invalid: use 0..1")
         self.path = Path(strategy_path)
         self.share = float(share)
         self.pilot = StrategyPilot(self.path, n_actions=n_actions)
@@ -397,7 +398,7 @@ def exploration_guide(strategy: str, client, cfg) -> LLMExplorationGuide:
         cand = LLMStrategyGenerator(client, out.parent, cfg.game,
                                     redact=client.keys.redact).generate(out.name)
         if not cand.ok:
-            raise ValueError(f"the LLM did not produce a usable strategy: {cand.error}")
+            raise UserError(f"the LLM did not produce a usable strategy: {cand.error}")
         path = cand.path
     print(f"LLM exploration guide: {path} (about 10% of exploration actions)")
     return LLMExplorationGuide(path, 0.1, cfg.train.seed, cfg.game.num_actions)

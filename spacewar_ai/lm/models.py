@@ -18,6 +18,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..util.errors import UserError
 from ..util.files import SHIPPED_DIR as PACKAGE_SHIPPED
 
 ADAPTERS_DIR = Path("models") / "adapters"
@@ -33,7 +34,7 @@ CACHE_ENV = "SPACEWAR_CACHE"
 TRANSFORMERS_OLDEST = "5.24"
 
 
-class LMError(ValueError):
+class LMError(UserError):
     """A model, adapter or setting the LM pilot cannot use; the message names the fix."""
 
 

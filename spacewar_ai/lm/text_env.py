@@ -29,6 +29,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..game.environment import SpacewarEnv
+from ..util.errors import UserError
 from .view import VIEWS, situation, valid_actions
 from .view import preamble as preamble_text
 
@@ -58,7 +59,7 @@ class SpacewarTextEnv(gym.Env):
     def __init__(self, opponent: Any = "heuristic:medium", config=None, reward_config=None,
                  preamble: bool = True, invalid_penalty: float = -1.0, view: int = 1):
         if view not in VIEWS:
-            raise ValueError(f"view={view!r}: the text views are {', '.join(map(str, VIEWS))}")
+            raise UserError(f"view={view!r}: the text views are {', '.join(map(str, VIEWS))}")
         self.view = int(view)  # v0's prompts stay view 1 unless asked: a changed text is a new env
         self.game = SpacewarEnv(config, reward_config, opponent=opponent)
         self.num_actions = self.game.config.num_actions

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..config import DEFAULT_PROMPT_VIEW, OBS_MASK, PROMPT_VIEWS, GameConfig
 from ..game.engine import OBS_OPPONENT, OBS_OWN, OBS_STAR, OBS_TORPEDOES
+from ..util.errors import UserError
 
 ACTION_WORDS = ("drift", "turn left", "turn right", "thrust", "fire", "thrust and fire",
                 "hyperspace")
@@ -82,7 +83,7 @@ def situations(obs: np.ndarray, view: int = 1) -> list[str]:
     """`situation` of each row of a batch (N, D), the tactical columns computed once."""
     obs = np.asarray(obs, dtype=np.float32).reshape(-1, np.asarray(obs).shape[-1])
     if view not in VIEWS:
-        raise ValueError(f"prompt view {view!r}: the views are {', '.join(map(str, VIEWS))}")
+        raise UserError(f"prompt view {view!r}: the views are {', '.join(map(str, VIEWS))}")
     if view == 1 or len(obs) == 0:
         return [_situation(o, "") for o in obs]
     from ..game.features import tactical_columns, view_constants

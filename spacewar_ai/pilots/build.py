@@ -29,6 +29,7 @@ import numpy as np
 from ..config import GameConfig
 from ..game.engine import OBS_MASK
 from ..game.pilot import Pilot, as_pilot
+from ..util.errors import UserError
 from .scripted import scripted_pilot
 from .search import HORIZON, JITTER, SAMPLES, SearchPilot
 from .spec import (
@@ -195,7 +196,7 @@ def _learned_pilot(spec: Spec, config: GameConfig, deterministic: bool, device: 
         if agent.state_dim != config.obs_dim and six not in (6, 7):
             load_agent(path, device, expect, config.obs_dim)
     except CheckpointError as exc:
-        raise ValueError(f"player {spec.text!r}: {exc}") from None
+        raise UserError(f"player {spec.text!r}: {exc}") from None
     name = spec.text.lower() if spec.kind == "pretrained" else \
         f"{agent.algorithm}:{path_label(path)}"
     pilot = AgentPilot(agent, name, deterministic, file_identity(path))
@@ -224,7 +225,7 @@ def search_pilot(spec, config: GameConfig | None = None, seed: int = 0,
             opponents.append(make_pilot(model, config, seed + 1 + i, deterministic=True,
                                         device=device))
         except ValueError as exc:
-            raise ValueError(f"player {spec.text!r}, its opponent model: {exc}") from None
+            raise UserError(f"player {spec.text!r}, its opponent model: {exc}") from None
     defaults = {"samples": SAMPLES, "horizon": HORIZON, "jitter": 0.0 if learned else JITTER,
                 "margin": 0.0, "choose": 0}
     given = {"samples": samples, "horizon": horizon, **dict(spec.settings)}
@@ -243,4 +244,4 @@ def search_pilot(spec, config: GameConfig | None = None, seed: int = 0,
                            margin=float(settings["margin"]),
                            choose=bool(settings["choose"]))
     except ValueError as exc:
-        raise ValueError(f"player {spec.text!r}: {exc}") from None
+        raise UserError(f"player {spec.text!r}: {exc}") from None

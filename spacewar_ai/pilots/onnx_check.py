@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from ..util.errors import UserError
+
 OBS_SIZE = 36
 OPSETS = range(13, 24)  # the default domain's opset versions onnxruntime >= 1.25 runs
 MAX_ELEMENTS = 2**22  # one tensor; the arena's submissions are at most a few MB in all
@@ -146,13 +148,13 @@ def check_onnx_file(path: str | Path, shown: str | None = None) -> bytes:
     try:
         import onnx  # noqa: F401
     except ImportError:
-        raise ValueError(f"{shown}: ONNX models need the onnx package here: pip install -e "
-                         "\".[onnx]\"") from None
+        raise UserError(f"{shown}: ONNX models need the onnx package here: pip install -e "
+                        "\".[onnx]\"") from None
     try:
         data = Path(path).read_bytes()
     except OSError:
-        raise ValueError(f"{shown}: no such ONNX file") from None
+        raise UserError(f"{shown}: no such ONNX file") from None
     problems = onnx_problems(data)
     if problems:
-        raise ValueError(f"{shown}: {problems[0]}")
+        raise UserError(f"{shown}: {problems[0]}")
     return data

@@ -19,6 +19,7 @@ import torch.nn as nn
 
 from ..game.engine import OBS_MASK
 from ..game.features import ORBIT_STEP, TACTICAL_COLUMNS, VECTOR_X, VECTOR_Y
+from ..util.errors import UserError
 from .onnx_check import onnx_problems
 
 NEG_INF = -1e9  # as agents.NEG_INF: masked scores never win an argmax
@@ -241,7 +242,7 @@ def export_onnx(spec: str, dst: str | Path, stage=None) -> int:
     try:
         import onnx  # noqa: F401 (the exporter needs it)
     except ImportError:
-        raise ValueError("--export to .onnx needs the onnx extra: pip install -e \".[onnx]\"") \
+        raise UserError("--export to .onnx needs the onnx extra: pip install -e \".[onnx]\"") \
             from None
     parsed = parse_spec(spec)
     if not parsed.learned:
@@ -271,7 +272,7 @@ def export_onnx(spec: str, dst: str | Path, stage=None) -> int:
     stage(2)
     problems = onnx_problems(data, agent.state_dim)  # the game the network learned
     if problems:  # an operator the exporter chose that the arena's allow-list leaves out
-        raise ValueError(f"--export {dst}: the exported model {problems[0]}; nothing was "
-                         "written (a bug of the export: please report it)")
+        raise UserError(f"--export {dst}: the exported model {problems[0]}; nothing was "
+                        "written (a bug of the export: please report it)")
     atomic_write_bytes(dst, lambda f: f.write(data))
     return len(data)

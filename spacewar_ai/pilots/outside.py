@@ -19,6 +19,7 @@ import numpy as np
 
 from ..game.engine import OBS_MASK
 from ..game.pilot import Pilot
+from ..util.errors import UserError
 from ..util.files import printable
 from .spec import Spec, outside_file, parse_spec
 
@@ -54,8 +55,8 @@ class OnnxPilot(Pilot):
         try:
             import onnxruntime as ort
         except ImportError:
-            raise ValueError(f"player {spec!r}: ONNX models need onnxruntime: pip install -e "
-                             "\".[onnx]\"") from None
+            raise UserError(f"player {spec!r}: ONNX models need onnxruntime: pip install -e "
+                            "\".[onnx]\"") from None
         path = outside_file(parsed)
         data = path.read_bytes()
         problems = _problems(data, obs_size)
@@ -67,8 +68,8 @@ class OnnxPilot(Pilot):
             self.session = ort.InferenceSession(str(path) if problems else data, options,
                                                 providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own exception types
-            raise ValueError(f"player {spec!r}: not a readable ONNX model "
-                             f"({type(exc).__name__})") from None
+            raise UserError(f"player {spec!r}: not a readable ONNX model "
+                            f"({type(exc).__name__})") from None
         if problems:
             print(f"warning: {spec}: {problems[0]} (the arena would refuse this model)",
                   file=sys.stderr)
@@ -152,11 +153,11 @@ class OnnxPilot(Pilot):
         n = obs.shape[0]
         if out.dtype.kind in "iu":
             if out.size != n:
-                raise ValueError(f"answered {out.size} actions for {n} observations")
+                raise UserError(f"answered {out.size} actions for {n} observations")
             return out.reshape(-1).astype(np.int64)
         if out.dtype.kind != "f" or out.size != n * self.n_actions:
-            raise ValueError(f"answered {out.dtype} of shape {out.shape}, not actions (N,) or "
-                             f"scores (N, {self.n_actions})")
+            raise UserError(f"answered {out.dtype} of shape {out.shape}, not actions (N,) or "
+                            f"scores (N, {self.n_actions})")
         return _masked_argmax(out.reshape(n, self.n_actions), obs)
 
     def _run(self, obs: np.ndarray):
@@ -231,8 +232,8 @@ def _sb3_class(path: Path, spec: str):
             data = json.loads(z.read("data"))
         module = str(data["policy_class"].get("__module__", ""))
     except (zipfile.BadZipFile, KeyError, ValueError, AttributeError, TypeError):
-        raise ValueError(f"player {spec!r}: not a Stable-Baselines3 model (a .zip saved by "
-                         "model.save)") from None
+        raise UserError(f"player {spec!r}: not a Stable-Baselines3 model (a .zip saved by "
+                        "model.save)") from None
     for prefix, setting, package, name in SB3_ALGORITHMS:
         if module.startswith(prefix) and (setting is None or setting in data):
             try:
@@ -240,11 +241,11 @@ def _sb3_class(path: Path, spec: str):
 
                 return getattr(importlib.import_module(package), name)
             except ImportError:
-                raise ValueError(f"player {spec!r}: a {name} model needs {package}: pip install "
-                                 "-e \".[ecosystem]\"") from None
-    raise ValueError(f"player {spec!r}: a model of policy {module or 'unknown'}, which flies no "
-                     "Discrete(6) ship here; sb3: plays DQN, QR-DQN, PPO, A2C, TRPO, MaskablePPO "
-                     "and RecurrentPPO models")
+                raise UserError(f"player {spec!r}: a {name} model needs {package}: pip install "
+                                "-e \".[ecosystem]\"") from None
+    raise UserError(f"player {spec!r}: a model of policy {module or 'unknown'}, which flies no "
+                    "Discrete(6) ship here; sb3: plays DQN, QR-DQN, PPO, A2C, TRPO, MaskablePPO "
+                    "and RecurrentPPO models")
 
 
 class SB3Pilot(Pilot):
@@ -257,15 +258,15 @@ class SB3Pilot(Pilot):
         try:
             import stable_baselines3  # noqa: F401
         except ImportError:
-            raise ValueError(f"player {spec!r}: SB3 models need stable-baselines3: pip install "
-                             "-e \".[ecosystem]\"") from None
+            raise UserError(f"player {spec!r}: SB3 models need stable-baselines3: pip install "
+                            "-e \".[ecosystem]\"") from None
         path = outside_file(parsed)
         cls = _sb3_class(path, spec)
         try:
             self.model = cls.load(str(path), device="cpu")
         except Exception as exc:  # SB3 raises many kinds on a wrong or partial file
-            raise ValueError(f"player {spec!r}: {cls.__name__} could not load it "
-                             f"({type(exc).__name__})") from None
+            raise UserError(f"player {spec!r}: {cls.__name__} could not load it "
+                            f"({type(exc).__name__})") from None
         self.name = printable(f"sb3:{path.stem}", 120)
         self.identity = identity
         self.recurrent = hasattr(self.model.policy, "lstm_hidden_state_shape")

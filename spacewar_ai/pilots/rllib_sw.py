@@ -41,6 +41,7 @@ from ..game import engine
 from ..game.controls import decode, encode
 from ..game.engine import OBS_MASK
 from ..game.pilot import Pilot
+from ..util.errors import UserError
 
 # The peer's constants (its environment's, in its units): the half screen, and what its view
 # divides by.
@@ -87,10 +88,10 @@ def module_file(path: Path) -> Path:
         for rel in MODULE_PATHS:
             if (path / rel).is_file():
                 return path / rel
-        raise ValueError(f"{path} holds no module_state.pkl; give the file, or a checkpoint "
-                         "folder of rllib_sw such as checkpoints_release/pfsp")
+        raise UserError(f"{path} holds no module_state.pkl; give the file, or a checkpoint "
+                        "folder of rllib_sw such as checkpoints_release/pfsp")
     if not path.is_file():
-        raise ValueError(f"no such file {path}; give an rllib_sw module_state.pkl or its folder")
+        raise UserError(f"no such file {path}; give an rllib_sw module_state.pkl or its folder")
     return path
 
 
@@ -102,17 +103,17 @@ def load_module_state(path: Path) -> dict[str, np.ndarray]:
         state = _ArraysOnly(io.BytesIO(data)).load()
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError,
             IndexError, KeyError, MemoryError) as exc:
-        raise ValueError(f"{path} is not an rllib_sw module_state.pkl: {exc}") from None
+        raise UserError(f"{path} is not an rllib_sw module_state.pkl: {exc}") from None
     if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, np.ndarray)
                                               for k, v in state.items()):
-        raise ValueError(f"{path} is not an rllib_sw module_state.pkl: it holds no arrays by "
-                         "name")
+        raise UserError(f"{path} is not an rllib_sw module_state.pkl: it holds no arrays by "
+                        "name")
     for key, shape in _layout(state).items():
         have = state.get(key)
         if have is None or have.shape != shape:
             found = "missing" if have is None else f"of shape {have.shape}"
-            raise ValueError(f"{path} is not an rllib_sw actor of the released layout: {key} is "
-                             f"{found}, not {shape}")
+            raise UserError(f"{path} is not an rllib_sw actor of the released layout: {key} is "
+                            f"{found}, not {shape}")
     return state
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from ..game.pilot import Pilot
+from ..util.errors import UserError
 from ..util.files import printable
 from ..util.processes import child_command
 
@@ -83,7 +84,7 @@ HARD_OPS = 100_000  # operations one decision may use
 LOAD_OPS = 1_000_000  # operations the file's top level may use, once
 
 
-class StrategyError(ValueError):
+class StrategyError(UserError):
     """A strategy file was refused; the message names the file, the line and the reason.
     `public` says the same with the file's base name and without a word of the file's own text
     (a name, an import, a string): what a server may show to whoever named the file, which may

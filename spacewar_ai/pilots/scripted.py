@@ -17,6 +17,7 @@ from ..config import GameConfig
 from ..game.ballistics import coast, intercept_time
 from ..game.engine import OBS_MASK, Action, jit_warm_up
 from ..game.pilot import Pilot
+from ..util.errors import UserError
 
 SCRIPTED_SPECS = ("idle", "random", "heuristic:easy", "heuristic:medium", "heuristic:hard")
 LEVELS = ("easy", "medium", "hard")
@@ -325,9 +326,9 @@ class HeuristicPilot(Pilot):
     def __init__(self, level: str = "medium", config: GameConfig | None = None,
                  aim: float = 1.0):
         if level not in LEVEL_CODE:
-            raise ValueError(f"heuristic level {level!r} is unknown; use one of {LEVELS}")
+            raise UserError(f"heuristic level {level!r} is unknown; use one of {LEVELS}")
         if not 0.0 <= aim <= 1.0:
-            raise ValueError(f"aim={aim} is invalid: must be from 0 to 1")
+            raise UserError(f"aim={aim} is invalid: must be from 0 to 1")
         self.level = level
         self.aim = float(aim)
         self.name = f"heuristic:{level}" + (f"@aim={aim:g}" if aim != 1.0 else "")
@@ -350,7 +351,7 @@ class DelayedPilot(Pilot):
 
     def __init__(self, pilot, delay: float):
         if not delay >= 0:
-            raise ValueError(f"delay={delay} is invalid: must be >= 0")
+            raise UserError(f"delay={delay} is invalid: must be >= 0")
         self.pilot = pilot
         self.delay = float(delay)
         self.size = math.ceil(self.delay) + 1  # observations kept a game

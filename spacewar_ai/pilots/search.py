@@ -26,6 +26,7 @@ from ..game import engine
 from ..game.controls import decode, encode
 from ..game.engine import FRAME, OBS_MASK, OVER, REAL_WINNER, WINNER, GameBatch
 from ..game.pilot import Pilot, as_pilot
+from ..util.errors import UserError
 from .spec import REAL_SETTINGS
 
 # What a copy's ending is worth. Only torpedo wins count (as in every table), so an ending that
@@ -111,8 +112,8 @@ class OpponentLearner:
         self.model = model
         self.agent = getattr(model, "agent", None)
         if self.agent is None or not hasattr(self.agent, "imitate"):
-            raise ValueError("an adapting planner's opponent model must be a PPO model "
-                             "(pretrained, ppo:PATH or a PPO checkpoint)")
+            raise UserError("an adapting planner's opponent model must be a PPO model "
+                            "(pretrained, ppo:PATH or a PPO checkpoint)")
         self.window, self.batch_size, self.study = window, batch_size, study
         self.optimizer = torch.optim.Adam(self.agent.net.parameters(), lr=learning_rate)
         self.rng = np.random.default_rng([seed, 0xADA])
@@ -201,28 +202,28 @@ class SearchPilot(Pilot):
                  name: str = "search", identity: str = "", adaptive: bool = False,
                  jitter: float = 0.0, margin: float = 0.0, choose: bool = False):
         if not isinstance(horizon, (int, np.integer)) or horizon < 1:
-            raise ValueError(f"horizon={horizon!r} is invalid: must be an integer >= 1 "
-                             "(decisions per rollout)")
+            raise UserError(f"horizon={horizon!r} is invalid: must be an integer >= 1 "
+                            "(decisions per rollout)")
         if not isinstance(samples, (int, np.integer)) or samples < 1:
-            raise ValueError(f"samples={samples!r} is invalid: must be an integer >= 1 "
-                             "(rollouts per action)")
+            raise UserError(f"samples={samples!r} is invalid: must be an integer >= 1 "
+                            "(rollouts per action)")
         for setting, value in (("jitter", jitter), ("margin", margin)):
             (low, high), what = REAL_SETTINGS[setting]
             if not low <= value <= high or (setting == "jitter" and value == high):
-                raise ValueError(f"{setting}={value!r} is invalid: must be {what}")
+                raise UserError(f"{setting}={value!r} is invalid: must be {what}")
         self._logits = getattr(getattr(policy, "agent", None), "action_logits", None)
         if samples > 1 and self._logits is None and jitter == 0:
-            raise ValueError(f"{name}: the samples of a pilot that is not a PPO model are all "
-                             "one game; give it jitter (e.g. @jitter=0.05) or samples=1")
+            raise UserError(f"{name}: the samples of a pilot that is not a PPO model are all "
+                            "one game; give it jitter (e.g. @jitter=0.05) or samples=1")
         given = opponent_model if isinstance(opponent_model, (list, tuple)) else [opponent_model]
         # Objects of one's own with act() and reset() fly as pilots (attached, asked as one).
         policy = as_pilot(policy)
         models = [as_pilot(m) for m in given]
         if adaptive and len(models) != 1:
-            raise ValueError(f"{name}: an adapting planner learns one opponent model, not a mix")
+            raise UserError(f"{name}: an adapting planner learns one opponent model, not a mix")
         if choose and len(models) < 2:
-            raise ValueError(f"{name}: choose=1 picks among a mix's members; name two or more "
-                             "after '+' (e.g. search:pretrained+heuristic:hard+pretrained)")
+            raise UserError(f"{name}: choose=1 picks among a mix's members; name two or more "
+                            "after '+' (e.g. search:pretrained+heuristic:hard+pretrained)")
         self.policy = policy
         self.models = models
         self.opponent_model = models[0]

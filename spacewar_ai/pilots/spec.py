@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from ..util.errors import UserError
 from ..util.files import SHIPPED_DIR
 from ..util.preflight import check_model_size
 from .scripted import SCRIPTED_SPECS
@@ -138,8 +139,8 @@ def parse_spec(spec) -> Spec:
     if isinstance(spec, Spec):
         return spec
     if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"pilot spec {spec!r} is invalid: use one of {SPEC_HELP}, a pilot "
-                         "object with act()/reset(), or a function obs -> action")
+        raise UserError(f"pilot spec {spec!r} is invalid: use one of {SPEC_HELP}, a pilot "
+                        "object with act()/reset(), or a function obs -> action")
     s = spec.strip()
     low = s.lower()
     if low in SCRIPTED_SPECS or low == "heuristic":
@@ -151,10 +152,10 @@ def parse_spec(spec) -> Spec:
         return Spec("scripted", base, settings=settings, text=s)
     if low.startswith("heuristic"):
         close = difflib.get_close_matches(low, SCRIPTED_SPECS, n=1, cutoff=0.75)
-        raise ValueError(f"unknown pilot spec {spec!r}"
-                         + (f" (did you mean {close[0]}?)" if close else "")
-                         + ": the heuristic levels are heuristic:easy, heuristic:medium and "
-                         "heuristic:hard")
+        raise UserError(f"unknown pilot spec {spec!r}"
+                        + (f" (did you mean {close[0]}?)" if close else "")
+                        + ": the heuristic levels are heuristic:easy, heuristic:medium and "
+                        "heuristic:hard")
     kind, colon, rest = s.partition(":")
     kind = kind.lower()
     if colon and kind in PLANNERS:
@@ -164,9 +165,9 @@ def parse_spec(spec) -> Spec:
     if colon and kind == "pretrained":
         rules = rest.strip().lower()
         if rules not in SHIPPED_FOR_RULES:
-            raise ValueError(f"player {s!r}: no network is shipped for rules {rest!r}; use "
-                             "pretrained (the 1962 rules) or "
-                             + ", ".join(f"pretrained:{r}" for r in SHIPPED_FOR_RULES))
+            raise UserError(f"player {s!r}: no network is shipped for rules {rest!r}; use "
+                            "pretrained (the 1962 rules) or "
+                            + ", ".join(f"pretrained:{r}" for r in SHIPPED_FOR_RULES))
         return Spec("pretrained", rules, text=s)
     if colon and kind in FILE_KINDS:
         return Spec(kind, rest, text=s)
@@ -199,10 +200,10 @@ def _parse_planner(text: str, kind: str, rest: str) -> Spec:
     policy, *models = parts
     models = [m.strip() for m in models]
     if any(not m for m in models):
-        raise ValueError(f"player {text!r}: nothing after '+'; name the opponent model (any "
-                         "pilot a planner can fly: heuristic:hard, pretrained, a checkpoint "
-                         "path, ...) or drop the '+' to plan with the policy's own run's model "
-                         "(else the shipped model of the hard pilot)")
+        raise UserError(f"player {text!r}: nothing after '+'; name the opponent model (any "
+                        "pilot a planner can fly: heuristic:hard, pretrained, a checkpoint "
+                        "path, ...) or drop the '+' to plan with the policy's own run's model "
+                        "(else the shipped model of the hard pilot)")
     specs = []
     for k, part in enumerate([policy.strip() or "pretrained", *models]):
         try:
@@ -210,23 +211,23 @@ def _parse_planner(text: str, kind: str, rest: str) -> Spec:
         except ValueError as exc:
             if k == 0:
                 raise
-            raise ValueError(f"player {text!r}, its opponent model: {exc}") from None
+            raise UserError(f"player {text!r}, its opponent model: {exc}") from None
         if spec.is_planner:
-            raise ValueError(f"player {text!r}: a planner cannot plan over another planner")
+            raise UserError(f"player {text!r}: a planner cannot plan over another planner")
         if spec.kind in ("strategy", "lm"):
             what = "a strategy file" if spec.kind == "strategy" else "a language model"
-            raise ValueError(f"player {text!r}: {part!r} is {what}, which answers a few "
-                             "games at a time; a planner flies thousands of copies a "
-                             "decision: plan over a scripted pilot or a network, or clone it "
-                             f"into one with --algorithm ppo --warm-start {part} --timesteps 0")
+            raise UserError(f"player {text!r}: {part!r} is {what}, which answers a few "
+                            "games at a time; a planner flies thousands of copies a "
+                            "decision: plan over a scripted pilot or a network, or clone it "
+                            f"into one with --algorithm ppo --warm-start {part} --timesteps 0")
         specs.append(spec)
     if dict(settings).get("choose") and any(spec.kind == "rllib_sw" for spec in specs[1:]):
-        raise ValueError(f"player {text!r}: choose=1 judges each member by the moves it would "
-                         "have made, which an rllib_sw: model, reading the game itself, cannot "
-                         "tell after the game has moved on; drop @choose=1")
+        raise UserError(f"player {text!r}: choose=1 judges each member by the moves it would "
+                        "have made, which an rllib_sw: model, reading the game itself, cannot "
+                        "tell after the game has moved on; drop @choose=1")
     if kind == "adapt" and len(models) > 1:
-        raise ValueError(f"player {text!r}: adapt: learns one model of the opponent; name one "
-                         "after '+' (a mix is for search:)")
+        raise UserError(f"player {text!r}: adapt: learns one model of the opponent; name one "
+                        "after '+' (a mix is for search:)")
     return Spec(kind, parts=tuple(specs), settings=settings, text=text)
 
 
@@ -239,10 +240,10 @@ def _parse_settings(text: str, given: str, names: tuple[str, ...],
         name, _, value = item.partition("=")
         name = name.strip().lower()
         if name not in names:
-            raise ValueError(f"player {text!r}: unknown setting {name!r} after @; the settings "
-                             f"are {', '.join(names[:-1])} and {names[-1]}, e.g. {example}")
+            raise UserError(f"player {text!r}: unknown setting {name!r} after @; the settings "
+                            f"are {', '.join(names[:-1])} and {names[-1]}, e.g. {example}")
         if name in settings:
-            raise ValueError(f"player {text!r}: {name} is set twice; give it once")
+            raise UserError(f"player {text!r}: {name} is set twice; give it once")
         try:
             number = float(value) if name in REAL_SETTINGS else int(value)
         except ValueError:
@@ -251,14 +252,14 @@ def _parse_settings(text: str, given: str, names: tuple[str, ...],
             (low, high), what = REAL_SETTINGS[name]
             if number is None or not low <= number <= high or (name == "jitter"
                                                                 and number == high):
-                raise ValueError(f"player {text!r}: {name}={value!r} is invalid: must be a "
-                                 f"number {what}")
+                raise UserError(f"player {text!r}: {name}={value!r} is invalid: must be a "
+                                f"number {what}")
         else:
             least, most, what = WHOLE_SETTINGS[name]
             if number is None or number < least or (most is not None and number > most):
                 within = f">= {least}" if most is None else f"from {least} to {most}"
-                raise ValueError(f"player {text!r}: {name}={value!r} is invalid: must be an "
-                                 f"integer {within} ({what})")
+                raise UserError(f"player {text!r}: {name}={value!r} is invalid: must be an "
+                                f"integer {within} ({what})")
         settings[name] = number
     return tuple((key, settings[key]) for key in names if key in settings)
 
@@ -283,7 +284,7 @@ def check_spec(spec) -> Spec:
             try:
                 check_spec(model)
             except ValueError as exc:
-                raise ValueError(f"player {spec.text!r}, its opponent model: {exc}") from None
+                raise UserError(f"player {spec.text!r}, its opponent model: {exc}") from None
     return spec
 
 
@@ -303,17 +304,17 @@ def planner_models(spec: Spec, default: str | Path = OPPONENT_MODEL_PATH) -> tup
         if model.learned and model.kind != "pretrained" and not model.path.is_file():
             fix = ("name a checkpoint file, a scripted pilot or pretrained" if spec.models else
                    "reinstall spacewar-ai or make one (docs/search.md)")
-            raise ValueError(f"player {spec.text!r}: its opponent model {model.path} does not "
-                             f"exist; {fix}")
+            raise UserError(f"player {spec.text!r}: its opponent model {model.path} does not "
+                            f"exist; {fix}")
     return models
 
 
 def check_pretrained(spec: Spec | None = None) -> Path:
     path = PRETRAINED_PATH if spec is None else spec.path
     if not path.is_file():
-        raise ValueError(f"player {spec.text if spec else 'pretrained'!r}: the shipped model "
-                         f"{path} is missing; reinstall spacewar-ai or train one (spacewar-ai "
-                         "--algorithm ppo)")
+        raise UserError(f"player {spec.text if spec else 'pretrained'!r}: the shipped model "
+                        f"{path} is missing; reinstall spacewar-ai or train one (spacewar-ai "
+                        "--algorithm ppo)")
     return path
 
 
@@ -328,17 +329,17 @@ def checkpoint_file(spec: Spec) -> Path:
                  if p.is_file()] or sorted(path.glob("*/best.pt"))[:3]
         such = f"such as {', '.join(map(str, found))}" if found else \
             "(a run's checkpoints/<run>/best.pt; this folder holds none)"
-        raise ValueError(f"player {spec.text!r}: is a folder; give a checkpoint file {such}")
+        raise UserError(f"player {spec.text!r}: is a folder; give a checkpoint file {such}")
     if not path.is_file():
         runs = sorted(str(p) for p in path.parent.glob("*/best.pt"))[:4] \
             if path.suffix == ".pt" and path.parent.is_dir() else []
         if runs:
-            raise ValueError(f"player {spec.text!r}: no such checkpoint file; the runs in "
-                             f"{path.parent} keep theirs as {', '.join(runs)}")
+            raise UserError(f"player {spec.text!r}: no such checkpoint file; the runs in "
+                            f"{path.parent} keep theirs as {', '.join(runs)}")
         close = difflib.get_close_matches(spec.target.lower(), NAMED_SPECS, n=1, cutoff=0.75)
         hint = f"did you mean {close[0]}? Or " if close else ""
-        raise ValueError(f"player {spec.text!r}: not a pilot spec and no such checkpoint file; "
-                         f"{hint}use one of {SPEC_HELP}")
+        raise UserError(f"player {spec.text!r}: not a pilot spec and no such checkpoint file; "
+                        f"{hint}use one of {SPEC_HELP}")
     check_model_size(path, f"player {spec.text!r}:")
     return path
 
@@ -362,12 +363,12 @@ def outside_file(spec: Spec) -> Path:
         try:
             path = module_file(spec.path)
         except ValueError as exc:
-            raise ValueError(f"player {spec.text!r}: {exc}") from None
+            raise UserError(f"player {spec.text!r}: {exc}") from None
     else:
         path = spec.path
         if not path.is_file():
             what = "ONNX" if spec.kind == "onnx" else "model"
-            raise ValueError(f"player {spec.text!r}: no such {what} file {path}")
+            raise UserError(f"player {spec.text!r}: no such {what} file {path}")
     check_model_size(path, f"player {spec.text!r}:")
     return path
 

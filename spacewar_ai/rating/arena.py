@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ..util.errors import UserError
 from ..util.files import hide_paths
 from . import WORKER_PRELOAD
 from .ratings import expected_score
@@ -66,7 +67,7 @@ class Confinement:
     load_seconds: float = 20.0  # an ONNX model's loading (the runtime builds its session)
 
 
-class OverAllowance(ValueError):
+class OverAllowance(UserError):
     """An address over its hourly allowance of `kind` ("attempts": uploads, refused ones too;
     "submissions": accepted ones), `count` of them in the hour: refused before anything it sent
     is read. Whoever sets the allowance (the server's budgets) words the refusal its way."""
@@ -142,14 +143,14 @@ class Arena:
         kind ("strategy" or "onnx") if it passes."""
         name = str(name).strip()
         if not NAME_RULE.match(name):
-            raise ValueError(f"name {name[:40]!r}: 1-40 letters, digits, spaces, '_', '.' or "
-                             "'-', starting with a letter or digit")
+            raise UserError(f"name {name[:40]!r}: 1-40 letters, digits, spaces, '_', '.' or "
+                            "'-', starting with a letter or digit")
         kind = KINDS.get(Path(str(filename)).suffix.lower())
         if kind is None:
-            raise ValueError(f"{Path(str(filename)).name[:60]}: submit a strategy file (.py) or "
-                             "an ONNX model (.onnx)")
+            raise UserError(f"{Path(str(filename)).name[:60]}: submit a strategy file (.py) or "
+                            "an ONNX model (.onnx)")
         if not data:
-            raise ValueError(f"{name}: the file is empty")
+            raise UserError(f"{name}: the file is empty")
         with self._db() as db:
             self._admissible(db, name, client, per_hour)
         return kind
@@ -195,7 +196,7 @@ class Arena:
     def _admissible(db, name: str, client: str, per_hour: int) -> None:
         """Refuse a taken name or an address over its hourly allowance (ValueError)."""
         if db.execute("SELECT 1 FROM players WHERE name = ?", (name,)).fetchone():
-            raise ValueError(f"name {name!r} is taken: choose another")
+            raise UserError(f"name {name!r} is taken: choose another")
         recent = db.execute("SELECT COUNT(*) FROM players WHERE client = ? AND created > ?",
                             (client, time.time() - 3600)).fetchone()[0]
         if recent >= per_hour:
@@ -413,17 +414,17 @@ def check_submission(name: str, kind: str, data: bytes) -> None:
         try:
             validate_source(data.decode("utf-8-sig"), f"{name}.py")
         except UnicodeDecodeError:
-            raise ValueError(f"{name}.py: not UTF-8 text") from None
+            raise UserError(f"{name}.py: not UTF-8 text") from None
         except StrategyError as exc:
-            raise ValueError(exc.public) from None
+            raise UserError(exc.public) from None
         return
     try:
         problems = onnx_problems(data)
     except ImportError:
-        raise ValueError("this server takes no ONNX models (its onnx package is not "
-                         "installed); submit a strategy file") from None
+        raise UserError("this server takes no ONNX models (its onnx package is not "
+                        "installed); submit a strategy file") from None
     if problems:
-        raise ValueError(f"{name}.onnx: {problems[0]}")
+        raise UserError(f"{name}.onnx: {problems[0]}")
 
 
 class _Closing:
@@ -597,7 +598,7 @@ def _pairing_task(a: dict, b: dict, limits: Confinement, spent: float, files: di
     return run_pairing(*players, limits, spent)
 
 
-class PlayerRefused(ValueError):
+class PlayerRefused(UserError):
     """A submitted player that cannot play; `player` is its id."""
 
     def __init__(self, player: int, message: str):

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..pilots.build import absolute_spec, map_spec_files, spec_files
 from ..util import reaper
+from ..util.errors import UserError
 from ..util.files import atomic_write_bytes
 
 INSTALL = 'install it on this machine and every node of the cluster: pip install -e ".[cluster]"'
@@ -26,7 +27,7 @@ def ray_module():
     try:
         import ray
     except ImportError:
-        raise ValueError(f"Ray is not installed: {INSTALL}") from None
+        raise UserError(f"Ray is not installed: {INSTALL}") from None
     return ray
 
 
@@ -71,10 +72,10 @@ def connect(address: str | None = None, num_cpus: int | None = None):
             reaper.watch(os.getpid())
     except (ConnectionError, RuntimeError, ValueError) as exc:
         first = " ".join(str(exc).split())[:160]
-        raise ValueError(f"--ray-address {address}: the cluster there answers but refused this "
-                         f"machine ({first}); with Ray's token authentication, set "
-                         "RAY_AUTH_MODE=token and RAY_AUTH_TOKEN to the head's token (`ray "
-                         "get-auth-token` on the head prints it)") from None
+        raise UserError(f"--ray-address {address}: the cluster there answers but refused this "
+                        f"machine ({first}); with Ray's token authentication, set "
+                        "RAY_AUTH_MODE=token and RAY_AUTH_TOKEN to the head's token (`ray "
+                        "get-auth-token` on the head prints it)") from None
     return ray
 
 
@@ -97,9 +98,9 @@ def _start_local(ray, num_cpus: int | None) -> None:
                 raise
             ray.shutdown()
             if attempt == LOCAL_STARTS:
-                raise ValueError(f"Ray's local node did not start in {LOCAL_STARTS} tries: the "
-                                 "machine is too busy; try again when it is quieter, or start "
-                                 "one with `ray start --head` and give --ray-address") from None
+                raise UserError(f"Ray's local node did not start in {LOCAL_STARTS} tries: the "
+                                "machine is too busy; try again when it is quieter, or start "
+                                "one with `ray start --head` and give --ray-address") from None
 
 
 def fold_worker_deaths() -> None:
@@ -148,9 +149,9 @@ def _answers(address: str) -> None:
         reason = "give it as HOST:PORT"
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-    raise ValueError(f"--ray-address {address}: no Ray cluster answers there ({reason}); start "
-                     "one with `ray start --head` and give the address it prints, or leave the "
-                     "flag out to run Ray on this machine")
+    raise UserError(f"--ray-address {address}: no Ray cluster answers there ({reason}); start "
+                    "one with `ray start --head` and give the address it prints, or leave the "
+                    "flag out to run Ray on this machine")
 
 
 def run_tasks(fn, jobs: list, progress=None, sizes: list[int] | int = 1,
@@ -181,7 +182,7 @@ def run_tasks(fn, jobs: list, progress=None, sizes: list[int] | int = 1,
                 out[k] = ray.get(ref)
             except ray.exceptions.RayError as exc:
                 if "No module named" in str(exc) and "spacewar_ai" in str(exc):
-                    raise ValueError(f"a Ray node cannot import spacewar_ai; {INSTALL}") \
+                    raise UserError(f"a Ray node cannot import spacewar_ai; {INSTALL}") \
                         from None
                 raise
             if progress is not None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from ..util.errors import UserError
 from ..util.files import SHIPPED_DIR
 from .ratings import ELO_SCALE, expected_score, score_of
 
@@ -116,10 +117,10 @@ def level_named(name: str, levels: tuple[Level, ...] | None = None) -> Level:
         if level.number == number:
             return level
     halves = [level.number for level in levels if level.number != int(level.number)]
-    raise ValueError(f"difficulty {name!r} is unknown: use a level from 1 to "
-                     f"{levels[-1].number:g}"
-                     + (f" (or a half level such as {halves[0]:g})" if halves else "")
-                     + f", auto, or one of {', '.join(DIFFICULTY_NAMES)}")
+    raise UserError(f"difficulty {name!r} is unknown: use a level from 1 to "
+                    f"{levels[-1].number:g}"
+                    + (f" (or a half level such as {halves[0]:g})" if halves else "")
+                    + f", auto, or one of {', '.join(DIFFICULTY_NAMES)}")
 
 
 def fit_players(games, start: float, prior_games: float = PRIOR_GAMES) -> dict[str, Rated]:
@@ -175,8 +176,8 @@ def player_name(text) -> str:
     kept inside; ValueError names what to change."""
     name = " ".join(str(text or "").split())
     if not name or len(name) > MAX_NAME or not all(c.isprintable() for c in name):
-        raise ValueError(f"player name {str(text)[:60]!r} is invalid: use 1 to {MAX_NAME} "
-                         "printable characters")
+        raise UserError(f"player name {str(text)[:60]!r} is invalid: use 1 to {MAX_NAME} "
+                        "printable characters")
     return name
 
 

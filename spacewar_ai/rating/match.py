@@ -23,6 +23,7 @@ from ..game.engine import DeathCause, GameBatch
 from ..game.replays import state_hash
 from ..pilots.build import make_pilot
 from ..pilots.spec import parse_spec
+from ..util.errors import UserError
 
 
 @dataclass
@@ -231,7 +232,7 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
     each game depending on its own seed alone."""
     config = config if config is not None else GameConfig()
     if games < 1:
-        raise ValueError(f"games={games} is invalid: must be >= 1")
+        raise UserError(f"games={games} is invalid: must be >= 1")
     a = make_pilot(pilot_a, config, seed)
     b = make_pilot(pilot_b, config, seed + 1)
     n = games
@@ -387,14 +388,14 @@ RAY_CHUNK = 50  # pairs of games per Ray task: enough work to pay for a task's s
 def check_ray_match(spec_a: str, spec_b: str, games: int) -> None:
     """Refuse a match Ray cannot split into parts, before Ray is started for it."""
     if games < 2 or games % 2:
-        raise ValueError(f"games={games} is invalid: must be even and >= 2 (pairs of games from "
-                         "one start with sides swapped)")
+        raise UserError(f"games={games} is invalid: must be even and >= 2 (pairs of games from "
+                        "one start with sides swapped)")
     for spec in map(parse_spec, (spec_a, spec_b)):
         if spec.adaptive:
             # Its games depend on all the match's earlier moves, which parts played apart lack.
-            raise ValueError(f"player {spec.text!r} learns across the games of a match, which Ray "
-                             "would split into parts: evaluate it without --backend ray and "
-                             "--ray-address (tournaments on Ray keep each pairing whole)")
+            raise UserError(f"player {spec.text!r} learns across the games of a match, which Ray "
+                            "would split into parts: evaluate it without --backend ray and "
+                            "--ray-address (tournaments on Ray keep each pairing whole)")
 
 
 def play_match_on_ray(spec_a: str, spec_b: str, games: int, seed: int = 0,

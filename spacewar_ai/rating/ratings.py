@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..util.errors import UserError
+
 if TYPE_CHECKING:
     from .match import MatchResult
 
@@ -203,8 +205,8 @@ class RatingsFile:
         p = self.path
         fix = "move it away (a new one is started) or give another --ratings-file"
         if p.is_dir():
-            raise ValueError(f"ratings file {p}: is a folder; give a file name such as "
-                             f"{p / 'ratings.json'}")
+            raise UserError(f"ratings file {p}: is a folder; give a file name such as "
+                            f"{p / 'ratings.json'}")
         if not p.exists() and not p.is_symlink():
             return self._empty()
         from ..util.preflight import read_bounded
@@ -213,15 +215,15 @@ class RatingsFile:
         try:
             data = json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError:
-            raise ValueError(f"ratings file {p}: not UTF-8 text; {fix}") from None
+            raise UserError(f"ratings file {p}: not UTF-8 text; {fix}") from None
         except json.JSONDecodeError as exc:
-            raise ValueError(f"ratings file {p}: not valid JSON ({exc}); {fix}") from None
+            raise UserError(f"ratings file {p}: not valid JSON ({exc}); {fix}") from None
         except OSError as exc:
-            raise ValueError(f"ratings file {p}: cannot be read ({exc.strerror}); check its "
-                             "permissions or give another --ratings-file") from None
+            raise UserError(f"ratings file {p}: cannot be read ({exc.strerror}); check its "
+                            "permissions or give another --ratings-file") from None
         problem = _ratings_problem(data)
         if problem:
-            raise ValueError(f"ratings file {p}: {problem}; {fix}")
+            raise UserError(f"ratings file {p}: {problem}; {fix}")
         return data
 
     def add(self, result, rows: list[dict[str, Any]], label: str) -> None:

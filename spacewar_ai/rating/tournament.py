@@ -26,6 +26,7 @@ from ..config import GameConfig
 from ..game.engine import DeathCause
 from ..pilots.build import make_pilot, path_label
 from ..pilots.spec import parse_spec
+from ..util.errors import UserError
 from ..util.processes import worker_context
 from ..util.progress import Progress
 from . import WORKER_PRELOAD
@@ -47,7 +48,7 @@ def resolve_entrants(specs: list[str], config: GameConfig | None = None) -> list
         pilot = make_pilot(spec, config)  # raises ValueError naming the spec
         identity = pilot.identity
         if identity in seen:
-            raise ValueError(f"player {str(spec)!r} appears twice in the tournament")
+            raise UserError(f"player {str(spec)!r} appears twice in the tournament")
         seen.add(identity)
         pilot.close()
         out.append(Entrant(spec, pilot.name, identity))
@@ -266,8 +267,8 @@ def _bracket(size: int) -> list[int]:
 
 def _check_games(games: int) -> None:
     if games < 2 or games % 2:
-        raise ValueError(f"--matches-per-pairing {games} is invalid: use an even number >= 2 "
-                         "(games are played in pairs with sides swapped)")
+        raise UserError(f"--matches-per-pairing {games} is invalid: use an even number >= 2 "
+                        "(games are played in pairs with sides swapped)")
 
 
 def crosstable_markdown(result: Results, rows: list[dict[str, Any]]) -> str:
@@ -357,11 +358,11 @@ def run_tournament(specs: list[str], mode: str = "round_robin", games_per_pairin
     (cluster.py; "" for Ray on this machine). `config` is the game every pairing plays."""
     config = config if config is not None else GameConfig()
     if mode not in MODES:
-        raise ValueError(f"--tournament-mode {mode!r} is unknown: use one of {', '.join(MODES)}")
+        raise UserError(f"--tournament-mode {mode!r} is unknown: use one of {', '.join(MODES)}")
     _check_games(games_per_pairing)
     entrants = resolve_entrants(specs, config)
     if len(entrants) < 2:
-        raise ValueError("a tournament needs at least two players (--players A,B,...)")
+        raise UserError("a tournament needs at least two players (--players A,B,...)")
     total = planned_games(mode, len(entrants), games_per_pairing)
     if ray_address is not None:
         from .cluster import connect

@@ -14,6 +14,7 @@ import shlex
 from dataclasses import dataclass
 
 from ..config import UNLIMITED_STEPS, TrainConfig
+from ..util.errors import UserError
 
 
 @dataclass
@@ -127,8 +128,8 @@ def whole_rounds(episodes: int, games: int, pair: int, round_name: str,
     where N is smaller. ValueError (one line, before any work) where no whole rounds make N."""
     per_round = min(games, episodes)
     if episodes % per_round or per_round % pair:
-        raise ValueError(f"--episodes {episodes}: the run plays whole {round_name}s of {games} "
-                         f"games ({setting}), in pairs for each opponent: give a multiple of "
-                         f"{games}, or fewer games in a multiple of {pair}")
+        raise UserError(f"--episodes {episodes}: the run plays whole {round_name}s of {games} "
+                        f"games ({setting}), in pairs for each opponent: give a multiple of "
+                        f"{games}, or fewer games in a multiple of {pair}")
     return episodes // per_round, per_round
 

@@ -25,6 +25,7 @@ from ..config import SELF, GameConfig, RewardConfig
 from ..game.engine import MASK
 from ..game.environment import MASK_DTYPE
 from ..pilots.wrappers import Labelled
+from ..util.errors import UserError
 
 META_FILE = "spacewar.json"
 GAMES_FILE = "games.jsonl"
@@ -41,8 +42,8 @@ def dataset_id(name: str) -> str:
     # Each part becomes a folder under Minari's root: none may be empty, "." or "..".
     if not all(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", part) and ".." not in part
                for part in name.split("/")):
-        raise ValueError(f"--dataset-id {name[:80]!r}: use NAME or NAMESPACE/NAME, each of "
-                         "letters, digits, '-', '_' and '.', starting with a letter or digit")
+        raise UserError(f"--dataset-id {name[:80]!r}: use NAME or NAMESPACE/NAME, each of "
+                        "letters, digits, '-', '_' and '.', starting with a letter or digit")
     if not re.search(r"-v\d+$", name):
         name += "-v0"
     return name if "/" in name else f"spacewar/{name}"
@@ -52,7 +53,7 @@ def _minari():
     try:
         import minari
     except ImportError:
-        raise ValueError("datasets need Minari with HDF5: pip install -e \".[datasets]\"") \
+        raise UserError("datasets need Minari with HDF5: pip install -e \".[datasets]\"") \
             from None
     return minari
 
@@ -101,15 +102,15 @@ def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
 
     did = dataset_id(name)
     if games < 2 or games % 2:
-        raise ValueError(f"--episodes {games}: a dataset records games in pairs with sides "
-                         "swapped: give an even number >= 2")
+        raise UserError(f"--episodes {games}: a dataset records games in pairs with sides "
+                        "swapped: give an even number >= 2")
     reward = reward if reward is not None else RewardConfig()
     config = config if config is not None else GameConfig()
     if did in minari.list_local_datasets():
         if not overwrite:
-            raise ValueError(f"dataset {did} exists already; choose another --dataset-id (or "
-                             f"delete it: python -c \"import minari; "
-                             f"minari.delete_dataset('{did}')\")")
+            raise UserError(f"dataset {did} exists already; choose another --dataset-id (or "
+                            f"delete it: python -c \"import minari; "
+                            f"minari.delete_dataset('{did}')\")")
         minari.delete_dataset(did)
     for a, b in pairs:  # every spec checked before a game is played
         for spec in (a, b):
@@ -315,19 +316,19 @@ def load(name: str, config: GameConfig | None = None):
     did = dataset_id(name)
     if did not in minari.list_local_datasets():
         known = ", ".join(sorted(minari.list_local_datasets())) or "none yet"
-        raise ValueError(f"dataset {did} does not exist (recorded here: {known}); record one "
-                         "with spacewar-ai --datagen --players A,B --dataset-id "
-                         f"{shlex.quote(name)}")
+        raise UserError(f"dataset {did} does not exist (recorded here: {known}); record one "
+                        "with spacewar-ai --datagen --players A,B --dataset-id "
+                        f"{shlex.quote(name)}")
     data = minari.load_dataset(did)
     meta_path = dataset_folder(did) / META_FILE
     meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
     cfg = config if config is not None else GameConfig()
     shape = data.observation_space.shape
     if shape != (cfg.obs_dim,) or getattr(data.action_space, "n", None) != cfg.num_actions:
-        raise ValueError(f"dataset {did}: its observations have shape {shape} and "
-                         f"{getattr(data.action_space, 'n', '?')} actions, this game "
-                         f"({cfg.obs_dim},) and {cfg.num_actions}: record it again with this "
-                         "game's config, or train with the config it was recorded with")
+        raise UserError(f"dataset {did}: its observations have shape {shape} and "
+                        f"{getattr(data.action_space, 'n', '?')} actions, this game "
+                        f"({cfg.obs_dim},) and {cfg.num_actions}: record it again with this "
+                        "game's config, or train with the config it was recorded with")
     return data, meta
 
 
@@ -339,8 +340,8 @@ def _episodes(data, pilot: str | None, name: str):
     wanted = [g["episodes"][ship] for g in games for ship in (0, 1) if g["pilots"][ship] == pilot]
     if not wanted:
         names = sorted({p for g in games for p in g["pilots"]})
-        raise ValueError(f"dataset {data.id}: no episodes flown by {pilot!r}; its pilots are "
-                         f"{', '.join(names)}")
+        raise UserError(f"dataset {data.id}: no episodes flown by {pilot!r}; its pilots are "
+                        f"{', '.join(names)}")
     return list(data.iterate_episodes(wanted))
 
 
@@ -356,8 +357,8 @@ def arrays(name: str, pilot: str | None = None, config: GameConfig | None = None
     if not teacher:
         return obs, np.concatenate([e.actions for e in eps]).astype(np.int64)
     if any(TEACHER_KEY not in e.infos for e in eps):
-        raise ValueError(f"dataset {data.id} holds no teacher's labels; those come from "
-                         "--algorithm dagger's rounds")
+        raise UserError(f"dataset {data.id} holds no teacher's labels; those come from "
+                        "--algorithm dagger's rounds")
     labels = np.concatenate([e.infos[TEACHER_KEY][:-1] for e in eps]).astype(np.int64)
     return obs[labels >= 0], labels[labels >= 0]
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..config import RunConfig
+from ..util.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -51,20 +52,20 @@ def _online(cfg: RunConfig, start_from, champion, resume, ratings_file, render, 
     if start_from:
         init = spec_path(start_from)
         if init is None:
-            raise ValueError(f"--init-from {start_from!r}: training starts from a checkpoint "
-                             "file (or pretrained), not a scripted pilot or a planner; an LM's "
-                             "adapter trains with --algorithm grpo --init-from ADAPTER")
+            raise UserError(f"--init-from {start_from!r}: training starts from a checkpoint "
+                            "file (or pretrained), not a scripted pilot or a planner; an LM's "
+                            "adapter trains with --algorithm grpo --init-from ADAPTER")
         if init.is_dir():
-            raise ValueError(f"--init-from {start_from}: is a folder; give the checkpoint file "
-                             f"in it, such as {init / 'best.pt'}")
+            raise UserError(f"--init-from {start_from}: is a folder; give the checkpoint file "
+                            f"in it, such as {init / 'best.pt'}")
         if not init.is_file():
-            raise ValueError(f"--init-from {start_from}: no such file; give a checkpoint file "
-                             "(checkpoints/<run>/best.pt) or pretrained")
+            raise UserError(f"--init-from {start_from}: no such file; give a checkpoint file "
+                            "(checkpoints/<run>/best.pt) or pretrained")
         algorithm = load_checkpoint(init)["algorithm"]
         if algorithm != cfg.train.algorithm and champion:
-            raise ValueError(f"--champion-train continues a {cfg.train.algorithm} model; "
-                             f"{start_from} holds a {algorithm} model: train it with "
-                             f"--algorithm {algorithm}")
+            raise UserError(f"--champion-train continues a {cfg.train.algorithm} model; "
+                            f"{start_from} holds a {algorithm} model: train it with "
+                            f"--algorithm {algorithm}")
         if algorithm != cfg.train.algorithm:
             # A model of another algorithm (CQL's Q-network for PPO, say) is imitated first.
             cfg.train = dataclasses.replace(cfg.train, warm_start=f"{algorithm}:{init}")
@@ -170,11 +171,11 @@ def train(cfg: RunConfig, resume: str | None = None, start_from: str | None = No
         ("--init-from", start_from, bool(algorithm.starts_from)),
         ("--champion-train", champion, algorithm.champions)) if given and not allowed]
     if refused:
-        raise ValueError(f"--algorithm {name} {algorithm.what}: {' and '.join(refused)} "
-                         f"{'does' if len(refused) == 1 else 'do'} not apply")
+        raise UserError(f"--algorithm {name} {algorithm.what}: {' and '.join(refused)} "
+                        f"{'does' if len(refused) == 1 else 'do'} not apply")
     if algorithm.starts_from == "required" and not start_from:
-        raise ValueError(f"--algorithm {name} {algorithm.what}: name the adapter it starts from "
-                         "with --init-from ADAPTER (a run of --algorithm sft)")
+        raise UserError(f"--algorithm {name} {algorithm.what}: name the adapter it starts from "
+                        "with --init-from ADAPTER (a run of --algorithm sft)")
     placement = {"rollout_backend": rollout_backend, "ray_address": ray_address} \
         if algorithm.run is _online else {}
     return algorithm.run(cfg, start_from, champion, resume, ratings_file, render, quiet, guide,

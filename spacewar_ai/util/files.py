@@ -15,6 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from .errors import UserError
+
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 # What the package ships besides code: the pretrained network and opponent model, the LM
 # adapters (lm/) and the generalization panel's pilots (panel/).
@@ -104,8 +106,8 @@ class FolderLock:
         except BlockingIOError:
             holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
             os.close(fd)
-            raise ValueError(f"{what} {folder}: a live run (process {holder}) is writing into it; "
-                             "give this run another --run-name, or wait for that one to end")
+            raise UserError(f"{what} {folder}: a live run (process {holder}) is writing into it; "
+                            "give this run another --run-name, or wait for that one to end")
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self.fd: int | None = fd

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .errors import UserError
+
 MAX_DEPTH = 64  # arrays and objects inside each other; a replay needs 4
 
 
@@ -87,14 +89,14 @@ def loads_strict(text: str, what: str, max_depth: int = MAX_DEPTH) -> Any:
     """json.loads(text), refusing nesting deeper than max_depth and NaN or Infinity anywhere
     (ValueError naming `what` and the field's path, such as `result.winner`)."""
     if nesting_depth(text) > max_depth:
-        raise ValueError(f"{what}: JSON nested deeper than {max_depth} levels; nothing this app "
-                         "reads is nested so deep")
+        raise UserError(f"{what}: JSON nested deeper than {max_depth} levels; nothing this app "
+                        "reads is nested so deep")
     data = json.loads(text, parse_constant=_NonFinite)
     where = _non_finite(data)
     if where is not None:
         path, token = where
-        raise ValueError(f"{what}: field {path or '(the document)'} is {token}; numbers must be "
-                         "finite")
+        raise UserError(f"{what}: field {path or '(the document)'} is {token}; numbers must be "
+                        "finite")
     return data
 
 

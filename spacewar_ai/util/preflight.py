@@ -14,6 +14,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from .errors import UserError
+
 # Bytes one game in play needs: the engine's state (about 1.4 KB), both observations, the
 # pilots' per-game buffers and its result record, rounded up.
 GAME_BYTES = 4096
@@ -50,16 +52,16 @@ def check_model_size(path, what: str) -> None:
     """ValueError in one line when the file at `path` holds more than MAX_MODEL_BYTES."""
     size = Path(path).stat().st_size
     if size > MAX_MODEL_BYTES:
-        raise ValueError(f"{what} {path}: {_size(size)}, more than the {_size(MAX_MODEL_BYTES)} "
-                         "a model's file can be; give the right file")
+        raise UserError(f"{what} {path}: {_size(size)}, more than the {_size(MAX_MODEL_BYTES)} "
+                        "a model's file can be; give the right file")
 
 
 def fits_in_memory(what: str, nbytes: float, fix: str) -> None:
     """Refuse `what` when it needs more memory than is free; `fix` says what to lower."""
     free = available_memory()
     if free is not None and nbytes > free:
-        raise ValueError(f"{what} needs about {_size(nbytes)} of memory and this machine has "
-                         f"{_size(free)} free; {fix}")
+        raise UserError(f"{what} needs about {_size(nbytes)} of memory and this machine has "
+                        f"{_size(free)} free; {fix}")
 
 
 def check_games(flag: str, games: int) -> None:
@@ -92,26 +94,26 @@ def writable(path, what: str, folder: bool = False, chosen_for_the_user: bool = 
     p = Path(path)
     if p.exists():
         if folder and not p.is_dir():
-            raise ValueError(f"{what} {p}: is a file; give a folder")
+            raise UserError(f"{what} {p}: is a file; give a folder")
         if not folder and p.is_dir():
-            raise ValueError(f"{what} {p}: is a folder; give a file name inside it")
+            raise UserError(f"{what} {p}: is a folder; give a file name inside it")
     place = p if folder and p.is_dir() else p.parent
     while not place.exists() and place != place.parent:
         place = place.parent
     if not place.is_dir():
-        raise ValueError(f"{what} {p}: {place} is a file, so nothing can be written under it; "
-                         "give another path")
+        raise UserError(f"{what} {p}: {place} is a file, so nothing can be written under it; "
+                        "give another path")
     # Folders are made for an output only inside the folder the command runs in (the project):
     # a mistyped path elsewhere is refused rather than made, at the filesystem's root say.
     if not p.parent.exists() and not chosen_for_the_user and \
             not p.parent.resolve().is_relative_to(Path.cwd().resolve()):
-        raise ValueError(f"{what} {p}: the folder {p.parent} does not exist; make it first "
-                         "(only folders inside this project's folder are made for you)")
+        raise UserError(f"{what} {p}: the folder {p.parent} does not exist; make it first "
+                        "(only folders inside this project's folder are made for you)")
     try:
         tempfile.TemporaryFile(dir=place).close()  # made and removed: only the trial stays
     except OSError as exc:
-        raise ValueError(f"{what} {p}: cannot be written ({exc.strerror or exc}); give a path "
-                         "in a folder you can write to") from None
+        raise UserError(f"{what} {p}: cannot be written ({exc.strerror or exc}); give a path "
+                        "in a folder you can write to") from None
 
 
 def read_bounded(path, what: str, limit: int = 64 * 1024 * 1024) -> bytes:
@@ -122,19 +124,19 @@ def read_bounded(path, what: str, limit: int = 64 * 1024 * 1024) -> bytes:
         # Opened without blocking: opening a FIFO for reading would wait for a writer.
         fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
-        raise ValueError(f"{what} {p}: cannot be read ({exc.strerror or exc})") from None
+        raise UserError(f"{what} {p}: cannot be read ({exc.strerror or exc})") from None
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{what} {p}: not a regular file (a device, pipe or socket, or a "
-                             "link to one); give a file")
+            raise UserError(f"{what} {p}: not a regular file (a device, pipe or socket, or a "
+                            "link to one); give a file")
         if st.st_size > limit:
-            raise ValueError(f"{what} {p}: {_size(st.st_size)}, more than the {_size(limit)} "
-                             "such a file can be; give the right file")
+            raise UserError(f"{what} {p}: {_size(st.st_size)}, more than the {_size(limit)} "
+                            "such a file can be; give the right file")
         try:
             data = f.read(limit + 1)
         except OSError as exc:
-            raise ValueError(f"{what} {p}: cannot be read ({exc.strerror or exc})") from None
+            raise UserError(f"{what} {p}: cannot be read ({exc.strerror or exc})") from None
     if len(data) > limit:
-        raise ValueError(f"{what} {p}: more than {_size(limit)}; give the right file")
+        raise UserError(f"{what} {p}: more than {_size(limit)}; give the right file")
     return data

@@ -34,6 +34,7 @@ import tempfile
 import threading
 from functools import lru_cache
 
+from .errors import UserError
 from .reaper import cpu_seconds
 
 _PR_SET_PDEATHSIG = 1
@@ -226,7 +227,7 @@ def say_ready(stream) -> None:
     stream.flush()
 
 
-class NotReady(ValueError):
+class NotReady(UserError):
     """A started-ahead child that died or was too slow to say it was ready."""
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import sys
 
+from .errors import UserError
+
 DEFAULT_THREADS = 1
 ENV_VAR = "SPACEWAR_TORCH_THREADS"
 _ENV_VARS = (ENV_VAR, "OMP_NUM_THREADS")
@@ -28,8 +30,8 @@ def torch_threads(requested: int = 0) -> int:
         if not value:
             continue
         if not value.isdigit() or int(value) < 1:
-            raise ValueError(f"{name}={value!r}: torch threads must be a whole number >= 1 "
-                             f"(unset it for the default, {DEFAULT_THREADS})")
+            raise UserError(f"{name}={value!r}: torch threads must be a whole number >= 1 "
+                            f"(unset it for the default, {DEFAULT_THREADS})")
         return int(value)
     return DEFAULT_THREADS
 

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from ..game.replays import load_replay
+from ..util.errors import UserError
 from .files import Files, Listing, still_there
 from .live import SPEEDS, public_message, replay_frames
 
@@ -32,7 +33,7 @@ def export_html(replay_path, out) -> Path:
 
     out = Path(out)
     if out.suffix.lower() not in (".html", ".htm"):
-        raise ValueError(f"--html {out}: give a file name ending in .html")
+        raise UserError(f"--html {out}: give a file name ending in .html")
     data = replay_frames(load_replay(replay_path), Path(replay_path).name)
     page = (STATIC / "replay.html").read_text()
     script = (STATIC / "spacewar.js").read_text()
@@ -58,7 +59,7 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
         from starlette.staticfiles import StaticFiles
         from starlette.websockets import WebSocketDisconnect
     except ImportError:
-        raise ValueError(INSTALL) from None
+        raise UserError(INSTALL) from None
     from .arena import arena_routes
     from .checks import Checks, Gone
     from .connections import quiet_accept_errors
@@ -304,17 +305,17 @@ def serve(host: str = "127.0.0.1", port: int = 8000, root: str | Path = ".",
     from .guard import LOOPBACK_NAMES
 
     if not 0 < int(port) < 65536:
-        raise ValueError(f"--port {port}: give a port from 1 to 65535")
+        raise UserError(f"--port {port}: give a port from 1 to 65535")
     loopback = host in LOOPBACK_NAMES
     if not loopback and not names:
-        raise ValueError(f"--host {host} lets other machines reach this app: say the names "
-                         "they reach it by with --server-name NAME[,NAME] (requests for other "
-                         "names are refused, which stops DNS rebinding)")
+        raise UserError(f"--host {host} lets other machines reach this app: say the names "
+                        "they reach it by with --server-name NAME[,NAME] (requests for other "
+                        "names are refused, which stops DNS rebinding)")
     app = create_app(root, checkpoint_dir, ratings_file, names, origins, limits, backend, game)
     try:
         import uvicorn
     except ImportError:
-        raise ValueError(INSTALL) from None
+        raise UserError(INSTALL) from None
     if not loopback:
         print(f"warning: --host {host} lets other machines on the network reach this app (it "
               "plays the pilot specs it is given from this project's files and lists your "

@@ -29,6 +29,7 @@ import pickle
 import sys
 import time
 
+from ..util.errors import UserError
 from ..util.processes import (
     FrameTooLong,
     StartedAhead,
@@ -121,7 +122,7 @@ class Checks:
         first, ValueError (one line) if the check refuses what was sent or fails. Cancelled, it
         leaves the queue, or kills its checker if it was running."""
         if kind not in LANE_OF:
-            raise ValueError(f"no such check: {kind}")
+            raise UserError(f"no such check: {kind}")
         refused = self.refusal(kind, visitor)
         if refused is not None:
             raise refused
@@ -299,11 +300,11 @@ class Lane:
                 read_frame_async(proc.stdout, lim.check_memory_mb * 2**20), lim.check_seconds)
             healthy = True
         except asyncio.TimeoutError:
-            raise ValueError(f"its check took over {lim.check_seconds:g} s and was stopped "
-                             f"(--limits check_seconds)") from None
+            raise UserError(f"its check took over {lim.check_seconds:g} s and was stopped "
+                            f"(--limits check_seconds)") from None
         except (EOFError, ConnectionError, FrameTooLong):
-            raise ValueError(f"its check went over its memory (--limits check_memory_mb="
-                             f"{lim.check_memory_mb}) and was stopped") from None
+            raise UserError(f"its check went over its memory (--limits check_memory_mb="
+                            f"{lim.check_memory_mb}) and was stopped") from None
         finally:
             # A check that waits on something holds the checker as one that computes does; one
             # that ends its checker (dropped, too slow, too big) pays for starting the next.
@@ -313,7 +314,7 @@ class Lane:
             await self.pool.give_back(proc, healthy)
         status, body = answer[:1], answer[1:]
         if status == ERROR:
-            raise ValueError(body.decode("utf-8", "replace"))
+            raise UserError(body.decode("utf-8", "replace"))
         return body
 
 
@@ -344,7 +345,7 @@ def run_job(kind: str, payload: dict, limits: Limits) -> bytes:
 
         files = Files(payload["root"], payload["checkpoint_dir"], payload["ratings_file"])
         return json.dumps({"spec": files.check_spec(payload["spec"])}).encode()
-    raise ValueError(f"no such check: {kind}")
+    raise UserError(f"no such check: {kind}")
 
 
 def _replay(payload: dict, limits: Limits) -> bytes:
@@ -358,7 +359,7 @@ def _replay(payload: dict, limits: Limits) -> bytes:
         try:
             replay = load_replay(payload["path"])
         except (ValueError, OSError):  # its words may quote the file or its path
-            raise ValueError(f"{name[:300]}: not a valid replay") from None
+            raise UserError(f"{name[:300]}: not a valid replay") from None
     else:
         try:
             text = payload["text"].decode("utf-8")
@@ -368,8 +369,8 @@ def _replay(payload: dict, limits: Limits) -> bytes:
     steps = len(replay["actions"][0])
     frames = steps * replay["game_config"].frame_skip
     if frames > limits.replay_frames:
-        raise ValueError(f"replay {name}: {frames:,} engine frames, more than this server "
-                         f"replays (--limits replay_frames={limits.replay_frames:,})")
+        raise UserError(f"replay {name}: {frames:,} engine frames, more than this server "
+                        f"replays (--limits replay_frames={limits.replay_frames:,})")
     return replay_frames(replay, name, limits.answer_mb * 2**20)
 
 

@@ -20,6 +20,7 @@ import logging
 import resource
 import time
 
+from ..util.errors import UserError
 from .guard import LOG, Quota, address_key
 
 # Descriptors the server keeps for itself beyond connections: the listening socket, the
@@ -45,8 +46,8 @@ def descriptor_budget(wanted: int, workers: int, backlog: int) -> int:
             soft = raised
     fit = wanted if soft == resource.RLIM_INFINITY else min(wanted, soft - reserve)
     if fit < 1:
-        raise ValueError(f"the descriptor limit ({soft}) leaves no connections after the "
-                         f"server's own {reserve}: raise it (ulimit -n) or lower games_in_all")
+        raise UserError(f"the descriptor limit ({soft}) leaves no connections after the "
+                        f"server's own {reserve}: raise it (ulimit -n) or lower games_in_all")
     return fit
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..game.replays import replay_files
+from ..util.errors import UserError
 
 REPLAYS_LISTED = 500  # the Replays page's list, newest first
 TOURNAMENTS_LISTED = 50  # the Tournaments page's, newest first
@@ -51,8 +52,8 @@ class Files:
         base = under or self.root
         full = (self.root / path).resolve()
         if not full.is_relative_to(base):
-            raise ValueError(f"{path}: outside {base.relative_to(self.root) if base != self.root else 'this project'}"
-                             "; only the project's own files can be opened here")
+            raise UserError(f"{path}: outside {base.relative_to(self.root) if base != self.root else 'this project'}"
+                            "; only the project's own files can be opened here")
         return full
 
     def check_spec(self, spec: str) -> str:
@@ -64,7 +65,7 @@ class Files:
 
         spec = str(spec).strip()[:500]
         if not spec:
-            raise ValueError("no pilot given: choose one from the list or type a spec")
+            raise UserError("no pilot given: choose one from the list or type a spec")
         parsed = parse_spec(spec)
         for part in parsed.parts if parsed.is_planner else (parsed,):
             if part.kind == "lm":
@@ -73,13 +74,13 @@ class Files:
                 full = self.root / path
                 if part.kind == "lm":
                     if full.exists() and not _lm_files(self.inside(path)):
-                        raise ValueError(f"{path.name}: an lm: model is a .gguf file or a "
-                                         "folder a model or an adapter was saved into")
+                        raise UserError(f"{path.name}: an lm: model is a .gguf file or a "
+                                        "folder a model or an adapter was saved into")
                     continue
                 # Only an existing file can be quoted back; a mistyped spec gets make_pilot's word.
                 if full.exists() and path.suffix.lower() not in SPEC_SUFFIXES[part.kind]:
-                    raise ValueError(f"{path.name}: a {part.kind} file ends in "
-                                     f"{' or '.join(SPEC_SUFFIXES[part.kind])}")
+                    raise UserError(f"{path.name}: a {part.kind} file ends in "
+                                    f"{' or '.join(SPEC_SUFFIXES[part.kind])}")
                 if part.kind == "onnx" and full.is_file():
                     check_onnx_file(self.inside(path), path.name)  # as the arena checks it
         return map_files(parsed, self.inside).text
@@ -96,9 +97,9 @@ class Files:
             return  # make_pilot names what is wrong; its paths are checked like any other
         # A path that exists is judged with the spec's other files (inside the project or not).
         if base.strip().lower() != SMOLLM2 and not (self.root / Path(base).expanduser()).exists():
-            raise ValueError(f"lm:{model[:80]}: only language models on this server fly here "
-                             f"({SMOLLM2}, or a model or adapter folder inside the project); a "
-                             "hub id is never downloaded for a page")
+            raise UserError(f"lm:{model[:80]}: only language models on this server fly here "
+                            f"({SMOLLM2}, or a model or adapter folder inside the project); a "
+                            "hub id is never downloaded for a page")
 
     def replay(self, rel: str) -> Path:
         """The replay file `rel` names (a path as /api/replays lists them): a .json file in a
@@ -109,9 +110,9 @@ class Files:
         except ValueError:
             full = None
         if full is None or full.suffix != ".json" or full.parent.name != "replays":
-            raise ValueError(f"{rel}: not a replay of this server (the Replays page lists them)")
+            raise UserError(f"{rel}: not a replay of this server (the Replays page lists them)")
         if not full.is_file():
-            raise ValueError(f"{rel}: no such replay (the Replays page lists them)")
+            raise UserError(f"{rel}: no such replay (the Replays page lists them)")
         return full
 
     @property

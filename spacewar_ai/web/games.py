@@ -19,6 +19,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from ..util.errors import UserError
 from ..util.json_input import loads_strict
 from ..util.processes import (
     FrameTooLong,
@@ -120,14 +121,14 @@ async def run_live(ws, files, workers: Workers, checks, client: str, seed: int) 
         try:
             text = await asyncio.wait_for(ws.receive_text(), limits.first_message_seconds)
         except asyncio.TimeoutError:
-            raise ValueError(f"no start message within {limits.first_message_seconds:g} s "
-                             "(--limits first_message_seconds)") from None
+            raise UserError(f"no start message within {limits.first_message_seconds:g} s "
+                            "(--limits first_message_seconds)") from None
         first = loads_strict(text, "the start message", limits.json_depth)
         if not isinstance(first, dict):
-            raise ValueError("the start message is not a JSON object")
+            raise UserError("the start message is not a JSON object")
         if first.get("speed", 1) not in SPEEDS:
-            raise ValueError(f"speed {first.get('speed')!r}: use one of "
-                             f"{', '.join(map(str, SPEEDS))}")
+            raise UserError(f"speed {first.get('speed')!r}: use one of "
+                            f"{', '.join(map(str, SPEEDS))}")
         for key in ("a", "b", "opponent"):
             if first.get(key):
                 answer = await checks.run_for(ws, "spec", {

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from ..rating.arena import Confinement
+from ..util.errors import UserError
 
 _PAIRING = Confinement()
 LOG = logging.getLogger("spacewar_ai.web")  # the server's one log (connections.py writes it too)
@@ -140,7 +141,7 @@ class Limits:
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-                raise ValueError(f"--limits {f.name}={v!r}: give a number > 0")
+                raise UserError(f"--limits {f.name}={v!r}: give a number > 0")
 
     @classmethod
     def parse(cls, text: str | None) -> "Limits":
@@ -156,11 +157,11 @@ class Limits:
             name = name.strip()
             if not sep or name not in names:
                 hint = nearest(name, names) or f"the limits are {', '.join(names)}"
-                raise ValueError(f"--limits {part.strip()!r}: {hint}")
+                raise UserError(f"--limits {part.strip()!r}: {hint}")
             try:
                 given[name] = float(value) if names[name] == "float" else int(value)
             except ValueError:
-                raise ValueError(f"--limits {name}={value.strip()!r}: give a number") from None
+                raise UserError(f"--limits {name}={value.strip()!r}: give a number") from None
         return cls(**given)
 
     def rows(self) -> list[tuple[str, str, str, str]]:
@@ -177,7 +178,7 @@ class Limits:
                          for name, value, scope, what in rows)
 
 
-class Refused(ValueError):
+class Refused(UserError):
     """A request refused by a budget before its work: one line, and `status` 429 when the
     visitor's address is at its most, 503 when the server is."""
 
@@ -272,8 +273,8 @@ def visitor(scope) -> str:
     try:
         return address_key(text)
     except ValueError:
-        raise ValueError(f"the client address {text[:60]!r} is not an address; a proxy must "
-                         "forward the visitor's address in X-Forwarded-For") from None
+        raise UserError(f"the client address {text[:60]!r} is not an address; a proxy must "
+                        "forward the visitor's address in X-Forwarded-For") from None
 
 
 def address_key(text: str) -> str:
@@ -370,13 +371,13 @@ def failure(exc: BaseException, what: str):
                         status_code=500)
 
 
-class TooLarge(ValueError):
+class TooLarge(UserError):
     """A request body past its limit."""
 
     status = 413
 
 
-class TooSlow(ValueError):
+class TooSlow(UserError):
     """A request body that took longer than its time to arrive."""
 
     status = 408

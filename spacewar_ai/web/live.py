@@ -11,6 +11,7 @@ from typing import Any
 from ..config import GameConfig
 from ..game import engine
 from ..game.replays import replay_game, state_hash
+from ..util.errors import UserError
 from ..util.files import hide_paths
 from .files import Files
 
@@ -73,7 +74,7 @@ def start_game(message: dict, files: Files, seed: int, config: GameConfig | None
                          first=Opponent(first, first.name, "watch"))
         return game, []
     if kind != "play":
-        raise ValueError(f"unknown mode {kind!r}: play or watch")
+        raise UserError(f"unknown mode {kind!r}: play or watch")
     spec = message.get("opponent") or ""
     difficulty = str(message.get("difficulty") or "auto").strip().lower()[:20]
     book = PlayerBook(files.runs / "players.db")
@@ -103,8 +104,8 @@ def replay_frames(replay: dict, source: str, max_bytes: int | None = None) -> by
         parts.append(json.dumps(last, separators=(",", ":")))
         size += len(parts[-1]) + 1
         if max_bytes is not None and size > max_bytes:
-            raise ValueError(f"replay {source}: its frames come to over {max_bytes / 2**20:g} "
-                             "MB, more than this server sends (--limits answer_mb)")
+            raise UserError(f"replay {source}: its frames come to over {max_bytes / 2**20:g} "
+                            "MB, more than this server sends (--limits answer_mb)")
 
     batch = replay_game(replay, keep)
     parts[-1] = json.dumps({**last, "hash": state_hash(batch)}, separators=(",", ":"))

@@ -16,6 +16,7 @@ import json
 import sys
 import time
 
+from ..util.errors import UserError
 from ..util.processes import FrameReader, protocol_streams, say_ready, write_frame
 
 
@@ -37,7 +38,7 @@ def serve_one(reader: FrameReader, out) -> None:
     try:
         speed = int(message.get("speed", 1))
         if speed not in SPEEDS:
-            raise ValueError(f"speed {speed}: use one of {', '.join(map(str, SPEEDS))}")
+            raise UserError(f"speed {speed}: use one of {', '.join(map(str, SPEEDS))}")
         game, help_lines = start_game(message, files, int(request["seed"]),
                                       GameConfig.from_dict(request["game"]))
     except Exception as exc:  # every problem with what the page asked for: one line back

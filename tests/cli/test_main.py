@@ -64,6 +64,27 @@ def test_a_misspelled_pilot_is_refused_before_torch_loads(args, tmp_path):
     assert list(tmp_path.iterdir()) == []  # nothing written
 
 
+# A command in a fresh process, which names on its way out the learners it imported.
+LEARNERS = ("torch", "spacewar_ai.agents", "spacewar_ai.training.online",
+            "spacewar_ai.training.offline", "spacewar_ai.training.lm",
+            "spacewar_ai.training.population", "spacewar_ai.llm.")
+LEARNERS_SEEN = ("import atexit, sys\n"
+                 f"seen = lambda: sorted(m for m in sys.modules if m.startswith({LEARNERS!r}))\n"
+                 "atexit.register(lambda: print(seen(), file=sys.stderr))\n"
+                 "from spacewar_ai.main import main\nsys.argv[0] = 'spacewar-ai'\nmain()\n")
+
+
+@pytest.mark.parametrize("flag", ["--version", "--help"])
+def test_version_and_help_import_no_learner(flag, tmp_path):
+    """The modes declare their flags without importing what they run: torch, the agents, the
+    training loops and the LM's trainers load only when a mode that uses them runs."""
+    out = subprocess.run([sys.executable, "-c", LEARNERS_SEEN, flag], capture_output=True,
+                         text=True, timeout=300, cwd=tmp_path,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.returncode == 0 and out.stdout.strip()
+    assert out.stderr.strip().splitlines()[-1] == "[]"
+
+
 def test_the_original_designs_whole_flag_set_is_accepted():
     from spacewar_ai.main import build_parser
 

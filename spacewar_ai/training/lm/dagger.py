@@ -26,6 +26,7 @@ import numpy as np
 from ...config import SELF, RunConfig
 from ...lm.models import add_lora, load_base, shown_model
 from ...lm.pilot import LMPilot
+from ...util.errors import UserError
 from ...util.progress import DecisionCounter
 from ..budget import whole_rounds
 from ..datasets import labelled_decisions, labelled_round
@@ -52,9 +53,9 @@ def train_dagger(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
     t, s, d = cfg.train, cfg.sft, cfg.dagger
     pair = 2 * len(d.opponents)  # a round's games: pairs (sides swapped) for each opponent
     if d.games % pair:
-        raise ValueError(f"[dagger] games = {d.games} cannot be shared among "
-                         f"{len(d.opponents)} opponents in pairs of games (sides swapped): make "
-                         f"it a multiple of {pair}")
+        raise UserError(f"[dagger] games = {d.games} cannot be shared among "
+                        f"{len(d.opponents)} opponents in pairs of games (sides swapped): make "
+                        f"it a multiple of {pair}")
     rounds = d.rounds
     if t.episodes:  # --episodes N: N games in all, in whole rounds
         rounds, per_round = whole_rounds(t.episodes, d.games, pair, "round", "[dagger] games")
@@ -74,8 +75,8 @@ def train_dagger(cfg: RunConfig, init_from: str, quiet: bool = False) -> dict:
             obs[keep], actions[keep], s.examples, min(s.held_out, int(keep.sum()) // 2), t.seed)
     taken = sorted(set(round_names) & local_datasets())
     if taken:
-        raise ValueError(f"dataset {taken[0]} exists already (a DAgger run of that name); "
-                         "choose another --run-name")
+        raise UserError(f"dataset {taken[0]} exists already (a DAgger run of that name); "
+                        "choose another --run-name")
 
     start = continued(init_from, cfg, device)
     with run:

@@ -18,6 +18,7 @@ import numpy as np
 from ...config import RunConfig
 from ...lm.models import add_lora, load_base
 from ...lm.pilot import PromptCoder
+from ...util.errors import UserError
 from .run import LMRun, agreement, imitation_step, linear_decay, lm_start, playable, split
 
 
@@ -33,9 +34,9 @@ def train_sft(cfg: RunConfig, quiet: bool = False) -> dict:
     keep = playable(obs, actions)
     obs, actions = obs[keep], actions[keep]
     if len(obs) <= s.held_out:
-        raise ValueError(f"dataset {t.dataset} has {len(obs)} decisions, no more than the "
-                         f"{s.held_out} held out ([sft] held_out): record more games or "
-                         "lower held_out")
+        raise UserError(f"dataset {t.dataset} has {len(obs)} decisions, no more than the "
+                        f"{s.held_out} held out ([sft] held_out): record more games or "
+                        "lower held_out")
     train_obs, train_actions, held_obs, held_actions = split(obs, actions, s.examples,
                                                              s.held_out, t.seed)
     torch.manual_seed(t.seed)

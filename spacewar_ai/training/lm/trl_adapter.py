@@ -29,6 +29,7 @@ from ...pilots.build import make_pilot
 from ...pilots.spec import check_spec
 from ...pilots.wrappers import StateRecorder
 from ...rating.match import play_match
+from ...util.errors import UserError
 from .scoring import action_scores, play_on
 
 
@@ -51,7 +52,7 @@ class ScoredDecisions:
 
     def __init__(self, prompts: list[str], scores: np.ndarray):
         if len(prompts) != len(scores):
-            raise ValueError(f"{len(prompts)} prompts for {len(scores)} rows of scores")
+            raise UserError(f"{len(prompts)} prompts for {len(scores)} rows of scores")
         self.prompts = list(prompts)
         self.scores = np.asarray(scores, dtype=np.float64)  # (S, A), NaN at invalid actions
 
@@ -70,16 +71,16 @@ class ScoredDecisions:
         config = config or GameConfig()
         reward_config = reward_config or RewardConfig()
         if games < 2 or games % 2:
-            raise ValueError(f"games={games!r}: games are played in pairs (sides swapped): "
-                             "give an even number, at least 2")
+            raise UserError(f"games={games!r}: games are played in pairs (sides swapped): "
+                            "give an even number, at least 2")
         if states < 1:
-            raise ValueError(f"states={states!r}: give at least 1 decision to record")
+            raise UserError(f"states={states!r}: give at least 1 decision to record")
         recorder = StateRecorder(make_pilot(pilot, config, seed))
         play_match(recorder, opponent, games, seed, config, reward_config)
         drawn, obs, sides = recorder.draw(states, np.random.default_rng(seed))
         if not len(obs):
-            raise ValueError(f"{pilot} had no decision with a choice in {games} games: "
-                             "play more games")
+            raise UserError(f"{pilot} had no decision with a choice in {games} games: "
+                            "play more games")
         scores = action_scores(drawn, obs, sides, make_pilot(rollout_pilot, config, seed + 1),
                                make_pilot(opponent, config, seed + 2), config, reward_config,
                                horizon, continuations, jitter, seed + 3)
@@ -100,8 +101,8 @@ class ScoredDecisions:
     def __call__(self, prompts=None, completions=None, state=None, **kwargs) -> list[float]:
         """trl's reward-function call: `state` is the rows' column of that name."""
         if completions is None or state is None:
-            raise ValueError("ScoredDecisions scores completions of its own rows: the dataset "
-                             "needs the 'state' column of rows()")
+            raise UserError("ScoredDecisions scores completions of its own rows: the dataset "
+                            "needs the 'state' column of rows()")
         return [self.score(s, completion_text(c)) for s, c in zip(state, completions)]
 
 
@@ -116,8 +117,8 @@ class SpacewarTools:
                  horizon: int = 60, rollout_pilot: str = "heuristic:hard",
                  config: GameConfig | None = None, reward_config: RewardConfig | None = None):
         if moves < 1 or horizon < 0:
-            raise ValueError(f"moves={moves!r}, horizon={horizon!r}: a game needs at least one "
-                             "move and a horizon of 0 or more decisions")
+            raise UserError(f"moves={moves!r}, horizon={horizon!r}: a game needs at least one "
+                            "move and a horizon of 0 or more decisions")
         self._default_opponent = opponent
         self._view = view
         self._moves = moves

@@ -35,6 +35,7 @@ import torch
 from ...config import RunConfig
 from ...game.environment import SpacewarVectorEnv
 from ...game.shaping import potential, shaped
+from ...util.errors import UserError
 from ...util.processes import read_frame, write_frame
 from ..run_log import EPISODE_CAUSES, GAME_FIGURES
 from .league import League
@@ -328,8 +329,8 @@ class RolloutWorkers:
     def __init__(self, cfg: RunConfig, backend: str, address: str | None,
                  say: Callable[[str], None], watch: str | None = None):
         if backend not in BACKENDS:
-            raise ValueError(f"rollout backend {backend!r}: choose one of "
-                             f"{', '.join(BACKENDS)}")
+            raise UserError(f"rollout backend {backend!r}: choose one of "
+                            f"{', '.join(BACKENDS)}")
         t = cfg.train
         self.cfg, self.backend, self.say, self.watch = cfg, backend, say, watch
         self.sizes = [len(a) for a in np.array_split(np.arange(t.num_envs), t.rollout_workers)]
@@ -425,7 +426,7 @@ class RolloutWorkers:
             if "No module named" in str(exc) and "spacewar_ai" in str(exc):
                 from ...rating.cluster import INSTALL
 
-                raise ValueError(f"a Ray node cannot import spacewar_ai; {INSTALL}") from None
+                raise UserError(f"a Ray node cannot import spacewar_ai; {INSTALL}") from None
             raise WorkerLost from exc
         except self.ray.exceptions.ObjectLostError as exc:
             # Ray could not get the rollout back (a node too busy to answer, say): a new

@@ -32,6 +32,7 @@ from ...config import UNLIMITED_STEPS, RunConfig
 from ...game.environment import SpacewarVectorEnv
 from ...pilots.build import make_pilot
 from ...pilots.spec import OPPONENT_MODEL_PATH, check_spec
+from ...util.errors import UserError
 from ...util.files import remove_stale_temps
 from ...util.progress import Interrupted, Progress
 from ...util.threads import available_cores
@@ -109,7 +110,7 @@ def _setting(name: str, build, *args, **kwargs):
     try:
         return build(*args, **kwargs)
     except ValueError as exc:
-        raise ValueError(f"{name}: {exc}") from None
+        raise UserError(f"{name}: {exc}") from None
 
 
 def _seed_everything(seed: int) -> None:
@@ -134,9 +135,9 @@ class Trainer(RunFrame):
         self.cfg = cfg
         t = cfg.train
         if t.rollout_workers and (render or guide is not None):
-            raise ValueError(f"{'--render' if render else '--use-llm'} shows or guides the "
-                             "learner's own games; with --rollout-workers the workers play them: "
-                             "drop one of the two")
+            raise UserError(f"{'--render' if render else '--use-llm'} shows or guides the "
+                            "learner's own games; with --rollout-workers the workers play them: "
+                            "drop one of the two")
         self.device = "cuda" if t.device == "auto" and torch.cuda.is_available() else (
             "cpu" if t.device == "auto" else t.device)
         self.render, self.guide = render, guide

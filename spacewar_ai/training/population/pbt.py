@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ...config import REWARD_PERSONALITIES, RewardConfig, RunConfig
+from ...util.errors import UserError
 
 YARDSTICK = ("heuristic:easy", "heuristic:medium", "heuristic:hard", "pretrained")
 METRIC = "yardstick_win_rate"
@@ -206,14 +207,14 @@ def run_pbt(base: RunConfig, population: int = 4, rounds: int = 10, seed: int = 
     from ...rating.cluster import connect
 
     if population < 2:
-        raise ValueError(f"--population {population}: population-based training needs 2 or more "
-                         "members")
+        raise UserError(f"--population {population}: population-based training needs 2 or more "
+                        "members")
     if rounds < 2:
-        raise ValueError(f"--pbt-rounds {rounds}: members are compared between rounds; give 2 "
-                         "or more")
+        raise UserError(f"--pbt-rounds {rounds}: members are compared between rounds; give 2 "
+                        "or more")
     if base.train.rollout_workers not in (0, "auto"):
-        raise ValueError("[train] rollout_workers: population-based training runs each member in "
-                         "one Ray task of its own; set it to 0 for --pbt")
+        raise UserError("[train] rollout_workers: population-based training runs each member in "
+                        "one Ray task of its own; set it to 0 for --pbt")
     connect(address, num_cpus)
     from ray import tune
     from ray.tune.schedulers import PopulationBasedTraining
@@ -221,7 +222,7 @@ def run_pbt(base: RunConfig, population: int = 4, rounds: int = 10, seed: int = 
     name = base.train.named("pbt", seed)
     run_dir = (Path(base.train.checkpoint_dir) / name).resolve()
     if run_dir.exists() and any(run_dir.iterdir()):
-        raise ValueError(f"--run-name {name}: {run_dir} is already a run; give another name")
+        raise UserError(f"--run-name {name}: {run_dir} is already a run; give another name")
     round_steps = max(1, base.train.total_timesteps // rounds)
     # Members run in folders of Tune's: every path they are given is absolute. Each plays its
     # own games, in step: a member is one Ray task on one CPU.
