@@ -433,8 +433,8 @@ def big_tournament(root: Path, port: int, games: int) -> str:
 def thousand_crowd(port: int, addresses: int, seconds: float, newcomers: int) -> dict:
     """`addresses` visitors keeping the replays' lane full for `seconds` with costly replays,
     each asking again after Retry-After when refused as busy (as the page does) and at once
-    when answered; after the first 20 s, `newcomers` fresh visitors 5 s apart each ask for a
-    small replay the same way: how long each waits and how many tries."""
+    when answered; after the first third of that, `newcomers` fresh visitors 5 s apart each ask
+    for a small replay the same way: how long each waits and how many tries."""
     costly = firing_replay(50_000)
     stop = time.monotonic() + seconds
     answers = collections.Counter()
@@ -452,7 +452,7 @@ def thousand_crowd(port: int, addresses: int, seconds: float, newcomers: int) ->
     crowd = [threading.Thread(target=visitor, args=(k,), daemon=True) for k in range(addresses)]
     for thread in crowd:
         thread.start()
-    time.sleep(20)
+    time.sleep(seconds / 3)  # the crowd arrived and has kept the lane full a while
     waits: list[tuple] = []
 
     def newcomer(k: int) -> None:

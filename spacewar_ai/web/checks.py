@@ -214,16 +214,16 @@ class Lane:
         """The address whose last waiting check `visitor`, with no check in the lane's queue,
         may take the place of when the queue is full: the one that has used the checkers most
         in the hour (then: been refused most, holds the most), if it has used more than twice
-        what the visitor has, or as much while holding more than one place or, against a
-        visitor never refused, having been refused. A swap between addresses that used about
-        as much would only make the queue churn."""
+        what the visitor has, or as much while holding more than one place or having been
+        refused as busy more than twice as often. A swap between addresses that used about as
+        much would only make the queue churn."""
         if self.queue.held[visitor] or not self.waiting:
             return None
         ledger = self.checks.ledger
         share = {a: (*ledger(a), self.queue.held[a]) for a in self.waiting}
         heaviest = max(share, key=share.get)
         (most, refused, held), (mine, mine_refused) = share[heaviest], ledger(visitor)
-        if most > 2 * mine or (most == mine and (held > 1 or (refused and not mine_refused))):
+        if most > 2 * mine or (most == mine and (held > 1 or refused > 2 * mine_refused)):
             return heaviest
         return None
 

@@ -151,6 +151,39 @@ def test_fresh_addresses_that_keep_asking_while_the_lane_is_full_rank_behind_a_n
     assert served.index("203.0.113.7") == 4  # after the four checks that ran before it came
 
 
+def test_a_visitor_refused_once_takes_the_place_of_one_refused_far_more_often():
+    """Between addresses that have used nothing, one that has been refused as busy more than
+    twice as often as the asker gives up its place; one refused about as often keeps it."""
+    from spacewar_ai.web.guard import Refused
+
+    async def scenario():
+        checks = Checks(Limits(checkers=1, checks_queued=2))
+        release = asyncio.Event()
+
+        async def ask(kind, payload, visitor):
+            await release.wait()
+            return visitor.encode()
+
+        checks.lanes["replays"].ask = ask
+        running = asyncio.ensure_future(checks.run("replay", {}, "first"))
+        checks.charge("hammering", refusals=3)
+        waiting = asyncio.ensure_future(checks.run("replay", {}, "hammering"))
+        await asyncio.sleep(0)
+        checks.charge("patient", refusals=1)
+        checks.charge("impatient", refusals=2)
+        patient = asyncio.ensure_future(checks.run("replay", {}, "patient"))
+        await asyncio.sleep(0)
+        impatient = asyncio.ensure_future(checks.run("replay", {}, "impatient"))
+        await asyncio.sleep(0)
+        release.set()
+        return await asyncio.gather(running, waiting, patient, impatient,
+                                    return_exceptions=True)
+
+    first, hammering, patient, impatient = asyncio.run(scenario())
+    assert (first, patient) == (b"first", b"patient")
+    assert isinstance(hammering, Refused) and isinstance(impatient, Refused)
+
+
 def test_the_address_that_used_the_checkers_least_is_served_first():
     async def scenario():
         checks = Checks(Limits(checkers=1))
