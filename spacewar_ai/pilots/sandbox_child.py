@@ -27,8 +27,6 @@ import struct
 import sys
 import time
 
-from ..util.errors import UserError
-
 FAILED = 255
 PR_SET_PDEATHSIG = 1
 
@@ -214,7 +212,7 @@ def answer(fn, n: int, dim: int, hdr: dict) -> None:
             why = refuse(a, nact)  # checked while the limit still runs: it is the strategy's time
             limit(0, "")
             if why:
-                raise UserError(why)
+                raise ValueError(why)
             acts[i] = a
         except BaseException as exc:
             # The error's text is the strategy's work too (a KeyError's repr of a huge key):
