@@ -53,6 +53,7 @@ ENSEMBLE_WITH = flag("--ensemble-with", "export", nargs="+", metavar="CHECKPOINT
 def train(parser, args) -> int:
     from ..config import flag_readers
     from ..training import train as run
+    from ..training.run import RunRequest
     from ..util.preflight import check_training, writable
 
     if args.champion_train and not args.checkpoint:
@@ -84,11 +85,12 @@ def train(parser, args) -> int:
     if args.rollout_workers == 0 and not args.quiet:
         print("--rollout-workers 0: no rollout workers; the learner plays its own games")
     guide = common.exploration_guide(args, cfg) if args.use_llm else None
-    run(cfg, resume=args.resume, start_from=args.init_from or args.checkpoint,
+    run(cfg, RunRequest(
+        start_from=args.init_from or args.checkpoint, resume=args.resume,
         champion=args.champion_train, ratings_file=args.ratings_file, render=args.render,
         quiet=args.quiet, guide=guide,
         rollout_backend="ray" if args.ray_address or args.backend == "ray" else "local",
-        ray_address=common.ray_address(parser, args))
+        ray_address=common.ray_address(parser, args)))
     return 0
 
 

@@ -1,9 +1,9 @@
 """Training: every learning algorithm's run, and what runs share. `train(cfg)` (run.py) runs any of
 them; ARCHITECTURE.md maps the modules and the flow of one run."""
 
-from .run import ALGORITHMS, train
+from .run import ALGORITHMS, RunRequest, train
 
-__all__ = ["ALGORITHMS", "Trainer", "train"]
+__all__ = ["ALGORITHMS", "RunRequest", "Trainer", "train"]
 
 
 def __getattr__(name: str):

@@ -26,8 +26,27 @@ from ..util.errors import UserError
 
 
 @dataclass(frozen=True)
+class RunRequest:
+    """What a command asks of one run beyond its config: what it starts from (`start_from`, a
+    model; `resume`, a run's latest.pt; `champion`, the best models we know as opponents), how
+    it reports (`quiet`, `render`, an LLM `guide` of its exploration) and where its rollout
+    workers run (`rollout_backend`: "local" child processes, "ray", or "inline" objects in this
+    process; `ray_address`). The CLI builds one; `train` and each algorithm read it."""
+
+    start_from: str | None = None
+    resume: str | None = None
+    champion: bool = False
+    ratings_file: str | None = None
+    render: bool = False
+    quiet: bool = False
+    guide: Any = None
+    rollout_backend: str = "local"
+    ray_address: str | None = None
+
+
+@dataclass(frozen=True)
 class Algorithm:
-    run: Callable[..., dict[str, Any]]  # run(cfg, start_from, champion, ...) -> the summary
+    run: Callable[[RunConfig, RunRequest], dict[str, Any]]  # the run -> its summary
     what: str  # how it learns, for the one-line refusals
     starts_from: str  # "optional" (a checkpoint), "required" (an adapter) or "" (nothing)
     resumes: bool  # --resume continues a run of it
@@ -38,8 +57,7 @@ class Algorithm:
     ignores: tuple[str, ...] = ()  # flags that set no config field, by their dest
 
 
-def _online(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide,
-            rollout_backend="local", ray_address=None):
+def _online(cfg: RunConfig, request: RunRequest):
     """PPO or DQN (online/trainer.py): a new run, from a model, resumed, or against champions; PPO's
     games on rollout workers with [train] rollout_workers (online/rollouts.py)."""
     from ..agents.checkpoints import load_checkpoint
@@ -48,6 +66,7 @@ def _online(cfg: RunConfig, start_from, champion, resume, ratings_file, render, 
     from ..rating.ratings import best_models
     from .online.trainer import Trainer, human_play_command, planner_command
 
+    start_from, champion, guide = request.start_from, request.champion, request.guide
     init = None
     if start_from:
         init = spec_path(start_from)
@@ -72,22 +91,22 @@ def _online(cfg: RunConfig, start_from, champion, resume, ratings_file, render, 
             init = None
     champions = None
     if champion:
-        found = best_models(cfg.train.checkpoint_dir, ratings_file, exclude=init)
+        found = best_models(cfg.train.checkpoint_dir, request.ratings_file, exclude=init)
         # No other models yet: the model trains against itself first.
         champions = [str(path) for path, _ in found[:3]] or [str(init)]
         print("champions: " + ", ".join(champions))
         cfg.league = dataclasses.replace(cfg.league, curriculum=("heuristic:hard",),
                                          scripted_share=0.3, past_share=0.8)
-    trainer = Trainer(cfg, resume=resume, init_weights=init, champions=champions,
-                      render=render, quiet=quiet, guide=guide, rollout_backend=rollout_backend,
-                      ray_address=ray_address)
+    trainer = Trainer(cfg, resume=request.resume, init_weights=init, champions=champions,
+                      render=request.render, quiet=request.quiet, guide=guide,
+                      rollout_backend=request.rollout_backend, ray_address=request.ray_address)
     refused = False
     try:
         summary = trainer.run()
         print(f"checkpoints: {summary['run_dir']}  tensorboard --logdir "
               f"{shlex.quote(str(summary['log_dir']))}")
         return summary
-    except ValueError:
+    except UserError:
         # A refusal (another live run on this name, say) is its one line: nothing to report.
         refused = True
         raise
@@ -105,28 +124,28 @@ def _online(cfg: RunConfig, start_from, champion, resume, ratings_file, render, 
                 print(fly)
 
 
-def _offline(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide):
+def _offline(cfg: RunConfig, request: RunRequest):
     from .offline.learners import train_bc, train_cql
 
-    return (train_bc if cfg.train.algorithm == "bc" else train_cql)(cfg, quiet)
+    return (train_bc if cfg.train.algorithm == "bc" else train_cql)(cfg, request.quiet)
 
 
-def _sft(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide):
+def _sft(cfg: RunConfig, request: RunRequest):
     from .lm.sft import train_sft
 
-    return train_sft(cfg, quiet)
+    return train_sft(cfg, request.quiet)
 
 
-def _grpo(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide):
+def _grpo(cfg: RunConfig, request: RunRequest):
     from .lm.grpo import train_grpo
 
-    return train_grpo(cfg, start_from, quiet)
+    return train_grpo(cfg, request.start_from, request.quiet)
 
 
-def _dagger(cfg: RunConfig, start_from, champion, resume, ratings_file, render, quiet, guide):
+def _dagger(cfg: RunConfig, request: RunRequest):
     from .lm.dagger import train_dagger
 
-    return train_dagger(cfg, start_from, quiet)
+    return train_dagger(cfg, request.start_from, request.quiet)
 
 
 # The flags of a learner's own games that learning from data (or an LM's games) reads not.
@@ -154,29 +173,25 @@ ALGORITHMS = {
 }
 
 
-def train(cfg: RunConfig, resume: str | None = None, start_from: str | None = None,
-          champion: bool = False, ratings_file: str | None = None, render: bool = False,
-          quiet: bool = False, guide=None, rollout_backend: str = "local",
-          ray_address: str | None = None) -> dict[str, Any]:
-    """One training run of `cfg.train.algorithm`: new (from scratch, or from the model
-    `start_from` names), resumed, or, with `champion`, `start_from` trained further against
-    the best models we know (ratings.best_models) and the hard pilot. Returns the run's
-    summary; PPO and DQN runs end by printing how to play the result with a lookahead. With
-    [train] rollout_workers, `rollout_backend` ("local": child processes of this machine;
-    "ray"; "inline": objects in this process) and `ray_address` say where the workers run."""
+def train(cfg: RunConfig, request: RunRequest | None = None, **asked) -> dict[str, Any]:
+    """One training run of `cfg.train.algorithm`, as `request` (or the RunRequest fields given
+    as keywords) asks: new (from scratch, or from the model `start_from` names), resumed, or,
+    with `champion`, `start_from` trained further against the best models we know
+    (ratings.best_models) and the hard pilot. Returns the run's summary; PPO and DQN runs end by
+    printing how to play the result with a lookahead."""
+    if request is not None and asked:
+        raise TypeError("give train a RunRequest or its fields as keywords, not both")
+    request = request or RunRequest(**asked)
     name = cfg.train.algorithm
     algorithm = ALGORITHMS[name]
     refused = [flag for flag, given, allowed in (
-        ("--resume", resume, algorithm.resumes),
-        ("--init-from", start_from, bool(algorithm.starts_from)),
-        ("--champion-train", champion, algorithm.champions)) if given and not allowed]
+        ("--resume", request.resume, algorithm.resumes),
+        ("--init-from", request.start_from, bool(algorithm.starts_from)),
+        ("--champion-train", request.champion, algorithm.champions)) if given and not allowed]
     if refused:
         raise UserError(f"--algorithm {name} {algorithm.what}: {' and '.join(refused)} "
                         f"{'does' if len(refused) == 1 else 'do'} not apply")
-    if algorithm.starts_from == "required" and not start_from:
+    if algorithm.starts_from == "required" and not request.start_from:
         raise UserError(f"--algorithm {name} {algorithm.what}: name the adapter it starts from "
                         "with --init-from ADAPTER (a run of --algorithm sft)")
-    placement = {"rollout_backend": rollout_backend, "ray_address": ray_address} \
-        if algorithm.run is _online else {}
-    return algorithm.run(cfg, start_from, champion, resume, ratings_file, render, quiet, guide,
-                         **placement)
+    return algorithm.run(cfg, request)
