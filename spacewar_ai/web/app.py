@@ -19,8 +19,8 @@ from pathlib import Path
 
 from ..game.replays import load_replay
 from ..util.errors import UserError
-from .files import Files, Listing, still_there
-from .live import SPEEDS, public_message, replay_frames
+from .files import Files
+from .live import replay_frames
 
 STATIC = Path(__file__).resolve().parent / "static"
 PAGES = ("play", "watch", "replays", "tournaments", "arena")
@@ -50,159 +50,30 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
     """The Starlette app over the project folder `root`, answering to the host `names`
     (default the loopback names) and pages of those names or of `origins` (guard.py), within
     `limits` (guard.Limits); the arena's pairings played here (`backend` None) or as Ray tasks
-    ("" this machine's Ray, else the cluster's address: web/arena.py)."""
+    ("" this machine's Ray, else the cluster's address: web/arena.py). Each group of routes is
+    built by its own module: the pages (pages.py), replays (replays.py), live games (games.py)
+    and the arena (arena.py)."""
     try:
         from starlette.applications import Starlette
         from starlette.middleware import Middleware
-        from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
-        from starlette.routing import Mount, Route, WebSocketRoute
+        from starlette.routing import Mount
         from starlette.staticfiles import StaticFiles
-        from starlette.websockets import WebSocketDisconnect
     except ImportError:
         raise UserError(INSTALL) from None
     from .arena import arena_routes
-    from .checks import Checks, Gone
+    from .checks import Checks
     from .connections import quiet_accept_errors
-    from .games import Workers, run_live
-    from .guard import (
-        LOOPBACK_NAMES,
-        AddressRate,
-        Guard,
-        Limits,
-        Quota,
-        Refused,
-        TooLarge,
-        TooSlow,
-        discard_body,
-        failure,
-        read_body,
-        refusal,
-        visitor,
-    )
+    from .games import Workers, live_routes
+    from .guard import LOOPBACK_NAMES, Guard, Limits
+    from .pages import page_routes
+    from .replays import replay_routes
 
     files = Files(Path(root), checkpoint_dir, ratings_file)
-    def tournaments_page() -> dict:
-        """The Tournaments page's data: the ratings file's rows and the tournaments."""
-        try:
-            ratings = files.ratings_rows()
-        except ValueError as exc:
-            ratings = {"file": str(files.ratings), "players": [], "error": public_message(exc)}
-        return {"ratings": ratings, "tournaments": files.tournaments()}
-
-    replay_list, tournament_list = Listing(files.replays), Listing(tournaments_page)
     limits = limits if limits is not None else Limits()
     workers = Workers(limits, game)
     checks = Checks(limits)
     arena_api, arena_runner = arena_routes(files, limits, checks, backend)
-
-    async def page(request):
-        return FileResponse(STATIC / "index.html")
-
-    async def home(request):
-        return RedirectResponse("/play")
-
-    async def api_pilots(request):
-        from ..rating.difficulty import ladder
-
-        levels = [{"value": "auto", "label": "auto: the level nearest even against you"}]
-        levels += [{"value": f"{level.number:g}", "label": f"{level.label}, rated "
-                    f"{level.rating:.0f}"} for level in ladder()]
-        return JSONResponse({"pilots": files.pilots(), "difficulties": levels,
-                             "speeds": list(SPEEDS)})
-
-    async def api_replays(request):
-        listed = await replay_list.get()
-        return JSONResponse({"replays": await asyncio.to_thread(still_there, files.root,
-                                                                listed)})
-
-    async def api_replay(request):
-        """A replay's frames, replayed in a checker process (web.checks), never here."""
-        try:
-            who = visitor(request.scope)
-            if request.method == "POST":
-                refused = checks.refusal("replay", who)  # before its bytes are read
-                if refused is not None:
-                    await discard_body(request, limits.upload_bytes, limits.body_seconds)
-                    raise refused
-                body = await read_body(request, limits.upload_bytes, "the replay",
-                                       "upload_bytes", limits.body_seconds)
-                name = request.query_params.get("name", "the uploaded file")[:200]
-                payload = {"text": body, "name": name}
-            else:
-                rel = request.query_params.get("path", "")[:300]
-                payload = {"path": str(files.replay(rel)), "name": rel}
-            data = await checks.run_for(request, "replay", payload, who)
-            size = -(-len(data) // 2**20)  # in whole MB
-            refused = answers.refusal(who, size)
-            if refused is not None:
-                raise refused
-        except Gone:
-            return Response(status_code=499)  # nobody is left to read it
-        except (TooLarge, TooSlow, Refused) as exc:  # each knows its status
-            return refusal(exc, exc.status)
-        except (ValueError, OSError) as exc:  # ReplayError is a ValueError
-            return refusal(exc)
-        except Exception as exc:  # never a traceback to a visitor
-            return failure(exc, "this replay")
-        return HeldAnswer(data, who, size)
-
-    answers = Quota(limits, None, "answers_mb_in_all")
-
-    class HeldAnswer(Response):
-        """An answer whose bytes count against `answers_mb_in_all` until they are sent, or its
-        reader is cut off at `answer_seconds`. It is sent in pieces: uvicorn waits for a slow
-        reader's socket to drain before it takes the next piece, so once the last is taken
-        little of the answer is left in its buffers."""
-
-        PIECE = 2**16
-
-        def __init__(self, data: bytes, who: str, size: int):
-            super().__init__(data, media_type="application/json")
-            self.who, self.size = who, size
-            answers.take(who, size)
-
-        async def __call__(self, scope, receive, send):
-            try:
-                await send({"type": "http.response.start", "status": self.status_code,
-                            "headers": self.raw_headers})
-                body, piece = self.body, self.PIECE
-                for at in range(0, max(len(body), 1), piece):
-                    await send({"type": "http.response.body", "body": body[at:at + piece],
-                                "more_body": at + piece < len(body)})
-            finally:
-                answers.give(self.who, self.size)
-
-    async def api_tournaments(request):
-        return JSONResponse(await tournament_list.get())
-
-    polls = AddressRate(limits, "live_polls_per_second", 1.0)
-    starts = AddressRate(limits, "game_starts_per_minute", 60.0)
-
-    async def api_live(request):
-        refused = polls.refusal(visitor(request.scope))
-        if refused is not None:
-            return refusal(refused, refused.status)
-        game = workers.live.get(request.path_params["gid"])
-        state = game.state() if game is not None else None
-        if state is None:
-            return refusal(ValueError("no such game (it has ended, or not begun?)"), 404)
-        return JSONResponse(state)
-
-    sockets = Quota(limits, "websockets_per_address", "websockets_in_all")
-
-    async def ws_live(websocket):
-        who = visitor(websocket.scope)
-        refused = sockets.refusal(who) or starts.refusal(who)
-        if refused is not None:
-            await websocket.accept()
-            await websocket.send_json({"type": "error", "message": str(refused)})
-            return await websocket.close()
-        with sockets.hold(who):  # before the first await: sockets opened together count
-            try:
-                await websocket.accept()
-                await run_live(websocket, files, workers, checks, who, time.time_ns() % 10**9)
-            except (WebSocketDisconnect, RuntimeError):
-                return  # the page closed
+    replays_api, answers = replay_routes(files, limits, checks)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -216,11 +87,8 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
         await checks.close()
         await workers.close()
 
-    routes = [Route("/", home), *[Route(f"/{p}", page) for p in PAGES],
-              Route("/api/pilots", api_pilots), Route("/api/replays", api_replays),
-              Route("/api/replay", api_replay, methods=["GET", "POST"]),
-              Route("/api/tournaments", api_tournaments), Route("/api/live/{gid}", api_live),
-              WebSocketRoute("/ws/live", ws_live), *arena_api,
+    routes = [*page_routes(files, STATIC, PAGES), *replays_api,
+              *live_routes(files, workers, checks, limits), *arena_api,
               Mount("/static", StaticFiles(directory=STATIC), name="static")]
     guard = Middleware(Guard, names=tuple(names or LOOPBACK_NAMES), origins=tuple(origins))
     app = Starlette(routes=routes, middleware=[guard], lifespan=lifespan)

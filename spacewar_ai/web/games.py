@@ -5,7 +5,7 @@ and never runs a pilot: a pilot that hangs stalls its own game, which ends after
 
 `Workers` keeps one spare worker started ahead (util.processes.StartedAhead: torch and the
 pilots imported), so a page's game starts at once; `run_live` is one WebSocket's game from its
-start message to its end.
+start message to its end; `live_routes` serves it, and a live game's state to pages that poll.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import itertools
 import json
 import os
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,7 @@ from ..util.processes import (
     read_frame_async,
 )
 from .checks import Gone
-from .guard import AddressRate, Limits, Quota
+from .guard import AddressRate, Limits, Quota, refusal, visitor
 from .live import SPEEDS, public_message
 
 START_SECONDS = 120.0  # to load a game's pilots (a big model on a busy host) before giving up
@@ -235,3 +236,42 @@ async def _relay(ws, proc, game: LiveGame, limits: Limits) -> None:
             task.cancel()
         # A page that left ends its side with a disconnect error: the game ends with it.
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def live_routes(files, workers: Workers, checks, limits: Limits) -> list:
+    """The routes of `/api/live/<game>` (a live game's state, polled) and `/ws/live` (a game
+    played or watched over a WebSocket, `run_live`)."""
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route, WebSocketRoute
+    from starlette.websockets import WebSocketDisconnect
+
+    polls = AddressRate(limits, "live_polls_per_second", 1.0)
+    starts = AddressRate(limits, "game_starts_per_minute", 60.0)
+
+    async def api_live(request):
+        refused = polls.refusal(visitor(request.scope))
+        if refused is not None:
+            return refusal(refused, refused.status)
+        game = workers.live.get(request.path_params["gid"])
+        state = game.state() if game is not None else None
+        if state is None:
+            return refusal(ValueError("no such game (it has ended, or not begun?)"), 404)
+        return JSONResponse(state)
+
+    sockets = Quota(limits, "websockets_per_address", "websockets_in_all")
+
+    async def ws_live(websocket):
+        who = visitor(websocket.scope)
+        refused = sockets.refusal(who) or starts.refusal(who)
+        if refused is not None:
+            await websocket.accept()
+            await websocket.send_json({"type": "error", "message": str(refused)})
+            return await websocket.close()
+        with sockets.hold(who):  # before the first await: sockets opened together count
+            try:
+                await websocket.accept()
+                await run_live(websocket, files, workers, checks, who, time.time_ns() % 10**9)
+            except (WebSocketDisconnect, RuntimeError):
+                return  # the page closed
+
+    return [Route("/api/live/{gid}", api_live), WebSocketRoute("/ws/live", ws_live)]
