@@ -377,7 +377,7 @@ def test_the_dependency_surfaces_we_lean_on_are_there(tmp_path):
         ["data", "ignore_prefix"]
     assert "print_to_stdstream(" in inspect.getsource(ray_worker.listen_error_messages)
     # What cluster._start_local knows a slow node's start by.
-    from spacewar_ai.rating.cluster import STARTUP_TIMEOUT
+    from spacewar_ai.util.cluster import STARTUP_TIMEOUT
     assert STARTUP_TIMEOUT in inspect.getsource(pytest.importorskip("ray._private.node"))
 
     ray_tune = pytest.importorskip("ray.tune.schedulers")

@@ -325,7 +325,7 @@ def bench_ray(seed: int = 0, quick: bool = False, address: str | None = None) ->
     import pickle
 
     try:
-        from ..rating.cluster import connect
+        from ..util.cluster import connect
         ray = connect(address)
     except ValueError as exc:
         print(f"Ray backend: not measured ({exc})")

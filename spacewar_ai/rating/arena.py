@@ -571,23 +571,22 @@ def run_pairing(a: dict, b: dict, limits: Confinement = Confinement(), spent: fl
 
 def pairing_on_ray(a: dict, b: dict, limits: Confinement, spent: float, address: str | None):
     """run_pairing as a Ray task on this machine's Ray or the cluster at `address`; the
-    players' files travel with it (cluster.local_copy), so any node can play it. An ObjectRef:
+    players' files travel with it (util.cluster.ship), so any node can play it. An ObjectRef:
     the server awaits it."""
-    from .cluster import connect
+    from ..util.cluster import connect, ship
 
     ray = connect(address or None)
     files = {}
     for p in (a, b):
         path = Path(p["spec"].partition(":")[2]) if p["kind"] != "house" else None
         if path is not None and path.is_file():
-            data = path.read_bytes()
-            files[p["id"]] = (str(path), hashlib.sha256(data).hexdigest(), ray.put(data))
+            files[p["id"]] = ship(path)
     return ray.remote(num_cpus=1)(_pairing_task).remote(a, b, limits, spent, files)
 
 
 def _pairing_task(a: dict, b: dict, limits: Confinement, spent: float, files: dict) -> tuple:
     """A Ray task's body: the players' files made local, then run_pairing."""
-    from .cluster import local_copy
+    from ..util.cluster import local_copy
 
     players = []
     for p in (a, b):

@@ -32,7 +32,7 @@ def evaluate(spec: str, opponent: str = "heuristic:hard", episodes: int = 200, s
     # The door: text becomes a Spec here, once; a pilot object passes as it is.
     spec, opponent = (parse_spec(x) if isinstance(x, str) else x for x in (spec, opponent))
     if ray_address is not None and not (render or recorder is not None):
-        from .cluster import connect
+        from ..util.cluster import connect
 
         check_ray_match(spec, opponent, episodes)  # refused before Ray starts
         connect(ray_address or None)

@@ -365,7 +365,7 @@ def run_tournament(specs: list[str], mode: str = "round_robin", games_per_pairin
         raise UserError("a tournament needs at least two players (--players A,B,...)")
     total = planned_games(mode, len(entrants), games_per_pairing)
     if ray_address is not None:
-        from .cluster import connect
+        from ..util.cluster import connect
 
         connect(ray_address or None)  # a cluster that does not answer is refused before play
     common = {"workers": workers, "keep_actions": save_replays, "ray_address": ray_address,

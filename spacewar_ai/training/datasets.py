@@ -119,7 +119,7 @@ def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
              seed + 1_000_003 * p + start, config.to_dict(), reward.to_dict())
             for p, (a, b) in enumerate(pairs) for start in range(0, games, BATCH)]
     if ray_address is not None:
-        from ..rating.cluster import connect
+        from ..util.cluster import connect
 
         connect(ray_address or None)
     begun = time.perf_counter()

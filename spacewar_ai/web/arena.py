@@ -146,7 +146,7 @@ def arena_routes(files, limits, checks, backend: str | None = None):
                               load_seconds=limits.model_load_seconds)
     runner = ArenaRunner(arena, confinement, limits.arena_runners, backend)
     if backend is not None:  # joined here, in the thread that builds the app: a bad address
-        from ..rating.cluster import connect  # is one line before anything is served
+        from ..util.cluster import connect  # is one line before anything is served
 
         connect(backend or None)
 

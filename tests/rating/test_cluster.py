@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from spacewar_ai.rating.cluster import PATIENT_HEALTH_CHECKS, WORKER_NICENESS, connect
+from spacewar_ai.util.cluster import PATIENT_HEALTH_CHECKS, WORKER_NICENESS, connect
 from tests.commands import cli
 from tests.helpers import RAY_GROUP, ROOT
 
@@ -157,7 +157,7 @@ def test_a_node_without_a_players_file_plays_from_a_copy(tmp_path, monkeypatch):
     machine that started the tournament: it plays from a copy out of Ray's object store."""
     import hashlib
 
-    from spacewar_ai.rating.cluster import local_copy
+    from spacewar_ai.util.cluster import local_copy
     from spacewar_ai.rating.match import play_match
 
     data = STRATEGY.read_bytes()
@@ -251,7 +251,7 @@ def test_ray_flags_are_checked_before_anything_runs(tmp_path):
 def test_the_ray_instance_a_command_starts_runs_its_workers_as_the_command_runs():
     """Ray's default niceness (15) starves its workers beside any other work on the machine;
     the instance started for a command gives them the command's own."""
-    from spacewar_ai.rating.cluster import connect
+    from spacewar_ai.util.cluster import connect
 
     ray_module = connect(None)
     try:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import hashlib
 import os
 import pickle
 import socket
@@ -206,8 +205,8 @@ class RolloutWorker:
 
     def _local_files(self, files: dict[str, tuple]) -> dict[str, Path]:
         """The pool's files on this machine: the learner's own when it is here, else copies
-        from the object store (cluster.local_copy)."""
-        from ...rating.cluster import local_copy
+        from the object store (util.cluster.local_copy)."""
+        from ...util.cluster import local_copy
 
         for key, (path, sha256, ref) in files.items():
             if key not in self._files:
@@ -337,7 +336,7 @@ class RolloutWorkers:
         self._files: dict[str, tuple] = {}  # pool key -> (path, sha256, object ref)
         self._nodes: dict[int, str] = {}
         if backend == "ray":
-            from ...rating.cluster import connect, fold_worker_deaths
+            from ...util.cluster import connect, fold_worker_deaths
 
             self.ray = connect(address)
             fold_worker_deaths()  # a lost worker is said in one line, here
@@ -374,9 +373,9 @@ class RolloutWorkers:
             if key in self._files or not path:
                 continue
             if self.backend == "ray":
-                data = Path(path).read_bytes()
-                self._files[key] = (str(Path(path).resolve()), hashlib.sha256(data).hexdigest(),
-                                    self.ray.put(data))
+                from ...util.cluster import ship
+
+                self._files[key] = ship(Path(path).resolve())
             else:
                 self._files[key] = (path, "", None)
         pool = set(league.snapshot_keys + league.fixed_keys)
@@ -424,7 +423,7 @@ class RolloutWorkers:
             return self.ray.get(ref)
         except self.ray.exceptions.RayActorError as exc:
             if "No module named" in str(exc) and "spacewar_ai" in str(exc):
-                from ...rating.cluster import INSTALL
+                from ...util.cluster import INSTALL
 
                 raise UserError(f"a Ray node cannot import spacewar_ai; {INSTALL}") from None
             raise WorkerLost from exc

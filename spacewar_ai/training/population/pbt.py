@@ -204,7 +204,7 @@ def run_pbt(base: RunConfig, population: int = 4, rounds: int = 10, seed: int = 
             yardstick_games: int = 20, address: str | None = None, num_cpus: int | None = None,
             quiet: bool = False) -> PBTReport:
     """The --pbt mode (module docstring)."""
-    from ...rating.cluster import connect
+    from ...util.cluster import connect
 
     if population < 2:
         raise UserError(f"--population {population}: population-based training needs 2 or more "
