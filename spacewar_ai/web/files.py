@@ -17,6 +17,7 @@ from ..util.errors import UserError
 
 REPLAYS_LISTED = 500  # the Replays page's list, newest first
 TOURNAMENTS_LISTED = 50  # the Tournaments page's, newest first
+RUNS_LISTED = 40  # the runs whose best.pt the pilot lists offer, by name
 TOURNAMENT_REPLAYS = 40  # the saved games a tournament lists (the Replays page has the newest)
 TOURNAMENT_FILE_BYTES = 2**20  # a tournament's standings or crosstable as read for the page
 LIST_SECONDS = 5.0  # a listing serves the requests of this long before a new scan
@@ -179,10 +180,20 @@ class Files:
                 if self.ratings.is_relative_to(self.root) else str(self.ratings), "players": rows}
 
     def pilots(self) -> list[str]:
+        """The pilots a page offers: the scripted ones, the shipped networks and LM pilots, and
+        the first RUNS_LISTED runs' best.pt (by name): one pass over the checkpoint folder, run
+        off the event loop and shared (Listing)."""
         from ..pilots.scripted import SCRIPTED_SPECS
 
-        found = [str(p.relative_to(self.root))
-                 for p in sorted(self.checkpoints.glob("*/best.pt"))[:40]]
+        try:
+            with os.scandir(self.checkpoints) as entries:
+                runs = heapq.nsmallest(RUNS_LISTED, (
+                    e.name for e in entries if e.is_dir(follow_symlinks=False)
+                    and (self.checkpoints / e.name / "best.pt").is_file()))
+        except (FileNotFoundError, NotADirectoryError):
+            runs = []
+        found = [str((self.checkpoints / name / "best.pt").relative_to(self.root))
+                 for name in runs]
         return [*SCRIPTED_SPECS, "pretrained", "search:pretrained",
                 "search:heuristic:hard+heuristic:hard", *shipped_lm_pilots(), *found]
 

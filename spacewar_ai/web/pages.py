@@ -1,6 +1,6 @@
 """The app's pages and the lists they show: the one page (index.html) at each page's path, the
-pilots and difficulties to choose from, and the Tournaments page's data, scanned off the event
-loop (files.Listing)."""
+pilots and difficulties to choose from, and the Tournaments page's data; what is read off disk
+is scanned off the event loop and shared (files.Listing)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def page_routes(files: Files, static: Path, pages: tuple[str, ...]) -> list:
             ratings = {"file": str(files.ratings), "players": [], "error": public_message(exc)}
         return {"ratings": ratings, "tournaments": files.tournaments()}
 
-    tournament_list = Listing(tournaments_page)
+    tournament_list, pilot_list = Listing(tournaments_page), Listing(files.pilots)
 
     async def page(request):
         return FileResponse(static / "index.html")
@@ -37,7 +37,7 @@ def page_routes(files: Files, static: Path, pages: tuple[str, ...]) -> list:
         levels = [{"value": "auto", "label": "auto: the level nearest even against you"}]
         levels += [{"value": f"{level.number:g}", "label": f"{level.label}, rated "
                     f"{level.rating:.0f}"} for level in ladder()]
-        return JSONResponse({"pilots": files.pilots(), "difficulties": levels,
+        return JSONResponse({"pilots": await pilot_list.get(), "difficulties": levels,
                              "speeds": list(SPEEDS)})
 
     async def api_tournaments(request):

@@ -155,3 +155,29 @@ def test_a_tournament_of_100000_saved_games_lists_in_bounded_bytes(tmp_path):
         f"runs/tournaments/20261209-999999/replays/{k:06d}.json"
         for k in range(TOURNAMENT_REPLAYS)]
     assert len(json.dumps(page)) < 100_000
+
+
+@pytest.mark.slow
+def test_the_pilot_and_replay_lists_stay_bounded_over_100000_files(tmp_path):
+    """A checkpoint folder of 100,000 runs and a replay folder of 100,000 games: the pages'
+    lists offer the first RUNS_LISTED runs by name and the newest REPLAYS_LISTED games, so an
+    answer's size does not grow with what is on disk (both scans run off the event loop,
+    Listing)."""
+    from spacewar_ai.web.files import REPLAYS_LISTED, RUNS_LISTED
+
+    root = tmp_path / "p"
+    runs = root / "checkpoints"
+    for k in range(100_000):
+        (runs / f"run-{k:06d}").mkdir(parents=True)
+    for k in (5, 99_999, *range(200, 300)):
+        (runs / f"run-{k:06d}" / "best.pt").touch()
+    replays = root / "runs" / "replays"
+    replays.mkdir(parents=True)
+    for k in range(100_000):  # the last written is the newest
+        (replays / f"{k:06d}.json").touch()
+    files = Files(root)
+    offered = [p for p in files.pilots() if p.startswith("checkpoints/")]
+    assert offered == [f"checkpoints/run-{k:06d}/best.pt" for k in (5, *range(200, 200 +
+                                                                                RUNS_LISTED - 1))]
+    listed = files.replays()
+    assert len(listed) == REPLAYS_LISTED and listed[0]["name"] == "099999.json"
