@@ -28,7 +28,7 @@ visitors), players and watchers throughout, and hostile visitors in phases:
 11. 4 slow readers of a large replay answer from one address, then another visitor's replay;
 12. a tournament of --tournament-games saved games: its API and page, the pages meanwhile;
 13. --addresses visitors keeping the replays' lane full with costly replays for
-    --crowd-seconds, each asking again after Retry-After as the page does, and --newcomers
+    --crowd-seconds, each asking again after the Retry-After of a busy refusal, and --newcomers
     fresh visitors asking for a small replay beside them: how long each waited, in how many
     tries; the log's tracebacks.
 
@@ -298,8 +298,8 @@ async def games(port: int, players: int, watchers: int, until: float) -> list[in
 
 
 def ask_until_answered(port: int, body: bytes, address: str, give_up: float) -> tuple:
-    """A visitor's replay asked as the page asks it: again after Retry-After while refused as
-    busy. (status, seconds until answered, tries)."""
+    """A visitor's replay, asked again after the Retry-After of each busy refusal: (status,
+    seconds until answered, tries)."""
     began, tries = time.monotonic(), 0
     while True:
         tries += 1
@@ -432,8 +432,8 @@ def big_tournament(root: Path, port: int, games: int) -> str:
 
 def thousand_crowd(port: int, addresses: int, seconds: float, newcomers: int) -> dict:
     """`addresses` visitors keeping the replays' lane full for `seconds` with costly replays,
-    each asking again after Retry-After when refused as busy (as the page does) and at once
-    when answered; after the first third of that, `newcomers` fresh visitors 5 s apart each ask
+    each asking again after Retry-After when refused as busy and at once when answered; after
+    the first third of that, `newcomers` fresh visitors 5 s apart each ask
     for a small replay the same way: how long each waits and how many tries."""
     costly = firing_replay(50_000)
     stop = time.monotonic() + seconds
