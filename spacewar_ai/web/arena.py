@@ -134,7 +134,6 @@ def arena_routes(files, limits, checks, backend: str | None = None):
         discard_body,
         failure,
         over_budget,
-        read_body,
         refusal,
         visitor,
     )
@@ -180,12 +179,8 @@ def arena_routes(files, limits, checks, backend: str | None = None):
         try:
             counted = await asyncio.to_thread(arena.attempt, client, limits.attempts_per_hour,
                                               limits.submissions_per_hour)
-            refused = checks.refusal("submission", client)  # before its bytes are read
-            if refused is not None:
-                await discard_body(request, limits.submission_bytes, limits.body_seconds)
-                raise refused
-            data = await read_body(request, limits.submission_bytes, "the submission",
-                                   "submission_bytes", limits.body_seconds)
+            data = await checks.body_for("submission", request, client, "submission_bytes",
+                                         "the submission")
             kind = await asyncio.to_thread(arena.precheck, name, filename, data, client,
                                            limits.submissions_per_hour)
             await checks.run_for(request, "submission", {"name": str(name).strip(),

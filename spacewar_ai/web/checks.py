@@ -42,7 +42,7 @@ from ..util.processes import (
     write_frame,
 )
 from ..util.reaper import cpu_seconds
-from .guard import Limits, Quota, Refused, over_budget
+from .guard import Limits, Quota, Refused, discard_body, over_budget, read_body
 
 OK, ERROR = b"o", b"e"
 HOUR = 3600.0
@@ -116,6 +116,17 @@ class Checks:
                 return None
             self.charge(visitor, refusals=1)
         return refused
+
+    async def body_for(self, kind: str, request, visitor: str, limit: str, what: str) -> bytes:
+        """The body of `request`, sent for a check of `kind`, read within budget `limit` (a
+        field of Limits) only once the check's budgets would take it; a refusal is raised
+        first, the body it came with read and dropped so that its line reaches the sender."""
+        refused = self.refusal(kind, visitor)
+        if refused is not None:
+            await discard_body(request, getattr(self.limits, limit), self.limits.body_seconds)
+            raise refused
+        return await read_body(request, getattr(self.limits, limit), what, limit,
+                               self.limits.body_seconds)
 
     async def run(self, kind: str, payload: dict, visitor: str) -> bytes:
         """The answer of job `kind` for `visitor` (JSON bytes); Refused if a budget refuses it

@@ -15,9 +15,7 @@ from .guard import (
     Refused,
     TooLarge,
     TooSlow,
-    discard_body,
     failure,
-    read_body,
     refusal,
     visitor,
 )
@@ -41,12 +39,8 @@ def replay_routes(files: Files, limits: Limits, checks: Checks) -> tuple[list, Q
         try:
             who = visitor(request.scope)
             if request.method == "POST":
-                refused = checks.refusal("replay", who)  # before its bytes are read
-                if refused is not None:
-                    await discard_body(request, limits.upload_bytes, limits.body_seconds)
-                    raise refused
-                body = await read_body(request, limits.upload_bytes, "the replay",
-                                       "upload_bytes", limits.body_seconds)
+                body = await checks.body_for("replay", request, who, "upload_bytes",
+                                             "the replay")
                 name = request.query_params.get("name", "the uploaded file")[:200]
                 payload = {"text": body, "name": name}
             else:
