@@ -85,6 +85,26 @@ def test_version_and_help_import_no_learner(flag, tmp_path):
     assert out.stderr.strip().splitlines()[-1] == "[]"
 
 
+# --benchmark's work replaced by `raise`: a user's mistake, or a bug that happens to be a ValueError.
+RAISING = ("import sys\nimport spacewar_ai.bench.throughput as t\n"
+           "from spacewar_ai.util.errors import UserError\n"
+           "def fail(*a, **k):\n    raise {}('deep inside: {}')\n"
+           "t.run_benchmark = fail\nfrom spacewar_ai.main import main\n"
+           "sys.argv[0] = 'spacewar-ai'\nsys.exit(main())\n")
+
+
+@pytest.mark.parametrize("error, code, lines", [("UserError", 2, 1), ("ValueError", 1, None)])
+def test_a_users_mistake_is_one_line_and_a_bug_shows_its_trace(error, code, lines, tmp_path):
+    out = subprocess.run([sys.executable, "-c", RAISING.format(error, error), "--benchmark"],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.returncode == code, out.stderr
+    if lines:
+        assert out.stderr.strip().splitlines() == ["spacewar-ai: error: deep inside: UserError"]
+    else:
+        assert "Traceback" in out.stderr and "ValueError: deep inside: ValueError" in out.stderr
+
+
 def test_the_original_designs_whole_flag_set_is_accepted():
     from spacewar_ai.main import build_parser
 
