@@ -21,9 +21,9 @@ from numba.core import event as numba_event
 from ..config import OBS_MASK, GameConfig, RewardConfig
 from ..util.errors import UserError
 
-# The action numbers of each scheme of controls (controls.py holds every mapping of them).
-from .controls import (  # noqa: F401  (Action and the switches are read here by callers too)
-    SIX_AS_SWITCHES,
+# The action numbers of each scheme of controls (controls.py holds every mapping of them);
+# Action is read from here by the pilots too.
+from .controls import (
     SW_FIRE,
     SW_HYPERSPACE,
     SW_LEFT,

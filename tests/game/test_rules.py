@@ -12,7 +12,7 @@ import pytest
 
 from spacewar_ai.config import RULES_PRESETS, GameConfig, load_run_config
 from spacewar_ai.game import engine
-from spacewar_ai.game.engine import SW_FIRE, SW_HYPERSPACE, SW_LEFT, SW_RIGHT, SW_THRUST, Action
+from spacewar_ai.game.controls import SW_FIRE, SW_HYPERSPACE, SW_LEFT, SW_RIGHT, SW_THRUST, Action
 from spacewar_ai.rating.match import play_match
 from tests.helpers import cause, run
 

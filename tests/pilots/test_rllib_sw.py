@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from spacewar_ai.config import GameConfig
-from spacewar_ai.game import engine
+from spacewar_ai.game import controls, engine
 from spacewar_ai.pilots import make_pilot
 from spacewar_ai.pilots.rllib_sw import (
     MODULE_PATHS,
@@ -97,7 +97,7 @@ def test_a_game_decides_the_same_alone_as_in_a_batch(tmp_path):
     batch = engine.GameBatch(6, SWITCHES)
     batch.reset(seeds=np.arange(6))
     for _ in range(12):  # everybody fires: torpedo counts differ between games
-        batch.step(np.where(np.arange(12).reshape(6, 2) % 3 == 0, engine.SW_FIRE, 0))
+        batch.step(np.where(np.arange(12).reshape(6, 2) % 3 == 0, controls.SW_FIRE, 0))
     pilot.attach(batch, 0)
     together = pilot.logits()
     for g in range(6):
@@ -212,7 +212,7 @@ def test_a_planner_forecasts_the_opponent_with_the_peer_agent(tmp_path):
     batch = engine.GameBatch(3, SWITCHES)
     batch.reset(seeds=np.arange(3))
     for _ in range(15):
-        batch.step(np.where(np.arange(6).reshape(3, 2) % 2 == 0, engine.SW_FIRE, 0))
+        batch.step(np.where(np.arange(6).reshape(3, 2) % 2 == 0, controls.SW_FIRE, 0))
     model = Recording(folder / "module_state.pkl", "model", SWITCHES)
     planner = SearchPilot(make_pilot("heuristic:hard", SWITCHES), model, SWITCHES, horizon=3,
                           samples=2, jitter=0.1)
