@@ -390,7 +390,7 @@ def transitions(name: str, n_step: int, gamma: float, pilot: str | None = None,
 
 def info(name: str) -> str:
     """The dataset card: pilots, size, win rates and score summary."""
-    data, meta = load(name, GameConfig(**{k: v for k, v in _meta_game(name).items()}))
+    data, meta = load(name, GameConfig.from_dict(_meta_game(name)))
     games = [json.loads(x) for x in (dataset_folder(data.id) / GAMES_FILE).read_text().splitlines()]
     lines = [f"dataset {data.id}: {data.total_episodes} episodes ({len(games)} games, each as "
              f"both ships' views), {data.total_steps:,} steps",
