@@ -32,7 +32,7 @@ TICK = os.sysconf("SC_CLK_TCK")
 # (kind, words any one of which in a command line puts a process in it), first match wins.
 KINDS = (
     ("pytest and its workers (tests in-process)", ("exec(eval(sys.stdin", "-m pytest")),
-    ("rollout children", ("rollout_child",)),
+    ("rollout children", ("spacewar_ai.util.workers",)),
     ("fork servers and their workers (arena pairings, tournament workers)",
      ("multiprocessing.forkserver", "multiprocessing.spawn")),
     ("Ray", ("ray/", "raylet", "gcs_server", "default_worker", "setup_worker")),

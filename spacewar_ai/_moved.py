@@ -46,7 +46,7 @@ MOVED = {
     # package now, which exports the old module's public names.
     "training.trainer": "training.online.trainer", "training.loops": "training.online.loops",
     "training.rollouts": "training.online.rollouts",
-    "training.rollout_child": "training.online.rollout_child",
+    "training.rollout_child": "util.workers",
     "training.league": "training.online.league", "training.run_files": "training.online.run_files",
     "training.warm_start": "training.online.warm_start",
     "training.lm_run": "training.lm.run", "training.sft": "training.lm.sft",

@@ -163,14 +163,14 @@ def test_asynchronous_rollouts_need_rollout_workers():
 
 
 def _children() -> list:
-    """This process's rollout workers in child processes (rollout_child), alive."""
+    """This process's rollout workers in child processes (util.workers), alive."""
     import psutil
 
     alive = []
     for p in psutil.Process().children(recursive=True):
         try:  # a child that exited and waits to be reaped (any test's) has no command line
             if p.status() != psutil.STATUS_ZOMBIE and \
-                    "spacewar_ai.training.online.rollout_child" in " ".join(p.cmdline()):
+                    "spacewar_ai.util.workers" in " ".join(p.cmdline()):
                 alive.append(p)
         except (psutil.ZombieProcess, psutil.NoSuchProcess):
             continue
@@ -198,16 +198,18 @@ def test_workers_in_child_processes_give_the_inline_weights_and_end_with_the_run
 def test_a_failing_child_worker_is_said_in_one_line():
     """A worker that cannot start (here: no config) answers with its error's last line, which
     the learner raises; its process ends when the pipe closes."""
-    from spacewar_ai.training.online.rollouts import ChildWorker, pickled
+    from spacewar_ai.training.online.rollouts import RolloutWorker
+    from spacewar_ai.util.workers import Workers
 
-    worker = ChildWorker((None, 0, 4, 0, None))
+    pool = Workers("local", RolloutWorker, what="rollout worker")
+    worker = pool.start(None, 0, 4, 0, None, own_process=True)
     try:
-        worker.send(pickled((0, {}, {}, {})))
+        asked = pool.ask(worker, "play", 0, {}, {}, {})
         with pytest.raises(RuntimeError, match=r"^a rollout worker failed: AttributeError: "
                                                r"'NoneType' object has no attribute 'train'$"):
-            worker.answer()
+            pool.answer(worker, asked)
     finally:
-        worker.close()
+        pool.stop(worker)
     assert worker.process.returncode == 0
 
 

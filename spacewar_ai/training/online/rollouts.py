@@ -4,25 +4,22 @@
 league ship 1, timeouts are bootstrapped, each step goes into the rollout buffer, and what was
 played comes back as data (`Played`).
 
-`RolloutWorkers` splits the run's games among N workers: child processes (backend "local",
-`rollout_child.py`, spoken to through pipes), Ray actors ("ray"), or objects in the learner's
-process ("inline", for tests). Each update the learner publishes its weights and league; each
-worker plays `n_steps` with them and returns `buffer.arrays()` and its `Played`; the learner
-records the games and joins the rollouts in worker order. With `async_rollouts` they play the
-next rollout while the learner updates (a policy lag of one update). Worker k is seeded by
-(seed, k, the update it starts at), so the same seed and worker count give the same weights
-wherever it runs; a worker that dies is replaced and plays the lost rollout again
+`RolloutWorkers` splits the run's games among N workers, wherever util.workers runs them:
+child processes ("local"), Ray actors ("ray"), or objects in the learner's process ("inline",
+for tests). Each update the learner publishes its weights and league; each worker plays
+`n_steps` with them and returns `buffer.arrays()` and its `Played`; the learner records the
+games and joins the rollouts in worker order. With `async_rollouts` they play the next rollout
+while the learner updates (a policy lag of one update). Worker k is seeded by (seed, k, the
+update it starts at), so the same seed and worker count give the same weights wherever it
+runs; a worker that dies is replaced and plays the lost rollout again
 (docs/scaling.md)."""
 
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
 import os
-import pickle
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -34,8 +31,7 @@ import torch
 from ...config import RunConfig
 from ...game.environment import SpacewarVectorEnv
 from ...game.shaping import potential, shaped
-from ...util.errors import UserError
-from ...util.processes import read_frame, write_frame
+from ...util.workers import WorkerLost, Workers
 from ..run_log import EPISODE_CAUSES, GAME_FIGURES
 from .league import League
 
@@ -241,106 +237,39 @@ def ray_node() -> str:
     return ray.get_runtime_context().get_node_id()[:8]
 
 
-class WorkerLost(Exception):
-    """A rollout worker's process ended before it answered, or Ray lost what it answered."""
-
-
 class WorkersLost(RuntimeError):
     """The rollout workers could not be kept running: the run stops, saved, in one line."""
-
-
-def pickled(value: Any) -> bytes:
-    """`value` pickled by the standard pickler (tensors travel as bytes), sent as one frame
-    (util.processes.write_frame)."""
-    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def read_pickled(stream) -> Any:
-    """What the next frame holds; EOFError when the other end is gone."""
-    return pickle.loads(read_frame(stream))
-
-
-class ChildWorker:
-    """A RolloutWorker in a child process of this machine (`python -m
-    spacewar_ai.training.online.rollout_child`, with the parent-death signal: util/processes.py),
-    asked through its stdin and answering on its stdout; `send` passes it a request (a
-    pickle), `answer` waits for the rollout. A command of its own, not multiprocessing's spawn,
-    so that a user's script without a `__main__` guard is not run again in the child."""
-
-    def __init__(self, args: tuple):
-        from ...util.processes import child_command, package_env
-
-        self.process = subprocess.Popen(
-            child_command([sys.executable, "-m", "spacewar_ai.training.online.rollout_child",
-                           str(os.getpid())]),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=package_env())
-        self.send(pickled(args))  # the worker's own arguments come first
-
-    def send(self, request: bytes) -> None:
-        with contextlib.suppress(OSError):  # its process is gone: answer() says so
-            write_frame(self.process.stdin, request)
-
-    def answer(self) -> dict[str, Any]:
-        try:
-            kind, value = read_pickled(self.process.stdout)
-        except (EOFError, OSError, pickle.UnpicklingError):
-            raise WorkerLost from None
-        if kind == "error":
-            raise RuntimeError(f"a rollout worker failed: {value}")
-        return value
-
-    def close(self) -> None:
-        for stream in (self.process.stdin, self.process.stdout):
-            with contextlib.suppress(OSError):  # a pipe its process already broke
-                stream.close()  # the child's loop ends at the closed pipe
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:  # a child that does not end is killed
-            self.process.kill()
-            self.process.wait()
 
 
 @dataclasses.dataclass
 class Pending:
     """Rollouts asked for and not yet taken: the update whose random streams they play, the
-    learner's update count when their weights were sent, the workers' answers where they came
-    at once (backend "inline"), and what was sent, to send again to a worker that replaces a
-    lost one."""
+    learner's update count when their weights were sent, what the workers were asked (what
+    Workers.answer takes back) and with what, to ask again of a worker that replaces a lost
+    one."""
 
     update: int
     version: int
-    parts: list[dict[str, Any]] | None = None
-    refs: list | None = None  # Ray's references (backend "ray")
-    args: tuple = ()
-
-
-BACKENDS = {"local": "in child processes of this machine",
-            "inline": "in this process, one after another", "ray": "as Ray actors"}
+    asked: list
+    args: tuple
 
 
 class RolloutWorkers:
     """The learner's side: N workers, asked for one update's rollouts at a time (`start`, then
     `finish`, which lets them play the next rollout while the learner updates), replaced when
-    their process dies. Where they run is `backend`: "local" (child processes of this machine),
-    "ray" (Ray actors, here or on `address`'s cluster) or "inline" (objects in the learner's
-    process, played one after another: the same weights, at no parallel speed, for tests)."""
+    their process dies. Where they run is `backend` (util.workers): "local" (child processes
+    of this machine), "ray" (Ray actors, here or on `address`'s cluster) or "inline" (objects
+    in the learner's process, played one after another: the same weights, at no parallel
+    speed, for tests)."""
 
     def __init__(self, cfg: RunConfig, backend: str, address: str | None,
                  say: Callable[[str], None], watch: str | None = None):
-        if backend not in BACKENDS:
-            raise UserError(f"rollout backend {backend!r}: choose one of "
-                            f"{', '.join(BACKENDS)}")
         t = cfg.train
-        self.cfg, self.backend, self.say, self.watch = cfg, backend, say, watch
+        self.pool = Workers(backend, RolloutWorker, address, what="rollout worker")
+        self.cfg, self.say, self.watch = cfg, say, watch
         self.sizes = [len(a) for a in np.array_split(np.arange(t.num_envs), t.rollout_workers)]
-        self._files: dict[str, tuple] = {}  # pool key -> (path, sha256, object ref)
+        self._files: dict[str, tuple] = {}  # pool key -> Workers.ship's (path, sha256, ref)
         self._nodes: dict[int, str] = {}
-        if backend == "ray":
-            from ...util.cluster import connect, fold_worker_deaths
-
-            self.ray = connect(address)
-            fold_worker_deaths()  # a lost worker is said in one line, here
-            self._remote = self.ray.remote(num_cpus=1)(RolloutWorker)
         self.workers: list = []
 
     def open(self, update: int) -> None:
@@ -352,32 +281,18 @@ class RolloutWorkers:
             self.workers = [self._start(k, update) for k in range(len(self.sizes))]
 
     def _start(self, index: int, update: int):
-        args = (self.cfg, index, self.sizes[index], update, self.watch)
-        if self.backend == "ray":
-            return self._remote.remote(*args, own_process=True)
-        if self.backend == "local":
-            return ChildWorker(args)
-        return RolloutWorker(*args)
+        return self.pool.start(self.cfg, index, self.sizes[index], update, self.watch,
+                               own_process=self.pool.own_process)
 
     def where(self) -> str:
-        if self.backend == "ray":
-            return (f"{BACKENDS['ray']} ({self.ray.cluster_resources().get('CPU', 0):g} CPUs in "
-                    "the Ray cluster)")
-        return BACKENDS[self.backend]
+        return self.pool.where()
 
     def _pool_files(self, league: League) -> dict[str, tuple]:
-        """Every pool file the workers may need, each read and put in the object store once
-        (on this machine, its path)."""
+        """Every pool file the workers may need, each shipped once (util.workers)."""
         for key in league.snapshot_keys + league.fixed_keys:
             path = league.files.get(key)
-            if key in self._files or not path:
-                continue
-            if self.backend == "ray":
-                from ...util.cluster import ship
-
-                self._files[key] = ship(Path(path).resolve())
-            else:
-                self._files[key] = (path, "", None)
+            if key not in self._files and path:
+                self._files[key] = self.pool.ship(path)
         pool = set(league.snapshot_keys + league.fixed_keys)
         return {k: v for k, v in self._files.items() if k in pool}
 
@@ -387,26 +302,13 @@ class RolloutWorkers:
         processes play while the learner goes on (`finish` waits for them), inline ones at
         once."""
         # On the CPU: a learner on a GPU sends weights that workers without one can load.
-        weights = _on_cpu(agent.play_state())
-        view, files = league.view(), self._pool_files(league)
-        if self.backend == "inline":
-            parts = [w.play(update, weights, view, files) for w in self.workers]
-            return Pending(update, version, parts=parts)
-        if self.backend == "local":
-            request = pickled((update, weights, view, files))  # pickled once for all workers
-            for w in self.workers:
-                w.send(request)
-            return Pending(update, version, args=(weights, view, files))
-        shared = self.ray.put(weights)
-        refs = [w.play.remote(update, shared, view, files) for w in self.workers]
-        return Pending(update, version, refs=refs, args=(shared, view, files))
+        args = (_on_cpu(agent.play_state()), league.view(), self._pool_files(league))
+        return Pending(update, version, self.pool.ask_all(self.workers, "play", update, *args),
+                       args)
 
     def finish(self, pending: Pending) -> list[dict[str, Any]]:
         """The rollouts `start` asked for, in worker order."""
-        parts = pending.parts if pending.parts is not None else [
-            self._get(k, None if pending.refs is None else pending.refs[k], pending.update,
-                      *pending.args)
-            for k in range(len(self.workers))]
+        parts = [self._get(k, pending) for k in range(len(self.workers))]
         for part in parts:
             part["version"] = pending.version
             if self._nodes.get(part["worker"]) != part["node"]:
@@ -415,53 +317,28 @@ class RolloutWorkers:
                          f"runs on {part['node']}")
         return parts
 
-    def _answer(self, index: int, ref) -> dict[str, Any]:
-        """Worker `index`'s rollout; WorkerLost when its process ended first."""
-        if self.backend == "local":
-            return self.workers[index].answer()
-        try:
-            return self.ray.get(ref)
-        except self.ray.exceptions.RayActorError as exc:
-            if "No module named" in str(exc) and "spacewar_ai" in str(exc):
-                from ...util.cluster import INSTALL
-
-                raise UserError(f"a Ray node cannot import spacewar_ai; {INSTALL}") from None
-            raise WorkerLost from exc
-        except self.ray.exceptions.ObjectLostError as exc:
-            # Ray could not get the rollout back (a node too busy to answer, say): a new
-            # worker plays it again, as after a worker's death.
-            raise WorkerLost("Ray lost its rollout") from exc
-
-    def _get(self, index: int, ref, update: int, *args) -> dict[str, Any]:
+    def _get(self, index: int, pending: Pending) -> dict[str, Any]:
         """A worker's rollout; a worker whose process died is replaced and its rollout played
         again by the new one."""
-        lost = 0
+        asked, lost = pending.asked[index], 0
         while True:
             try:
-                return self._answer(index, ref)
+                return self.pool.answer(self.workers[index], asked)
             except WorkerLost as exc:
                 lost += 1
                 if lost > LOST_WORKER_RETRIES:
                     raise WorkersLost(f"rollout worker {index} was lost {lost} times in a row "
-                                      f"at update {update}; "
-                                      + ("the cluster cannot keep one running"
-                                         if self.backend == "ray" else
-                                         "this machine cannot keep one running")) from exc
+                                      f"at update {pending.update}; {self.pool.host} cannot "
+                                      "keep one running") from exc
                 self.say(f"rollout worker {index} was lost ({exc or 'its process ended'}); a "
-                         f"new one plays its games again from update {update}")
-                if self.backend == "local":
-                    self.workers[index].close()
-                self.workers[index] = self._start(index, update)
+                         f"new one plays its games again from update {pending.update}")
+                self.pool.stop(self.workers[index])
+                self.workers[index] = self._start(index, pending.update)
                 self._nodes.pop(index, None)
-                if self.backend == "ray":
-                    ref = self.workers[index].play.remote(update, *args)
-                else:
-                    self.workers[index].send(pickled((update, *args)))
+                asked = self.pool.ask(self.workers[index], "play", pending.update,
+                                      *pending.args)
 
     def close(self) -> None:
         for w in self.workers:
-            if self.backend == "ray":
-                self.ray.kill(w)
-            elif self.backend == "local":
-                w.close()
+            self.pool.stop(w)
         self.workers = []

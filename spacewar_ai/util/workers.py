@@ -1,0 +1,223 @@
+"""Where work runs: a set of workers, each an object of one class with methods to ask, built in
+this process ("inline"), in a child process of this machine ("local", `python -m
+spacewar_ai.util.workers`, spoken to in util.processes' framing), or as a Ray actor ("ray"),
+chosen once from `--backend`. The caller holds no branch of its own on the backend:
+
+    workers = Workers("local", RolloutWorker)
+    w = workers.start(cfg, 0, ...)          # a worker, built from these arguments
+    asked = workers.ask_all([w], "play", update, weights)  # one request, sent once to each
+    rollout = workers.answer(w, asked[0])   # WorkerLost if its process or its answer was lost
+    workers.stop(w)
+
+`ship(path)` sends a file with the work (Ray's object store; elsewhere the path itself), which
+a worker makes local with util.cluster.local_copy. A local child reads its class's module and
+arguments first (a pickle in a frame), then one (method, arguments) request a frame, answering
+each with ("ok", value) or ("error", the exception's last line); it ends when its stdin
+closes, dies with its parent, and ignores Ctrl-C (the caller stops at a safe point and closes
+it). A command of its own, not multiprocessing's spawn, so that a user's script without a
+`__main__` guard is not run again in the child."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from .errors import UserError
+from .processes import read_frame, write_frame
+
+BACKENDS = {"local": "in child processes of this machine",
+            "inline": "in this process, one after another", "ray": "as Ray actors"}
+
+
+class WorkerLost(Exception):
+    """A worker's process ended before it answered, or Ray lost what it answered."""
+
+
+def pickled(value: Any) -> bytes:
+    """`value` pickled by the standard pickler (tensors travel as bytes), for one frame."""
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def read_pickled(stream) -> Any:
+    """What the next frame holds; EOFError when the other end is gone."""
+    return pickle.loads(read_frame(stream))
+
+
+class Workers:
+    """Workers of class `cls` (module docstring) on `backend`, Ray's on `address`'s cluster
+    (None: this machine's, started if need be); `what` names one in messages."""
+
+    def __init__(self, backend: str, cls: type, address: str | None = None,
+                 what: str = "worker"):
+        if backend not in BACKENDS:
+            raise UserError(f"{what} backend {backend!r}: choose one of {', '.join(BACKENDS)}")
+        self.backend, self.cls, self.what = backend, cls, what
+        if backend == "ray":
+            from .cluster import connect, fold_worker_deaths
+
+            self.ray = connect(address)
+            fold_worker_deaths()  # a lost worker is said in one line, by the caller
+            self._remote = self.ray.remote(num_cpus=1)(cls)
+
+    @property
+    def own_process(self) -> bool:
+        """Whether each worker has a process of its own (local children, Ray actors)."""
+        return self.backend != "inline"
+
+    @property
+    def host(self) -> str:
+        """Where the workers' processes run, in words."""
+        return "the cluster" if self.backend == "ray" else "this machine"
+
+    def where(self) -> str:
+        if self.backend == "ray":
+            return (f"{BACKENDS['ray']} ({self.ray.cluster_resources().get('CPU', 0):g} CPUs in "
+                    "the Ray cluster)")
+        return BACKENDS[self.backend]
+
+    def start(self, *args, **kwargs):
+        """A new worker, `cls(*args, **kwargs)` where it runs."""
+        if self.backend == "ray":
+            return self._remote.remote(*args, **kwargs)
+        if self.backend == "local":
+            return _Child(self.cls, args, kwargs, self.what)
+        return self.cls(*args, **kwargs)
+
+    def ask_all(self, workers: list, method: str, *args) -> list:
+        """Ask each of `workers` for `method(*args)`, the arguments sent once for all (pickled
+        once, or put in Ray's object store once); what `answer` takes back. Inline workers
+        answer at once, one after another."""
+        if self.backend == "inline":
+            return [getattr(w, method)(*args) for w in workers]
+        if self.backend == "local":
+            request = pickled((method, args))
+            for w in workers:
+                w.send(request)
+            return [None] * len(workers)
+        shared = [self.ray.put(a) for a in args]
+        return [getattr(w, method).remote(*shared) for w in workers]
+
+    def ask(self, worker, method: str, *args):
+        return self.ask_all([worker], method, *args)[0]
+
+    def answer(self, worker, asked):
+        """The answer `asked` (from ask_all) of `worker`; WorkerLost when its process ended
+        first or Ray lost the answer."""
+        if self.backend == "inline":
+            return asked
+        if self.backend == "local":
+            return worker.answer()
+        try:
+            return self.ray.get(asked)
+        except self.ray.exceptions.RayActorError as exc:
+            if "No module named" in str(exc) and "spacewar_ai" in str(exc):
+                from .cluster import INSTALL
+
+                raise UserError(f"a Ray node cannot import spacewar_ai; {INSTALL}") from None
+            raise WorkerLost from exc
+        except self.ray.exceptions.ObjectLostError as exc:
+            # Ray could not get the answer back (a node too busy to answer, say).
+            raise WorkerLost("Ray lost its answer") from exc
+
+    def stop(self, worker) -> None:
+        if self.backend == "ray":
+            self.ray.kill(worker)
+        elif self.backend == "local":
+            worker.close()
+
+    def ship(self, path: str | Path) -> tuple[str, str, Any]:
+        """A file to travel with the work: on Ray (util.cluster.ship) its full path, the SHA-256
+        of its contents and its reference in the object store, so a node holding the same file
+        there reads it in place; elsewhere (its path, "", None), read where it is."""
+        if self.backend == "ray":
+            from .cluster import ship
+
+            return ship(Path(path).resolve())
+        return str(path), "", None
+
+
+class _Child:
+    """A worker in a child process of this machine (module docstring), asked through its stdin
+    and answering on its stdout."""
+
+    def __init__(self, cls: type, args: tuple, kwargs: dict, what: str = "worker"):
+        from .processes import child_command, package_env
+
+        self.what = what
+        self.process = subprocess.Popen(
+            child_command([sys.executable, "-m", "spacewar_ai.util.workers", str(os.getpid())]),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=package_env())
+        self.send(pickled((cls.__module__, cls.__qualname__, args, kwargs)))
+
+    def send(self, request: bytes) -> None:
+        with contextlib.suppress(OSError):  # its process is gone: answer() says so
+            write_frame(self.process.stdin, request)
+
+    def answer(self) -> Any:
+        try:
+            kind, value = read_pickled(self.process.stdout)
+        except (EOFError, OSError, pickle.UnpicklingError):
+            raise WorkerLost from None
+        if kind == "error":
+            raise RuntimeError(f"a {self.what} failed: {value}")
+        return value
+
+    def close(self) -> None:
+        for stream in (self.process.stdin, self.process.stdout):
+            with contextlib.suppress(OSError):  # a pipe its process already broke
+                stream.close()  # the child's loop ends at the closed pipe
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # a child that does not end is killed
+            self.process.kill()
+            self.process.wait()
+
+
+def _last_line() -> str:
+    """The exception being handled, as its traceback's last line ("ValueError: ...")."""
+    return traceback.format_exc().strip().splitlines()[-1]
+
+
+def main(parent: int) -> None:
+    """A local worker's process: its object built from the first frame, then each request
+    answered (module docstring). Anything else that prints goes to stderr: stdout carries the
+    frames only."""
+    from .processes import die_with_parent, protocol_streams
+
+    die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    requests, answers = protocol_streams()
+    worker, failed = None, ""
+    try:
+        module, name, args, kwargs = read_pickled(requests)
+        worker = getattr(importlib.import_module(module), name)(*args, **kwargs)
+    except EOFError:
+        return
+    except Exception:  # noqa: BLE001 - each request is answered with it
+        failed = _last_line()
+    while True:
+        try:
+            method, args = read_pickled(requests)
+        except EOFError:
+            return
+        try:
+            answer = ("error", failed) if worker is None else \
+                ("ok", getattr(worker, method)(*args))
+        except Exception:  # noqa: BLE001 - the caller raises it, in one line
+            answer = ("error", _last_line())
+        try:
+            write_frame(answers, pickled(answer))
+        except BrokenPipeError:
+            return
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))
