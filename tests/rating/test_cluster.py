@@ -268,7 +268,7 @@ def _niceness() -> int:
 def test_a_local_node_slow_to_start_is_started_again(monkeypatch):
     """Ray gives a new node a fixed 30 s to register, which a loaded host can miss: the command
     starts it again rather than failing, and says in one line when every try timed out."""
-    from spacewar_ai.rating import cluster
+    from spacewar_ai.util import cluster
 
     tries = []
 
