@@ -414,7 +414,8 @@ def ray_match(spec_a, spec_b, games: int, seed: int = 0, config: GameConfig | No
               ray_address: str = "", deterministic: bool = True, keep_actions: int = 0,
               progress=None) -> MatchResult:
     """play_match_on_ray once check_ray_match has passed (evaluate checks before Ray starts)."""
-    from .cluster import run_tasks
+    from ..util.workers import Where, map_jobs
+    from .cluster import SpecTravel
 
     config = config if config is not None else GameConfig()
     spec_a, spec_b = str(spec_a), str(spec_b)  # text travels to the workers, each a door
@@ -423,8 +424,8 @@ def ray_match(spec_a, spec_b, games: int, seed: int = 0, config: GameConfig | No
     jobs = [(spec_a, spec_b, 2 * min(chunk, half - start), seed,
              start, config.to_dict(), deterministic, keep_actions if start == 0 else 0)
             for start in range(0, half, chunk)]
-    parts = run_tasks(_play_part, jobs, progress, [job[2] for job in jobs],
-                      ray_address or None, (0, 1))
+    parts = map_jobs(_play_part, jobs, Where.of(ray_address=ray_address), progress,
+                     [job[2] for job in jobs], SpecTravel((0, 1)))
     result = MatchResult(parts[0].name_a, parts[0].name_b, identity_a=parts[0].identity_a,
                          identity_b=parts[0].identity_b)
     for side in (0, 1):

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,9 +26,10 @@ from ..game.engine import DeathCause
 from ..pilots.build import make_pilot, path_label
 from ..pilots.spec import parse_spec
 from ..util.errors import UserError
-from ..util.processes import worker_context
 from ..util.progress import Progress
+from ..util.workers import Where, map_jobs
 from . import WORKER_PRELOAD
+from .cluster import SpecTravel
 from .match import MatchResult, play_match
 from .ratings import Entrant, RatingsFile, Results, standings
 
@@ -77,15 +77,6 @@ def _pairing_seed(seed: int, i: int, j: int) -> int:
     return (seed * 1_000_003 + i * 7919 + j * 104_729) % (2**31)
 
 
-def _worker_init() -> None:
-    from ..util.processes import die_with_parent
-    from ..util.threads import use_torch_threads
-
-    die_with_parent()
-    # One torch thread per worker whatever the run asked for: several workers share the cores.
-    use_torch_threads(1)
-
-
 def _play_pairing(args) -> tuple[int, int, MatchResult]:
     i, j, spec_i, spec_j, games, seed, config_dict, keep_actions = args
     config = GameConfig.from_dict(config_dict)
@@ -118,30 +109,12 @@ def play_round_robin(entrants: list[Entrant], games_per_pairing: int = 100, seed
 def _play_pairs(entrants, pairs, games, seed, config, workers, keep_actions=0, progress=None,
                 ray_address=None):
     """Every pairing's match: in this process, a local process pool (`workers` > 1), or as Ray
-    tasks (`ray_address` not None; "" for a Ray instance on this machine). The results do not
-    depend on which."""
+    tasks (`ray_address` not None; "" for a Ray instance on this machine), util.workers. The
+    results do not depend on which."""
     jobs = [(i, j, entrants[i].spec, entrants[j].spec, games, seed, config.to_dict(),
              keep_actions) for i, j in pairs]
-    out = []
-    if ray_address is not None:
-        from .cluster import run_tasks
-
-        return run_tasks(_play_pairing, jobs, progress, games, ray_address or None, (2, 3))
-    if workers > 1 and len(jobs) > 1:
-        # Forked from a fork server that never ran torch, not from this process: a child forked
-        # from a process that has run torch inherits its OpenMP state and can spin forever.
-        with ProcessPoolExecutor(max_workers=workers, mp_context=worker_context(WORKER_PRELOAD),
-                                 initializer=_worker_init) as pool:
-            for done in pool.map(_play_pairing, jobs):
-                out.append(done)
-                if progress is not None:
-                    progress.update(games)
-        return out
-    for job in jobs:
-        out.append(_play_pairing(job))
-        if progress is not None:
-            progress.update(games)
-    return out
+    return map_jobs(_play_pairing, jobs, Where.of(workers, ray_address), progress, games,
+                    SpecTravel((2, 3)), WORKER_PRELOAD)
 
 
 def play_swiss(entrants: list[Entrant], games_per_pairing: int = 100, seed: int = 0,
@@ -364,10 +337,7 @@ def run_tournament(specs: list[str], mode: str = "round_robin", games_per_pairin
     if len(entrants) < 2:
         raise UserError("a tournament needs at least two players (--players A,B,...)")
     total = planned_games(mode, len(entrants), games_per_pairing)
-    if ray_address is not None:
-        from ..util.cluster import connect
-
-        connect(ray_address or None)  # a cluster that does not answer is refused before play
+    Where.of(workers, ray_address).start()  # a cluster that does not answer: refused now
     common = {"workers": workers, "keep_actions": save_replays, "ray_address": ray_address,
               "config": config}
     with Progress(total, f"{mode} of {len(entrants)}", "game", quiet) as progress:

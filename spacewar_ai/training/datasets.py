@@ -26,6 +26,7 @@ from ..game.engine import MASK
 from ..game.environment import MASK_DTYPE
 from ..pilots.wrappers import Labelled
 from ..util.errors import UserError
+from ..util.workers import Where, map_jobs
 
 META_FILE = "spacewar.json"
 GAMES_FILE = "games.jsonl"
@@ -98,6 +99,7 @@ def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
     minari = _minari()
     from ..pilots.build import absolute_spec
     from ..pilots.spec import check_spec
+    from ..rating.cluster import SpecTravel
     from ..util.progress import Progress
 
     did = dataset_id(name)
@@ -118,19 +120,12 @@ def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
     jobs = [(absolute_spec(a), absolute_spec(b), min(BATCH, games - start),
              seed + 1_000_003 * p + start, config.to_dict(), reward.to_dict())
             for p, (a, b) in enumerate(pairs) for start in range(0, games, BATCH)]
-    if ray_address is not None:
-        from ..util.cluster import connect
-
-        connect(ray_address or None)
+    where = Where.of(ray_address=ray_address)
+    where.start()
     begun = time.perf_counter()
     with Progress(games * len(pairs), "datagen", "game", quiet) as progress:
-        if ray_address is None:
-            chunks = [record_chunk(job, progress) for job in jobs]
-        else:
-            from ..rating.cluster import run_tasks
-
-            chunks = run_tasks(record_chunk, jobs, progress, [job[2] for job in jobs],
-                               ray_address or None, (0, 1))
+        chunks = map_jobs(record_chunk, jobs, where, progress, [job[2] for job in jobs],
+                          SpecTravel((0, 1)))
     play = time.perf_counter() - begun
     begun = time.perf_counter()
     folder, steps = write_games(
@@ -181,7 +176,7 @@ def write_games(did: str, chunks, reward: RewardConfig, config: GameConfig, algo
     return folder, sum(len(b.rewards) for b in buffers)
 
 
-def record_chunk(job, progress=None):
+def record_chunk(job):
     """Play one chunk of games (a, b, games, seed, game config, reward table as dicts) and cut
     it into episodes: (MatchResult, [[ship 0's episode, ship 1's] per game]), each episode the
     arrays of an EpisodeBuffer. A pure function of its job: a Ray task plays it alike."""
@@ -190,7 +185,7 @@ def record_chunk(job, progress=None):
     a, b, n, seed, cfg, rew = job
     recorder = Recorder(n)
     r = play_match(a, b, n, seed, GameConfig.from_dict(cfg), RewardConfig.from_dict(rew),
-                   on_step=recorder.step, progress=progress)
+                   on_step=recorder.step)
     return r, [[recorder.episode(g, ship) for ship in (0, 1)] for g in range(n)]
 
 

@@ -1,7 +1,14 @@
-"""Where work runs: a set of workers, each an object of one class with methods to ask, built in
-this process ("inline"), in a child process of this machine ("local", `python -m
-spacewar_ai.util.workers`, spoken to in util.processes' framing), or as a Ray actor ("ray"),
-chosen once from `--backend`. The caller holds no branch of its own on the backend:
+"""Where work runs, decided once (`Where`, from the command's flags): in this process ("inline"),
+in processes of this machine ("local"), or on Ray ("ray"). Two shapes of work, and the callers
+hold no branch of their own on where it runs:
+
+- jobs, each a pure function of its arguments: `map_jobs(fn, jobs, where)` gives fn(job) for
+  every job in the jobs' order (a local process pool forked from a server that preloads what
+  the jobs import, or Ray tasks whose files travel with them, `Travel`), so the results do not
+  depend on where they ran;
+- workers, each an object of one class with methods to ask, built in this process, in a child
+  process of this machine (`python -m spacewar_ai.util.workers`, spoken to in util.processes'
+  framing), or as a Ray actor:
 
     workers = Workers("local", RolloutWorker)
     w = workers.start(cfg, 0, ...)          # a worker, built from these arguments
@@ -27,14 +34,142 @@ import signal
 import subprocess
 import sys
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable
 
 from .errors import UserError
 from .processes import read_frame, write_frame
 
 BACKENDS = {"local": "in child processes of this machine",
             "inline": "in this process, one after another", "ray": "as Ray actors"}
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where jobs run: `backend` "inline", "local" (a pool of `processes`) or "ray" (tasks on
+    the cluster at `address`; None: this machine's Ray)."""
+
+    backend: str = "inline"
+    processes: int = 1
+    address: str | None = None
+
+    @classmethod
+    def of(cls, processes: int = 1, ray_address: str | None = None) -> "Where":
+        """From the flags: Ray when `ray_address` is given ("" for this machine's), else
+        `processes` local processes when more than one, else this process."""
+        if ray_address is not None:
+            return cls("ray", address=ray_address or None)
+        return cls("local", processes) if processes > 1 else cls()
+
+    def start(self) -> None:
+        """Start or join Ray now where the jobs run there, so that a cluster that does not
+        answer is refused before any work; nothing elsewhere."""
+        if self.backend == "ray":
+            from .cluster import connect
+
+            connect(self.address)
+
+
+class Travel:
+    """What a job needs besides its arguments, for Ray's nodes: `prepare(job)` the job as it
+    travels (paths made absolute), `paths(job)` the files it reads, `localize(job, local)` the
+    job with each path p replaced by local(p). A subclass knows a job's layout."""
+
+    def prepare(self, job: tuple) -> tuple:
+        return job
+
+    def paths(self, job: tuple) -> Iterable[Path]:
+        return ()
+
+    def localize(self, job: tuple, local: Callable[[Path], Path]) -> tuple:
+        return job
+
+
+def map_jobs(fn, jobs: list, where: Where, progress=None, sizes: list[int] | int = 1,
+             travel: Travel | None = None, preload: tuple[str, ...] = ()) -> list:
+    """fn(job) for every job, results in the jobs' order, wherever `where` says (module
+    docstring); `progress` is told each job's size (games) as it ends; `preload`: the modules
+    a local pool's fork server imports once. A Ray node that cannot import this package is one
+    UserError saying what to install where."""
+    sizes = sizes if isinstance(sizes, list) else [sizes] * len(jobs)
+    if where.backend == "ray":
+        return _ray_jobs(fn, jobs, where.address, progress, sizes, travel or Travel())
+    out = []
+    if where.backend == "local" and where.processes > 1 and len(jobs) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        from .processes import worker_context
+
+        # Forked from a fork server that never ran torch, not from this process: a child forked
+        # from a process that has run torch inherits its OpenMP state and can spin forever.
+        with ProcessPoolExecutor(max_workers=where.processes, mp_context=worker_context(
+                list(preload)), initializer=_one_thread) as pool:
+            for k, done in enumerate(pool.map(fn, jobs)):
+                out.append(done)
+                if progress is not None:
+                    progress.update(sizes[k])
+        return out
+    for k, job in enumerate(jobs):
+        out.append(fn(job))
+        if progress is not None:
+            progress.update(sizes[k])
+    return out
+
+
+def _one_thread() -> None:
+    """A job process's start: it dies with its parent and runs torch on one thread, so that
+    jobs side by side do not oversubscribe the cores."""
+    from .processes import die_with_parent
+    from .threads import use_torch_threads
+
+    die_with_parent()
+    use_torch_threads(1)
+
+
+def _ray_jobs(fn, jobs: list, address: str | None, progress, sizes: list[int],
+              travel: Travel) -> list:
+    """map_jobs on Ray: each file a job reads sent once (util.cluster.ship), a node that lacks
+    it (or holds other contents at its path) playing from a copy; results as they end, put
+    back in the jobs' order."""
+    from .cluster import INSTALL, connect, ship
+
+    ray = connect(address)
+    jobs = [travel.prepare(job) for job in jobs]
+    files = {}
+    for job in jobs:
+        for path in travel.paths(job):
+            if str(path) not in files and path.is_file():
+                files[str(path)] = ship(path)
+    remote = ray.remote(num_cpus=1)(_in_task)
+    pending = {remote.remote(fn, job, travel, files): k for k, job in enumerate(jobs)}
+    out = [None] * len(jobs)
+    while pending:
+        done, _ = ray.wait(list(pending), num_returns=1)
+        for ref in done:
+            k = pending.pop(ref)
+            try:
+                out[k] = ray.get(ref)
+            except ray.exceptions.RayError as exc:
+                if "No module named" in str(exc) and "spacewar_ai" in str(exc):
+                    raise UserError(f"a Ray node cannot import spacewar_ai; {INSTALL}") \
+                        from None
+                raise
+            if progress is not None:
+                progress.update(sizes[k])
+    return out
+
+
+def _in_task(fn, job, travel: Travel, files: dict):
+    """A Ray task's body: the job's files made local, then fn(job) on one torch thread."""
+    from .cluster import local_copy
+    from .threads import use_torch_threads
+
+    use_torch_threads(1)
+    if files:
+        job = travel.localize(job, lambda path: local_copy(path, *files[str(path)][1:])
+                              if str(path) in files else path)
+    return fn(job)
 
 
 class WorkerLost(Exception):

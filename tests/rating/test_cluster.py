@@ -112,7 +112,7 @@ def test_tournament_on_a_two_node_cluster_equals_the_local_one(tmp_path, cluster
 
     # The second node played some of the pairings: a worker there ran our tasks.
     logs = (second / "session_latest" / "logs").glob("worker-*.out")
-    assert any(":task_name:_in_worker" in f.read_text() for f in logs)
+    assert any(":task_name:_in_task" in f.read_text() for f in logs)
 
 
 @pytest.mark.slow

@@ -71,14 +71,14 @@ def test_a_commands_setting_reaches_the_processes_it_starts(clean_env):
 WORKERS_THREADS = """
 from concurrent.futures import ProcessPoolExecutor
 from spacewar_ai.rating import WORKER_PRELOAD
-from spacewar_ai.rating.tournament import _worker_init
+from spacewar_ai.util.workers import _one_thread
 from spacewar_ai.util.processes import worker_context
 from spacewar_ai.util.threads import configure_process
 from tests.util.test_threads import _threads_in_child
 
 if __name__ == "__main__":
     configure_process(2)
-    for init in (None, _worker_init):
+    for init in (None, _one_thread):
         with ProcessPoolExecutor(1, mp_context=worker_context(WORKER_PRELOAD),
                                  initializer=init) as pool:
             print(pool.submit(_threads_in_child).result(timeout=300))
