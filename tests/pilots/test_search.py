@@ -7,7 +7,8 @@ import pytest
 
 from spacewar_ai.agents.saved import load_agent
 from spacewar_ai.config import GameConfig
-from spacewar_ai.game import controls, engine
+from spacewar_ai.game import engine
+from spacewar_ai.game.controls import SW_HYPERSPACE
 from spacewar_ai.game.environment import SpacewarEnv
 from spacewar_ai.pilots.build import file_identity, make_pilot, search_pilot
 from spacewar_ai.pilots.scripted import HeuristicPilot
@@ -461,7 +462,7 @@ def test_a_jump_is_left_to_the_policy(controls, monkeypatch):
     """The planner never chooses hyperspace over its policy's move, however well a jump's
     rollouts ended, and keeps the policy's own jump."""
     config = GameConfig.from_dict({"rules": "rllib_sw", "controls": controls})
-    jump = controls.SW_HYPERSPACE if controls == "switches" else engine.Action.HYPERSPACE
+    jump = SW_HYPERSPACE if controls == "switches" else engine.Action.HYPERSPACE
     for policy_move, expected in ((engine.Action.NONE, engine.Action.NONE), (jump, jump)):
         planner = make_pilot("search:heuristic:hard+heuristic:hard@samples=1@horizon=2", config)
         batch = engine.GameBatch(2, config)
@@ -482,7 +483,7 @@ def test_a_jumps_rollouts_fail_at_its_odds_not_at_the_games_next_draw():
     peer's rules, fails in some of the rollouts and not in others, whatever the game's own
     random stream would draw next."""
     config = GameConfig.from_dict({"rules": "rllib_sw", "controls": "switches"})
-    jump = controls.SW_HYPERSPACE
+    jump = SW_HYPERSPACE
     for seed in range(3):
         planner = make_pilot("search:idle+idle@samples=32@horizon=24@jitter=0.001", config)
         batch = engine.GameBatch(1, config)
