@@ -286,8 +286,8 @@ class GameConfig(_Presets):
     # peer's) or "varied" (training's mix: orbits, eccentric orbits, ships at rest, varied
     # resources)
     start_positions: str = setting("orbit", one_of(START_POSITIONS))
-    # degrees: ship 0's heading when the "eccentric_or_rest" start puts both ships at rest (ship 1 faces
-    # the other way); 0 faces along +x, and headings grow as the engine's angles do
+    # degrees: ship 0's heading when the "eccentric_or_rest" start puts both ships at rest (ship 1
+    # faces the other way); 0 faces along +x, and headings grow as the engine's angles do
     rest_heading: float = setting(0.0, Rule(lambda v: _finite(v) and 0 <= v < 360,
                                             "must be a number of degrees in [0, 360)"))
     # 1962 sense switches, as booleans.

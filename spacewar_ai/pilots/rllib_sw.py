@@ -428,7 +428,8 @@ def copy_peer_state(env, batch: engine.GameBatch, g: int = 0) -> None:
         f[engine.SX], f[engine.SY] = in_our_units(ship.pos, batch.config)
         f[engine.SVX], f[engine.SVY] = in_our_units(ship.vel, batch.config, position=False)
         heading = (-math.radians(ship.ang)) % (2 * math.pi)
-        f[engine.SANG], f[engine.SCOS], f[engine.SSIN] = heading, math.cos(heading), math.sin(heading)
+        f[engine.SANG], f[engine.SCOS] = heading, math.cos(heading)
+        f[engine.SSIN] = math.sin(heading)
         f[engine.SANGV] = 0.0
         f[engine.SFUEL] = float(ship.fuel)
         i[engine.AMMO] = int(ship.stored_missiles)

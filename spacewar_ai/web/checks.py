@@ -10,13 +10,15 @@ lanes), checks in the lane, and the seconds the address's checks used in the las
 wall clock, whichever is more), before the request's body is read. In each lane the waiting
 checks are served a visitor at a time, the address that has used the checkers least first (then:
 been refused as busy least) and round robin among equals, so a crowd of addresses cannot starve
-one, and when the lane's queue is full a visitor with nothing in it takes the place of the last
-waiting check of the address that has used the checkers most in the hour (a newcomer's, of one
-that has been refused): a crowd that keeps asking while the lane is full ranks behind a visitor
-that asks once, who is served at its first try without retrying until lucky; a check whose asker has gone (`run_for`) leaves the queue, or has its process killed if it
-was running. The jobs (`run_job`): a replay replayed into frames, an arena upload's checks, a
-page's pilot spec. The server sends a job as a pickle in a frame (util.processes); the process
-answers in bytes and JSON, never pickle, and its stderr goes nowhere."""
+one; when the lane's queue is full a visitor with nothing in it takes the place of the last
+waiting check of an address that has used the checkers more than twice as much in the hour, or
+as much while refused as busy more than twice as often (Lane.heaviest_above). So a crowd that
+keeps asking while the lane is full ranks behind a visitor that asks once, who is served at its
+first or second try rather than retrying until lucky. A check whose asker has gone (`run_for`)
+leaves the queue, or has its process killed if it was running. The jobs (`run_job`): a replay
+replayed into frames, an arena upload's checks, a page's pilot spec. The server sends a job as a
+pickle in a frame (util.processes); the process answers in bytes and JSON, never pickle, and its
+stderr goes nowhere."""
 
 from __future__ import annotations
 
