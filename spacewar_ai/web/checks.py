@@ -60,6 +60,7 @@ class Checks:
         self.limits = limits
         self.checks = Quota(limits, "checks_per_address")  # waiting or running, both lanes
         self.spent: dict[str, collections.deque] = {}
+        self.pruned = -CHARGES_MERGED  # when addresses with nothing in the hour were last forgotten
         self.lanes = {"replays": Lane(self, limits.checkers),
                       "quick": Lane(self, limits.quick_checkers)}
 
@@ -93,11 +94,14 @@ class Checks:
         return self.checks.total
 
     def charge(self, visitor: str, seconds: float = 0.0, refusals: int = 0) -> None:
-        if len(self.spent) > 10_000:  # forget addresses with nothing left in the hour
+        now = time.monotonic()
+        # Addresses with nothing left in the hour are forgotten, in one pass a while at most:
+        # every busy refusal is charged, and a pass on each would cost a crowd's size each.
+        if len(self.spent) > 10_000 and now - self.pruned > CHARGES_MERGED:
+            self.pruned = now
             for key in [k for k in self.spent if self.ledger(k) == (0.0, 0)]:
                 del self.spent[key]
         spent = self.spent.setdefault(visitor, collections.deque())
-        now = time.monotonic()
         if spent and now - spent[-1][0] < CHARGES_MERGED:  # a crowd's refusals stay few entries
             spent[-1] = (spent[-1][0], spent[-1][1] + seconds, spent[-1][2] + refusals)
         else:

@@ -379,3 +379,24 @@ def test_a_newcomer_behind_a_crowd_of_a_thousand_is_served_at_its_first_try():
     refused, served, answer = asyncio.run(scenario())
     assert refused == 1000 - 16 and answer == b"ok"
     assert served.index("203.0.113.7") == 1  # after the check that was running
+
+
+def test_addresses_with_nothing_in_the_hour_are_forgotten_a_pass_a_while(monkeypatch):
+    """Past 10,000 addresses, those whose hour has run out are forgotten, in one pass, and not
+    again within a minute however many refusals are charged meanwhile."""
+    from spacewar_ai.web import checks as module
+
+    clock = [1000.0]
+    monkeypatch.setattr(module.time, "monotonic", lambda: clock[0])
+    checks = Checks(Limits())
+    for k in range(10_001):
+        checks.charge(f"10.0.{k // 250}.{k % 250}", refusals=1)
+    clock[0] += module.HOUR + 1  # the crowd's hour is over
+    passes = []
+    ledger = checks.ledger
+    checks.ledger = lambda key: passes.append(key) or ledger(key)
+    checks.charge("203.0.113.1", refusals=1)
+    assert list(checks.spent) == ["203.0.113.1"] and len(passes) == 10_001
+    for k in range(10_001):  # a new crowd, charged within the minute: no second pass
+        checks.charge(f"10.1.{k // 250}.{k % 250}", refusals=1)
+    assert len(passes) == 10_001 and len(checks.spent) == 10_002
