@@ -25,11 +25,12 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from spacewar_ai.config import REWARD_PERSONALITIES, RewardConfig, RunConfig, TrainConfig  # noqa: E402
-from spacewar_ai.rating.match import play_match  # noqa: E402
-from spacewar_ai.rating.tournament import run_tournament  # noqa: E402
-from spacewar_ai.training import train  # noqa: E402
-from spacewar_ai.util.charts import bar_chart  # noqa: E402
+from spacewar_ai.config import REWARD_PERSONALITIES, RewardConfig, RunConfig, TrainConfig
+from spacewar_ai.rating.match import play_match
+from spacewar_ai.rating.tournament import run_tournament
+from spacewar_ai.training import train
+from spacewar_ai.util.charts import bar_chart
+from spacewar_ai.util.workers import Where
 
 FIGURES = (("win rate", "win"), ("shots", "shots"), ("accuracy", "accuracy"),
            ("fuel used", "fuel"), ("dodged", "dodged"), ("length (frames)", "frames"))
@@ -74,7 +75,7 @@ def main(argv=None) -> int:
         print(name, json.dumps(styles[name]), flush=True)
     report = run_tournament(list(specs.values()) + ["heuristic:easy", "heuristic:medium",
                                                     "heuristic:hard"], "round_robin",
-                            args.pairing_games, args.seed, workers=2, quiet=True)
+                            args.pairing_games, args.seed, Where("local", 2), quiet=True)
     write_report(Path(args.out), names, styles, specs, report, args)
     return 0
 

@@ -32,7 +32,7 @@ MOVED = {
     "outside_pilots": "pilots.outside", "onnx_export": "pilots.onnx_export",
     "sandbox": "pilots.sandbox", "sandbox_child": "pilots.sandbox_child",
     "match": "rating.match", "ratings": "rating.ratings", "arena": "rating.arena",
-    "cluster": "rating.cluster", "panel": "rating.panel",
+    "cluster": "util.cluster", "rating.cluster": "util.cluster", "panel": "rating.panel",
     "human_play": "human.play",
     "league": "training.online.league",
     "warm_start": "training.online.warm_start", "offline": "training.offline.learners",

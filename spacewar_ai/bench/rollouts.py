@@ -20,13 +20,15 @@ from pathlib import Path
 
 import numpy as np
 
+from ..util.workers import Where
+
 UPDATE_REPEATS = 5  # PPO updates timed for the bound, the median taken
 PROJECTED_MACHINES = (1, 2, 4, 8)  # worker machines in the projection's rows
 GPU_SPEEDUP = 10.0  # an assumed speed-up of the update on a GPU, for the projection only
 
 
-def _trainer(seconds: float, seed: int, workers: int, backend: str, address: str | None,
-             tmp: str, ahead: bool = False):
+def _trainer(seconds: float, seed: int, workers: int, where: Where, tmp: str,
+             ahead: bool = False):
     from ..config import LeagueConfig, RunConfig, TrainConfig
     from ..training.online.trainer import Trainer
 
@@ -38,7 +40,7 @@ def _trainer(seconds: float, seed: int, workers: int, backend: str, address: str
                                       seed=seed, eval_opponent="heuristic:medium",
                                       rollout_workers=workers, async_rollouts=ahead),
                     league=LeagueConfig(curriculum=("heuristic:medium",), scripted_share=1.0))
-    return Trainer(cfg, quiet=True, rollout_backend=backend, ray_address=address)
+    return Trainer(cfg, quiet=True, where=where)
 
 
 def update_bound(agent, games: int, seed: int) -> float:
@@ -96,8 +98,8 @@ def projected(costs: dict[str, float], workers: int) -> float:
 
 
 def run_rollout_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = False,
-                          workers: tuple[int, ...] = (1, 2), backend: str = "local",
-                          address: str | None = None) -> dict[str, float]:
+                          workers: tuple[int, ...] = (1, 2),
+                          where: Where = Where("local")) -> dict[str, float]:
     import torch
 
     from ..util.threads import use_torch_threads
@@ -106,7 +108,7 @@ def run_rollout_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = Fa
         seconds = 3.0
     use_torch_threads()
     began = time.perf_counter()
-    on = "on Ray" if backend == "ray" else "in processes"
+    on = where.words
     print(f"PPO training throughput by where the games are played: trainers one after another, "
           f"each timed over {seconds:.0f} s after its start-up (worker rows include their "
           f"processes' start); learner torch threads {torch.get_num_threads()}, workers 1 each; "
@@ -115,7 +117,7 @@ def run_rollout_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = Fa
     with tempfile.TemporaryDirectory() as tmp:
         # Each worker count in step, then the first one playing ahead (--async-rollouts).
         for count, ahead in ((0, False), *((w, False) for w in workers), (workers[0], True)):
-            trainer = _trainer(seconds, seed, count, backend, address, tmp, ahead)
+            trainer = _trainer(seconds, seed, count, where, tmp, ahead)
             start = time.perf_counter()
             trainer.run()
             rate = trainer.counters.global_step / (time.perf_counter() - start)
@@ -125,7 +127,7 @@ def run_rollout_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = Fa
                 + (", playing ahead" if ahead else "")
             ratio = "" if count == 0 else f"   ({figures['workers_0'] / rate:.2f}x the time " \
                                           "of the learner alone)"
-            print(f"  {where:<38}{rate:>10,.0f} decisions/s{ratio}", flush=True)
+            print(f"  {where:<56}{rate:>10,.0f} decisions/s{ratio}", flush=True)
         costs = part_costs(Path(tmp) / f"w{workers[-1]}", trainer.cfg)
         bounds = {}
         for threads in sorted({1, min(2, os.cpu_count() or 1)}):

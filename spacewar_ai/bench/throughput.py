@@ -333,19 +333,20 @@ def bench_ray(seed: int = 0, quick: bool = False, address: str | None = None) ->
     from ..agents.checkpoints import load_checkpoint
     from ..pilots.build import PRETRAINED_PATH
     from ..rating.tournament import play_round_robin, resolve_entrants
+    from ..util.workers import Where
 
     games = 20 if quick else 100
     entrants = resolve_entrants(list(RAY_PLAYERS))
     cpus = int(ray.cluster_resources().get("CPU", 1))
     rows, figures = [], {}
-    for name, kw in ((f"local process pool, {os.cpu_count()} workers",
-                      {"workers": os.cpu_count() or 1}), (f"Ray tasks, {cpus} CPUs",
-                                                         {"ray_address": address or ""})):
+    for key, name, where in (
+            ("tournament_pool", f"local process pool, {os.cpu_count()} workers",
+             Where("local", os.cpu_count() or 1)),
+            ("tournament_ray", f"Ray tasks, {cpus} CPUs", Where("ray", address=address))):
         began = time.perf_counter()
-        result = play_round_robin(entrants, games, seed, **kw)
+        result = play_round_robin(entrants, games, seed, where=where)
         took = time.perf_counter() - began
-        figures["tournament_ray" if "ray_address" in kw else "tournament_pool"] = \
-            len(result.matches) * games / took
+        figures[key] = len(result.matches) * games / took
         rows.append((f"tournament games, {name}", len(result.matches) * games / took, "games/s"))
 
     noop = ray.remote(num_cpus=1)(lambda: None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from . import common
 from .common import BACKEND, RAY_ADDRESS, SEED
 from .parser import flag, mode
 from .train import BASE_MODEL
@@ -53,7 +54,5 @@ def benchmark_threads(parser, args) -> int:
 def benchmark_rollouts(parser, args) -> int:
     from ..bench.rollouts import run_rollout_benchmark
 
-    backend = "ray" if args.ray_address or args.backend == "ray" else "local"
-    run_rollout_benchmark(seed=args.seed or 0, quick=args.quick, backend=backend,
-                          address=args.ray_address or None)
+    run_rollout_benchmark(seed=args.seed or 0, quick=args.quick, where=common.where(args))
     return 0

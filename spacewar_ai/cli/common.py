@@ -271,13 +271,13 @@ def ratings_file(args, game=None):
     return RatingsFile(path)
 
 
-def ray_address(parser, args) -> str | None:
-    """None: play here; "" : Ray on this machine (or RAY_ADDRESS); else the cluster's address."""
-    if args.ray_address and args.backend == "local":
-        parser.error("--ray-address joins a Ray cluster and --backend local plays here: drop one")
-    if args.ray_address:
-        return args.ray_address
-    return "" if args.backend == "ray" else None
+def where(args, processes: int = 1):
+    """Where this mode's work runs, chosen once from --backend, --ray-address and --workers
+    (util.workers.Where): Ray, or processes of this machine (`processes` unless --workers)."""
+    from ..util.workers import Where
+
+    return Where.from_flags(args.backend, args.ray_address, getattr(args, "workers", None),
+                            processes)
 
 
 def check_outputs(args) -> None:

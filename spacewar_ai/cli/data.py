@@ -29,7 +29,7 @@ def datagen(parser, args) -> int:
              chosen_for_the_user=True)
     report = generate([tuple(specs)], args.episodes or 200, args.dataset_id, args.seed or 0,
                       cfg.reward, cfg.game, args.quiet,
-                      ray_address=common.ray_address(parser, args))
+                      where=common.where(args))
     print(report.summary())
     return 0
 

@@ -74,18 +74,16 @@ def evaluate(parser, args) -> int:
         if args.eval_episodes and args.eval_episodes % 2:
             parser.error(_pairs("--eval-episodes", args.eval_episodes))
         evaluate_panel(args.checkpoint, args.eval_episodes or 200, args.seed or 0, game,
-                       quiet=args.quiet, ray_address=common.ray_address(parser, args))
+                       quiet=args.quiet, where=common.where(args))
         return 0
     for kept in ("save_replays", "results"):
         if drawn and getattr(args, kept):
             parser.error(f"{flag_name(kept)} keeps games of a match, and --render/--record play "
                          "games one by one to draw them: use one or the other")
-    if drawn and common.ray_address(parser, args) is not None:
-        parser.error("--render/--record draw games one by one here: drop --backend ray and "
-                     "--ray-address")
+    where = common.where(args)
+    if drawn:
+        where.only_here("--render/--record draw games one by one here")
     games = args.eval_episodes or (1 if drawn else 200)
-    if games % 2 and common.ray_address(parser, args) is not None:
-        parser.error(_pairs("--eval-episodes", games) + "; on Ray each part plays pairs")
     check_games("--eval-episodes", games)
     # Both pilots' files, then a bad ratings file, are refused before any file is opened or
     # any game played.
@@ -97,7 +95,7 @@ def evaluate(parser, args) -> int:
     run(*pilots, games, args.seed or 0, game,
         deterministic=not args.stochastic, render=args.render, recorder=recorder,
         keep_actions=args.save_replays or 0, quiet=args.quiet, ratings=ratings,
-        results=args.results, ray_address=common.ray_address(parser, args))
+        results=args.results, where=where)
     return 0
 
 

@@ -53,17 +53,14 @@ def tournament(parser, args) -> int:
             list(SCRIPTED_SPECS)
         print(f"players (no --players given: the {DEFAULT_FIELD_MODELS} best models with enough "
               f"games or training behind them, and the scripted pilots): {','.join(specs)}")
-    if args.workers is not None and common.ray_address(parser, args) is not None:
-        parser.error("--workers counts processes on this machine; on Ray the cluster's CPUs "
-                     "play: drop --workers")
+    where = common.where(args, os.cpu_count() or 1)
     check_games("--matches-per-pairing", args.matches_per_pairing or 100)
     writable(REPORT_DIR, "the tournament's report folder", folder=True)
     game = common.game_config(args)
     report = run_tournament(specs, args.tournament_mode or "round_robin",
                             args.matches_per_pairing or 100, args.seed or 0,
-                            args.workers or (os.cpu_count() or 1), common.ratings_file(args, game),
-                            args.save_replays or 0, args.quiet,
-                            ray_address=common.ray_address(parser, args), config=game)
+                            where, common.ratings_file(args, game), args.save_replays or 0,
+                            args.quiet, config=game)
     print(report.summary())
     return 0
 

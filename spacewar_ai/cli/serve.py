@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 
 from . import common
-from .common import CHECKPOINT_DIR, CONFIG, RATINGS_FILE, RAY, ray_address
+from .common import CHECKPOINT_DIR, CONFIG, RATINGS_FILE, RAY
 from .parser import flag, mode
 
 HOST = flag("--host", "web", help="--serve: the address to listen on (default 127.0.0.1, this "
@@ -54,5 +54,5 @@ def serve(parser, args) -> int:
     run(args.host or "127.0.0.1", args.port if args.port is not None else 8000, ".",
         args.checkpoint_dir or "checkpoints", args.ratings_file, names(args.server_name),
         names(args.allowed_origins), Limits.parse(args.limits), names(args.trusted_proxies),
-        ray_address(parser, args), common.game_config(args))
+        common.where(args), common.game_config(args))
     return 0

@@ -89,8 +89,7 @@ def train(parser, args) -> int:
         start_from=args.init_from or args.checkpoint, resume=args.resume,
         champion=args.champion_train, ratings_file=args.ratings_file, render=args.render,
         quiet=args.quiet, guide=guide,
-        rollout_backend="ray" if args.ray_address or args.backend == "ray" else "local",
-        ray_address=common.ray_address(parser, args)))
+        where=common.where(args)))
     return 0
 
 

@@ -43,7 +43,7 @@ MODEL_CATALOG: list[CatalogEntry] = [
 
 @dataclass
 class Hardware:
-    backend: str  # "cuda", "rocm", "metal" or "cpu"
+    accelerator: str  # "cuda", "rocm", "metal" or "cpu"
     vram_gb: float
     source: str  # how the figure was found
 
@@ -52,36 +52,36 @@ def detect_hardware(gpu_vram: float | None = None) -> Hardware:
     """The accelerator and its memory: `gpu_vram` (--gpu-vram) overrides the measurement."""
     if gpu_vram is not None and gpu_vram < 0:
         raise UserError(f"--gpu-vram {gpu_vram} is invalid: give GB, 0 for CPU only")
-    backend, vram, source = "cpu", 0.0, "no GPU found"
+    accelerator, vram, source = "cpu", 0.0, "no GPU found"
     # A missing torch, pynvml or driver only means that probe finds nothing.
     with contextlib.suppress(Exception):
         import torch
 
         if torch.cuda.is_available():
             props = torch.cuda.get_device_properties(0)
-            backend = "rocm" if getattr(torch.version, "hip", None) else "cuda"
+            accelerator = "rocm" if getattr(torch.version, "hip", None) else "cuda"
             vram, source = props.total_memory / 1024**3, f"torch ({props.name})"
         elif getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
             # Apple silicon shares memory; llama.cpp may use about two thirds of it for Metal.
             total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1024**3
-            backend, vram, source = "metal", total * 2 / 3, "two thirds of unified memory"
-    if backend == "cpu":
+            accelerator, vram, source = "metal", total * 2 / 3, "two thirds of unified memory"
+    if accelerator == "cpu":
         with contextlib.suppress(Exception):
             import pynvml
 
             pynvml.nvmlInit()
             handle = pynvml.nvmlDeviceGetHandleByIndex(0)
             vram = pynvml.nvmlDeviceGetMemoryInfo(handle).total / 1024**3
-            backend, source = "cuda", "NVML"
+            accelerator, source = "cuda", "NVML"
     if gpu_vram is not None:
-        return Hardware("cpu" if gpu_vram == 0 else (backend if backend != "cpu" else "cuda"),
-                        float(gpu_vram), "--gpu-vram")
-    return Hardware(backend, vram, source)
+        found = accelerator if accelerator != "cpu" else "cuda"
+        return Hardware("cpu" if gpu_vram == 0 else found, float(gpu_vram), "--gpu-vram")
+    return Hardware(accelerator, vram, source)
 
 
 def pick_model(hardware: Hardware, catalog: list[CatalogEntry] | None = None) -> CatalogEntry:
     catalog = MODEL_CATALOG if catalog is None else catalog
-    usable = hardware.vram_gb if hardware.backend != "cpu" else 0.0
+    usable = hardware.vram_gb if hardware.accelerator != "cpu" else 0.0
     for entry in sorted(catalog, key=lambda e: -e.min_vram_gb):
         if usable >= entry.min_vram_gb:
             return entry
@@ -193,11 +193,11 @@ class LocalLLMClient:
         # Before any download: a model file without llama.cpp is of no use.
         _llama_cpp(f"{entry.filename} from {Path(models_dir) / entry.filename} (downloaded "
                    f"there once if missing; --llm-local-model PATH for another), the catalog's "
-                   f"pick for {hardware.backend} with {hardware.vram_gb:.0f} GB")
-        print(f"local LLM: {entry.filename} for {hardware.backend} with "
+                   f"pick for {hardware.accelerator} with {hardware.vram_gb:.0f} GB")
+        print(f"local LLM: {entry.filename} for {hardware.accelerator} with "
               f"{hardware.vram_gb:.0f} GB ({hardware.source})")
         return cls(ensure_model(entry, models_dir),
-                   n_gpu_layers=-1 if hardware.backend != "cpu" else 0)
+                   n_gpu_layers=-1 if hardware.accelerator != "cpu" else 0)
 
     def generate(self, messages: list[dict], max_tokens: int = 1024,
                  temperature: float = 0.7) -> str:

@@ -30,6 +30,7 @@ from ..config import GameConfig
 from ..game.engine import OBS_MASK
 from ..game.pilot import Pilot, as_pilot
 from ..util.errors import UserError
+from ..util.workers import Travel
 from .scripted import scripted_pilot
 from .search import HORIZON, JITTER, SAMPLES, SearchPilot
 from .spec import (
@@ -116,6 +117,25 @@ def absolute_spec(spec: str) -> str:
     """The same spec with any file it names made absolute, for a process started elsewhere (a
     Ray worker, whose working folder is not this one)."""
     return map_spec_files(spec, lambda path: path if path.is_absolute() else path.resolve())
+
+
+class SpecTravel(Travel):
+    """The pilot specs at `fields` of a job, for Ray's nodes (util.workers.Travel): each made
+    absolute and the files it names shipped, so checkpoints need not be on every machine and a
+    tournament on Ray gives the same crosstable, byte for byte, as on this machine."""
+
+    def __init__(self, fields: tuple[int, ...]):
+        self.fields = fields
+
+    def prepare(self, job: tuple) -> tuple:
+        return tuple(absolute_spec(x) if k in self.fields else x for k, x in enumerate(job))
+
+    def paths(self, job: tuple) -> list[Path]:
+        return [path for k in self.fields for path in spec_files(job[k])]
+
+    def localize(self, job: tuple, local: Callable[[Path], Path]) -> tuple:
+        return tuple(map_spec_files(x, local) if k in self.fields else x
+                     for k, x in enumerate(job))
 
 
 def file_identity(path: Path) -> str:

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..util.errors import UserError
 from ..util.files import hide_paths
+from ..util.workers import Travel
 from . import WORKER_PRELOAD
 from .ratings import expected_score
 
@@ -534,12 +535,12 @@ def _pairing_child(conn, a: dict, b: dict, limits: Confinement) -> None:
         conn.send(("refused", b["id"], f"could not play: {type(exc).__name__}"))
 
 
-def run_pairing(a: dict, b: dict, limits: Confinement = Confinement(), spent: float = 0.0,
-                on_tick=None) -> tuple:
+def run_pairing(a: dict, b: dict, limits: Confinement = Confinement(),
+                spent: float = 0.0) -> tuple:
     """play_pairing in a process of its own, confined by `limits` and ended once its time spent
     (starting from `spent`, what earlier attempts used) passes `limits.seconds`: ("ok",
-    result), ("refused", player id, why) or ("timeout",). `on_tick(spent)` is told the time
-    spent every TICK_SECONDS. Blocking: the server calls it from a thread, or a Ray task."""
+    result), ("refused", player id, why) or ("timeout",). Blocking: the server begins it with
+    util.workers.submit (`pairing_job`), in a thread here or as a Ray task."""
 
     from ..util.processes import worker_context
 
@@ -552,14 +553,10 @@ def run_pairing(a: dict, b: dict, limits: Confinement = Confinement(), spent: fl
     proc.start()
     there.close()
     try:
-        while True:
-            left = limits.seconds - (time.monotonic() - start)
-            if left <= 0:
-                return ("timeout",)
-            if here.poll(min(TICK_SECONDS, left)):
-                return here.recv()
-            if on_tick is not None:
-                on_tick(time.monotonic() - start)
+        left = limits.seconds - (time.monotonic() - start)
+        if left > 0 and here.poll(left):
+            return here.recv()
+        return ("timeout",)
     except EOFError:  # the process died without a word (killed, CPU time used up)
         return ("refused", b["id"], "its pairing's process died (over its CPU time or memory)")
     finally:
@@ -569,32 +566,23 @@ def run_pairing(a: dict, b: dict, limits: Confinement = Confinement(), spent: fl
         here.close()
 
 
-def pairing_on_ray(a: dict, b: dict, limits: Confinement, spent: float, address: str | None):
-    """run_pairing as a Ray task on this machine's Ray or the cluster at `address`; the
-    players' files travel with it (util.cluster.ship), so any node can play it. An ObjectRef:
-    the server awaits it."""
-    from ..util.cluster import connect, ship
-
-    ray = connect(address or None)
-    files = {}
-    for p in (a, b):
-        path = Path(p["spec"].partition(":")[2]) if p["kind"] != "house" else None
-        if path is not None and path.is_file():
-            files[p["id"]] = ship(path)
-    return ray.remote(num_cpus=1)(_pairing_task).remote(a, b, limits, spent, files)
+def pairing_job(job: tuple) -> tuple:
+    """run_pairing(*job), for util.workers.submit: job = (a, b, limits, spent)."""
+    return run_pairing(*job)
 
 
-def _pairing_task(a: dict, b: dict, limits: Confinement, spent: float, files: dict) -> tuple:
-    """A Ray task's body: the players' files made local, then run_pairing."""
-    from ..util.cluster import local_copy
+class PairingTravel(Travel):
+    """A pairing's players' files, for Ray's nodes (util.workers.Travel): each submitted file
+    travels with the job, and a node plays from its own copy."""
 
-    players = []
-    for p in (a, b):
-        if p["id"] in files:
-            path, sha256, ref = files[p["id"]]
-            p = {**p, "spec": f"{p['kind']}:{local_copy(Path(path), sha256, ref)}"}
-        players.append(p)
-    return run_pairing(*players, limits, spent)
+    def paths(self, job: tuple) -> list[Path]:
+        return [Path(p["spec"].partition(":")[2]) for p in job[:2] if p["kind"] != "house"]
+
+    def localize(self, job: tuple, local) -> tuple:
+        players = [p if p["kind"] == "house" else
+                   {**p, "spec": f"{p['kind']}:{local(Path(p['spec'].partition(':')[2]))}"}
+                   for p in job[:2]]
+        return (*players, *job[2:])
 
 
 class PlayerRefused(UserError):

@@ -9,7 +9,8 @@ import numpy as np
 from ..config import GameConfig
 from ..pilots.build import make_pilot
 from ..pilots.spec import parse_spec
-from .match import check_ray_match, play_match, ray_match, report, wilson_interval
+from ..util.workers import Where
+from .match import play_specs, report, wilson_interval
 from .ratings import Entrant, Results, standings
 
 
@@ -17,49 +18,39 @@ def evaluate(spec: str, opponent: str = "heuristic:hard", episodes: int = 200, s
              config: GameConfig | None = None, deterministic: bool = True,
              render: bool = False, recorder=None, keep_actions: int = 0,
              quiet: bool = False, ratings=None, results=None,
-             ray_address: str | None = None, label: str = "evaluation") -> dict:
-    """The evaluation (and demo) mode: `episodes` games (sides swapped, rounded up to even) of a
-    pilot spec against another, under a progress bar named `label`, printed with a 95%
-    interval, and added to `ratings`
-    (ratings.RatingsFile) when given. With render (or a video recorder) the games are played one
-    by one and drawn instead. keep_actions=k saves k games as replays; `results` names a file
-    that every game's GameResult is added to, as JSON lines. `ray_address` plays the games as
-    Ray tasks ("" for Ray on this machine): the same games, spread. Returns the figures, the match and
-    both players as (spec, name, identity)."""
+             where: Where = Where(), label: str = "evaluation") -> dict:
+    """The evaluation (and demo) mode: `episodes` games (sides swapped) of a pilot spec against
+    another, under a progress bar named `label`, printed with a 95% interval, and added to
+    `ratings` (ratings.RatingsFile) when given. With render (or a video recorder) the games
+    are played one by one here and drawn instead. keep_actions=k saves k games as replays;
+    `results` names a file that every game's GameResult is added to, as JSON lines. `where`
+    (util.workers) is where the games are played: the same games wherever. Returns the
+    figures, the match and both players as (spec, name, identity)."""
     from ..util.progress import Progress
 
     config = config if config is not None else GameConfig()
     # The door: text becomes a Spec here, once; a pilot object passes as it is.
     spec, opponent = (parse_spec(x) if isinstance(x, str) else x for x in (spec, opponent))
-    if ray_address is not None and not (render or recorder is not None):
-        from ..util.cluster import connect
-
-        check_ray_match(spec, opponent, episodes)  # refused before Ray starts
-        connect(ray_address or None)
-        with Progress(episodes, label, "game", quiet) as progress:
-            r = ray_match(spec, opponent, episodes, seed, config, ray_address, deterministic,
-                          keep_actions, progress)
-        # The workers built the pilots; their names and identities came back with the games.
-        players = [(spec, r.name_a, r.identity_a), (opponent, r.name_b, r.identity_b)]
-    else:
+    if render or recorder is not None:
         player = make_pilot(spec, config, seed, deterministic)
         opp = make_pilot(opponent, config, seed + 1)
         try:
-            if render or recorder is not None:
-                for k, info in enumerate(watch_games(player, opp, episodes, seed, config,
-                                                     recorder=recorder)):
-                    print(describe_game(k, info, (player.name, opp.name)))
-                written = recorder.close() if recorder is not None else None
-                if written is not None:
-                    print(f"recorded {recorder.frames} frames to {written}")
-                return {}
-            with Progress(episodes, label, "game", quiet) as progress:
-                r = play_match(player, opp, episodes, seed, config, keep_actions=keep_actions,
-                               progress=progress)
+            for k, info in enumerate(watch_games(player, opp, episodes, seed, config,
+                                                 recorder=recorder)):
+                print(describe_game(k, info, (player.name, opp.name)))
         finally:
             for pilot in (player, opp):
                 pilot.close()
-        players = [(spec, player.name, player.identity), (opponent, opp.name, opp.identity)]
+        written = recorder.close() if recorder is not None else None
+        if written is not None:
+            print(f"recorded {recorder.frames} frames to {written}")
+        return {}
+    where.start()  # a cluster that does not answer is refused before the progress bar
+    with Progress(episodes, label, "game", quiet) as progress:
+        r = play_specs(spec, opponent, episodes, seed, config, where, deterministic,
+                       keep_actions, progress)
+    # The games' pilots were built where they played; their names came back with the games.
+    players = [(spec, r.name_a, r.identity_a), (opponent, r.name_b, r.identity_b)]
     print(report(r))
     if results:
         r.write_jsonl(results)

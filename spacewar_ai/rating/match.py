@@ -5,7 +5,8 @@ ship 0, the second half from the same starts with the sides swapped, all in one 
 odd count plays its last start once, `a` as ship 0).
 Results are aggregated per pilot (wins by torpedo, other wins, losses, draws, death causes, shots,
 hits, game length), never as per-step dicts. `report` is the text a person reads, with a 95%
-interval (`wilson_interval`); `play_match_on_ray` plays a match as Ray tasks. The evaluation mode
+interval (`wilson_interval`); `play_specs` plays a match of two specs wherever util.workers
+says (in parts on Ray). The evaluation mode
 built on them is evaluation.py.
 """
 
@@ -21,9 +22,10 @@ from ..config import GameConfig, RewardConfig
 from ..game import engine
 from ..game.engine import DeathCause, GameBatch
 from ..game.replays import state_hash
-from ..pilots.build import make_pilot
-from ..pilots.spec import parse_spec
+from ..pilots.build import SpecTravel, make_pilot
+from ..pilots.spec import Spec, parse_spec
 from ..util.errors import UserError
+from ..util.workers import Where, map_jobs
 
 
 @dataclass
@@ -228,7 +230,7 @@ def play_match(pilot_a, pilot_b, games: int = 200, seed: int = 0,
     is called after every step with the observations (N, 2, D) the pilots acted on, the actions
     (N, 2) by ship, the batch (rewards and end flags of the step, the next observations) and the
     games that were running before it (datasets.py records games this way). `first_start`
-    skips that many starts: the games of a match can be played in parts (play_match_on_ray),
+    skips that many starts: the games of a match can be played in parts (play_specs),
     each game depending on its own seed alone."""
     config = config if config is not None else GameConfig()
     if games < 1:
@@ -382,63 +384,42 @@ def report(r: MatchResult) -> str:
     return "\n".join(lines)
 
 
-RAY_CHUNK = 50  # pairs of games per Ray task: enough work to pay for a task's start
+PART_STARTS = 50  # starts (pairs of games) per job where a match is spread: enough to pay for one
 
 
-def check_ray_match(spec_a: str, spec_b: str, games: int) -> None:
-    """Refuse a match Ray cannot split into parts, before Ray is started for it."""
-    if games < 2 or games % 2:
-        raise UserError(f"games={games} is invalid: must be even and >= 2 (pairs of games from "
-                        "one start with sides swapped)")
-    for spec in map(parse_spec, (spec_a, spec_b)):
-        if spec.adaptive:
-            # Its games depend on all the match's earlier moves, which parts played apart lack.
-            raise UserError(f"player {spec.text!r} learns across the games of a match, which Ray "
-                            "would split into parts: evaluate it without --backend ray and "
-                            "--ray-address (tournaments on Ray keep each pairing whole)")
-
-
-def play_match_on_ray(spec_a: str, spec_b: str, games: int, seed: int = 0,
-                      config: GameConfig | None = None, ray_address: str = "",
-                      deterministic: bool = True, keep_actions: int = 0,
-                      progress=None) -> MatchResult:
-    """play_match(spec_a, spec_b, games, seed) (sides swapped) as Ray tasks of RAY_CHUNK pairs
-    each, on this machine's Ray ("") or the cluster at `ray_address`, merged back into
-    play_match's order: the same MatchResult as playing it here, game for game."""
-    check_ray_match(spec_a, spec_b, games)
-    return ray_match(spec_a, spec_b, games, seed, config, ray_address, deterministic,
-                     keep_actions, progress)
-
-
-def ray_match(spec_a, spec_b, games: int, seed: int = 0, config: GameConfig | None = None,
-              ray_address: str = "", deterministic: bool = True, keep_actions: int = 0,
-              progress=None) -> MatchResult:
-    """play_match_on_ray once check_ray_match has passed (evaluate checks before Ray starts)."""
-    from ..util.workers import Where, map_jobs
-    from .cluster import SpecTravel
-
+def play_specs(spec_a, spec_b, games: int, seed: int = 0, config: GameConfig | None = None,
+               where: Where = Where(), deterministic: bool = True, keep_actions: int = 0,
+               progress=None, seed_a: int | None = None) -> MatchResult:
+    """play_match of two pilot specs wherever `where` says (util.workers): in this process, or
+    in parts of PART_STARTS starts each, their games put back in play_match's order, so the
+    same MatchResult game for game. A pilot that learns across a match's games (`adapt:`)
+    plays it in one part. Pilot A is built with `seed_a` (default: `seed`), B with seed + 1."""
     config = config if config is not None else GameConfig()
-    spec_a, spec_b = str(spec_a), str(spec_b)  # text travels to the workers, each a door
-    half = games // 2
-    chunk = max(RAY_CHUNK, (keep_actions + 1) // 2)  # kept games all come from the first part
-    jobs = [(spec_a, spec_b, 2 * min(chunk, half - start), seed,
-             start, config.to_dict(), deterministic, keep_actions if start == 0 else 0)
-            for start in range(0, half, chunk)]
-    parts = map_jobs(_play_part, jobs, Where.of(ray_address=ray_address), progress,
-                     [job[2] for job in jobs], SpecTravel((0, 1)))
-    result = MatchResult(parts[0].name_a, parts[0].name_b, identity_a=parts[0].identity_a,
-                         identity_b=parts[0].identity_b)
+    # Parsed once here; a pilot object (which only this process can fly) passes as it is.
+    specs = [parse_spec(x) if isinstance(x, str) else x for x in (spec_a, spec_b)]
+    adaptive = any(isinstance(x, Spec) and x.adaptive for x in specs)
+    # Kept games come from the first starts, so the first part holds them all.
+    size = max(PART_STARTS, (keep_actions + 1) // 2)
+    starts = (games + 1) // 2
+    parts = [(0, starts)] if adaptive else where.parts(starts, size)
+    jobs = [(*specs, min(games - 2 * first, 2 * n), seed, first, config.to_dict(), deterministic,
+             keep_actions if first == 0 else 0, seed if seed_a is None else seed_a)
+            for first, n in parts]
+    played = map_jobs(_play_part, jobs, where, progress, [job[2] for job in jobs],
+                      SpecTravel((0, 1)))
+    result = MatchResult(played[0].name_a, played[0].name_b, identity_a=played[0].identity_a,
+                         identity_b=played[0].identity_b)
     for side in (0, 1):
-        for part in parts:
-            n = part.n // 2
-            result.games += part.games[side * n:(side + 1) * n]
+        for part in played:
+            first_side = (part.n + 1) // 2  # an odd part (the last) plays its last start once
+            result.games += part.games[:first_side] if side == 0 else part.games[first_side:]
     return result
 
 
 def _play_part(job) -> MatchResult:
-    spec_a, spec_b, games, seed, start, config, deterministic, keep = job
+    spec_a, spec_b, games, seed, start, config, deterministic, keep, seed_a = job
     config = GameConfig.from_dict(config)
-    a = make_pilot(spec_a, config, seed, deterministic)
+    a = make_pilot(spec_a, config, seed_a, deterministic)
     b = make_pilot(spec_b, config, seed + 1)
     try:
         return play_match(a, b, games, seed, config, keep_actions=keep, first_start=start)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..config import GameConfig
 from ..util.files import SHIPPED_DIR
+from ..util.workers import Where
 from .match import wilson_interval
 
 PANEL_DIR = SHIPPED_DIR / "panel"
@@ -39,36 +40,24 @@ def label(spec: str) -> str:
 
 
 def evaluate_panel(spec: str, games: int = 200, seed: int = 0, config: GameConfig | None = None,
-                   quiet: bool = False, ray_address: str | None = None) -> dict:
+                   quiet: bool = False, where: Where = Where()) -> dict:
     """SPEC against every panel pilot, `games` games each (sides swapped, torpedo wins only);
     prints a line per pilot and the mean, and returns them."""
     from ..pilots.build import make_pilot
     from ..util.progress import Progress
-    from .match import play_match, play_match_on_ray
+    from .match import play_specs
 
     config = config if config is not None else GameConfig()
     games += games % 2
-
-    def fresh():  # one per opponent: an adapting planner starts each match from its prior
-        return make_pilot(spec, config, seed)
-
-    name = _closed(fresh()).name  # a bad spec is refused before any game
+    # A bad spec is refused before any game; each match builds its own pilots, so an adapting
+    # planner starts each from its prior.
+    name = _closed(make_pilot(spec, config, seed)).name
     rows = []
     specs = panel_specs()
     with Progress(games * len(specs), "panel", "game", quiet) as progress:
         for k, opponent in enumerate(specs):
-            if ray_address is None:
-                player = fresh()
-                opp = make_pilot(opponent, config, match_seed(seed, k) + 1)
-                try:
-                    r = play_match(player, opp, games, match_seed(seed, k), config,
-                                   progress=progress)
-                finally:
-                    _closed(player)
-                    _closed(opp)
-            else:
-                r = play_match_on_ray(spec, opponent, games, match_seed(seed, k), config,
-                                      ray_address, progress=progress)
+            r = play_specs(spec, opponent, games, match_seed(seed, k), config, where,
+                           progress=progress, seed_a=seed)
             rows.append({"opponent": label(opponent), "spec": opponent, "wins": r.wins_a,
                          "losses": r.wins_b, "draws": r.draws, "games": r.n,
                          "win_rate": r.wins_a / r.n, "ci": wilson_interval(r.wins_a, r.n)})

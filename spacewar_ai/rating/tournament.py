@@ -23,13 +23,12 @@ import numpy as np
 
 from ..config import GameConfig
 from ..game.engine import DeathCause
-from ..pilots.build import make_pilot, path_label
+from ..pilots.build import SpecTravel, make_pilot, path_label
 from ..pilots.spec import parse_spec
 from ..util.errors import UserError
 from ..util.progress import Progress
 from ..util.workers import Where, map_jobs
 from . import WORKER_PRELOAD
-from .cluster import SpecTravel
 from .match import MatchResult, play_match
 from .ratings import Entrant, RatingsFile, Results, standings
 
@@ -91,9 +90,8 @@ def _play_pairing(args) -> tuple[int, int, MatchResult]:
 
 
 def play_round_robin(entrants: list[Entrant], games_per_pairing: int = 100, seed: int = 0,
-                     config: GameConfig | None = None, workers: int = 1,
-                     keep_actions: int = 0, progress: Progress | None = None,
-                     ray_address: str | None = None) -> Results:
+                     config: GameConfig | None = None, where: Where = Where(),
+                     keep_actions: int = 0, progress: Progress | None = None) -> Results:
     """Every pair plays `games_per_pairing` games (an even number: pairs with sides swapped).
     keep_actions=k keeps the actions of k games per pairing for replays."""
     _check_games(games_per_pairing)
@@ -101,26 +99,23 @@ def play_round_robin(entrants: list[Entrant], games_per_pairing: int = 100, seed
     n = len(entrants)
     start = time.time()
     matches = _play_pairs(entrants, [(i, j) for i in range(n) for j in range(i + 1, n)],
-                          games_per_pairing, seed, config, workers, keep_actions, progress,
-                          ray_address)
+                          games_per_pairing, seed, config, where, keep_actions, progress)
     return Results(entrants, matches, time.time() - start)
 
 
-def _play_pairs(entrants, pairs, games, seed, config, workers, keep_actions=0, progress=None,
-                ray_address=None):
-    """Every pairing's match: in this process, a local process pool (`workers` > 1), or as Ray
-    tasks (`ray_address` not None; "" for a Ray instance on this machine), util.workers. The
+def _play_pairs(entrants, pairs, games, seed, config, where, keep_actions=0, progress=None):
+    """Every pairing's match, a job each wherever `where` says (util.workers). The
     results do not depend on which."""
     jobs = [(i, j, entrants[i].spec, entrants[j].spec, games, seed, config.to_dict(),
              keep_actions) for i, j in pairs]
-    return map_jobs(_play_pairing, jobs, Where.of(workers, ray_address), progress, games,
+    return map_jobs(_play_pairing, jobs, where, progress, games,
                     SpecTravel((2, 3)), WORKER_PRELOAD)
 
 
 def play_swiss(entrants: list[Entrant], games_per_pairing: int = 100, seed: int = 0,
                rounds: int | None = None, config: GameConfig | None = None,
-               workers: int = 1, keep_actions: int = 0,
-               progress: Progress | None = None, ray_address: str | None = None) -> Results:
+               where: Where = Where(), keep_actions: int = 0,
+               progress: Progress | None = None) -> Results:
     """Swiss system: each round pairs players of similar score who have not met yet (the
     highest-scored unpaired player meets the next highest it has not played); an odd player out
     sits the round out. Default rounds: ceil(log2(n)) + 1, at most n - 1."""
@@ -140,8 +135,8 @@ def play_swiss(entrants: list[Entrant], games_per_pairing: int = 100, seed: int 
             break
         paired = {p for pair in pairs for p in pair}
         byes.update(i for i in range(n) if i not in paired)
-        for i, j, r in _play_pairs(entrants, pairs, games_per_pairing, seed, config, workers,
-                                   keep_actions, progress, ray_address):
+        for i, j, r in _play_pairs(entrants, pairs, games_per_pairing, seed, config, where,
+                                   keep_actions, progress):
             met.add((i, j))
             points[i] += r.wins_a + 0.5 * r.draws
             points[j] += r.wins_b + 0.5 * r.draws
@@ -183,8 +178,8 @@ def _swiss_pairs(order: list[int], met: set[tuple[int, int]],
 
 def play_elimination(entrants: list[Entrant], games_per_pairing: int = 100, seed: int = 0,
                      seeding: list[float] | None = None, config: GameConfig | None = None,
-                     workers: int = 1, keep_actions: int = 0,
-                     progress: Progress | None = None, ray_address: str | None = None) -> Results:
+                     where: Where = Where(), keep_actions: int = 0,
+                     progress: Progress | None = None) -> Results:
     """Single elimination. Players are seeded by `seeding` (higher first; e.g. their ratings),
     else in the order given; the bracket puts seed 1 against the lowest seed, and top seeds get
     byes when the field is not a power of two. A match is won on points; a tie goes to the
@@ -209,8 +204,8 @@ def play_elimination(entrants: list[Entrant], games_per_pairing: int = 100, seed
                 pairs.append((min(a, b), max(a, b)))
                 nxt.append(None)  # filled in below
         results = {(i, j): r for i, j, r in _play_pairs(entrants, pairs, games_per_pairing,
-                                                         seed, config, workers, keep_actions,
-                                                         progress, ray_address)}
+                                                         seed, config, where, keep_actions,
+                                                         progress)}
         k = 0
         for idx, (a, b) in enumerate(zip(alive[::2], alive[1::2])):
             if a is None or b is None:
@@ -319,16 +314,15 @@ class TournamentReport:
 
 
 def run_tournament(specs: list[str], mode: str = "round_robin", games_per_pairing: int = 100,
-                   seed: int = 0, workers: int = 1, ratings: RatingsFile | None = None,
+                   seed: int = 0, where: Where = Where(), ratings: RatingsFile | None = None,
                    save_replays: int = 0, quiet: bool = False,
                    report_dir: str | Path = REPORT_DIR,
                    into: str | Path | None = None,
-                   ray_address: str | None = None,
                    config: GameConfig | None = None) -> TournamentReport:
     """The tournament mode: check the players, play, rate, write the report (into a new folder
     under `report_dir`, or the folder `into`) and add the games to the ratings file. Elimination
-    seeds players by their ratings in that file. `ray_address` plays the pairings as Ray tasks
-    (cluster.py; "" for Ray on this machine). `config` is the game every pairing plays."""
+    seeds players by their ratings in that file. `where` is where the pairings are played
+    (util.workers). `config` is the game every pairing plays."""
     config = config if config is not None else GameConfig()
     if mode not in MODES:
         raise UserError(f"--tournament-mode {mode!r} is unknown: use one of {', '.join(MODES)}")
@@ -337,9 +331,8 @@ def run_tournament(specs: list[str], mode: str = "round_robin", games_per_pairin
     if len(entrants) < 2:
         raise UserError("a tournament needs at least two players (--players A,B,...)")
     total = planned_games(mode, len(entrants), games_per_pairing)
-    Where.of(workers, ray_address).start()  # a cluster that does not answer: refused now
-    common = {"workers": workers, "keep_actions": save_replays, "ray_address": ray_address,
-              "config": config}
+    where.start()  # a cluster that does not answer: refused now
+    common = {"where": where, "keep_actions": save_replays, "config": config}
     with Progress(total, f"{mode} of {len(entrants)}", "game", quiet) as progress:
         common["progress"] = progress
         if mode == "swiss":

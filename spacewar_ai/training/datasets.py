@@ -92,14 +92,13 @@ class DatagenReport:
 def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
              reward: RewardConfig | None = None, config: GameConfig | None = None,
              quiet: bool = False, overwrite: bool = False,
-             ray_address: str | None = None) -> DatagenReport:
+             where: Where = Where()) -> DatagenReport:
     """Record `games` games of every pair of pilot specs (sides swapped) as one dataset. The
-    games are played in chunks of BATCH, in this process or (`ray_address` not None; "" for Ray
-    on this machine) as Ray tasks: the same games either way; Minari writes on this machine."""
+    games are played in chunks of BATCH wherever `where` says (util.workers): the same games
+    wherever; Minari writes on this machine."""
     minari = _minari()
-    from ..pilots.build import absolute_spec
+    from ..pilots.build import SpecTravel, absolute_spec
     from ..pilots.spec import check_spec
-    from ..rating.cluster import SpecTravel
     from ..util.progress import Progress
 
     did = dataset_id(name)
@@ -120,7 +119,6 @@ def generate(pairs: list[tuple[str, str]], games: int, name: str, seed: int = 0,
     jobs = [(absolute_spec(a), absolute_spec(b), min(BATCH, games - start),
              seed + 1_000_003 * p + start, config.to_dict(), reward.to_dict())
             for p, (a, b) in enumerate(pairs) for start in range(0, games, BATCH)]
-    where = Where.of(ray_address=ray_address)
     where.start()
     begun = time.perf_counter()
     with Progress(games * len(pairs), "datagen", "game", quiet) as progress:

@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from ..config import RunConfig
 from ..util.errors import UserError
+from ..util.workers import Where
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,8 @@ class RunRequest:
     """What a command asks of one run beyond its config: what it starts from (`start_from`, a
     model; `resume`, a run's latest.pt; `champion`, the best models we know as opponents), how
     it reports (`quiet`, `render`, an LLM `guide` of its exploration) and where its rollout
-    workers run (`rollout_backend`: "local" child processes, "ray", or "inline" objects in this
-    process; `ray_address`). The CLI builds one; `train` and each algorithm read it."""
+    workers run (`where`, util.workers.Where: a child process each by default, Ray actors, or
+    "inline" objects in this process). The CLI builds one; `train` and each algorithm read it."""
 
     start_from: str | None = None
     resume: str | None = None
@@ -40,8 +41,7 @@ class RunRequest:
     render: bool = False
     quiet: bool = False
     guide: Any = None
-    rollout_backend: str = "local"
-    ray_address: str | None = None
+    where: Where = Where("local")
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def _online(cfg: RunConfig, request: RunRequest):
                                          scripted_share=0.3, past_share=0.8)
     trainer = Trainer(cfg, resume=request.resume, init_weights=init, champions=champions,
                       render=request.render, quiet=request.quiet, guide=guide,
-                      rollout_backend=request.rollout_backend, ray_address=request.ray_address)
+                      where=request.where)
     refused = False
     try:
         summary = trainer.run()

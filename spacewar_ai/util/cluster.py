@@ -2,8 +2,7 @@
 cluster (docs/scaling.md). Without an address a command starts a local Ray instance; with
 `--ray-address` (or RAY_ADDRESS) it joins a cluster. A file a task needs travels with it
 (`ship`, `local_copy`), so checkpoints need not be on every machine. Ray lives in the `cluster`
-extra, on every node; rating.cluster runs matches as Ray tasks, training's rollout workers are
-Ray actors."""
+extra, on every node; util.workers is the one module that runs work on it."""
 
 from __future__ import annotations
 

@@ -1,16 +1,17 @@
-"""Where work runs, decided once (`Where`, from the command's flags): in this process ("inline"),
-in processes of this machine ("local"), or on Ray ("ray"). Two shapes of work, and the callers
-hold no branch of their own on where it runs:
+"""Where work runs, decided once (`Where.from_flags`, at the command's door): in this process
+("inline"), in processes of this machine ("local"), or on Ray ("ray"). Three shapes of work,
+and the callers hold no branch of their own on where it runs:
 
 - jobs, each a pure function of its arguments: `map_jobs(fn, jobs, where)` gives fn(job) for
   every job in the jobs' order (a local process pool forked from a server that preloads what
   the jobs import, or Ray tasks whose files travel with them, `Travel`), so the results do not
-  depend on where they ran;
+  depend on where they ran; `where.parts` splits a count into one job's share each;
+- one job begun for a server to await (`submit`: a thread here, or a Ray task);
 - workers, each an object of one class with methods to ask, built in this process, in a child
   process of this machine (`python -m spacewar_ai.util.workers`, spoken to in util.processes'
   framing), or as a Ray actor:
 
-    workers = Workers("local", RolloutWorker)
+    workers = Workers(Where("local"), RolloutWorker)
     w = workers.start(cfg, 0, ...)          # a worker, built from these arguments
     asked = workers.ask_all([w], "play", update, weights)  # one request, sent once to each
     rollout = workers.answer(w, asked[0])   # WorkerLost if its process or its answer was lost
@@ -33,7 +34,9 @@ import pickle
 import signal
 import subprocess
 import sys
+import threading
 import traceback
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -41,29 +44,61 @@ from typing import Any, Callable, Iterable
 from .errors import UserError
 from .processes import read_frame, write_frame
 
-BACKENDS = {"local": "in child processes of this machine",
+BACKENDS = {"local": "in processes of this machine",
             "inline": "in this process, one after another", "ray": "as Ray actors"}
 
 
 @dataclass(frozen=True)
 class Where:
-    """Where jobs run: `backend` "inline", "local" (a pool of `processes`) or "ray" (tasks on
-    the cluster at `address`; None: this machine's Ray)."""
+    """Where work runs: `backend` "inline" (this process), "local" (`processes` processes of
+    this machine; a worker is a child each) or "ray" (the cluster at `address`; None: this
+    machine's Ray). Made once, at the door (`from_flags`), and passed down as it is."""
 
     backend: str = "inline"
     processes: int = 1
     address: str | None = None
 
     @classmethod
-    def of(cls, processes: int = 1, ray_address: str | None = None) -> "Where":
-        """From the flags: Ray when `ray_address` is given ("" for this machine's), else
-        `processes` local processes when more than one, else this process."""
-        if ray_address is not None:
+    def from_flags(cls, backend: str | None, ray_address: str | None,
+                   workers: int | None = None, processes: int = 1) -> "Where":
+        """The door: --backend, --ray-address and --workers as one value, their conflicts
+        refused in one line. Ray when either of the first two asks for it, else `workers` (or
+        `processes` when --workers is not given) processes of this machine."""
+        if ray_address and backend == "local":
+            raise UserError("--ray-address joins a Ray cluster and --backend local plays here: "
+                            "drop one")
+        if ray_address or backend == "ray":
+            if workers is not None:
+                raise UserError("--workers counts processes on this machine; on Ray the "
+                                "cluster's CPUs play: drop --workers")
             return cls("ray", address=ray_address or None)
-        return cls("local", processes) if processes > 1 else cls()
+        return cls("local", workers or processes)
+
+    @property
+    def words(self) -> str:
+        """Where the work runs, in words."""
+        return BACKENDS[self.backend]
+
+    @property
+    def spread(self) -> bool:
+        """Whether jobs leave this process (a pool of processes, or Ray)."""
+        return self.backend == "ray" or (self.backend == "local" and self.processes > 1)
+
+    def only_here(self, what: str) -> None:
+        """Refuse, in one line, work that must run in this process (`what` says which and
+        why) when the flags sent work to Ray."""
+        if self.backend == "ray":
+            raise UserError(f"{what}: drop --backend ray and --ray-address")
+
+    def parts(self, count: int, size: int) -> list[tuple[int, int]]:
+        """`count` units of work as (first, n) parts, one job each: one part where the jobs do
+        not leave this process, else parts of `size` units (the last may be smaller)."""
+        if not self.spread:
+            return [(0, count)]
+        return [(first, min(size, count - first)) for first in range(0, count, size)]
 
     def start(self) -> None:
-        """Start or join Ray now where the jobs run there, so that a cluster that does not
+        """Start or join Ray now where the work runs there, so that a cluster that does not
         answer is refused before any work; nothing elsewhere."""
         if self.backend == "ray":
             from .cluster import connect
@@ -94,9 +129,9 @@ def map_jobs(fn, jobs: list, where: Where, progress=None, sizes: list[int] | int
     UserError saying what to install where."""
     sizes = sizes if isinstance(sizes, list) else [sizes] * len(jobs)
     if where.backend == "ray":
-        return _ray_jobs(fn, jobs, where.address, progress, sizes, travel or Travel())
+        return _ray_results(_ray_tasks(fn, jobs, where, travel), progress, sizes)
     out = []
-    if where.backend == "local" and where.processes > 1 and len(jobs) > 1:
+    if where.spread and len(jobs) > 1:
         from concurrent.futures import ProcessPoolExecutor
 
         from .processes import worker_context
@@ -117,6 +152,24 @@ def map_jobs(fn, jobs: list, where: Where, progress=None, sizes: list[int] | int
     return out
 
 
+def submit(fn, job, where: Where, travel: Travel | None = None) -> Future:
+    """fn(job) begun now, off the caller's thread: a Ray task where `where` says Ray, else a
+    thread of this process (a job that must be confined starts a process of its own); the
+    Future of its result, for a server to await."""
+    if where.backend == "ray":
+        return _ray_tasks(fn, [job], where, travel)[0].future()
+    future: Future = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(fn(job))
+        except BaseException as exc:  # noqa: BLE001 - the awaiting side raises it
+            future.set_exception(exc)
+
+    threading.Thread(target=run, daemon=True).start()
+    return future
+
+
 def _one_thread() -> None:
     """A job process's start: it dies with its parent and runs torch on one thread, so that
     jobs side by side do not oversubscribe the cores."""
@@ -127,14 +180,12 @@ def _one_thread() -> None:
     use_torch_threads(1)
 
 
-def _ray_jobs(fn, jobs: list, address: str | None, progress, sizes: list[int],
-              travel: Travel) -> list:
-    """map_jobs on Ray: each file a job reads sent once (util.cluster.ship), a node that lacks
-    it (or holds other contents at its path) playing from a copy; results as they end, put
-    back in the jobs' order."""
-    from .cluster import INSTALL, connect, ship
+def _ray_tasks(fn, jobs: list, where: Where, travel: Travel | None) -> list:
+    """fn(job) for each job as a Ray task, each file the jobs read sent once (util.cluster.ship),
+    a node that lacks it (or holds other contents at its path) playing from a copy."""
+    from .cluster import connect, ship
 
-    ray = connect(address)
+    ray, travel = connect(where.address), travel or Travel()
     jobs = [travel.prepare(job) for job in jobs]
     files = {}
     for job in jobs:
@@ -142,8 +193,16 @@ def _ray_jobs(fn, jobs: list, address: str | None, progress, sizes: list[int],
             if str(path) not in files and path.is_file():
                 files[str(path)] = ship(path)
     remote = ray.remote(num_cpus=1)(_in_task)
-    pending = {remote.remote(fn, job, travel, files): k for k, job in enumerate(jobs)}
-    out = [None] * len(jobs)
+    return [remote.remote(fn, job, travel, files) for job in jobs]
+
+
+def _ray_results(refs: list, progress, sizes: list[int]) -> list:
+    """The tasks' results as they end, put back in the jobs' order."""
+    from .cluster import INSTALL, ray_module
+
+    ray = ray_module()
+    pending = {ref: k for k, ref in enumerate(refs)}
+    out = [None] * len(refs)
     while pending:
         done, _ = ray.wait(list(pending), num_returns=1)
         for ref in done:
@@ -187,18 +246,18 @@ def read_pickled(stream) -> Any:
 
 
 class Workers:
-    """Workers of class `cls` (module docstring) on `backend`, Ray's on `address`'s cluster
-    (None: this machine's, started if need be); `what` names one in messages."""
+    """Workers of class `cls` (module docstring) where `where` says: objects of this process
+    ("inline"), a child process each ("local"), or Ray actors; `what` names one in messages."""
 
-    def __init__(self, backend: str, cls: type, address: str | None = None,
-                 what: str = "worker"):
-        if backend not in BACKENDS:
-            raise UserError(f"{what} backend {backend!r}: choose one of {', '.join(BACKENDS)}")
-        self.backend, self.cls, self.what = backend, cls, what
-        if backend == "ray":
+    def __init__(self, where: Where, cls: type, what: str = "worker"):
+        if where.backend not in BACKENDS:
+            raise UserError(f"{what} backend {where.backend!r}: choose one of "
+                            f"{', '.join(BACKENDS)}")
+        self.backend, self.cls, self.what = where.backend, cls, what
+        if self.backend == "ray":
             from .cluster import connect, fold_worker_deaths
 
-            self.ray = connect(address)
+            self.ray = connect(where.address)
             fold_worker_deaths()  # a lost worker is said in one line, by the caller
             self._remote = self.ray.remote(num_cpus=1)(cls)
 
@@ -277,6 +336,29 @@ class Workers:
 
             return ship(Path(path).resolve())
         return str(path), "", None
+
+
+def received(shipped: tuple[str, str, Any]) -> Path:
+    """A file `Workers.ship` sent, on this machine: its path where it was not sent through Ray,
+    else a copy from Ray's object store (util.cluster.local_copy)."""
+    path, sha256, ref = shipped
+    if ref is None:
+        return Path(path)
+    from .cluster import local_copy
+
+    return local_copy(Path(path), sha256, ref)
+
+
+def this_process() -> str:
+    """Where the calling worker runs, in words: its host and its Ray node's id (its first 8
+    digits) on Ray, else its process id."""
+    import socket
+
+    ray = sys.modules.get("ray")
+    node = ray.get_runtime_context().get_node_id()[:8] if ray is not None \
+        and ray.is_initialized() else ""
+    return f"{socket.gethostname()} " + (f"(Ray node {node})" if node else
+                                         f"(process {os.getpid()})")
 
 
 class _Child:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..game.replays import load_replay
 from ..util.errors import UserError
+from ..util.workers import Where
 from .files import Files
 from .live import replay_frames
 
@@ -46,11 +47,11 @@ def export_html(replay_path, out) -> Path:
 # --- the app -----------------------------------------------------------------------------------
 def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints",
                ratings_file: str | Path | None = None, names=None, origins=(),
-               limits=None, backend: str | None = None, game=None):
+               limits=None, where=None, game=None):
     """The Starlette app over the project folder `root`, answering to the host `names`
     (default the loopback names) and pages of those names or of `origins` (guard.py), within
-    `limits` (guard.Limits); the arena's pairings played here (`backend` None) or as Ray tasks
-    ("" this machine's Ray, else the cluster's address: web/arena.py). Each group of routes is
+    `limits` (guard.Limits); the arena's pairings played where `where` (util.workers.Where)
+    says, on this machine by default (web/arena.py). Each group of routes is
     built by its own module: the pages (pages.py), replays (replays.py), live games (games.py)
     and the arena (arena.py)."""
     try:
@@ -72,7 +73,7 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
     limits = limits if limits is not None else Limits()
     workers = Workers(limits, game)
     checks = Checks(limits)
-    arena_api, arena_runner = arena_routes(files, limits, checks, backend)
+    arena_api, arena_runner = arena_routes(files, limits, checks, where or Where())
     replays_api, answers = replay_routes(files, limits, checks)
 
     @contextlib.asynccontextmanager
@@ -165,10 +166,10 @@ class BackgroundServer:
 
 def serve(host: str = "127.0.0.1", port: int = 8000, root: str | Path = ".",
           checkpoint_dir: str | Path = "checkpoints", ratings_file=None, names=None,
-          origins=(), limits=None, proxies=(), backend: str | None = None,
+          origins=(), limits=None, proxies=(), where=None,
           game=None) -> None:
     """The --serve mode: the app on host:port until Ctrl-C; `proxies`, the addresses of the
-    reverse proxies whose X-Forwarded-For names the visitor (_uvicorn_config); `backend`, where
+    reverse proxies whose X-Forwarded-For names the visitor (_uvicorn_config); `where`, where
     the arena's pairings play (create_app); `game`, the GameConfig of its live games."""
     from .guard import LOOPBACK_NAMES
 
@@ -179,7 +180,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, root: str | Path = ".",
         raise UserError(f"--host {host} lets other machines reach this app: say the names "
                         "they reach it by with --server-name NAME[,NAME] (requests for other "
                         "names are refused, which stops DNS rebinding)")
-    app = create_app(root, checkpoint_dir, ratings_file, names, origins, limits, backend, game)
+    app = create_app(root, checkpoint_dir, ratings_file, names, origins, limits, where, game)
     try:
         import uvicorn
     except ImportError:

@@ -24,9 +24,10 @@ from ..rating.arena import (
     Arena,
     Confinement,
     OverAllowance,
-    pairing_on_ray,
-    run_pairing,
+    PairingTravel,
+    pairing_job,
 )
+from ..util.workers import Where, submit
 
 IDLE_SECONDS = 30.0  # a runner looks for work this often when nothing woke it
 DURATIONS_KEPT = 20  # the latest pairings whose wall-clock times estimate the queue's wait
@@ -34,15 +35,15 @@ DURATIONS_KEPT = 20  # the latest pairings whose wall-clock times estimate the q
 
 class ArenaRunner:
     """Plays the arena's pairings for as long as the server runs, `runners` at once, in
-    processes here (`backend` None) or as Ray tasks ("" this machine's Ray, else a cluster's
-    address); `wake()` after a submission starts its games at once."""
+    confined processes wherever `where` says (util.workers: begun from a thread here, or as
+    Ray tasks); `wake()` after a submission starts its games at once."""
 
     def __init__(self, arena: Arena, limits: Confinement = Confinement(), runners: int = 1,
-                 backend: str | None = None):
+                 where: Where = Where()):
         self.arena = arena
         self.limits = limits
         self.runners = int(runners)
-        self.backend = backend
+        self.where = where
         self.busy: set[tuple[int, int]] = set()
         self.durations: collections.deque[float] = collections.deque(maxlen=DURATIONS_KEPT)
         self._wake = asyncio.Event()
@@ -86,12 +87,9 @@ class ArenaRunner:
                 self.durations.append(time.monotonic() - began)
 
     async def _outcome(self, a: dict, b: dict, spent: float) -> tuple:
-        if self.backend is None:
-            return await asyncio.to_thread(run_pairing, a, b, self.limits, spent,
-                                           lambda t: self.arena.charge(a, b, t))
-        # On Ray the task keeps its own deadline; the time it spends is charged from here.
-        ref = await asyncio.to_thread(pairing_on_ray, a, b, self.limits, spent, self.backend)
-        future = asyncio.wrap_future(ref.future())
+        # The pairing keeps its own deadline; the time it spends is charged from here.
+        future = asyncio.wrap_future(await asyncio.to_thread(
+            submit, pairing_job, (a, b, self.limits, spent), self.where, PairingTravel()))
         began = time.monotonic() - spent
         while True:
             done, _ = await asyncio.wait({future}, timeout=TICK_SECONDS)
@@ -120,7 +118,7 @@ class ArenaRunner:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
-def arena_routes(files, limits, checks, backend: str | None = None):
+def arena_routes(files, limits, checks, where: Where = Where()):
     """(routes, runner) of the arena over the project's `runs/arena/` folder, its uploads'
     checks run by `checks` (web.checks.Checks)."""
     from starlette.responses import JSONResponse, Response
@@ -143,11 +141,8 @@ def arena_routes(files, limits, checks, backend: str | None = None):
                               cpu_seconds=limits.pairing_cpu_seconds,
                               decision_ms=limits.decision_ms, seconds=limits.pairing_seconds,
                               load_seconds=limits.model_load_seconds)
-    runner = ArenaRunner(arena, confinement, limits.arena_runners, backend)
-    if backend is not None:  # joined here, in the thread that builds the app: a bad address
-        from ..util.cluster import connect  # is one line before anything is served
-
-        connect(backend or None)
+    runner = ArenaRunner(arena, confinement, limits.arena_runners, where)
+    where.start()  # in the thread that builds the app: a bad address is one line before serving
 
     fitting: list[asyncio.Future] = []
 

@@ -94,8 +94,9 @@ def test_rollout_benchmark_prints_each_worker_count_the_bound_and_a_projection()
     out = _run("--benchmark-rollouts", "--quick", timeout=900)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    for row in ("the learner plays its games", "1 rollout worker in processes",
-                "2 rollout workers in processes", "1 rollout worker in processes, playing ahead"):
+    for row in ("the learner plays its games", "1 rollout worker in processes of this machine",
+                "2 rollout workers in processes of this machine",
+                "1 rollout worker in processes of this machine, playing ahead"):
         line = next(x for x in lines if x.startswith(f"  {row} "))
         assert float(line.split()[line.split().index("decisions/s") - 1].replace(",", "")) > 0
     assert "update bound, PPO updates alone" in out.stdout and "1 torch thread" in out.stdout

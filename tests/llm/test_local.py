@@ -29,7 +29,7 @@ def test_catalog_picks_by_gpu_memory(vram, expected):
 
 def test_detect_hardware_on_this_machine_and_the_override():
     hw = detect_hardware()
-    assert hw.backend in ("cpu", "cuda", "rocm", "metal")
+    assert hw.accelerator in ("cpu", "cuda", "rocm", "metal")
     assert detect_hardware(gpu_vram=24).vram_gb == 24 and detect_hardware(24).source == "--gpu-vram"
     assert pick_model(detect_hardware(gpu_vram=0)) == MODEL_CATALOG[-1]  # CPU: the 3B model
     with pytest.raises(ValueError, match="--gpu-vram"):

@@ -7,6 +7,7 @@ from spacewar_ai.bench.throughput import sb3_quiet
 from spacewar_ai.pilots.build import make_pilot
 from spacewar_ai.rating.ratings import standings
 from spacewar_ai.rating.tournament import play_round_robin, resolve_entrants
+from spacewar_ai.util.workers import Where
 
 
 @pytest.mark.slow
@@ -28,7 +29,7 @@ def test_an_sb3_model_trained_on_the_env_plays_in_a_tournament(tmp_path):
              "heuristic:easy"]
     entrants = resolve_entrants(specs)
     assert [e.name for e in entrants][:2] == ["sb3:ppo_model", "sb3:dqn_model"]
-    result = play_round_robin(entrants, 4, seed=2, workers=2)
+    result = play_round_robin(entrants, 4, seed=2, where=Where("local", 2))
     rows = standings(result)
     assert sum(r["games"] for r in rows) == 3 * 2 * 4
     assert all(r["forfeits"] == 0 for r in rows)

@@ -282,7 +282,7 @@ def test_forfeits_are_recorded_and_the_tournament_goes_on(tmp_path):
     crash = _write(tmp_path, "def strategy(obs):\n    if obs[6] < 0.999:\n"
                              "        return 1 // 0\n    return 3\n", "crash.py")
     entrants = resolve_entrants([f"strategy:{crash}", f"strategy:{EXAMPLE}", "heuristic:easy"])
-    result = play_round_robin(entrants, 6, seed=3, workers=1)
+    result = play_round_robin(entrants, 6, seed=3)
     rows = {r["name"]: r for r in standings(result)}
     crashed = rows["strategy:crash.py"]
     assert crashed["forfeits"] == 12 and crashed["score"] == 0
@@ -379,7 +379,7 @@ def test_a_loaded_machine_gives_the_same_crosstable(tmp_path):
 
     def table():
         entrants = resolve_entrants([f"strategy:{path}", "heuristic:easy", "idle"])
-        result = play_round_robin(entrants, 8, seed=9, workers=1)
+        result = play_round_robin(entrants, 8, seed=9)
         return [(r["name"], r["score"], r["forfeits"], sorted(r["forfeit_reasons"]))
                 for r in standings(result)]
 
@@ -417,7 +417,7 @@ def test_both_players_forfeiting_at_once_is_a_draw_whichever_is_listed_first(tmp
     specs = [f"strategy:{p}" for p in (crash, bad, third)]
     scores = []
     for order in (specs, specs[::-1]):
-        result = play_round_robin(resolve_entrants(order), 2, seed=5, workers=1)
+        result = play_round_robin(resolve_entrants(order), 2, seed=5)
         scores.append({r["name"]: (r["score"], r["forfeits"]) for r in standings(result)})
     assert scores[0] == scores[1]
     assert len({score for score, _ in scores[0].values()}) == 1

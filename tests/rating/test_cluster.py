@@ -118,28 +118,31 @@ def test_tournament_on_a_two_node_cluster_equals_the_local_one(tmp_path, cluster
 @pytest.mark.slow
 def test_evaluation_and_datasets_on_ray_are_the_local_games(tmp_path, monkeypatch):
     from spacewar_ai.rating import match
-    from spacewar_ai.rating.match import play_match, play_match_on_ray
+    from spacewar_ai.rating.match import play_match, play_specs
     from spacewar_ai.training import datasets
     from spacewar_ai.training.datasets import generate, load
+    from spacewar_ai.util.workers import Where
 
     os.environ["MINARI_DATASETS_PATH"] = str(tmp_path / "minari")
     # Tasks of 2 pairs, chunks of 6 games: the splits, in few games.
-    monkeypatch.setattr(match, "RAY_CHUNK", 2)
+    monkeypatch.setattr(match, "PART_STARTS", 2)
     monkeypatch.setattr(datasets, "BATCH", 6)
     # Started as a command starts its own instance: workers at the test's niceness, and a node
     # slow to start on a loaded host tried again.
     monkeypatch.setenv(WORKER_NICENESS, "0")
     connect(num_cpus=2)
     try:
-        # 10 games: three Ray tasks (2, 2 and 1 pairs), merged back into one match.
-        here = play_match("pretrained", "heuristic:easy", 10, 7, keep_actions=3)
-        there = play_match_on_ray("pretrained", "heuristic:easy", 10, 7, keep_actions=3)
+        # 11 games: three Ray tasks (2 and 2 pairs, then a pair and the odd last start),
+        # merged back into one match.
+        here = play_match("pretrained", "heuristic:easy", 11, 7, keep_actions=3)
+        there = play_specs("pretrained", "heuristic:easy", 11, 7, where=Where("ray"),
+                           keep_actions=3)
         assert [g.to_dict() for g in here.games] == [g.to_dict() for g in there.games]
         assert sum(g.actions is not None for g in there.games) == 3
 
         generate([("heuristic:hard", "random")], 12, "test/local-v0", seed=3, quiet=True)
         generate([("heuristic:hard", "random")], 12, "test/ray-v0", seed=3, quiet=True,
-                 ray_address="")
+                 where=Where("ray"))
         (a, _), (b, _) = load("test/local-v0"), load("test/ray-v0")
         assert a.total_steps == b.total_steps > 0
         assert ((a.storage.data_path.parent / "games.jsonl").read_text()
@@ -157,8 +160,8 @@ def test_a_node_without_a_players_file_plays_from_a_copy(tmp_path, monkeypatch):
     machine that started the tournament: it plays from a copy out of Ray's object store."""
     import hashlib
 
-    from spacewar_ai.util.cluster import local_copy
     from spacewar_ai.rating.match import play_match
+    from spacewar_ai.util.cluster import local_copy
 
     data = STRATEGY.read_bytes()
     sha = hashlib.sha256(data).hexdigest()

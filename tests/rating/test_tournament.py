@@ -7,6 +7,7 @@ import pytest
 
 from spacewar_ai.rating.ratings import standings
 from spacewar_ai.rating.tournament import crosstable_markdown, play_round_robin, resolve_entrants
+from spacewar_ai.util.workers import Where
 from tests.commands import cli
 from tests.helpers import ROOT
 
@@ -28,8 +29,8 @@ EXAMPLE_STRATEGY = ROOT / "examples" / "strategies" / "aim_and_fire.py"
 def test_round_robin_pairs_swap_sides_and_is_identical_with_1_or_2_workers():
     # A sandboxed strategy file takes part too: its child process must not change the results.
     entrants = resolve_entrants(["random", "heuristic:hard", f"strategy:{EXAMPLE_STRATEGY}"])
-    one = play_round_robin(entrants, 10, seed=5, workers=1)
-    two = play_round_robin(entrants, 10, seed=5, workers=2)
+    one = play_round_robin(entrants, 10, seed=5)
+    two = play_round_robin(entrants, 10, seed=5, where=Where("local", 2))
     assert len(one.matches) == 3
     assert {e.name for e in entrants} >= {"strategy:aim_and_fire.py"}
     for (i, j, a), (k, l, b) in zip(one.matches, two.matches):

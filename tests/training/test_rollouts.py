@@ -19,6 +19,7 @@ import torch
 from spacewar_ai.agents.checkpoints import load_checkpoint
 from spacewar_ai.config import GameConfig, LeagueConfig
 from spacewar_ai.training.online.trainer import Trainer
+from spacewar_ai.util.workers import Where
 from tests.commands import cli
 from tests.helpers import RAY_GROUP, tiny_run
 
@@ -65,7 +66,7 @@ def _same(a: dict, b: dict) -> bool:
 
 def _run(tmp_path, name, backend="inline", **train):
     cfg = tiny_run(tmp_path, run_name=name, **train)
-    return Trainer(cfg, quiet=True, rollout_backend=backend).run(), cfg
+    return Trainer(cfg, quiet=True, where=Where(backend)).run(), cfg
 
 
 def test_workers_in_this_process_train_with_the_league_and_repeat_bit_for_bit(tmp_path):
@@ -104,7 +105,7 @@ def test_workers_follow_the_curriculum_and_feed_the_opponent_model(tmp_path):
     cfg.game = GameConfig(max_episode_steps=160)  # games of 40 decisions: many end in the run
     cfg.league = LeagueConfig(curriculum=("idle", "heuristic:medium"), scripted_share=1.0,
                               curriculum_window=4, curriculum_threshold=0.0)
-    trainer = Trainer(cfg, quiet=True, rollout_backend="inline")
+    trainer = Trainer(cfg, quiet=True, where=Where("inline"))
     out = trainer.run()
     assert trainer.league.stage == 1
     assert len(trainer.league.results["idle"]) >= 4
@@ -122,7 +123,7 @@ def test_a_run_resumes_across_worker_counts(tmp_path, first, then):
     latest = Path(out["run_dir"]) / "latest.pt"
     cfg.train = dataclasses.replace(cfg.train, total_timesteps=2 * cfg.train.total_timesteps,
                                     rollout_workers=then, run_name="")
-    resumed = Trainer(cfg, resume=latest, quiet=True, rollout_backend="inline").run()
+    resumed = Trainer(cfg, resume=latest, quiet=True, where=Where("inline")).run()
     assert resumed["run_dir"] == out["run_dir"]
     assert resumed["updates"] == 2 * out["updates"]
     assert resumed["global_step"] == 2 * out["global_step"]
@@ -150,7 +151,7 @@ def test_asynchronous_workers_play_ahead_with_a_lag_of_one_and_repeat_bit_for_bi
     cfg.train = dataclasses.replace(cfg.train, total_timesteps=2 * cfg.train.total_timesteps,
                                     run_name="")
     resumed = Trainer(cfg, resume=Path(out["run_dir"]) / "latest.pt", quiet=True,
-                      rollout_backend="inline").run()
+                      where=Where("inline")).run()
     assert resumed["updates"] == 6 and resumed["global_step"] == 2 * out["global_step"]
 
 
@@ -185,7 +186,7 @@ def test_workers_in_child_processes_give_the_inline_weights_and_end_with_the_run
     runs = {}
     for backend in ("local", "inline"):
         cfg = tiny_run(tmp_path, run_name=backend, rollout_workers=2, async_rollouts=True)
-        out = Trainer(cfg, rollout_backend=backend).run()
+        out = Trainer(cfg, where=Where(backend)).run()
         runs[backend] = _weights(Path(out["run_dir"]) / "latest.pt")
     assert _same(runs["local"], runs["inline"])
     said = capsys.readouterr().err.splitlines()
@@ -199,9 +200,9 @@ def test_a_failing_child_worker_is_said_in_one_line():
     """A worker that cannot start (here: no config) answers with its error's last line, which
     the learner raises; its process ends when the pipe closes."""
     from spacewar_ai.training.online.rollouts import RolloutWorker
-    from spacewar_ai.util.workers import Workers
+    from spacewar_ai.util.workers import Where, Workers
 
-    pool = Workers("local", RolloutWorker, what="rollout worker")
+    pool = Workers(Where("local"), RolloutWorker, what="rollout worker")
     worker = pool.start(None, 0, 4, 0, None, own_process=True)
     try:
         asked = pool.ask(worker, "play", 0, {}, {}, {})

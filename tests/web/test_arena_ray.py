@@ -76,4 +76,4 @@ def test_arena_pairings_on_a_two_node_cluster_equal_the_local_ones(tmp_path,
             [(r["actions"], r["final_state"], r["seed"]) for r in played["replays"]]
     # The second node played one: a worker there ran a pairing's task.
     logs = (second / "session_latest" / "logs").glob("worker-*.out")
-    assert any(":task_name:_pairing_task" in f.read_text() for f in logs)
+    assert any(":task_name:_in_task" in f.read_text() for f in logs)

@@ -18,9 +18,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import os
-import socket
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -31,7 +28,7 @@ import torch
 from ...config import RunConfig
 from ...game.environment import SpacewarVectorEnv
 from ...game.shaping import potential, shaped
-from ...util.workers import WorkerLost, Workers
+from ...util.workers import Where, WorkerLost, Workers, received, this_process
 from ..run_log import EPISODE_CAUSES, GAME_FIGURES
 from .league import League
 
@@ -195,19 +192,14 @@ class RolloutWorker:
         self._files: dict[str, Path] = {}
         self.node = "the learner's process"
         if own_process:
-            node = ray_node()
-            self.node = f"{socket.gethostname()} " + (f"(Ray node {node})" if node else
-                                                       f"(process {os.getpid()})")
+            self.node = this_process()
 
     def _local_files(self, files: dict[str, tuple]) -> dict[str, Path]:
         """The pool's files on this machine: the learner's own when it is here, else copies
-        from the object store (util.cluster.local_copy)."""
-        from ...util.cluster import local_copy
-
-        for key, (path, sha256, ref) in files.items():
+        from Ray's object store (util.workers.received)."""
+        for key, shipped in files.items():
             if key not in self._files:
-                self._files[key] = Path(path) if ref is None else local_copy(Path(path), sha256,
-                                                                              ref)
+                self._files[key] = received(shipped)
         return self._files
 
     def play(self, update: int, weights: dict[str, Any], league_view: dict[str, Any],
@@ -227,14 +219,6 @@ class RolloutWorker:
         return {"update": update, "worker": self.index, "node": self.node,
                 "rollout": self.buffer.arrays(), "next_obs": self.obs[:, 0].copy(),
                 "played": played, "seconds": time.perf_counter() - started}
-
-
-def ray_node() -> str:
-    """The Ray node this process is a worker of (its id's first 8 digits), "" outside Ray."""
-    ray = sys.modules.get("ray")
-    if ray is None or not ray.is_initialized():
-        return ""
-    return ray.get_runtime_context().get_node_id()[:8]
 
 
 class WorkersLost(RuntimeError):
@@ -257,15 +241,14 @@ class Pending:
 class RolloutWorkers:
     """The learner's side: N workers, asked for one update's rollouts at a time (`start`, then
     `finish`, which lets them play the next rollout while the learner updates), replaced when
-    their process dies. Where they run is `backend` (util.workers): "local" (child processes
-    of this machine), "ray" (Ray actors, here or on `address`'s cluster) or "inline" (objects
-    in the learner's process, played one after another: the same weights, at no parallel
-    speed, for tests)."""
+    their process dies. Where they run is `where` (util.workers): a child process each of this
+    machine ("local"), Ray actors, or objects in the learner's process ("inline", played one
+    after another: the same weights, at no parallel speed, for tests)."""
 
-    def __init__(self, cfg: RunConfig, backend: str, address: str | None,
-                 say: Callable[[str], None], watch: str | None = None):
+    def __init__(self, cfg: RunConfig, where: Where, say: Callable[[str], None],
+                 watch: str | None = None):
         t = cfg.train
-        self.pool = Workers(backend, RolloutWorker, address, what="rollout worker")
+        self.pool = Workers(where, RolloutWorker, what="rollout worker")
         self.cfg, self.say, self.watch = cfg, say, watch
         self.sizes = [len(a) for a in np.array_split(np.arange(t.num_envs), t.rollout_workers)]
         self._files: dict[str, tuple] = {}  # pool key -> Workers.ship's (path, sha256, ref)

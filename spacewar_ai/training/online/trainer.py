@@ -36,6 +36,7 @@ from ...util.errors import UserError
 from ...util.files import remove_stale_temps
 from ...util.progress import Interrupted, Progress
 from ...util.threads import available_cores
+from ...util.workers import Where
 from ..budget import Budget, Counters
 from ..evaluation import Evaluator
 from ..run_frame import RunFrame
@@ -126,7 +127,7 @@ class Trainer(RunFrame):
     def __init__(self, cfg: RunConfig, resume: str | Path | None = None,
                  init_weights: str | Path | None = None, champions: list[str] | None = None,
                  render: bool = False, quiet: bool = False, guide=None,
-                 rollout_backend: str = "local", ray_address: str | None = None):
+                 where: Where = Where("local")):
         # "auto" rollouts decided for this machine; the checkpoints and logs keep the decision.
         self.auto_rollouts = cfg.train.rollout_workers == "auto"
         cfg = dataclasses.replace(cfg, train=cfg.train.with_rollouts(
@@ -182,8 +183,7 @@ class Trainer(RunFrame):
         if t.rollout_workers:
             # Before any work (a warm start can take minutes): a cluster that cannot be
             # reached is refused first.
-            self.workers = RolloutWorkers(cfg, rollout_backend, ray_address, self.say,
-                                          self.watch)
+            self.workers = RolloutWorkers(cfg, where, self.say, self.watch)
         if resume_ckpt is not None:
             self._restore(resume_ckpt, resume)
         elif init_ckpt is not None:
