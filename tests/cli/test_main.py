@@ -310,10 +310,6 @@ def _files(d: Path) -> dict:
 BIG = "99999999999999999999"
 EV = ["--evaluate", "--checkpoint", "pretrained", "--opponent", "idle", "--eval-episodes", "2"]
 BAD_INPUT = {
-    # games in pairs on Ray: an odd count would be played as one more, without a word
-    "odd eval episodes on ray": (lambda f: ["--evaluate", "--checkpoint", "idle",
-                                            "--eval-episodes", "5", "--backend", "ray"],
-                                 "give an even number, such as 4 or 6"),
     "odd panel episodes": (lambda f: ["--evaluate", "--checkpoint", "idle", "--panel",
                                       "--eval-episodes", "3"], "--eval-episodes 3"),
     "abbreviated flag": (lambda f: ["--evaluate", "--checkpoint", "idle", "--eval-ep", "4"],
@@ -574,8 +570,6 @@ BAD_INPUT = {
     "ray address and local": (lambda f: EV + ["--backend", "local", "--ray-address", "h:1"],
                               "--backend local"),
     "render on ray": (lambda f: EV + ["--render", "--backend", "ray"], "--render"),
-    "adapting planner on ray": (lambda f: ["--evaluate", "--checkpoint", "adapt:pretrained",
-                                           "--backend", "ray"], "adapt:pretrained"),
     # the LM pilot
     "lm base missing": (lambda f: [*EV[:2], "lm:nothere", *EV[3:]],
                         "'nothere' is neither a base model nor an adapter"),

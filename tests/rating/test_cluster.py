@@ -139,6 +139,10 @@ def test_evaluation_and_datasets_on_ray_are_the_local_games(tmp_path, monkeypatc
                            keep_actions=3)
         assert [g.to_dict() for g in here.games] == [g.to_dict() for g in there.games]
         assert sum(g.actions is not None for g in there.games) == 3
+        # A pilot that learns across the match's games plays it whole, in one task.
+        here = play_match("adapt:pretrained", "heuristic:easy", 6, 2)
+        there = play_specs("adapt:pretrained", "heuristic:easy", 6, 2, where=Where("ray"))
+        assert [g.to_dict() for g in here.games] == [g.to_dict() for g in there.games]
 
         generate([("heuristic:hard", "random")], 12, "test/local-v0", seed=3, quiet=True)
         generate([("heuristic:hard", "random")], 12, "test/ray-v0", seed=3, quiet=True,
