@@ -122,12 +122,12 @@ def run_rollout_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = Fa
             trainer.run()
             rate = trainer.counters.global_step / (time.perf_counter() - start)
             figures[f"workers_{count}{'_ahead' if ahead else ''}"] = rate
-            where = "the learner plays its games" if count == 0 else \
+            label = "the learner plays its games" if count == 0 else \
                 f"{count} rollout worker{'s' if count > 1 else ''} {on}" \
                 + (", playing ahead" if ahead else "")
             ratio = "" if count == 0 else f"   ({figures['workers_0'] / rate:.2f}x the time " \
                                           "of the learner alone)"
-            print(f"  {where:<56}{rate:>10,.0f} decisions/s{ratio}", flush=True)
+            print(f"  {label:<56}{rate:>10,.0f} decisions/s{ratio}", flush=True)
         costs = part_costs(Path(tmp) / f"w{workers[-1]}", trainer.cfg)
         bounds = {}
         for threads in sorted({1, min(2, os.cpu_count() or 1)}):
