@@ -3,13 +3,17 @@
 Once the curriculum reaches it, the judged opponent (`[train] eval_opponent`) flies ship 1 in
 most of the learner's games, and each of its decisions is a labelled example of how it plays.
 `OpponentModel` fits a PPO actor to them by cross-entropy, one pass over each update's fresh
-decisions, and the run saves it beside its checkpoints as `opponent_model.pt`, which `search:`
-plans with. It watches the opponent play rather than reading its rules, as a planner facing a
-person or a network must. It draws nothing from torch's or numpy's generators, so a run learns
-the same weights with it or without it."""
+decisions, in a thread of its own while the run plays and learns on (a rollout worker playing
+ahead leaves part of its core idle, which the fit takes), and the run saves it beside its
+checkpoints as `opponent_model.pt`, which `search:` plans with. It watches the opponent play
+rather than reading its rules, as a planner facing a person or a network must. It draws nothing
+from torch's or numpy's generators, so a run learns the same weights with it or without it, and
+it learns the same weights whenever its thread runs: anything read of it waits for the fit under
+way."""
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -28,9 +32,10 @@ class OpponentModel:
     """Imitates one opponent from the (observation, action) pairs it is shown.
 
     `observe(obs, actions, rows)` is called once per vector step with ship 1's observations and
-    actions and the rows (games) where the modelled opponent flew; `fit()` once per update learns
-    from everything observed since the last call. The network is a PPO actor (the default
-    PPOConfig's shape and view), so the saved file is a PPO model any player spec can load.
+    actions and the rows (games) where the modelled opponent flew; `fit()` once per update begins
+    learning from everything observed since the last call (module docstring). The network is a
+    PPO actor (the default PPOConfig's shape and view), so the saved file is a PPO model any
+    player spec can load.
     """
 
     def __init__(self, spec: str, game: GameConfig, rows_per_update: int,
@@ -45,16 +50,48 @@ class OpponentModel:
         self.share = float(share)
         self._shown = 0  # decisions shown, kept or not: where the even sample stands
         with torch.random.fork_rng(devices=[]):
-            self.agent = PPOAgent(game.obs_dim, game.num_actions,
-                                  PPOConfig(learning_rate=learning_rate), device,
-                                  game=game)
-        self.agent.learn_dtype = learn_dtype  # its fit's passes, as the learner's update
-        self.decisions = 0  # decisions learned from, over the whole run
-        self.accuracy = 0.0  # on the last update's decisions, before learning them
-        # One update's worth of raw observations and actions, filled in place.
-        self._obs = np.zeros((rows_per_update, game.obs_dim), dtype=np.float32)
-        self._actions = np.zeros(rows_per_update, dtype=np.int64)
+            self._agent = PPOAgent(game.obs_dim, game.num_actions,
+                                   PPOConfig(learning_rate=learning_rate), device,
+                                   game=game)
+        self._agent.learn_dtype = learn_dtype  # its fit's passes, as the learner's update
+        self._decisions = 0  # decisions learned from, over the whole run
+        self._figures: dict[str, float] = {}  # the last fit's
+        # One update's worth of raw observations and actions, filled in place, and a second
+        # such pair that the fit under way learns from meanwhile.
+        self._obs, self._actions = self._buffers(rows_per_update, game.obs_dim)
+        self._spare = self._buffers(rows_per_update, game.obs_dim)
         self._filled = 0
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="opponent-model")
+        self._fitting: Future | None = None
+
+    @staticmethod
+    def _buffers(rows: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+        return np.zeros((rows, width), dtype=np.float32), np.zeros(rows, dtype=np.int64)
+
+    def settle(self) -> dict[str, float]:
+        """Wait for the fit under way, if any; the last fit's figures (module docstring): the
+        share of its decisions the model foresaw before it learned from them (a held-out
+        figure: it had never seen these positions) and the mean loss, {} before any fit."""
+        if self._fitting is not None:
+            fitting, self._fitting = self._fitting, None
+            fitting.result()  # its error, if it failed, is raised here
+        return self._figures
+
+    @property
+    def agent(self) -> PPOAgent:
+        self.settle()
+        return self._agent
+
+    @property
+    def decisions(self) -> int:
+        """Decisions learned from, over the whole run."""
+        self.settle()
+        return self._decisions
+
+    @property
+    def accuracy(self) -> float:
+        """The share of the last fit's decisions foreseen before learning them."""
+        return self.settle().get("accuracy", 0.0)
 
     def observe(self, obs: np.ndarray, actions: np.ndarray, rows: np.ndarray) -> None:
         """Keep the decisions of games `rows` (indices into obs and actions), or with a share
@@ -76,20 +113,26 @@ class OpponentModel:
         self._actions[self._filled:end] = actions[rows]
         self._filled = end
 
-    def fit(self) -> dict[str, float]:
-        """One pass over the decisions observed since the last fit, in minibatches, in order.
-        Returns the share of them the model foresaw before it learned from them (a held-out
-        figure: it had never seen these positions; judging each minibatch as it is learned would
-        save that forward pass but count what the update's earlier minibatches had just taught
-        it) and the mean loss; an empty dict when nothing was observed."""
+    def fit(self) -> bool:
+        """Begin one pass over the decisions observed since the last fit, in minibatches, in
+        order, in the model's thread, once the fit before it has ended; `observe` fills the
+        other buffers meanwhile. Whether there was anything to learn from."""
+        self.settle()
         n, self._filled = self._filled, 0
         if n == 0:
-            return {}
-        fitted = self.agent.imitate(self._obs[:n], self._actions[:n], self.agent.optimizer,
-                                    self.batch_size, judge=True)
-        self.decisions += n
-        self.accuracy = fitted["foreseen"]
-        return {"accuracy": self.accuracy, "loss": fitted["loss"]}
+            return False
+        obs, actions = self._obs[:n], self._actions[:n]
+        (self._obs, self._actions), self._spare = self._spare, (self._obs, self._actions)
+        self._fitting = self._thread.submit(self._learn, obs, actions)
+        return True
+
+    def _learn(self, obs: np.ndarray, actions: np.ndarray) -> None:
+        # Judging each minibatch as it is learned would save the judge's forward pass but
+        # count what the update's earlier minibatches had just taught it.
+        fitted = self._agent.imitate(obs, actions, self._agent.optimizer, self.batch_size,
+                                     judge=True)
+        self._decisions += len(actions)
+        self._figures = {"accuracy": fitted["foreseen"], "loss": fitted["loss"]}
 
     def save(self, path: str | Path) -> None:
         """An ordinary PPO checkpoint (atomic), with what it models in its metadata."""
@@ -102,7 +145,7 @@ class OpponentModel:
     def restore(self, state: dict) -> None:
         """Continue from `state()`: weights, statistics, optimizer, count."""
         self.agent.load_state_dict(state["agent"])
-        self.decisions = int(state["decisions"])
+        self._decisions = int(state["decisions"])
 
     def load(self, path: str | Path) -> None:
         """Continue from a saved opponent_model.pt (runs saved before latest.pt held it)."""

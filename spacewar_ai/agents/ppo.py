@@ -302,7 +302,9 @@ class PPOAgent(OnPolicyAgent):
         n = len(y)
         out: dict[str, float] = {}
         if judge:
-            with torch.no_grad():
+            # At the learner's precision, as its steps are: in float32 this one forward pass
+            # over every row cost more than the minibatches' steps after it.
+            with torch.no_grad(), autocast(self.device, self.learn_dtype):
                 before = self.net.logits(self.obs_norm(x), mask).argmax(-1)
                 out["foreseen"] = float((before == best).float().mean())
         if fit_scaling:

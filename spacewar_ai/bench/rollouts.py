@@ -127,7 +127,7 @@ def run_rollout_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = Fa
                 + (", playing ahead" if ahead else "")
             ratio = "" if count == 0 else f"   ({figures['workers_0'] / rate:.2f}x the time " \
                                           "of the learner alone)"
-            print(f"  {label:<56}{rate:>10,.0f} decisions/s{ratio}", flush=True)
+            print(f"  {label:<66}{rate:>10,.0f} decisions/s{ratio}", flush=True)
         costs = part_costs(Path(tmp) / f"w{workers[-1]}", trainer.cfg)
         bounds = {}
         for threads in sorted({1, min(2, os.cpu_count() or 1)}):

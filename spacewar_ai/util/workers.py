@@ -34,9 +34,8 @@ import pickle
 import signal
 import subprocess
 import sys
-import threading
 import traceback
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -44,7 +43,7 @@ from typing import Any, Callable, Iterable
 from .errors import UserError
 from .processes import read_frame, write_frame
 
-BACKENDS = {"local": "in processes of this machine",
+BACKENDS = {"local": "in child processes of this machine",
             "inline": "in this process, one after another", "ray": "as Ray actors"}
 
 
@@ -158,16 +157,14 @@ def submit(fn, job, where: Where, travel: Travel | None = None) -> Future:
     Future of its result, for a server to await."""
     if where.backend == "ray":
         return _ray_tasks(fn, [job], where, travel)[0].future()
-    future: Future = Future()
+    return _SUBMITTED.submit(fn, job)
 
-    def run() -> None:
-        try:
-            future.set_result(fn(job))
-        except BaseException as exc:  # noqa: BLE001 - the awaiting side raises it
-            future.set_exception(exc)
 
-    threading.Thread(target=run, daemon=True).start()
-    return future
+# Threads that live as long as this process: a process started from a thread that ends (the
+# fork server, started by the first job that needs it) is killed with it, since the launcher
+# ties each child to its parent with a parent-death signal, which Linux sends when the thread
+# that started the child ends.
+_SUBMITTED = ThreadPoolExecutor(thread_name_prefix="submitted")
 
 
 def _one_thread() -> None:

@@ -64,7 +64,7 @@ def test_training_benchmark_prints_ours_and_sb3_side_by_side(tmp_path):
     end = lines.index(next(x for x in lines if x.startswith("  in all (1e6 / decisions")))
     rows = {x[:54].strip(): [float(v) for v in x[54:].split()] for x in lines[start + 2:end + 1]}
     for part in ("the engine's step (and both ships' observations)", "the league's opponents",
-                 "the PPO update", "the opponent model's fit", "TensorBoard", "checkpoints",
+                 "the PPO update", "waiting for the opponent model's fit", "TensorBoard", "checkpoints",
                  "the observation's features (the view)", "in all (1e6 / decisions per "
                  "second)"):
         # A column for one thread and, on a machine with two cores or more, one for two; each
@@ -94,9 +94,10 @@ def test_rollout_benchmark_prints_each_worker_count_the_bound_and_a_projection()
     out = _run("--benchmark-rollouts", "--quick", timeout=900)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    for row in ("the learner plays its games", "1 rollout worker in processes of this machine",
-                "2 rollout workers in processes of this machine",
-                "1 rollout worker in processes of this machine, playing ahead"):
+    for row in ("the learner plays its games",
+                "1 rollout worker in child processes of this machine",
+                "2 rollout workers in child processes of this machine",
+                "1 rollout worker in child processes of this machine, playing ahead"):
         line = next(x for x in lines if x.startswith(f"  {row} "))
         assert float(line.split()[line.split().index("decisions/s") - 1].replace(",", "")) > 0
     assert "update bound, PPO updates alone" in out.stdout and "1 torch thread" in out.stdout

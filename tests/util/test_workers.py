@@ -4,6 +4,9 @@ are played, and no other module deciding it again."""
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -129,3 +132,34 @@ def test_a_submitted_job_runs_off_the_callers_thread_and_its_error_comes_back():
     assert callers[0] is not threading.current_thread()
     with pytest.raises(ValueError, match="negative"):
         submit(job, -1, Where()).result(timeout=60)
+
+
+def test_a_process_a_submitted_job_starts_outlives_the_job(tmp_path):
+    """A job begun by `submit` that starts a confined process (an arena pairing) starts the
+    fork server on its first run; the server outlives the job and serves the jobs after it,
+    although the kernel ties it to the thread that started it. In a fresh interpreter, where no
+    fork server runs yet: every job's process comes from the same server."""
+    program = (
+        "import os, sys, time\n"
+        "from spacewar_ai.util.processes import worker_context\n"
+        "from spacewar_ai.util.workers import Where, submit\n"
+        "def write_parent(path):\n"
+        "    open(path, 'w').write(str(os.getppid()))\n"
+        "def job(path):\n"
+        "    p = worker_context([]).Process(target=write_parent, args=(path,))\n"
+        "    p.start()\n"
+        "    p.join()\n"
+        "    return open(path).read()\n"
+        "if __name__ == '__main__':\n"
+        "    servers = []\n"
+        "    for k in range(3):\n"
+        "        path = os.path.join(sys.argv[1], str(k))\n"
+        "        servers.append(submit(job, path, Where('local')).result(timeout=300))\n"
+        "        time.sleep(1)  # time for a server tied to an ended thread to be killed\n"
+        "    print(len(set(servers)))\n")
+    script = tmp_path / "submitted_jobs.py"
+    script.write_text(program)
+    out = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True,
+                         text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "1"

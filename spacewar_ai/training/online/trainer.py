@@ -200,6 +200,7 @@ class Trainer(RunFrame):
         self.league.set_learner(self.agent)
         self.league.assign()
         self.opponent_model = self._opponent_model(resume_ckpt)
+        self._model_fit_at: int | None = None  # the step of the fit under way, to log
         self.interrupt = StopAtSafePoint()
         self.evaluator = Evaluator(cfg, self.run_dir, self.eval_opponent, self.device,
                                    self.counters)
@@ -301,11 +302,19 @@ class Trainer(RunFrame):
                 self.opponent_model.observe(obs, actions, np.flatnonzero(rows))
 
     def fit_opponent_model(self) -> None:
-        """Learn from the update's decisions of the modelled opponent (timed with the update:
-        charts/SPS counts its cost)."""
-        fitted = self.opponent_model.fit() if self.opponent_model is not None else {}
-        if fitted:
-            self.log.opponent_model(self.counters.global_step, fitted)
+        """Begin learning from the update's decisions of the modelled opponent, in the model's
+        thread while the next update plays and learns (opponent_model.py); the fit before it
+        is logged, at its own step, once it has ended."""
+        if self.opponent_model is None:
+            return
+        self._log_model_fit()
+        if self.opponent_model.fit():
+            self._model_fit_at = self.counters.global_step
+
+    def _log_model_fit(self) -> None:
+        if self._model_fit_at is not None:
+            self.log.opponent_model(self._model_fit_at, self.opponent_model.settle())
+            self._model_fit_at = None
 
     def after_update(self, losses: dict[str, float], sps: float) -> None:
         """What every update ends with: the league's snapshot, the log, an evaluation now and
@@ -423,6 +432,7 @@ class Trainer(RunFrame):
                 if self.workers is not None:
                     self.workers.close()
                 self.progress.close()
+                self._log_model_fit()
                 self.log.close()
                 if self.screen is not None:
                     self.screen.close()
