@@ -57,6 +57,10 @@ class Where:
     processes: int = 1
     address: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise UserError(f"backend {self.backend!r}: choose one of {', '.join(BACKENDS)}")
+
     @classmethod
     def from_flags(cls, backend: str | None, ray_address: str | None,
                    workers: int | None = None, processes: int = 1) -> "Where":
@@ -218,12 +222,11 @@ def _ray_results(refs: list, progress, sizes: list[int]) -> list:
 
 def _in_task(fn, job, travel: Travel, files: dict):
     """A Ray task's body: the job's files made local, then fn(job) on one torch thread."""
-    from .cluster import local_copy
     from .threads import use_torch_threads
 
     use_torch_threads(1)
     if files:
-        job = travel.localize(job, lambda path: local_copy(path, *files[str(path)][1:])
+        job = travel.localize(job, lambda path: received(files[str(path)])
                               if str(path) in files else path)
     return fn(job)
 
@@ -247,9 +250,6 @@ class Workers:
     ("inline"), a child process each ("local"), or Ray actors; `what` names one in messages."""
 
     def __init__(self, where: Where, cls: type, what: str = "worker"):
-        if where.backend not in BACKENDS:
-            raise UserError(f"{what} backend {where.backend!r}: choose one of "
-                            f"{', '.join(BACKENDS)}")
         self.backend, self.cls, self.what = where.backend, cls, what
         if self.backend == "ray":
             from .cluster import connect, fold_worker_deaths

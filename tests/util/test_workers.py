@@ -100,6 +100,8 @@ def test_the_flags_become_one_value_and_their_conflicts_one_line():
                                         "--ray-address$"):
         Where("ray").only_here("--render draws here")
     Where("local", 3).only_here("--render draws here")  # here anyway: nothing to refuse
+    with pytest.raises(UserError, match="^backend 'mars': choose one of local, inline, ray$"):
+        Where("mars")
 
 
 def test_a_count_is_split_into_parts_only_where_jobs_leave_this_process():
