@@ -140,10 +140,12 @@ def test_a_hung_pilot_stalls_only_its_own_game(server):
     async def scenario():
         stuck = await _open(server)
         await stuck.send(json.dumps({"mode": "watch", "a": "strategy:stuck.py", "b": "idle"}))
-        assert json.loads(await asyncio.wait_for(stuck.recv(), 120))["type"] == "start"
+        first = json.loads(await asyncio.wait_for(stuck.recv(), 120))
+        assert first["type"] == "start", first
         other = await _open(server)
         await other.send(json.dumps({"mode": "watch", "a": "heuristic:hard", "b": "random"}))
-        assert json.loads(await asyncio.wait_for(other.recv(), 120))["type"] == "start"
+        first = json.loads(await asyncio.wait_for(other.recv(), 120))
+        assert first["type"] == "start", first
         frames = 0
         began = time.monotonic()
         answered = []
