@@ -40,6 +40,7 @@ def tournament(parser, args) -> int:
     from ..rating.tournament import REPORT_DIR, run_tournament
     from ..util.preflight import check_games, writable
 
+    game = common.game_config(args)
     if args.players:
         specs = common.split_specs(args.players)
         if not all(specs):
@@ -47,8 +48,9 @@ def tournament(parser, args) -> int:
                          "single commas")
         specs = [x for s in specs for x in arena_players(s)]
     else:
-        # The default field: the best few models by best_models' rule, and the scripted pilots.
-        models = best_models(args.checkpoint_dir or "checkpoints", args.ratings_file)
+        # The default field: the best few models of this game by best_models' rule, and the
+        # scripted pilots.
+        models = best_models(args.checkpoint_dir or "checkpoints", args.ratings_file, game=game)
         specs = [model_spec(path) for path, _ in models[:DEFAULT_FIELD_MODELS]] + \
             list(SCRIPTED_SPECS)
         print(f"players (no --players given: the {DEFAULT_FIELD_MODELS} best models with enough "
@@ -56,7 +58,6 @@ def tournament(parser, args) -> int:
     where = common.where(args, os.cpu_count() or 1)
     check_games("--matches-per-pairing", args.matches_per_pairing or 100)
     writable(REPORT_DIR, "the tournament's report folder", folder=True)
-    game = common.game_config(args)
     report = run_tournament(specs, args.tournament_mode or "round_robin",
                             args.matches_per_pairing or 100, args.seed or 0,
                             where, common.ratings_file(args, game), args.save_replays or 0,

@@ -6,8 +6,9 @@
   rate's interval.
 - `RatingsFile`: results across tournaments and evaluations, keyed by identity; writers take an
   OS lock and add to what is on disk, atomically, so concurrent runs lose nothing.
-- `best_models`: learned models that have shown their strength, best first (rated in the file,
-  then runs' evaluated `best.pt`, then the shipped model)."""
+- `best_models`: learned models that have shown their strength in one game, best first (rated
+  in the file, then runs' evaluated `best.pt` of that game, then the shipped model; the file
+  and the shipped model are the 1962 game's)."""
 
 from __future__ import annotations
 
@@ -318,14 +319,18 @@ def _ratings_problem(data) -> str:
 
 
 def best_models(checkpoint_dir: str | Path = "checkpoints", ratings_file: str | Path | None = None,
-                exclude: str | Path | None = None) -> list[tuple[Path, str]]:
-    """The learned models a user has that have shown their strength, best first, each with why
-    it ranks there (the rule is the module docstring's). An unreadable ratings file or
+                exclude: str | Path | None = None, game=None) -> list[tuple[Path, str]]:
+    """The learned models a user has that have shown their strength in `game` (a GameConfig;
+    default the 1962 game), best first, each with why it ranks there (the rule is the module
+    docstring's): a run trained in another game is not offered. An unreadable ratings file or
     checkpoint is passed over, not fatal: the other sources still know models."""
     from ..agents.checkpoints import CheckpointError, load_checkpoint
+    from ..config import GameConfig
     from ..pilots.build import PRETRAINED_PATH
     from ..pilots.spec import parse_spec
 
+    game = game if game is not None else GameConfig()
+    default_game = game == GameConfig()  # what the ratings file and the shipped model play
     checkpoint_dir = Path(checkpoint_dir)
     rpath = Path(ratings_file) if ratings_file else checkpoint_dir / "ratings.json"
     skip = {Path(exclude).resolve()} if exclude is not None else set()
@@ -336,7 +341,7 @@ def best_models(checkpoint_dir: str | Path = "checkpoints", ratings_file: str | 
             skip.add(path.resolve())
             out.append((path, why))
 
-    if rpath.is_file():
+    if rpath.is_file() and default_game:
         try:
             rated = RatingsFile(rpath).top(10**9)
         except ValueError:
@@ -356,9 +361,13 @@ def best_models(checkpoint_dir: str | Path = "checkpoints", ratings_file: str | 
     runs = []
     for path in checkpoint_dir.glob("*/best.pt"):
         try:
-            counters = load_checkpoint(path)["metadata"].get("counters", {})
-        except CheckpointError:
+            metadata = load_checkpoint(path)["metadata"]
+            played = GameConfig.from_dict(metadata.get("config", {}).get("game", {}))
+        except (CheckpointError, ValueError):
             continue
+        if played != game:
+            continue
+        counters = metadata.get("counters", {})
         # Checkpoints from before best_eval_games was counted are judged by their size alone.
         if counters.get("global_step", 0) < MIN_RUN_DECISIONS or \
                 counters.get("best_eval_games", MIN_EVAL_GAMES) < MIN_EVAL_GAMES:
@@ -367,5 +376,6 @@ def best_models(checkpoint_dir: str | Path = "checkpoints", ratings_file: str | 
     for figure, _, path in sorted(runs, key=lambda r: (r[0], r[1]), reverse=True):
         take(path, f"best evaluated run under {checkpoint_dir}/ ({figure:.0%} in its "
                    "evaluations; no rated model above it)")
-    take(PRETRAINED_PATH, "the shipped pretrained model (no rated model, no checkpoints)")
+    if default_game:
+        take(PRETRAINED_PATH, "the shipped pretrained model (no rated model, no checkpoints)")
     return out

@@ -91,7 +91,8 @@ def _online(cfg: RunConfig, request: RunRequest):
             init = None
     champions = None
     if champion:
-        found = best_models(cfg.train.checkpoint_dir, request.ratings_file, exclude=init)
+        found = best_models(cfg.train.checkpoint_dir, request.ratings_file, exclude=init,
+                            game=cfg.game)
         # No other models yet: the model trains against itself first.
         champions = [str(path) for path, _ in found[:3]] or [str(init)]
         print("champions: " + ", ".join(champions))

@@ -132,6 +132,27 @@ def test_champions_come_from_the_top_of_the_ratings_file(tmp_path):
     assert "108 games" in got[0][1]
 
 
+def test_a_run_of_another_game_is_no_champion_of_this_one(tmp_path):
+    """best_models offers a run's best.pt only for the game it was trained in: a network of the
+    peer's rules is not a champion of the 1962 game, nor the shipped network one of the peer's."""
+    from spacewar_ai.agents.ppo import PPOAgent
+    from spacewar_ai.config import GameConfig, PPOConfig
+    from spacewar_ai.pilots.build import PRETRAINED_PATH
+    from spacewar_ai.rating.ratings import MIN_EVAL_GAMES, MIN_RUN_DECISIONS, best_models
+
+    peer = GameConfig.preset("rllib_sw")
+    counters = {"global_step": MIN_RUN_DECISIONS, "best_eval_games": MIN_EVAL_GAMES,
+                "best_eval": 0.5}
+    runs = {}
+    for name, game in (("classic", GameConfig()), ("peer", peer)):
+        runs[name] = tmp_path / name / "best.pt"
+        runs[name].parent.mkdir()
+        PPOAgent(game.obs_dim, game.num_actions, PPOConfig(hidden_sizes=(8,))).save(
+            runs[name], {"counters": counters, "config": {"game": game.to_dict()}})
+    assert [path for path, _ in best_models(tmp_path)] == [runs["classic"], PRETRAINED_PATH]
+    assert [path for path, _ in best_models(tmp_path, game=peer)] == [runs["peer"]]
+
+
 @pytest.mark.slow
 def test_two_tournaments_at_once_record_every_game(tmp_path):
     """Two runs writing one ratings file at once: each adds its games to what is on disk when it
