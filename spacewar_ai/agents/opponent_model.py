@@ -25,6 +25,9 @@ from .checkpoints import load_checkpoint
 from .ppo import PPOAgent
 
 FILE_NAME = "opponent_model.pt"
+# One thread for every model's fits, for as long as the process lives: a thread per model would
+# stay behind, idle, after each run of a process that runs many (population-based training).
+_FITS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="opponent-model")
 PAYLOAD_KEY = "opponent_model"  # the model's state inside a run's latest.pt
 
 
@@ -61,7 +64,6 @@ class OpponentModel:
         self._obs, self._actions = self._buffers(rows_per_update, game.obs_dim)
         self._spare = self._buffers(rows_per_update, game.obs_dim)
         self._filled = 0
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="opponent-model")
         self._fitting: Future | None = None
 
     @staticmethod
@@ -123,7 +125,7 @@ class OpponentModel:
             return False
         obs, actions = self._obs[:n], self._actions[:n]
         (self._obs, self._actions), self._spare = self._spare, (self._obs, self._actions)
-        self._fitting = self._thread.submit(self._learn, obs, actions)
+        self._fitting = _FITS.submit(self._learn, obs, actions)
         return True
 
     def _learn(self, obs: np.ndarray, actions: np.ndarray) -> None:

@@ -6,7 +6,9 @@
 - multiprocessing's workers (tournament workers, arena pairings) come from `worker_context`: a
   fork server, started through setpriv, imports `preload` once and forks each worker from it.
   The kernel ties the server to the thread that started it, so each worker also watches the
-  process that asked for it (`die_with_parent()`) and ends when that one is gone.
+  process that asked for it (`die_with_parent()`) and ends when that one is gone; and a thread
+  that may be the first to start a worker must live as long as the process (util.workers'
+  `submit` runs its jobs on such threads), or the server dies with it.
 
 The package's children share one toolkit: one framing for messages (`frame`, `write_frame`,
 `read_frame`, `read_frame_async`, `FrameReader`: a length, then bytes; what the bytes hold is

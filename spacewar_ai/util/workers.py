@@ -164,10 +164,8 @@ def submit(fn, job, where: Where, travel: Travel | None = None) -> Future:
     return _SUBMITTED.submit(fn, job)
 
 
-# Threads that live as long as this process: a process started from a thread that ends (the
-# fork server, started by the first job that needs it) is killed with it, since the launcher
-# ties each child to its parent with a parent-death signal, which Linux sends when the thread
-# that started the child ends.
+# Threads that live as long as this process, since the fork server the first confined job
+# starts dies with the thread that started it (util.processes).
 _SUBMITTED = ThreadPoolExecutor(thread_name_prefix="submitted")
 
 

@@ -213,3 +213,25 @@ def test_a_model_fitted_on_a_share_of_the_decisions_forecasts_nearly_as_well(tmp
     agree_full = _agreement_with_hard(AgentPilot(full.agent, "full"))
     agree_part = _agreement_with_hard(AgentPilot(part.agent, "part"))
     assert agree_part > 0.8 and agree_part > agree_full - 0.05, (agree_full, agree_part)
+
+
+def test_decisions_shown_while_a_fit_runs_wait_for_the_next_fit():
+    """A fit runs in its own thread while the next update's decisions are shown to the model:
+    they go to the other buffer and are learned by the next fit, so the model learns what it
+    would have learned had it waited for each fit before showing it more."""
+    from spacewar_ai.agents.opponent_model import OpponentModel
+
+    rows, rng = 4096, np.random.default_rng(5)
+    updates = [(rng.normal(size=(rows, CFG.obs_dim)).astype(np.float32),
+                rng.integers(0, CFG.num_actions, rows)) for _ in range(3)]
+    models = [OpponentModel("heuristic:hard", CFG, rows, batch_size=256) for _ in range(2)]
+    for waits, model in zip((False, True), models):
+        for obs, actions in updates:
+            if waits:
+                model.settle()
+            model.observe(obs, actions, np.arange(rows))
+            assert model.fit()
+    assert models[0].decisions == models[1].decisions == 3 * rows
+    assert models[0].accuracy == models[1].accuracy
+    nets = [m.agent.net.state_dict() for m in models]
+    assert all(torch.equal(nets[0][k], nets[1][k]) for k in nets[0])
