@@ -47,7 +47,7 @@ def export_html(replay_path, out) -> Path:
 # --- the app -----------------------------------------------------------------------------------
 def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints",
                ratings_file: str | Path | None = None, names=None, origins=(),
-               limits=None, where=None, game=None):
+               limits=None, where: Where = Where(), game=None):
     """The Starlette app over the project folder `root`, answering to the host `names`
     (default the loopback names) and pages of those names or of `origins` (guard.py), within
     `limits` (guard.Limits); the arena's pairings played where `where` (util.workers.Where)
@@ -73,7 +73,7 @@ def create_app(root: str | Path = ".", checkpoint_dir: str | Path = "checkpoints
     limits = limits if limits is not None else Limits()
     workers = Workers(limits, game)
     checks = Checks(limits)
-    arena_api, arena_runner = arena_routes(files, limits, checks, where or Where())
+    arena_api, arena_runner = arena_routes(files, limits, checks, where)
     replays_api, answers = replay_routes(files, limits, checks)
 
     @contextlib.asynccontextmanager
@@ -166,7 +166,7 @@ class BackgroundServer:
 
 def serve(host: str = "127.0.0.1", port: int = 8000, root: str | Path = ".",
           checkpoint_dir: str | Path = "checkpoints", ratings_file=None, names=None,
-          origins=(), limits=None, proxies=(), where=None,
+          origins=(), limits=None, proxies=(), where: Where = Where(),
           game=None) -> None:
     """The --serve mode: the app on host:port until Ctrl-C; `proxies`, the addresses of the
     reverse proxies whose X-Forwarded-For names the visitor (_uvicorn_config); `where`, where
