@@ -19,10 +19,11 @@ pilots reads it as it reads our games (a planner rolls out our engine from there
 is played there as the peer's MultiDiscrete([2, 3, 2, 2]).
 
 - `agreement`: from the same states, our engine and the peer's environment step the same moves
-  (the peer's agent flying both ships, hyperspace left out since the two draw it from other
-  random streams); prints how far positions and velocities drift after 1, 10 and 50 decisions,
-  how often a game ends the same way, and how far our view of the peer's agent (pilots/rllib_sw)
-  is from the peer's own (its logits from RLlib's module, where RLlib loads).
+  (the peer's agent flying both ships; jumps from rest left out, since the two draw them from
+  other random streams, jumps from an orbit kept); prints how far positions and velocities
+  drift after 1, 10 and 50 decisions, how often a game ends the same way, and how far our view
+  of the peer's agent (pilots/rllib_sw) is from the peer's own (its logits from RLlib's module,
+  where RLlib loads).
 - `match`: `--pilot` against the peer's agent in the peer's environment, sides swapped, with
   wins, draws, a 95% interval and how each game ended.
 """
@@ -96,26 +97,34 @@ def peer_checkout(repo: Path, commit: str | None, into: Path) -> tuple[Path, str
 
 def peer_rules(env_cls, objects) -> str:
     """Which preset of ours the peer's code plays, read from the code itself: the heading of
-    its at-rest start and where a ship comes back from hyperspace (config.RULES_PRESETS)."""
+    its at-rest start, where a ship comes back from hyperspace at random, and where a ship of
+    its random-orbit start (which never jumps at random) comes back (config.RULES_PRESETS)."""
     env = env_cls({**ENV, "random_orbit_prob": 0.0})
     env.reset(seed=0)
     facing = [float(ship.ang) % 360 for ship in env.playerShips]
-    ship = objects.Ship(np.zeros(2), 0.0, stochastic_hspace=True)
     speed = ENV["speed"]
-    places = []
-    for draw in range(32):
-        ship.h_charges = objects.HYPERSPACE_CHARGES  # a full charge never fails
+
+    def back(stochastic: bool, charges: int, draw: int = 0) -> np.ndarray:
+        ship = objects.Ship(np.array([0.5, 0.25]) * objects.WRAP_BOUND, 0.0,
+                            stochastic_hspace=stochastic)
+        ship.h_charges = charges
         ship.h_reload = objects.HYPERSPACE_RECHARGE - objects.HYPERSPACE_REENTRY + speed
         ship.update([0, 0, 0, 0], [], speed, rng=np.random.default_rng(draw))
-        places.append(np.array(ship.pos, dtype=float))
-    quadrant = bool((np.array(places) >= 0).all())
-    if facing == [0.0, 180.0] and not quadrant:
-        return "rllib_sw"
-    if facing == [90.0, 270.0] and quadrant:
-        return "rllib_sw_1f9e818"
-    sys.exit(f"the peer's code at this commit starts at rest facing {facing} and re-enters "
-             f"from hyperspace {'in one quadrant' if quadrant else 'anywhere'}: no preset of "
-             "ours plays that game (config.RULES_PRESETS has rllib_sw and rllib_sw_1f9e818)")
+        return np.array(ship.pos, dtype=float) / objects.WRAP_BOUND
+
+    # A full charge never fails.
+    places = np.array([back(True, objects.HYPERSPACE_CHARGES, draw) for draw in range(32)])
+    quadrant = bool((places >= 0).all())
+    mirror = back(False, objects.HYPERSPACE_CHARGES // 2)
+    orbit = {(-0.5, -0.25): "mirror", (-0.25, -0.125): "mirror_nearer"}.get(
+        tuple(mirror.round(9)), f"to {mirror.round(3).tolist()} from (0.5, 0.25)")
+    seen = {"rest_heading": (-facing[0]) % 360, "hyperspace_reentry":
+            "quadrant" if quadrant else "screen", "orbit_hyperspace": orbit}
+    for name in ("rllib_sw", "rllib_sw_1f9e818"):
+        if all(getattr(GameConfig.preset(name), k) == v for k, v in seen.items()):
+            return name
+    sys.exit(f"the peer's code at this commit plays {seen}: no preset of ours plays that game "
+             "(config.RULES_PRESETS has rllib_sw and rllib_sw_1f9e818)")
 
 
 def peer_game(args, into: Path):
@@ -151,10 +160,13 @@ def end_of(env, rewards) -> str:
     loser = [s for s in (0, 1) if rewards[s] < 0]
     if not loser:
         return "DRAW"
-    pos = np.asarray(env.playerShips[loser[0]].pos, dtype=float)
-    if not pos.any():  # a failed jump puts the ship on the star's centre exactly
+    ship = env.playerShips[loser[0]]
+    pos = np.asarray(ship.pos, dtype=float)
+    # A failed jump stops the ship on the star's centre exactly; a last jump from an orbit in
+    # today's game lands it there moving (a fall into the star).
+    if not pos.any() and not np.asarray(ship.vel, dtype=float).any():
         return "HYPERSPACE"
-    return "STAR" if np.linalg.norm(pos) < env.playerShips[loser[0]].size else "TORPEDO"
+    return "STAR" if np.linalg.norm(pos) < ship.size else "TORPEDO"
 
 
 def match(args) -> None:
@@ -215,7 +227,7 @@ def agreement(args) -> None:
         env.reset(seed=state)
         obs_peer, _ = env.reset(seed=state)
         for _ in range(state % 40):  # states from a little way into a game, as well as starts
-            obs_peer, _, term, trunc, _ = env.step(_peer_moves(peer, house, no_jump=True))
+            obs_peer, _, term, trunc, _ = env.step(_peer_moves(peer, house))
             if term["__all__"] or trunc["__all__"]:
                 obs_peer, _ = env.reset(seed=state)
                 break
@@ -225,7 +237,7 @@ def agreement(args) -> None:
         batch = house.batch
         for step in range(1, 51):
             peer.attach(batch, np.array([0]))
-            moves = _peer_moves(peer, house, no_jump=True, copy=False)
+            moves = _peer_moves(peer, house, copy=False)
             _, rewards, term, trunc, _ = env.step(moves)
             batch.step(np.array([[int(from_peer(*moves[k], config.controls)) for k in (0, 1)]]))
             if step in drift:
@@ -252,8 +264,9 @@ def agreement(args) -> None:
               f"{max(logit_gap):.2e} over {len(logit_gap)} states")
 
 
-def _peer_moves(peer, house, no_jump: bool, copy: bool = True) -> dict[int, list[int]]:
-    """The peer's agent's moves for both ships, read from the mirrored state."""
+def _peer_moves(peer, house, copy: bool = True) -> dict[int, list[int]]:
+    """The peer's agent's moves for both ships, read from the mirrored state, but for jumps the two
+    engines would draw differently."""
     if copy:
         copy_peer_state(house.env, house.batch)
     peer.attach(house.batch, np.array([0]))
@@ -261,8 +274,8 @@ def _peer_moves(peer, house, no_jump: bool, copy: bool = True) -> dict[int, list
     peer.attach(house.batch, np.array([1]))
     second = peer.choices()[0]
     moves = {0: list(first), 1: list(second)}
-    if no_jump:
-        for m in moves.values():
+    for s, m in moves.items():  # a random jump draws from another stream in each engine
+        if house.env.playerShips[s].stochastic_hspace:
             m[3] = 0
     if house.config.controls == "six":  # the six actions hold one of rotate, thrust, fire
         for m in moves.values():

@@ -33,6 +33,13 @@ OLD_NAMES = {"start_positions": {"rllib_sw": "eccentric_or_rest"},
 # Where a ship comes back from hyperspace: anywhere on the "screen", or in the "quadrant" whose
 # x and y are both past the star's (the peer's game before it changed this).
 REENTRIES = ("screen", "quadrant")
+# How hyperspace works for a ship that starts on an orbit (ships at rest always jump at random):
+# "random" as every other ship (it may fail, and reappears where hyperspace_reentry says);
+# "mirror", it never fails and comes back at the point opposite through the star with its
+# velocity and heading reversed; "mirror_nearer", the same point drawn towards the star by the
+# share of jumps left, so that the last jump lands on the star. The peer's game gives its
+# random-orbit starts the first at its agent's commit and the second today.
+ORBIT_HYPERSPACES = ("random", "mirror", "mirror_nearer")
 SCORINGS = ("torpedo", "survivor")
 PRECISIONS = ("auto", "float32", "bfloat16")
 # Values of an observation before its action mask (engine.py names the parts of the layout).
@@ -209,13 +216,16 @@ RULES_PRESETS: dict[str, dict[str, Any]] = {
         "scoring": "survivor",
         "torpedo_spawn_offset": 0.02 * _RLLIB_SW_UNIT + _RLLIB_SW_UNIT / 256.0,
         "start_positions": "eccentric_or_rest",
+        "orbit_hyperspace": "mirror_nearer",
     },
 }
 # The peer's game as its released agent (checkpoints_release/pfsp, commit 1f9e818) was trained in:
 # two later commits changed it, c9ae257 the facing of the at-rest start (90 and 270 of its
-# degrees, ours turned the other way) and ad98222 the re-entry from hyperspace (one quadrant).
+# degrees, ours turned the other way) and ad98222 the re-entry from hyperspace (one quadrant
+# from rest, the opposite point at the full distance from an orbit).
 RULES_PRESETS["rllib_sw_1f9e818"] = {**RULES_PRESETS["rllib_sw"], "rest_heading": 270.0,
-                                     "hyperspace_reentry": "quadrant"}
+                                     "hyperspace_reentry": "quadrant",
+                                     "orbit_hyperspace": "mirror"}
 
 
 def rules_label(base: str, values: dict[str, Any]) -> str:
@@ -307,6 +317,8 @@ class GameConfig(_Presets):
     # frames after reappearing before the next jump
     hyperspace_recharge_frames: int = setting(128, up_to(AT_LEAST_ONE, 100_000))
     hyperspace_reentry: str = setting("screen", one_of(REENTRIES))  # where a ship reappears
+    # how a ship that starts on an orbit jumps (ORBIT_HYPERSPACES)
+    orbit_hyperspace: str = setting("random", one_of(ORBIT_HYPERSPACES))
     # The action set (CONTROLS): it sizes the action space and the observation's mask.
     controls: str = setting("six", one_of(CONTROLS))
     # The rules below differ between this game and other projects' (RULES_PRESETS); the defaults

@@ -64,8 +64,13 @@ SX, SY, SVX, SVY, SANG, SANGV, SFUEL, SCOS, SSIN = range(9)
 SF = 9
 # ship_i fields
 ALIVE, AMMO, COOLDOWN, CAUSE, KILLER, JUMPS, HYPER_HIDDEN, HYPER_RECHARGE, SHOTS, HITS, MASKED, \
-    THRUSTING = range(12)
-SI = 12
+    THRUSTING, JUMP_KIND = range(13)
+SI = 13
+# Fields added to ship_i after replays were first saved: a state hash takes them only where they
+# are set, so that a replay saved before keeps its final state's hash (replays.state_hash).
+SI_SAVED_FIRST = 12
+# JUMP_KIND values: how the ship's hyperspace brings it back (config.ORBIT_HYPERSPACES)
+JUMP_RANDOM, JUMP_MIRROR, JUMP_MIRROR_NEARER = 0, 1, 2
 # game_i fields: END_REASON 0 running, 1 a ship died, 2 both out of torpedoes, 3 truncated
 FRAME, OVER, END_REASON, WINNER, REAL_WINNER, SEED = range(6)
 GI = 6
@@ -79,8 +84,9 @@ END_RUNNING, END_DEATH, END_NO_AMMO, END_TRUNCATED = 0, 1, 2, 3
 (P_W, P_H, P_AMMO, P_TLIFE, P_COOLDOWN, P_TSPEED, P_ROT, P_THRUST, P_FUEL, P_GM, P_STAR_R,
  P_HIT_R, P_MAXV, P_MAXSTEPS, P_SKIP, P_START, P_ANGMOM, P_NOSTAR, P_TELEPORT, P_TGRAV, P_HYPER,
  P_JUMPS, P_VANISH, P_RECHARGE, P_NACT, P_SWITCHES, P_ROUND, P_TSTAR_R, P_TT, P_SS, P_ORDER,
- P_HSEEN, P_SPAWN, P_SURVIVOR, P_FAIL_RETURN, P_REENTRY_QUADRANT, P_REST_HEADING) = range(37)
-NP_ = 37
+ P_HSEEN, P_SPAWN, P_SURVIVOR, P_FAIL_RETURN, P_REENTRY_QUADRANT, P_REST_HEADING,
+ P_ORBIT_JUMP) = range(38)
+NP_ = 38
 # P_START values: how games begin (config.START_POSITIONS)
 START_ORBIT, START_CLASSIC, START_ECCENTRIC, START_VARIED = 0, 1, 2, 3
 # reward params fields
@@ -166,6 +172,8 @@ def make_params(cfg: GameConfig) -> np.ndarray:
     p[P_FAIL_RETURN] = float(cfg.hyperspace_failure == "return")
     p[P_REENTRY_QUADRANT] = float(cfg.hyperspace_reentry == "quadrant")
     p[P_REST_HEADING] = math.radians(cfg.rest_heading)
+    p[P_ORBIT_JUMP] = {"random": JUMP_RANDOM, "mirror": JUMP_MIRROR,
+                       "mirror_nearer": JUMP_MIRROR_NEARER}[cfg.orbit_hyperspace]
     return p
 
 
@@ -355,6 +363,7 @@ def _reset_game(g, ship_f, ship_i, torp_f, torp_t, game_i, rng, p):
         ship_f[g, s, SVX] = -math.sin(a) * v * d
         ship_f[g, s, SVY] = math.cos(a) * v * d
         _set_heading(g, s, _uniform(rng, g) * TWO_PI, ship_f)
+        ship_i[g, s, JUMP_KIND] = int(p[P_ORBIT_JUMP])
 
 
 @_jit
@@ -430,6 +439,7 @@ def _eccentric_orbits(g, ship_f, ship_i, rng, p):
         ship_i[g, s, AMMO] = ammo
         ship_i[g, s, JUMPS] = int(p[P_JUMPS]) - jumps
         ship_f[g, s, SFUEL] = fuel
+        ship_i[g, s, JUMP_KIND] = int(p[P_ORBIT_JUMP])
 
 
 @_jit
@@ -527,6 +537,23 @@ def _jump_fails(g, s, ship_i, rng, p):
 
 
 @_jit_inline
+def _mirror(g, s, ship_f, ship_i, p):
+    """The ship back from a jump that cannot fail: at the point opposite through the star (drawn
+    towards it by the share of jumps left for JUMP_MIRROR_NEARER), velocity and heading
+    reversed."""
+    w = p[P_W]
+    h = p[P_H]
+    k = 1.0
+    if ship_i[g, s, JUMP_KIND] == JUMP_MIRROR_NEARER:
+        k = (p[P_JUMPS] - ship_i[g, s, JUMPS]) / p[P_JUMPS]
+    ship_f[g, s, SX] = _wrap_pos(0.5 * w - (ship_f[g, s, SX] - 0.5 * w) * k, w)
+    ship_f[g, s, SY] = _wrap_pos(0.5 * h - (ship_f[g, s, SY] - 0.5 * h) * k, h)
+    ship_f[g, s, SVX] = -ship_f[g, s, SVX]
+    ship_f[g, s, SVY] = -ship_f[g, s, SVY]
+    _set_heading(g, s, ship_f[g, s, SANG] + math.pi, ship_f)
+
+
+@_jit_inline
 def _missed(g, o, k, torp_near, stats, dodge2):
     """Torpedo k of ship o is gone without hitting: a dodge if it came close to its target."""
     if torp_near[g, o, k] < dodge2:
@@ -577,6 +604,9 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
         if ship_i[g, s, HYPER_HIDDEN] > 0:
             ship_i[g, s, HYPER_HIDDEN] -= 1
             if ship_i[g, s, HYPER_HIDDEN] == 0:
+                if ship_i[g, s, JUMP_KIND] != JUMP_RANDOM:
+                    _mirror(g, s, ship_f, ship_i, p)
+                    continue
                 if p[P_FAIL_RETURN] != 0.0 and _jump_fails(g, s, ship_i, rng, p):
                     _kill(g, s, DeathCause.HYPERSPACE, -1, ship_i)
                     continue
@@ -640,7 +670,8 @@ def _frame(g, act0, act1, ship_f, ship_i, torp_f, torp_t, rng, p, live_o, live_k
             ship_f[g, s, SVY] += gy
         if jumps:
             ship_i[g, s, JUMPS] += 1
-            if p[P_FAIL_RETURN] == 0.0 and _jump_fails(g, s, ship_i, rng, p):
+            if (p[P_FAIL_RETURN] == 0.0 and ship_i[g, s, JUMP_KIND] == JUMP_RANDOM
+                    and _jump_fails(g, s, ship_i, rng, p)):
                 _kill(g, s, DeathCause.HYPERSPACE, -1, ship_i)
             else:
                 ship_i[g, s, HYPER_HIDDEN] = int(p[P_VANISH])

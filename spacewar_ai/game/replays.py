@@ -21,6 +21,7 @@ import numpy as np
 from ..config import GameConfig
 from ..util.errors import UserError
 from ..util.files import atomic_write_bytes
+from . import engine
 from .engine import GameBatch
 
 VERSION = 1
@@ -37,8 +38,12 @@ def state_hash(batch: GameBatch, g: int = 0) -> str:
     """SHA-256 over every array of game g's state (positions, torpedoes, counters, random
     stream)."""
     h = hashlib.sha256()
-    for name in ("ship_f", "ship_i", "torp_f", "torp_t", "game_i", "rng"):
-        h.update(np.ascontiguousarray(getattr(batch, name)[g]).tobytes())
+    ship_i = batch.ship_i[g]
+    later = ship_i[:, engine.SI_SAVED_FIRST:]
+    arrays = [batch.ship_f[g], ship_i[:, :engine.SI_SAVED_FIRST], batch.torp_f[g],
+              batch.torp_t[g], batch.game_i[g], batch.rng[g]]
+    for a in arrays + ([later] if later.any() else []):
+        h.update(np.ascontiguousarray(a).tobytes())
     return h.hexdigest()
 
 

@@ -438,6 +438,9 @@ def copy_peer_state(env, batch: engine.GameBatch, g: int = 0) -> None:
         hidden = ship.h_reload - (RECHARGE - REENTRY)
         i[engine.HYPER_HIDDEN] = int(max(hidden, 0))
         i[engine.HYPER_RECHARGE] = int(RECHARGE - REENTRY if hidden > 0 else ship.h_reload)
+        # Its ships jump at random only where it says so (its at-rest start), else to the mirror.
+        i[engine.JUMP_KIND] = engine.JUMP_RANDOM if ship.stochastic_hspace else \
+            int(batch.params[engine.P_ORBIT_JUMP])
         batch.torp_t[g, s] = 0
         for k, m in enumerate(env.missiles[s][:batch.torp_t.shape[2]]):
             batch.torp_f[g, s, k, :2] = in_our_units(m.pos, batch.config)

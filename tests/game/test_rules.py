@@ -125,10 +125,11 @@ def test_the_peer_start_scoring_and_hyperspace_failure():
 def test_the_peer_game_its_agent_was_trained_in_faces_other_ways_and_reenters_in_a_quadrant():
     """`rules = "rllib_sw_1f9e818"` is today's peer game but for the two rules that changed after
     its agent was trained: the at-rest start faces up and down, and a ship comes back from
-    hyperspace in the quadrant past the star on both axes."""
+    hyperspace in the quadrant past the star on both axes (from rest; from an orbit at the
+    opposite point at the full distance, the next test)."""
     old = GameConfig.preset("rllib_sw_1f9e818")
     assert {k for k, v in old.to_dict().items() if v != PEER.to_dict()[k]} == {
-        "rules", "rest_heading", "hyperspace_reentry"}
+        "rules", "rest_heading", "hyperspace_reentry", "orbit_hyperspace"}
     headings = {}
     for config in (PEER, old):
         for seed in range(40):
@@ -152,6 +153,44 @@ def test_the_peer_game_its_agent_was_trained_in_faces_other_ways_and_reenters_in
         assert len(places) > 16
         # Re-entries anywhere all land in one quadrant with odds of 4**-16 at most.
         assert (places >= 512.0).all() == quadrant and (places < 1024.0).all()
+
+
+def test_in_the_peer_games_a_ship_that_starts_on_an_orbit_jumps_to_the_opposite_point():
+    """The peer's random-orbit starts jump without failing, to the point opposite through the
+    star with velocity and heading reversed; in today's game that point is drawn towards the
+    star by the share of jumps left, so a last jump lands on it. Ships at rest still jump at
+    random (the test above)."""
+    for config, nearer in ((GameConfig.preset("rllib_sw_1f9e818"), False), (PEER, True)):
+        config = config.changed(frame_skip=1)
+        landed = 0
+        for seed in range(60):
+            b = one_game(config, seed)
+            if not np.hypot(b.ship_f[0, :, engine.SVX], b.ship_f[0, :, engine.SVY]).all():
+                continue  # at rest
+            used = int(b.ship_i[0, 0, engine.JUMPS])  # the start draws the jumps left
+            b.step(np.array([[Action.HYPERSPACE, 0]]))
+            assert b.ship_i[0, 0, engine.HYPER_HIDDEN] > 0
+            x, y, vx, vy, ang = b.ship_f[0, 0, [engine.SX, engine.SY, engine.SVX, engine.SVY,
+                                              engine.SANG]]
+            while b.ship_i[0, 0, engine.HYPER_HIDDEN] > 0 and b.ship_i[0, 1, engine.ALIVE]:
+                run(b, steps=1)
+            if not b.ship_i[0, 1, engine.ALIVE]:
+                continue  # the other ship fell meanwhile
+            k = (config.hyperspace_jumps - used - 1) / config.hyperspace_jumps if nearer else 1
+            if k == 0:
+                run(b, steps=1)
+                assert cause(b, 0) == engine.DeathCause.STAR  # back on the star
+                continue
+            assert b.ship_i[0, 0, engine.ALIVE] == 1  # however many jumps it had used
+            landed += 1
+            assert b.ship_f[0, 0, [engine.SX, engine.SY]] == pytest.approx(
+                [512 - (x - 512) * k, 512 - (y - 512) * k])
+            assert b.ship_f[0, 0, [engine.SVX, engine.SVY]].tolist() == [-vx, -vy]
+            assert math.cos(b.ship_f[0, 0, engine.SANG] - ang) == pytest.approx(-1.0)
+        assert landed > 20
+    # The 1962 game's orbit starts jump at random, as ever.
+    b = one_game(GameConfig(hyperspace=True, frame_skip=1))
+    assert b.ship_i[0, :, engine.JUMP_KIND].tolist() == [engine.JUMP_RANDOM] * 2
 
 
 def test_the_switches_mask_and_what_a_press_does():

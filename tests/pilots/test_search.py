@@ -480,7 +480,7 @@ def test_a_jump_is_left_to_the_policy(controls, monkeypatch):
 
 def test_a_jumps_rollouts_fail_at_its_odds_not_at_the_games_next_draw():
     """Each sample draws its own chances: a fourth jump, which fails half the time under the
-    peer's rules, fails in some of the rollouts and not in others, whatever the game's own
+    peer's rules from rest, fails in some of the rollouts and not in others, whatever the game's own
     random stream would draw next."""
     config = GameConfig.from_dict({"rules": "rllib_sw", "controls": "switches"})
     jump = SW_HYPERSPACE
@@ -489,6 +489,7 @@ def test_a_jumps_rollouts_fail_at_its_odds_not_at_the_games_next_draw():
         batch = engine.GameBatch(1, config)
         batch.reset(seeds=np.array([seed]))
         batch.ship_i[0, 0, engine.JUMPS] = 3  # the next jump is the fourth of eight
+        batch.ship_i[0, 0, engine.JUMP_KIND] = engine.JUMP_RANDOM  # as from the at-rest start
         planner.attach(batch, 0)
         played, make = [], planner._copies_of  # the copies, read once the rollouts end
         planner._copies_of = lambda m: played.append(make(m)) or played[-1]
