@@ -7,6 +7,7 @@ import json
 import pytest
 
 from spacewar_ai.config import GameConfig
+from spacewar_ai.game import engine
 from spacewar_ai.game.replays import (
     ReplayError,
     game_gif,
@@ -81,6 +82,13 @@ def test_a_game_of_the_switches_replays_with_actions_past_nine(tmp_path):
         steps += sum(int(c, 16) > 9 for c in replay["actions"][0] + replay["actions"][1])
         assert state_hash(replay_game(replay)) == played.final_state
     assert steps > 0  # some decision pressed more than the digits 0-9 say
+    # The hash holds how each ship jumps (a field added after the first replays were saved,
+    # which hashes as before while unset): a game whose jumps would go otherwise differs.
+    batch = replay_game(load_replay(paths[0]))
+    before = state_hash(batch)
+    kind = batch.ship_i[0, 0, engine.JUMP_KIND]
+    batch.ship_i[0, 0, engine.JUMP_KIND] = engine.JUMP_RANDOM if kind else engine.JUMP_MIRROR
+    assert state_hash(batch) != before
 
 
 def test_a_missing_or_special_file_is_refused(tmp_path):

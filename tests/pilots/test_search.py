@@ -480,8 +480,8 @@ def test_a_jump_is_left_to_the_policy(controls, monkeypatch):
 
 def test_a_jumps_rollouts_fail_at_its_odds_not_at_the_games_next_draw():
     """Each sample draws its own chances: a fourth jump, which fails half the time under the
-    peer's rules from rest, fails in some of the rollouts and not in others, whatever the game's own
-    random stream would draw next."""
+    peer's rules from rest, fails in some of the rollouts and not in others, whatever the game's
+    own random stream would draw next."""
     config = GameConfig.from_dict({"rules": "rllib_sw", "controls": "switches"})
     jump = SW_HYPERSPACE
     for seed in range(3):
