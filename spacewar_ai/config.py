@@ -37,8 +37,8 @@ REENTRIES = ("screen", "quadrant")
 # "random" as every other ship (it may fail, and reappears where hyperspace_reentry says);
 # "mirror", it never fails and comes back at the point opposite through the star with its
 # velocity and heading reversed; "mirror_nearer", the same point drawn towards the star by the
-# share of jumps left, so that the last jump lands on the star. The peer's game gives its
-# random-orbit starts the first at its agent's commit and the second today.
+# share of jumps left, so that the last jump lands on the star. The peer's random-orbit starts
+# jump to the "mirror" at its agent's commit and to the "mirror_nearer" today.
 ORBIT_HYPERSPACES = ("random", "mirror", "mirror_nearer")
 SCORINGS = ("torpedo", "survivor")
 PRECISIONS = ("auto", "float32", "bfloat16")
