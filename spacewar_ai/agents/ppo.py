@@ -38,8 +38,12 @@ class ActorCritic(nn.Module):
     def logits(self, x, mask):
         return self.actor(x).masked_fill(~mask, NEG_INF)
 
-    def value(self, x):
-        return self.critic(x).squeeze(-1)
+    def value(self, x, dtype: torch.dtype = torch.float32):
+        """The critic's value, its hidden layers in `dtype` (base.autocast) and its last layer
+        in float32: a value rounded to bfloat16 made the networks runs kept weaker."""
+        with autocast(x.device, dtype):
+            hidden = self.critic[:-1](x)
+        return self.critic[-1](hidden.float()).squeeze(-1)
 
 
 @dataclasses.dataclass
@@ -143,8 +147,8 @@ def ppo_update(net: ActorCritic, optimizer: torch.optim.Optimizer, c: PPOConfig,
     """One PPO update of `net` on a full rollout: the learning rate annealed to `progress` (0 to
     1, the run's budget), advantages by GAE(lambda) bootstrapped from `next_value`, then
     `update_epochs` passes of shuffled minibatches on the clipped surrogate, the value loss and
-    the entropy bonus, the actor's passes in `dtype` (bfloat16 where it pays: base.autocast)
-    and everything else in float32. Returns the figures to log, named as CleanRL names them
+    the entropy bonus, the actor's passes and the critic's hidden layers in `dtype` (bfloat16
+    where it pays: base.autocast) and everything else in float32. Returns the figures to log, named as CleanRL names them
     (losses/...) so that runs compare side by side."""
     if not buffer.full:
         raise RuntimeError(f"update() needs a full rollout: {buffer.step}/"
@@ -171,9 +175,7 @@ def ppo_update(net: ActorCritic, optimizer: torch.optim.Optimizer, c: PPOConfig,
             idx = perm[start:start + mb]
             with autocast(obs.device, dtype):
                 logits = net.logits(obs[idx], masks[idx])
-            # The critic regresses the returns in float32: with it in bfloat16 too, the networks
-            # runs kept were weaker (docs/performance.md).
-            logits, value = logits.float(), net.value(obs[idx])
+            logits, value = logits.float(), net.value(obs[idx], dtype)
             logp_all = torch.log_softmax(logits, -1)
             logp = logp_all.gather(1, actions[idx, None]).squeeze(1)
             probs = logp_all.exp()

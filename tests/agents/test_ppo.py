@@ -46,6 +46,21 @@ def test_ppo_update_changes_the_policy_and_reports_losses():
         agent.update(buffer, obs)  # the update emptied it
 
 
+def test_the_critic_learns_in_bfloat16_but_gives_its_value_in_float32():
+    """In bfloat16 the critic's hidden layers run at that precision and its value is not rounded
+    to it (the last layer stays float32); in float32 the value is the plain network's."""
+    agent = PPOAgent(36, 6, SMALL_PPO)
+    width = agent.net.critic[0].in_features  # the view's width, read from the observation
+    x = torch.from_numpy(np.random.default_rng(2).normal(size=(64, width)).astype(np.float32))
+    full = agent.net.value(x)
+    assert torch.equal(full, agent.net.critic(x).squeeze(-1))
+    half = agent.net.value(x, torch.bfloat16)
+    assert half.dtype == torch.float32
+    assert not torch.equal(half, full)  # the hidden layers really ran in bfloat16
+    assert torch.allclose(half, full, atol=0.05)
+    assert not torch.equal(half, half.bfloat16().float())  # the value itself is not rounded
+
+
 @pytest.mark.parametrize("activation", ["tanh", "relu"])
 def test_policy_stack_plays_like_each_network(activation):
     """The league plays its PPO opponents in one batched pass; greedy, every row gets the action

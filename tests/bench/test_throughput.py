@@ -26,11 +26,14 @@ def test_benchmark_prints_figures(tiny):
     out = _run("--benchmark", "--quick", "--base-model", str(tiny))
     assert out.returncode == 0, out.stderr
     for row in ("single env step_both", "1024 games", "4096 games", "hard pilot",
+                "1024 games, against its default opponent", "CartPoleVectorEnv, 1024 envs",
                 f"LM pilot lm:{tiny}", "bf16, batch of 64 games", "SFT (LoRA", "GRPO (64 states",
                 # Trained where the pilot ran: CUDA where there is one.
                 f"a step, on {'cuda' if __import__('torch').cuda.is_available() else 'cpu'})"):
         assert row in out.stdout
     assert "game-steps/s" in out.stdout
+    cartpole = next(line for line in out.stdout.splitlines() if "CartPoleVectorEnv" in line)
+    assert float(cartpole.split("above is ")[1].split("x")[0]) > 0, cartpole
     planner = next(line for line in out.stdout.splitlines() if "search:pretrained" in line)
     assert float(planner.split()[-2].replace(",", "")) > 0, planner  # the shipped models load
     pytest.importorskip("ray")
