@@ -61,6 +61,21 @@ def test_the_critic_learns_in_bfloat16_but_gives_its_value_in_float32():
     assert not torch.equal(half, half.bfloat16().float())  # the value itself is not rounded
 
 
+def test_imitation_judges_its_data_before_learning_it_on_a_sample_spanning_all_of_it():
+    """`foreseen` is the share of the actions the actor already picked before the fit, judged on
+    an even sample of about one minibatch: labels that agree with the actor in the first half
+    and never in the second give one half, not the first rows' figure."""
+    agent = PPOAgent(36, 6, SMALL_PPO)
+    obs = np.random.default_rng(3).normal(size=(4096, 36)).astype(np.float32)
+    obs[:, 30:] = 1.0
+    picked = agent.select_action(obs, deterministic=True)
+    labels = np.where(np.arange(4096) < 2048, picked, (picked + 1) % 6)
+    fitted = agent.imitate(obs, labels, agent.optimizer, batch_size=512, judge=True)
+    assert fitted["foreseen"] == 0.5
+    before = agent.select_action(obs, deterministic=True)
+    assert not np.array_equal(before, picked)  # and then it learned from them
+
+
 @pytest.mark.parametrize("activation", ["tanh", "relu"])
 def test_policy_stack_plays_like_each_network(activation):
     """The league plays its PPO opponents in one batched pass; greedy, every row gets the action
