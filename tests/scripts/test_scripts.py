@@ -137,8 +137,10 @@ def test_engine_profile_splits_the_vector_envs_step_into_its_parts(tmp_path):
     us = {line[:48].strip(): float(line[48:].split(" us")[0]) for line in lines[1:]}
     assert list(us) == ["the engine's step (GameBatch.step, restarts)",
                         "both ships' observations (GameBatch.observe)",
-                        "the vector env's step_both, in all", "the env's own work (the rest)"]
-    assert all(v > 0 for v in list(us.values())[:3])  # each part measured
+                        "the vector env's step_both, in all", "the default opponent's choices",
+                        "the vector env's step against it, in all",
+                        "the env's own work (step_both's rest)"]
+    assert all(v > 0 for v in list(us.values())[:5])  # each part measured
 
 
 @pytest.mark.slow
