@@ -305,8 +305,8 @@ class PPOAgent(OnPolicyAgent):
         n = len(y)
         out: dict[str, float] = {}
         if judge:
-            # A pass over every row cost a quarter of the fit, for a figure that a sample of
-            # one minibatch's size gives to within a point; the sample spans the whole data.
+            # A pass over every row cost a tenth of the fit, for a figure that a sample of one
+            # minibatch's size gives to about a point; the sample spans the whole data.
             seen = slice(None, None, max(1, n // batch_size))
             with torch.no_grad(), autocast(self.device, self.learn_dtype):
                 before = self.net.logits(self.obs_norm(x[seen]), mask[seen]).argmax(-1)
