@@ -53,18 +53,23 @@ def bench_single(steps: int, repeats: int, seed: int) -> float:
     return _median_rate(run, steps, repeats)
 
 
-def bench_vector(num_games: int, steps: int, repeats: int, seed: int) -> float:
-    env = SpacewarVectorEnv(num_games, opponent=None)
-    env.reset_both(seed=seed)
-    rng = np.random.default_rng(seed)
-    acts = rng.integers(0, 6, size=(16, num_games, 2))
+def _stepping_rate(step, actions: np.ndarray, steps: int, repeats: int) -> float:
+    """Steps a second of a vector env's `step` called `steps` times, cycling through
+    `actions` (16, games, ...), after a warm-up run; each call steps every game."""
 
     def run():
         for i in range(steps):
-            env.step_both(acts[i % 16])
+            step(actions[i % len(actions)])
 
     run()
-    return _median_rate(run, steps * num_games, repeats)
+    return _median_rate(run, steps * actions.shape[1], repeats)
+
+
+def bench_vector(num_games: int, steps: int, repeats: int, seed: int) -> float:
+    env = SpacewarVectorEnv(num_games, opponent=None)
+    env.reset_both(seed=seed)
+    acts = np.random.default_rng(seed).integers(0, 6, size=(16, num_games, 2))
+    return _stepping_rate(env.step_both, acts, steps, repeats)
 
 
 def bench_opposed(num_games: int, steps: int, repeats: int, seed: int) -> float:
@@ -73,13 +78,7 @@ def bench_opposed(num_games: int, steps: int, repeats: int, seed: int) -> float:
     env = SpacewarVectorEnv(num_games)
     env.reset(seed=seed)
     acts = np.random.default_rng(seed).integers(0, 6, size=(16, num_games))
-
-    def run():
-        for i in range(steps):
-            env.step(acts[i % 16])
-
-    run()
-    return _median_rate(run, steps * num_games, repeats)
+    return _stepping_rate(env.step, acts, steps, repeats)
 
 
 def bench_cartpole(num_envs: int, steps: int, repeats: int, seed: int) -> float:
@@ -89,13 +88,7 @@ def bench_cartpole(num_envs: int, steps: int, repeats: int, seed: int) -> float:
     env = CartPoleVectorEnv(num_envs)
     env.reset(seed=seed)
     acts = np.random.default_rng(seed).integers(0, 2, size=(16, num_envs))
-
-    def run():
-        for i in range(steps):
-            env.step(acts[i % 16])
-
-    run()
-    return _median_rate(run, steps * num_envs, repeats)
+    return _stepping_rate(env.step, acts, steps, repeats)
 
 
 def bench_pilot(num_games: int, calls: int, repeats: int, seed: int) -> float:
