@@ -148,8 +148,8 @@ def ppo_update(net: ActorCritic, optimizer: torch.optim.Optimizer, c: PPOConfig,
     1, the run's budget), advantages by GAE(lambda) bootstrapped from `next_value`, then
     `update_epochs` passes of shuffled minibatches on the clipped surrogate, the value loss and
     the entropy bonus, the actor's passes and the critic's hidden layers in `dtype` (bfloat16
-    where it pays: base.autocast) and everything else in float32. Returns the figures to log, named as CleanRL names them
-    (losses/...) so that runs compare side by side."""
+    where it pays: base.autocast) and everything else in float32. Returns the figures to log,
+    named as CleanRL names them (losses/...) so that runs compare side by side."""
     if not buffer.full:
         raise RuntimeError(f"update() needs a full rollout: {buffer.step}/"
                            f"{buffer.actions.shape[0]} steps stored")
@@ -293,9 +293,9 @@ class PPOAgent(OnPolicyAgent):
         `fit_scaling` is off); then `epochs` passes in minibatches, shuffled by `generator` or
         else in order. With `judge`, the share of `actions` the actor picked before learning
         anything from them comes back as "foreseen", judged on an even sample of about
-        `batch_size` of them. Returns the last pass's mean loss and
-        agreement (each minibatch's logits before its own step); `on_epoch(epoch, loss,
-        agreement)` hears every pass, and `stop()`, asked after each, ends them early."""
+        `batch_size` of them. Returns the last pass's mean loss and agreement (each minibatch's
+        logits before its own step); `on_epoch(epoch, loss, agreement)` hears every pass, and
+        `stop()`, asked after each, ends them early."""
         x, mask, _ = self._batch(obs)
         # (N,) actions, or (N, A) probabilities (the improved policy of expert iteration).
         soft = np.ndim(actions) == 2
