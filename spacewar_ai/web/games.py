@@ -148,11 +148,16 @@ async def run_live(ws, files, workers: Workers, checks, client: str, seed: int) 
     gid = f"g{next(workers._ids)}"
     game = LiveGame(None, client, [], sandboxes)
     with workers.holding(gid, game):
-        await _play(ws, workers, files, first, seed, gid, game)
+        refused = await _play(ws, workers, files, first, seed, gid, game)
+    # Told only once its budgets are back, so a page that starts again at once (a strategy file
+    # mended, say) is not refused for the game that has just failed.
+    if refused:
+        await _refuse(ws, refused)
 
 
-async def _play(ws, workers: Workers, files, first: dict, seed: int, gid: str, game) -> None:
-    """The game in a worker process, relayed until one side ends it; its process killed."""
+async def _play(ws, workers: Workers, files, first: dict, seed: int, gid: str, game) -> str:
+    """The game in a worker process, relayed until one side ends it; its process killed.
+    Why it could not start, or ""."""
     limits = workers.limits
     try:
         game.proc = proc = await workers.pool.take()
@@ -170,19 +175,20 @@ async def _play(ws, workers: Workers, files, first: dict, seed: int, gid: str, g
         except EOFError:
             reply = {"type": "error", "message": "the game could not start"}
         if reply.get("type") != "start":
-            return await _refuse(ws, reply.get("message", "the game could not start"))
+            return reply.get("message", "the game could not start")
         game.names = reply["names"]
         await ws.send_json({**reply, "id": gid})
         await _relay(ws, proc, game, limits)
     except asyncio.TimeoutError:
-        await _refuse(ws, f"the game's pilots did not load within {START_SECONDS:.0f} s")
+        return f"the game's pilots did not load within {START_SECONDS:.0f} s"
     except NotReady as exc:
-        await _refuse(ws, str(exc))
+        return str(exc)
     except Exception:  # the page went away mid-send (the server's disconnect types vary)
-        return
+        pass
     finally:
         if game.proc is not None:
             await workers.pool.give_back(game.proc, healthy=False)
+    return ""
 
 
 async def _relay(ws, proc, game: LiveGame, limits: Limits) -> None:

@@ -167,6 +167,30 @@ def test_a_hung_pilot_stalls_only_its_own_game(server):
     assert other_seconds < 20, other_seconds
 
 
+def test_a_strategy_that_fails_to_start_hands_its_sandbox_back_before_the_page_hears(project):
+    """An address holds one strategy file's sandbox at a time here: a strategy game that fails
+    at its start is refused only once its budgets are back, so the page's next strategy game
+    (the file mended) starts at once rather than being refused for the game that just failed.
+    Its own server: no other test's strategy game may still hold the address's sandbox."""
+    from spacewar_ai.web.app import BackgroundServer
+
+    (project / "mended.py").write_text("def strategy(obs):\n    return 0\n")
+    server = BackgroundServer(project)
+    try:
+        async def scenario():
+            failed = await _first_reply(server, {"mode": "watch", "a": "strategy:notes.py",
+                                                 "b": "idle"})
+            again = await _first_reply(server, {"mode": "watch", "a": "strategy:mended.py",
+                                                "b": "idle"})
+            return failed, again
+
+        failed, again = asyncio.run(scenario())
+    finally:
+        server.stop()
+    assert failed["type"] == "error" and "notes.py" in failed["message"], failed
+    assert again["type"] == "start", again
+
+
 def test_games_per_client_are_limited(server):
     async def scenario():
         sockets, replies = [], []
