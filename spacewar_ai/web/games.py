@@ -184,7 +184,7 @@ async def _play(ws, workers: Workers, files, first: dict, seed: int, gid: str, g
     except NotReady as exc:
         return str(exc)
     except Exception:  # the page went away mid-send (the server's disconnect types vary)
-        pass
+        return ""
     finally:
         if game.proc is not None:
             await workers.pool.give_back(game.proc, healthy=False)
