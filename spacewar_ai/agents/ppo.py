@@ -41,6 +41,8 @@ class ActorCritic(nn.Module):
     def value(self, x, dtype: torch.dtype = torch.float32):
         """The critic's value, its hidden layers in `dtype` (base.autocast) and its last layer
         in float32: a value rounded to bfloat16 made the networks runs kept weaker."""
+        if dtype == torch.float32:  # every rollout step: no autocast to enter, no slice to build
+            return self.critic(x).squeeze(-1)
         with autocast(x.device, dtype):
             hidden = self.critic[:-1](x)
         return self.critic[-1](hidden.float()).squeeze(-1)

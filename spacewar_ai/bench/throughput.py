@@ -222,11 +222,11 @@ def run_benchmark(repeats: int = 5, seed: int = 0, quick: bool = False,
         v = bench_vector(n, max(5, int(steps * scale)), repeats, seed)
         figures[f"vector_{n}"] = v
         rows.append((f"vector env, {n} games, random actions", v, "game-steps/s"))
-    steps = max(5, int(200 * scale))
-    v = bench_opposed(1024, steps, repeats, seed)
+    opposed_steps = max(5, int(200 * scale))
+    v = bench_opposed(1024, opposed_steps, repeats, seed)
     figures["vector_1024_opposed"] = v
     rows.append(("vector env, 1024 games, against its default opponent", v, "game-steps/s"))
-    v = bench_cartpole(1024, steps, repeats, seed)
+    v = bench_cartpole(1024, opposed_steps, repeats, seed)
     figures["cartpole_1024"] = v
     rows.append(("Gymnasium CartPoleVectorEnv, 1024 envs", v,
                  f"steps/s   (the line above is {figures['vector_1024_opposed'] / v:.2f}x)"))
