@@ -65,8 +65,8 @@ class MoveWatcher:
 
     def see(self, batch: GameBatch, sides: np.ndarray):
         """None, or (the opponents' observations at the last decision (N, D), the rows of the
-        games that went on from it with the opponent alive throughout, the opponents' moves in
-        those rows)."""
+        games that went on from it with the opponent alive throughout and out of hyperspace at
+        it, the opponents' moves in those rows, numbered as the game's controls number them)."""
         g = np.arange(batch.n)
         other = 1 - sides
         now = {"obs": batch.obs[g, other].copy(), "frame": batch.game_i[:, FRAME].copy(),
@@ -75,16 +75,19 @@ class MoveWatcher:
                "fuel": batch.ship_f[g, other, engine.SFUEL].copy(),
                "shots": batch.ship_i[g, other, engine.SHOTS].copy(),
                "jumps": batch.ship_i[g, other, engine.JUMPS].copy(),
-               "alive": batch.ship_i[g, other, engine.ALIVE].copy()}
+               "alive": batch.ship_i[g, other, engine.ALIVE].copy(),
+               "hidden": batch.ship_i[g, other, engine.HYPER_HIDDEN].copy()}
         last, self._last = self._last, now
         if last is None or len(last["frame"]) != batch.n:
             return None
-        # The same game, one decision on, the opponent alive and visible throughout.
+        # The same game, one decision on, the opponent alive throughout and out of hyperspace
+        # when it chose: in hyperspace its controls do nothing, and its return turns it at random.
         rows = np.flatnonzero((now["frame"] > last["frame"]) & (last["over"] == 0)
-                              & (last["alive"] == 1) & (now["alive"] == 1))
+                              & (last["alive"] == 1) & (now["alive"] == 1)
+                              & (last["hidden"] == 0))
         if rows.size == 0:
             return None
-        return last["obs"], rows, infer_moves(last, now, rows)
+        return last["obs"], rows, infer_moves(last, now, rows, batch.config.controls)
 
     def restarted(self, batch: GameBatch) -> np.ndarray:
         """Rows whose game is newer than at the last call (all, at the first)."""
@@ -174,16 +177,16 @@ def improved_policy(values: np.ndarray, valid: np.ndarray, temperature: float,
     return z / z.sum(axis=1, keepdims=True)
 
 
-def infer_moves(last: dict, now: dict, rows: np.ndarray) -> np.ndarray:
-    """The actions that turn the opponents' ships of `last` into those of `now`, for `rows`: a
-    jump, a shot (with thrust if fuel went too), thrust, a turn by the sign of the heading's
-    change, else none. An action the game refused (a shot while reloading) reads as none, which
-    is what it did."""
+def infer_moves(last: dict, now: dict, rows: np.ndarray, controls: str) -> np.ndarray:
+    """The actions of scheme `controls` that turn the opponents' ships of `last` into those of
+    `now`, for `rows`: the switches a jump, a shot, a burn of fuel and the heading's change say
+    were pressed. An action the game refused (a shot while reloading) reads as none, which is
+    what it did."""
     turn = (now["heading"][rows] - last["heading"][rows] + np.pi) % (2 * np.pi) - np.pi
     fired = now["shots"][rows] > last["shots"][rows]
     thrust = now["fuel"][rows] < last["fuel"][rows]
     return encode(turn < -1e-9, turn > 1e-9, thrust, fired,
-                  now["jumps"][rows] > last["jumps"][rows], "six")
+                  now["jumps"][rows] > last["jumps"][rows], controls)
 
 
 class SearchPilot(Pilot):

@@ -313,35 +313,39 @@ def test_cli_evaluates_a_planner(tmp_path):
     assert "search:pretrained vs idle" in out.stdout and "wins 2 (" in out.stdout, out.stdout
 
 
-def test_the_opponents_moves_are_read_back_from_the_game():
-    """What the adapting planner learns from: every valid action, recovered from the change in
-    the ship's state over one decision."""
-    from spacewar_ai.pilots.search import infer_moves
+@pytest.mark.parametrize("game", [{}, {"rules": "rllib_sw_1f9e818", "controls": "switches"}],
+                         ids=["six", "switches"])
+def test_the_opponents_moves_are_read_back_from_the_game(game):
+    """What the adapting planner learns from: every valid action, numbered as the game numbers
+    it, recovered from the change in the ship's state over one decision; the decisions taken in
+    hyperspace, which do nothing, are not read."""
+    from spacewar_ai.pilots.search import MoveWatcher
 
+    config = GameConfig.from_dict(game)
     n = 64
-    batch = engine.GameBatch(n)
+    batch = engine.GameBatch(n, config)
     batch.reset(seeds=np.arange(n, dtype=np.int64))
     obs = batch.observe()
     rng = np.random.default_rng(0)
-    g, other = np.arange(n), np.ones(n, dtype=np.int64)
-
-    def snapshot():
-        return {"heading": batch.ship_f[g, other, engine.SANG].copy(),
-                "fuel": batch.ship_f[g, other, engine.SFUEL].copy(),
-                "shots": batch.ship_i[g, other, engine.SHOTS].copy(),
-                "jumps": batch.ship_i[g, other, engine.JUMPS].copy()}
-
-    seen = set()
-    for _ in range(30):
-        valid = obs[:, 1, engine.MASK] > 0.5
+    watcher, ours = MoveWatcher(), np.zeros(n, dtype=np.int64)
+    watcher.see(batch, ours)
+    seen, skipped = set(), 0
+    for _ in range(60):
+        valid = obs[:, 1, engine.OBS_MASK:engine.OBS_MASK + config.num_actions] > 0.5
         moves = np.array([rng.choice(np.flatnonzero(v)) for v in valid])
-        rows = np.flatnonzero(batch.game_i[:, engine.OVER] == 0)
-        last = snapshot()
+        hidden = batch.ship_i[:, 1, engine.HYPER_HIDDEN] > 0
         batch.step(np.stack([np.zeros(n, dtype=np.int64), moves], 1))
         obs = batch.observe()
-        assert np.array_equal(infer_moves(last, snapshot(), rows), moves[rows])
+        read_back = watcher.see(batch, ours)
+        if read_back is None:  # every game over
+            break
+        _, rows, read = read_back
+        assert np.array_equal(read, moves[rows])
+        assert not hidden[rows].any()
+        skipped += int(hidden.sum())
         seen |= set(moves[rows].tolist())
-    assert seen == set(range(6))
+    assert seen == set(range(config.num_actions))
+    assert skipped > 0 or not config.hyperspace
 
 
 @pytest.mark.slow
