@@ -103,9 +103,27 @@ def test_adapt_curve_plays_both_planners_match_after_match(tmp_path):
     out = _script(tmp_path, "adapt_curve", "--opponent", "heuristic:medium", "--matches", "2",
                   "--games", "2")
     lines = out.stdout.splitlines()
-    assert lines[0].startswith("match 1 against heuristic:medium (2 games, seed 0): foreseen ")
-    assert lines[1].startswith("match 2 against heuristic:medium (2 games, seed 1000)")
+    assert lines[0].startswith("match 1 against heuristic:medium (2 games, seed 0, rules 1962): "
+                               "foreseen ")
+    assert lines[1].startswith("match 2 against heuristic:medium (2 games, seed 1000, rules 1962)")
     assert lines[2].startswith("all matches: adapt: ") and "/4 (" in lines[2]
+
+
+@pytest.mark.slow
+def test_adapt_curve_plays_the_game_its_config_names(tmp_path):
+    out = _script(tmp_path, "adapt_curve", "--policy", "pretrained:rllib_sw", "--config",
+                  str(ROOT / "examples" / "rllib_sw_1f9e818.toml"), "--opponent",
+                  "heuristic:medium", "--matches", "1", "--games", "2")
+    assert out.stdout.startswith("match 1 against heuristic:medium (2 games, seed 0, rules "
+                                 "rllib_sw_1f9e818): foreseen "), out.stdout
+
+
+def test_adapt_curve_refuses_a_config_it_cannot_read_in_one_line(tmp_path):
+    out = script(script_path("adapt_curve"), "--config", str(tmp_path / "missing.toml"),
+                 cwd=tmp_path, timeout=600)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        f"adapt_curve: config file {tmp_path / 'missing.toml'}: no such file"]
 
 
 @pytest.mark.slow
