@@ -310,7 +310,9 @@ def test_checks_dropped_as_others_finish_never_lose_a_checker(tmp_path, caplog):
         state = (lane.free, lane.running, lane.waiting, srv.app.state.checks.queued)
     finally:
         srv.stop()
-    assert status == 200 and answered.count(200) > 10
+    # How many checks fit in the storm is the host's pace; that they go on being answered, and
+    # that the lane ends with its one checker free, is the behaviour.
+    assert status == 200 and answered.count(200) >= 2
     assert state == (1, 0, {}, 0)
     assert not [r for r in caplog.records if r.exc_info or "Error" in r.getMessage()]
 
