@@ -52,8 +52,7 @@ def main(argv=None) -> int:
             totals[1] += planned
             share = (learner.foreseen - f0) / max(learner.moves - m0, 1)
             print(f"match {m + 1} against {args.opponent} ({args.games} games, seed {seed}, rules "
-                  f"{rules}): "
-                  f"foreseen {share:.1%} of {learner.moves - m0} moves; wins adapt: "
+                  f"{rules}): foreseen {share:.1%} of {learner.moves - m0} moves; wins adapt: "
                   f"{adapted}, search: {planned}  ({time.time() - began:.0f} s)", flush=True)
     finally:
         opponent.close()
