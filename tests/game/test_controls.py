@@ -1,6 +1,7 @@
 """The controls codec (game/controls.py): every scheme's action numbers, both ways, and the one
 place in the package that maps switches to them."""
 
+import ast
 import re
 from pathlib import Path
 
@@ -44,3 +45,22 @@ def test_no_module_outside_game_maps_switches_to_action_numbers():
     outside = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
                if p.parent.name != "game" and named.search(p.read_text())]
     assert outside == []
+
+
+def test_no_module_outside_game_names_a_scheme_to_the_codec():
+    """Outside game/, `encode` and `decode` are told the game's own scheme (`config.controls`),
+    never a scheme written out: the adapting planner once read every game's moves as "six"."""
+    from spacewar_ai.config import CONTROLS
+
+    fixed = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.parent.name == "game":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            name = getattr(node, "func", None)
+            name = getattr(name, "id", None) or getattr(name, "attr", None)
+            if name in ("encode", "decode") and any(
+                    isinstance(arg, ast.Constant) and arg.value in CONTROLS
+                    for arg in [*node.args, *(k.value for k in node.keywords)]):
+                fixed.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert fixed == []
