@@ -246,11 +246,25 @@ const SW = (() => {
     box.hidden = !text;
   }
 
+  // A busy server (503) refused before doing any work and said when to come back: the page waits
+  // as told and asks again a few times before it shows the refusal.
+  const BUSY_TRIES = 4;
+  const BUSY_WAIT_MOST = 30;
+
   async function getJSON(url, options) {
-    const response = await fetch(url, options);
-    const data = await response.json();
-    if (data.error) throw new Error(data.error);
-    return data;
+    for (let tries = 1; ; tries++) {
+      const response = await fetch(url, options);
+      if (response.status === 503 && tries < BUSY_TRIES) {
+        const wait = Math.min(Math.max(+response.headers.get("retry-after") || 5, 1), BUSY_WAIT_MOST);
+        showError(`the server is busy; asking again in ${wait} s`);
+        await new Promise((done) => setTimeout(done, wait * 1000));
+        showError("");
+        continue;
+      }
+      const data = await response.json();
+      if (data.error) throw new Error(data.error);
+      return data;
+    }
   }
 
   async function fillPilots() {
@@ -423,7 +437,9 @@ const SW = (() => {
         } catch (err) { showError(err.message); }
       };
       await show();
-      setInterval(() => show().catch((err) => showError(err.message)), 5000);
+      // The next look is taken once this one is answered, so a busy server's waits never pile up.
+      const poll = () => show().catch((err) => showError(err.message)).finally(() => setTimeout(poll, 5000));
+      setTimeout(poll, 5000);
     },
   };
 
