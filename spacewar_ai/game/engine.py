@@ -470,7 +470,7 @@ def _fires(a):
 def _valid_actions(g, s, ship_f, ship_i, p):
     """The actions ship s of game g may take now, bit a for action a: one rule for the step's
     check and the observations' mask, worked out once rather than once an action. With the
-    switches, a combination is valid when every switch in it can act now."""
+    switches, a combination is valid when every switch in it can act within the decision."""
     if ship_i[g, s, ALIVE] == 0 or ship_i[g, s, HYPER_HIDDEN] > 0:
         return 1 << Action.NONE
     thrust = ship_f[g, s, SFUEL] > 0.0
@@ -478,11 +478,14 @@ def _valid_actions(g, s, ship_f, ship_i, p):
     hyper = (p[P_HYPER] != 0.0 and ship_i[g, s, JUMPS] < int(p[P_JUMPS])
              and ship_i[g, s, HYPER_RECHARGE] == 0)
     if p[P_SWITCHES] != 0.0:
+        # A switch is held through the decision's frames, so fire acts when the reload ends
+        # within them, as the 1962 box and the peer's game fire it; a jump leaves on the first.
+        held = ship_i[g, s, AMMO] > 0 and ship_i[g, s, COOLDOWN] < int(p[P_SKIP])
         valid = 0
         for a in range(16):
-            turn = a & SW_HYPERSPACE
-            if ((turn != SW_HYPERSPACE or hyper) and (a & SW_THRUST == 0 or thrust)
-                    and (a & SW_FIRE == 0 or fire)):
+            jump = a & SW_HYPERSPACE == SW_HYPERSPACE
+            if ((not jump or hyper) and (a & SW_THRUST == 0 or thrust)
+                    and (a & SW_FIRE == 0 or (fire if jump else held))):
                 valid |= 1 << a
         return valid
     return ((1 << Action.NONE) | (1 << Action.ROTATE_LEFT) | (1 << Action.ROTATE_RIGHT)

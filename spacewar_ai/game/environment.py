@@ -77,7 +77,9 @@ ACTION_DOC = """
 
     Masking: no fuel masks 3 and 5; no torpedoes or reloading masks 4 and 5; a dead ship, or one in
     hyperspace, may only take 0 (with the switches: an action is allowed when each of its switches
-    is). A masked action is played as 0 (drift) and counted in
+    can act in the decision's frames, fire once the reload ends within them, since a held switch
+    fires on the frame it does; a combination outside the mask plays the switches that can act).
+    A masked action of the six is played as 0 (drift); either is counted in
     `info["masked_actions"]`; `info["action_mask"]` carries the same mask as obs[30:], as int8,
     and `action_masks()` returns it as booleans (sb3-contrib's MaskablePPO reads it there).
 """

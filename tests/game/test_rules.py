@@ -217,6 +217,37 @@ def test_the_switches_mask_and_what_a_press_does():
     assert jumper.ship_i[0, 0, engine.JUMPS] == 1 and jumper.ship_i[0, 0, engine.SHOTS] == 1
 
 
+def test_a_held_fire_switch_fires_as_the_reload_ends_within_the_decision():
+    """A switch is held through a decision's frames: the mask offers fire once the reload ends
+    within them, and the torpedo leaves on the frame it ends, as the peer's agent fires it."""
+    config = GameConfig.preset("rllib_sw").changed(controls="switches", hyperspace=True)
+    six = one_game(config.changed(controls="six"))
+    b = one_game(config)
+    skip = config.frame_skip
+    b.step(np.array([[SW_FIRE, 0]]))
+    six.step(np.array([[Action.FIRE, 0]]))
+    shots, waited = 1, 0
+    while b.ship_i[0, 0, engine.COOLDOWN] >= skip:  # the reload ends past this decision
+        assert b.observe()[0, 0, engine.OBS_MASK + SW_FIRE] == 0
+        b.step(np.array([[SW_FIRE, 0]]))
+        six.step(np.array([[Action.FIRE, 0]]))
+        assert b.ship_i[0, 0, engine.SHOTS] == shots
+        waited += 1
+    ends = int(b.ship_i[0, 0, engine.COOLDOWN])
+    assert waited > 0 and 0 < ends < skip
+    assert b.observe()[0, 0, engine.OBS_MASK + SW_FIRE] == 1
+    assert b.observe()[0, 0, engine.OBS_MASK + (SW_FIRE | SW_THRUST)] == 1
+    assert b.observe()[0, 0, engine.OBS_MASK + (SW_FIRE | SW_HYPERSPACE)] == 0  # gone at once
+    # The six actions are played whole or not at all: fire waits for the next decision there.
+    assert six.observe()[0, 0, engine.OBS_MASK + Action.FIRE] == 0
+    refused = int(b.ship_i[0, 0, engine.MASKED])  # the presses while it could not act
+    b.step(np.array([[SW_FIRE, 0]]))
+    assert b.ship_i[0, 0, engine.SHOTS] == shots + 1
+    assert b.ship_i[0, 0, engine.MASKED] == refused
+    # Launched `ends` frames into the decision: its reload has run the frames since.
+    assert b.ship_i[0, 0, engine.COOLDOWN] == config.fire_cooldown - (skip - ends)
+
+
 @pytest.mark.parametrize("pilots", [("heuristic:hard", "heuristic:medium"),
                                     ("pretrained", "heuristic:easy")])
 def test_a_pilot_of_the_six_actions_flies_the_same_games_with_the_switches(pilots):
