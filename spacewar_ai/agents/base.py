@@ -16,7 +16,15 @@ import torch
 import torch.nn as nn
 
 from ..config import GameConfig
-from ..game.features import MIN_DIM, apply_view, view_constants, view_width
+from ..game.features import (
+    FIRE_SWITCHES,
+    MIN_DIM,
+    OBS_RELOAD,
+    apply_view,
+    fire_when_ready,
+    view_constants,
+    view_width,
+)
 from ..util.errors import UserError
 
 NEG_INF = -1e9  # a finite "minus infinity": keeps softmax and log-probs free of NaN
@@ -207,7 +215,14 @@ class BaseAgent(abc.ABC):
     # --- helpers ------------------------------------------------------------------------------
     def features(self, obs: np.ndarray) -> np.ndarray:
         """What the network reads of observations (N, D): the config's observation_view."""
-        return apply_view(obs, self.view, self.view_constants)
+        return apply_view(self._as_learned(obs), self.view, self.view_constants)
+
+    def _as_learned(self, rows: np.ndarray) -> np.ndarray:
+        """Rows with the action mask this network learned with (features.fire_when_ready)."""
+        if self.action_dim != len(FIRE_SWITCHES):
+            return rows
+        return fire_when_ready(np.asarray(rows, dtype=np.float32).reshape(-1, rows.shape[-1]),
+                               self.view_constants).reshape(rows.shape)
 
     def _batch(self, state, mask=None, viewed: bool = False):
         """(D,) or (N, D) array -> float tensor (N, input_dim) as the network reads it, bool mask
@@ -221,9 +236,11 @@ class BaseAgent(abc.ABC):
             raise UserError(f"state has shape {np.shape(state)}: expected ({width},) or "
                             f"(N, {width})")
         if mask is None:
-            m = arr[:, -self.action_dim:] > 0.5
+            m = self._as_learned(arr)[:, -self.action_dim:] > 0.5
         else:
             m = np.asarray(mask).reshape(arr.shape[0], self.action_dim) > 0.5
+            if self.action_dim == len(FIRE_SWITCHES) and not self.view_constants.get("fire_held"):
+                m = m & ~((arr[:, OBS_RELOAD] > 0)[:, None] & FIRE_SWITCHES[None, :])
         m = m.copy()
         m[~m.any(axis=1), 0] = True  # a row with no valid action may still drift
         obs = torch.from_numpy(arr if viewed else self.features(arr)).to(self.device)

@@ -17,6 +17,7 @@ import numpy as np
 from ..config import OBSERVATION_VIEWS, GameConfig
 from ..util.errors import UserError
 from .ballistics import bends, closest_approach, intercept_time, path_distance
+from .controls import SW_FIRE
 from .engine import OBS_MASK, jit_warm_up
 
 VIEWS = OBSERVATION_VIEWS
@@ -83,7 +84,25 @@ def view_constants(config: GameConfig | None = None) -> dict[str, float]:
             "torpedo_lifetime": float(cfg.torpedo_lifetime),
             # Ships' paths bend; torpedoes fly straight (1962). With torpedo_gravity everything
             # falls alike, so paths relative to each other are nearly straight: no bending then.
-            "gravity": 0.0 if cfg.torpedo_gravity else float(cfg.effective_gravity)}
+            "gravity": 0.0 if cfg.torpedo_gravity else float(cfg.effective_gravity),
+            # The switches' mask offers fire held through the end of a reload (fire_when_ready).
+            "fire_held": 1.0}
+
+
+OBS_RELOAD = 8  # own reload, 0 when ready to fire: the same column in every view
+FIRE_SWITCHES = np.array([a & SW_FIRE != 0 for a in range(16)])
+
+
+def fire_when_ready(rows: np.ndarray, constants: dict[str, float]) -> np.ndarray:
+    """Observations or views (N, D) of the switches (16 actions), as a network saved before the
+    mask offered fire held through the end of a reload reads them (`fire_held` missing from its
+    constants): fire only once the reload has ended. Other rows are returned as they are."""
+    if constants.get("fire_held", 0.0) or rows.shape[-1] < OBS_MASK + len(FIRE_SWITCHES):
+        return rows
+    out = np.array(rows, dtype=np.float32)
+    mask = out[:, -len(FIRE_SWITCHES):]
+    mask[(out[:, OBS_RELOAD] > 0)[:, None] & FIRE_SWITCHES[None, :]] = 0.0
+    return out
 
 
 # (x, y) pairs of the observation that the egocentric view rotates into the ship's frame: own

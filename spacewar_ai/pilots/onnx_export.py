@@ -18,7 +18,14 @@ import torch
 import torch.nn as nn
 
 from ..game.engine import OBS_MASK
-from ..game.features import ORBIT_STEP, TACTICAL_COLUMNS, VECTOR_X, VECTOR_Y
+from ..game.features import (
+    FIRE_SWITCHES,
+    OBS_RELOAD,
+    ORBIT_STEP,
+    TACTICAL_COLUMNS,
+    VECTOR_X,
+    VECTOR_Y,
+)
 from ..util.errors import UserError
 from .onnx_check import onnx_problems
 
@@ -206,6 +213,10 @@ class Exported(nn.Module):
         super().__init__()
         self.features = Features(agent.view, agent.view_constants)
         self.actions = agent.action_dim
+        # A switches network saved before the mask offered fire held reads it as it learned it.
+        self.ready_only = (agent.action_dim == len(FIRE_SWITCHES)
+                           and not agent.view_constants.get("fire_held"))
+        self.register_buffer("fire_switches", torch.as_tensor(FIRE_SWITCHES))
         if agent.algorithm == "ppo":
             self.norm, self.scorer, self.members = agent.obs_norm, agent.net.actor, nn.ModuleList()
         else:
@@ -213,6 +224,11 @@ class Exported(nn.Module):
             self.members = nn.ModuleList(agent.play_members)
 
     def forward(self, obs):
+        if self.ready_only:
+            refused = (obs[:, OBS_RELOAD:OBS_RELOAD + 1] > 0) & self.fire_switches
+            obs = torch.cat([obs[:, :-self.actions],
+                             torch.where(refused, torch.zeros_like(obs[:, -self.actions:]),
+                                         obs[:, -self.actions:])], 1)
         x = self.features(obs)
         mask = obs[:, -self.actions:] > 0.5
         lone = ~mask.any(1, keepdim=True)  # a row with no valid action may still drift

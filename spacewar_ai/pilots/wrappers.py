@@ -15,13 +15,15 @@ import numpy as np
 
 from ..game.controls import SIX_AS_SWITCHES
 from ..game.engine import OBS_MASK, GameBatch
+from ..game.features import fire_when_ready
 from ..game.pilot import Pilot
 
 
 class OnSwitches(Pilot):
     """Flies `pilot`, which answers in the six actions (`actions` 7: and hyperspace), in a game
     played with the switches (`[game] controls = "switches"`): it reads those actions' mask (an
-    action is allowed when its switches are) and its answer presses that action's switches. A
+    action is allowed when its switches are, fire once the reload has ended) and its answer
+    presses that action's switches, so it plays the games it plays with the six. A
     network trained without hyperspace flies this way in a game that has it, never jumping."""
 
     def __init__(self, pilot: Pilot, actions: int):
@@ -43,6 +45,8 @@ class OnSwitches(Pilot):
         self.pilot.close()
 
     def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
+        # The six are played whole: fire is offered once the reload has ended, as in their game.
+        obs = fire_when_ready(obs, {})
         six_obs = np.concatenate([obs[:, :OBS_MASK], obs[:, OBS_MASK + self.six]], 1)
         actions = np.asarray(self.pilot.act(six_obs, active), dtype=np.int64).reshape(-1)
         # An answer outside the six is passed on as it is, for the game to refuse as it would.

@@ -175,3 +175,31 @@ def test_the_learners_precision_is_detected_chosen_and_reproducible(tmp_path):
     assert torch.equal(half, again)
     assert not torch.equal(half, full)
     assert half.dtype == torch.float32  # the master weights stay float32
+
+
+def test_a_switches_network_keeps_the_fire_mask_it_learned_with(tmp_path):
+    """The mask offers a fire switch held through the end of a reload; networks saved before it
+    did (no `fire_held` among their constants, as the shipped `pretrained:rllib_sw`) still read
+    fire as offered only once the reload has ended, and so play the games they played."""
+    from spacewar_ai.config import GameConfig
+    from spacewar_ai.game.controls import decode
+    from spacewar_ai.pilots.build import make_pilot
+    from tests.helpers import random_positions
+
+    config = GameConfig.preset("rllib_sw").changed(controls="switches")
+    rows = random_positions(config)
+    held = (rows[:, 8] > 0) & (rows[:, 30 + 8] > 0.5)  # reloading, fire offered all the same
+    assert held.sum() > 50
+    torch.manual_seed(0)
+    new = PPOAgent(46, 16, SMALL_PPO, game=config)
+    new.save(tmp_path / "new.pt")
+    state = torch.load(tmp_path / "new.pt", weights_only=False)
+    del state["agent"]["view_constants"]["fire_held"]
+    torch.save(state, tmp_path / "old.pt")
+    for spec, fires_held in (("pretrained:rllib_sw", False), (str(tmp_path / "old.pt"), False),
+                             (str(tmp_path / "new.pt"), True)):
+        pilot = make_pilot(spec, config)
+        chosen = np.concatenate([pilot.act(rows[i:i + 512]) for i in range(0, len(rows), 512)])
+        fired = decode(chosen, "switches")[3]
+        assert fired[held].any() == fires_held, spec
+        assert not fired[(rows[:, 30 + 8] < 0.5)].any()  # what the game refuses, none offers

@@ -77,3 +77,22 @@ def test_an_exported_model_chooses_what_the_torch_pilot_chooses(tmp_path, positi
     assert len(positions) > 7000 and np.mean(actions == expected) == 1.0
     masks = positions[:, 30:] > 0.5
     assert masks[np.arange(len(actions)), actions].all()  # never a masked action
+
+
+@pytest.mark.slow
+def test_an_exported_switches_network_reads_the_fire_mask_it_learned_with(tmp_path):
+    """The network for the peer's rules learned before the mask offered fire held through a
+    reload's end; exported, it still chooses what the torch pilot chooses in those states."""
+    import onnxruntime as ort
+
+    from spacewar_ai.config import GameConfig
+    from spacewar_ai.pilots.onnx_export import export_onnx
+    from tests.helpers import random_positions
+
+    config = GameConfig.preset("rllib_sw").changed(controls="switches")
+    rows = random_positions(config)
+    assert ((rows[:, 8] > 0) & (rows[:, 30 + 8] > 0.5)).sum() > 50  # fire held offered
+    export_onnx("pretrained:rllib_sw", tmp_path / "m.onnx")
+    actions, _ = ort.InferenceSession(str(tmp_path / "m.onnx")).run(None, {"obs": rows})
+    expected = make_pilot("pretrained:rllib_sw", config).act(rows)
+    assert np.mean(actions == expected) == 1.0
