@@ -164,3 +164,39 @@ def random_positions(config, games: int = 64, steps: int = 40, seed: int = 3) ->
         obs, *_ = env.step_both(np.array(moves).T)
         rows.append(obs[:, 0].copy())
     return np.concatenate(rows)
+
+
+def idle_replay(steps: int = 1300, **config) -> bytes:
+    """A replay file of idle ships under the default settings with `config` changed (checked
+    or not: the server is what checks them), `steps` decisions long or as long as its settings
+    let it be."""
+    import json
+
+    settings = {**GameConfig().to_dict(), **config}
+    steps = min(steps, -(-settings["max_episode_steps"] // settings["frame_skip"]))
+    return json.dumps({"version": 1, "config": settings, "seed": 1, "players": ["a", "b"],
+                       "actions": ["0" * steps, "0" * steps], "result": {}}).encode()
+
+
+def long_replay() -> bytes:
+    """A replay of ten million frames: seconds of a checker's time."""
+    return idle_replay(10_000, max_episode_steps=10**7, frame_skip=1000)
+
+
+def hold_a_replay_check(server, headers=None):
+    """Send a BackgroundServer the long replay to check, from a thread, and
+    return once the server holds it among its checks: (the thread, a dict that gets its
+    "answer", (status, body), when it ends)."""
+    import threading
+    import time
+
+    result = {}
+    thread = threading.Thread(target=lambda: result.update(answer=http_request(
+        server, "POST", "/api/replay?name=long.json", long_replay(), headers, timeout=120)))
+    thread.start()
+    checks = server.app.state.checks
+    deadline = time.monotonic() + 60  # a safety net sized for a loaded host
+    while not checks.queued and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert checks.queued == 1
+    return thread, result

@@ -8,7 +8,6 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -233,25 +232,13 @@ def test_an_upload_that_meets_a_busy_server_is_asked_again_and_plays(page, proje
     its one place for checks; the page says so, waits as told, asks again and plays."""
     from spacewar_ai.web.app import BackgroundServer
     from spacewar_ai.web.guard import Limits
-    from tests.helpers import http_request
+    from tests.helpers import hold_a_replay_check
 
     path = _replays(project)[0]
     srv = BackgroundServer(tmp_path, proxies=["127.0.0.1"], limits=Limits(
         checks_queued=1, check_seconds=3.0, replay_frames=10**8))
     try:
-        settings = {**json.loads(path.read_text())["config"], "max_episode_steps": 10**7,
-                    "frame_skip": 1000}
-        long = json.dumps({"version": 1, "config": settings, "seed": 1, "players": ["a", "b"],
-                           "actions": ["0" * 10_000] * 2, "result": {}}).encode()
-        holder = threading.Thread(target=http_request, args=(
-            srv, "POST", "/api/replay?name=long.json", long, {"X-Forwarded-For": "203.0.113.9"},
-            120))
-        holder.start()
-        checks = srv.app.state.checks
-        deadline = time.monotonic() + 60
-        while not checks.queued and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert checks.queued == 1
+        holder, _ = hold_a_replay_check(srv, {"X-Forwarded-For": "203.0.113.9"})
         page.goto(f"{srv.url}/replays")
         page.wait_for_selector("body[data-ready='1']")
         page.set_input_files("#upload", files=[{"name": "mine.json",

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from tests.helpers import ROOT, http_request
+from tests.helpers import ROOT, hold_a_replay_check, http_request, idle_replay, long_replay
 
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
@@ -63,18 +63,6 @@ def _served(port: int) -> bool:
             return sock.recv(64).startswith(b"HTTP/1.1 200")
     except OSError:
         return False
-
-
-def _replay(steps: int = 1300, **config) -> bytes:
-    """A replay file of idle ships under the default settings with `config` changed (checked
-    or not: the server is what checks them), `steps` decisions long or as long as its settings
-    let it be."""
-    from spacewar_ai.config import GameConfig
-
-    settings = {**GameConfig().to_dict(), **config}
-    steps = min(steps, -(-settings["max_episode_steps"] // settings["frame_skip"]))
-    return json.dumps({"version": 1, "config": settings, "seed": 1, "players": ["a", "b"],
-                       "actions": ["0" * steps, "0" * steps], "result": {}}).encode()
 
 
 def test_connections_past_their_budget_are_refused_and_slow_headers_are_closed(tmp_path):
@@ -182,27 +170,19 @@ def test_replays_past_the_bounds_are_refused_and_a_long_one_stopped_while_pages_
     try:
         # Settings past a config's bounds: refused in one line naming the field.
         status, body = http_request(srv, "POST", "/api/replay?name=big.json",
-                                    _replay(torpedo_lifetime=10**9))
+                                    idle_replay(torpedo_lifetime=10**9))
         error = json.loads(body)["error"]
         assert status == 400 and "torpedo_lifetime" in error and "at most 100,000" in error
 
         # Within the bounds but seconds of replaying: stopped at its deadline in its checker,
         # while a page asked meanwhile answers before it ends.
-        long = _replay(10_000, max_episode_steps=10**7, frame_skip=1000)  # 10M frames
-        result = {}
-        thread = threading.Thread(target=lambda: result.update(answer=http_request(
-            srv, "POST", "/api/replay?name=long.json", long)))
-        thread.start()
+        thread, result = hold_a_replay_check(srv)
         checks = srv.app.state.checks
-        deadline = time.monotonic() + 60
-        while not checks.queued and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert checks.queued == 1
         assert http_request(srv, "GET", "/api/pilots")[0] == 200
         # Meanwhile its address has its one check under way, and the server its one queued.
-        status, body = http_request(srv, "POST", "/api/replay?name=x.json", _replay())
+        status, body = http_request(srv, "POST", "/api/replay?name=x.json", idle_replay())
         assert status == 429 and "checks_per_address=1" in json.loads(body)["error"]
-        status, body = http_request(srv, "POST", "/api/replay?name=x.json", _replay(),
+        status, body = http_request(srv, "POST", "/api/replay?name=x.json", idle_replay(),
                                     {"X-Forwarded-For": "203.0.113.9"})
         assert status == 503 and "checks_queued=1" in json.loads(body)["error"]
         assert checks.queued == 1  # all answered while the replay was being played
@@ -214,7 +194,8 @@ def test_replays_past_the_bounds_are_refused_and_a_long_one_stopped_while_pages_
         # Checks stopped at their deadline are charged the CPU they used (read from the
         # kernel): once the address's hour is spent, the next is refused before it is queued.
         for _ in range(10):
-            status, body = http_request(srv, "POST", "/api/replay?name=again.json", long)
+            status, body = http_request(srv, "POST", "/api/replay?name=again.json",
+                                        long_replay())
             if status != 400:
                 break
         assert status == 429 and "check_cpu_per_hour" in json.loads(body)["error"]
@@ -233,7 +214,7 @@ def test_an_abandoned_check_is_dropped_and_busy_refusals_cost_no_attempts(tmp_pa
     srv = _server(tmp_path, proxies=["127.0.0.1"], check_seconds=300, replay_frames=10**8,
                   checks_queued=1, attempts_per_hour=2)
     try:
-        long = _replay(10_000, max_episode_steps=10**7, frame_skip=1000)  # minutes of replaying
+        long = idle_replay(10_000, max_episode_steps=10**7, frame_skip=1000)  # minutes of replaying
         sock = _connect(srv.port)
         sock.sendall(b"POST /api/replay?name=long.json HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                      b"X-Forwarded-For: 198.51.100.1\r\ncontent-type: application/json\r\n"
@@ -277,7 +258,7 @@ def test_checks_dropped_as_others_finish_never_lose_a_checker(tmp_path, caplog):
     import random
 
     srv = _server(tmp_path, proxies=["127.0.0.1"], check_cpu_per_hour=10**6)
-    tiny = _replay(5)
+    tiny = idle_replay(5)
     post = (b"POST /api/replay?name=tiny.json HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             b"content-type: application/json\r\ncontent-length: "
             + str(len(tiny)).encode() + b"\r\n")
@@ -376,12 +357,12 @@ def test_a_replay_answer_is_bounded_in_bytes_and_a_slow_reader_is_cut_off(tmp_pa
         sock.settimeout(120)
         sock.recv(1, socket.MSG_PEEK)  # the answer has begun (its check is done)
         began = time.monotonic()
-        status, body = http_request(srv, "POST", "/api/replay?name=small.json", _replay(100),
+        status, body = http_request(srv, "POST", "/api/replay?name=small.json", idle_replay(100),
                                     headers={"X-Forwarded-For": "203.0.113.1"})
         error = json.loads(body)["error"]
         assert status == 503 and "answers_mb_in_all" in error, error
         # The reader's own address holds the whole budget, past its share of it.
-        status, body = http_request(srv, "POST", "/api/replay?name=small.json", _replay(100))
+        status, body = http_request(srv, "POST", "/api/replay?name=small.json", idle_replay(100))
         error = json.loads(body)["error"]
         assert status == 429 and "address_share" in error, error
         time.sleep(max(0.0, began + 10 - time.monotonic()))  # its deadline passes, unread
@@ -392,7 +373,7 @@ def test_a_replay_answer_is_bounded_in_bytes_and_a_slow_reader_is_cut_off(tmp_pa
         sock.close()
         assert got.startswith(b"HTTP/1.1 200") and len(got) < len(whole)
         assert srv.app.state.answers.total == 0  # the cut-off answer's bytes were given back
-        assert http_request(srv, "POST", "/api/replay?name=small.json", _replay(100))[0] == 200
+        assert http_request(srv, "POST", "/api/replay?name=small.json", idle_replay(100))[0] == 200
     finally:
         srv.stop()
 
@@ -408,7 +389,7 @@ def test_a_replay_beyond_the_servers_frames_is_refused_and_the_board_lists_no_es
     srv = _server(tmp_path / "project", replay_frames=100_000)
     try:
         status, body = http_request(srv, "POST", "/api/replay?name=x.json",
-                                    _replay(max_episode_steps=10**6, frame_skip=100))
+                                    idle_replay(max_episode_steps=10**6, frame_skip=100))
         error = json.loads(body)["error"]
         assert status == 400 and "replay_frames=100,000" in error and "\n" not in error
         status, body = http_request(srv, "GET", "/api/replays")
@@ -501,7 +482,7 @@ def test_a_server_stopped_with_checks_queued_ends_them_and_exits(tmp_path):
     proc, number, log = _serve_process(
         tmp_path, "check_seconds=300,replay_frames=100000000,shutdown_seconds=2",
         "--trusted-proxies", "127.0.0.1")
-    long = _replay(10_000, max_episode_steps=10**7, frame_skip=1000)  # minutes of replaying
+    long = idle_replay(10_000, max_episode_steps=10**7, frame_skip=1000)  # minutes of replaying
     held = []
     try:
         for k in range(20):  # one runs, the lane's queue fills, the rest are refused
