@@ -19,9 +19,9 @@ from ..config import GameConfig
 from ..game.features import (
     FIRE_SWITCHES,
     MIN_DIM,
-    OBS_RELOAD,
     apply_view,
     fire_when_ready,
+    held_fire,
     view_constants,
     view_width,
 )
@@ -217,12 +217,17 @@ class BaseAgent(abc.ABC):
         """What the network reads of observations (N, D): the config's observation_view."""
         return apply_view(self._as_learned(obs), self.view, self.view_constants)
 
+    @property
+    def fires_when_ready(self) -> bool:
+        """A switches network saved before the mask offered fire held through a reload's end,
+        shown the mask as it learned it (features.fire_when_ready)."""
+        return self.action_dim == len(FIRE_SWITCHES) and not self.view_constants.get("fire_held")
+
     def _as_learned(self, rows: np.ndarray) -> np.ndarray:
-        """Rows with the action mask this network learned with (features.fire_when_ready)."""
-        if self.action_dim != len(FIRE_SWITCHES):
+        if not self.fires_when_ready:
             return rows
-        return fire_when_ready(np.asarray(rows, dtype=np.float32).reshape(-1, rows.shape[-1]),
-                               self.view_constants).reshape(rows.shape)
+        rows = np.asarray(rows, dtype=np.float32)
+        return fire_when_ready(rows.reshape(-1, rows.shape[-1])).reshape(rows.shape)
 
     def _batch(self, state, mask=None, viewed: bool = False):
         """(D,) or (N, D) array -> float tensor (N, input_dim) as the network reads it, bool mask
@@ -239,8 +244,8 @@ class BaseAgent(abc.ABC):
             m = self._as_learned(arr)[:, -self.action_dim:] > 0.5
         else:
             m = np.asarray(mask).reshape(arr.shape[0], self.action_dim) > 0.5
-            if self.action_dim == len(FIRE_SWITCHES) and not self.view_constants.get("fire_held"):
-                m = m & ~((arr[:, OBS_RELOAD] > 0)[:, None] & FIRE_SWITCHES[None, :])
+            if self.fires_when_ready:
+                m = m & ~held_fire(arr)
         m = m.copy()
         m[~m.any(axis=1), 0] = True  # a row with no valid action may still drift
         obs = torch.from_numpy(arr if viewed else self.features(arr)).to(self.device)

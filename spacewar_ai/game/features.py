@@ -85,7 +85,7 @@ def view_constants(config: GameConfig | None = None) -> dict[str, float]:
             # Ships' paths bend; torpedoes fly straight (1962). With torpedo_gravity everything
             # falls alike, so paths relative to each other are nearly straight: no bending then.
             "gravity": 0.0 if cfg.torpedo_gravity else float(cfg.effective_gravity),
-            # The switches' mask offers fire held through the end of a reload (fire_when_ready).
+            # The switches' mask offers fire held through a reload's end (held_fire).
             "fire_held": 1.0}
 
 
@@ -93,15 +93,18 @@ OBS_RELOAD = 8  # own reload, 0 when ready to fire: the same column in every vie
 FIRE_SWITCHES = np.array([a & SW_FIRE != 0 for a in range(16)])
 
 
-def fire_when_ready(rows: np.ndarray, constants: dict[str, float]) -> np.ndarray:
-    """Observations or views (N, D) of the switches (16 actions), as a network saved before the
-    mask offered fire held through the end of a reload reads them (`fire_held` missing from its
-    constants): fire only once the reload has ended. Other rows are returned as they are."""
-    if constants.get("fire_held", 0.0) or rows.shape[-1] < OBS_MASK + len(FIRE_SWITCHES):
-        return rows
+def held_fire(rows: np.ndarray) -> np.ndarray:
+    """(N, 16): the switches' actions (N, D rows of observations or views) that fire while the
+    reload is still running, which the mask offers when it ends within the decision."""
+    return (rows[:, OBS_RELOAD] > 0)[:, None] & FIRE_SWITCHES[None, :]
+
+
+def fire_when_ready(rows: np.ndarray) -> np.ndarray:
+    """Rows (N, D) of the switches with fire offered only once the reload has ended: the mask
+    as a pilot of the six actions reads it, and a network saved before the mask offered fire
+    held (no `fire_held` among its view constants). A new array."""
     out = np.array(rows, dtype=np.float32)
-    mask = out[:, -len(FIRE_SWITCHES):]
-    mask[(out[:, OBS_RELOAD] > 0)[:, None] & FIRE_SWITCHES[None, :]] = 0.0
+    out[:, -len(FIRE_SWITCHES):][held_fire(out)] = 0.0
     return out
 
 

@@ -213,9 +213,7 @@ class Exported(nn.Module):
         super().__init__()
         self.features = Features(agent.view, agent.view_constants)
         self.actions = agent.action_dim
-        # A switches network saved before the mask offered fire held reads it as it learned it.
-        self.ready_only = (agent.action_dim == len(FIRE_SWITCHES)
-                           and not agent.view_constants.get("fire_held"))
+        self.ready_only = agent.fires_when_ready  # the mask as it learned it
         self.register_buffer("fire_switches", torch.as_tensor(FIRE_SWITCHES))
         if agent.algorithm == "ppo":
             self.norm, self.scorer, self.members = agent.obs_norm, agent.net.actor, nn.ModuleList()

@@ -46,7 +46,7 @@ class OnSwitches(Pilot):
 
     def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         # The six are played whole: fire is offered once the reload has ended, as in their game.
-        obs = fire_when_ready(obs, {})
+        obs = fire_when_ready(obs)
         six_obs = np.concatenate([obs[:, :OBS_MASK], obs[:, OBS_MASK + self.six]], 1)
         actions = np.asarray(self.pilot.act(six_obs, active), dtype=np.int64).reshape(-1)
         # An answer outside the six is passed on as it is, for the game to refuse as it would.
