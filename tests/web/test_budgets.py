@@ -214,7 +214,7 @@ def test_an_abandoned_check_is_dropped_and_busy_refusals_cost_no_attempts(tmp_pa
     srv = _server(tmp_path, proxies=["127.0.0.1"], check_seconds=300, replay_frames=10**8,
                   checks_queued=1, attempts_per_hour=2)
     try:
-        long = idle_replay(10_000, max_episode_steps=10**7, frame_skip=1000)  # minutes of replaying
+        long = long_replay()  # minutes of replaying at check_seconds=300
         sock = _connect(srv.port)
         sock.sendall(b"POST /api/replay?name=long.json HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                      b"X-Forwarded-For: 198.51.100.1\r\ncontent-type: application/json\r\n"
@@ -487,7 +487,7 @@ def test_a_server_stopped_with_checks_queued_ends_them_and_exits(tmp_path):
     proc, number, log = _serve_process(
         tmp_path, "check_seconds=300,replay_frames=100000000,shutdown_seconds=2",
         "--trusted-proxies", "127.0.0.1")
-    long = idle_replay(10_000, max_episode_steps=10**7, frame_skip=1000)  # minutes of replaying
+    long = long_replay()  # minutes of replaying at check_seconds=300
     held = []
     try:
         for k in range(20):  # one runs, the lane's queue fills, the rest are refused
