@@ -240,17 +240,13 @@ class BaseAgent(abc.ABC):
         if arr.ndim != 2 or arr.shape[1] != width:
             raise UserError(f"state has shape {np.shape(state)}: expected ({width},) or "
                             f"(N, {width})")
-        arr = self._as_learned(arr)  # once: the view below reads these rows as they are
-        if mask is None:
-            m = arr[:, -self.action_dim:] > 0.5
-        else:
-            m = np.asarray(mask).reshape(arr.shape[0], self.action_dim) > 0.5
-            if self.fires_when_ready:
-                m = m & ~held_fire(arr)
+        m = (arr[:, -self.action_dim:] if mask is None
+             else np.asarray(mask).reshape(arr.shape[0], self.action_dim)) > 0.5
+        if self.fires_when_ready:
+            m = m & ~held_fire(arr)
         m = m.copy()
         m[~m.any(axis=1), 0] = True  # a row with no valid action may still drift
-        viewed_rows = arr if viewed else apply_view(arr, self.view, self.view_constants)
-        obs = torch.from_numpy(viewed_rows).to(self.device)
+        obs = torch.from_numpy(arr if viewed else self.features(arr)).to(self.device)
         return obs, torch.from_numpy(m).to(self.device), single
 
     @abc.abstractmethod
