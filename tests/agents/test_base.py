@@ -179,8 +179,9 @@ def test_the_learners_precision_is_detected_chosen_and_reproducible(tmp_path):
 
 def test_a_switches_network_keeps_the_fire_mask_it_learned_with(tmp_path):
     """The mask offers a fire switch held through the end of a reload; networks saved before it
-    did (no `fire_held` among their constants, as the shipped `pretrained:rllib_sw`) still read
-    fire as offered only once the reload has ended, and so play the games they played."""
+    did (no `fire_held` among their constants) still read fire as offered only once the reload
+    has ended, and so play the games they played; the shipped `pretrained:rllib_sw` learned to
+    hold fire."""
     from spacewar_ai.config import GameConfig
     from spacewar_ai.game.controls import decode
     from spacewar_ai.pilots.build import make_pilot
@@ -196,7 +197,7 @@ def test_a_switches_network_keeps_the_fire_mask_it_learned_with(tmp_path):
     state = torch.load(tmp_path / "new.pt", weights_only=False)
     del state["agent"]["view_constants"]["fire_held"]
     torch.save(state, tmp_path / "old.pt")
-    for spec, fires_held in (("pretrained:rllib_sw", False), (str(tmp_path / "old.pt"), False),
+    for spec, fires_held in (("pretrained:rllib_sw", True), (str(tmp_path / "old.pt"), False),
                              (str(tmp_path / "new.pt"), True)):
         pilot = make_pilot(spec, config)
         chosen = np.concatenate([pilot.act(rows[i:i + 512]) for i in range(0, len(rows), 512)])

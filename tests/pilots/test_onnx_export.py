@@ -81,18 +81,25 @@ def test_an_exported_model_chooses_what_the_torch_pilot_chooses(tmp_path, positi
 
 @pytest.mark.slow
 def test_an_exported_switches_network_reads_the_fire_mask_it_learned_with(tmp_path):
-    """The network for the peer's rules learned before the mask offered fire held through a
-    reload's end; exported, it still chooses what the torch pilot chooses in those states."""
+    """A switches network saved before the mask offered fire held through a reload's end (no
+    `fire_held` among its constants), and the shipped one, which learned with it: exported, each
+    chooses what its torch pilot chooses in those states."""
     import onnxruntime as ort
 
     from spacewar_ai.config import GameConfig
     from spacewar_ai.pilots.onnx_export import export_onnx
+    from spacewar_ai.pilots.spec import check_spec
     from tests.helpers import random_positions
 
     config = GameConfig.preset("rllib_sw").changed(controls="switches")
     rows = random_positions(config)
-    assert ((rows[:, 8] > 0) & (rows[:, 30 + 8] > 0.5)).sum() > 50  # fire held offered
-    export_onnx("pretrained:rllib_sw", tmp_path / "m.onnx")
-    actions, _ = ort.InferenceSession(str(tmp_path / "m.onnx")).run(None, {"obs": rows})
-    expected = make_pilot("pretrained:rllib_sw", config).act(rows)
-    assert np.mean(actions == expected) == 1.0
+    held = (rows[:, 8] > 0) & (rows[:, 30 + 8] > 0.5)
+    assert held.sum() > 50  # fire held offered
+    state = torch.load(check_spec("pretrained:rllib_sw").path, weights_only=False)
+    del state["agent"]["view_constants"]["fire_held"]
+    torch.save(state, tmp_path / "old.pt")
+    for spec in ("pretrained:rllib_sw", str(tmp_path / "old.pt")):
+        export_onnx(spec, tmp_path / "m.onnx")
+        actions, _ = ort.InferenceSession(str(tmp_path / "m.onnx")).run(None, {"obs": rows})
+        expected = make_pilot(spec, config).act(rows)
+        assert np.mean(actions == expected) == 1.0, spec
