@@ -244,7 +244,6 @@ class BaseAgent(abc.ABC):
              else np.asarray(mask).reshape(arr.shape[0], self.action_dim)) > 0.5
         if self.fires_when_ready:
             m = m & ~held_fire(arr)
-        m = m.copy()
         m[~m.any(axis=1), 0] = True  # a row with no valid action may still drift
         obs = torch.from_numpy(arr if viewed else self.features(arr)).to(self.device)
         return obs, torch.from_numpy(m).to(self.device), single
