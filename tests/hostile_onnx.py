@@ -118,7 +118,7 @@ def slow(path: Path, size: int = 768, steps: int = 200) -> Path:
     return _scores_from(nodes, [*inits, _ints("shape", [size, size])], f"m{steps}", path)
 
 
-def one_long_operator(path: Path, size: int = 3000) -> Path:
+def one_long_operator(path: Path, size: int = 3500) -> Path:
     """Keeps every static rule; each decision is one MatMul of size x size integers, an
     operator the runtime cannot stop once it has begun, after inputs that take next to no time
     to fill (integers: far slower to multiply than floats, for the same memory)."""
