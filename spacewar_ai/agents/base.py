@@ -223,6 +223,12 @@ class BaseAgent(abc.ABC):
         shown the mask as it learned it (features.fire_when_ready)."""
         return self.action_dim == len(FIRE_SWITCHES) and not self.view_constants.get("fire_held")
 
+    def offer_held_fire(self) -> None:
+        """Show the network the switches' mask as the game offers it from now on, fire held
+        through a reload's end included, whatever mask it learned with: for a network that
+        goes on learning (a new run from it, an adapting planner's model)."""
+        self.view_constants = {**self.view_constants, "fire_held": 1.0}
+
     def _as_learned(self, rows: np.ndarray) -> np.ndarray:
         if not self.fires_when_ready:
             return rows

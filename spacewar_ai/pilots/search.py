@@ -118,9 +118,7 @@ class OpponentLearner:
             raise UserError("an adapting planner's opponent model must be a PPO model "
                             "(pretrained, ppo:PATH or a PPO checkpoint)")
         self.window, self.batch_size, self.study = window, batch_size, study
-        # It learns the moves as the game offers them, fire held through a reload's end
-        # included, whatever mask its prior learned with (features.fire_when_ready).
-        self.agent.view_constants = {**self.agent.view_constants, "fire_held": 1.0}
+        self.agent.offer_held_fire()  # it learns the moves as the game offers them
         self.optimizer = torch.optim.Adam(self.agent.net.parameters(), lr=learning_rate)
         self.rng = np.random.default_rng([seed, 0xADA])
         self._obs: np.ndarray | None = None  # the latest `window` moves' observations

@@ -241,6 +241,33 @@ def test_champion_training_trains_and_logs_win_rates_against_champions(tmp_path)
     assert continued.name.startswith("ppo-s3-")
 
 
+def test_a_run_from_a_network_of_the_old_mask_learns_to_hold_fire(tmp_path):
+    """A switches network saved before the mask offered fire held through a reload's end plays
+    its old mask wherever it is loaded; a new run from it learns under the game's mask today,
+    and the network it saves fires held."""
+    from spacewar_ai.agents.ppo import PPOAgent
+    from spacewar_ai.game.controls import decode
+    from spacewar_ai.pilots.build import make_pilot
+    from tests.helpers import random_positions
+
+    config = GameConfig.preset("rllib_sw").changed(controls="switches")
+    torch.manual_seed(0)
+    PPOAgent(config.obs_dim, 16, PPOConfig(hidden_sizes=(32, 32)), game=config).save(
+        tmp_path / "new.pt")
+    state = torch.load(tmp_path / "new.pt", weights_only=False)
+    del state["agent"]["view_constants"]["fire_held"]
+    torch.save(state, tmp_path / "old.pt")
+    cfg = tiny_run(tmp_path, total_timesteps=16 * 16)
+    cfg.game = config
+    out = Trainer(cfg, init_weights=tmp_path / "old.pt", quiet=True).run()
+    rows = random_positions(config)
+    held = (rows[:, 8] > 0) & (rows[:, 30 + 8] > 0.5)  # reloading, fire offered all the same
+    for spec, fires_held in ((tmp_path / "old.pt", False), (Path(out["run_dir"]) / "latest.pt", True)):
+        pilot = make_pilot(str(spec), config)
+        chosen = np.concatenate([pilot.act(rows[i:i + 512]) for i in range(0, len(rows), 512)])
+        assert decode(chosen, "switches")[3][held].any() == fires_held, spec
+
+
 def test_cli_parses_the_training_and_evaluation_flags():
     p = build_parser()
     args = p.parse_args(["--algorithm", "dqn", "--episodes", "10", "--learning-rate", "0.001",

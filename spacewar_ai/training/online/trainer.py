@@ -190,6 +190,7 @@ class Trainer(RunFrame):
             state = dict(init_ckpt["agent"])
             state.pop("optimizer", None)  # a fresh optimizer for a new run
             self._load_weights(state, init_weights)
+            self.agent.offer_held_fire()  # a new run learns the game's moves as offered today
         if warm:
             clone = behaviour_clone if self.on_policy else demonstration_start
             stats = clone(self.agent, t.warm_start, cfg.game, t.warm_start_decisions,
