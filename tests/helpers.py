@@ -166,21 +166,25 @@ def random_positions(config, games: int = 64, steps: int = 40, seed: int = 3) ->
     return np.concatenate(rows)
 
 
-def idle_replay(steps: int = 1300, **config) -> bytes:
-    """A replay file of idle ships under the default settings with `config` changed (checked
-    or not: the server is what checks them), `steps` decisions long or as long as its settings
-    let it be."""
+def idle_replay(steps: int = 1300, action: str = "0", **config) -> bytes:
+    """A replay file of idle ships (or both pressing `action` every decision) under the default
+    settings with `config` changed (checked or not: the server is what checks them), `steps`
+    decisions long or as long as its settings let it be."""
     import json
 
     settings = {**GameConfig().to_dict(), **config}
     steps = min(steps, -(-settings["max_episode_steps"] // settings["frame_skip"]))
     return json.dumps({"version": 1, "config": settings, "seed": 1, "players": ["a", "b"],
-                       "actions": ["0" * steps, "0" * steps], "result": {}}).encode()
+                       "actions": [action * steps, action * steps], "result": {}}).encode()
 
 
 def long_replay() -> bytes:
-    """A replay of ten million frames: seconds of a checker's time."""
-    return idle_replay(10_000, max_episode_steps=10**7, frame_skip=1000)
+    """A replay of ten million frames in which both ships fire every frame, torpedoes that
+    never hit and never expire: minutes of a checker's time on any host (idle ships replay
+    in about a second, no longer than a check's deadline in the tests)."""
+    return idle_replay(10_000, action="4", max_episode_steps=10**7, frame_skip=1000,
+                       hit_radius=0.0, torpedo_lifetime=100_000, max_ammo=10_000,
+                       fire_cooldown=1)
 
 
 def hold_a_replay_check(server, headers=None):
