@@ -180,8 +180,8 @@ def idle_replay(steps: int = 1300, action: str = "0", **config) -> bytes:
 
 def long_replay() -> bytes:
     """A replay of ten million frames in which both ships fire every frame, torpedoes that
-    never hit and never expire: minutes of a checker's time on any host (idle ships replay
-    in about a second, no longer than a check's deadline in the tests)."""
+    never hit and never expire: minutes of a checker's time on any host (idle ships would
+    replay within a check's deadline in the tests)."""
     return idle_replay(10_000, action="4", max_episode_steps=10**7, frame_skip=1000,
                        hit_radius=0.0, torpedo_lifetime=100_000, max_ammo=10_000,
                        fire_cooldown=1)

@@ -262,7 +262,8 @@ def test_a_run_from_a_network_of_the_old_mask_learns_to_hold_fire(tmp_path):
     out = Trainer(cfg, init_weights=tmp_path / "old.pt", quiet=True).run()
     rows = random_positions(config)
     held = (rows[:, 8] > 0) & (rows[:, 30 + 8] > 0.5)  # reloading, fire offered all the same
-    for spec, fires_held in ((tmp_path / "old.pt", False), (Path(out["run_dir"]) / "latest.pt", True)):
+    trained = Path(out["run_dir"]) / "latest.pt"
+    for spec, fires_held in ((tmp_path / "old.pt", False), (trained, True)):
         pilot = make_pilot(str(spec), config)
         chosen = np.concatenate([pilot.act(rows[i:i + 512]) for i in range(0, len(rows), 512)])
         assert decode(chosen, "switches")[3][held].any() == fires_held, spec
