@@ -383,6 +383,29 @@ def test_planner_overrides_asks_twice_and_fits_a_classifier(tmp_path):
 
 
 @pytest.mark.slow
+def test_foresight_learns_an_opponents_moves_from_both_readings(tmp_path):
+    """A scripted opponent decides from what our view reads, so a network learning its moves
+    from that reading foresees most of them on games it never saw; a bad count of games and a
+    policy that is not a network are refused in one line before any game."""
+    run = _script(tmp_path, "foresight", "--opponent", "heuristic:medium", "--games", "220",
+                  "--learn", "20", "--steps", "300")
+    head, ours, peer = run.stdout.splitlines()
+    assert head.startswith("pretrained:rllib_sw against heuristic:medium, 220 games in "
+                           "rllib_sw_1f9e818 (seed 10000; it won ")
+    assert ours.startswith("  learned from 20 games (") and "reading ours: foreseen " in ours
+    assert "reading peer: foreseen " in peer
+    assert float(ours.split("foreseen ")[1].split("%")[0]) > 50.0, ours
+    for args, says in ((("--learn", "30", "--games", "220"), "--learn '30' must be whole "
+                        "numbers of games from 1 to --games minus 200 (20)"),
+                       (("--policy", "heuristic:hard"), "--policy 'heuristic:hard' is not a "
+                        "network")):
+        refused = script(script_path("foresight"), "--opponent", "heuristic:medium", *args,
+                         cwd=tmp_path, timeout=600)
+        assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+        assert says in refused.stderr, refused.stderr
+
+
+@pytest.mark.slow
 def test_web_abuse_measures_every_phase_and_loses_nothing(tmp_path):
     """A small run of the abuse harness: every phase's figure is printed, the hostile visitors
     are refused or let go by the budgets (no idle socket held past its deadlines, refused
