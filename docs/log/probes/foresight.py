@@ -34,14 +34,14 @@ READINGS = ("ours", "peer")
 
 
 def record(policy: str, opponent: str, games: int, seed: int, game):
-    """(our view's inputs, the peer's view's inputs, the opponent's moves, their games' numbers,
-    the action masks) of every decision the opponent made alive and out of hyperspace."""
+    """Plays the match; returns the arrays "ours" and "peer" (the two readings), "move",
+    "game" (its row in the match) and "mask" (the actions it could make), a row for every move
+    the opponent made alive and out of hyperspace, and the match's result."""
     from spacewar_ai.game import engine
     from spacewar_ai.game.pilot import Pilot
     from spacewar_ai.pilots.build import make_pilot
     from spacewar_ai.pilots.rllib_sw import peer_observations
     from spacewar_ai.rating.match import play_match
-
     from spacewar_ai.util.errors import UserError
 
     viewer = getattr(make_pilot(policy, game), "agent", None)  # our view, as a model reads it
