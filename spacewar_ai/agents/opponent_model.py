@@ -91,9 +91,10 @@ class OpponentModel:
         return self._decisions
 
     @property
-    def accuracy(self) -> float:
-        """The share of the last fit's decisions foreseen before learning them."""
-        return self.settle().get("accuracy", 0.0)
+    def accuracy(self) -> float | None:
+        """The share of the last fit's decisions foreseen before learning them; None before any
+        fit (a run resumed from a checkpoint saved before it kept the figures)."""
+        return self.settle().get("accuracy")
 
     def observe(self, obs: np.ndarray, actions: np.ndarray, rows: np.ndarray) -> None:
         """Keep the decisions of games `rows` (indices into obs and actions), or with a share
@@ -142,12 +143,16 @@ class OpponentModel:
 
     def state(self) -> dict:
         """What a resumed run needs to continue this model (kept inside the run's latest.pt)."""
-        return {"agent": self.agent.state_dict(), "decisions": self.decisions}
+        return {"agent": self.agent.state_dict(), "decisions": self.decisions,
+                "figures": dict(self.settle())}
 
     def restore(self, state: dict) -> None:
         """Continue from `state()`: weights, statistics, optimizer, count."""
         self.agent.load_state_dict(state["agent"])
         self._decisions = int(state["decisions"])
+        # What the last fit foresaw, so that a resumed run that stops before its next fit
+        # still says how good its model is.
+        self._figures = dict(state.get("figures", {}))
 
     def load(self, path: str | Path) -> None:
         """Continue from a saved opponent_model.pt (runs saved before latest.pt held it)."""

@@ -118,8 +118,8 @@ def _online(cfg: RunConfig, request: RunRequest):
             guide.close()
         model = trainer.opponent_model
         if not refused:
-            print(planner_command(trainer.run_dir, cfg.train.eval_opponent, model.accuracy
-                                  if model is not None and model.decisions else None))
+            print(planner_command(trainer.run_dir, cfg.train.eval_opponent,
+                                  None if model is None else model.accuracy))
             fly = human_play_command(trainer.run_dir, cfg.game != GameConfig())
             if fly:
                 print(fly)

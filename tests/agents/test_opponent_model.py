@@ -89,14 +89,16 @@ def test_watching_the_opponent_changes_nothing_in_the_learners_training(tmp_path
 
 @pytest.mark.slow
 def test_a_resumed_run_goes_on_with_the_model_it_had(tmp_path):
-    first = _run_config(tmp_path, 64 * 32 * 5)
-    Trainer(first, quiet=True).run()
+    first = Trainer(_run_config(tmp_path, 64 * 32 * 5), quiet=True)
+    first.run()
     path = tmp_path / "ck" / "watch" / FILE_NAME
     saved = load_checkpoint(path)
     resumed = _run_config(tmp_path, 64 * 32 * 7)
     trainer = Trainer(resumed, resume=tmp_path / "ck" / "watch" / "latest.pt", quiet=True)
     model = trainer.opponent_model
     assert model.decisions == saved["metadata"]["decisions"]
+    # What it foresaw before the kill is known before its next fit (the run's last words).
+    assert model.accuracy == first.opponent_model.accuracy is not None
     assert all(torch.equal(model.agent.net.state_dict()[k], v)
                for k, v in saved["agent"]["net"].items())
     trainer.run()
