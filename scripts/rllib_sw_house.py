@@ -52,6 +52,7 @@ from spacewar_ai.pilots.rllib_sw import (
     to_peer,
 )
 from spacewar_ai.rating.match import wilson_interval
+from spacewar_ai.util.progress import Progress
 
 ENV = {"speed": 5.0, "ep_length": 4096, "aug_obs": True, "stochastic_hspace": True}
 
@@ -189,17 +190,20 @@ def match(args) -> None:
     peer.reset(np.ones(n, bool), None)
     active = np.ones(n, bool)
     rewards = [{0: 0, 1: 0} for _ in range(n)]
-    while active.any():
-        obs = house.observe(active)
-        mine = ours.act(obs[rows, side], active)
-        theirs = peer.act(obs[rows, 1 - side], active)
-        for g in np.flatnonzero(active):
-            moves = {int(side[g]): to_peer(int(mine[g]), config.controls).tolist(),
-                     int(1 - side[g]): to_peer(int(theirs[g]), config.controls).tolist()}
-            _, rewards[g], term, trunc, _ = house.envs[g].step(moves)
-            if term["__all__"] or trunc["__all__"]:
-                active[g] = False
-                house.batch.game_i[g, engine.OVER] = 1  # a planner reads no move for it
+    # A planner's match takes an hour: the bar says how far it is (on a pipe, its last line).
+    with Progress(n, "peer's environment", unit="game") as bar:
+        while active.any():
+            obs = house.observe(active)
+            mine = ours.act(obs[rows, side], active)
+            theirs = peer.act(obs[rows, 1 - side], active)
+            for g in np.flatnonzero(active):
+                moves = {int(side[g]): to_peer(int(mine[g]), config.controls).tolist(),
+                         int(1 - side[g]): to_peer(int(theirs[g]), config.controls).tolist()}
+                _, rewards[g], term, trunc, _ = house.envs[g].step(moves)
+                if term["__all__"] or trunc["__all__"]:
+                    active[g] = False
+                    house.batch.game_i[g, engine.OVER] = 1  # a planner reads no move for it
+                    bar.update()
     tally, causes = Counter(), Counter()
     for g, env in enumerate(house.envs):
         me = int(side[g])
