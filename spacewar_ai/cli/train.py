@@ -45,6 +45,9 @@ PBT_ROUNDS = flag("--pbt-rounds", "ray", type=count(2),
 ENSEMBLE_WITH = flag("--ensemble-with", "export", nargs="+", metavar="CHECKPOINT",
                      help="with --export of a DQN checkpoint: other DQN runs' checkpoints whose "
                           "greedy players join its ensemble in the copy")
+AVERAGE_WITH = flag("--average-with", "export", nargs="+", metavar="CHECKPOINT",
+                    help="with --export of a PPO checkpoint: other checkpoints of its run (its "
+                         "ckpt_*.pt) whose weights are averaged with its own in the copy")
 
 @mode(TRAIN, reads=(*TRAINING, BASE_MODEL, OPPONENT, TEACHER, ROLLOUT_WORKERS, ASYNC_ROLLOUTS,
                    *RAY))
@@ -121,7 +124,7 @@ def pbt(parser, args) -> int:
     return 0
 
 
-@mode("export", reads=(CHECKPOINT, ENSEMBLE_WITH), writes="file", metavar="DST",
+@mode("export", reads=(CHECKPOINT, ENSEMBLE_WITH, AVERAGE_WITH), writes="file", metavar="DST",
       flag_help="write a play-only copy of --checkpoint (no optimizer state) to DST, or with "
                 "DST.onnx an ONNX model any ONNX runtime can run")
 def export(parser, args) -> int:
@@ -139,9 +142,9 @@ def export(parser, args) -> int:
         parser.error(f"--export {args.export}: the suffix names the format; use .pt (a "
                      "play-only checkpoint) or .onnx (an ONNX model)")
     if suffix == ".onnx":
-        if args.ensemble_with:
-            parser.error("--ensemble-with joins DQN runs in a checkpoint copy, not in ONNX: "
-                         "export the joined copy to .onnx afterwards")
+        if args.ensemble_with or args.average_with:
+            parser.error("--ensemble-with and --average-with write a checkpoint copy, not "
+                         "ONNX: export that copy to .onnx afterwards")
         import threading
         import time
 
@@ -174,6 +177,7 @@ def export(parser, args) -> int:
     else:
         from ..agents.saved import export_for_play
 
-        size = export_for_play(path, args.export, args.ensemble_with or ())
+        size = export_for_play(path, args.export, args.ensemble_with or (),
+                               args.average_with or ())
     print(f"wrote {args.export} ({size / 1e6:.2f} MB)")
     return 0

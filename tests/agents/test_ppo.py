@@ -137,3 +137,37 @@ def test_a_rollout_handed_over_in_slices_trains_as_the_whole():
         weights.append(learner.net.state_dict())
     for other in weights[1:]:
         assert all(torch.equal(weights[0][k], other[k]) for k in other)
+
+
+def test_a_runs_checkpoints_average_into_one_network_that_plays(tmp_path):
+    """--export --average-with: the copy's weights and observation statistics are the members'
+    means, it names them, it flies as any checkpoint, and the checkpoint copied is untouched."""
+    from spacewar_ai.agents.saved import export_for_play, load_agent
+    from spacewar_ai.pilots.build import make_pilot
+
+    members = []
+    for seed in range(3):
+        torch.manual_seed(seed)
+        agent = PPOAgent(36, 6, SMALL_PPO)
+        agent.obs_norm.update(torch.randn(64, agent.input_dim) * (seed + 1) + seed)
+        agent.save(tmp_path / f"m{seed}.pt")
+        members.append(agent)
+    before = {k: v.clone() for k, v in members[0].net.state_dict().items()}
+    export_for_play(tmp_path / "m0.pt", tmp_path / "mean.pt",
+                    average_with=[tmp_path / "m1.pt", tmp_path / "m2.pt", tmp_path / "m0.pt",
+                                  tmp_path / "m2.pt"])  # a glob's repeats count once
+    mean, ckpt = load_agent(tmp_path / "mean.pt")
+    for name, value in mean.net.state_dict().items():
+        expected = sum(m.net.state_dict()[name] for m in members) / 3
+        assert torch.allclose(value, expected, atol=1e-6), name
+        if name.endswith("weight"):  # drawn at random, where biases start at zero
+            assert not torch.allclose(value, before[name])
+    assert torch.allclose(mean.obs_norm.mean, sum(m.obs_norm.mean for m in members) / 3)
+    assert torch.allclose(mean.obs_norm.var, sum(m.obs_norm.var for m in members) / 3)
+    assert ckpt["metadata"]["average_with"] == [str(tmp_path / "m1.pt"), str(tmp_path / "m2.pt")]
+    obs = np.random.default_rng(0).random((16, 36)).astype(np.float32)
+    obs[:, 30:] = 1.0
+    actions = make_pilot(str(tmp_path / "mean.pt")).act(obs)
+    assert actions.shape == (16,) and ((0 <= actions) & (actions < 6)).all()
+    kept, _ = load_agent(tmp_path / "m0.pt")
+    assert all(torch.equal(kept.net.state_dict()[k], v) for k, v in before.items())
