@@ -177,8 +177,10 @@ def test_the_network_shipped_for_the_peer_rules_and_its_planner():
     spec = check_spec("pretrained:rllib_sw")
     assert spec.path.parent.name == "rllib_sw"
     assert (spec.path.parent / "opponent_model.pt").is_file()
-    r = play_match("pretrained:rllib_sw", "heuristic:hard", 8, seed=3, config=SWITCHES)
-    assert r.name_a == "pretrained:rllib_sw" and r.wins_a >= 6  # it beats the hard pilot there
+    # It beats the hard pilot there (about four games in five): enough games that a network
+    # that only matched it would fail.
+    r = play_match("pretrained:rllib_sw", "heuristic:hard", 40, seed=3, config=SWITCHES)
+    assert r.name_a == "pretrained:rllib_sw" and r.wins_a >= 26
     planner = make_pilot("search:pretrained:rllib_sw@samples=2@horizon=10", SWITCHES)
     assert "+opponent_model@" in planner.identity  # its run's model, not the 1962 hard pilot's
     with pytest.raises(ValueError, match="no network is shipped for rules 'classic'; use "
