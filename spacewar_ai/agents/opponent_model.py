@@ -93,7 +93,7 @@ class OpponentModel:
     @property
     def accuracy(self) -> float | None:
         """The share of the last fit's decisions foreseen before learning them; None before any
-        fit (a run resumed from a checkpoint saved before it kept the figures)."""
+        fit, and in a run resumed from a latest.pt saved before the figures were kept."""
         return self.settle().get("accuracy")
 
     def observe(self, obs: np.ndarray, actions: np.ndarray, rows: np.ndarray) -> None:

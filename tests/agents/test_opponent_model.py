@@ -97,7 +97,8 @@ def test_a_resumed_run_goes_on_with_the_model_it_had(tmp_path):
     trainer = Trainer(resumed, resume=tmp_path / "ck" / "watch" / "latest.pt", quiet=True)
     model = trainer.opponent_model
     assert model.decisions == saved["metadata"]["decisions"]
-    # What it foresaw before the kill is known before its next fit (the run's last words).
+    # What it foresaw when the first run stopped is known before its next fit (the resumed
+    # run's last words would otherwise call it untaught).
     assert model.accuracy == first.opponent_model.accuracy is not None
     assert all(torch.equal(model.agent.net.state_dict()[k], v)
                for k, v in saved["agent"]["net"].items())
