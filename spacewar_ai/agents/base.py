@@ -313,6 +313,12 @@ class BaseAgent(abc.ABC):
         """The config fields that shape this agent's network (ARCHITECTURE_FIELDS)."""
         return {k: getattr(self.config, k) for k in ARCHITECTURE_FIELDS[self.algorithm]}
 
+    @property
+    def shape(self) -> tuple:
+        """What two networks must share for one to stand in for the other's weights: the
+        architecture, the view's constants and the input width."""
+        return (self.architecture, self.view_constants, self.input_dim)
+
     def save(self, path, metadata: dict[str, Any] | None = None,
              extra: dict[str, Any] | None = None) -> None:
         from .checkpoints import save_checkpoint

@@ -145,8 +145,7 @@ class DQNAgent(OffPolicyAgent):
                             "average Q-values, so join DQN checkpoints")
         # Greedy play computes the view once for every member, and a load rebuilds members in
         # this model's shape: both must match.
-        mine = (self.architecture, self.view_constants, self.input_dim)
-        theirs = (other.architecture, other.view_constants, other.input_dim)
+        mine, theirs = self.shape, other.shape
         if mine != theirs:
             raise UserError(f"{name} has another shape or view ({theirs[0]}, {theirs[2]} "
                             f"inputs, against {mine[0]}, {mine[2]}); join models of one game "

@@ -108,7 +108,6 @@ def average_weights(agent: BaseAgent, state: dict, src, paths) -> tuple[dict, li
         raise CheckpointError(f"checkpoint {src}: holds a {agent.algorithm.upper()} model; "
                               "average the checkpoints of a PPO run (DQN runs join with "
                               "--ensemble-with)")
-    shape = ("ppo", agent.architecture, agent.view_constants, agent.input_dim)
     states, seen, used = [state], {Path(src).resolve()}, []
     for path in paths:
         if Path(path).resolve() in seen:  # a glob of the run's checkpoints may hold src: once
@@ -116,7 +115,7 @@ def average_weights(agent: BaseAgent, state: dict, src, paths) -> tuple[dict, li
         seen.add(Path(path).resolve())
         used.append(path)
         other, ckpt = load_agent(path)
-        if (other.algorithm, other.architecture, other.view_constants, other.input_dim) != shape:
+        if other.algorithm != "ppo" or other.shape != agent.shape:
             raise CheckpointError(f"checkpoint {path}: has another algorithm, shape or view "
                                   f"than {src}; average the checkpoints of one run")
         states.append(ckpt["agent"])
