@@ -26,6 +26,9 @@ from .base import NEG_INF, OnPolicyAgent, _mlp, autocast, sample_actions, soft_c
 # A rollout's tensors, by name: what a worker hands over (RolloutBuffer.arrays) and a learner
 # joins (RolloutBuffer.joined).
 ROLLOUT_FIELDS = ("obs", "raw", "mask", "actions", "logprobs", "rewards", "dones", "values")
+# The most rows one forward and backward pass of the update takes: a larger minibatch's
+# activations outgrow the processor's cache and cost more per row than its parts do.
+PASS_ROWS = 2048
 
 
 class ActorCritic(nn.Module):
@@ -148,10 +151,11 @@ def ppo_update(net: ActorCritic, optimizer: torch.optim.Optimizer, c: PPOConfig,
                progress: float | None, dtype: torch.dtype = torch.float32) -> dict[str, float]:
     """One PPO update of `net` on a full rollout: the learning rate annealed to `progress` (0 to
     1, the run's budget), advantages by GAE(lambda) bootstrapped from `next_value`, then
-    `update_epochs` passes of shuffled minibatches on the clipped surrogate, the value loss and
-    the entropy bonus, the actor's passes and the critic's hidden layers in `dtype` (bfloat16
-    where it pays: base.autocast) and everything else in float32. Returns the figures to log,
-    named as CleanRL names them (losses/...) so that runs compare side by side."""
+    `update_epochs` passes of shuffled minibatches (each learned in parts of at most PASS_ROWS
+    rows) on the clipped surrogate, the value loss and the entropy bonus, the actor's passes
+    and the critic's hidden layers in `dtype` (bfloat16 where it pays: base.autocast) and
+    everything else in float32. Returns the figures to log, named as CleanRL names them
+    (losses/...) so that runs compare side by side."""
     if not buffer.full:
         raise RuntimeError(f"update() needs a full rollout: {buffer.step}/"
                            f"{buffer.actions.shape[0]} steps stored")
@@ -174,38 +178,42 @@ def ppo_update(net: ActorCritic, optimizer: torch.optim.Optimizer, c: PPOConfig,
     for _ in range(c.update_epochs):
         perm = torch.randperm(b, device=obs.device)
         for start in range(0, b, mb):
-            idx = perm[start:start + mb]
-            with autocast(obs.device, dtype):
-                logits = net.logits(obs[idx], masks[idx])
-            logits, value = logits.float(), net.value(obs[idx], dtype)
-            logp_all = torch.log_softmax(logits, -1)
-            logp = logp_all.gather(1, actions[idx, None]).squeeze(1)
-            probs = logp_all.exp()
-            entropy = -(probs * logp_all).masked_fill(~masks[idx], 0.0).sum(-1).mean()
-            ratio = (logp - old_logp[idx]).exp()
-            with torch.no_grad():
-                old_approx_kl = (old_logp[idx] - logp).mean()
-                approx_kl = ((ratio - 1) - (logp - old_logp[idx])).mean()
-                clipfrac = ((ratio - 1.0).abs() > c.clip_coef).float().mean()
-            a = adv[idx]
-            if c.norm_adv and a.numel() > 1:
-                a = (a - a.mean()) / (a.std() + 1e-8)
-            pg_loss = torch.max(-a * ratio,
-                                -a * ratio.clamp(1 - c.clip_coef, 1 + c.clip_coef)).mean()
-            v_loss = 0.5 * (value - returns[idx]).pow(2).mean()
-            loss = pg_loss - c.ent_coef * entropy + c.vf_coef * v_loss
+            rows = perm[start:start + mb]
+            adv_mb = adv[rows]
+            if c.norm_adv and adv_mb.numel() > 1:
+                adv_mb = (adv_mb - adv_mb.mean()) / (adv_mb.std() + 1e-8)
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            # A minibatch is learned in parts of at most PASS_ROWS rows whose gradients add up:
+            # one part's share scales its means, so a minibatch of one part learns as before.
+            for part in range(0, len(rows), PASS_ROWS):
+                idx, a = rows[part:part + PASS_ROWS], adv_mb[part:part + PASS_ROWS]
+                share = len(idx) / len(rows)
+                x = obs[idx]
+                with autocast(obs.device, dtype):
+                    logits = net.logits(x, masks[idx])
+                logits, value = logits.float(), net.value(x, dtype)
+                logp_all = torch.log_softmax(logits, -1)
+                logp = logp_all.gather(1, actions[idx, None]).squeeze(1)
+                probs = logp_all.exp()
+                entropy = -(probs * logp_all).masked_fill(~masks[idx], 0.0).sum(-1).mean()
+                ratio = (logp - old_logp[idx]).exp()
+                with torch.no_grad():
+                    old_approx_kl = (old_logp[idx] - logp).mean()
+                    approx_kl = ((ratio - 1) - (logp - old_logp[idx])).mean()
+                    clipfrac = ((ratio - 1.0).abs() > c.clip_coef).float().mean()
+                pg_loss = torch.max(-a * ratio,
+                                    -a * ratio.clamp(1 - c.clip_coef, 1 + c.clip_coef)).mean()
+                v_loss = 0.5 * (value - returns[idx]).pow(2).mean()
+                loss = pg_loss - c.ent_coef * entropy + c.vf_coef * v_loss
+                (loss * share).backward()
+                for name, figure in (("policy_loss", pg_loss), ("value_loss", v_loss),
+                                     ("entropy", entropy), ("approx_kl", approx_kl),
+                                     ("old_approx_kl", old_approx_kl), ("clipfrac", clipfrac)):
+                    stats[name] += figure.item() * share
             # Clipped separately: one network's large gradient must not shrink the other's.
             nn.utils.clip_grad_norm_(net.actor.parameters(), c.max_grad_norm)
             nn.utils.clip_grad_norm_(net.critic.parameters(), c.max_grad_norm)
             optimizer.step()
-            stats["policy_loss"] += pg_loss.item()
-            stats["value_loss"] += v_loss.item()
-            stats["entropy"] += entropy.item()
-            stats["approx_kl"] += approx_kl.item()
-            stats["old_approx_kl"] += old_approx_kl.item()
-            stats["clipfrac"] += clipfrac.item()
             n_mb += 1
         if c.target_kl and stats["approx_kl"] / n_mb > c.target_kl:
             break

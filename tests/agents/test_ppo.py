@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from spacewar_ai.agents import ppo
 from spacewar_ai.agents.ppo import PPOAgent, RolloutBuffer, compute_gae
 from spacewar_ai.config import PPOConfig
 
@@ -44,6 +45,35 @@ def test_ppo_update_changes_the_policy_and_reports_losses():
     assert any(not torch.equal(b, p) for b, p in zip(before, agent.net.actor.parameters()))
     with pytest.raises(RuntimeError, match="full rollout"):
         agent.update(buffer, obs)  # the update emptied it
+
+
+def test_a_minibatch_learned_in_parts_moves_the_weights_as_one_pass_does(monkeypatch):
+    """A minibatch larger than PASS_ROWS is learned in parts whose gradients add up: plain SGD
+    (which, unlike Adam, shows a gradient's scale) moves the weights and reports the losses as
+    one pass over the whole minibatch does, a short last part included."""
+    config = PPOConfig(hidden_sizes=(32, 32), n_steps=5, num_minibatches=1, max_grad_norm=1e9,
+                       anneal_lr=False)
+    obs = np.random.default_rng(4).normal(size=(20, 36)).astype(np.float32)
+    obs[:, 30:] = 1.0
+
+    def learn(pass_rows: int):
+        monkeypatch.setattr(ppo, "PASS_ROWS", pass_rows)
+        torch.manual_seed(5)
+        agent = PPOAgent(36, 6, config)
+        buffer = agent.new_buffer(20)
+        for t in range(5):
+            d = agent.decide(obs)
+            buffer.add(d, d.action, np.where(d.action == 4, 1.0, -0.5), np.full(20, t == 2))
+        sgd = torch.optim.SGD(agent.net.parameters(), lr=0.5)
+        losses = ppo.ppo_update(agent.net, sgd, config, buffer, torch.zeros(20), None)
+        return [p.detach().clone() for p in agent.net.parameters()], losses
+
+    whole, whole_losses = learn(100)
+    parts, parts_losses = learn(32)  # 100 rows: parts of 32, 32, 32 and 4
+    assert any(not torch.equal(w, p) for w, p in zip(whole, parts))  # other sums, rounded apart
+    for w, p in zip(whole, parts):
+        torch.testing.assert_close(p, w, rtol=1e-4, atol=1e-6)
+    assert parts_losses == pytest.approx(whole_losses, rel=1e-4, abs=1e-6)
 
 
 def test_the_critic_learns_in_bfloat16_but_gives_its_value_in_float32():
