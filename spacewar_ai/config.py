@@ -792,7 +792,8 @@ class TrainConfig(_Config):
                                         "must be 'cpu', 'cuda' or 'auto'"), flag="--device")
     # The learner's forward and backward passes (PRECISIONS): "auto" is bfloat16 where the device
     # computes in it natively (agents/base.py: native_bfloat16), float32 elsewhere; weights, the
-    # optimizer, losses and advantages stay float32 whatever it is, and so does playing.
+    # optimizer, losses and advantages stay float32 whatever it is; PPO's rollouts play in it,
+    # evaluation and the league in float32.
     precision: str = setting("auto", one_of(PRECISIONS), flag="--precision", read_by=PLAYING)
     # Torch threads; 0 = the default (threads.py: SPACEWAR_TORCH_THREADS or OMP_NUM_THREADS, else
     # one). The count changes the arithmetic, so it is part of what a seed reproduces.

@@ -6,11 +6,12 @@ One update's data path, as CleanRL's ppo.py reads it: `decide(obs)` returns a `D
 sampled actions with what the buffer keeps of them: inputs, mask, log-probabilities, value);
 `RolloutBuffer.add(decision, played, reward, done)` stores it; `update(buffer, next_obs,
 progress)` bootstraps from `next_obs` and runs `ppo_update` on the full buffer. The agent keeps
-nothing between two calls.
+no data between two calls (in bfloat16, only its weights cast for play).
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any
 
@@ -49,6 +50,16 @@ class ActorCritic(nn.Module):
         with autocast(x.device, dtype):
             hidden = self.critic[:-1](x)
         return self.critic[-1](hidden.float()).squeeze(-1)
+
+    def decide(self, x, mask, cast: ActorCritic | None = None):
+        """The masked logits and the value at play, in float32; or with `cast`, this network's
+        copy in bfloat16, computed as the update's bfloat16 passes compute them (their matrix
+        products in bfloat16, the value's last layer in float32)."""
+        if cast is None:
+            return self.logits(x, mask), self.value(x)
+        x = x.to(torch.bfloat16)
+        logits = cast.actor(x).float().masked_fill(~mask, NEG_INF)
+        return logits, self.critic[-1](cast.critic[:-1](x).float()).squeeze(-1)
 
 
 @dataclasses.dataclass
@@ -238,6 +249,7 @@ class PPOAgent(OnPolicyAgent):
         self.net = ActorCritic(self.input_dim, action_dim, tuple(c.hidden_sizes),
                                c.activation).to(self.device)
         self.updates = 0
+        self._cast: ActorCritic | None = None  # the rollout's copy in bfloat16 (`decide`)
 
     def _make_optimizer(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.net.parameters(), lr=self.config.learning_rate, eps=1e-5,
@@ -253,13 +265,22 @@ class PPOAgent(OnPolicyAgent):
 
     @torch.no_grad()
     def decide(self, obs: np.ndarray) -> Decision:
-        """Sampled actions for observations (N, D), with what the buffer keeps of them."""
+        """Sampled actions for observations (N, D), with what the buffer keeps of them. A
+        learner in bfloat16 plays its rollouts in bfloat16 too, through a copy of the network
+        cast once after each change of the weights (`update`, `imitate`, `load_state_dict`):
+        autocast would cast them again at every step, which costs what a step's few hundred
+        rows gain."""
         raw, mask, _ = self._batch(obs)
         x = self.obs_norm(raw)
-        logits = self.net.logits(x, mask)
+        cast = None
+        if self.learn_dtype == torch.bfloat16:
+            if self._cast is None:
+                self._cast = copy.deepcopy(self.net).to(torch.bfloat16)
+            cast = self._cast
+        logits, value = self.net.decide(x, mask, cast)
         action = sample_actions(logits, False)
         return Decision(action.cpu().numpy(), x, raw, mask, torch.log_softmax(logits, -1),
-                        self.net.value(x))
+                        value)
 
     @torch.no_grad()
     def select_action(self, state, mask=None, deterministic: bool = False):
@@ -288,6 +309,7 @@ class PPOAgent(OnPolicyAgent):
         next_value = torch.as_tensor(self.value_of(next_obs), device=self.device)
         out = ppo_update(self.net, self.optimizer, self.config, buffer, next_value, progress,
                          self.learn_dtype)
+        self._cast = None
         if self.update_obs_stats:
             self.obs_norm.update(buffer.raw)
         buffer.step = 0
@@ -306,6 +328,7 @@ class PPOAgent(OnPolicyAgent):
         `batch_size` of them. Returns the last pass's mean loss and agreement (each minibatch's
         logits before its own step); `on_epoch(epoch, loss, agreement)` hears every pass, and
         `stop()`, asked after each, ends them early."""
+        self._cast = None
         x, mask, _ = self._batch(obs)
         # (N,) actions, or (N, A) probabilities (the improved policy of expert iteration).
         soft = np.ndim(actions) == 2
@@ -358,6 +381,7 @@ class PPOAgent(OnPolicyAgent):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self._check_architecture(state)
         self._load_view_constants(state)
+        self._cast = None
         self.net.load_state_dict(state["net"])
         self.obs_norm.load_state_dict(state["obs_norm"])
         if "optimizer" in state:

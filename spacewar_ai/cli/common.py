@@ -57,8 +57,8 @@ DEVICE = flag("--device", "training", choices=("cpu", "cuda", "auto"),
 PRECISION = flag("--precision", "training", choices=PRECISIONS,
                  help="what the learner's forward and backward passes run in: auto (default: "
                       "bfloat16 where the processor has it natively, else float32), float32 or "
-                      "bfloat16; its weights, optimizer and losses stay float32, and so does "
-                      "playing")
+                      "bfloat16; PPO's rollouts play in it too; its weights, optimizer and "
+                      "losses stay float32, and so do evaluation and the league")
 TORCH_THREADS = flag("--torch-threads", "training", type=count(0),
                      help="torch threads (default 1, or SPACEWAR_TORCH_THREADS; the count "
                           "changes the arithmetic, so a seed's weights are those of its count)")

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from spacewar_ai.agents import ppo
+from spacewar_ai.agents.base import autocast
 from spacewar_ai.agents.ppo import PPOAgent, RolloutBuffer, compute_gae
 from spacewar_ai.config import PPOConfig
 
@@ -89,6 +90,50 @@ def test_the_critic_learns_in_bfloat16_but_gives_its_value_in_float32():
     assert not torch.equal(half, full)  # the hidden layers really ran in bfloat16
     assert torch.allclose(half, full, atol=0.05)
     assert not torch.equal(half, half.bfloat16().float())  # the value itself is not rounded
+
+
+def test_a_bfloat16_learner_plays_its_rollouts_in_bfloat16_with_the_weights_it_has_now():
+    """A learner in bfloat16 plays its rollouts as its update's bfloat16 passes compute the
+    policy (not in float32), and after each change of its weights (an update, a load, an
+    imitation) with the new weights, as a new agent given them plays."""
+    rng = np.random.default_rng(6)
+    obs = rng.normal(size=(16, 36)).astype(np.float32)
+    obs[:, 30:] = 1.0
+
+    def agent(state=None, seed=7):
+        torch.manual_seed(seed)
+        made = PPOAgent(36, 6, SMALL_PPO)
+        made.learn_dtype = torch.bfloat16
+        if state is not None:
+            made.load_state_dict(state)
+        return made
+
+    def played(a):
+        return a.decide(obs).logp_all
+
+    learner = agent()
+    first = played(learner)
+    x, mask, _ = learner._batch(obs)
+    x = learner.obs_norm(x)
+    with torch.no_grad(), autocast(x.device, torch.bfloat16):
+        seen = torch.log_softmax(learner.net.logits(x, mask).float(), -1)
+    assert torch.equal(first, seen)
+    with torch.no_grad():
+        assert not torch.allclose(first, torch.log_softmax(learner.net.logits(x, mask), -1),
+                                  rtol=0, atol=1e-6)
+    buffer = learner.new_buffer(16)
+    for _ in range(4):
+        d = learner.decide(obs)
+        buffer.add(d, d.action, np.where(d.action == 4, 1.0, 0.0), np.zeros(16, bool))
+    learner.update(buffer, obs)
+    assert torch.equal(played(learner), played(agent(learner.state_dict())))
+    assert not torch.equal(played(learner), first)
+    other = agent(seed=8)
+    learner.load_state_dict(other.state_dict())
+    assert torch.equal(played(learner), played(other))
+    learner.imitate(obs, np.full(16, 4), learner.optimizer, batch_size=8)
+    assert torch.equal(played(learner), played(agent(learner.state_dict())))
+    assert not torch.equal(played(learner), played(other))
 
 
 def test_imitation_judges_its_data_before_learning_it_on_a_sample_spanning_all_of_it():

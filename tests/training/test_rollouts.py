@@ -69,6 +69,21 @@ def _run(tmp_path, name, backend="inline", **train):
     return Trainer(cfg, quiet=True, where=Where(backend)).run(), cfg
 
 
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_a_worker_plays_the_policy_as_its_learner_plays_it(tmp_path, precision):
+    """A rollout worker given the learner's weights decides as the learner itself would in
+    step, at the run's precision: one policy plays, wherever its games run."""
+    from spacewar_ai.training.online.rollouts import RolloutWorker
+
+    cfg = tiny_run(tmp_path, precision=precision)
+    learner = Trainer(cfg, quiet=True, where=Where("inline")).agent
+    worker = RolloutWorker(cfg, 0, 4, 0)
+    worker.agent.load_state_dict(learner.play_state())
+    obs = worker.obs[:, 0]
+    assert torch.equal(worker.agent.decide(obs).logp_all, learner.decide(obs).logp_all)
+    assert learner.learn_dtype == getattr(torch, precision)
+
+
 def test_workers_in_this_process_train_with_the_league_and_repeat_bit_for_bit(tmp_path):
     """Three workers (16 games split 6, 5, 5) train a run to its end with snapshots joining and
     leaving the pool every update; the same seed gives the same weights, and TensorBoard holds

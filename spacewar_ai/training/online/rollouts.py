@@ -170,6 +170,7 @@ class RolloutWorker:
 
     def __init__(self, cfg: RunConfig, index: int, num_games: int, start_update: int,
                  watch: str | None = None, own_process: bool = False):
+        from ...agents.base import learner_dtype
         from ...agents.ppo import PPOAgent
         from ...util.threads import use_torch_threads
 
@@ -182,6 +183,8 @@ class RolloutWorker:
         with torch.random.fork_rng(devices=[]):
             self.agent = PPOAgent(cfg.game.obs_dim, cfg.game.num_actions, cfg.ppo, "cpu",
                                   game=cfg.game)
+        # It plays in the precision the learner's passes run in here (PPOAgent.decide).
+        self.agent.learn_dtype = learner_dtype(cfg.train.precision, "cpu")
         self.buffer = self.agent.new_buffer(num_games)
         self.env = SpacewarVectorEnv(num_games, cfg.game, cfg.reward, opponent=None,
                                      count_dodges=True)
