@@ -42,13 +42,17 @@ class ActorCritic(nn.Module):
     def logits(self, x, mask):
         return self.actor(x).masked_fill(~mask, NEG_INF)
 
-    def value(self, x, dtype: torch.dtype = torch.float32):
-        """The critic's value, its hidden layers in `dtype` (base.autocast) and its last layer
-        in float32: a value rounded to bfloat16 made the networks runs kept weaker."""
-        if dtype == torch.float32:  # every rollout step: no autocast to enter, no slice to build
+    def value(self, x, dtype: torch.dtype = torch.float32, cast: ActorCritic | None = None):
+        """The critic's value, its hidden layers in `dtype` (base.autocast) or through `cast`
+        (this network's copy in bfloat16, as `decide` plays) and its last layer in float32: a
+        value rounded to bfloat16 made the networks runs kept weaker."""
+        if cast is not None:
+            hidden = cast.critic[:-1](x.to(torch.bfloat16))
+        elif dtype == torch.float32:  # no autocast to enter, no slice to build
             return self.critic(x).squeeze(-1)
-        with autocast(x.device, dtype):
-            hidden = self.critic[:-1](x)
+        else:
+            with autocast(x.device, dtype):
+                hidden = self.critic[:-1](x)
         return self.critic[-1](hidden.float()).squeeze(-1)
 
     def decide(self, x, mask, cast: ActorCritic | None = None):
@@ -57,9 +61,8 @@ class ActorCritic(nn.Module):
         products in bfloat16, the value's last layer in float32)."""
         if cast is None:
             return self.logits(x, mask), self.value(x)
-        x = x.to(torch.bfloat16)
-        logits = cast.actor(x).float().masked_fill(~mask, NEG_INF)
-        return logits, self.critic[-1](cast.critic[:-1](x).float()).squeeze(-1)
+        logits = cast.actor(x.to(torch.bfloat16)).float().masked_fill(~mask, NEG_INF)
+        return logits, self.value(x, cast=cast)
 
 
 @dataclasses.dataclass

@@ -171,7 +171,7 @@ class RolloutWorker:
     def __init__(self, cfg: RunConfig, index: int, num_games: int, start_update: int,
                  watch: str | None = None, own_process: bool = False):
         from ...agents.base import learner_dtype
-        from ...agents.ppo import PPOAgent
+        from ...agents.saved import make_agent
         from ...util.threads import use_torch_threads
 
         if own_process:
@@ -181,10 +181,10 @@ class RolloutWorker:
         self.shaping = cfg.train.shaping
         # Networks built here must not move the generator of a learner in the same process.
         with torch.random.fork_rng(devices=[]):
-            self.agent = PPOAgent(cfg.game.obs_dim, cfg.game.num_actions, cfg.ppo, "cpu",
-                                  game=cfg.game)
-        # It plays in the precision the learner's passes run in here (PPOAgent.decide).
-        self.agent.learn_dtype = learner_dtype(cfg.train.precision, "cpu")
+            # It plays in the precision the learner's passes run in here (PPOAgent.decide).
+            self.agent = make_agent("ppo", cfg.game.obs_dim, cfg.game.num_actions, cfg.ppo,
+                                    "cpu", game=cfg.game,
+                                    learn_dtype=learner_dtype(cfg.train.precision, "cpu"))
         self.buffer = self.agent.new_buffer(num_games)
         self.env = SpacewarVectorEnv(num_games, cfg.game, cfg.reward, opponent=None,
                                      count_dodges=True)
