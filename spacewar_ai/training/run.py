@@ -61,7 +61,6 @@ def _online(cfg: RunConfig, request: RunRequest):
     """PPO or DQN (online/trainer.py): a new run, from a model, resumed, or against champions; PPO's
     games on rollout workers with [train] rollout_workers (online/rollouts.py)."""
     from ..agents.checkpoints import load_checkpoint
-    from ..config import GameConfig
     from ..pilots.build import spec_path
     from ..rating.ratings import best_models
     from .online.trainer import Trainer, human_play_command, planner_command
@@ -120,7 +119,7 @@ def _online(cfg: RunConfig, request: RunRequest):
         if not refused:
             print(planner_command(trainer.run_dir, cfg.train.eval_opponent,
                                   None if model is None else model.accuracy))
-            fly = human_play_command(trainer.run_dir, cfg.game != GameConfig())
+            fly = human_play_command(trainer.run_dir)
             if fly:
                 print(fly)
 

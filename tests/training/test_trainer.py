@@ -494,6 +494,36 @@ def test_the_planner_command_is_printed_whenever_a_model_exists(tmp_path, capsys
     assert "(90.0% of its last moves foreseen)" in ripe and "+" not in ripe.split("search:")[1]
 
 
+def test_a_run_in_a_game_of_its_own_prints_commands_that_play_that_game(tmp_path, capsys):
+    """A network reads its own game's observations, so the commands a run prints name the game
+    it wrote beside its checkpoints; the planner's, run as printed (fewer games), plays."""
+    import dataclasses
+
+    from spacewar_ai.config import GameConfig, load_run_config
+    from spacewar_ai.training import train
+    from spacewar_ai.training.online.trainer import planner_command
+
+    from ..commands import cli
+
+    cfg = dataclasses.replace(tiny_run(tmp_path), game=GameConfig(hyperspace=True))
+    train(cfg, quiet=True)
+    *_, line, fly = capsys.readouterr().out.strip().splitlines()
+    run = tmp_path / "ck" / "tiny"
+    assert load_run_config(run / "game.json").game == cfg.game
+    assert shlex.split(fly.split(": ", 1)[1])[-2:] == ["--config", str(run / "game.json")]
+    # No model of the judged pilot yet: the shipped model reads the default game, so the
+    # planner forecasts with the hard pilot itself.
+    assert "with the hard pilot itself" in line
+    argv = shlex.split(line.split("; ", 1)[1].split(": ", 1)[1])
+    assert argv[argv.index("--checkpoint") + 1] == f"search:{run / 'best.pt'}+heuristic:hard"
+    argv[argv.index("--eval-episodes") + 1] = "2"
+    done = cli(*argv[1:], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "2 games, sides swapped" in done.stdout
+    (run / "opponent_model.pt").write_bytes((run / "best.pt").read_bytes())
+    assert "+heuristic:hard" in planner_command(run, "heuristic:hard", 0.099)
+
+
 def _updates_logged(log_dir: Path) -> int:
     """Updates whose figures TensorBoard's event files hold (read back as TensorBoard does)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator

@@ -1,6 +1,8 @@
 """A PPO or DQN run's checkpoints in checkpoints/<run>/: latest.pt (what a resume continues),
 best.pt (evaluation.py decides), ckpt_<update>.pt now and then, and opponent_model.pt, the
-copy of the opponent model latest.pt holds. Every write is atomic (agents/checkpoints.py).
+copy of the opponent model latest.pt holds, and game.json, the run's [game] where it is not the
+default one, which `--config` reads again to play the run's networks in their own game. Every
+write is atomic (agents/checkpoints.py, util/files.py).
 
 When: latest.pt after the first update, at every save_interval-th update, before and after
 every evaluation (a kill during one loses only the evaluation), and whenever save_seconds have
@@ -9,6 +11,7 @@ passed since the last write, so a kill costs at most about that much of the run.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +21,10 @@ import torch
 
 from ...agents.opponent_model import FILE_NAME as OPPONENT_MODEL_FILE
 from ...agents.opponent_model import PAYLOAD_KEY as OPPONENT_MODEL_KEY
-from ...config import RunConfig
+from ...config import GameConfig, RunConfig
+from ...util.files import atomic_write_bytes
+
+GAME_FILE = "game.json"
 
 
 class RunFiles:
@@ -31,6 +37,14 @@ class RunFiles:
         self.opponent_model = opponent_model
         self.last_write = time.monotonic()
         self.latest_at: int | None = None  # the update latest.pt was last written at
+
+    def write_game(self) -> None:
+        """game.json, where the run's game is not the default: a network's observations depend
+        on its game, so the commands the run prints to plan with it or fly against it need
+        that game again."""
+        if self.cfg.game != GameConfig():
+            text = json.dumps({"game": self.cfg.game.to_dict()}, indent=2) + "\n"
+            atomic_write_bytes(self.run_dir / GAME_FILE, lambda f: f.write(text.encode()))
 
     def metadata(self) -> dict[str, Any]:
         return {"run_name": self.run_name, "config": self.cfg.to_dict(),

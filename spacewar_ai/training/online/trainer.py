@@ -44,7 +44,7 @@ from ..run_log import RunLog
 from . import loops
 from .league import League
 from .rollouts import Played, RolloutWorkers, WorkersLost
-from .run_files import RunFiles
+from .run_files import GAME_FILE, RunFiles
 from .warm_start import behaviour_clone, demonstration_start
 
 PROGRESS_UNITS = 1000  # the progress bar counts thousandths of the run's budget
@@ -362,6 +362,7 @@ class Trainer(RunFrame):
             # What a killed run left half-written: cleared only by the folder's one live run,
             # never under another run's writes.
             remove_stale_temps(self.run_dir)
+            self.files.write_game()
         self.budget = Budget(t, until_step if until_step is not None else t.total_timesteps)
         if until_step is None and self.resumed_from is not None and self.budget.done(c):
             if self.workers is not None:
@@ -480,16 +481,20 @@ class Trainer(RunFrame):
 PLAN_GAMES = 40  # the printed command's games: a first look, not a figure
 
 
-def human_play_command(run_dir: str | Path, own_rules: bool = False) -> str | None:
-    """The line that tells a user how to fly against what a run trained; None before its first
-    best.pt. `own_rules`: the run played a [game] other than the default, which the command
-    needs again."""
+def _own_game(run_dir: Path) -> str:
+    """The flag that plays a run's own game, where it has one (run_files.GAME_FILE), else ""."""
+    game = run_dir / GAME_FILE
+    return f" --config {shlex.quote(str(game))}" if game.is_file() else ""
+
+
+def human_play_command(run_dir: str | Path) -> str | None:
+    """The line that tells a user how to fly against what a run trained, in its game; None
+    before its first best.pt."""
     best = Path(run_dir) / "best.pt"
     if not best.is_file():
         return None
     return (f"fly against it yourself: spacewar-ai --human-play --opponent "
-            f"{shlex.quote(str(best))}"
-            + (" --config (the file that set the run's [game])" if own_rules else ""))
+            f"{shlex.quote(str(best))}{_own_game(Path(run_dir))}")
 
 
 MIN_FORESEEN = 0.5  # a run's opponent model below it is not the one a planner is told to use
@@ -507,21 +512,28 @@ def planner_command(run_dir: str | Path, eval_opponent: str,
                 f"its first evaluation); continue it with --resume "
                 f"{shlex.quote(str(run_dir / 'latest.pt'))}")
     # A PPO network's rollouts sample its policy; a DQN network's are jittered (search.py).
-    # A model that foresees little yet forecasts worse than the shipped one: name that instead.
+    # A model that foresees little yet forecasts worse than the shipped one, so without a
+    # usable model of its own the planner is told its stand-in. The shipped model reads the
+    # default game's observations: in a game of the run's own it is the hard pilot itself.
+    own_game = _own_game(run_dir)
     green = model.is_file() and accuracy is not None and accuracy < MIN_FORESEEN
-    spec = f"search:{best}+{OPPONENT_MODEL_PATH}" if green else f"search:{best}"
+    if own_game:
+        stand_in, stand_in_says = "heuristic:hard", "the hard pilot itself"
+    else:
+        stand_in, stand_in_says = OPPONENT_MODEL_PATH, "the shipped model of heuristic:hard"
+    usable = model.is_file() and not green
+    spec = f"search:{best}" if usable else f"search:{best}+{stand_in}"
     command = (f"plan with it ({PLAN_GAMES} games, about a minute on two cores; "
                "--eval-episodes 200 for a figure, five times as long): spacewar-ai --evaluate "
                f"--checkpoint {shlex.quote(spec)} --opponent "
-               f"{shlex.quote(eval_opponent)} --eval-episodes {PLAN_GAMES}")
+               f"{shlex.quote(eval_opponent)} --eval-episodes {PLAN_GAMES}{own_game}")
     if green:
         return (f"opponent model of {eval_opponent}: {model} foresees only {accuracy:.1%} of "
                 "its last moves yet (a longer run teaches it more), so the planner forecasts "
-                f"with the shipped model of heuristic:hard; {command}")
+                f"with {stand_in_says}; {command}")
     if not model.is_file():
         return (f"no opponent model yet (the run had not met {eval_opponent} long enough to "
-                "learn one), so the planner forecasts with the shipped model of "
-                f"heuristic:hard; {command}")
+                f"learn one), so the planner forecasts with {stand_in_says}; {command}")
     return (f"opponent model of {eval_opponent}: {model}"
             + (f" ({accuracy:.1%} of its last moves foreseen)" if accuracy is not None else "")
             + f"; {command}")
