@@ -497,13 +497,9 @@ def test_the_planner_command_is_printed_whenever_a_model_exists(tmp_path, capsys
 def test_a_run_in_a_game_of_its_own_prints_commands_that_play_that_game(tmp_path, capsys):
     """A network reads its own game's observations, so the commands a run prints name the game
     it wrote beside its checkpoints; the planner's, run as printed (fewer games), plays."""
-    import dataclasses
-
-    from spacewar_ai.config import GameConfig, load_run_config
+    from spacewar_ai.config import load_run_config
     from spacewar_ai.training import train
     from spacewar_ai.training.online.trainer import planner_command
-
-    from ..commands import cli
 
     cfg = dataclasses.replace(tiny_run(tmp_path), game=GameConfig(hyperspace=True))
     train(cfg, quiet=True)
