@@ -36,7 +36,6 @@ from .search import HORIZON, JITTER, SAMPLES, SearchPilot
 from .spec import (
     ADAPT_PREFIX,
     NAMED_SPECS,
-    OPPONENT_MODEL_PATH,
     PRETRAINED_PATH,
     SEARCH_PREFIX,
     SPEC_HELP,
@@ -49,6 +48,7 @@ from .spec import (
     planner_models,
     shipped_lm_specs,
     spec_files,
+    stand_in_model,
     strategy_source,
 )
 from .wrappers import OnSwitches
@@ -224,7 +224,7 @@ def _learned_pilot(spec: Spec, config: GameConfig, deterministic: bool, device: 
 
 
 def search_pilot(spec, config: GameConfig | None = None, seed: int = 0,
-                 device: str = "cpu", opponent_model: str | Path = OPPONENT_MODEL_PATH,
+                 device: str = "cpu", opponent_model: str | Path | None = None,
                  horizon: int = HORIZON, samples: int = SAMPLES,
                  adaptive: bool = False) -> SearchPilot:
     """The pilot a planner's Spec names, or the text after `search:` (`adapt:` with adaptive);
@@ -232,15 +232,17 @@ def search_pilot(spec, config: GameConfig | None = None, seed: int = 0,
 
     The spec is `search:POLICY[+MODEL...][@name=value...]` (search.py's docstring): POLICY any
     pilot a planner can fly, each MODEL likewise; without MODEL, the model POLICY's training run
-    learned, else `opponent_model` (spec.planner_models). `horizon` and `samples` are the
-    defaults the spec's own settings override."""
+    learned, else `opponent_model` (spec.planner_models; by default spec.stand_in_model, which
+    suits the game). `horizon` and `samples` are the defaults the spec's own settings
+    override."""
     if not isinstance(spec, Spec):
         spec = parse_spec((ADAPT_PREFIX if adaptive else SEARCH_PREFIX) + str(spec).strip())
     config = config if config is not None else GameConfig()
     policy = make_pilot(spec.policy, config, seed, deterministic=True, device=device)
     learned = isinstance(policy, AgentPilot) and hasattr(policy.agent, "action_logits")
     opponents = []
-    for i, model in enumerate(planner_models(spec, opponent_model)):
+    stand_in = opponent_model if opponent_model is not None else stand_in_model(config)
+    for i, model in enumerate(planner_models(spec, stand_in)):
         try:
             opponents.append(make_pilot(model, config, seed + 1 + i, deterministic=True,
                                         device=device))

@@ -7,11 +7,12 @@ copies ended best on average (`ending_value`; ties go to SPEC's own greedy actio
 differ because a PPO SPEC samples its policy, or by `jitter`, a share of random valid moves.
 
 The opponent model is the one SPEC's training run learned (`opponent_model.pt` beside it), else
-the shipped clone of the hard pilot; `+MODEL` names any other pilot (one that reads the game
-itself, as `rllib_sw:PATH` does, is attached to the copies), `+A+B` a mix whose members share
-each action's samples, and `@choose=1` forecasts each game with the member that has foreseen
-most of its opponent's moves (`MoveWatcher`). `adapt:` is the same planner whose model
-learns the opponent it meets, across a match's games (`OpponentLearner`).
+the shipped clone of the hard pilot (the pilot itself in a game the clone cannot read); `+MODEL`
+names any other pilot (one that reads the game itself, as `rllib_sw:PATH` does, is attached to
+the copies), `+A+B` a mix whose members share each action's samples, and `@choose=1` forecasts
+each game with the member that has foreseen most of its opponent's moves (`MoveWatcher`).
+`adapt:` is the same planner whose model learns the opponent it meets, across a match's games
+(`OpponentLearner`).
 
 The planner reads the whole game, so whoever runs the games `attach`es it to its batch. Each
 game's samples come from a generator keyed by the pilot's seed and the game's own state, never

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from ..config import GameConfig
 from ..util.errors import UserError
 from ..util.files import SHIPPED_DIR
 from ..util.preflight import check_model_size
@@ -25,6 +26,8 @@ PRETRAINED_PATH = SHIPPED_DIR / "ppo_spacewar.pt"
 # model its run learned, which a planner over it forecasts with.
 SHIPPED_FOR_RULES = ("rllib_sw",)
 OPPONENT_MODEL_PATH = SHIPPED_DIR / "hard_model.pt"
+# The pilot that model clones, forecast with itself where the model cannot read the game.
+STAND_IN_PILOT = "heuristic:hard"
 SEARCH_PREFIX = "search:"
 ADAPT_PREFIX = "adapt:"
 PLANNERS = ("search", "adapt")
@@ -307,6 +310,15 @@ def planner_models(spec: Spec, default: str | Path = OPPONENT_MODEL_PATH) -> tup
             raise UserError(f"player {spec.text!r}: its opponent model {model.path} does not "
                             f"exist; {fix}")
     return models
+
+
+def stand_in_model(config: GameConfig) -> str | Path:
+    """What a planner forecasts with when neither it nor its policy's run names a model, in game
+    `config`: the shipped clone of the hard pilot where it reads the game (the default game's
+    observations, or the switches, which it flies through the six actions), else the hard pilot
+    itself, since the clone reads no other observation."""
+    reads = config.controls == "switches" or config.obs_dim == GameConfig().obs_dim
+    return OPPONENT_MODEL_PATH if reads else STAND_IN_PILOT
 
 
 def check_pretrained(spec: Spec | None = None) -> Path:

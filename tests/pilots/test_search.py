@@ -148,6 +148,24 @@ def test_a_planner_that_is_not_told_its_game_refuses_to_guess():
         pilot.act(np.zeros((1, CFG.obs_dim), dtype=np.float32))
 
 
+def test_without_a_model_the_planner_forecasts_with_a_stand_in_that_reads_the_game(tmp_path):
+    """The shipped clone of the hard pilot reads the default game's observations (and flies the
+    switches through the six actions); in a game whose observations it cannot read, a planner
+    with no model of its own forecasts with the hard pilot itself, and plays."""
+    switches = GameConfig.preset("rllib_sw").changed(controls="switches")
+    assert search_pilot("heuristic:hard", switches).opponent_model.identity == \
+        file_identity(OPPONENT_MODEL_PATH)
+    hyperspace = GameConfig(hyperspace=True)
+    assert search_pilot("heuristic:hard", hyperspace).opponent_model.identity == \
+        make_pilot("heuristic:hard", hyperspace).identity
+    (tmp_path / "hs.toml").write_text("[game]\nhyperspace = true\n")
+    done = cli("--evaluate", "--checkpoint", "search:heuristic:hard@samples=1@horizon=8",
+               "--opponent", "heuristic:medium", "--config", "hs.toml", "--eval-episodes", "2",
+               cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "2 games, sides swapped" in done.stdout
+
+
 def test_bad_specs_and_settings_are_named(tmp_path):
     with pytest.raises(ValueError, match="cannot plan over another planner"):
         make_pilot("search:search:pretrained", CFG)

@@ -27,6 +27,14 @@ from ...util.files import atomic_write_bytes
 GAME_FILE = "game.json"
 
 
+def saved_game(run_dir: Path) -> GameConfig:
+    """The game a run in `run_dir` played: its game.json (RunFiles.write_game), else the
+    default."""
+    path = Path(run_dir) / GAME_FILE
+    return GameConfig.from_dict(json.loads(path.read_text())["game"]) if path.is_file() \
+        else GameConfig()
+
+
 class RunFiles:
     """Writes one run's checkpoints: the agent, with what a resume needs beside it."""
 

@@ -31,7 +31,7 @@ from ...agents.saved import make_agent
 from ...config import UNLIMITED_STEPS, RunConfig
 from ...game.environment import SpacewarVectorEnv
 from ...pilots.build import make_pilot
-from ...pilots.spec import OPPONENT_MODEL_PATH, check_spec
+from ...pilots.spec import STAND_IN_PILOT, check_spec, stand_in_model
 from ...util.errors import UserError
 from ...util.files import remove_stale_temps
 from ...util.progress import Interrupted, Progress
@@ -44,7 +44,7 @@ from ..run_log import RunLog
 from . import loops
 from .league import League
 from .rollouts import Played, RolloutWorkers, WorkersLost
-from .run_files import GAME_FILE, RunFiles
+from .run_files import GAME_FILE, RunFiles, saved_game
 from .warm_start import behaviour_clone, demonstration_start
 
 PROGRESS_UNITS = 1000  # the progress bar counts thousandths of the run's budget
@@ -512,15 +512,13 @@ def planner_command(run_dir: str | Path, eval_opponent: str,
                 f"its first evaluation); continue it with --resume "
                 f"{shlex.quote(str(run_dir / 'latest.pt'))}")
     # A PPO network's rollouts sample its policy; a DQN network's are jittered (search.py).
-    # A model that foresees little yet forecasts worse than the shipped one, so without a
-    # usable model of its own the planner is told its stand-in. The shipped model reads the
-    # default game's observations: in a game of the run's own it is the hard pilot itself.
+    # A model that foresees little yet forecasts worse than the stand-in, so without a usable
+    # model of its own the planner is told the stand-in for the run's game.
     own_game = _own_game(run_dir)
     green = model.is_file() and accuracy is not None and accuracy < MIN_FORESEEN
-    if own_game:
-        stand_in, stand_in_says = "heuristic:hard", "the hard pilot itself"
-    else:
-        stand_in, stand_in_says = OPPONENT_MODEL_PATH, "the shipped model of heuristic:hard"
+    stand_in = stand_in_model(saved_game(run_dir))
+    stand_in_says = "the hard pilot itself" if stand_in == STAND_IN_PILOT else \
+        f"the shipped model of {STAND_IN_PILOT}"
     usable = model.is_file() and not green
     spec = f"search:{best}" if usable else f"search:{best}+{stand_in}"
     command = (f"plan with it ({PLAN_GAMES} games, about a minute on two cores; "
