@@ -39,6 +39,7 @@ from .spec import (
     PRETRAINED_PATH,
     SEARCH_PREFIX,
     SPEC_HELP,
+    STAND_IN_PILOT,
     Spec,
     check_spec,
     checkpoint_file,
@@ -242,7 +243,13 @@ def search_pilot(spec, config: GameConfig | None = None, seed: int = 0,
     learned = isinstance(policy, AgentPilot) and hasattr(policy.agent, "action_logits")
     opponents = []
     stand_in = opponent_model if opponent_model is not None else stand_in_model(config)
-    for i, model in enumerate(planner_models(spec, stand_in)):
+    models = planner_models(spec, stand_in)
+    if spec.adaptive and not spec.models and models[0].text == STAND_IN_PILOT:
+        raise UserError(f"player {spec.text!r}: an adapting planner learns from a PPO model of "
+                        "the game, and the shipped one cannot read this game's "
+                        f"observations; name one trained in it: {spec.prefix}"
+                        f"{spec.policy.text}+PATH")
+    for i, model in enumerate(models):
         try:
             opponents.append(make_pilot(model, config, seed + 1 + i, deterministic=True,
                                         device=device))

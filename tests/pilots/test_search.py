@@ -151,13 +151,18 @@ def test_a_planner_that_is_not_told_its_game_refuses_to_guess():
 def test_without_a_model_the_planner_forecasts_with_a_stand_in_that_reads_the_game(tmp_path):
     """The shipped clone of the hard pilot reads the default game's observations (and flies the
     switches through the six actions); in a game whose observations it cannot read, a planner
-    with no model of its own forecasts with the hard pilot itself, and plays."""
+    with no model of its own forecasts with the hard pilot itself, and plays; an adapting one,
+    which learns a network, is told to name one of that game."""
     switches = GameConfig.preset("rllib_sw").changed(controls="switches")
     assert search_pilot("heuristic:hard", switches).opponent_model.identity == \
         file_identity(OPPONENT_MODEL_PATH)
     hyperspace = GameConfig(hyperspace=True)
     assert search_pilot("heuristic:hard", hyperspace).opponent_model.identity == \
         make_pilot("heuristic:hard", hyperspace).identity
+    # Nor can the adapting planner learn from the hard pilot's code.
+    with pytest.raises(ValueError, match="cannot read this game's observations; name one "
+                                         "trained in it: adapt:heuristic:hard\\+PATH"):
+        search_pilot("heuristic:hard", hyperspace, adaptive=True)
     (tmp_path / "hs.toml").write_text("[game]\nhyperspace = true\n")
     done = cli("--evaluate", "--checkpoint", "search:heuristic:hard@samples=1@horizon=8",
                "--opponent", "heuristic:medium", "--config", "hs.toml", "--eval-episodes", "2",
