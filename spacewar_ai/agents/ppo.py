@@ -343,7 +343,7 @@ class PPOAgent(OnPolicyAgent):
         if judge:
             # A pass over every row cost a tenth of the fit, for a figure that a sample of one
             # minibatch's size gives to about a point; the sample spans the whole data.
-            seen = slice(None, None, max(1, n // batch_size))
+            seen = torch.arange(min(n, batch_size), device=self.device) * n // min(n, batch_size)
             with torch.no_grad(), autocast(self.device, self.learn_dtype):
                 before = self.net.logits(self.obs_norm(x[seen]), mask[seen]).argmax(-1)
                 out["foreseen"] = float((before == best[seen]).float().mean())
@@ -355,17 +355,22 @@ class PPOAgent(OnPolicyAgent):
                      if generator is not None else torch.arange(n, device=self.device))
             loss_sum = correct = 0.0
             for start in range(0, n, batch_size):
-                idx = order[start:start + batch_size]
+                rows = idx = order[start:start + batch_size]
+                # In bfloat16 a batch of a size not seen before makes oneDNN build kernels for
+                # it, which costs more than learning it: rows that weigh nothing fill it up.
+                if self.learn_dtype != torch.float32 and len(rows) < batch_size:
+                    fill = torch.arange(batch_size - len(rows), device=self.device) % n
+                    idx = torch.cat([rows, order[fill]])
                 with autocast(self.device, self.learn_dtype):
                     logits = self.net.logits(xn[idx], mask[idx])
-                logits = logits.float()
-                loss = soft_cross_entropy(logits, y[idx]) if soft else \
-                    F.cross_entropy(logits, y[idx])
+                logits = logits[:len(rows)].float()
+                loss = soft_cross_entropy(logits, y[rows]) if soft else \
+                    F.cross_entropy(logits, y[rows])
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()
-                loss_sum += loss.item() * len(idx)
-                correct += (logits.argmax(-1) == best[idx]).sum().item()
+                loss_sum += loss.item() * len(rows)
+                correct += (logits.argmax(-1) == best[rows]).sum().item()
             out["loss"], out["accuracy"] = loss_sum / n, correct / n
             if on_epoch is not None:
                 on_epoch(epoch, out["loss"], out["accuracy"])

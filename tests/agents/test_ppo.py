@@ -138,7 +138,7 @@ def test_a_bfloat16_learner_plays_its_rollouts_in_bfloat16_with_the_weights_it_h
 
 def test_imitation_judges_its_data_before_learning_it_on_a_sample_spanning_all_of_it():
     """`foreseen` is the share of the actions the actor already picked before the fit, judged on
-    an even sample of about one minibatch: labels that agree with the actor in the first half
+    an even sample of one minibatch's size: labels that agree with the actor in the first half
     and never in the second give one half, not the first rows' figure."""
     agent = PPOAgent(36, 6, SMALL_PPO)
     obs = np.random.default_rng(3).normal(size=(4096, 36)).astype(np.float32)
@@ -149,6 +149,32 @@ def test_imitation_judges_its_data_before_learning_it_on_a_sample_spanning_all_o
     assert fitted["foreseen"] == 0.5
     before = agent.select_action(obs, deterministic=True)
     assert not np.array_equal(before, picked)  # and then it learned from them
+
+
+def test_a_bfloat16_fit_passes_whole_minibatches_and_the_rows_filling_the_last_weigh_nothing():
+    """In bfloat16 every pass of a fit is one minibatch's size (a new size makes oneDNN build
+    kernels again); the rows that fill up the last, partial minibatch change nothing: one plain SGD step on 40 rows in a minibatch of 64 moves the
+    actor as a step on exactly those 40 rows does."""
+    obs = np.random.default_rng(4).normal(size=(40, 36)).astype(np.float32)
+    obs[:, 30:] = 1.0
+    labels = np.random.default_rng(5).integers(0, 6, 40)
+    moved = []
+    for batch_size in (64, 40):
+        torch.manual_seed(6)
+        agent = PPOAgent(36, 6, SMALL_PPO)
+        agent.learn_dtype = torch.bfloat16
+        sizes = []
+        logits = agent.net.logits
+        agent.net.logits = lambda x, mask: sizes.append(len(x)) or logits(x, mask)
+        before = [p.detach().clone() for p in agent.net.actor.parameters()]
+        agent.imitate(obs, labels, torch.optim.SGD(agent.net.actor.parameters(), lr=1.0),
+                      batch_size, judge=True)
+        # The judge's sample, then the pass; fewer rows than a minibatch are all the sample.
+        assert sizes == [40, batch_size]
+        moved.append([p.detach() - b for p, b in zip(agent.net.actor.parameters(), before)])
+    for padded, exact in zip(*moved):
+        assert torch.allclose(padded, exact, atol=1e-5, rtol=1e-3)
+    assert any(p.abs().max() > 1e-3 for p in moved[0])  # the step did move the actor
 
 
 @pytest.mark.parametrize("activation", ["tanh", "relu"])
