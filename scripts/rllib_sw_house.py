@@ -52,7 +52,7 @@ from spacewar_ai.pilots.rllib_sw import (
     to_peer,
 )
 from spacewar_ai.rating.match import wilson_interval
-from spacewar_ai.util.progress import Progress
+from spacewar_ai.util.progress import DecisionCounter, Progress
 
 ENV = {"speed": 5.0, "ep_length": 4096, "aug_obs": True, "stochastic_hspace": True}
 
@@ -190,9 +190,12 @@ def match(args) -> None:
     peer.reset(np.ones(n, bool), None)
     active = np.ones(n, bool)
     rewards = [{0: 0, 1: 0} for _ in range(n)]
-    # A planner's match takes an hour: the bar says how far it is (on a pipe, its last line).
+    # A planner's match takes an hour and its games end together: the bar counts decisions
+    # too, and a log gets its state every few minutes.
     with Progress(n, "peer's environment", unit="game") as bar:
+        counted = DecisionCounter(bar.bar)
         while active.any():
+            counted(int(active.sum()))
             obs = house.observe(active)
             mine = ours.act(obs[rows, side], active)
             theirs = peer.act(obs[rows, 1 - side], active)

@@ -1,9 +1,10 @@
 """Progress bars for long jobs (training, evaluation, tournaments), drawn by tqdm.
 
 On a terminal the bar redraws in place (FALLBACK_COLUMNS wide on one that reports no size). On
-a pipe or in a log file it writes one line, the final state, when the job ends (a redrawn bar
-would fill a log with carriage returns), and nothing when it fails. With `quiet`, nothing. Bars
-go to stderr, so a report on stdout stays clean for other programs to read.
+a pipe or in a log file it writes its state as a line every LOG_EVERY seconds and the final
+state when the job ends (a redrawn bar would fill a log with carriage returns), and no final
+line when it fails. With `quiet`, nothing. Bars go to stderr, so a report on stdout stays clean
+for other programs to read.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from tqdm import tqdm
 
 FALLBACK_COLUMNS = 100
 FALLBACK_LINES = 24
+# A log learns how far a job has come this often (seconds): an hour's run or match would
+# otherwise say nothing until it ends.
+LOG_EVERY = 300.0
 
 
 class Interrupted(KeyboardInterrupt):
@@ -33,24 +37,29 @@ def _size(stream) -> tuple[int, int]:
 
 
 class _LastLine:
-    """A file-like sink that keeps only the bar's latest state and prints it once, at close."""
+    """A file-like sink that keeps the bar's latest state and prints it as a line every
+    LOG_EVERY seconds and at close."""
 
     def __init__(self, stream):
         self.stream = stream
-        self.line = ""
+        self.line = self.shown = ""
+        self.said = time.monotonic()
 
     def write(self, text: str) -> None:
         parts = [p for p in text.replace("\n", "\r").split("\r") if p.strip()]
         if parts:
-            self.line = parts[-1]
+            self.line = parts[-1].rstrip()
+            if time.monotonic() - self.said >= LOG_EVERY:
+                self.emit()
 
     def flush(self) -> None:
         return None
 
     def emit(self) -> None:
-        if self.line:
-            print(self.line.rstrip(), file=self.stream, flush=True)
-            self.line = ""
+        if self.line and self.line != self.shown:
+            print(self.line, file=self.stream, flush=True)
+            self.shown = self.line
+        self.said = time.monotonic()
 
 
 class Progress:
@@ -113,6 +122,8 @@ class DecisionCounter:
 
     def __call__(self, n: int) -> None:
         self.count += n
-        if time.monotonic() - self._shown >= 1.0:
+        due = time.monotonic() - self._shown >= 1.0
+        if due:
             self._shown = time.monotonic()
-            self.bar.set_postfix_str(f"{self.count:,} decisions", refresh=True)
+        # Kept between redraws too, so that the bar's last line has the final count.
+        self.bar.set_postfix_str(f"{self.count:,} decisions", refresh=due)

@@ -1,9 +1,11 @@
-"""Progress bars as a log file sees them: one line when a job ends, none when it fails."""
+"""Progress bars as a log file sees them: a line every few minutes and one when a job ends,
+no last line when it fails."""
 
 import io
 
 import pytest
 
+from spacewar_ai.util import progress
 from spacewar_ai.util.progress import Progress
 
 
@@ -15,6 +17,29 @@ def test_a_pipe_gets_one_line_at_the_end():
         assert out.getvalue() == ""  # nothing while it runs
     lines = out.getvalue().splitlines()
     assert len(lines) == 1 and lines[0].startswith("evaluation") and "10/10" in lines[0]
+
+
+def test_a_long_job_tells_its_log_how_far_it_has_come(monkeypatch):
+    """Once LOG_EVERY has passed (here at every step), the log gets the bar's state as a line
+    while the job runs, each state once, and the final state at the end; a job that then fails
+    adds no last line of its own."""
+    monkeypatch.setattr(progress, "LOG_EVERY", 0.0)
+    out = io.StringIO()
+    with Progress(3, "match", "game", stream=out) as bar:
+        for _ in range(3):
+            bar.update()
+        running = out.getvalue().splitlines()
+    lines = out.getvalue().splitlines()
+    done = [int(line.split("|")[-1].split("/")[0]) for line in running]
+    assert len(done) > 1 and done == sorted(set(done)), running  # how far, as it went
+    assert lines[:len(running)] == running and len(set(lines)) == len(lines)
+    assert "3/3" in lines[-1]
+    out = io.StringIO()
+    with pytest.raises(ValueError):
+        with Progress(10, "tournament", "game", stream=out) as bar:
+            bar.update(3)
+            raise ValueError("a node cannot import spacewar_ai")
+    assert "3/10" in out.getvalue().splitlines()[-1]
 
 
 def test_a_failed_job_leaves_only_its_error():
