@@ -343,7 +343,8 @@ class PPOAgent(OnPolicyAgent):
         if judge:
             # A pass over every row cost a tenth of the fit, for a figure that a sample of one
             # minibatch's size gives to about a point; the sample spans the whole data.
-            seen = torch.arange(min(n, batch_size), device=self.device) * n // min(n, batch_size)
+            k = min(n, batch_size)
+            seen = torch.arange(k, device=self.device) * n // k
             with torch.no_grad(), autocast(self.device, self.learn_dtype):
                 before = self.net.logits(self.obs_norm(x[seen]), mask[seen]).argmax(-1)
                 out["foreseen"] = float((before == best[seen]).float().mean())

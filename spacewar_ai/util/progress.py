@@ -36,7 +36,7 @@ def _size(stream) -> tuple[int, int]:
     return size.columns, size.lines
 
 
-class _LastLine:
+class _LogLines:
     """A file-like sink that keeps the bar's latest state and prints it as a line every
     LOG_EVERY seconds and at close."""
 
@@ -71,7 +71,7 @@ class Progress:
         self.stream = stream if stream is not None else sys.stderr
         self.quiet = quiet
         live = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self._sink = None if live else _LastLine(self.stream)
+        self._sink = None if live else _LogLines(self.stream)
         # A terminal that reports no size (a serial console, some containers' ptys) would get
         # a bar 0 columns wide, and tqdm hides every bar below a screen 0 lines high: that is
         # nothing at all, so it gets a fixed width and height instead.

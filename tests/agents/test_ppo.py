@@ -153,8 +153,9 @@ def test_imitation_judges_its_data_before_learning_it_on_a_sample_spanning_all_o
 
 def test_a_bfloat16_fit_passes_whole_minibatches_and_the_rows_filling_the_last_weigh_nothing():
     """In bfloat16 every pass of a fit is one minibatch's size (a new size makes oneDNN build
-    kernels again); the rows that fill up the last, partial minibatch change nothing: one plain SGD step on 40 rows in a minibatch of 64 moves the
-    actor as a step on exactly those 40 rows does."""
+    kernels again); the rows that fill up the last, partial minibatch change nothing: one plain
+    SGD step on 40 rows in a minibatch of 64 moves the actor as a step on exactly those 40 rows
+    does."""
     obs = np.random.default_rng(4).normal(size=(40, 36)).astype(np.float32)
     obs[:, 30:] = 1.0
     labels = np.random.default_rng(5).integers(0, 6, 40)
