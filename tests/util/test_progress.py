@@ -38,8 +38,9 @@ def test_a_long_job_tells_its_log_how_far_it_has_come(monkeypatch):
     with pytest.raises(ValueError):
         with Progress(10, "tournament", "game", stream=out) as bar:
             bar.update(3)
+            written = out.getvalue()
             raise ValueError("a node cannot import spacewar_ai")
-    assert "3/10" in out.getvalue().splitlines()[-1]
+    assert "3/10" in written.splitlines()[-1] and out.getvalue() == written
 
 
 def test_a_failed_job_leaves_only_its_error():
