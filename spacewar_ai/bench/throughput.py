@@ -514,7 +514,7 @@ def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = F
               f"{1 - league.scripted_share:.0%} of games)   {full:>10,.0f} steps/s")
 
     try:
-        from stable_baselines3 import PPO
+        from stable_baselines3 import PPO, __version__ as sb3_version
         from stable_baselines3.common.callbacks import BaseCallback
         from stable_baselines3.common.env_util import make_vec_env
     except ImportError:
@@ -534,7 +534,9 @@ def run_training_benchmark(seconds: float = 60.0, seed: int = 0, quick: bool = F
     model.learn(total_timesteps=10**9, callback=_StopAfter())
     sb3 = model.num_timesteps / (time.perf_counter() - t0)
     figures["sb3"] = sb3
-    print(f"  Stable-Baselines3 PPO (its defaults, 8 envs, same network)  {sb3:>10,.0f} steps/s")
+    # Its version, since its speed moves between versions as ours does between commits.
+    print(f"  Stable-Baselines3 {sb3_version} PPO (its defaults, 8 envs, same network)  "
+          f"{sb3:>10,.0f} steps/s")
     print(f"  ratio: {scripted / sb3:.1f}x (same opponent)")
     print(f"  the benchmark took {(time.perf_counter() - began) / 60:.1f} minutes in all")
     return figures

@@ -50,7 +50,10 @@ def test_training_benchmark_prints_ours_and_sb3_side_by_side(tmp_path):
     assert out.returncode == 0, out.stderr
     # Stable-Baselines3 logs nowhere: no SB3-<time> folder left in the temp dir.
     assert not list(tmp_path.glob("SB3-*")), list(tmp_path.iterdir())
-    assert "spacewar-ai PPO" in out.stdout and "Stable-Baselines3 PPO" in out.stdout
+    from stable_baselines3 import __version__ as sb3_version
+
+    assert "spacewar-ai PPO" in out.stdout
+    assert f"Stable-Baselines3 {sb3_version} PPO" in out.stdout  # which one it timed
     assert "league full (10 snapshots" in out.stdout
     rates = [float(line.split()[-2].replace(",", "")) for line in out.stdout.splitlines()
              if line.rstrip().endswith("steps/s")]
