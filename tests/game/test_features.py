@@ -12,7 +12,8 @@ from spacewar_ai.agents.saved import load_agent
 from spacewar_ai.config import DQNConfig, GameConfig, PPOConfig
 from spacewar_ai.game import engine
 from spacewar_ai.game.engine import GameBatch
-from spacewar_ai.game.features import egocentric_view, tactical_view, view_constants
+from spacewar_ai.game import features
+from spacewar_ai.game.features import apply_view, egocentric_view, tactical_view, view_constants
 from spacewar_ai.pilots.build import PRETRAINED_PATH, make_pilot
 from tests.helpers import cause, load_script, scenario
 
@@ -72,6 +73,26 @@ def test_lengths_and_unchanged_entries_survive_the_view_in_real_games():
     seen = np.abs(world[:, 13:15]).sum(1) > 0
     assert ego[seen, 13] == pytest.approx(np.sin(rel[seen]), abs=1e-5)
     assert ego[seen, 14] == pytest.approx(np.cos(rel[seen]), abs=1e-5)
+
+
+@pytest.mark.parametrize("view", ["egocentric", "tactical"])
+def test_a_large_batch_viewed_in_blocks_gives_every_row_its_own_view(view, monkeypatch):
+    # Small blocks, so that a few hundred rows of real games span several and end in a partial
+    # one; each row's view must be what it is when viewed alone (bent paths, torpedoes).
+    monkeypatch.setattr(features, "VIEW_BLOCK", 64)
+    cfg = GameConfig()
+    b = GameBatch(50, cfg)
+    b.reset(seeds=np.arange(50))
+    pilots = [make_pilot("heuristic:hard", cfg), make_pilot("random", cfg, seed=4)]
+    rows = []
+    for _ in range(6):
+        obs = b.observe()
+        rows.append(obs[:, 0].copy())
+        b.step(np.stack([pilots[0].act(obs[:, 0]), pilots[1].act(obs[:, 1])], axis=1))
+    world = np.concatenate(rows)  # 300 rows: four whole blocks and a partial one
+    k = view_constants(cfg)
+    alone = np.concatenate([apply_view(row[None], view, k) for row in world])
+    assert np.array_equal(apply_view(world, view, k), alone)
 
 
 @pytest.mark.parametrize("view", ["egocentric", "tactical"])
