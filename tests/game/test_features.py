@@ -50,7 +50,9 @@ def test_rotating_right_turns_the_nose_toward_a_target_on_the_right():
     assert after == pytest.approx(1.0 - 4 / 16, abs=1e-3)
 
 
-def test_lengths_and_unchanged_entries_survive_the_view_in_real_games():
+def _real_rows() -> np.ndarray:
+    """Ship 0's observations over 60 decisions of 64 games, the hard pilot against a random one:
+    3,840 rows with torpedoes in flight and paths bent by the star."""
     cfg = GameConfig()
     b = GameBatch(64, cfg)
     b.reset(seeds=np.arange(64))
@@ -62,6 +64,11 @@ def test_lengths_and_unchanged_entries_survive_the_view_in_real_games():
         b.step(np.stack([pilots[0].act(obs[:, 0]), pilots[1].act(obs[:, 1])], axis=1))
     world = np.concatenate(rows)
     assert (np.abs(world[:, 18:30]).sum(1) > 0).any(), "no torpedo was ever seen"
+    return world
+
+
+def test_lengths_and_unchanged_entries_survive_the_view_in_real_games():
+    world = _real_rows()
     ego = egocentric_view(world)
     for i, j in PAIRS:
         assert np.hypot(ego[:, i], ego[:, j]) == pytest.approx(np.hypot(world[:, i], world[:, j]),
@@ -77,20 +84,11 @@ def test_lengths_and_unchanged_entries_survive_the_view_in_real_games():
 
 @pytest.mark.parametrize("view", ["egocentric", "tactical"])
 def test_a_large_batch_viewed_in_blocks_gives_every_row_its_own_view(view, monkeypatch):
-    # Small blocks, so that a few hundred rows of real games span several and end in a partial
-    # one; each row's view must be what it is when viewed alone (bent paths, torpedoes).
-    monkeypatch.setattr(features, "VIEW_BLOCK", 64)
-    cfg = GameConfig()
-    b = GameBatch(50, cfg)
-    b.reset(seeds=np.arange(50))
-    pilots = [make_pilot("heuristic:hard", cfg), make_pilot("random", cfg, seed=4)]
-    rows = []
-    for _ in range(6):
-        obs = b.observe()
-        rows.append(obs[:, 0].copy())
-        b.step(np.stack([pilots[0].act(obs[:, 0]), pilots[1].act(obs[:, 1])], axis=1))
-    world = np.concatenate(rows)  # 300 rows: four whole blocks and a partial one
-    k = view_constants(cfg)
+    # Blocks of 100, so that the rows span many and end in a partial one; each row's view must
+    # be what it is when viewed alone (bent paths, torpedoes).
+    monkeypatch.setattr(features, "VIEW_BLOCK", 100)
+    world = _real_rows()
+    k = view_constants(GameConfig())
     alone = np.concatenate([apply_view(row[None], view, k) for row in world])
     assert np.array_equal(apply_view(world, view, k), alone)
 
