@@ -10,9 +10,8 @@ from spacewar_ai.agents.dqn import DQNAgent
 from spacewar_ai.agents.ppo import PolicyStack, PPOAgent
 from spacewar_ai.agents.saved import load_agent
 from spacewar_ai.config import DQNConfig, GameConfig, PPOConfig
-from spacewar_ai.game import engine
+from spacewar_ai.game import engine, features
 from spacewar_ai.game.engine import GameBatch
-from spacewar_ai.game import features
 from spacewar_ai.game.features import apply_view, egocentric_view, tactical_view, view_constants
 from spacewar_ai.pilots.build import PRETRAINED_PATH, make_pilot
 from tests.helpers import cause, load_script, scenario
