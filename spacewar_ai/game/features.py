@@ -147,6 +147,9 @@ def egocentric_view(obs: np.ndarray) -> np.ndarray:
 # life, straight pieces in between. Finer steps barely moved the columns for their cost; coarser
 # ones moved shot quality (VIBE_HISTORY.md).
 ORBIT_STEP = 4.0
+# Rows per call of the kernel: a whole large batch's bent paths outgrow the cache and cost more
+# per row than blocks of them.
+TACTICAL_BLOCK = 1024
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -265,10 +268,14 @@ def tactical_columns(obs: np.ndarray, k: dict[str, float]) -> np.ndarray:
     _check_dim(obs, "tactical")
     rows = np.ascontiguousarray(obs, dtype=np.float32).reshape(-1, obs.shape[-1])
     out = np.empty((rows.shape[0], TACTICAL_COLUMNS), dtype=np.float32)
-    _tactical_kernel(rows, k["half_width"], k["half_height"], 2.0 * k["max_speed"],
-                     k["torpedo_speed"], k["torpedo_spawn"], k["torpedo_lifetime"],
-                     1.0 / (2.0 * k["hit_radius"]), k.get("gravity", 0.0), ORBIT_STEP,
-                     out)
+    # Each row's columns read that row alone, and the kernel keeps every row's bent paths until
+    # it has read them: in blocks, those paths stay in the cache.
+    for start in range(0, len(rows), TACTICAL_BLOCK):
+        block = slice(start, start + TACTICAL_BLOCK)
+        _tactical_kernel(rows[block], k["half_width"], k["half_height"], 2.0 * k["max_speed"],
+                         k["torpedo_speed"], k["torpedo_spawn"], k["torpedo_lifetime"],
+                         1.0 / (2.0 * k["hit_radius"]), k.get("gravity", 0.0), ORBIT_STEP,
+                         out[block])
     return out.reshape(obs.shape[:-1] + (TACTICAL_COLUMNS,))
 
 
@@ -283,22 +290,13 @@ def tactical_view(obs: np.ndarray, constants: dict[str, float]) -> np.ndarray:
                           axis=-1)
 
 
-# Rows per block when a view reads many: a whole large batch's intermediates (the tactical
-# view's bent paths above all) outgrow the cache and cost more per row than blocks of them.
-VIEW_BLOCK = 1024
-
-
 def apply_view(obs: np.ndarray, view: str, constants: dict[str, float]) -> np.ndarray:
-    """Observations (N, D) as a network reading `view` gets them (float32, contiguous); each
-    row's view reads that row alone, so the rows go through in blocks of `VIEW_BLOCK`."""
-    if view not in ("tactical", "egocentric"):
-        return np.ascontiguousarray(obs, np.float32)
-    one = (lambda rows: tactical_view(rows, constants)) if view == "tactical" \
-        else egocentric_view
-    if np.ndim(obs) < 2 or len(obs) <= VIEW_BLOCK:
-        return one(obs)
-    return np.concatenate([one(obs[start:start + VIEW_BLOCK])
-                           for start in range(0, len(obs), VIEW_BLOCK)])
+    """Observations (N, D) as a network reading `view` gets them (float32, contiguous)."""
+    if view == "tactical":
+        return tactical_view(obs, constants)
+    if view == "egocentric":
+        return egocentric_view(obs)
+    return np.ascontiguousarray(obs, np.float32)
 
 
 @jit_warm_up

@@ -12,7 +12,7 @@ from spacewar_ai.agents.saved import load_agent
 from spacewar_ai.config import DQNConfig, GameConfig, PPOConfig
 from spacewar_ai.game import engine, features
 from spacewar_ai.game.engine import GameBatch
-from spacewar_ai.game.features import apply_view, egocentric_view, tactical_view, view_constants
+from spacewar_ai.game.features import egocentric_view, tactical_view, view_constants
 from spacewar_ai.pilots.build import PRETRAINED_PATH, make_pilot
 from tests.helpers import cause, load_script, scenario
 
@@ -81,15 +81,14 @@ def test_lengths_and_unchanged_entries_survive_the_view_in_real_games():
     assert ego[seen, 14] == pytest.approx(np.cos(rel[seen]), abs=1e-5)
 
 
-@pytest.mark.parametrize("view", ["egocentric", "tactical"])
-def test_a_large_batch_viewed_in_blocks_gives_every_row_its_own_view(view, monkeypatch):
+def test_a_large_batch_viewed_in_blocks_gives_every_row_its_own_view(monkeypatch):
     # Blocks of 100, so that the rows span many and end in a partial one; each row's view must
     # be what it is when viewed alone (bent paths, torpedoes).
-    monkeypatch.setattr(features, "VIEW_BLOCK", 100)
+    monkeypatch.setattr(features, "TACTICAL_BLOCK", 100)
     world = _real_rows()
     k = view_constants(GameConfig())
-    alone = np.concatenate([apply_view(row[None], view, k) for row in world])
-    assert np.array_equal(apply_view(world, view, k), alone)
+    alone = np.concatenate([tactical_view(row[None], k) for row in world])
+    assert np.array_equal(tactical_view(world, k), alone)
 
 
 @pytest.mark.parametrize("view", ["egocentric", "tactical"])
