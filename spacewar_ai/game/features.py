@@ -268,8 +268,7 @@ def tactical_columns(obs: np.ndarray, k: dict[str, float]) -> np.ndarray:
     _check_dim(obs, "tactical")
     rows = np.ascontiguousarray(obs, dtype=np.float32).reshape(-1, obs.shape[-1])
     out = np.empty((rows.shape[0], TACTICAL_COLUMNS), dtype=np.float32)
-    # Each row's columns read that row alone, and the kernel keeps every row's bent paths until
-    # it has read them: in blocks, those paths stay in the cache.
+    # Each row's columns read that row alone, so blocks give the bytes of one call.
     for start in range(0, len(rows), TACTICAL_BLOCK):
         block = slice(start, start + TACTICAL_BLOCK)
         _tactical_kernel(rows[block], k["half_width"], k["half_height"], 2.0 * k["max_speed"],
