@@ -202,18 +202,18 @@ def ppo_update(net: ActorCritic, optimizer: torch.optim.Optimizer, c: PPOConfig,
             for part in range(0, len(rows), PASS_ROWS):
                 idx, a = rows[part:part + PASS_ROWS], adv_mb[part:part + PASS_ROWS]
                 share = len(idx) / len(rows)
-                x = obs[idx]
+                x, mask, old = obs[idx], masks[idx], old_logp[idx]
                 with autocast(obs.device, dtype):
-                    logits = net.logits(x, masks[idx])
+                    logits = net.logits(x, mask)
                 logits, value = logits.float(), net.value(x, dtype)
                 logp_all = torch.log_softmax(logits, -1)
                 logp = logp_all.gather(1, actions[idx, None]).squeeze(1)
                 probs = logp_all.exp()
-                entropy = -(probs * logp_all).masked_fill(~masks[idx], 0.0).sum(-1).mean()
-                ratio = (logp - old_logp[idx]).exp()
+                entropy = -(probs * logp_all).masked_fill(~mask, 0.0).sum(-1).mean()
+                ratio = (logp - old).exp()
                 with torch.no_grad():
-                    old_approx_kl = (old_logp[idx] - logp).mean()
-                    approx_kl = ((ratio - 1) - (logp - old_logp[idx])).mean()
+                    old_approx_kl = (old - logp).mean()
+                    approx_kl = ((ratio - 1) - (logp - old)).mean()
                     clipfrac = ((ratio - 1.0).abs() > c.clip_coef).float().mean()
                 pg_loss = torch.max(-a * ratio,
                                     -a * ratio.clamp(1 - c.clip_coef, 1 + c.clip_coef)).mean()

@@ -6,6 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from spacewar_ai.agents.base import RunningNorm
 from spacewar_ai.agents.dqn import DQNAgent
 from spacewar_ai.agents.ppo import PPOAgent
 from spacewar_ai.config import DQNConfig, PPOConfig
@@ -17,6 +18,24 @@ SMALL_DQN = DQNConfig(hidden_sizes=(32, 32), stream_size=16, buffer_size=1000, b
 def test_diagnostic_constructor():
     agent = PPOAgent(36, 6, None, "cpu")
     assert isinstance(agent.select_action(np.zeros(36, np.float32)), int)
+
+
+def test_running_statistics_are_those_of_every_row_seen():
+    """Batches of any size, one row included, give the mean and variance of all their rows at
+    once, beside the prior every RunningNorm starts from (mean 0, variance 1, weight 1e-4),
+    also where a column's spread is tiny beside its mean, or none."""
+    rng = np.random.default_rng(0)
+    norm = RunningNorm(4)
+    batches = [rng.normal(loc=[0.0, 1e3, -5.0, 7.0], scale=[1.0, 1e-2, 30.0, 0.0], size=(n, 4))
+               for n in (1, 700, 3, 2048, 64)]
+    for batch in batches:
+        norm.update(torch.from_numpy(batch.astype(np.float32)))
+    rows = np.concatenate([b.astype(np.float32) for b in batches]).astype(np.float64)
+    n, prior = len(rows), 1e-4
+    mean = rows.mean(0) * n / (n + prior)
+    var = (prior + rows.var(0) * n + rows.mean(0) ** 2 * prior * n / (n + prior)) / (n + prior)
+    assert np.allclose(norm.mean.numpy(), mean, rtol=1e-9, atol=0)
+    assert np.allclose(norm.var.numpy(), var, rtol=1e-6, atol=0)
 
 
 @settings(max_examples=60, deadline=None)
