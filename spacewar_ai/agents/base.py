@@ -212,6 +212,14 @@ class BaseAgent(abc.ABC):
         else:
             load_optimizer(self._optimizer, state, self.config.learning_rate)
 
+    def warm_up(self) -> None:
+        """Load now what a first update loads on its way: the optimizer (building one makes torch
+        load its compiler) and the view's compiled kernels. The trainer calls it while its
+        rollout workers' processes start, so that the first update costs what the others do;
+        it changes nothing a seed gives."""
+        _ = self.optimizer
+        self.features(np.zeros((1, self.state_dim), dtype=np.float32))
+
     # --- helpers ------------------------------------------------------------------------------
     def features(self, obs: np.ndarray) -> np.ndarray:
         """What the network reads of observations (N, D): the config's observation_view."""

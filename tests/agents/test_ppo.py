@@ -1,5 +1,7 @@
 """PPO: GAE by hand, an update that moves the policy, and many PPO networks played as one pass."""
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -239,6 +241,40 @@ def test_a_rollout_handed_over_in_slices_trains_as_the_whole():
         weights.append(learner.net.state_dict())
     for other in weights[1:]:
         assert all(torch.equal(weights[0][k], other[k]) for k in other)
+
+
+def test_a_learner_warmed_up_while_its_workers_start_learns_as_one_that_was_not():
+    """What the trainer does while rollout workers start: warming up a resumed learner (its
+    saved optimizer state not yet applied) leaves what its next updates give unchanged."""
+    cfg = PPOConfig(n_steps=4, hidden_sizes=(16,))
+
+    def learn(agent, seed):
+        torch.manual_seed(seed)
+        rng = np.random.default_rng(seed)
+        buffer = agent.new_buffer(6)
+        for _ in range(cfg.n_steps):
+            d = agent.decide(rng.normal(size=(6, 36)).astype(np.float32))
+            buffer.add(d, d.action, rng.normal(size=6), rng.random(6) < 0.2)
+        agent.update(buffer, rng.normal(size=(6, 36)).astype(np.float32))
+
+    torch.manual_seed(0)
+    trained = PPOAgent(36, 6, cfg)
+    learn(trained, 0)
+    saved = trained.state_dict()
+    after = []
+    for warm in (False, True):
+        agent = PPOAgent(36, 6, cfg)
+        agent.load_state_dict(copy.deepcopy(saved))  # Adam would step the saved moments
+        if warm:
+            agent.warm_up()
+        learn(agent, 1)
+        learn(agent, 2)
+        after.append(agent.state_dict())
+    plain, warmed = after
+    assert all(torch.equal(plain["net"][k], warmed["net"][k]) for k in plain["net"])
+    moments = [[v for s in state["optimizer"]["state"].values() for v in s.values()]
+               for state in after]
+    assert len(moments[0]) and all(torch.equal(a, b) for a, b in zip(*moments))
 
 
 def test_a_runs_checkpoints_average_into_one_network_that_plays(tmp_path):
