@@ -393,8 +393,8 @@ class Trainer(RunFrame):
             self.progress.say(learner)
         else:
             self.workers.open(c.updates)
-            # Their processes take seconds to start; the learner's first update would otherwise
-            # spend as long again loading what it needs, after the first rollout comes back.
+            # Their processes take seconds to start, which the learner spends loading what its
+            # first update needs instead of after the first rollout comes back.
             self.agent.warm_up()
             n = t.rollout_workers
             self.progress.say(f"{learner}; {n} rollout "
