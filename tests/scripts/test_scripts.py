@@ -17,7 +17,8 @@ def _script(tmp_path, name, *args, **env_vars):
     env = dict(os.environ, MINARI_DATASETS_PATH=str(tmp_path / "minari"), **env_vars)
     out = script(script_path(name), *args, cwd=tmp_path, env=env,
                  timeout=3600)  # a safety net for a loaded host, not a measurement
-    assert out.returncode == 0, out.stderr[-2000:]
+    # a script that runs pytest reports its failures on standard output
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     return out
 
 

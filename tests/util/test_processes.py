@@ -86,6 +86,9 @@ def test_a_command_killed_with_its_parent_while_it_imports_runs_none_of_its_code
                               text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         worker = int(parent.stdout.readline())
+        deadline = time.monotonic() + 60  # a safety net for a slow host
+        while not _runs_python(worker) and time.monotonic() < deadline:
+            time.sleep(0.001)
         parent.send_signal(signal.SIGKILL)  # the command is still importing torch
         parent.wait(timeout=60)
         _wait_gone([worker])
@@ -130,6 +133,16 @@ def _descendants(pid: int) -> list[int]:
     return [c for child in _children(pid) for c in [child, *_descendants(child)]]
 
 
+def _runs_python(pid: int) -> bool:
+    """Whether `pid` has become Python: setpriv, which it started as, asks for the parent-death
+    signal before it hands over, so a parent killed earlier leaves the child to its own check
+    (`die_with_parent(parent_pid)`, which the package's commands call first)."""
+    try:
+        return os.path.realpath(f"/proc/{pid}/exe") == os.path.realpath(sys.executable)
+    except OSError:  # a process that has ended
+        return False
+
+
 def _wait_gone(pids: list[int]) -> None:
     deadline = time.monotonic() + 60  # a safety net for a slow host
     while any(map(_alive, pids)) and time.monotonic() < deadline:
@@ -150,7 +163,7 @@ def test_a_killed_run_leaves_neither_its_fork_server_nor_its_workers_behind(tmp_
             if when == "once the worker runs" and marker.exists():
                 break
             if when == "while the fork server loads" and any(
-                    "forkserver" in _command(c) for c in _children(parent.pid)):
+                    "forkserver" in _command(c) and _runs_python(c) for c in _children(parent.pid)):
                 break
             time.sleep(0.02)
         else:
