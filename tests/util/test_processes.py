@@ -138,7 +138,7 @@ def _runs_python(pid: int) -> bool:
     signal before it hands over, so a parent killed earlier leaves the child to its own check
     (`die_with_parent(parent_pid)`, which the package's commands call first)."""
     try:
-        return os.path.realpath(f"/proc/{pid}/exe") == os.path.realpath(sys.executable)
+        return os.readlink(f"/proc/{pid}/exe") == os.path.realpath(sys.executable)
     except OSError:  # a process that has ended
         return False
 
