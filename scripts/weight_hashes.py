@@ -12,6 +12,10 @@ that should not change what a seed learns; the two lists must be equal line for 
 and DQN learners run at `--precision` (the runs' own setting, default auto: bfloat16 where the
 processor has it natively), which it prints: `--precision float32` gives the hashes of versions
 that had no such setting.
+
+The hashes hold for one machine and one set of libraries: torch's math library picks its
+kernels by the processor it finds, and a kernel that adds in another order rounds otherwise.
+The script prints both, so compare lists made under the same line.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import platform
 import sys
 import tempfile
 from pathlib import Path
@@ -44,6 +49,26 @@ def tensors_hash(state) -> str:
 
     walk("", state)
     return digest.hexdigest()
+
+
+def machine() -> str:
+    """What the hashes depend on besides the code: the processor and the libraries' versions."""
+    import numba
+    import numpy
+
+    name, flags = platform.processor() or platform.machine(), set()
+    try:
+        with open("/proc/cpuinfo") as f:  # Linux names the model and its instructions there
+            first = f.read().split("\n\n")[0]  # the first processor's block
+        info = {key.strip(): value.strip() for key, _, value in
+                (line.partition(":") for line in first.splitlines())}
+        name, flags = info.get("model name", name), set(info.get("flags", "").split())
+    except OSError:
+        pass
+    extensions = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if f in flags]
+    return (f"{name} ({' '.join(extensions) or 'none of avx2, avx512f, amx'}), "
+            f"{os.cpu_count()} cores; torch {torch.__version__}, numpy {numpy.__version__}, "
+            f"numba {numba.__version__}")
 
 
 def agent_hash(path: Path) -> str:
@@ -135,13 +160,14 @@ def main() -> int:
     args = parser.parse_args()
     from spacewar_ai.agents.base import learner_dtype
 
-    print(f"precision {args.precision}: the learners' passes in "
-          f"{str(learner_dtype(args.precision, 'cpu')).removeprefix('torch.')}")
     wanted = [r.strip() for r in args.only.split(",") if r.strip()]
     unknown = [r for r in wanted if r not in BUILDERS]
     if unknown:
         print(f"--only {unknown[0]}: choose among {', '.join(RUNS)}", file=sys.stderr)
         return 2
+    print(f"machine: {machine()} (compare hashes made on the same)")
+    print(f"precision {args.precision}: the learners' passes in "
+          f"{str(learner_dtype(args.precision, 'cpu')).removeprefix('torch.')}")
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(args.keep or scratch).resolve()
         root.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from tests.commands import script
 from tests.helpers import ROOT, load_script, script_path
@@ -472,9 +473,13 @@ def test_weight_hashes_prints_one_hash_a_run_the_same_each_time(tmp_path):
     lines = [line for line in runs[0].splitlines() if line.startswith("ppo-step ")]
     assert len(lines) == 1 and len(lines[0].split()[1]) == 64  # a SHA-256 in hex
     assert lines[0] in runs[1].splitlines()  # the same seed, the same weights
+    # what else the hashes depend on, so that two lists are compared knowing it
+    machine = runs[0].splitlines()[0]
+    assert machine.startswith("machine: ") and f"torch {torch.__version__}," in machine
     bad = script(ROOT / "scripts" / "weight_hashes.py", "--only", "ppo,nope", cwd=tmp_path,
                  timeout=300)
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "ppo" in bad.stderr
+    assert bad.stdout == ""  # refused before it prints or runs anything
 
 
 def test_difficulty_ladder_rates_every_level_and_follows_each_stand_in(tmp_path):
