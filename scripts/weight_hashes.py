@@ -56,17 +56,19 @@ def machine() -> str:
     import numba
     import numpy
 
-    name, flags = platform.processor() or platform.machine(), set()
-    try:
-        with open("/proc/cpuinfo") as f:  # Linux names the model and its instructions there
+    try:  # Linux names the model and its instructions there; elsewhere platform says less
+        with open("/proc/cpuinfo") as f:
             first = f.read().split("\n\n")[0]  # the first processor's block
-        info = {key.strip(): value.strip() for key, _, value in
-                (line.partition(":") for line in first.splitlines())}
-        name, flags = info.get("model name", name), set(info.get("flags", "").split())
     except OSError:
-        pass
-    extensions = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if f in flags]
-    return (f"{name} ({' '.join(extensions) or 'none of avx2, avx512f, amx'}), "
+        first = ""
+    info = {key.strip(): value.strip() for key, _, value in
+            (line.partition(":") for line in first.splitlines())}
+    name = info.get("model name") or platform.processor() or platform.machine()
+    flags = set(info.get("flags", "").split())
+    shown = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if f in flags]
+    extensions = (" ".join(shown) or "none of avx2, avx512f, amx") if first else \
+        "its extensions not read"
+    return (f"{name} ({extensions}), "
             f"{os.cpu_count()} cores; torch {torch.__version__}, numpy {numpy.__version__}, "
             f"numba {numba.__version__}")
 
