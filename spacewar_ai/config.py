@@ -123,6 +123,7 @@ COUNT = Rule(lambda v: _is_int(v) and v > 0, "must be an integer > 0")
 AT_LEAST_ONE = Rule(lambda v: _is_int(v) and v >= 1, "must be an integer >= 1")
 NATURAL = Rule(lambda v: _is_int(v) and v >= 0, "must be an integer >= 0")
 SHARE = Rule(lambda v: _finite(v) and 0 <= v <= 1, "must be in [0, 1]")
+PART = Rule(lambda v: _finite(v) and 0 < v <= 1, "must be a number above 0 and at most 1")
 SWITCH = Rule(lambda v: isinstance(v, bool), "must be true or false")
 LAYERS = Rule(lambda v: isinstance(v, tuple) and len(v) > 0 and all(_is_int(h) and h > 0
                                                                       for h in v),
@@ -831,9 +832,10 @@ class TrainConfig(_Config):
     opponent_model_lr: float = setting(1e-3, POSITIVE)
     # The share of the opponent's decisions the model learns from (every k-th, evenly): its
     # fit is most of its cost, and consecutive decisions of a game say much the same thing.
-    opponent_model_share: float = setting(1.0, Rule(
-        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1,
-        "must be a number above 0 and at most 1"))
+    opponent_model_share: float = setting(1.0, PART)
+    # A fit first reads every decision and learns only from those whose move the model gave a
+    # probability below this (1: all): a move it foresees surely teaches it little.
+    opponent_model_sure: float = setting(0.99, PART)
     # Potential-based shaping (shaping.py): r + gamma * Phi(s') - Phi(s), Phi scaled by this;
     # 0 leaves the rewards as the reward table pays them.
     shaping: float = setting(0.0, NON_NEGATIVE)

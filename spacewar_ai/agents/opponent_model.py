@@ -3,7 +3,8 @@
 Once the curriculum reaches it, the judged opponent (`[train] eval_opponent`) flies ship 1 in
 most of the learner's games, and each of its decisions is a labelled example of how it plays.
 `OpponentModel` fits a PPO actor to them by cross-entropy, one pass over each update's fresh
-decisions, in a thread of its own while the run plays and learns on (a rollout worker playing
+decisions (with `sure` below 1, over those whose move it did not already give that
+probability), in a thread of its own while the run plays and learns on (a rollout worker playing
 ahead leaves part of its core idle, which the fit takes), and the run saves it beside its
 checkpoints as `opponent_model.pt`, which `search:` plans with. It watches the opponent play
 rather than reading its rules, as a planner facing a person or a network must. It draws nothing
@@ -43,14 +44,18 @@ class OpponentModel:
 
     def __init__(self, spec: str, game: GameConfig, rows_per_update: int,
                  batch_size: int = 2048, learning_rate: float = 1e-3, device: str = "cpu",
-                 share: float = 1.0, learn_dtype: torch.dtype = torch.float32):
+                 share: float = 1.0, learn_dtype: torch.dtype = torch.float32,
+                 sure: float = 1.0):
         if not isinstance(batch_size, int) or batch_size < 1:
             raise UserError(f"batch_size={batch_size!r} is invalid: must be an integer >= 1")
         if not 0 < share <= 1:
             raise UserError(f"share={share!r} is invalid: must be above 0 and at most 1")
+        if not 0 < sure <= 1:
+            raise UserError(f"sure={sure!r} is invalid: must be above 0 and at most 1")
         self.spec = spec
         self.batch_size = batch_size
         self.share = float(share)
+        self.sure = float(sure)
         self._shown = 0  # decisions shown, kept or not: where the even sample stands
         with torch.random.fork_rng(devices=[]):
             self._agent = PPOAgent(game.obs_dim, game.num_actions,
@@ -73,7 +78,8 @@ class OpponentModel:
     def settle(self) -> dict[str, float]:
         """Wait for the fit under way, if any; the last fit's figures (module docstring): the
         share of its decisions the model foresaw before it learned from them (a held-out
-        figure: it had never seen these positions) and the mean loss, {} before any fit."""
+        figure: it had never seen these positions), the mean loss and the share it learned
+        from ("learned"), {} before any fit."""
         if self._fitting is not None:
             fitting, self._fitting = self._fitting, None
             fitting.result()  # its error, if it failed, is raised here
@@ -133,9 +139,10 @@ class OpponentModel:
         # Judging each minibatch as it is learned would save the judge's forward pass but
         # count what the update's earlier minibatches had just taught it.
         fitted = self._agent.imitate(obs, actions, self._agent.optimizer, self.batch_size,
-                                     judge=True)
+                                     judge=True, unsure_below=self.sure)
         self._decisions += len(actions)
-        self._figures = {"accuracy": fitted["foreseen"], "loss": fitted["loss"]}
+        self._figures = {"accuracy": fitted["foreseen"], "loss": fitted["loss"],
+                         "learned": fitted.get("learned", len(actions)) / len(actions)}
 
     def save(self, path: str | Path) -> None:
         """An ordinary PPO checkpoint (atomic), with what it models in its metadata."""

@@ -321,16 +321,21 @@ class PPOAgent(OnPolicyAgent):
 
     def imitate(self, obs, actions, optimizer: torch.optim.Optimizer, batch_size: int,
                 epochs: int = 1, generator: torch.Generator | None = None, judge: bool = False,
-                on_epoch=None, fit_scaling: bool = True, stop=None) -> dict[str, float]:
+                on_epoch=None, fit_scaling: bool = True, stop=None,
+                unsure_below: float = 1.0) -> dict[str, float]:
         """Fit the actor to `actions` taken at raw observations `obs` (N, D) by masked
         cross-entropy: behaviour cloning (training.behaviour_clone) and the opponent model
         (opponent_model.py). The observation statistics take in the data first (unless
         `fit_scaling` is off); then `epochs` passes in minibatches, shuffled by `generator` or
         else in order. With `judge`, the share of `actions` the actor picked before learning
         anything from them comes back as "foreseen", judged on an even sample of about
-        `batch_size` of them. Returns the last pass's mean loss and agreement (each minibatch's
-        logits before its own step); `on_epoch(epoch, loss, agreement)` hears every pass, and
-        `stop()`, asked after each, ends them early."""
+        `batch_size` of them. With `unsure_below` under 1 the actor first reads every row and
+        learns only from those whose action it gave a probability below that ("learned" says
+        how many; "foreseen" is then judged on every row): a move it already foresees surely
+        teaches it little and costs a pass like any other. Returns the last pass's mean loss and
+        agreement over the rows it learned from (each minibatch's logits before its own step);
+        `on_epoch(epoch, loss, agreement)` hears every pass, and `stop()`, asked after each,
+        ends them early."""
         self._cast = None
         x, mask, _ = self._batch(obs)
         # (N,) actions, or (N, A) probabilities (the improved policy of expert iteration).
@@ -340,7 +345,17 @@ class PPOAgent(OnPolicyAgent):
         best = y.argmax(-1) if soft else y
         n = len(y)
         out: dict[str, float] = {}
-        if judge:
+        kept = torch.arange(n, device=self.device)
+        if unsure_below < 1:
+            picked, chance = self._chances(x, mask, best, batch_size)
+            kept = torch.nonzero(chance < unsure_below)[:, 0]
+            out["learned"] = float(len(kept))
+            if judge:
+                out["foreseen"] = float(picked.float().mean())
+            if not len(kept):  # nothing to learn: the figures of a pass, read before it
+                out["loss"] = float(-chance.clamp_min(1e-30).log().mean())
+                out["accuracy"] = float(picked.float().mean())
+        elif judge:
             # A pass over every row cost a tenth of the fit, for a figure that a sample of one
             # minibatch's size gives to about a point; the sample spans the whole data.
             k = min(n, batch_size)
@@ -351,16 +366,17 @@ class PPOAgent(OnPolicyAgent):
         if fit_scaling:
             self.obs_norm.update(x)
         xn = self.obs_norm(x)
-        for epoch in range(epochs):
-            order = (torch.randperm(n, generator=generator).to(self.device)
-                     if generator is not None else torch.arange(n, device=self.device))
+        m = len(kept)
+        for epoch in range(epochs if m else 0):
+            order = (kept[torch.randperm(m, generator=generator).to(self.device)]
+                     if generator is not None else kept)
             loss_sum = correct = 0.0
-            for start in range(0, n, batch_size):
+            for start in range(0, m, batch_size):
                 rows = idx = order[start:start + batch_size]
                 # In bfloat16 a batch of a size not seen before makes oneDNN build kernels for
                 # it, which costs more than learning it: rows that weigh nothing fill it up.
                 if self.learn_dtype != torch.float32 and len(rows) < batch_size:
-                    fill = torch.arange(batch_size - len(rows), device=self.device) % n
+                    fill = torch.arange(batch_size - len(rows), device=self.device) % m
                     idx = torch.cat([rows, order[fill]])
                 with autocast(self.device, self.learn_dtype):
                     logits = self.net.logits(xn[idx], mask[idx])
@@ -372,12 +388,31 @@ class PPOAgent(OnPolicyAgent):
                 optimizer.step()
                 loss_sum += loss.item() * len(rows)
                 correct += (logits.argmax(-1) == best[rows]).sum().item()
-            out["loss"], out["accuracy"] = loss_sum / n, correct / n
+            out["loss"], out["accuracy"] = loss_sum / m, correct / m
             if on_epoch is not None:
                 on_epoch(epoch, out["loss"], out["accuracy"])
             if stop is not None and stop():
                 break
         return out
+
+    @torch.no_grad()
+    def _chances(self, x, mask, best, batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Whether the actor's greedy move is `best` and the probability it gives `best`, for
+        every row, before learning anything (the statistics too), read in minibatches of
+        `batch_size` rows (the last one filled up, as the fit's are)."""
+        n, picked, chance = len(best), [], []
+        for start in range(0, n, batch_size):
+            idx = rows = torch.arange(start, min(start + batch_size, n), device=self.device)
+            if self.learn_dtype != torch.float32 and len(rows) < batch_size:
+                idx = torch.cat([rows, torch.arange(batch_size - len(rows),
+                                                    device=self.device) % n])
+            with autocast(self.device, self.learn_dtype):
+                logits = self.net.logits(self.obs_norm(x[idx]), mask[idx])[:len(rows)].float()
+            b = best[rows, None]
+            picked.append(logits.argmax(-1) == b[:, 0])
+            # softmax over a handful of actions costs several times these elementwise steps
+            chance.append(1.0 / torch.exp(logits - logits.gather(1, b)).sum(-1))
+        return torch.cat(picked), torch.cat(chance)
 
     def _empty_twin(self) -> PPOAgent:
         return PPOAgent(self.state_dim, self.action_dim, self.config, self.device)

@@ -99,6 +99,7 @@ class RunLog(LazyWriter):
     def opponent_model(self, step: int, fitted: dict[str, float]) -> None:
         self.writer.add_scalar("charts/opponent_model_accuracy", fitted["accuracy"], step)
         self.writer.add_scalar("losses/opponent_model_loss", fitted["loss"], step)
+        self.writer.add_scalar("charts/opponent_model_learned", fitted["learned"], step)
 
     def workers(self, step: int, parts: list[dict[str, Any]], updates: int, gather: float,
                 update: float) -> None:

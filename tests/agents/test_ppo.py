@@ -153,6 +153,40 @@ def test_imitation_judges_its_data_before_learning_it_on_a_sample_spanning_all_o
     assert not np.array_equal(before, picked)  # and then it learned from them
 
 
+def test_a_fit_that_skips_sure_moves_learns_exactly_from_the_rest():
+    """With `unsure_below`, the actor reads every row first and learns only from those whose
+    action it gave a probability below the bound: the same as a fit on exactly those rows, its
+    figures judged on every row; with every move foreseen surely it learns nothing."""
+    rng = np.random.default_rng(7)
+    obs = rng.normal(size=(600, 36)).astype(np.float32)
+    obs[:, 30:] = 1.0
+    teacher = PPOAgent(36, 6, SMALL_PPO)
+    labels = teacher.select_action(obs, deterministic=True)
+    torch.manual_seed(8)
+    sure = PPOAgent(36, 6, SMALL_PPO)
+    sure.imitate(obs, labels, sure.optimizer, 64, epochs=30)  # sure of some moves, not all
+    every = PPOAgent(36, 6, SMALL_PPO)
+    every.load_state_dict(copy.deepcopy(sure.state_dict()))  # Adam's moments, not shared
+    with torch.no_grad():
+        x = torch.from_numpy(sure.features(obs))
+        chance = torch.softmax(sure.net.logits(sure.obs_norm(x), x[:, -6:] > 0.5), -1)
+    picked = chance.gather(1, torch.from_numpy(labels)[:, None])[:, 0].numpy()
+    unsure = np.flatnonzero(picked < 0.9)
+    assert 50 < len(unsure) < 550, len(unsure)
+    fitted = sure.imitate(obs, labels, sure.optimizer, 64, judge=True, fit_scaling=False,
+                          unsure_below=0.9)
+    every.imitate(obs[unsure], labels[unsure], every.optimizer, 64, fit_scaling=False)
+    assert fitted["learned"] == len(unsure)
+    assert fitted["foreseen"] == pytest.approx(np.mean(chance.argmax(-1).numpy() == labels))
+    assert all(torch.equal(a, b) for a, b in zip(sure.net.actor.parameters(),
+                                                 every.net.actor.parameters()))
+    before = [p.detach().clone() for p in sure.net.actor.parameters()]
+    none = sure.imitate(obs[:4], labels[:4], sure.optimizer, 64, fit_scaling=False,
+                        unsure_below=1e-9)
+    assert none["learned"] == 0 and none["loss"] > 0
+    assert all(torch.equal(a, b) for a, b in zip(before, sure.net.actor.parameters()))
+
+
 def test_a_bfloat16_fit_passes_whole_minibatches_and_the_rows_filling_the_last_weigh_nothing():
     """In bfloat16 every pass of a fit is one minibatch's size (a new size makes oneDNN build
     kernels again); the rows that fill up the last, partial minibatch change nothing: one plain

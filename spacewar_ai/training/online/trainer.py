@@ -268,7 +268,8 @@ class Trainer(RunFrame):
         steps = self.agent.rollout_steps if self.on_policy else loops.OFF_POLICY_STEPS
         model = OpponentModel(t.eval_opponent, cfg.game, steps * t.num_envs,
                               t.opponent_model_batch, t.opponent_model_lr, self.device,
-                              t.opponent_model_share, self.agent.learn_dtype)
+                              t.opponent_model_share, self.agent.learn_dtype,
+                              t.opponent_model_sure)
         saved = (resumed or {}).get(OPPONENT_MODEL_KEY)
         if saved is not None:
             model.restore(saved)
