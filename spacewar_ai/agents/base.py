@@ -8,6 +8,7 @@ An agent's whole learnable state (networks, optimizer, observation statistics, c
 from __future__ import annotations
 
 import abc
+import copy
 import math
 from typing import Any
 
@@ -207,6 +208,9 @@ class BaseAgent(abc.ABC):
     def _make_optimizer(self) -> torch.optim.Optimizer: ...
 
     def _load_optimizer_state(self, state: dict[str, Any]) -> None:
+        # Its own copy, now: torch's loader keeps the tensors it is given, so an agent given
+        # another's live state would share (and, built later, inherit) its moments.
+        state = copy.deepcopy(state)
         if self._optimizer is None:
             self._saved_optimizer = state
         else:

@@ -142,6 +142,26 @@ def test_a_loaded_optimizer_goes_on_with_its_moments_though_built_only_to_learn(
     assert not torch.equal(learned[0], learned[2])  # the moments made the difference
 
 
+def test_agents_given_one_live_state_learn_apart():
+    """Two agents loaded from another's state_dict (not a file) own their optimizer's moments:
+    each learns the same rows to the same weights, and neither moves the other or the source."""
+    rng = np.random.default_rng(1)
+    obs = rng.normal(size=(64, 36)).astype(np.float32)
+    obs[:, 30:] = 1.0
+    actions = rng.integers(0, 6, 64)
+    source = PPOAgent(36, 6, SMALL_PPO)
+    source.imitate(obs, actions, source.optimizer, 16, fit_scaling=False)
+    moments = [v.clone() for v in source.optimizer.state_dict()["state"][0].values()]
+    twins = [PPOAgent(36, 6, SMALL_PPO) for _ in range(2)]
+    for twin in twins:
+        twin.load_state_dict(source.state_dict())
+        twin.imitate(obs, actions, twin.optimizer, 16, fit_scaling=False)
+    learned = [torch.cat([p.flatten() for p in t.net.parameters()]) for t in twins]
+    assert torch.equal(learned[0], learned[1])
+    assert all(torch.equal(a, b) for a, b in
+               zip(moments, source.optimizer.state_dict()["state"][0].values()))
+
+
 @pytest.mark.slow
 def test_a_process_that_only_plays_a_network_never_loads_torchs_compiler():
     """Loading a network pilot and playing it builds no optimizer: building one loads
