@@ -372,12 +372,8 @@ class PPOAgent(OnPolicyAgent):
                      if generator is not None else kept)
             loss_sum = correct = 0.0
             for start in range(0, m, batch_size):
-                rows = idx = order[start:start + batch_size]
-                # In bfloat16 a batch of a size not seen before makes oneDNN build kernels for
-                # it, which costs more than learning it: rows that weigh nothing fill it up.
-                if self.learn_dtype != torch.float32 and len(rows) < batch_size:
-                    fill = torch.arange(batch_size - len(rows), device=self.device) % m
-                    idx = torch.cat([rows, order[fill]])
+                rows = order[start:start + batch_size]
+                idx = self._filled(rows, order, batch_size)
                 with autocast(self.device, self.learn_dtype):
                     logits = self.net.logits(xn[idx], mask[idx])
                 logits = logits[:len(rows)].float()
@@ -395,17 +391,25 @@ class PPOAgent(OnPolicyAgent):
                 break
         return out
 
+    def _filled(self, rows: torch.Tensor, pool: torch.Tensor, batch_size: int) -> torch.Tensor:
+        """`rows`, then rows of `pool` up to `batch_size` in bfloat16: a batch of a size not seen
+        before makes oneDNN build kernels for it, which costs more than the pass, so a partial
+        minibatch is filled up with rows whose outputs are dropped."""
+        if self.learn_dtype == torch.float32 or len(rows) >= batch_size:
+            return rows
+        fill = torch.arange(batch_size - len(rows), device=self.device) % len(pool)
+        return torch.cat([rows, pool[fill]])
+
     @torch.no_grad()
     def _chances(self, x, mask, best, batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Whether the actor's greedy move is `best` and the probability it gives `best`, for
         every row, before learning anything (the statistics too), read in minibatches of
         `batch_size` rows (the last one filled up, as the fit's are)."""
         n, picked, chance = len(best), [], []
+        every = torch.arange(n, device=self.device)
         for start in range(0, n, batch_size):
-            idx = rows = torch.arange(start, min(start + batch_size, n), device=self.device)
-            if self.learn_dtype != torch.float32 and len(rows) < batch_size:
-                idx = torch.cat([rows, torch.arange(batch_size - len(rows),
-                                                    device=self.device) % n])
+            rows = every[start:start + batch_size]
+            idx = self._filled(rows, every, batch_size)
             with autocast(self.device, self.learn_dtype):
                 logits = self.net.logits(self.obs_norm(x[idx]), mask[idx])[:len(rows)].float()
             b = best[rows, None]
