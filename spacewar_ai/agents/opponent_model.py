@@ -142,7 +142,7 @@ class OpponentModel:
                                      judge=True, unsure_below=self.sure)
         self._decisions += len(actions)
         self._figures = {"accuracy": fitted["foreseen"], "loss": fitted["loss"],
-                         "learned": fitted.get("learned", len(actions)) / len(actions)}
+                         "learned": fitted["learned"] / len(actions)}
 
     def save(self, path: str | Path) -> None:
         """An ordinary PPO checkpoint (atomic), with what it models in its metadata."""

@@ -330,9 +330,9 @@ class PPOAgent(OnPolicyAgent):
         else in order. With `judge`, the share of `actions` the actor picked before learning
         anything from them comes back as "foreseen", judged on an even sample of about
         `batch_size` of them. With `unsure_below` under 1 the actor first reads every row and
-        learns only from those whose action it gave a probability below that ("learned" says
-        how many; "foreseen" is then judged on every row): a move it already foresees surely
-        teaches it little and costs a pass like any other. Returns the last pass's mean loss and
+        learns only from those whose action it gave a probability below that ("foreseen" is
+        then judged on every row; "learned" always says how many it learned from): a move it
+        already foresees surely teaches it little and costs a pass like any other. Returns the last pass's mean loss and
         agreement over the rows it learned from (each minibatch's logits before its own step);
         `on_epoch(epoch, loss, agreement)` hears every pass, and `stop()`, asked after each,
         ends them early."""
@@ -349,7 +349,6 @@ class PPOAgent(OnPolicyAgent):
         if unsure_below < 1:
             picked, chance = self._chances(x, mask, best, batch_size)
             kept = torch.nonzero(chance < unsure_below)[:, 0]
-            out["learned"] = float(len(kept))
             if judge:
                 out["foreseen"] = float(picked.float().mean())
             if not len(kept):  # nothing to learn: the figures of a pass, read before it
@@ -367,6 +366,7 @@ class PPOAgent(OnPolicyAgent):
             self.obs_norm.update(x)
         xn = self.obs_norm(x)
         m = len(kept)
+        out["learned"] = float(m)
         for epoch in range(epochs if m else 0):
             order = (kept[torch.randperm(m, generator=generator).to(self.device)]
                      if generator is not None else kept)
