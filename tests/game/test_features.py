@@ -91,6 +91,19 @@ def test_a_large_batch_viewed_in_blocks_gives_every_row_its_own_view(monkeypatch
     assert np.array_equal(tactical_view(world, k), alone)
 
 
+def test_the_tactical_view_is_the_egocentric_one_with_its_columns_before_the_mask():
+    # Both views are written row by row into one array; any shape of leading axes reads as rows.
+    world = _real_rows()
+    k = view_constants(GameConfig())
+    ego, view = egocentric_view(world), tactical_view(world, k)
+    assert np.array_equal(view[:, :30], ego[:, :30])
+    assert np.array_equal(view[:, 30:35], features.tactical_columns(world, k))
+    assert np.array_equal(view[:, 35:], ego[:, 30:])
+    stacked = world[:60].reshape(3, 20, -1)
+    assert np.array_equal(tactical_view(stacked, k), view[:60].reshape(3, 20, -1))
+    assert np.array_equal(egocentric_view(world[7]), ego[7])
+
+
 @pytest.mark.parametrize("view", ["egocentric", "tactical"])
 def test_agents_apply_the_view_exactly_once_on_every_path(view):
     """Acting (select_action, decide, the league's PolicyStack) and DQN's replay buffer all see the
