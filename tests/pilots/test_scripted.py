@@ -43,6 +43,24 @@ def test_pilots_choose_only_valid_actions(spec):
         assert env.batch.ship_i[:, 0, 10].sum() == masked_before
 
 
+@pytest.mark.parametrize("level", ["medium", "hard"])
+def test_each_game_of_a_batch_gets_the_move_it_gets_alone(level):
+    # The hard pilot predicts every game's orbits together before it decides any; a game whose
+    # lead is found early must not stop, or be stopped by, the others' predictions.
+    env = SpacewarVectorEnv(64, opponent="heuristic:hard")
+    obs, _ = env.reset(seed=5)
+    pilot = HeuristicPilot(level)
+    rows = []
+    for _ in range(40):
+        rows.append(obs.copy())
+        obs, *_ = env.step(pilot.act(obs))
+    rows = np.concatenate(rows)
+    together = pilot.act(rows)
+    alone = np.array([pilot.act(row[None])[0] for row in rows])
+    assert np.array_equal(together, alone)
+    assert len(set(together.tolist())) >= 4  # turning, thrusting and firing all happen
+
+
 def _watched(pilot, games: int, opponent: str, move: int, decisions: int):
     """What `pilot` saw and did as ship 0 of `games` games (ship 1 `opponent`, ship 0's moves
     `move`), decision by decision, up to the first game's end."""
