@@ -26,6 +26,9 @@ SCHEDULES = ("learning_rate", "epsilon")  # logged as charts/<name>
 # What the HParams dashboard compares runs by: the last value each run logged.
 HPARAM_METRICS = ("eval/win_rate", "eval/best_win_rate", "charts/episodic_return",
                   "charts/win_rate")
+# Events the writer may hold before its thread has written them: a few updates' figures. Past
+# TensorBoard's default of ten, every figure an update logs waited for one to be written out.
+QUEUED_EVENTS = 1000
 
 
 class LazyWriter:
@@ -41,7 +44,7 @@ class LazyWriter:
         if self._writer is None:
             from torch.utils.tensorboard import SummaryWriter
 
-            self._writer = SummaryWriter(str(self.log_dir))
+            self._writer = SummaryWriter(str(self.log_dir), max_queue=QUEUED_EVENTS)
             if self.on_open is not None:
                 self.on_open(self._writer)
         return self._writer
