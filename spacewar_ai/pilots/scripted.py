@@ -195,6 +195,7 @@ def _heuristic_kernel(obs, level, k, out):
     tlife = k[K_TLIFE]
     skip = k[K_SKIP]
     rot_step = k[K_ROT] * skip
+    # Every game's orbits at the hard level under gravity; none otherwise.
     n = obs.shape[0] if level == 2 and gm > 0.0 else 0
     nearest, lead_t, lead_x, lead_y = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     if n:
