@@ -332,10 +332,10 @@ class PPOAgent(OnPolicyAgent):
         `batch_size` of them. With `unsure_below` under 1 the actor first reads every row and
         learns only from those whose action it gave a probability below that ("foreseen" is
         then judged on every row; "learned" always says how many it learned from): a move it
-        already foresees surely teaches it little and costs a pass like any other. Returns the last pass's mean loss and
-        agreement over the rows it learned from (each minibatch's logits before its own step);
-        `on_epoch(epoch, loss, agreement)` hears every pass, and `stop()`, asked after each,
-        ends them early."""
+        already foresees surely teaches it little and costs a pass like any other. Returns the
+        last pass's mean loss and agreement over the rows it learned from (each minibatch's
+        logits before its own step); `on_epoch(epoch, loss, agreement)` hears every pass, and
+        `stop()`, asked after each, ends them early."""
         self._cast = None
         x, mask, _ = self._batch(obs)
         # (N,) actions, or (N, A) probabilities (the improved policy of expert iteration).
