@@ -42,8 +42,23 @@ REENTRIES = ("screen", "quadrant")
 ORBIT_HYPERSPACES = ("random", "mirror", "mirror_nearer")
 SCORINGS = ("torpedo", "survivor")
 PRECISIONS = ("auto", "float32", "bfloat16")
-# Values of an observation before its action mask (engine.py names the parts of the layout).
+# Values of an observation before its action mask in a game without hyperspace (engine.py names
+# the parts of the layout); with it, the ship's and the opponent's jumps left come next, then the
+# mask (GameConfig.mask_start).
 OBS_MASK = 30
+JUMP_COLUMNS = 2
+# Where the mask starts, by an observation's width: each game's layout has a width of its own
+# (the six actions or the sixteen switches, without and with hyperspace and its seventh action).
+# 37 is hyperspace's seven actions as networks saved before the jumps left were observed read it.
+MASK_STARTS = {OBS_MASK + 6: OBS_MASK, OBS_MASK + 7: OBS_MASK, OBS_MASK + 16: OBS_MASK,
+               OBS_MASK + JUMP_COLUMNS + 7: OBS_MASK + JUMP_COLUMNS,
+               OBS_MASK + JUMP_COLUMNS + 16: OBS_MASK + JUMP_COLUMNS}
+
+
+def without_jumps(width: int) -> int | None:
+    """The width of observations `width` values wide less the jumps left, which a network saved
+    before observations held them reads (its agent drops them); None where they hold none."""
+    return width - JUMP_COLUMNS if MASK_STARTS.get(width, OBS_MASK) > OBS_MASK else None
 
 
 def nearest(name: str, choices) -> str:
@@ -386,8 +401,13 @@ class GameConfig(_Presets):
         return 7 if self.hyperspace else 6
 
     @property
+    def mask_start(self) -> int:
+        """Where the action mask starts in an observation: after the jumps left, if any."""
+        return OBS_MASK + (JUMP_COLUMNS if self.hyperspace else 0)
+
+    @property
     def obs_dim(self) -> int:
-        return OBS_MASK + self.num_actions
+        return self.mask_start + self.num_actions
 
     @property
     def torpedo_slots(self) -> int:

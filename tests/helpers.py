@@ -152,14 +152,13 @@ def read_video_info(path) -> tuple[int, tuple[int, int]]:
 def random_positions(config, games: int = 64, steps: int = 40, seed: int = 3) -> np.ndarray:
     """Ship 0's observations over `steps` decisions of `games` games in which both ships press
     random valid actions: every state a mask can be in, reloads and jumps included."""
-    from spacewar_ai.game.engine import OBS_MASK
     from spacewar_ai.game.environment import SpacewarVectorEnv
 
     env = SpacewarVectorEnv(games, opponent=None, config=config)
     obs, _ = env.reset_both(seed=seed)
     rng, rows = np.random.default_rng(seed), []
     for _ in range(steps):
-        moves = [[rng.choice(np.flatnonzero(o[OBS_MASK:] > 0.5)) for o in obs[:, s]]
+        moves = [[rng.choice(np.flatnonzero(o[config.mask_start:] > 0.5)) for o in obs[:, s]]
                  for s in (0, 1)]
         obs, *_ = env.step_both(np.array(moves).T)
         rows.append(obs[:, 0].copy())

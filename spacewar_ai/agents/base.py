@@ -16,7 +16,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from ..config import GameConfig
+from ..config import JUMP_COLUMNS, OBS_MASK, GameConfig, without_jumps
 from ..game.features import (
     FIRE_SWITCHES,
     MIN_DIM,
@@ -177,8 +177,9 @@ class BaseAgent(abc.ABC):
         self.action_dim = action_dim
         self.view = self.config.observation_view
         if self.view != "world" and state_dim < MIN_DIM:
-            raise UserError(f"observation_view={self.view!r} needs Spacewar! observations (36 or "
-                            f"37 values), not state_dim={state_dim}: use observation_view='world'")
+            raise UserError(f"observation_view={self.view!r} needs Spacewar! observations (36 "
+                            f"values or more), not state_dim={state_dim}: use "
+                            "observation_view='world'")
         # What the first layer takes: the view's width. The game constants the view reads are
         # saved with the weights (state_dict) and restored on loading.
         self.input_dim = view_width(self.view, state_dim)
@@ -227,7 +228,15 @@ class BaseAgent(abc.ABC):
     # --- helpers ------------------------------------------------------------------------------
     def features(self, obs: np.ndarray) -> np.ndarray:
         """What the network reads of observations (N, D): the config's observation_view."""
-        return apply_view(self._as_learned(obs), self.view, self.view_constants)
+        return apply_view(self._as_learned(self._own_width(np.asarray(obs, dtype=np.float32))),
+                          self.view, self.view_constants)
+
+    def _own_width(self, rows: np.ndarray) -> np.ndarray:
+        """A game's observations as a network saved before they held the jumps left reads them:
+        without those columns (every other value where it learned it)."""
+        if rows.shape[-1] == self.state_dim or without_jumps(rows.shape[-1]) != self.state_dim:
+            return rows
+        return np.concatenate([rows[..., :OBS_MASK], rows[..., OBS_MASK + JUMP_COLUMNS:]], -1)
 
     @property
     def fires_when_ready(self) -> bool:
@@ -254,6 +263,8 @@ class BaseAgent(abc.ABC):
         single = arr.ndim == 1
         if single:
             arr = arr[None]
+        if not viewed:
+            arr = self._own_width(arr)
         width = self.input_dim if viewed else self.state_dim
         if arr.ndim != 2 or arr.shape[1] != width:
             raise UserError(f"state has shape {np.shape(state)}: expected ({width},) or "

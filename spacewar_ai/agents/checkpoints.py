@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from ..config import without_jumps
 from ..util.errors import UserError
 from ..util.files import atomic_write_bytes
 from ..util.preflight import check_model_size
@@ -101,10 +102,11 @@ def load_checkpoint(path, expect_algorithm: str | None = None,
                               f"{expect_algorithm.upper()}; load it as {algo} (for example "
                               f"--algorithm {algo}, or the spec {algo}:{p})")
     obs_dim = payload.get("obs_dim")
-    if expect_obs_dim is not None and obs_dim != expect_obs_dim:
+    if expect_obs_dim is not None and obs_dim not in (expect_obs_dim,
+                                                      without_jumps(expect_obs_dim)):
         raise CheckpointError(f"checkpoint {p}: trained on {obs_dim}-float observations but this "
                               f"game gives {expect_obs_dim}; use the GameConfig it was trained "
-                              f"with (hyperspace adds one)")
+                              f"with (hyperspace adds three)")
     for key, kind in (("agent", dict), ("obs_dim", int), ("action_dim", int),
                       ("metadata_json", str)):
         value = payload.get(key)

@@ -20,7 +20,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..config import GameConfig, PPOConfig
+from ..config import JUMP_COLUMNS, OBS_MASK, GameConfig, PPOConfig
 from ..util.errors import UserError
 from .base import NEG_INF, OnPolicyAgent, _mlp, autocast, sample_actions, soft_cross_entropy
 
@@ -435,6 +435,23 @@ class PPOAgent(OnPolicyAgent):
         if "optimizer" in state:
             self._load_optimizer_state(state["optimizer"])
         self.updates = int(state.get("updates", 0))
+
+
+def shown_jumps(state: dict[str, Any]) -> dict[str, Any]:
+    """A PPO network's saved state (play_state's entries) widened to read the jumps left that
+    observations hold where hyperspace is on, for a network saved before they did: zero weights
+    on them, so that it plays as it did until it learns them, and the statistics of a share
+    spread evenly over [0, 1], since its long-run statistics barely move for a new input."""
+    def widen(t: torch.Tensor, fill: float) -> torch.Tensor:
+        new = torch.full((*t.shape[:-1], JUMP_COLUMNS), fill, dtype=t.dtype)
+        return torch.cat([t[..., :OBS_MASK], new, t[..., OBS_MASK:]], -1)
+
+    net = dict(state["net"])
+    for first in ("actor.0.weight", "critic.0.weight"):
+        net[first] = widen(net[first], 0.0)
+    norm = dict(state["obs_norm"])
+    norm["mean"], norm["var"] = widen(norm["mean"], 0.5), widen(norm["var"], 1.0 / 12.0)
+    return {**state, "net": net, "obs_norm": norm}
 
 
 class PolicyStack:

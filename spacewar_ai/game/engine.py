@@ -18,7 +18,7 @@ import numba as nb
 import numpy as np
 from numba.core import event as numba_event
 
-from ..config import OBS_MASK, GameConfig, RewardConfig
+from ..config import JUMP_COLUMNS, OBS_MASK, GameConfig, RewardConfig
 from ..util.errors import UserError
 
 # The action numbers of each scheme of controls (controls.py holds every mapping of them);
@@ -52,10 +52,10 @@ class DeathCause(enum.IntEnum):
     __format__ = object.__format__
 
 
-# Where each part of an observation starts (the table in SpacewarEnv's docstring); the action
-# mask runs from OBS_MASK (config.py, which sizes observations) to the end, one column an action.
-OBS_OWN, OBS_OPPONENT, OBS_STAR, OBS_TORPEDOES = 0, 9, 15, 18
-MASK = slice(OBS_MASK, None)  # obs[..., MASK] is the action mask
+# Where each part of an observation starts (the table in SpacewarEnv's docstring); with
+# hyperspace, the jumps left (own, then the opponent's) come at OBS_JUMPS; the action mask runs
+# from the config's mask_start to the end, one column an action (GameBatch.mask_columns).
+OBS_OWN, OBS_OPPONENT, OBS_STAR, OBS_TORPEDOES, OBS_JUMPS = 0, 9, 15, 18, OBS_MASK
 
 
 # ship_f fields. SCOS/SSIN cache the heading's cosine and sine: trigonometry is the costliest
@@ -1001,9 +1001,15 @@ def write_observations(ship_f, ship_i, torp_f, torp_t, p, obs, mask=None):
                     obs[g, s, base + 1] = _wrap_delta(torp_f[g, o, k, 1] - y, h) / hh
                     obs[g, s, base + 2] = _clip1((torp_f[g, o, k, 2] - vx) / (2.0 * maxv))
                     obs[g, s, base + 3] = _clip1((torp_f[g, o, k, 3] - vy) / (2.0 * maxv))
+            first = OBS_MASK  # the mask's first column
+            if p[P_HYPER] != 0.0:
+                # Jumps left decide where a jump from an orbit lands and how likely one fails.
+                own[OBS_JUMPS] = (p[P_JUMPS] - ship_i[g, s, JUMPS]) / p[P_JUMPS]
+                own[OBS_JUMPS + 1] = (p[P_JUMPS] - ship_i[g, o, JUMPS]) / p[P_JUMPS]
+                first = OBS_MASK + JUMP_COLUMNS
             valid = _valid_actions(g, s, ship_f, ship_i, p)
             for a in range(nact):
-                obs[g, s, OBS_MASK + a] = (valid >> a) & 1
+                obs[g, s, first + a] = (valid >> a) & 1
 
 
 class GameBatch:
@@ -1042,6 +1048,7 @@ class GameBatch:
         self.count_dodges = bool(count_dodges)
         self.torp_near = np.full((n, 2, slots), np.inf)
         self.obs = np.zeros((n, 2, self.config.obs_dim), dtype=np.float32)
+        self.mask_columns = slice(self.config.mask_start, None)  # obs[..., mask_columns]
         self.reward = np.zeros((n, 2), dtype=np.float64)
         self.terminated = np.zeros(n, dtype=np.bool_)
         self.truncated = np.zeros(n, dtype=np.bool_)

@@ -21,18 +21,18 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ..config import OBS_MASK, GameConfig, RewardConfig
+from ..config import GameConfig, RewardConfig
 from ..util.errors import UserError
 from . import engine
-from .engine import MASK, OBS_OWN, OBS_STAR, DeathCause, GameBatch
+from .engine import OBS_JUMPS, OBS_OWN, OBS_STAR, DeathCause, GameBatch
 from .features import EGOCENTRIC_DOC, TACTICAL_DOC
 from .pilot import Pilot
 
 OBSERVATION_DOC = """
-    ## Observation: 30 float32 and the action mask, from the observing ship's point of view
+    ## Observation: 30 float32 (32 with hyperspace) and the action mask, from the observer's side
 
-    36 values with the six actions, 37 with hyperspace, 46 with `controls = "switches"` (the 16
-    combinations of the switches).
+    36 values with the six actions, 39 with hyperspace (seven actions and the jumps left), 46 with
+    `controls = "switches"` (the 16 combinations of the switches), 48 with both.
 
     | index | meaning | scaling / range |
     |---|---|---|
@@ -48,7 +48,8 @@ OBSERVATION_DOC = """
     | 15-16 | star position minus own, shortest way round | / (width/2), / (height/2); zeros with no star |
     | 17 | star proximity | star_radius / max(distance, star_radius), (0, 1] |
     | 18-29 | the 3 nearest live enemy torpedoes, nearest first: relative position (2), relative velocity (2) | as 9-12; all zeros where fewer |
-    | 30- | action mask, one value an action: 30-35, 30-36 with hyperspace, 30-45 with the switches | 1.0 valid, 0.0 invalid |
+    | 30-31 | with hyperspace only: own jumps left, the opponent's (they decide where a jump from an orbit lands and how likely a jump fails) | / hyperspace_jumps, [0, 1] |
+    | 30-, 32- with hyperspace | action mask, one value an action: 30-35, 32-38 with hyperspace, 30-45 with the switches, 32-47 with both | 1.0 valid, 0.0 invalid |
 """
 
 _CAUSES = tuple(DeathCause)  # by code: a lookup, where DeathCause(code) costs a call each step
@@ -80,8 +81,9 @@ ACTION_DOC = """
     can act in the decision's frames, fire once the reload ends within them, since a held switch
     fires on the frame it does; a combination outside the mask plays the switches that can act).
     A masked action of the six is played as 0 (drift); either is counted in
-    `info["masked_actions"]`; `info["action_mask"]` carries the same mask as obs[30:], as int8,
-    and `action_masks()` returns it as booleans (sb3-contrib's MaskablePPO reads it there).
+    `info["masked_actions"]`; `info["action_mask"]` carries the same mask as the observation's
+    tail, as int8, and `action_masks()` returns it as booleans (sb3-contrib's MaskablePPO reads
+    it there).
 """
 
 
@@ -90,7 +92,7 @@ def _obs_space(cfg: GameConfig) -> spaces.Box:
     high = np.ones(cfg.obs_dim, dtype=np.float32)
     # Position, fuel, torpedoes, reload and the star's proximity are never negative.
     low[[OBS_OWN, OBS_OWN + 1, OBS_OWN + 6, OBS_OWN + 7, OBS_OWN + 8, OBS_STAR + 2]] = 0.0
-    low[OBS_MASK:] = 0.0
+    low[OBS_JUMPS:] = 0.0  # the jumps left, where hyperspace is on, and the mask
     return spaces.Box(low, high, dtype=np.float32)
 
 
@@ -250,7 +252,8 @@ class SpacewarEnv(gym.Env):
         si = b.ship_i[0].tolist()
         gi = b.game_i[0].tolist()
         return {
-            "action_mask": b.obs[0, 0, MASK].astype(MASK_DTYPE) if masks is None else masks[0],
+            "action_mask": (b.obs[0, 0, b.mask_columns].astype(MASK_DTYPE) if masks is None
+                            else masks[0]),
             "ship_0_death_cause": _CAUSES[si[0][engine.CAUSE]],
             "ship_1_death_cause": _CAUSES[si[1][engine.CAUSE]],
             "winner": gi[engine.WINNER],
@@ -261,7 +264,7 @@ class SpacewarEnv(gym.Env):
 
     def action_masks(self) -> np.ndarray:
         """The valid actions of ship 0 now, as booleans (sb3-contrib's MaskablePPO calls it)."""
-        return self.batch.obs[0, 0, MASK] > 0.5
+        return self.batch.obs[0, 0, self.batch.mask_columns] > 0.5
 
     def _advance(self, a0: int, a1: int):
         if self._needs_reset:
@@ -297,7 +300,7 @@ class SpacewarEnv(gym.Env):
         a0 = check_action(action_0, n)
         a1 = check_action(action_1, n)
         obs, terminated, truncated = self._advance(a0, a1)
-        masks = obs[0, :, MASK].astype(MASK_DTYPE)
+        masks = obs[0, :, self.batch.mask_columns].astype(MASK_DTYPE)
         info = self._info(masks)
         info["action_masks"] = masks
         info["masked_actions_both"] = self.batch.ship_i[0, :, engine.MASKED].copy()
@@ -421,11 +424,12 @@ class SpacewarVectorEnv(VectorEnv):
 
     def reset(self, *, seed=None, options=None):
         obs = self._reset_rows(seed, options)
-        return obs[:, 0].copy(), {"action_mask": obs[:, 0, MASK].astype(MASK_DTYPE)}
+        masks = obs[:, 0, self.batch.mask_columns].astype(MASK_DTYPE)
+        return obs[:, 0].copy(), {"action_mask": masks}
 
     def reset_both(self, *, seed=None, options=None):
         obs = self._reset_rows(seed, options)
-        return obs.copy(), {"action_mask": obs[:, :, MASK].astype(MASK_DTYPE)}
+        return obs.copy(), {"action_mask": obs[:, :, self.batch.mask_columns].astype(MASK_DTYPE)}
 
     def _step_impl(self, actions01: np.ndarray):
         if not self._started:
@@ -481,14 +485,14 @@ class SpacewarVectorEnv(VectorEnv):
         stats = info.get("final_info", info)
         if "episode_return" in stats:
             stats["episode_return"] = stats["episode_return"][:, 0]
-        info["action_mask"] = obs[:, 0, MASK].astype(MASK_DTYPE)
+        info["action_mask"] = obs[:, 0, self.batch.mask_columns].astype(MASK_DTYPE)
         return obs[:, 0].copy(), rewards[:, 0].copy(), terminated, truncated, info
 
     def step_both(self, actions):
         """actions (N, 2) -> obs (N, 2, D), rewards (N, 2), terminated (N,), truncated (N,), info."""
         a = check_actions(actions, (self.num_envs, 2), self.config.num_actions)
         obs, rewards, terminated, truncated, info = self._step_impl(a)
-        info["action_mask"] = obs[:, :, MASK].astype(MASK_DTYPE)
+        info["action_mask"] = obs[:, :, self.batch.mask_columns].astype(MASK_DTYPE)
         return obs.copy(), rewards, terminated, truncated, info
 
     def render(self):
@@ -516,9 +520,10 @@ AGENTS = ("ship_0", "ship_1")
 
 class SpacewarParallelEnv(_ParallelBase):
     """PettingZoo ParallelEnv: agents "ship_0" and "ship_1", each with its own 36-float view;
-    `infos[agent]["action_mask"]` (int8) is the agent's action mask (also obs[30:]). `state()`
-    is both views side by side (`state_space`). `max_cycles`, when given, truncates a game after
-    that many decisions (PettingZoo's convention); otherwise the game's own length holds."""
+    `infos[agent]["action_mask"]` (int8) is the agent's action mask (also the observation's
+    tail). `state()` is both views side by side (`state_space`). `max_cycles`, when given,
+    truncates a game after that many decisions (PettingZoo's convention); otherwise the game's
+    own length holds."""
 
     metadata = {"render_modes": ["human", "rgb_array"], "name": "spacewar_v0", "render_fps": 50,
                 "is_parallelizable": True}
@@ -561,7 +566,8 @@ class SpacewarParallelEnv(_ParallelBase):
         return {a: obs[i].copy() for i, a in enumerate(self.possible_agents)}
 
     def _infos(self, obs, shared):
-        return {a: dict(shared, action_mask=obs[i, MASK].astype(MASK_DTYPE))
+        columns = self._env.batch.mask_columns
+        return {a: dict(shared, action_mask=obs[i, columns].astype(MASK_DTYPE))
                 for i, a in enumerate(self.possible_agents)}
 
     def step(self, actions):

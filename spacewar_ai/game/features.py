@@ -14,7 +14,7 @@ import math
 import numba as nb
 import numpy as np
 
-from ..config import OBSERVATION_VIEWS, GameConfig
+from ..config import MASK_STARTS, OBSERVATION_VIEWS, GameConfig
 from ..util.errors import UserError
 from .ballistics import bends, closest_approach, intercept_time, path_distance
 from .controls import SW_FIRE
@@ -44,7 +44,7 @@ EGOCENTRIC_DOC = """
     | 15-16 | star position relative to own, (forward, right) |
     | 17 | unchanged (star proximity) |
     | 18-29 | the 3 nearest enemy torpedoes, each position and velocity as (forward, right) |
-    | 30- | unchanged (action mask) |
+    | 30- | unchanged (with hyperspace the jumps left, then the action mask) |
 
     Own position is dropped: the star, at the centre, already gives it.
 """
@@ -52,8 +52,9 @@ EGOCENTRIC_DOC = """
 TACTICAL_DOC = """
     ## The tactical view (`observation_view = "tactical"`, PPO's default)
 
-    The egocentric view with five columns inserted at 30-34, before the action mask (which moves
-    to 35-40; 41 values in all, 42 with hyperspace). They are what a gunner works out from the
+    The egocentric view with five columns inserted before the action mask, at 30-34 (the mask
+    then at 35-40, 41 values in all), or at 32-36 after the jumps left where hyperspace is on
+    (44 values with its seven actions). They are what a gunner works out from the
     game's constants (`features.view_constants(GameConfig)`, saved with the network). Torpedoes fly
     straight (1962); both ships' coasting paths bend around the star, predicted every 4 frames
     over a torpedo's life. `gravity` in the constants sets the bend; it is 0, straight lines, in
@@ -116,7 +117,7 @@ VECTOR_Y = VECTOR_X + 1
 
 def _check_dim(obs: np.ndarray, view: str) -> None:
     if obs.shape[-1] < MIN_DIM:
-        raise UserError(f"the {view} view needs Spacewar! observations (36 or 37 values), "
+        raise UserError(f"the {view} view needs Spacewar! observations (36 values or more), "
                         f"got {obs.shape[-1]}: use observation_view='world' for other inputs")
 
 
@@ -126,17 +127,17 @@ _ONE = np.float32(1.0)
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _egocentric_kernel(obs, out, gap):
-    """Each row of obs (N, D) in the ship's frame into out, the values from OBS_MASK on moved
-    `gap` columns right (room for the tactical columns). One pass a row in float32, the same
-    operations in the same order as numpy's on whole columns, so the same bits at a fraction of
-    the calls."""
+def _egocentric_kernel(obs, out, gap, start):
+    """Each row of obs (N, D) in the ship's frame into out, the mask (from column `start` on)
+    moved `gap` columns right (room for the tactical columns). One pass a row in float32, the
+    same operations in the same order as numpy's on whole columns, so the same bits at a fraction
+    of the calls."""
     for g in range(obs.shape[0]):
         o = obs[g]
         r = out[g]
-        for j in range(OBS_MASK):
+        for j in range(start):
             r[j] = o[j]
-        for j in range(OBS_MASK, obs.shape[1]):
+        for j in range(start, obs.shape[1]):
             r[j + gap] = o[j]
         s, c = o[4], o[5]  # sin, cos of own heading; forward = (cos, sin), right = (-sin, cos)
         for j in VECTOR_X:
@@ -164,7 +165,7 @@ def egocentric_view(obs: np.ndarray) -> np.ndarray:
     """The observation (N, D) or (D,) in the ship's own frame (EGOCENTRIC_DOC); a new array."""
     rows = _rows(obs, "egocentric")
     out = np.empty_like(rows)
-    _egocentric_kernel(rows, out, 0)
+    _egocentric_kernel(rows, out, 0, OBS_MASK)
     return out.reshape(np.shape(obs))
 
 
@@ -307,8 +308,9 @@ def tactical_view(obs: np.ndarray, constants: dict[str, float]) -> np.ndarray:
     (N, D) or (D,) -> (N, D + 5) or (D + 5,)."""
     rows = _rows(obs, "tactical")
     out = np.empty((rows.shape[0], rows.shape[1] + TACTICAL_COLUMNS), dtype=np.float32)
-    _egocentric_kernel(rows, out, TACTICAL_COLUMNS)
-    out[:, OBS_MASK:OBS_MASK + TACTICAL_COLUMNS] = tactical_columns(rows, constants)
+    start = MASK_STARTS.get(rows.shape[1], OBS_MASK)  # after the jumps left, if any
+    _egocentric_kernel(rows, out, TACTICAL_COLUMNS, start)
+    out[:, start:start + TACTICAL_COLUMNS] = tactical_columns(rows, constants)
     return out.reshape(np.shape(obs)[:-1] + (out.shape[1],))
 
 

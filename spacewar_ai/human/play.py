@@ -327,15 +327,15 @@ class HumanGame:
             if self.banner_frames <= 0:
                 self._start_round()
             return
-        obs = self.batch.obs[0]
+        obs, mask = self.batch.obs[0], self.batch.mask_columns
         if self.two_player:
-            a0 = keys_to_action(self.held, self.frame, obs[0, engine.MASK], CONTROLS_TWO[0],
+            a0 = keys_to_action(self.held, self.frame, obs[0, mask], CONTROLS_TWO[0],
                                 self.config.controls)
-            a1 = keys_to_action(self.held, self.frame, obs[1, engine.MASK], CONTROLS_TWO[1],
+            a1 = keys_to_action(self.held, self.frame, obs[1, mask], CONTROLS_TWO[1],
                                 self.config.controls)
         else:
             a0 = (self._pilot_action(0, self.first) if self.first is not None else
-                  keys_to_action(self.held, self.frame, obs[0, engine.MASK], CONTROLS_ALONE,
+                  keys_to_action(self.held, self.frame, obs[0, mask], CONTROLS_ALONE,
                                  self.config.controls))
             a1 = self._pilot_action(1, self.opponent)
         self._actions[0] = (a0, a1)

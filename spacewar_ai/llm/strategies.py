@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config import OBS_MASK, GameConfig
+from ..config import MASK_STARTS, GameConfig
 from ..game.environment import ACTION_DOC, OBSERVATION_DOC
 from ..pilots.sandbox import (
     ALLOWED_BUILTINS,
@@ -376,7 +376,8 @@ class LLMExplorationGuide:
         if rows.size == 0:
             return actions
         guided = self.pilot.act(obs[rows])
-        mask = obs[rows, OBS_MASK:OBS_MASK + self.pilot.n_actions] > 0.5
+        start = MASK_STARTS[obs.shape[1]]
+        mask = obs[rows, start:start + self.pilot.n_actions] > 0.5
         ok = mask[np.arange(rows.size), guided]
         out = actions.copy()
         out[rows[ok]] = guided[ok]

@@ -26,8 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..config import GameConfig
-from ..game.engine import OBS_MASK
+from ..config import MASK_STARTS, OBS_MASK, GameConfig, without_jumps
 from ..game.pilot import Pilot, as_pilot
 from ..util.errors import UserError
 from ..util.workers import Travel
@@ -213,15 +212,16 @@ def _learned_pilot(spec: Spec, config: GameConfig, deterministic: bool, device: 
         agent, _ = load_agent(path, device, expect, None if switches else config.obs_dim)
         # Under the switches, a network trained on the six actions (or seven, with hyperspace)
         # flies through OnSwitches; one of another width is refused in load_agent's words.
-        six = agent.state_dim - OBS_MASK
-        if agent.state_dim != config.obs_dim and six not in (6, 7):
+        own = agent.state_dim in (config.obs_dim, without_jumps(config.obs_dim))
+        six = agent.state_dim - MASK_STARTS.get(agent.state_dim, OBS_MASK)
+        if not own and six not in (6, 7):
             load_agent(path, device, expect, config.obs_dim)
     except CheckpointError as exc:
         raise UserError(f"player {spec.text!r}: {exc}") from None
     name = spec.text.lower() if spec.kind == "pretrained" else \
         f"{agent.algorithm}:{path_label(path)}"
     pilot = AgentPilot(agent, name, deterministic, file_identity(path))
-    return pilot if agent.state_dim == config.obs_dim else OnSwitches(pilot, six)
+    return pilot if own else OnSwitches(pilot, six)
 
 
 def search_pilot(spec, config: GameConfig | None = None, seed: int = 0,

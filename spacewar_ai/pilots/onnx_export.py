@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
-from ..game.engine import OBS_MASK
+from ..config import MASK_STARTS, OBS_MASK
 from ..game.features import (
     FIRE_SWITCHES,
     OBS_RELOAD,
@@ -105,12 +105,14 @@ def _path_distance(path):
 
 
 class Features(nn.Module):
-    """features.apply_view as torch operations: the world, egocentric or tactical view."""
+    """features.apply_view as torch operations: the world, egocentric or tactical view of
+    observations whose mask starts at `start`."""
 
-    def __init__(self, view: str, constants: dict[str, float]):
+    def __init__(self, view: str, constants: dict[str, float], start: int = OBS_MASK):
         super().__init__()
         self.view = view
         self.k = dict(constants)
+        self.start = start
 
     def egocentric(self, obs):
         s, c = obs[:, 4], obs[:, 5]
@@ -203,7 +205,8 @@ class Features(nn.Module):
         ego = self.egocentric(obs)
         if self.view == "egocentric":
             return ego
-        return torch.cat([ego[:, :OBS_MASK], self.tactical_columns(obs), ego[:, OBS_MASK:]], 1)
+        return torch.cat([ego[:, :self.start], self.tactical_columns(obs), ego[:, self.start:]],
+                         1)
 
 
 class Exported(nn.Module):
@@ -211,7 +214,8 @@ class Exported(nn.Module):
 
     def __init__(self, agent):
         super().__init__()
-        self.features = Features(agent.view, agent.view_constants)
+        self.features = Features(agent.view, agent.view_constants,
+                                 MASK_STARTS.get(agent.state_dim, OBS_MASK))
         self.actions = agent.action_dim
         self.ready_only = agent.fires_when_ready  # the mask as it learned it
         self.register_buffer("fire_switches", torch.as_tensor(FIRE_SWITCHES))
@@ -269,7 +273,7 @@ def export_onnx(spec: str, dst: str | Path, stage=None) -> int:
                           parsed.kind if parsed.kind in ("ppo", "dqn") else None)
     model = Exported(agent).eval()
     example = torch.zeros(4, agent.state_dim)
-    example[:, OBS_MASK:] = 1.0
+    example[:, MASK_STARTS.get(agent.state_dim, OBS_MASK):] = 1.0
     quiet = logging.getLogger("torch.onnx")
     level = quiet.level
     quiet.setLevel(logging.ERROR)  # the exporter's notices (torchvision absent, ...) are noise

@@ -39,7 +39,6 @@ import numpy as np
 from ..config import GameConfig
 from ..game import engine
 from ..game.controls import decode, encode
-from ..game.engine import OBS_MASK
 from ..game.pilot import Pilot
 from ..util.errors import UserError
 
@@ -366,7 +365,8 @@ class RllibSwPilot(Pilot):
         chosen = np.zeros((len(obs), len(BRANCHES)), dtype=np.int64)
         chosen[slice(None) if rows is None else rows] = self.choices(rows)
         thrust, rotate, fire, jump = chosen.T
-        return from_peer(thrust, rotate, fire, jump, self.config.controls, obs[:, OBS_MASK:])
+        mask = obs[:, self.config.mask_start:]
+        return from_peer(thrust, rotate, fire, jump, self.config.controls, mask)
 
     def choices(self, rows: np.ndarray | None = None) -> np.ndarray:
         """(N, 4) the agent's thrust, rotate, fire and hyperspace in the games `rows` (None:

@@ -13,9 +13,9 @@ import math
 import numba as nb
 import numpy as np
 
-from ..config import GameConfig
+from ..config import MASK_STARTS, GameConfig
 from ..game.ballistics import coast, intercept_time
-from ..game.engine import OBS_MASK, Action, jit_warm_up
+from ..game.engine import Action, jit_warm_up
 from ..game.pilot import Pilot
 from ..util.errors import UserError
 
@@ -64,14 +64,13 @@ class RandomPilot(Pilot):
         n = obs.shape[0]
         self._ensure(n)
         out = np.empty(n, dtype=np.int64)
-        _random_kernel(obs, self._keys, self._count, out)
+        _random_kernel(obs, MASK_STARTS[obs.shape[1]], self._keys, self._count, out)
         return out
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _random_kernel(obs, keys, count, out):
-    d = obs.shape[1]
-    nact = d - OBS_MASK
+def _random_kernel(obs, start, keys, count, out):
+    nact = obs.shape[1] - start
     for g in range(obs.shape[0]):
         count[g] += np.uint64(1)
         z = keys[g] + count[g] * np.uint64(0x9E3779B97F4A7C15)
@@ -80,14 +79,14 @@ def _random_kernel(obs, keys, count, out):
         z = z ^ (z >> np.uint64(31))
         valid = 0
         for a in range(nact):
-            if obs[g, OBS_MASK + a] > 0.5:
+            if obs[g, start + a] > 0.5:
                 valid += 1
         if valid == 0:
             out[g] = 0
             continue
         pick = int(z % np.uint64(valid))
         for a in range(nact):
-            if obs[g, OBS_MASK + a] > 0.5:
+            if obs[g, start + a] > 0.5:
                 if pick == 0:
                     out[g] = a
                     break
@@ -184,7 +183,7 @@ def _orbits(obs, k, nearest, lead_t, lead_x, lead_y):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _heuristic_kernel(obs, level, k, out):
+def _heuristic_kernel(obs, start, level, k, out):
     hw = 0.5 * k[K_W]
     hh = 0.5 * k[K_H]
     maxv = k[K_MAXV]
@@ -202,11 +201,11 @@ def _heuristic_kernel(obs, level, k, out):
         _orbits(obs, k, nearest, lead_t, lead_x, lead_y)
     for g in range(obs.shape[0]):
         o = obs[g]
-        can_thrust = o[OBS_MASK + Action.THRUST] > 0.5
-        can_fire = o[OBS_MASK + Action.FIRE] > 0.5
-        if o[OBS_MASK + Action.NONE] > 0.5 and not (
-                can_thrust or can_fire or o[OBS_MASK + Action.ROTATE_LEFT] > 0.5
-                or o[OBS_MASK + Action.ROTATE_RIGHT] > 0.5):
+        can_thrust = o[start + Action.THRUST] > 0.5
+        can_fire = o[start + Action.FIRE] > 0.5
+        if o[start + Action.NONE] > 0.5 and not (
+                can_thrust or can_fire or o[start + Action.ROTATE_LEFT] > 0.5
+                or o[start + Action.ROTATE_RIGHT] > 0.5):
             out[g] = Action.NONE  # dead or in hyperspace: only drift is allowed
             continue
         heading = math.atan2(o[4], o[5])
@@ -371,7 +370,8 @@ class HeuristicPilot(Pilot):
 
     def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         out = np.empty(obs.shape[0], dtype=np.int64)
-        _heuristic_kernel(np.ascontiguousarray(obs, dtype=np.float32), self._code, self._k, out)
+        _heuristic_kernel(np.ascontiguousarray(obs, dtype=np.float32), MASK_STARTS[obs.shape[1]],
+                          self._code, self._k, out)
         return out
 
 
@@ -453,6 +453,6 @@ def scripted_pilot(spec: str, config: GameConfig | None = None, seed: int = 0,
 def _warm_up_pilots() -> None:
     config = GameConfig()
     obs = np.zeros((1, config.obs_dim), dtype=np.float32)
-    obs[:, OBS_MASK:OBS_MASK + config.num_actions] = 1.0
+    obs[:, config.mask_start:] = 1.0
     HeuristicPilot("hard", config).act(obs)
     RandomPilot(0).act(obs)

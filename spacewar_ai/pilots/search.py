@@ -25,7 +25,7 @@ import numpy as np
 from ..config import GameConfig
 from ..game import engine
 from ..game.controls import decode, encode
-from ..game.engine import FRAME, OBS_MASK, OVER, REAL_WINNER, WINNER, GameBatch
+from ..game.engine import FRAME, OVER, REAL_WINNER, WINNER, GameBatch
 from ..game.pilot import Pilot, as_pilot
 from ..util.errors import UserError
 from .spec import REAL_SETTINGS
@@ -295,7 +295,8 @@ class SearchPilot(Pilot):
         self.last_values = self.action_values(rows)  # read by Labelled for soft targets
         # The best valid action, the policy's kept on ties and within the margin: the rule
         # expert iteration's soft targets share, so their most likely action is this one.
-        valid = obs[rows, OBS_MASK:OBS_MASK + self.actions] > 0.5
+        start = self.config.mask_start
+        valid = obs[rows, start:start + self.actions] > 0.5
         # A jump is the policy's to make: a planner choosing jumps itself, its rollouts weighing
         # their odds, jumped more and won less (docs/search.md).
         mine = own[rows][:, None] == np.arange(self.actions)[None, :]
@@ -410,7 +411,8 @@ class SearchPilot(Pilot):
             rows = np.flatnonzero(noise["coin"][step, :, s] < self.jitter)
             if rows.size == 0:
                 continue
-            valid = seen[rows, ship[rows], OBS_MASK:OBS_MASK + a] > 0.5
+            start = self.config.mask_start
+            valid = seen[rows, ship[rows], start:start + a] > 0.5
             count = valid.sum(axis=1)
             nth = np.minimum((pick[rows] * count).astype(np.int64), count - 1)
             choice = (np.cumsum(valid, axis=1) > nth[:, None]).argmax(axis=1)

@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..game.controls import SIX_AS_SWITCHES
-from ..game.engine import OBS_MASK, GameBatch
+from ..config import JUMP_COLUMNS, MASK_STARTS, OBS_MASK
+from ..game.engine import GameBatch
 from ..game.features import fire_when_ready
 from ..game.pilot import Pilot
 
@@ -24,7 +25,9 @@ class OnSwitches(Pilot):
     played with the switches (`[game] controls = "switches"`): it reads those actions' mask (an
     action is allowed when its switches are, fire once the reload has ended) and its answer
     presses that action's switches, so it plays the games it plays with the six. A
-    network trained without hyperspace flies this way in a game that has it, never jumping."""
+    network trained without hyperspace flies this way in a game that has it, never jumping. With
+    the seven actions it reads the jumps left, as a game of them shows them (a network saved
+    before observations held them drops them itself)."""
 
     def __init__(self, pilot: Pilot, actions: int):
         self.pilot = pilot
@@ -47,7 +50,14 @@ class OnSwitches(Pilot):
     def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         # The six are played whole: fire is offered once the reload has ended, as in their game.
         obs = fire_when_ready(obs)
-        six_obs = np.concatenate([obs[:, :OBS_MASK], obs[:, OBS_MASK + self.six]], 1)
+        start = MASK_STARTS[obs.shape[1]]
+        if len(self.six) == 6:  # the six actions' game has no hyperspace, so no jumps left
+            jumps = obs[:, :0]
+        elif start > OBS_MASK:
+            jumps = obs[:, OBS_MASK:start]
+        else:  # hyperspace's seven actions in a game without it: no jumps left
+            jumps = np.zeros((len(obs), JUMP_COLUMNS), dtype=obs.dtype)
+        six_obs = np.concatenate([obs[:, :OBS_MASK], jumps, obs[:, start + self.six]], 1)
         actions = np.asarray(self.pilot.act(six_obs, active), dtype=np.int64).reshape(-1)
         # An answer outside the six is passed on as it is, for the game to refuse as it would.
         inside = (actions >= 0) & (actions < len(self.six))
@@ -77,7 +87,7 @@ class StateRecorder(Pilot):
     def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         actions = self.pilot.act(obs, active)
         live = np.ones(len(obs), dtype=bool) if active is None else active
-        rows = np.flatnonzero(live & ((obs[:, OBS_MASK:] > 0.5).sum(axis=1) > 1))
+        rows = np.flatnonzero(live & ((obs[:, MASK_STARTS[obs.shape[1]]:] > 0.5).sum(axis=1) > 1))
         if rows.size:
             self.states.append({k: v[rows] for k, v in self._batch.state_dict().items()})
             self.obs.append(obs[rows].copy())
@@ -144,14 +154,15 @@ class Labelled(Pilot):
     def _policy(self, obs: np.ndarray, answer: np.ndarray) -> np.ndarray:
         from .search import improved_policy
 
-        actions = obs.shape[1] - OBS_MASK
+        start = MASK_STARTS[obs.shape[1]]
+        actions = obs.shape[1] - start
         out = np.zeros((len(obs), actions), dtype=np.float32)
         out[np.arange(len(obs)), np.clip(answer, 0, actions - 1)] = 1.0
         rows = getattr(self.teacher, "last_rows", None)
         if rows is not None and len(rows):
             # The planner's own view of its choice: its margin raises the move it improves on.
             out[rows] = improved_policy(self.teacher.last_values,
-                                        obs[rows, OBS_MASK:] > 0.5, self.temperature,
+                                        obs[rows, start:] > 0.5, self.temperature,
                                         self.teacher.last_own, self.teacher.margin)
         return out
 

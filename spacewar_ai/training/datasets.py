@@ -22,7 +22,6 @@ from pathlib import Path
 import numpy as np
 
 from ..config import SELF, GameConfig, RewardConfig
-from ..game.engine import MASK
 from ..game.environment import MASK_DTYPE
 from ..pilots.wrappers import Labelled
 from ..util.errors import UserError
@@ -197,6 +196,7 @@ class Recorder:
         self.rewards: list[np.ndarray] = []
         self.running: list[np.ndarray] = []
         self.last = None
+        self.mask_columns = slice(None)  # the batch's, once it is seen
         self.term = np.zeros(n, dtype=bool)
         self.trunc = np.zeros(n, dtype=bool)
 
@@ -208,6 +208,7 @@ class Recorder:
         self.term |= batch.terminated & running
         self.trunc |= batch.truncated & running
         self.last = batch.obs.copy()  # games over keep their final observation
+        self.mask_columns = batch.mask_columns
 
     def steps(self, g: int) -> list[int]:
         """The steps at which game `g` was running: its decisions."""
@@ -223,7 +224,7 @@ class Recorder:
                 "actions": np.array([self.actions[t][g, ship] for t in steps], dtype=np.int64),
                 "rewards": np.array([self.rewards[t][g, ship] for t in steps], dtype=np.float64),
                 "terminations": terms, "truncations": truncs,
-                "infos": {"action_mask": obs[:, MASK].astype(MASK_DTYPE)}}
+                "infos": {"action_mask": obs[:, self.mask_columns].astype(MASK_DTYPE)}}
 
 
 def labelled_round(make_student, opponents: tuple, teacher, games: int, seed: int,

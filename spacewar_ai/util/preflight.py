@@ -19,7 +19,7 @@ from .errors import UserError
 # Bytes one game in play needs: the engine's state (about 1.4 KB), both observations, the
 # pilots' per-game buffers and its result record, rounded up.
 GAME_BYTES = 4096
-OBSERVATION_FLOATS = 40  # floats of one observation, rounded up (36, or 37 with hyperspace)
+OBSERVATION_FLOATS = 40  # floats of one observation of the default game (36), rounded up
 
 
 def available_memory() -> int | None:

@@ -343,3 +343,24 @@ def test_a_runs_checkpoints_average_into_one_network_that_plays(tmp_path):
     assert actions.shape == (16,) and ((0 <= actions) & (actions < 6)).all()
     kept, _ = load_agent(tmp_path / "m0.pt")
     assert all(torch.equal(kept.net.state_dict()[k], v) for k, v in before.items())
+
+
+def test_a_network_widened_to_read_the_jumps_left_plays_as_it_did_until_it_learns_them():
+    """--init-from a network saved before observations held the jumps left: the widened network
+    gives the jumps zero weight, so it picks the moves the old one picked from the rest."""
+    rng = np.random.default_rng(0)
+    old = PPOAgent(46, 16, SMALL_PPO)  # the switches with hyperspace, before the jumps left
+    rows = rng.uniform(-1, 1, (200, 48)).astype(np.float32)
+    rows[:, 30:32] = rng.uniform(0, 1, (200, 2))
+    rows[:, 32:] = rng.random((200, 16)) < 0.7
+    new = PPOAgent(48, 16, SMALL_PPO)
+    new.load_state_dict(ppo.shown_jumps(old.play_state()))
+    learned = np.concatenate([rows[:, :30], rows[:, 32:]], 1)
+    assert np.array_equal(new.select_action(rows, deterministic=True),
+                          old.select_action(learned, deterministic=True))
+    assert new.obs_norm.mean[30:32].tolist() == [0.5, 0.5]
+    # Given weight on them, the jumps left move its choices.
+    with torch.no_grad():
+        new.net.actor[0].weight[:, 30] = 5.0
+    assert not np.array_equal(new.select_action(rows, deterministic=True),
+                              old.select_action(learned, deterministic=True))

@@ -158,9 +158,27 @@ def test_hyperspace_death_and_vanishing():
     assert b.ship_i[0, 0, engine.HYPER_HIDDEN] > 0
     obs = b.observe()
     assert np.all(obs[0, 1, 9:15] == 0.0), "a ship in hyperspace is invisible"
-    assert obs[0, 0, 30:].tolist() == [1, 0, 0, 0, 0, 0, 0]
+    assert obs[0, 0, b.mask_columns].tolist() == [1, 0, 0, 0, 0, 0, 0]
     run(b, steps=C.hyperspace_vanish_frames)
     assert b.ship_i[0, 0, engine.HYPER_HIDDEN] == 0 and b.ship_i[0, 0, engine.ALIVE] == 1
+
+
+def test_each_ship_sees_its_own_and_its_opponents_jumps_left_before_the_mask():
+    # They decide where a jump from an orbit lands and how likely a jump fails.
+    b = scenario(hyperspace=True, hyperspace_jumps=8, no_star=True)
+    assert b.config.obs_dim == 39 and b.mask_columns == slice(32, None)
+    b.place_ship(0, 0, 100.0, 100.0)
+    b.place_ship(0, 1, 600.0, 600.0)
+    b.ship_i[0, 1, engine.JUMPS] = 5  # a start's resources can leave a ship three jumps
+    obs = b.observe()
+    assert obs[0, 0, engine.OBS_JUMPS:engine.OBS_JUMPS + 2].tolist() == [1.0, 3 / 8]
+    assert obs[0, 1, engine.OBS_JUMPS:engine.OBS_JUMPS + 2].tolist() == [3 / 8, 1.0]
+    run(b, a0=6)  # one jump: seven left, shown to both ships while it is away
+    obs = b.observe()
+    assert obs[0, 0, 30:32].tolist() == [7 / 8, 3 / 8]
+    assert obs[0, 1, 30:32].tolist() == [3 / 8, 7 / 8]
+    assert obs[0, 0, 32:].tolist() == [1, 0, 0, 0, 0, 0, 0]  # only drift while in hyperspace
+    assert scenario(no_star=True).config.obs_dim == 36  # no hyperspace: no such columns
 
 
 def test_masked_action_is_played_as_drift_and_counted():
@@ -191,7 +209,7 @@ def test_the_observed_mask_is_what_the_step_accepts(hyperspace):
             masked = b.ship_i[:, :, engine.MASKED].copy()
             b.step(np.full((n, 2), a))
             counted = b.ship_i[:, :, engine.MASKED] - masked
-            allowed = obs[:, :, engine.OBS_MASK + a] == 1.0
+            allowed = obs[:, :, config.mask_start + a] == 1.0
             assert np.array_equal(counted[running] == 0, allowed[running]), a
             checked.update((a, int(v)) for v in allowed[running].ravel())
         b.load_state_dict(before)

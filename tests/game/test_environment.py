@@ -18,7 +18,8 @@ from tests.helpers import ROOT
 
 def test_diagnostic_observation_shape():
     assert SpacewarEnv().reset()[0].shape == (36,)
-    assert SpacewarEnv(GameConfig(hyperspace=True)).reset()[0].shape == (37,)
+    # Hyperspace adds its action and each ship's jumps left.
+    assert SpacewarEnv(GameConfig(hyperspace=True)).reset()[0].shape == (39,)
 
 
 @pytest.mark.slow

@@ -13,8 +13,9 @@ import pytest
 from spacewar_ai.config import RULES_PRESETS, GameConfig, load_run_config
 from spacewar_ai.game import engine
 from spacewar_ai.game.controls import SW_FIRE, SW_HYPERSPACE, SW_LEFT, SW_RIGHT, SW_THRUST, Action
+from spacewar_ai.pilots.build import make_pilot
 from spacewar_ai.rating.match import play_match
-from tests.helpers import cause, run
+from tests.helpers import cause, random_positions, run
 
 PEER = GameConfig.preset("rllib_sw")
 
@@ -41,7 +42,7 @@ def test_presets_and_a_config_file_that_names_one(tmp_path):
     assert loaded.reward.shot_reward == -4.0 and loaded.reward.kill_reward == 90.0
     assert game == GameConfig.from_dict({**RULES_PRESETS["rllib_sw"], "rules": "rllib_sw",
                                          "controls": "switches"})
-    assert game.num_actions == 16 and game.obs_dim == engine.OBS_MASK + 16
+    assert game.num_actions == 16 and game.obs_dim == 48  # hyperspace: each ship's jumps left
 
 
 def test_the_peer_rules_round_hits_no_torpedo_or_ship_collisions():
@@ -212,7 +213,7 @@ def test_the_switches_mask_and_what_a_press_does():
     assert b.ship_f[0, 0, engine.SANG] == pytest.approx(before + 4 * config.rotation_speed)
     assert b.ship_i[0, 0, engine.SHOTS] == 1 and b.ship_i[0, 0, engine.MASKED] == 1
     jumper = one_game(config.changed(hyperspace=True))
-    assert jumper.observe()[0, 0, engine.OBS_MASK + SW_HYPERSPACE] == 1
+    assert jumper.observe()[0, 0, jumper.config.mask_start + SW_HYPERSPACE] == 1
     jumper.step(np.array([[SW_HYPERSPACE | SW_FIRE, 0]]))
     assert jumper.ship_i[0, 0, engine.JUMPS] == 1 and jumper.ship_i[0, 0, engine.SHOTS] == 1
 
@@ -228,18 +229,18 @@ def test_a_held_fire_switch_fires_as_the_reload_ends_within_the_decision():
     six.step(np.array([[Action.FIRE, 0]]))
     shots, waited = 1, 0
     while b.ship_i[0, 0, engine.COOLDOWN] >= skip:  # the reload ends past this decision
-        assert b.observe()[0, 0, engine.OBS_MASK + SW_FIRE] == 0
+        assert b.observe()[0, 0, config.mask_start + SW_FIRE] == 0
         b.step(np.array([[SW_FIRE, 0]]))
         six.step(np.array([[Action.FIRE, 0]]))
         assert b.ship_i[0, 0, engine.SHOTS] == shots
         waited += 1
     ends = int(b.ship_i[0, 0, engine.COOLDOWN])
     assert waited > 0 and 0 < ends < skip
-    assert b.observe()[0, 0, engine.OBS_MASK + SW_FIRE] == 1
-    assert b.observe()[0, 0, engine.OBS_MASK + (SW_FIRE | SW_THRUST)] == 1
-    assert b.observe()[0, 0, engine.OBS_MASK + (SW_FIRE | SW_HYPERSPACE)] == 0  # gone at once
+    assert b.observe()[0, 0, config.mask_start + SW_FIRE] == 1
+    assert b.observe()[0, 0, config.mask_start + (SW_FIRE | SW_THRUST)] == 1
+    assert b.observe()[0, 0, config.mask_start + (SW_FIRE | SW_HYPERSPACE)] == 0  # gone at once
     # The six actions are played whole or not at all: fire waits for the next decision there.
-    assert six.observe()[0, 0, engine.OBS_MASK + Action.FIRE] == 0
+    assert six.observe()[0, 0, config.mask_start + Action.FIRE] == 0
     refused = int(b.ship_i[0, 0, engine.MASKED])  # the presses while it could not act
     b.step(np.array([[SW_FIRE, 0]]))
     assert b.ship_i[0, 0, engine.SHOTS] == shots + 1
@@ -272,8 +273,20 @@ def test_a_network_trained_without_hyperspace_flies_a_game_that_has_it():
                             for g in r.games])
     assert not np.isin(moves, [SW_HYPERSPACE, SW_HYPERSPACE | SW_THRUST]).any()
     with pytest.raises(ValueError, match="trained on 36-float observations but this game gives "
-                                         "37"):
+                                         "39"):
         play_match("pretrained", "heuristic:hard", 2, seed=1, config=PEER)
+
+
+def test_a_network_saved_before_the_jumps_left_were_observed_reads_what_it_learned():
+    """The shipped network for the peer's game learned 46 values, without the jumps left: from
+    today's 48 it reads those 46 and picks the moves it picks from them."""
+    game = GameConfig.from_dict({"rules": "rllib_sw", "controls": "switches"})
+    rows = random_positions(game, games=16, steps=20)
+    assert rows.shape[1] == 48 and len(np.unique(rows[:, 30:32], axis=0)) > 3  # jumps vary
+    pilot = make_pilot("pretrained:rllib_sw", game)
+    assert pilot.agent.state_dim == 46
+    learned = np.concatenate([rows[:, :30], rows[:, 32:]], 1)
+    assert np.array_equal(pilot.act(rows), pilot.agent.select_action(learned, deterministic=True))
 
 
 def test_the_environments_take_the_switches():

@@ -354,7 +354,7 @@ def test_the_opponents_moves_are_read_back_from_the_game(game):
     watcher.see(batch, ours)
     seen, skipped = set(), 0
     for _ in range(60):
-        valid = obs[:, 1, engine.OBS_MASK:engine.OBS_MASK + config.num_actions] > 0.5
+        valid = obs[:, 1, batch.mask_columns] > 0.5
         moves = np.array([rng.choice(np.flatnonzero(v)) for v in valid])
         hidden = batch.ship_i[:, 1, engine.HYPER_HIDDEN] > 0
         batch.step(np.stack([np.zeros(n, dtype=np.int64), moves], 1))
@@ -501,7 +501,7 @@ def test_a_jump_is_left_to_the_policy(controls, monkeypatch):
         values[:, jump] = 1.0  # the jump's rollouts all won
         monkeypatch.setattr(planner, "action_values", lambda rows, v=values: v[rows])
         obs = batch.observe()[:, 0]
-        assert obs[:, engine.OBS_MASK + jump].all()  # a jump is allowed now
+        assert obs[:, config.mask_start + jump].all()  # a jump is allowed now
         assert planner.act(obs).tolist() == [expected, expected]
 
 

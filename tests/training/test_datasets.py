@@ -78,7 +78,7 @@ def test_bad_names_and_mismatched_datasets_are_one_line(minari_home):
     generate([("heuristic:easy", "random")], 2, "small", quiet=True)
     with pytest.raises(ValueError, match="exists already"):
         generate([("heuristic:easy", "random")], 2, "small", quiet=True)
-    with pytest.raises(ValueError, match=r"shape \(36,\) and 6 actions.*\(37,\) and 7"):
+    with pytest.raises(ValueError, match=r"shape \(36,\) and 6 actions.*\(39,\) and 7"):
         arrays("small", config=GameConfig(hyperspace=True))
     with pytest.raises(ValueError, match="no episodes flown by 'heuristic:hard'"):
         arrays("small", pilot="heuristic:hard")

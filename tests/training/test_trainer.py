@@ -422,7 +422,7 @@ def test_toml_config_file_with_flag_overrides(tmp_path):
     p = build_parser()
     cfg = _run_config(p.parse_args(["--config", str(cfg_file), "--seed", "4"]))
     assert cfg.train.num_envs == 12 and cfg.train.seed == 4
-    assert cfg.ppo.hidden_sizes == (48, 48) and cfg.game.obs_dim == 37
+    assert cfg.ppo.hidden_sizes == (48, 48) and cfg.game.obs_dim == 39
     cfg_file.write_text("[train]\nnum_envz = 3\n")
     # A mistyped field is named with the nearest real one, not a list of all of them.
     with pytest.raises(ValueError, match="unknown field 'num_envz'; did you mean 'num_envs'"):

@@ -27,6 +27,7 @@ from ...agents.checkpoints import CheckpointError, check_finite, error_summary, 
 from ...agents.opponent_model import FILE_NAME as OPPONENT_MODEL_FILE
 from ...agents.opponent_model import PAYLOAD_KEY as OPPONENT_MODEL_KEY
 from ...agents.opponent_model import OpponentModel
+from ...agents.ppo import shown_jumps
 from ...agents.saved import make_agent
 from ...config import UNLIMITED_STEPS, RunConfig
 from ...game.environment import SpacewarVectorEnv
@@ -161,6 +162,10 @@ class Trainer(RunFrame):
         if init_weights is not None and resume_ckpt is None:
             init_ckpt = load_checkpoint(init_weights, expect_algorithm=t.algorithm,
                                         expect_obs_dim=cfg.game.obs_dim)
+            if init_ckpt["obs_dim"] != cfg.game.obs_dim and t.algorithm != "ppo":
+                raise UserError(f"--init-from {init_weights}: a DQN network saved before "
+                                "observations held the jumps left trains on only in a game "
+                                "without hyperspace; start this run afresh")
         warm = bool(t.warm_start) and resume_ckpt is None and init_weights is None
         self._shape_configs(resume_ckpt if resume_ckpt is not None else init_ckpt, warm)
         # The learner's own games; rollout workers hold theirs instead (rollouts.py).
@@ -189,6 +194,8 @@ class Trainer(RunFrame):
         elif init_ckpt is not None:
             state = dict(init_ckpt["agent"])
             state.pop("optimizer", None)  # a fresh optimizer for a new run
+            if init_ckpt["obs_dim"] != cfg.game.obs_dim:  # saved before the jumps left were seen
+                state = shown_jumps(state)
             self._load_weights(state, init_weights)
             self.agent.offer_held_fire()  # a new run learns the game's moves as offered today
         if warm:
@@ -218,6 +225,10 @@ class Trainer(RunFrame):
         t = self.cfg.train
         ckpt = load_checkpoint(resume, expect_algorithm=t.algorithm,
                                expect_obs_dim=self.cfg.game.obs_dim)
+        if ckpt["obs_dim"] != self.cfg.game.obs_dim:
+            raise UserError(f"--resume {resume}: the run was saved before observations held the "
+                            f"jumps left, so its optimizer does not fit them; train on from it "
+                            f"in a new run: --init-from {resume}")
         meta = ckpt["metadata"]
         # A resumed run keeps its name unless the config names another (pbt.py's members
         # continue a better member's weights under their own).
