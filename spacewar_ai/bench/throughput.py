@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from ..config import GameConfig
+from ..config import MASK_STARTS, GameConfig
 from ..game.environment import SpacewarEnv, SpacewarVectorEnv
 from ..pilots.scripted import HeuristicPilot
 from ..util.files import PACKAGE_DIR
@@ -27,9 +27,9 @@ def _median_rate(fn, work: int, repeats: int) -> float:
     return statistics.median(rates)
 
 
-def random_valid_actions(obs: np.ndarray, columns: slice, rng: np.random.Generator) -> np.ndarray:
-    """Uniform valid actions for observations (..., D), from their masks (`columns` of them)."""
-    mask = obs[..., columns] > 0.5
+def random_valid_actions(obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Uniform valid actions for observations (..., D), from their masks."""
+    mask = obs[..., MASK_STARTS[obs.shape[-1]]:] > 0.5
     scores = rng.random(mask.shape) * mask
     return scores.argmax(axis=-1)
 
@@ -96,7 +96,7 @@ def bench_pilot(num_games: int, calls: int, repeats: int, seed: int) -> float:
     rng = np.random.default_rng(seed)
     # Observations from games in progress (torpedoes in flight), not just start positions.
     for _ in range(30):
-        obs, *_ = env.step_both(random_valid_actions(obs, env.batch.mask_columns, rng))
+        obs, *_ = env.step_both(random_valid_actions(obs, rng))
     views = np.ascontiguousarray(obs[:, 0])
     pilot = HeuristicPilot("hard")
 
@@ -272,7 +272,7 @@ def bench_lm(seed: int = 0, quick: bool = False, spec: str = "smollm2") -> dict[
     obs, _ = env.reset(seed=seed)
     rng = np.random.default_rng(seed)
     for _ in range(20):  # into the game: torpedoes out, the star's pull felt
-        obs, *_ = env.step(random_valid_actions(obs, env.batch.mask_columns, rng))
+        obs, *_ = env.step(random_valid_actions(obs, rng))
     repeats = 1 if quick else 3
     figures = {}
     print(f"LM pilot lm:{spec}, one forward pass a decision, torch on "
