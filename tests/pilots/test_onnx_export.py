@@ -93,13 +93,15 @@ def test_an_exported_switches_network_reads_the_fire_mask_it_learned_with(tmp_pa
 
     config = GameConfig.preset("rllib_sw").changed(controls="switches")
     rows = random_positions(config)
-    held = (rows[:, 8] > 0) & (rows[:, 30 + 8] > 0.5)
+    held = (rows[:, 8] > 0) & (rows[:, config.mask_start + 8] > 0.5)
     assert held.sum() > 50  # fire held offered
     state = torch.load(check_spec("pretrained:rllib_sw").path, weights_only=False)
     del state["agent"]["view_constants"]["fire_held"]
     torch.save(state, tmp_path / "old.pt")
+    # Both learned before observations held the jumps left: exported, they read what they learned.
+    learned = np.ascontiguousarray(np.concatenate([rows[:, :30], rows[:, 32:]], 1))
     for spec in ("pretrained:rllib_sw", str(tmp_path / "old.pt")):
         export_onnx(spec, tmp_path / "m.onnx")
-        actions, _ = ort.InferenceSession(str(tmp_path / "m.onnx")).run(None, {"obs": rows})
+        actions, _ = ort.InferenceSession(str(tmp_path / "m.onnx")).run(None, {"obs": learned})
         expected = make_pilot(spec, config).act(rows)
         assert np.mean(actions == expected) == 1.0, spec
