@@ -286,6 +286,8 @@ def _files(d: Path) -> dict:
     PPOAgent(37, 7, PPOConfig(hidden_sizes=(8,))).save(d / "hyper.pt")
     # The peer's game as saved before observations held the jumps left.
     PPOAgent(46, 16, PPOConfig(hidden_sizes=(8,))).save(d / "switches46.pt")
+    DQNAgent(46, 16, DQNConfig(hidden_sizes=(8,), stream_size=4, buffer_size=8)).save(
+        d / "dqn46.pt")
     PPOAgent(36, 6, PPOConfig(hidden_sizes=(8,))).save(d / "ppo.pt")
     DQNAgent(36, 6, DQNConfig(hidden_sizes=(8,), stream_size=4, buffer_size=8)).save(d / "dqn.pt")
     # Weights that do not fit the network their own saved settings describe.
@@ -304,7 +306,7 @@ def _files(d: Path) -> dict:
         edit(c)
         torch.save(c, d / name)
     for name in ("nan.pt", "hyper.pt", "ppo.pt", "dqn.pt", "shape.pt", "noversion.pt",
-                 "agentlist.pt", "metalist.pt", "actions0.pt", "switches46.pt"):
+                 "agentlist.pt", "metalist.pt", "actions0.pt", "switches46.pt", "dqn46.pt"):
         f[name] = str(d / name)
     return f
 
@@ -406,6 +408,10 @@ BAD_INPUT = {
     "resume from before the jumps left": (lambda f: ["--resume", f["switches46.pt"], "--config",
                                                      str(ROOT / "examples" / "rllib_sw.toml")],
                                           "--init-from"),
+    "DQN from before the jumps left": (lambda f: ["--algorithm", "dqn", "--init-from",
+                                                  f["dqn46.pt"], "--config",
+                                                  str(ROOT / "examples" / "rllib_sw.toml")],
+                                       "start this run afresh"),
     "export to a folder": (lambda f: ["--export", f["folder"], "--checkpoint", "pretrained"],
                            "is a folder"),
     "export missing": (lambda f: ["--export", f["folder"] + "/x.pt", "--checkpoint",

@@ -152,12 +152,6 @@ class Trainer(RunFrame):
                 _setting("--warm-start ([train] warm_start)", check_spec, t.warm_start)
         self.counters = Counters()
         resume_ckpt, name = self._read_resume(resume) if resume is not None else (None, None)
-        # A run against champions says so: runs/ otherwise lists it like a fresh start.
-        name = name or t.named(("champion-" if champions else "") + t.algorithm)
-        fresh = self.counters.updates == 0
-        super().__init__(cfg, name, Path(t.checkpoint_dir) / name,
-                         lambda folder: RunLog(folder, cfg, fresh), quiet)
-        _seed_everything(t.seed + self.counters.updates)
         init_ckpt = None
         if init_weights is not None and resume_ckpt is None:
             init_ckpt = load_checkpoint(init_weights, expect_algorithm=t.algorithm,
@@ -166,6 +160,12 @@ class Trainer(RunFrame):
                 raise UserError(f"--init-from {init_weights}: a DQN network saved before "
                                 "observations held the jumps left trains on only in a game "
                                 "without hyperspace; start this run afresh")
+        # A run against champions says so: runs/ otherwise lists it like a fresh start.
+        name = name or t.named(("champion-" if champions else "") + t.algorithm)
+        fresh = self.counters.updates == 0
+        super().__init__(cfg, name, Path(t.checkpoint_dir) / name,
+                         lambda folder: RunLog(folder, cfg, fresh), quiet)
+        _seed_everything(t.seed + self.counters.updates)
         warm = bool(t.warm_start) and resume_ckpt is None and init_weights is None
         self._shape_configs(resume_ckpt if resume_ckpt is not None else init_ckpt, warm)
         # The learner's own games; rollout workers hold theirs instead (rollouts.py).
