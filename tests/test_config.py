@@ -226,3 +226,15 @@ def test_mechanics_saved_under_the_peers_name_are_read_by_their_own():
     game = GameConfig.from_dict(old)
     assert (game.start_positions, game.move_order) == ("eccentric_or_rest", "thrust_first")
     assert game == GameConfig.preset("rllib_sw")
+
+
+def test_every_games_mask_start_is_found_from_its_width_alone():
+    """Pilots handed bare observations (no game) find the mask by the width: every layout a game
+    can give must map to the mask start its config says, and only hyperspace holds jumps left."""
+    from spacewar_ai.config import MASK_STARTS, without_jumps
+
+    for controls in ("six", "switches"):
+        for hyperspace in (False, True):
+            game = GameConfig(controls=controls, hyperspace=hyperspace)
+            assert MASK_STARTS[game.obs_dim] == game.mask_start
+            assert (without_jumps(game.obs_dim) is not None) == hyperspace
