@@ -1,7 +1,9 @@
 """ONNX export: a trained pilot as one file any ONNX runtime can run, no Python or torch needed.
 
 It takes raw observations `obs` float32 (N, D), the observation of the game the network
-learned (36 floats in the default game, 46 under the 1962 switches), and returns `action` int64
+learned as that game gives it today (36 floats in the default game, 46 under the 1962 switches,
+48 with their hyperspace; a network saved before observations held the jumps left drops them
+inside the file, as its agent does), and returns `action` int64
 (N,) (greedy, masked actions never chosen) and `scores` float32 (N, A) (masked logits or
 Q-values). The network's view (features.py, rewritten as torch operations in float64), its
 observation statistics and the masking are inside. `--export model.onnx --checkpoint SPEC`;
@@ -17,7 +19,7 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
-from ..config import MASK_STARTS, OBS_MASK
+from ..config import JUMP_COLUMNS, MASK_STARTS, OBS_MASK, without_jumps
 from ..game.features import (
     FIRE_SWITCHES,
     OBS_RELOAD,
@@ -210,10 +212,12 @@ class Features(nn.Module):
 
 
 class Exported(nn.Module):
-    """obs -> (action, scores) for a PPO or DQN agent, as agents.py plays it greedily."""
+    """obs -> (action, scores) for a PPO or DQN agent, as agents.py plays it greedily;
+    `drop_jumps`: the observations hold the jumps left, which the network never learned."""
 
-    def __init__(self, agent):
+    def __init__(self, agent, drop_jumps: bool = False):
         super().__init__()
+        self.drop_jumps = drop_jumps
         self.features = Features(agent.view, agent.view_constants,
                                  MASK_STARTS.get(agent.state_dim, OBS_MASK))
         self.actions = agent.action_dim
@@ -226,6 +230,8 @@ class Exported(nn.Module):
             self.members = nn.ModuleList(agent.play_members)
 
     def forward(self, obs):
+        if self.drop_jumps:
+            obs = torch.cat([obs[:, :OBS_MASK], obs[:, OBS_MASK + JUMP_COLUMNS:]], 1)
         if self.ready_only:
             refused = (obs[:, OBS_RELOAD:OBS_RELOAD + 1] > 0) & self.fire_switches
             obs = torch.cat([obs[:, :-self.actions],
@@ -241,6 +247,18 @@ class Exported(nn.Module):
         scores = scores / (1 + len(self.members))
         scores = torch.where(mask, scores, torch.full_like(scores, NEG_INF))
         return torch.argmax(scores, 1), scores
+
+
+def game_width(state_dim: int, ckpt: dict) -> int:
+    """The width of the observations the game a network learned gives today: its own, or with
+    the jumps left where that game had hyperspace and the network was saved before they were
+    observed (37 wide always had it; 46 wide says so in its saved settings)."""
+    wider = state_dim + JUMP_COLUMNS
+    if without_jumps(wider) != state_dim:
+        return state_dim
+    game = (ckpt["metadata"].get("config") or {}).get("game") or {}
+    seven_actions = state_dim - MASK_STARTS[state_dim] == 7  # hyperspace's own action
+    return wider if seven_actions or game.get("hyperspace") else state_dim
 
 
 EXPORT_STAGES = ("loading the network", "tracing it and its view (torch.export)",
@@ -269,11 +287,12 @@ def export_onnx(spec: str, dst: str | Path, stage=None) -> int:
     # The network as saved, whatever game it learned (six actions, hyperspace, switches): the
     # export reads the observation that game gives.
     stage(0)
-    agent, _ = load_agent(checkpoint_file(parsed), "cpu",
-                          parsed.kind if parsed.kind in ("ppo", "dqn") else None)
-    model = Exported(agent).eval()
-    example = torch.zeros(4, agent.state_dim)
-    example[:, MASK_STARTS.get(agent.state_dim, OBS_MASK):] = 1.0
+    agent, ckpt = load_agent(checkpoint_file(parsed), "cpu",
+                              parsed.kind if parsed.kind in ("ppo", "dqn") else None)
+    width = game_width(agent.state_dim, ckpt)
+    model = Exported(agent, drop_jumps=width != agent.state_dim).eval()
+    example = torch.zeros(4, width)
+    example[:, MASK_STARTS.get(width, OBS_MASK):] = 1.0
     quiet = logging.getLogger("torch.onnx")
     level = quiet.level
     quiet.setLevel(logging.ERROR)  # the exporter's notices (torchvision absent, ...) are noise
@@ -288,7 +307,7 @@ def export_onnx(spec: str, dst: str | Path, stage=None) -> int:
         quiet.setLevel(level)
     data = program.model_proto.SerializeToString()
     stage(2)
-    problems = onnx_problems(data, agent.state_dim)  # the game the network learned
+    problems = onnx_problems(data, width)  # the game the network learned
     if problems:  # an operator the exporter chose that the arena's allow-list leaves out
         raise UserError(f"--export {dst}: the exported model {problems[0]}; nothing was "
                         "written (a bug of the export: please report it)")

@@ -83,10 +83,13 @@ def test_an_exported_model_chooses_what_the_torch_pilot_chooses(tmp_path, positi
 def test_an_exported_switches_network_reads_the_fire_mask_it_learned_with(tmp_path):
     """A switches network saved before the mask offered fire held through a reload's end (no
     `fire_held` among its constants), and the shipped one, which learned with it: exported, each
-    chooses what its torch pilot chooses in those states."""
+    chooses what its torch pilot chooses in those states. Both were saved before observations
+    held the jumps left: the file reads today's peer's game and drops them, as their agent does,
+    so `onnx:` flies it there."""
     import onnxruntime as ort
 
     from spacewar_ai.config import GameConfig
+    from spacewar_ai.pilots.onnx_check import input_width
     from spacewar_ai.pilots.onnx_export import export_onnx
     from spacewar_ai.pilots.spec import check_spec
     from tests.helpers import random_positions
@@ -95,13 +98,15 @@ def test_an_exported_switches_network_reads_the_fire_mask_it_learned_with(tmp_pa
     rows = random_positions(config)
     held = (rows[:, 8] > 0) & (rows[:, config.mask_start + 8] > 0.5)
     assert held.sum() > 50  # fire held offered
+    assert len(np.unique(rows[:, 30:32], axis=0)) > 4  # the jumps left vary
     state = torch.load(check_spec("pretrained:rllib_sw").path, weights_only=False)
     del state["agent"]["view_constants"]["fire_held"]
     torch.save(state, tmp_path / "old.pt")
-    # Both learned before observations held the jumps left: exported, they read what they learned.
-    learned = np.ascontiguousarray(np.concatenate([rows[:, :30], rows[:, 32:]], 1))
     for spec in ("pretrained:rllib_sw", str(tmp_path / "old.pt")):
         export_onnx(spec, tmp_path / "m.onnx")
-        actions, _ = ort.InferenceSession(str(tmp_path / "m.onnx")).run(None, {"obs": learned})
+        assert input_width((tmp_path / "m.onnx").read_bytes()) == config.obs_dim == 48
+        actions, _ = ort.InferenceSession(str(tmp_path / "m.onnx")).run(None, {"obs": rows})
         expected = make_pilot(spec, config).act(rows)
         assert np.mean(actions == expected) == 1.0, spec
+        flown = make_pilot(f"onnx:{tmp_path / 'm.onnx'}", config).act(rows)
+        assert np.mean(flown == expected) == 1.0, spec
