@@ -410,7 +410,7 @@ class PPOAgent(OnPolicyAgent):
         for start in range(0, n, batch_size):
             rows = every[start:start + batch_size]
             idx = self._filled(rows, every, batch_size)
-            with autocast(self.device, self.learn_dtype):
+            with torch.no_grad(), autocast(self.device, self.learn_dtype):
                 logits = self.net.logits(self.obs_norm(x[idx]), mask[idx])[:len(rows)].float()
             b = best[rows, None]
             picked.append(logits.argmax(-1) == b[:, 0])
