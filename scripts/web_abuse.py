@@ -15,10 +15,10 @@ visitors), players and watchers throughout, and hostile visitors in phases:
 6. --abandoned costly replays (torpedoes that live long, fired every decision) posted two from
    each of half as many addresses whose sockets close within 0.8 s, then a fresh visitor's
    small replay: how long until it is answered;
-7. 20 addresses keeping the checkers busy with costly replays while an honest visitor uploads to
-   the arena every 5 s: how long until its upload is checked, whether the busy refusals spent
-   its hourly attempts, and how long a fresh visitor's small replay (retried every 5 s while
-   busy) waits beside the crowd;
+7. 20 addresses keeping the checkers busy with costly replays (--costly-steps decisions) while
+   an honest visitor uploads to the arena every 5 s: how long until its upload is checked,
+   whether the busy refusals spent its hourly attempts, and how long a fresh visitor's small
+   replay (retried every 5 s while busy) waits beside the crowd;
 8. 8 slow readers of a replay answer near answer_mb, reading a byte a second: the server's
    memory meanwhile and after answer_seconds;
 9. --replays saved games written under runs/replays: /api/replays and the pages meanwhile;
@@ -27,7 +27,7 @@ visitors), players and watchers throughout, and hostile visitors in phases:
     /ws/live), then a fresh visitor on each lane: how long until answered;
 11. 4 slow readers of a large replay answer from one address, then another visitor's replay;
 12. a tournament of --tournament-games saved games: its API and page, the pages meanwhile;
-13. --addresses visitors keeping the replays' lane full with costly replays for
+13. --addresses visitors keeping the replays' lane full with the costly replays of 7 for
     --crowd-seconds, each asking again after the Retry-After of a busy refusal, and --newcomers
     fresh visitors asking for a small replay beside them: how long each waited, in how many
     tries; the log's tracebacks.
@@ -35,7 +35,7 @@ visitors), players and watchers throughout, and hostile visitors in phases:
 Pages (/api/pilots, /api/arena, /play, /api/replays) are requested throughout from 127.0.0.1:
 their latency, and that of those asked during each phase, are printed with the descriptors and
 memory the server holds at the end and whether anything was lost (an accepted upload missing
-from the board, an answer of 500, the server gone).
+from the board, an answer of 500, the server gone), and how many seconds each phase took.
 
     python scripts/web_abuse.py                      # the figures in docs/browser.md
     python scripts/web_abuse.py --refused 5 --idle 10 --trickle 5 --crowd 4 --hold 4 \
@@ -138,10 +138,25 @@ class Pages(threading.Thread):
     def __init__(self, port: int):
         super().__init__(daemon=True)
         self.port = port
-        self.phase = "start"
         self.times: list[tuple[str, float]] = []
         self.statuses: list[int] = []
         self.stop = False
+        self.entered: dict[str, float] = {}  # when each phase began
+        self.phase = "start"
+
+    @property
+    def phase(self) -> str:
+        return self._phase
+
+    @phase.setter
+    def phase(self, name: str) -> None:
+        self._phase = name
+        self.entered[name] = time.monotonic()
+
+    def phase_seconds(self) -> str:
+        """How long each phase lasted, in order: where a run of the harness spends its time."""
+        marks = [*self.entered.items(), ("end", time.monotonic())]
+        return ", ".join(f"{name} {b - a:,.0f}" for (name, a), (_, b) in zip(marks, marks[1:]))
 
     def run(self) -> None:
         k = 0
@@ -430,12 +445,13 @@ def big_tournament(root: Path, port: int, games: int) -> str:
             f"{page:,.0f} ms")
 
 
-def thousand_crowd(port: int, addresses: int, seconds: float, newcomers: int) -> dict:
+def thousand_crowd(port: int, addresses: int, seconds: float, newcomers: int,
+                   costly_steps: int) -> dict:
     """`addresses` visitors keeping the replays' lane full for `seconds` with costly replays,
     each asking again after Retry-After when refused as busy and at once when answered; after
     the first third of that, `newcomers` fresh visitors 5 s apart each ask
     for a small replay the same way: how long each waits and how many tries."""
-    costly = firing_replay(50_000)
+    costly = firing_replay(costly_steps)
     stop = time.monotonic() + seconds
     answers = collections.Counter()
 
@@ -586,7 +602,7 @@ def run(a) -> dict:
 
     # 6. Costly checks abandoned by their senders, then a fresh visitor.
     pages.phase = "abandoned checks"
-    costly = firing_replay(50_000)
+    costly = firing_replay(50_000)  # long enough to be under way when its sender leaves
     left = [post_raw(port, "/api/replay?name=c.json", costly, f"198.18.0.{k // 2 + 1}")
             for k in range(a.abandoned)]
     time.sleep(0.8)
@@ -598,6 +614,7 @@ def run(a) -> dict:
 
     # 7. The checkers kept busy by 20 addresses, an honest arena upload retrying every 5 s.
     pages.phase = "checkers crowd"
+    costly = firing_replay(a.costly_steps)
     stop = time.monotonic() + a.busy
     crowd_answers: list[int] = []
 
@@ -698,13 +715,15 @@ def run(a) -> dict:
     # 13. A thousand addresses at the checkers, and newcomers.
     if a.addresses:
         pages.phase = "thousand addresses"
-        out.update(thousand_crowd(port, a.addresses, a.crowd_seconds, a.newcomers))
+        out.update(thousand_crowd(port, a.addresses, a.crowd_seconds, a.newcomers,
+                                  a.costly_steps))
 
     log = (root / "server.log").read_text()
     out["log_tracebacks"] = (f"{log.count('Traceback')} tracebacks, "
                              f"{log.count('InvalidStateError')} InvalidStateError")
 
     # The end: what the server holds, what was lost.
+    out["phase_seconds"] = pages.phase_seconds()
     pages.stop = True
     pages.join()
     names = {p["name"] for p in json.loads(request(port, "GET", "/api/arena")[1])["players"]}
@@ -743,6 +762,8 @@ def main(argv=None) -> int:
     p.add_argument("--seconds", type=float, default=300.0,
                    help="at most this long waiting for the honest upload's rating")
     p.add_argument("--abandoned", type=int, default=16, help="costly checks whose senders leave")
+    p.add_argument("--costly-steps", type=int, default=50_000,
+                   help="decisions of the costly replays the two crowds post (phases 7 and 13)")
     p.add_argument("--busy", type=float, default=90.0,
                    help="seconds 20 addresses keep the checkers busy")
     p.add_argument("--answer-seconds", type=float, default=60.0,

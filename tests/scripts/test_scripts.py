@@ -417,8 +417,9 @@ def test_web_abuse_measures_every_phase_and_loses_nothing(tmp_path):
     pytest.importorskip("onnx")
     out = _script(tmp_path, "web_abuse", "--players", "0", "--watchers", "1", "--refused", "6",
                   "--idle", "6", "--trickle", "3", "--hold", "12", "--crowd", "3",
-                  "--seconds", "900", "--abandoned", "2", "--busy", "8", "--replays", "300",
-                  "--answer-seconds", "4", "--churn", "15", "--tournament-games", "2000",
+                  "--seconds", "900", "--abandoned", "2", "--busy", "8", "--costly-steps", "5000",
+                  "--replays", "300", "--answer-seconds", "4", "--churn", "15",
+                  "--tournament-games", "2000",
                   "--addresses", "30", "--crowd-seconds", "30", "--newcomers", "2", "--limits",
                   "games_per_client=8,attempts_per_hour=4,head_seconds=4,"
                   "first_message_seconds=4,body_seconds=8,answer_seconds=4")
@@ -446,6 +447,8 @@ def test_web_abuse_measures_every_phase_and_loses_nothing(tmp_path):
     assert "another visitor's replay: 200" in figures["one_address_answers"]
     assert figures["big_tournament"].startswith("2,000 games")
     assert figures["crowd_newcomers"].startswith("2 of 2 answered")
+    assert [p.rsplit(" ", 1)[0] for p in figures["phase_seconds"].split(", ")][-2:] == [
+        "big tournament", "thousand addresses"]  # each phase's time, in order
     for key in ("server_cpu_s_all_refused", "server_memory_mb_end", "page_ms_all",
                 "slow_readers_memory_mb"):
         assert key in figures  # measured, not missing
