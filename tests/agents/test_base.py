@@ -228,7 +228,8 @@ def test_a_switches_network_keeps_the_fire_mask_it_learned_with(tmp_path):
 
     config = GameConfig.preset("rllib_sw").changed(controls="switches")
     rows = random_positions(config)
-    held = (rows[:, 8] > 0) & (rows[:, config.mask_start + 8] > 0.5)  # reloading, fire offered all the same
+    # reloading, fire offered all the same
+    held = (rows[:, 8] > 0) & (rows[:, config.mask_start + 8] > 0.5)
     assert held.sum() > 50
     torch.manual_seed(0)
     new = PPOAgent(config.obs_dim, 16, SMALL_PPO, game=config)
@@ -242,4 +243,5 @@ def test_a_switches_network_keeps_the_fire_mask_it_learned_with(tmp_path):
         chosen = np.concatenate([pilot.act(rows[i:i + 512]) for i in range(0, len(rows), 512)])
         fired = decode(chosen, "switches")[3]
         assert fired[held].any() == fires_held, spec
-        assert not fired[(rows[:, config.mask_start + 8] < 0.5)].any()  # what the game refuses, none offers
+        # what the game refuses, none offers
+        assert not fired[(rows[:, config.mask_start + 8] < 0.5)].any()

@@ -89,6 +89,7 @@ def test_an_exported_switches_network_reads_the_fire_mask_it_learned_with(tmp_pa
     import onnxruntime as ort
 
     from spacewar_ai.config import GameConfig
+    from spacewar_ai.game.engine import OBS_JUMPS
     from spacewar_ai.pilots.onnx_check import input_width
     from spacewar_ai.pilots.onnx_export import export_onnx
     from spacewar_ai.pilots.spec import check_spec
@@ -98,7 +99,7 @@ def test_an_exported_switches_network_reads_the_fire_mask_it_learned_with(tmp_pa
     rows = random_positions(config)
     held = (rows[:, 8] > 0) & (rows[:, config.mask_start + 8] > 0.5)
     assert held.sum() > 50  # fire held offered
-    assert len(np.unique(rows[:, 30:32], axis=0)) > 4  # the jumps left vary
+    assert len(np.unique(rows[:, OBS_JUMPS:config.mask_start], axis=0)) > 4  # jumps left vary
     state = torch.load(check_spec("pretrained:rllib_sw").path, weights_only=False)
     del state["agent"]["view_constants"]["fire_held"]
     torch.save(state, tmp_path / "old.pt")

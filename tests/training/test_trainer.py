@@ -261,7 +261,8 @@ def test_a_run_from_a_network_of_the_old_mask_learns_to_hold_fire(tmp_path):
     cfg.game = config
     out = Trainer(cfg, init_weights=tmp_path / "old.pt", quiet=True).run()
     rows = random_positions(config)
-    held = (rows[:, 8] > 0) & (rows[:, config.mask_start + 8] > 0.5)  # reloading, fire offered all the same
+    # reloading, fire offered all the same
+    held = (rows[:, 8] > 0) & (rows[:, config.mask_start + 8] > 0.5)
     trained = Path(out["run_dir"]) / "latest.pt"
     for spec, fires_held in ((tmp_path / "old.pt", False), (trained, True)):
         pilot = make_pilot(str(spec), config)
