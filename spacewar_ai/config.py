@@ -55,6 +55,16 @@ MASK_STARTS = {OBS_MASK + 6: OBS_MASK, OBS_MASK + 7: OBS_MASK, OBS_MASK + 16: OB
                OBS_MASK + JUMP_COLUMNS + 16: OBS_MASK + JUMP_COLUMNS}
 
 
+def mask_start(width: int) -> int:
+    """Where the action mask starts in observations `width` values wide, for pilots handed bare
+    observations with no game; a width no game gives is a caller's bug, named as one."""
+    try:
+        return MASK_STARTS[width]
+    except KeyError:
+        raise ValueError(f"observations {width} values wide come from no game: each game gives "
+                         f"one of {sorted(MASK_STARTS)} (GameConfig.obs_dim)") from None
+
+
 def without_jumps(width: int) -> int | None:
     """The width of observations `width` values wide less the jumps left, which a network saved
     before observations held them reads (its agent drops them); None where they hold none."""

@@ -231,10 +231,12 @@ def test_mechanics_saved_under_the_peers_name_are_read_by_their_own():
 def test_every_games_mask_start_is_found_from_its_width_alone():
     """Pilots handed bare observations (no game) find the mask by the width: every layout a game
     can give must map to the mask start its config says, and only hyperspace holds jumps left."""
-    from spacewar_ai.config import MASK_STARTS, without_jumps
+    from spacewar_ai.config import mask_start, without_jumps
 
     for controls in ("six", "switches"):
         for hyperspace in (False, True):
             game = GameConfig(controls=controls, hyperspace=hyperspace)
-            assert MASK_STARTS[game.obs_dim] == game.mask_start
+            assert mask_start(game.obs_dim) == game.mask_start
             assert (without_jumps(game.obs_dim) is not None) == hyperspace
+    with pytest.raises(ValueError, match=r"^observations 45 values wide come from no game.*46"):
+        mask_start(45)

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from ..config import MASK_STARTS, GameConfig
+from ..config import GameConfig, mask_start
 from ..game.environment import SpacewarEnv, SpacewarVectorEnv
 from ..pilots.scripted import HeuristicPilot
 from ..util.files import PACKAGE_DIR
@@ -29,7 +29,7 @@ def _median_rate(fn, work: int, repeats: int) -> float:
 
 def random_valid_actions(obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Uniform valid actions for observations (..., D), from their masks."""
-    mask = obs[..., MASK_STARTS[obs.shape[-1]]:] > 0.5
+    mask = obs[..., mask_start(obs.shape[-1]):] > 0.5
     scores = rng.random(mask.shape) * mask
     return scores.argmax(axis=-1)
 

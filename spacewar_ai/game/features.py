@@ -14,7 +14,7 @@ import math
 import numba as nb
 import numpy as np
 
-from ..config import MASK_STARTS, OBSERVATION_VIEWS, GameConfig
+from ..config import OBSERVATION_VIEWS, GameConfig, mask_start
 from ..util.errors import UserError
 from .ballistics import bends, closest_approach, intercept_time, path_distance
 from .controls import SW_FIRE
@@ -308,7 +308,7 @@ def tactical_view(obs: np.ndarray, constants: dict[str, float]) -> np.ndarray:
     (N, D) or (D,) -> (N, D + 5) or (D + 5,)."""
     rows = _rows(obs, "tactical")
     out = np.empty((rows.shape[0], rows.shape[1] + TACTICAL_COLUMNS), dtype=np.float32)
-    start = MASK_STARTS.get(rows.shape[1], OBS_MASK)  # after the jumps left, if any
+    start = mask_start(rows.shape[1])  # after the jumps left, if any
     _egocentric_kernel(rows, out, TACTICAL_COLUMNS, start)
     out[:, start:start + TACTICAL_COLUMNS] = tactical_columns(rows, constants)
     return out.reshape(np.shape(obs)[:-1] + (out.shape[1],))

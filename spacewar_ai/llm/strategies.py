@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config import MASK_STARTS, GameConfig
+from ..config import GameConfig, mask_start
 from ..game.environment import ACTION_DOC, OBSERVATION_DOC
 from ..pilots.sandbox import (
     ALLOWED_BUILTINS,
@@ -376,7 +376,7 @@ class LLMExplorationGuide:
         if rows.size == 0:
             return actions
         guided = self.pilot.act(obs[rows])
-        start = MASK_STARTS[obs.shape[1]]
+        start = mask_start(obs.shape[1])
         mask = obs[rows, start:start + self.pilot.n_actions] > 0.5
         ok = mask[np.arange(rows.size), guided]
         out = actions.copy()

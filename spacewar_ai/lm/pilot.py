@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import MASK_STARTS
+from ..config import mask_start
 from ..game.pilot import Pilot
 from .models import LMError, lm_identity, lm_view, load_lm
 from .view import ANSWER, DEFAULT_VIEW, preamble, situations
@@ -97,7 +97,7 @@ def prompt_logits(model, coder: PromptCoder, obs: np.ndarray, cache=None):
     for every row, then the situations."""
     cache = preamble_cache(model, coder) if cache is None else cache
     cache.batch_repeat_interleave(len(obs))
-    masks = obs[:, MASK_STARTS[obs.shape[1]]:] > 0.5
+    masks = obs[:, mask_start(obs.shape[1]):] > 0.5
     return masked_answer_logits(model, coder, coder.situations(obs), masks,
                                 cache=cache)
 

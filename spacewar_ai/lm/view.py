@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from ..config import DEFAULT_PROMPT_VIEW, MASK_STARTS, PROMPT_VIEWS, GameConfig
+from ..config import DEFAULT_PROMPT_VIEW, PROMPT_VIEWS, GameConfig, mask_start
 from ..game.engine import OBS_OPPONENT, OBS_OWN, OBS_STAR, OBS_TORPEDOES
 from ..util.errors import UserError
 
@@ -125,7 +125,7 @@ def _situation(obs: np.ndarray, aiming: str) -> str:
 def prompt(obs: np.ndarray, num_actions: int | None = None, view: int = 1) -> str:
     """The whole prompt of one observation: preamble + situation. num_actions defaults to the
     observation's (the length of its action mask)."""
-    n = len(np.asarray(obs)) - MASK_STARTS[len(np.asarray(obs))] if num_actions is None \
+    n = len(np.asarray(obs)) - mask_start(len(np.asarray(obs))) if num_actions is None \
         else num_actions
     return preamble(n) + situation(obs, view)
 
@@ -133,4 +133,4 @@ def prompt(obs: np.ndarray, num_actions: int | None = None, view: int = 1) -> st
 def valid_actions(obs: np.ndarray) -> list[int]:
     """The indices of the valid actions (the observation's mask), in order."""
     obs = np.asarray(obs)
-    return [int(a) for a in np.flatnonzero(obs[MASK_STARTS[len(obs)]:] > 0.5)]
+    return [int(a) for a in np.flatnonzero(obs[mask_start(len(obs)):] > 0.5)]

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
-from ..config import JUMP_COLUMNS, MASK_STARTS, OBS_MASK, without_jumps
+from ..config import JUMP_COLUMNS, OBS_MASK, mask_start, without_jumps
 from ..game.features import (
     FIRE_SWITCHES,
     OBS_RELOAD,
@@ -219,7 +219,7 @@ class Exported(nn.Module):
         super().__init__()
         self.drop_jumps = drop_jumps
         self.features = Features(agent.view, agent.view_constants,
-                                 MASK_STARTS.get(agent.state_dim, OBS_MASK))
+                                 mask_start(agent.state_dim))
         self.actions = agent.action_dim
         self.ready_only = agent.fires_when_ready  # the mask as it learned it
         self.register_buffer("fire_switches", torch.as_tensor(FIRE_SWITCHES))
@@ -257,7 +257,7 @@ def game_width(state_dim: int, ckpt: dict) -> int:
     if without_jumps(wider) != state_dim:
         return state_dim
     game = (ckpt["metadata"].get("config") or {}).get("game") or {}
-    seven_actions = state_dim - MASK_STARTS[state_dim] == 7  # hyperspace's own action
+    seven_actions = state_dim - mask_start(state_dim) == 7  # hyperspace's own action
     return wider if seven_actions or game.get("hyperspace") else state_dim
 
 
@@ -292,7 +292,7 @@ def export_onnx(spec: str, dst: str | Path, stage=None) -> int:
     width = game_width(agent.state_dim, ckpt)
     model = Exported(agent, drop_jumps=width != agent.state_dim).eval()
     example = torch.zeros(4, width)
-    example[:, MASK_STARTS.get(width, OBS_MASK):] = 1.0
+    example[:, mask_start(width):] = 1.0
     quiet = logging.getLogger("torch.onnx")
     level = quiet.level
     quiet.setLevel(logging.ERROR)  # the exporter's notices (torchvision absent, ...) are noise

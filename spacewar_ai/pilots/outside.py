@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config import MASK_STARTS
+from ..config import mask_start
 from ..game.pilot import Pilot
 from ..util.errors import UserError
 from ..util.files import printable
@@ -27,7 +27,7 @@ NEG_INF = -1e9
 
 
 def _masked_argmax(scores: np.ndarray, obs: np.ndarray) -> np.ndarray:
-    start = MASK_STARTS[obs.shape[1]]
+    start = mask_start(obs.shape[1])
     mask = obs[:, start:start + scores.shape[1]] > 0.5
     mask[~mask.any(1), 0] = True  # a row with no valid action may still drift
     return np.where(mask, scores, NEG_INF).argmax(1).astype(np.int64)

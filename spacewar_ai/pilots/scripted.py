@@ -13,7 +13,7 @@ import math
 import numba as nb
 import numpy as np
 
-from ..config import MASK_STARTS, GameConfig
+from ..config import GameConfig, mask_start
 from ..game.ballistics import coast, intercept_time
 from ..game.engine import Action, jit_warm_up
 from ..game.pilot import Pilot
@@ -64,7 +64,7 @@ class RandomPilot(Pilot):
         n = obs.shape[0]
         self._ensure(n)
         out = np.empty(n, dtype=np.int64)
-        _random_kernel(obs, MASK_STARTS[obs.shape[1]], self._keys, self._count, out)
+        _random_kernel(obs, mask_start(obs.shape[1]), self._keys, self._count, out)
         return out
 
 
@@ -370,7 +370,7 @@ class HeuristicPilot(Pilot):
 
     def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         out = np.empty(obs.shape[0], dtype=np.int64)
-        _heuristic_kernel(np.ascontiguousarray(obs, dtype=np.float32), MASK_STARTS[obs.shape[1]],
+        _heuristic_kernel(np.ascontiguousarray(obs, dtype=np.float32), mask_start(obs.shape[1]),
                           self._code, self._k, out)
         return out
 

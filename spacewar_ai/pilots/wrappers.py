@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..game.controls import SIX_AS_SWITCHES
-from ..config import JUMP_COLUMNS, MASK_STARTS, OBS_MASK
+from ..config import JUMP_COLUMNS, OBS_MASK, mask_start
 from ..game.engine import GameBatch
 from ..game.features import fire_when_ready
 from ..game.pilot import Pilot
@@ -50,7 +50,7 @@ class OnSwitches(Pilot):
     def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         # The six are played whole: fire is offered once the reload has ended, as in their game.
         obs = fire_when_ready(obs)
-        start = MASK_STARTS[obs.shape[1]]
+        start = mask_start(obs.shape[1])
         if len(self.six) == 6:  # the six actions' game has no hyperspace, so no jumps left
             jumps = obs[:, :0]
         elif start > OBS_MASK:
@@ -87,7 +87,7 @@ class StateRecorder(Pilot):
     def act(self, obs: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         actions = self.pilot.act(obs, active)
         live = np.ones(len(obs), dtype=bool) if active is None else active
-        rows = np.flatnonzero(live & ((obs[:, MASK_STARTS[obs.shape[1]]:] > 0.5).sum(axis=1) > 1))
+        rows = np.flatnonzero(live & ((obs[:, mask_start(obs.shape[1]):] > 0.5).sum(axis=1) > 1))
         if rows.size:
             self.states.append({k: v[rows] for k, v in self._batch.state_dict().items()})
             self.obs.append(obs[rows].copy())
@@ -154,7 +154,7 @@ class Labelled(Pilot):
     def _policy(self, obs: np.ndarray, answer: np.ndarray) -> np.ndarray:
         from .search import improved_policy
 
-        start = MASK_STARTS[obs.shape[1]]
+        start = mask_start(obs.shape[1])
         actions = obs.shape[1] - start
         out = np.zeros((len(obs), actions), dtype=np.float32)
         out[np.arange(len(obs)), np.clip(answer, 0, actions - 1)] = 1.0

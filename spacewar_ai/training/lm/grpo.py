@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-from ...config import MASK_STARTS, RunConfig
+from ...config import RunConfig, mask_start
 from ...lm.models import load_lm, shown_model
 from ...lm.pilot import LMPilot, PromptCoder, answer_logits, autocast, prompt_logits
 from ...pilots.wrappers import StateRecorder
@@ -111,7 +111,7 @@ def grpo_update(model, optimizer, coder: PromptCoder, obs: np.ndarray, advantage
     from ...pilots.search import improved_policy
 
     device = next(model.parameters()).device
-    start = MASK_STARTS[obs.shape[1]]
+    start = mask_start(obs.shape[1])
     mask = obs[:, start:start + advantages.shape[1]] > 0.5
     adv = torch.as_tensor(advantages, dtype=torch.float32, device=device)
     valid = torch.as_tensor(mask, device=device)

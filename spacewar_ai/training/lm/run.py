@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ...config import MASK_STARTS, RunConfig
+from ...config import RunConfig, mask_start
 from ...lm.models import ADAPTERS_DIR, load_trainable, require_transformers, save_adapter
 from ...lm.pilot import PromptCoder, answer_logits, autocast, prompt_logits
 from ...util.progress import DecisionCounter, Progress
@@ -68,7 +68,7 @@ def agreement(model, coder: PromptCoder, obs: np.ndarray, actions: np.ndarray) -
 def playable(obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
     """Which decisions can be learned: an action its own mask calls invalid cannot be the
     pilot's answer (it is at -inf there)."""
-    return obs[np.arange(len(obs)), MASK_STARTS[obs.shape[1]] + actions] > 0.5
+    return obs[np.arange(len(obs)), mask_start(obs.shape[1]) + actions] > 0.5
 
 
 def split(obs: np.ndarray, actions: np.ndarray, examples_wanted: int, held_out: int, seed: int):

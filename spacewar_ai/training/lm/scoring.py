@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...config import MASK_STARTS, GameConfig
+from ...config import GameConfig, mask_start
 from ...game.engine import OVER, GameBatch
 from ...pilots.wrappers import Jittered
 
@@ -34,7 +34,7 @@ def action_scores(states: dict[str, np.ndarray], obs: np.ndarray, sides: np.ndar
     score = play_on(copies, np.repeat(np.asarray(sides, dtype=np.int64), a * k), rollout,
                     opponent, horizon, first=np.tile(np.repeat(np.arange(a), k), len(sides)))
     score = score.reshape(len(sides), a, k).mean(axis=2)
-    start = MASK_STARTS[obs.shape[1]]
+    start = mask_start(obs.shape[1])
     score[obs[:, start:start + a] < 0.5] = np.nan
     return score
 
