@@ -1078,6 +1078,9 @@ class GameBatch:
 
     def step(self, actions: np.ndarray) -> int:
         """Advance every running game by one decision; returns how many games ended."""
+        # numba compiles a step of its own for each layout and integer type it is handed: one
+        # layout keeps a transposed or narrower array from costing a compile of many seconds.
+        actions = np.ascontiguousarray(actions, dtype=np.int64)
         # Left out, `dodges` is numba's omitted argument, a constant False compiled into its own
         # version of the step, so the count's code is gone from it rather than skipped.
         if self.count_dodges:

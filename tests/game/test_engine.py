@@ -386,3 +386,26 @@ def test_counting_dodges_changes_no_game():
             if "final_info" in info:
                 assert ("dodged" in info["final_info"]) == flag
                 break
+
+
+def test_actions_of_any_layout_or_integer_type_play_the_same_games_without_a_new_compile():
+    """A transposed, strided or int32 array of actions plays what the C-ordered int64 one plays,
+    and costs no compile of a step of its own (many seconds the first time a process meets it)."""
+    from spacewar_ai.game.replays import state_hash
+
+    actions = np.random.default_rng(9).integers(0, 6, size=(40, 16, 2))
+    layouts = (lambda a: a, lambda a: np.asfortranarray(a).astype(np.int32),
+               lambda a: np.repeat(a, 2, axis=0)[::2])
+    batches = [engine.GameBatch(16) for _ in layouts]
+    for b in batches:
+        b.reset(seeds=np.arange(16, dtype=np.int64))
+    batches[0].step(actions[0])  # the usual layout, compiled or read from the cache
+    known = len(engine.step_games.signatures)
+    for b, layout in zip(batches[1:], layouts[1:]):
+        b.step(layout(actions[0]))
+    for a in actions[1:]:
+        for b, layout in zip(batches, layouts):
+            b.step(layout(a))
+    assert len(engine.step_games.signatures) == known
+    played = [[state_hash(b, g) for g in range(16)] for b in batches]
+    assert played[1] == played[0] and played[2] == played[0]
