@@ -64,7 +64,9 @@ class RandomPilot(Pilot):
         n = obs.shape[0]
         self._ensure(n)
         out = np.empty(n, dtype=np.int64)
-        _random_kernel(obs, mask_start(obs.shape[1]), self._keys, self._count, out)
+        # One layout and type, as the heuristic's: numba compiles a kernel for each it meets.
+        _random_kernel(np.ascontiguousarray(obs, dtype=np.float32), mask_start(obs.shape[1]),
+                       self._keys, self._count, out)
         return out
 
 

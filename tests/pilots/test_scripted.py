@@ -43,6 +43,26 @@ def test_pilots_choose_only_valid_actions(spec):
         assert env.batch.ship_i[:, 0, 10].sum() == masked_before
 
 
+@pytest.mark.parametrize("spec, kernel", [("random", "_random_kernel"),
+                                          ("heuristic:hard", "_heuristic_kernel")])
+def test_a_pilot_reads_observations_of_any_layout_or_float_type_alike(spec, kernel):
+    """One side's rows of both ships' observations (strided) or float64 rows choose what the
+    float32 rows choose, and compile no kernel of their own (seconds the first time)."""
+    from spacewar_ai.pilots import scripted
+
+    env = SpacewarVectorEnv(16, opponent="random")
+    obs, _ = env.reset(seed=2)
+    both = np.stack([obs, obs], axis=1)
+    pilots = [make_pilot(spec) for _ in range(3)]
+    for pilot in pilots:
+        pilot.reset(np.ones(16, bool), env.batch.rng.copy())
+    chosen = [pilots[0].act(obs)]
+    known = len(getattr(scripted, kernel).signatures)
+    chosen += [pilots[1].act(obs.astype(np.float64)), pilots[2].act(both[:, 1])]
+    assert len(getattr(scripted, kernel).signatures) == known
+    assert np.array_equal(chosen[1], chosen[0]) and np.array_equal(chosen[2], chosen[0])
+
+
 def test_each_game_of_a_batch_gets_the_hard_pilots_move_it_gets_alone():
     # The hard pilot predicts every game's orbits together before it decides any; a game whose
     # lead is found early must not stop, or be stopped by, the others' predictions.
