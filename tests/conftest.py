@@ -17,6 +17,19 @@ if "torch" in sys.modules:
     sys.modules["torch"].set_num_threads(1)
 
 
+def pytest_configure(config):
+    """Before the workers start, one process fills numba's cache (engine.jit_warm_up): on a fresh
+    checkout every worker, and every command each starts, would otherwise compile the engine at
+    once, the same code several times over on two cores."""
+    workers = config.getoption("numprocesses", None)
+    if not hasattr(config, "workerinput") and workers not in (None, 0):
+        import subprocess
+
+        subprocess.run([sys.executable, "-c", "import spacewar_ai.pilots.build; "
+                        "from spacewar_ai.game.engine import GameBatch; GameBatch(1)"],
+                       check=False, timeout=1200, capture_output=True)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_logreport(report):
     """A failing test is named the moment it fails, even in -q runs on xdist workers (which
