@@ -116,7 +116,7 @@ _jit_inline = nb.njit(cache=True, error_model="numpy", inline="always")
 # send), so that a first step does not look hung, and only then: a slow load on a busy machine
 # is not a compile.
 COMPILE_NOTICE = ("spacewar-ai: compiling the game engine with numba, once after installing "
-                  "(about half a minute of CPU; later runs load it from the cache)")
+                  "(about a minute of CPU; later runs load it from the cache)")
 _warm_ups: list = []
 _warm = {"done": False, "announced": False}
 
@@ -1118,7 +1118,11 @@ class GameBatch:
 
 @jit_warm_up
 def _warm_up_engine() -> None:
-    batch = GameBatch(1)
-    batch.reset(seeds=np.zeros(1, dtype=np.int64))
-    batch.observe()
-    batch.step(np.zeros((1, 2), dtype=np.int64))
+    # Both versions of the step (matches count dodges, the envs do not) and of the observation
+    # (all games, or those an autoreset started), so that no later first step compiles unseen.
+    for dodges in (True, False):
+        batch = GameBatch(1, count_dodges=dodges)
+        batch.reset(seeds=np.zeros(1, dtype=np.int64))
+        batch.observe()
+        batch.observe(np.ones(1, dtype=np.bool_))
+        batch.step(np.zeros((1, 2), dtype=np.int64))
