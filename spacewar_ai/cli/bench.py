@@ -16,7 +16,7 @@ QUICK = flag("--quick", "common", action="store_true",
 
 @mode("benchmark", reads=(SEED, QUICK, BASE_MODEL),
       flag_help="print engine, vector env, pilot, language-model and Ray throughput; several "
-                "minutes (--quick: a check that it runs, two to three)")
+                "minutes (--quick: a check that it runs, each row timed once: under a minute)")
 def benchmark(parser, args) -> int:
     from ..bench.throughput import run_benchmark
 

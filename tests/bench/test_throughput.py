@@ -25,6 +25,7 @@ def test_benchmark_prints_figures(tiny):
     # The LM rows of a tiny model built here: SmolLM2's take a minute and more on two cores.
     out = _run("--benchmark", "--quick", "--base-model", str(tiny))
     assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("Spacewar! AI benchmark: one run each (--quick)")
     for row in ("single env step_both", "1024 games", "4096 games", "hard pilot",
                 "1024 games, against its default opponent", "CartPoleVectorEnv, 1024 envs",
                 f"LM pilot lm:{tiny}", "bf16, batch of 64 games", "SFT (LoRA", "GRPO (64 states",
