@@ -409,3 +409,30 @@ def test_actions_of_any_layout_or_integer_type_play_the_same_games_without_a_new
     assert len(engine.step_games.signatures) == known
     played = [[state_hash(b, g) for g in range(16)] for b in batches]
     assert played[1] == played[0] and played[2] == played[0]
+
+
+def test_the_warm_ups_compile_every_version_the_envs_and_matches_step_with():
+    """What a first step compiles after the warm-ups is compiled without the notice: in a fresh
+    process, a Gymnasium env's steps (no dodge count, some games observed) and a match's batch
+    (dodges counted) use only versions of the step and the observation the warm-ups made."""
+    import subprocess
+    import sys
+
+    script = (
+        "import numpy as np, gymnasium as gym, spacewar_ai\n"
+        "from spacewar_ai.game import engine\n"
+        "engine.GameBatch(1)\n"
+        "made = [len(f.signatures) for f in (engine.step_games, engine.write_observations)]\n"
+        "env = gym.make_vec('Spacewar-v0', num_envs=2, vectorization_mode='vector_entry_point')\n"
+        "env.reset(seed=0)\n"
+        "for _ in range(200):\n"
+        "    env.step(np.full(2, 4))\n"
+        "b = engine.GameBatch(2)\n"
+        "b.reset(seeds=np.arange(2)); b.step(np.zeros((2, 2), dtype=np.int64)); b.observe()\n"
+        "print(made)\n"
+        "print([len(f.signatures) for f in (engine.step_games, engine.write_observations)])\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=900)
+    assert out.returncode == 0, out.stderr
+    made, used = out.stdout.strip().splitlines()[-2:]
+    assert made == used == "[2, 2]", out.stdout
