@@ -64,20 +64,27 @@ def _closest(px, py, vx, vy, horizon: float):
 
 
 def _bends(px, py, vx, vy, gm: float, times: list[float]):
-    """ballistics.bends: (N, steps + 1, 2) displacement of coasting paths from straight lines."""
+    """ballistics.bends over tensors: coasting bodies' starts and velocities, a tensor of any
+    shape each, -> (..., steps + 1, 2) displacements of their paths from straight lines. Every
+    body steps in one operation and the straight lines are taken in one at the end, so the
+    exported graph holds the loop's arithmetic once, not once a body."""
     x, y, ux, uy = px, py, vx, vy
-    out = [torch.zeros_like(torch.stack([px, py], -1))]
+    xs, ys = [px], [py]
     for k in range(1, len(times)):
         dt = times[k] - times[k - 1]
         r2 = x * x + y * y
         rr = torch.sqrt(r2)
-        inv = torch.where(rr > 1.0, dt * gm / torch.where(rr > 1.0, r2 * rr, 1.0), 0.0)
+        far = rr > 1.0
+        inv = torch.where(far, dt * gm / torch.where(far, r2 * rr, 1.0), 0.0)
         ux = ux - x * inv
         uy = uy - y * inv
         x = x + ux * dt
         y = y + uy * dt
-        out.append(torch.stack([x - (px + vx * times[k]), y - (py + vy * times[k])], -1))
-    return torch.stack(out, 1)
+        xs.append(x)
+        ys.append(y)
+    tt = torch.tensor(times, dtype=px.dtype)
+    return torch.stack([torch.stack(xs, -1) - (px[..., None] + vx[..., None] * tt),
+                        torch.stack(ys, -1) - (py[..., None] + vy[..., None] * tt)], -1)
 
 
 def _segment2(a, b):
@@ -89,20 +96,22 @@ def _segment2(a, b):
 
 
 def _path_distance(path):
-    """ballistics.path_distance over (N, steps + 1, 2) polylines."""
-    steps = path.shape[1] - 1
+    """ballistics.path_distance over (..., steps + 1, 2) polylines."""
+    steps = path.shape[-2] - 1
     d2 = (path * path).sum(-1)
-    best = torch.argmin(d2, 1)
-    best2 = d2.gather(1, best[:, None])[:, 0]
+    best = torch.argmin(d2, -1, keepdim=True)
+    best2 = d2.gather(-1, best)[..., 0]
     inf = torch.full_like(best2, math.inf)
 
     def corner(i):
-        return path.gather(1, i[:, None, None].expand(-1, 1, 2))[:, 0]
+        return path.gather(-2, i[..., None].expand(*([-1] * i.dim()), 2))[..., 0, :]
 
     here = corner(best)
-    prev = torch.where(best > 0, _segment2(corner(torch.clamp(best - 1, min=0)), here), inf)
-    nxt = torch.where(best < steps, _segment2(here, corner(torch.clamp(best + 1, max=steps))),
-                      inf)
+    best = best[..., 0]
+    prev = torch.where(best > 0, _segment2(corner(torch.clamp(best - 1, min=0)[..., None]),
+                                           here), inf)
+    nxt = torch.where(best < steps,
+                      _segment2(here, corner(torch.clamp(best + 1, max=steps)[..., None])), inf)
     return torch.sqrt(torch.minimum(best2, torch.minimum(prev, nxt)))
 
 
@@ -117,20 +126,26 @@ class Features(nn.Module):
         self.start = start
 
     def egocentric(self, obs):
-        s, c = obs[:, 4], obs[:, 5]
-        cols = list(obs.unbind(1))
-        fwd = {}
-        for ix, iy in zip(VECTOR_X.tolist(), VECTOR_Y.tolist()):
-            x, y = obs[:, ix], obs[:, iy]
-            cols[ix], cols[iy] = x * c + y * s, y * c - x * s
-            fwd[ix] = (cols[ix], cols[iy])
-        so, co = obs[:, 13], obs[:, 14]
-        cols[13], cols[14] = so * c - co * s, co * c + so * s
-        f9, r9 = fwd[9]
+        s, c = obs[:, 4:5], obs[:, 5:6]
+        # Every vector turned at once, then each column taken from where it now stands: a
+        # column at a time made the exported graph several times larger.
+        x = obs.index_select(1, torch.as_tensor(VECTOR_X))
+        y = obs.index_select(1, torch.as_tensor(VECTOR_Y))
+        so, co = obs[:, 13:14], obs[:, 14:15]
+        fwd, side = x * c + y * s, y * c - x * s
+        nine = VECTOR_X.tolist().index(9)
+        f9, r9 = fwd[:, nine:nine + 1], side[:, nine:nine + 1]
         dist = _hypot(f9, r9)
         inv = torch.where(dist > 1e-6, 1.0 / torch.where(dist > 1e-6, dist, 1.0), 0.0)
-        cols[0], cols[1] = f9 * inv, r9 * inv
-        return torch.stack(cols, 1)
+        width, k = obs.shape[1], len(VECTOR_X)
+        source = list(range(width))
+        for i, (ix, iy) in enumerate(zip(VECTOR_X.tolist(), VECTOR_Y.tolist())):
+            source[ix], source[iy] = width + i, width + k + i
+        end = width + 2 * k
+        source[13], source[14], source[0], source[1] = end, end + 1, end + 2, end + 3
+        every = torch.cat([obs, fwd, side, so * c - co * s, co * c + so * s, f9 * inv, r9 * inv],
+                          1)
+        return every.index_select(1, torch.tensor(source))
 
     def tactical_columns(self, obs32):
         k = self.k
@@ -153,8 +168,10 @@ class Features(nn.Module):
             bent = (o[:, 15] != 0) | (o[:, 16] != 0)
             sx, sy = -o[:, 15] * hw, -o[:, 16] * hh
             vx, vy = o[:, 2] * 0.5 * v2, o[:, 3] * 0.5 * v2
-            own = _bends(sx, sy, vx, vy, gm, times)
-            target = _bends(sx + dx, sy + dy, vx + rx, vy + ry, gm, times)
+            # The ship's own path and its target's, bent together.
+            own, target = _bends(torch.stack([sx, sx + dx], 1), torch.stack([sy, sy + dy], 1),
+                                 torch.stack([vx, vx + rx], 1), torch.stack([vy, vy + ry], 1),
+                                 gm, times).unbind(1)
             q = torch.stack([dx[:, None] + rx[:, None] * tt, dy[:, None] + ry[:, None] * tt],
                             -1) + target
             reach = spawn + speed * tt
@@ -187,16 +204,19 @@ class Features(nn.Module):
         lead_c = torch.where(aimed, (ax * cos_h + ay * sin_h) / safe, 0.0)
         lead_s = torch.where(aimed, (ay * cos_h - ax * sin_h) / safe, 0.0)
         quality = torch.where(seen, torch.exp(-miss * scale), 0.0)
-        threat = torch.zeros_like(dx)
-        for j in (18, 22, 26):
-            present = (o[:, j] != 0) | (o[:, j + 1] != 0) | (o[:, j + 2] != 0) | (o[:, j + 3] != 0)
-            jx, jy, ux, uy = o[:, j] * hw, o[:, j + 1] * hh, o[:, j + 2] * v2, o[:, j + 3] * v2
-            d = _closest(jx, jy, ux, uy, life)
-            if gm > 0.0:
-                path = torch.stack([jx[:, None] + ux[:, None] * tt,
-                                    jy[:, None] + uy[:, None] * tt], -1) - own
-                d = torch.where(bent, _path_distance(path), d)
-            threat = torch.where(present, torch.maximum(threat, torch.exp(-d * scale)), threat)
+        # The three nearest enemy torpedoes, x, y, vx, vy each, read together.
+        torps = o[:, 18:30].reshape(-1, 3, 4)
+        present = ((torps[..., 0] != 0) | (torps[..., 1] != 0) | (torps[..., 2] != 0)
+                   | (torps[..., 3] != 0))
+        jx, jy = torps[..., 0] * hw, torps[..., 1] * hh
+        ux, uy = torps[..., 2] * v2, torps[..., 3] * v2
+        d = _closest(jx, jy, ux, uy, life)
+        if gm > 0.0:
+            path = torch.stack([jx[..., None] + ux[..., None] * tt,
+                                jy[..., None] + uy[..., None] * tt], -1) - own[:, None]
+            d = torch.where(bent[:, None], _path_distance(path), d)
+        near = torch.where(present, torch.exp(-d * scale), 0.0)
+        threat = torch.maximum(torch.maximum(near[:, 0], near[:, 1]), near[:, 2])
         cols = [lead_c, lead_s, quality, threat, torch.clamp(t / life, max=2.0)]
         assert len(cols) == TACTICAL_COLUMNS
         return torch.stack(cols, 1).float()
