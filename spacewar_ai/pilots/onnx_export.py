@@ -99,7 +99,7 @@ def _path_distance(path):
     """ballistics.path_distance over (..., steps + 1, 2) polylines."""
     steps = path.shape[-2] - 1
     d2 = (path * path).sum(-1)
-    best = torch.argmin(d2, -1, keepdim=True)
+    best = torch.argmin(d2, -1, keepdim=True)  # (..., 1), as gather takes indices
     best2 = d2.gather(-1, best)[..., 0]
     inf = torch.full_like(best2, math.inf)
 
@@ -107,11 +107,10 @@ def _path_distance(path):
         return path.gather(-2, i[..., None].expand(*([-1] * i.dim()), 2))[..., 0, :]
 
     here = corner(best)
-    best = best[..., 0]
-    prev = torch.where(best > 0, _segment2(corner(torch.clamp(best - 1, min=0)[..., None]),
-                                           here), inf)
-    nxt = torch.where(best < steps,
-                      _segment2(here, corner(torch.clamp(best + 1, max=steps)[..., None])), inf)
+    prev = torch.where(best[..., 0] > 0,
+                       _segment2(corner(torch.clamp(best - 1, min=0)), here), inf)
+    nxt = torch.where(best[..., 0] < steps,
+                      _segment2(here, corner(torch.clamp(best + 1, max=steps))), inf)
     return torch.sqrt(torch.minimum(best2, torch.minimum(prev, nxt)))
 
 
