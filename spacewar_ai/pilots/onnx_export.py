@@ -205,8 +205,7 @@ class Features(nn.Module):
         quality = torch.where(seen, torch.exp(-miss * scale), 0.0)
         # The three nearest enemy torpedoes, x, y, vx, vy each, read together.
         torps = o[:, 18:30].reshape(-1, 3, 4)
-        present = ((torps[..., 0] != 0) | (torps[..., 1] != 0) | (torps[..., 2] != 0)
-                   | (torps[..., 3] != 0))
+        present = (torps != 0).any(-1)
         jx, jy = torps[..., 0] * hw, torps[..., 1] * hh
         ux, uy = torps[..., 2] * v2, torps[..., 3] * v2
         d = _closest(jx, jy, ux, uy, life)
