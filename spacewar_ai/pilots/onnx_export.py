@@ -136,14 +136,12 @@ class Features(nn.Module):
         f9, r9 = fwd[:, nine:nine + 1], side[:, nine:nine + 1]
         dist = _hypot(f9, r9)
         inv = torch.where(dist > 1e-6, 1.0 / torch.where(dist > 1e-6, dist, 1.0), 0.0)
-        width, k = obs.shape[1], len(VECTOR_X)
-        source = list(range(width))
-        for i, (ix, iy) in enumerate(zip(VECTOR_X.tolist(), VECTOR_Y.tolist())):
-            source[ix], source[iy] = width + i, width + k + i
-        end = width + 2 * k
-        source[13], source[14], source[0], source[1] = end, end + 1, end + 2, end + 3
         every = torch.cat([obs, fwd, side, so * c - co * s, co * c + so * s, f9 * inv, r9 * inv],
                           1)
+        width = obs.shape[1]
+        source = list(range(width))  # where each column of the view stands in `every`
+        for j, column in enumerate([*VECTOR_X.tolist(), *VECTOR_Y.tolist(), 13, 14, 0, 1]):
+            source[column] = width + j
         return every.index_select(1, torch.tensor(source))
 
     def tactical_columns(self, obs32):
